@@ -1,0 +1,119 @@
+"""07 · Broadcasting 的反向传播：bias 的 cotangent 在 unbroadcast 里如何变形。"""
+
+import numpy as onp
+
+import autograd.numpy as anp
+from autograd import grad, make_vjp
+from autograd.extend import defvjp, primitive
+from autograd.numpy import numpy_vjps, numpy_wrapper
+from autograd.numpy.numpy_boxes import ArrayBox
+from _provenance import announce
+
+X = onp.arange(6.0).reshape(2, 3)          # [[0,1,2],[3,4,5]]
+G = onp.array([[1.0, 2.0, 3.0],            # 从 X + b 的输出流回来的上游 cotangent
+               [4.0, 5.0, 6.0]])
+
+
+def fmt(a):
+    return f"shape={onp.shape(a)} value={onp.asarray(a).tolist()}"
+
+
+def traced_bias_vjp(b):
+    """对 f(b) = X + b 做 VJP；记录 metadata、unbroadcast 及其中每次 anp.sum。"""
+    steps = []
+    real = (numpy_wrapper.metadata, numpy_vjps.unbroadcast, numpy_wrapper.sum)
+
+    def logged_metadata(A):
+        meta = real[0](A)
+        steps.append(f"[forward]  anp.metadata(target) -> shape={meta[0]} ndim={meta[1]}")
+        return meta
+
+    def logged_unbroadcast(x, target_meta, broadcast_idx=0):
+        steps.append(f"[backward] unbroadcast in : g {fmt(x)}, target shape={target_meta[0]}")
+        out = real[1](x, target_meta, broadcast_idx)
+        steps.append(f"[backward] unbroadcast out: {fmt(out)}")
+        return out
+
+    def logged_sum(x, axis=None, keepdims=False, **kw):
+        out = real[2](x, axis=axis, keepdims=keepdims, **kw)
+        steps.append(f"             anp.sum(axis={axis}, keepdims={keepdims}): {onp.shape(x)} -> {fmt(out)}")
+        return out
+
+    numpy_wrapper.metadata, numpy_vjps.unbroadcast, numpy_wrapper.sum = (
+        logged_metadata, logged_unbroadcast, logged_sum)
+    try:
+        vjp, ans = make_vjp(lambda b: X + b)(b)     # 前向：add 的 maker 在这里运行
+        assert ans.shape == (2, 3)
+        g_b = vjp(G)                                # 反向：unbroadcast 在这里运行
+    finally:
+        numpy_wrapper.metadata, numpy_vjps.unbroadcast, numpy_wrapper.sum = real
+    return g_b, steps
+
+
+def run_case(label, b, expected):
+    g_b, steps = traced_bias_vjp(b)
+    print(f"-- {label}: b shape={onp.shape(b)}")
+    for s in steps:
+        print(s)
+    assert steps[0].startswith("[forward]") and all("[forward]" not in s for s in steps[1:])
+    assert onp.shape(g_b) == onp.shape(b) == onp.shape(expected)
+    assert onp.allclose(g_b, expected)
+    return steps
+
+
+def check_route():
+    """X + b（ndarray 在左）经由 ArrayBox.__array_ufunc__ 到达 anp.add。"""
+    seen, real = [], ArrayBox.__array_ufunc__
+
+    def logged(self, ufunc, method, *inputs, **kwargs):
+        seen.append(ufunc.__name__)
+        return real(self, ufunc, method, *inputs, **kwargs)
+
+    ArrayBox.__array_ufunc__ = logged
+    try:
+        make_vjp(lambda b: X + b)(0.5)
+    finally:
+        ArrayBox.__array_ufunc__ = real
+    print("X + b dispatched through __array_ufunc__ as:", seen)
+    assert seen == ["add"]
+
+
+def check_engine_is_shape_blind():
+    """同样的加法，但 VJP 规则不做 unbroadcast：core.py 照单全收。"""
+    @primitive
+    def naive_add(x, y):
+        return x + y
+
+    defvjp(naive_add, lambda ans, x, y: lambda g: g, lambda ans, x, y: lambda g: g)
+    g_b = grad(lambda b: anp.sum(naive_add(X, b) * G))(0.5)
+    print("naive rule, scalar b -> gradient", fmt(g_b))
+    assert onp.shape(g_b) == (2, 3)
+
+
+def main():
+    announce()
+    print("X", fmt(X))
+    print("G", fmt(G))
+    check_route()
+    # (a) 标量 bias：两次沿 axis 0 求和，(2,3) -> (3,) -> ()
+    steps = run_case("(a) scalar", 0.5, 21.0)
+    assert sum("anp.sum(axis=0, keepdims=False)" in s for s in steps) == 2
+    # (b) 向量 bias：只消去一个前导轴，(2,3) -> (3,)
+    steps = run_case("(b) vector", onp.zeros(3), [5.0, 7.0, 9.0])
+    assert sum("anp.sum(" in s for s in steps) == 1
+    # (c) 列 bias：维数相同，沿 size==1 的 axis 1 求和并保留该轴，(2,3) -> (2,1)
+    steps = run_case("(c) column", onp.zeros((2, 1)), [[6.0], [15.0]])
+    assert sum("anp.sum(axis=1, keepdims=True)" in s for s in steps) == 1
+    assert sum("anp.sum(" in s for s in steps) == 1
+
+    # 用普通的标量 loss 再确认一次：loss = sum(G * (X + b))
+    cases = [(0.5, 21.0), (onp.zeros(3), [5.0, 7.0, 9.0]), (onp.zeros((2, 1)), [[6.0], [15.0]])]
+    for b, expected in cases:
+        g_b = grad(lambda b: anp.sum(G * (X + b)))(b)
+        print(f"grad of sum(G*(X+b)) wrt b{onp.shape(b)}:", fmt(g_b))
+        assert onp.shape(g_b) == onp.shape(b) and onp.allclose(g_b, expected)
+    check_engine_is_shape_blind()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""Lesson 13: from a black-box function to a verified custom primitive."""
+
+import numpy as onp
+
+import autograd.numpy as np
+from autograd import grad, hessian
+from autograd.core import make_jvp, make_vjp
+from autograd.extend import defjvp, defvjp, primitive
+from autograd.test_util import check_grads
+from autograd.tracer import isbox, trace_stack
+
+from _provenance import announce
+
+
+def lse_numpy(x):
+    """Stable log-sum-exp written for plain NumPy (a 'black box')."""
+    x = onp.asarray(x)
+    m = onp.max(x)
+    return m + onp.log(onp.sum(onp.exp(x - m)))
+
+
+def softmax(x):  # hand formula for the gradient, plain NumPy
+    x = onp.asarray(x)
+    e = onp.exp(x - onp.max(x))
+    return e / e.sum()
+
+
+X = onp.array([1.0, 2.0, 3.0])
+EVENTS = []
+
+
+def kind(v):
+    return f"ArrayBox(trace {v._trace})" if isbox(v) else type(v).__name__
+
+
+def error_of(thunk):
+    try:
+        thunk()
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+    raise SystemExit("expected an error")
+
+
+def main():
+    announce()
+    print("== 0. the black box itself ==")
+    print(f"lse_numpy(X) = {lse_numpy(X):.6f}")
+    seen = []
+    grad(lambda x: seen.append(onp.asarray(x)) or np.sum(x))(X)
+    a = seen[0]
+    print(f"onp.asarray(box): dtype={a.dtype}, element type {type(a[0]).__name__}")
+    assert a.dtype == object and type(a[0]).__name__ == "ArrayBox"
+    msg = error_of(lambda: grad(lse_numpy)(X))
+    print("grad(lse_numpy)(X) ->", msg)
+    assert msg.startswith("TypeError") and "ArrayBox" in msg
+
+    print("== 1. @primitive, no rules yet ==")
+    lse = primitive(lse_numpy)
+    print(f"lse(X) = {lse(X):.6f}   (plain call: no box, f_raw runs)")
+    msg = error_of(lambda: grad(lse)(X))
+    print("grad(lse)(X) ->", msg)
+    assert msg == "NotImplementedError: VJP of lse_numpy wrt argnums (0,) not defined"
+    msg = error_of(lambda: make_jvp(lse, X)(onp.ones(3)))
+    print("make_jvp(lse, X)(v) ->", msg)
+    assert msg == "NotImplementedError: JVP of lse_numpy wrt argnums (0,) not defined"
+
+    scale = primitive(lambda x, s: x * s)
+    scale.__name__ = "scale"
+    defvjp(scale, lambda ans, x, s: lambda g: g * s)  # rule for argnum 0 only
+    msg = error_of(lambda: grad(scale, 1)(2.0, 3.0))
+    print("grad(scale, 1) ->", msg)
+    assert msg == "NotImplementedError: VJP of scale wrt argnum 0 not defined"
+
+    print("== 2. defvjp: maker(ans, x) -> lambda g: ... ==")
+
+    def lse_vjp_maker(ans, x):
+        EVENTS.append(f"maker(ans, x) called, x is {kind(x)}")
+
+        def vjp(g):
+            EVENTS.append(f"vjp(g) called, g is {kind(g)}")
+            return g * np.exp(x - ans)  # autograd.numpy: differentiable rule
+
+        return vjp
+
+    defvjp(lse, lse_vjp_maker)
+    vjp, ans = make_vjp(lse, X)
+    EVENTS.append("---- make_vjp returned: forward pass done ----")
+    g = vjp(1.0)
+    for ev in EVENTS:
+        print("  " + ev)
+    assert [e[:5] for e in EVENTS] == ["maker", "---- ", "vjp(g"]
+    assert onp.array_equal(g, grad(lse)(X))  # grad = the same two stages
+    print("grad(lse)(X) =", onp.array2string(g, precision=6))
+    assert onp.allclose(g, softmax(X), rtol=0, atol=1e-14)
+
+    print("== 3. defjvp: (g, ans, x) -> tangent ==")
+    defjvp(lse, lambda g, ans, x: np.sum(g * np.exp(x - ans)))
+    v = onp.array([0.5, -1.0, 2.0])
+    ans, t = make_jvp(lse, X)(v)
+    print(f"JVP value = {t:.6f}, softmax(X) . v = {softmax(X) @ v:.6f}")
+    assert abs(t - softmax(X) @ v) < 1e-12
+
+    print("== 4. second order ==")
+    print(f"trace_stack.top = {trace_stack.top} (4 traces above ended in an exception)")
+    assert trace_stack.top == 3
+    EVENTS.clear()
+    H = hessian(lse)(X)
+    for ev in EVENTS:
+        print("  " + ev)
+    p = softmax(X)
+    assert onp.allclose(H, onp.diag(p) - onp.outer(p, p), atol=1e-12)
+    print("hessian(lse)(X) == diag(p) - p p^T:", onp.array2string(H, precision=4))
+    onp.random.seed(0)
+    check_grads(lse, modes=["fwd", "rev"], order=2)(X)
+    print("check_grads(lse, modes=['fwd','rev'], order=2): passed")
+
+    print("== 5. a rule that is right but not differentiable ==")
+    lse2 = primitive(lse_numpy)
+    defvjp(lse2, lambda ans, x: lambda g: g * softmax(x))  # plain-NumPy helper
+    onp.random.seed(0)
+    check_grads(lse2, modes=["rev"], order=1)(X)
+    print("order=1: passed")
+    msg = error_of(lambda: check_grads(lse2, modes=["rev"], order=2)(X))
+    print("order=2 ->", msg)
+    assert msg.startswith("TypeError") and "ArrayBox" in msg
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""Lesson 08: forward mode computes each tangent the moment a JVPNode is created."""
+
+import math
+
+import autograd.core as core
+import autograd.numpy as np
+from autograd import grad, make_jvp
+from autograd.core import JVPNode, primitive_jvps
+
+from _provenance import announce
+
+EVENTS = []  # (what happened, detail) in time order
+RULE_CALLS = []  # (rule name, argnums, tangent it returned)
+
+
+def record(label, box):
+    """Called inside f right after a primitive returns: read the new Box's node."""
+    node = box._node
+    if isinstance(node, JVPNode):
+        state = f"g={node.g:.6f}"
+    else:  # VJPNode during grad: only parents and a closure for later
+        state = f"parents={len(node.parents)}, vjp closure 已建好, 无 g 属性={not hasattr(node, 'g')}"
+    EVENTS.append((f"函数体读取 {label}", f"{type(node).__name__}: value={box._value:.6f}, {state}"))
+
+
+def f(x):
+    s = np.sin(x)
+    record("s = sin(x)", s)
+    m = s * x
+    record("m = s * x", m)
+    y = np.exp(m)
+    record("y = exp(m)", y)
+    return y
+
+
+def wrap_rule(fun, name):
+    """Replace primitive_jvps[fun] so every call of the JVP rule is logged."""
+    original = primitive_jvps[fun]
+
+    def logged(argnums, gs, ans, args, kwargs):
+        out = original(argnums, gs, ans, args, kwargs)
+        RULE_CALLS.append((name, argnums, float(out)))
+        parent_gs = ", ".join(f"{float(g):.6f}" for g in gs)
+        EVENTS.append((f"JVP 规则 {name}", f"argnums={argnums}, parent_gs=[{parent_gs}] -> g={float(out):.6f}"))
+        return out
+
+    primitive_jvps[fun] = logged
+    return original
+
+
+def show(title):
+    print(f"\n{title}:")
+    for i, (what, detail) in enumerate(EVENTS, 1):
+        print(f"  {i}. {what} | {detail}")
+    seen = [what.split()[0] for what, _ in EVENTS]
+    EVENTS.clear()
+    return seen
+
+
+def main():
+    announce()
+    x, v = 1.0, 1.0
+
+    # Hand derivation with dual numbers: carry (value, tangent) pairs.
+    s, ds = math.sin(x), math.cos(x) * v
+    m, dm = s * x, ds * x + s * v
+    y, dy = math.exp(m), math.exp(m) * dm
+    print("手算 (value, tangent):")
+    for name, val, tan in [("x", x, v), ("s", s, ds), ("m", m, dm), ("y", y, dy)]:
+        print(f"  {name}: {val:.6f}, {tan:.6f}")
+
+    backward_calls = []
+    real_backward = core.backward_pass
+    core.backward_pass = lambda g, end_node: backward_calls.append(1) or real_backward(g, end_node)
+    originals = {fun: wrap_rule(fun, name)
+                 for fun, name in [(np.sin, "sin"), (np.multiply, "multiply"), (np.exp, "exp")]}
+    try:
+        value, tangent = make_jvp(f)(x)(v)
+        fwd_order = show("make_jvp 运行期间的事件（按时间顺序）")
+        jvp_backward_calls = len(backward_calls)
+        g_rev = grad(f)(x)
+        rev_order = show("对照：grad 的前向阶段（reverse mode）")
+    finally:
+        for fun, rule in originals.items():
+            primitive_jvps[fun] = rule
+        core.backward_pass = real_backward
+
+    print(f"\nmake_jvp 结果: value={float(value):.6f}, tangent={float(tangent):.6f}")
+    print(f"grad(f)(1.0) = {float(g_rev):.6f}")
+    print(f"backward_pass 调用次数: make_jvp 期间 {jvp_backward_calls}, grad 期间 {len(backward_calls) - jvp_backward_calls}")
+    print(f"JVPNode.__slots__ = {JVPNode.__slots__}")
+
+    assert abs(value - y) < 1e-12 and abs(tangent - dy) < 1e-12
+    assert [(n, a) for n, a, _ in RULE_CALLS] == [("sin", (0,)), ("multiply", (0, 1)), ("exp", (0,))]
+    assert all(abs(g - h) < 1e-12 for (_, _, g), h in zip(RULE_CALLS, [ds, dm, dy]))
+    assert abs(g_rev - tangent) < 1e-12  # scalar input, v = 1: Jv equals the gradient
+    # each rule call happens right before f's next line can read the new node's g
+    assert fwd_order == ["JVP", "函数体读取"] * 3
+    assert rev_order == ["函数体读取"] * 3  # no JVP rule runs in reverse mode
+    assert jvp_backward_calls == 0 and len(backward_calls) == 1
+    assert JVPNode.__slots__ == ["g"] and "parents" not in JVPNode.__slots__
+
+
+if __name__ == "__main__":
+    main()

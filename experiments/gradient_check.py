@@ -1,0 +1,145 @@
+"""Lesson 12: finite differences, the adjoint identity and check_grads."""
+
+import numpy as onp
+
+import autograd.numpy as np
+import autograd.test_util as tu
+from autograd.core import make_jvp, make_vjp
+from autograd.extend import defjvp, defvjp, primitive
+from autograd.test_util import check_grads, make_numerical_jvp
+from autograd.wrap_util import get_name
+
+from _provenance import announce
+
+
+def f(x):  # f(x) = e^x sin x
+    return np.exp(x) * np.sin(x)
+
+
+def df(x):  # hand derivative: e^x (sin x + cos x)
+    return onp.exp(x) * (onp.sin(x) + onp.cos(x))
+
+
+def eps_table(x=1.0):
+    print("eps      forward-err  central-err")
+    rows = {}
+    for k in range(1, 14):
+        eps = 10.0**-k
+        fwd = (f(x + eps) - f(x)) / eps
+        cen = (f(x + eps / 2) - f(x - eps / 2)) / eps  # autograd's convention
+        rows[k] = (abs(fwd - df(x)), abs(cen - df(x)))
+        print(f"1e-{k:02d}    {rows[k][0]:.1e}      {rows[k][1]:.1e}")
+    return rows
+
+
+def predicted_best_eps(x=1.0):
+    u = onp.finfo(float).eps / 2  # unit roundoff 2^-53
+    fx = abs(f(x))
+    f2 = abs(2 * onp.exp(x) * onp.cos(x))  # f''
+    f3 = abs(2 * onp.exp(x) * (onp.cos(x) - onp.sin(x)))  # f'''
+    print(f"unit roundoff u = 2^-53 = {u:.1e}")
+    return 2 * onp.sqrt(u * fx / f2), (24 * u * fx / f3) ** (1 / 3)
+
+
+A = onp.array([[1.0, -2.0, 0.5], [0.3, 0.8, -1.0]])
+
+
+def model(x):  # R^3 -> R^2
+    return np.tanh(np.dot(A, x))
+
+
+def adjoint_identity():
+    rng = onp.random.default_rng(0)
+    x, v, w = rng.standard_normal(3), rng.standard_normal(3), rng.standard_normal(2)
+    Jv = make_jvp(model, x)(v)[1]
+    wJ = make_vjp(model, x)[0](w)
+    J = (1 - onp.tanh(A @ x) ** 2)[:, None] * A  # hand Jacobian: diag(1 - tanh^2) A
+    assert onp.allclose(Jv, J @ v) and onp.allclose(wJ, w @ J)
+    lhs, rhs = float(onp.dot(w, Jv)), float(onp.dot(wJ, v))
+    num = float(onp.dot(w, make_numerical_jvp(model, x)(v)))
+    print(f"<w, Jv>     = {lhs:.12f}")
+    print(f"<w^T J, v>  = {rhs:.12f}")
+    print(f"<w, Jv_num> = {num:.12f}   (numerical JVP, EPS = {tu.EPS:.0e})")
+    assert abs(lhs - rhs) < 1e-12
+    assert tu.scalar_close(num, rhs)
+
+
+def logged_check_grads(fun, x, order):
+    """Run check_grads, recording every check_jvp / check_vjp it reaches."""
+    calls, real_jvp, real_vjp = [], tu.check_jvp, tu.check_vjp
+
+    def spy(kind, real):
+        def wrapper(g, arg):
+            what = f"tuple of {len(arg)}" if isinstance(arg, tuple) else f"shape {onp.shape(arg)}"
+            calls.append(f"{kind}({get_name(g)}, {what})")
+            return real(g, arg)
+
+        return wrapper
+
+    tu.check_jvp, tu.check_vjp = spy("check_jvp", real_jvp), spy("check_vjp", real_vjp)
+    try:
+        check_grads(fun, modes=["fwd", "rev"], order=order)(x)
+    finally:
+        tu.check_jvp, tu.check_vjp = real_jvp, real_vjp
+    return calls
+
+
+@primitive
+def bad_sin(x):
+    return onp.sin(x)
+
+
+defjvp(bad_sin, lambda g, ans, x: g * np.cos(x))  # correct JVP
+defvjp(bad_sin, lambda ans, x: lambda g: g * np.sin(x))  # WRONG: should be cos
+
+
+def main():
+    announce()
+    print("== 1. finite-difference error vs eps (f = e^x sin x, x = 1) ==")
+    rows = eps_table()
+    assert rows[6][1] < 1e-3 * rows[1][1]  # eps = 1e-6 is far better than 1e-1
+    assert rows[13][1] > 100 * rows[6][1]  # tiny eps: rounding error dominates
+    assert 9 < rows[1][0] / rows[2][0] < 11  # forward: truncation ~ eps
+    assert 90 < rows[1][1] / rows[2][1] < 110  # central: truncation ~ eps^2
+    assert rows[6][1] < 1e-2 * tu.TOL  # at autograd's EPS, far below TOL
+    best_f = min(rows, key=lambda k: rows[k][0])
+    best_c = min(rows, key=lambda k: rows[k][1])
+    pred_f, pred_c = predicted_best_eps()  # minimisers of the error models
+    print(f"best eps in table: forward 1e-{best_f:02d}, central 1e-{best_c:02d}")
+    print(f"theory:            forward {pred_f:.0e}, central {pred_c:.0e}")
+    assert abs(onp.log10(pred_f) + best_f) < 1 and abs(onp.log10(pred_c) + best_c) < 1
+    assert rows[best_c][1] < rows[best_f][0]
+    same = make_numerical_jvp(f, 1.0)(1.0) - (f(1.0 + 5e-7) - f(1.0 - 5e-7)) / 1e-6
+    assert abs(same) < 1e-12
+    print("make_numerical_jvp(f, 1.0)(1.0) = central difference with eps = 1e-6")
+
+    print("== 2. adjoint identity <w, Jv> = <w^T J, v> (seed 0) ==")
+    adjoint_identity()
+
+    print("== 3. check_grads(model, modes=['fwd','rev'], order=2) ==")
+    onp.random.seed(0)  # vspace(x).randn() draws from numpy's global RNG
+    x0 = onp.array([0.1, -0.4, 0.7])
+    calls = logged_check_grads(model, x0, order=2)
+    for c in calls:
+        print("  " + c)
+    assert len(calls) == 6
+    n3 = len(logged_check_grads(model, x0, order=3))
+    print(f"passed; order=3 also passes and runs {n3} checks")
+    assert n3 == 14
+
+    print("== 4. a deliberately wrong VJP ==")
+    onp.random.seed(0)
+    check_grads(bad_sin, modes=["fwd"])(0.5)
+    print("modes=['fwd']: passed (the JVP rule is right)")
+    try:
+        check_grads(bad_sin, modes=["rev"])(0.5)
+    except AssertionError as e:
+        first = str(e).splitlines()[0]
+        print("modes=['rev']: AssertionError:", first.split(" with arg")[0])
+        assert first.startswith("Derivative (VJP) check of bad_sin failed")
+    else:
+        raise SystemExit("the wrong VJP was not caught")
+
+
+if __name__ == "__main__":
+    main()

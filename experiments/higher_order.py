@@ -1,0 +1,134 @@
+"""Lesson 10: grad(grad(grad(f))), trace ids and nested boxes."""
+
+import math
+from collections import Counter
+
+import autograd.core as core
+import autograd.numpy as np
+import autograd.tracer as tracer
+from autograd import grad
+from autograd.tracer import isbox, trace_stack
+
+from _provenance import announce
+
+X0 = 1.5
+seen_layers = []  # what f saw as its argument, recorded inside f
+box_log = []  # (phase, trace) for every new_box call while patched
+phase = ["forward"]
+
+
+def layers(x):
+    """Unwrap x layer by layer: [(type name, trace id or None), ...]."""
+    out = []
+    while isbox(x):
+        out.append((type(x).__name__, x._trace))
+        x = x._value
+    out.append((type(x).__name__, None))
+    return out
+
+
+def show(chain):
+    return " -> ".join(name if t is None else f"{name}(trace={t})" for name, t in chain)
+
+
+def quartic(x):
+    seen_layers.append(layers(x))
+    return x**4
+
+
+def one_sin_call(x):
+    """Record every box created by ONE call of the primitive np.sin."""
+    start = len(box_log)
+    y = np.sin(x)
+    created = [t for _, t in box_log[start:]]
+    print("一次 np.sin(x) 调用:")
+    print("  x =", show(layers(x)))
+    print("  y =", show(layers(y)))
+    print("  new_box 依次在这些 trace 上创建 Box:", created)
+    assert created == sorted(created) and len(created) == len(layers(x)) - 1
+    return x**4
+
+
+def main():
+    announce()
+    g1, g2, g3 = grad(quartic), grad(grad(quartic)), grad(grad(grad(quartic)))
+    d = [float(g1(X0)), float(g2(X0)), float(g3(X0))]
+    print(f"x**4 在 x={X0}: f'={d[0]:.6f}  f''={d[1]:.6f}  f'''={d[2]:.6f}")
+    assert np.allclose(d, [4 * X0**3, 12 * X0**2, 24 * X0])
+    s1, s2, s3 = grad(np.sin), grad(grad(np.sin)), grad(grad(grad(np.sin)))
+    s = [float(s1(X0)), float(s2(X0)), float(s3(X0))]
+    print(f"sin  在 x={X0}: f'={s[0]:.6f}  f''={s[1]:.6f}  f'''={s[2]:.6f}")
+    assert np.allclose(s, [math.cos(X0), -math.sin(X0), -math.cos(X0)])
+
+    # 1) the nesting that f sees, from the outermost Box to the raw float
+    seen_layers.clear()
+    top_before = trace_stack.top
+    g3(X0)
+    chain = seen_layers[-1]
+    ids = [t for _, t in chain if t is not None]
+    print("调用前 trace_stack.top =", top_before)
+    print("f 看到的 x:", show(chain))
+    print("NESTING: " + " ".join(str(t) for t in ids))
+    assert all(a > b for a, b in zip(ids, ids[1:])), "levels must strictly decrease"
+    assert top_before == -1 and ids == [2, 1, 0]  # fresh process: TraceStack starts at -1
+    assert chain[-1][0] == "float" and trace_stack.top == top_before
+
+    # 2) ids are nesting depths, not a global counter
+    g3(X0)
+    assert [t for _, t in seen_layers[-1] if t is not None] == ids
+    grad(lambda z: g3(z))(X0)
+    shifted = [t for _, t in seen_layers[-1] if t is not None]
+    print("再调用一次 g3:", ids, "| 外面再套一层 grad:", shifted)
+    assert shifted == [ids[0] + 1] + ids
+
+    # 3) a lower-trace box is a constant for a higher trace: d/dx[x * d/dy(x + y)] = 1
+    nested = float(grad(lambda x: x * grad(lambda y: x + y)(1.0))(3.0))
+    print(f"d/dx [x * d/dy (x + y)] 在 x=3: {nested:.6f}")
+    assert nested == 1.0
+
+    # 4) one primitive call on a 3-layer Box, and boxes per phase
+    orig_new_box, orig_backward = tracer.new_box, core.backward_pass
+
+    def logging_new_box(value, trace, node):
+        box_log.append((phase[-1], trace))
+        return orig_new_box(value, trace, node)
+
+    def phased_backward(g, end_node):
+        phase.append(f"level {trace_stack.top + 1} backward_pass")
+        try:
+            return orig_backward(g, end_node)
+        finally:
+            phase.pop()
+
+    tracer.new_box, core.backward_pass = logging_new_box, phased_backward
+    try:
+        grad(grad(grad(one_sin_call)))(X0)
+    finally:
+        tracer.new_box, core.backward_pass = orig_new_box, orig_backward
+    counts = Counter(box_log)
+    print("各阶段在各 trace 上新建的 Box 数 (含 trace() 的 start box):")
+    for (ph, t), n in sorted(counts.items()):
+        print(f"  {ph:<22} trace {t}: {n}")
+    assert counts == {
+        ("forward", 0): 3, ("forward", 1): 3, ("forward", 2): 3,
+        ("level 2 backward_pass", 1): 2, ("level 2 backward_pass", 0): 2,
+        ("level 1 backward_pass", 0): 2,
+    }  # level 0 backward_pass creates no Box at all
+
+    # 5) new_trace has no try/finally: an exception inside a trace leaves top raised
+    def broken(x):
+        raise ValueError("boom")
+
+    try:
+        grad(broken)(X0)
+    except ValueError:
+        pass
+    g3(X0)
+    leaked = [t for _, t in seen_layers[-1] if t is not None]
+    print("异常之后 trace_stack.top =", trace_stack.top, "| 此时 g3 的层次变成", leaked)
+    assert trace_stack.top == 0 and leaked == [3, 2, 1]
+    trace_stack.top = top_before  # restore the global state we disturbed
+
+
+if __name__ == "__main__":
+    main()

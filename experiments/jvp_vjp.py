@@ -1,0 +1,129 @@
+"""Lesson 02: J, Jv and w^T J by hand and with autograd; lifetimes of JVP and VJP closures."""
+
+import autograd.numpy as np
+from autograd import jacobian, make_jvp, make_vjp
+from autograd.core import primitive_jvps, primitive_vjps
+from autograd.numpy import numpy_wrapper as anp
+
+from _provenance import announce
+
+CALLS = [0]
+EVENTS = []
+
+
+def f(x):
+    CALLS[0] += 1
+    EVENTS.append(f"f 第 {CALLS[0]} 次执行：开始")
+    x1, x2, x3 = x[0], x[1], x[2]
+    y = np.array([x1 * x2, np.sin(x1) + x2 * x3])
+    EVENTS.append(f"f 第 {CALLS[0]} 次执行：结束")
+    return y
+
+
+def jacobian_by_hand(x):
+    x1, x2, x3 = x
+    return np.array([[x2, x1, 0.0], [np.cos(x1), x3, x2]])
+
+
+def fmt(a):
+    return "[" + ", ".join(f"{float(t):.6f}" for t in np.ravel(a)) + "]"
+
+
+def compare_with_hand(x, v, w):
+    J = jacobian_by_hand(x)
+    J_ad = jacobian(f)(x)
+    y_fwd, Jv = make_jvp(f)(x)(v)
+    vjp, y_rev = make_vjp(f)(x)
+    wTJ = vjp(w)
+    print("手算 J         =", fmt(J[0]), fmt(J[1]))
+    print("jacobian(f)(x) =", fmt(J_ad[0]), fmt(J_ad[1]))
+    print("手算 Jv =", fmt(J @ v), "  make_jvp 得到 =", fmt(Jv))
+    print("手算 w^T J =", fmt(w @ J), "  make_vjp 得到 =", fmt(wTJ))
+    print(f"w·(Jv) = {float(w @ Jv):.6f}   (w^T J)·v = {float(wTJ @ v):.6f}")
+    assert J_ad.shape == (2, 3) and Jv.shape == (2,) and wTJ.shape == (3,)
+    assert np.allclose(J_ad, J, rtol=0, atol=1e-14)
+    assert np.allclose(Jv, J @ v, rtol=0, atol=1e-14)
+    assert np.allclose(wTJ, w @ J, rtol=0, atol=1e-14)
+    assert np.allclose(y_fwd, y_rev) and np.isclose(w @ Jv, wTJ @ v, rtol=1e-14)
+
+
+def install_logging():
+    orig_vjp, orig_jvp = primitive_vjps[anp.sin], primitive_jvps[anp.sin]
+
+    def logged_vjpmaker(argnums, ans, args, kwargs):
+        EVENTS.append(f"  sin 的 VJPNode 创建：vjpmaker 运行，捕获 x1 = {float(args[0]):.1f}")
+        inner = orig_vjp(argnums, ans, args, kwargs)
+
+        def vjp(g):
+            EVENTS.append(f"  sin 的 VJP closure 被调用：g = {float(g):.1f}")
+            return inner(g)
+
+        return vjp
+
+    def logged_jvpmaker(argnums, gs, ans, args, kwargs):
+        t = orig_jvp(argnums, gs, ans, args, kwargs)
+        EVENTS.append(f"  sin 的 JVPNode 创建：tangent = {float(gs[0]):.1f}*cos(x1) = {float(t):.6f}")
+        return t
+
+    primitive_vjps[anp.sin], primitive_jvps[anp.sin] = logged_vjpmaker, logged_jvpmaker
+    return orig_vjp, orig_jvp
+
+
+def step(label):
+    print(f"\n>>> {label}   (f 累计执行 {CALLS[0]} 次)")
+    for e in EVENTS:
+        print("   ", e)
+    kinds = [e.split("：")[0].strip() for e in EVENTS]
+    EVENTS.clear()
+    return kinds
+
+
+def lifetimes(x, v, w):
+    CALLS[0] = 0
+    EVENTS.clear()
+    orig_vjp, orig_jvp = install_logging()
+    try:
+        vjp, _ = make_vjp(f)(x)
+        kinds = step("vjp, ans = make_vjp(f)(x)")
+        assert kinds == ["f 第 1 次执行", "sin 的 VJPNode 创建", "f 第 1 次执行"]
+        assert CALLS[0] == 1
+        print("    vjp 的自由变量:", vjp.__code__.co_freevars)
+        assert vjp.__code__.co_freevars == ("end_node",)
+        r1 = vjp(w)
+        assert step(f"vjp(w)，w = {fmt(w)} -> {fmt(r1)}") == ["sin 的 VJP closure 被调用"]
+        r2 = vjp(np.array([1.0, 0.0]))
+        assert step(f"vjp([1, 0]) -> {fmt(r2)}") == ["sin 的 VJP closure 被调用"]
+        assert CALLS[0] == 1  # two backward passes, no new forward evaluation
+
+        jvp = make_jvp(f)(x)
+        assert step("jvp = make_jvp(f)(x)") == []
+        assert CALLS[0] == 1  # nothing traced yet
+        print("    jvp 的自由变量:", tuple(sorted(jvp.__code__.co_freevars)))
+        assert sorted(jvp.__code__.co_freevars) == ["fun", "x"]
+        _, t1 = jvp(v)
+        kinds = step(f"jvp(v)，v = {fmt(v)} -> {fmt(t1)}")
+        assert kinds == ["f 第 2 次执行", "sin 的 JVPNode 创建", "f 第 2 次执行"]
+        _, t2 = jvp(np.array([1.0, 0.0, 0.0]))
+        step(f"jvp([1, 0, 0]) -> {fmt(t2)}")
+        assert CALLS[0] == 3  # every JVP re-runs f
+
+        jacobian(f)(x)
+        kinds = step("jacobian(f)(x)")
+        assert CALLS[0] == 4  # one forward pass, then one backward pass per output row
+        assert kinds.count("sin 的 VJPNode 创建") == 1 and kinds.count("sin 的 VJP closure 被调用") == 2
+    finally:
+        primitive_vjps[anp.sin], primitive_jvps[anp.sin] = orig_vjp, orig_jvp
+
+
+def main():
+    announce()
+    assert np.sin is anp.sin
+    x = np.array([1.0, 2.0, 3.0])
+    v = np.array([1.0, 1.0, 1.0])
+    w = np.array([1.0, 2.0])
+    compare_with_hand(x, v, w)
+    lifetimes(x, v, w)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""Run the Mini autograd demo and compare Mini with HIPS autograd on scalar functions."""
+
+import sys
+from pathlib import Path
+
+import autograd
+import autograd.numpy as anp
+from autograd.core import VJPNode
+from autograd.tracer import trace
+
+import _provenance
+from _provenance import announce
+
+
+def mini_dir():
+    """mini-autograd/ sits next to experiments/. The site build may run a copy of
+    this script elsewhere, so also look next to the folder of _provenance.py."""
+    for base in (Path(__file__), Path(_provenance.__file__)):
+        candidate = base.resolve().parent.parent / "mini-autograd"
+        if (candidate / "mini_autograd.py").is_file():
+            return candidate
+    sys.exit("mini-autograd/ not found next to experiments/")
+
+
+sys.path.insert(0, str(mini_dir()))
+import demo  # noqa: E402  (Mini's own demo script)
+import mini_autograd as mini  # noqa: E402
+
+# Each function is written once; `m` supplies sin/cos/exp/log/tanh
+# (the Mini module or autograd.numpy), operators come from the Box classes.
+CASES = [
+    ("x*x", lambda x, m: x * x, 3.0),
+    ("x**3-2x+1", lambda x, m: x ** 3 - 2 * x + 1, -1.5),
+    ("sin*exp+x**2", lambda x, m: m.sin(x) * m.exp(x) + x ** 2, 0.5),
+    ("(x+1)/(x*x+2)", lambda x, m: (x + 1) / (x * x + 2), 0.7),
+    ("log*tanh-cos", lambda x, m: m.log(x) * m.tanh(x) - m.cos(x), 1.3),
+    ("sin(x*x)+exp(-x)*x", lambda x, m: m.sin(x * x) + m.exp(-x) * x, 0.9),
+]
+
+
+def compare_table():
+    print(f"{'f(x)':<20}{'x':>6}{'Mini grad':>20}{'HIPS grad':>20}{'|diff|':>10}")
+    for name, f, x in CASES:
+        ours = mini.grad(lambda t: f(t, mini))(x)
+        hips = float(autograd.grad(lambda t: f(t, anp))(x))
+        diff = abs(ours - hips)
+        assert diff <= 1e-12, (name, ours, hips)
+        print(f"{name:<20}{x:>6.1f}{ours:>20.15f}{hips:>20.15f}{diff:>10.1e}")
+
+
+def same_graph_shape():
+    """x * x at 3: one multiply node whose two parents are the same root node."""
+    root = mini.Node.new_root()
+    box = mini.Box(3.0, root)
+    m_end = box * box
+    m_parts = [vjp(1.0) for vjp in m_end.node.vjps]
+
+    h_root = VJPNode.new_root()
+    _, h_end = trace(h_root, lambda b: b * b, 3.0)
+    h_parts = [float(v) for v in h_end.vjp(1.0)]
+
+    assert m_end.node.parents == (root, root) and h_end.parents == (h_root, h_root)
+    assert m_parts == h_parts == [3.0, 3.0]
+    print(f"Mini: parents are (root, root): True; contributions {m_parts}")
+    print(f"HIPS: parents are (root, root): True; contributions {h_parts}")
+
+
+def nested_grad():
+    cube = lambda x: x * x * x
+    hips = float(autograd.grad(autograd.grad(cube))(2.0))
+    assert hips == 12.0
+    try:
+        mini.grad(mini.grad(cube))(2.0)
+        refused = False
+    except NotImplementedError:
+        refused = True
+    assert refused
+    print(f"HIPS grad(grad(x**3)) at 2: {hips:.1f}")
+    print(f"Mini grad(grad(x**3)) at 2: refused with NotImplementedError: {refused}")
+
+
+def main():
+    announce()
+    print("--- Mini demo (mini-autograd/demo.py) ---")
+    demo.main()
+    print()
+    print("--- same structure for x * x ---")
+    same_graph_shape()
+    print()
+    print("--- Mini vs HIPS gradients ---")
+    compare_table()
+    print()
+    print("--- outside Mini's scope ---")
+    nested_grad()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""05 · Watch the real add_outgrads calls where several backward paths meet.
+
+Temporarily wraps three globals of autograd.core that are looked up at call
+time: backward_pass (seed), toposort (current node), add_outgrads (every
+contribution and its flag). R, M, S, A, T are teaching labels, not VJPNode fields.
+"""
+
+import math
+
+import numpy as np
+
+import autograd.core as core
+import autograd.numpy as anp
+from autograd import grad
+
+from _provenance import announce
+
+
+def record_backward(f, x, name_nodes):
+    """Run grad(f)(x); return the gradient and what backward_pass did, in order."""
+    real_backward, real_toposort, real_add = core.backward_pass, core.toposort, core.add_outgrads
+    log = {"labels": {}, "order": [], "calls": [], "seed": None}
+    current = {"node": None, "k": 0}
+
+    def watched_backward(g, end_node):
+        log["seed"] = g
+        return real_backward(g, end_node)
+
+    def watched_toposort(end_node):
+        log["labels"].update(name_nodes(end_node))
+        for node in real_toposort(end_node):
+            current["node"], current["k"] = node, 0
+            log["order"].append(log["labels"][node])
+            yield node
+
+    def watched_add(prev_g_flagged, g):
+        before = show_pair(prev_g_flagged)  # text snapshot taken before the call
+        result = real_add(prev_g_flagged, g)
+        node = current["node"]
+        parent = node.parents[current["k"]]  # same pairing as zip(node.parents, ingrads)
+        current["k"] += 1
+        names = log["labels"][node], log["labels"][parent]
+        text = f"prev={before} | ingrad={show(g)} ({type(g).__name__}) | result={show_pair(result)}"
+        log["calls"].append((*names, prev_g_flagged, g, result, text))
+        return result
+
+    core.backward_pass, core.toposort, core.add_outgrads = watched_backward, watched_toposort, watched_add
+    try:
+        g = grad(f)(x)
+    finally:
+        core.backward_pass, core.toposort, core.add_outgrads = real_backward, real_toposort, real_add
+    return g, log
+
+
+def show(v):
+    return f"{float(np.sum(v)):.6f}"
+
+
+def show_pair(pair):
+    return "None" if pair is None else f"({show(pair[0])}, {pair[1]})"
+
+
+def edge_counts(log):
+    """Recount, from the real parents tuples, what toposort's child_counts holds after phase 1."""
+    labels, order = log["labels"], log["order"]
+    counts = {name: 0 for name in order}
+    counts[order[0]] = 1  # the end node is pushed once at the start
+    for node in labels:
+        for parent in node.parents:
+            counts[labels[parent]] += 1
+    return counts
+
+
+def report(title, g, log):
+    labels, order = log["labels"], log["order"]
+    print(f"== {title} ==")
+    seed = log["seed"]
+    print(f"seed = {show(seed)} ({type(seed).__name__}, shape {np.shape(seed)})")
+    for node, name in sorted(labels.items(), key=lambda kv: order.index(kv[1])):
+        inner = ", ".join(labels[p] for p in node.parents)
+        print(f"{name}.parents = {type(node.parents).__name__}[{inner}]")
+    print("toposort order:", " -> ".join(order))
+    counts = edge_counts(log)
+    print("edge counts (as toposort phase 1 counts them):", ", ".join(f"{n}={counts[n]}" for n in order))
+    for i, (node, parent, *_, text) in enumerate(log["calls"], 1):
+        print(f"call {i}: {node} -> {parent} | {text}")
+    print(f"grad = {show(g)} ({type(g).__name__})")
+
+
+def main():
+    announce()
+
+    # Example 1: the two 3's of x * x.
+    g, log = record_backward(lambda x: x * x, 3.0, lambda end: {end: "M", end.parents[0]: "R"})
+    report("grad(lambda x: x * x)(3.0)", g, log)
+    calls = log["calls"]
+    assert float(log["seed"]) == 1.0 and log["order"] == ["M", "R"]
+    assert edge_counts(log) == {"M": 1, "R": 2}
+    assert [(c[0], c[1]) for c in calls] == [("M", "R"), ("M", "R")]
+    assert [float(c[3]) for c in calls] == [3.0, 3.0]  # the two contributions
+    assert all(type(c[3]) is np.float64 for c in calls)
+    assert calls[0][2] is None and calls[0][4] == (3.0, False)
+    assert calls[1][2] == (3.0, False) and calls[1][4] == (6.0, True)
+    assert float(g) == 6.0
+
+    # Example 2: f(x) = x*x + sin(x); R is reached through M (twice) and through S.
+    def names2(end):
+        m, s = end.parents
+        return {end: "A", m: "M", s: "S", m.parents[0]: "R"}
+
+    x = 3.0
+    g, log = record_backward(lambda x: x * x + anp.sin(x), x, names2)
+    report("grad(lambda x: x * x + sin(x))(3.0)", g, log)
+    calls = log["calls"]
+    assert log["order"] == ["A", "S", "M", "R"]
+    assert edge_counts(log) == {"A": 1, "S": 1, "M": 1, "R": 3}
+    to_r = [c for c in calls if c[1] == "R"]
+    assert [c[0] for c in to_r] == ["S", "M", "M"]
+    assert math.isclose(float(to_r[0][3]), math.cos(x))
+    assert [float(c[3]) for c in to_r[1:]] == [3.0, 3.0]
+    assert [c[4][1] for c in to_r] == [False, True, True]
+    assert calls[0][3] is calls[1][3] is log["seed"]
+    print("A hands the seed object itself to both M and S:", calls[0][3] is calls[1][3] is log["seed"])
+    assert math.isclose(float(g), 2 * x + math.cos(x))
+    print(f"check 2x + cos(x) = {2 * x + math.cos(x):.6f}")
+
+    # Example 3: the same function on a 1-element array, to see what the flag buys.
+    def names3(end):
+        a = end.parents[0]
+        m, s = a.parents
+        return {end: "T", a: "A", m: "M", s: "S", m.parents[0]: "R"}
+
+    g, log = record_backward(lambda x: anp.sum(x * x + anp.sin(x)), np.array([3.0]), names3)
+    report("grad(lambda x: sum(x * x + sin(x)))(array([3.0]))", g, log)
+    first, second, third = [c for c in log["calls"] if c[1] == "R"]
+    assert second[4][0] is not second[2][0] and second[4][0] is not second[3]
+    print("2nd add into R (flag False): new array built:", second[4][0] is not second[2][0])
+    assert third[4][0] is third[2][0]
+    print("3rd add into R (flag True): same array updated in place:", third[4][0] is third[2][0])
+    assert g is third[4][0] and np.allclose(g, 2 * 3.0 + np.cos(3.0))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""Lesson 11: jacobian, hessian, HVPs and friends against hand formulas, with pass counts."""
+
+import autograd.core as core
+import autograd.numpy as np
+from autograd import elementwise_grad, grad, grad_and_aux, hessian, jacobian, value_and_grad
+from autograd.differential_operators import (
+    hessian_tensor_product,
+    make_ggnvp,
+    make_hvp,
+    tensor_jacobian_product,
+)
+
+from _provenance import announce
+
+X = np.array([2.0, 1.0, -1.0])
+V = np.array([1.0, 0.0, 2.0])
+U = np.array([3.0, -1.0])
+calls = {"trace": 0, "backward_pass": 0}
+
+
+def f(x):  # scalar: x0^2 x1 + x1 x2^3
+    return x[0] ** 2 * x[1] + x[1] * x[2] ** 3
+
+
+def F(x):  # R^3 -> R^2: [x0 x1, x1 + x2^2]
+    return np.array([x[0] * x[1], x[1] + x[2] ** 2])
+
+
+def f_aux(x):  # (value to differentiate, auxiliary output)
+    return f(x), np.sum(x**2)
+
+
+def count(label, thunk):
+    """Run thunk with calls reset; print and return (result, traces, backward passes)."""
+    calls.update(trace=0, backward_pass=0)
+    out = thunk()
+    print(f"  {label:<34} trace={calls['trace']}  backward_pass={calls['backward_pass']}")
+    return out, calls["trace"], calls["backward_pass"]
+
+
+def fmt(a):
+    a = np.asarray(a, dtype=float)
+    return np.array2string(a, formatter={"float_kind": lambda v: f"{v:.4f}"})
+
+
+def main():
+    announce()
+    x0, x1, x2 = X
+    grad_hand = np.array([2 * x0 * x1, x0**2 + x2**3, 3 * x1 * x2**2])
+    H_hand = np.array(
+        [[2 * x1, 2 * x0, 0.0], [2 * x0, 0.0, 3 * x2**2], [0.0, 3 * x2**2, 6 * x1 * x2]]
+    )
+    J_hand = np.array([[x1, x0, 0.0], [0.0, 1.0, 2 * x2]])
+    print("手算 grad f =", fmt(grad_hand), " Hv =", fmt(H_hand @ V))
+    print("手算 H =\n" + fmt(H_hand))
+    print("手算 J_F =\n" + fmt(J_hand))
+
+    orig_trace, orig_backward = core.trace, core.backward_pass
+
+    def counting_trace(start_node, fun, x):
+        calls["trace"] += 1
+        return orig_trace(start_node, fun, x)
+
+    def counting_backward(g, end_node):
+        calls["backward_pass"] += 1
+        return orig_backward(g, end_node)
+
+    core.trace, core.backward_pass = counting_trace, counting_backward
+    try:
+        print("各算子的前向 trace 次数与 backward_pass 次数:")
+        g, *c_grad = count("grad(f)(x)", lambda: grad(f)(X))
+        (val, g2), *c_vg = count("value_and_grad(f)(x)", lambda: value_and_grad(f)(X))
+        (g3, aux), *c_aux = count("grad_and_aux(f_aux)(x)", lambda: grad_and_aux(f_aux)(X))
+        J, *c_jac = count("jacobian(F)(x)   [m=2]", lambda: jacobian(F)(X))
+        eg, *c_eg = count("elementwise_grad(F)(x)", lambda: elementwise_grad(F)(X))
+        tjp = tensor_jacobian_product(F)
+        uJ, *c_tjp = count("tensor_jacobian_product(F)(x, u)", lambda: tjp(X, U))
+        H, *c_hess = count("hessian(f)(x)    [n=3]", lambda: hessian(f)(X))
+        htp = hessian_tensor_product(f)
+        Hv, *c_htp = count("hessian_tensor_product(f)(x, v)", lambda: htp(X, V))
+        (hvp, g4), *c_mk = count("make_hvp(f)(x)   (build once)", lambda: make_hvp(f)(X))
+        Hv2, *c_hvp = count("  hvp(v)         (each call)", lambda: hvp(V))
+        ggnvp, *c_gb = count("make_ggnvp(F)(x) (build once)", lambda: make_ggnvp(F)(X))
+        Gv, *c_gv = count("  ggnvp(v)       (each call)", lambda: ggnvp(V))
+
+        print("jacobian 的 backward_pass 次数随输出大小 m 变化:")
+        W = np.arange(1.0, 22.0).reshape(7, 3)
+        for m in [1, 2, 4, 7]:
+
+            def linear(x):
+                return np.dot(W[:m], x)
+
+            Jm, n_trace, n_back = count(f"jacobian(W[:{m}] @ x)", lambda: jacobian(linear)(X))
+            assert Jm.shape == (m, 3) and np.allclose(Jm, W[:m])
+            assert n_trace == 1 and n_back == m
+    finally:
+        core.trace, core.backward_pass = orig_trace, orig_backward
+
+    print("grad =", fmt(g), " value =", f"{float(val):.4f}", " aux =", f"{float(aux):.4f}")
+    print("jacobian(F) =\n" + fmt(J))
+    print("elementwise_grad(F) =", fmt(eg), " = J 的列和", fmt(J_hand.sum(axis=0)))
+    print("u^T J =", fmt(uJ))
+    print("hessian(f) =\n" + fmt(H))
+    print("hessian_tensor_product =", fmt(Hv), " make_hvp =", fmt(Hv2))
+    print("ggnvp(v) =", fmt(Gv), " = J^T J v", fmt(J_hand.T @ J_hand @ V))
+    e = np.array([0.5, 1.0, 2.0])
+    d = elementwise_grad(lambda x: np.sin(x) * x)(e)
+    print("elementwise_grad(sin(x)*x) =", fmt(d), " 手算", fmt(np.cos(e) * e + np.sin(e)))
+
+    for got in (g, g2, g3, g4):
+        assert np.allclose(got, grad_hand)
+    assert float(val) == f(X) and float(aux) == float(np.sum(X**2))
+    assert np.allclose(J, J_hand) and np.allclose(uJ, U @ J_hand)
+    assert np.allclose(eg, J_hand.sum(axis=0))
+    assert np.allclose(H, H_hand) and np.allclose(H, H.T)
+    assert np.allclose(Hv, H_hand @ V) and np.allclose(Hv2, H_hand @ V)
+    assert np.allclose(Gv, J_hand.T @ J_hand @ V)
+    assert np.allclose(d, np.cos(e) * e + np.sin(e))
+    for c in (c_grad, c_vg, c_aux, c_eg, c_tjp):
+        assert c == [1, 1]
+    assert c_jac == [1, 2] and c_hess == [2, 1 + 3] and c_htp == [2, 2]
+    assert c_mk == [2, 1] and c_hvp == [0, 1]
+    assert c_gb == [4, 2] and c_gv == [0, 3]
+
+
+if __name__ == "__main__":
+    main()

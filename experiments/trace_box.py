@@ -1,0 +1,130 @@
+"""Lesson 04: observe real Boxes, trace ids and VJPNodes, and a graph chosen by Python's `if`."""
+
+import autograd.numpy as anp
+from autograd import grad
+from autograd.core import VJPNode
+from autograd.numpy.numpy_boxes import ArrayBox
+from autograd.tracer import (Box, Node, find_top_boxed_args, isbox, new_box, notrace_primitives,
+                             trace_stack)
+
+from _provenance import announce
+
+
+def one_primitive_call():
+    """Do by hand what trace() does, then follow one multiply."""
+    with trace_stack.new_trace() as t:
+        root = VJPNode.new_root()
+        x = new_box(3.0, t, root)
+        print(f"trace id t = {t}, trace_stack.top = {trace_stack.top}")
+        print(f"x: {type(x).__name__}, _value={x._value!r}, _trace={x._trace}, "
+              f"_node={type(x._node).__name__}, _node.parents={x._node.parents}")
+        boxed, top, node_type, dispatch = find_top_boxed_args((x, 2.0))
+        print(f"find_top_boxed_args((x, 2.0)) -> argnums={[i for i, _ in boxed]}, "
+              f"trace={top}, node_type={node_type.__name__}, ufunc_dispatch_needed={dispatch}")
+        y = x * 2.0  # ArrayBox.__mul__ -> anp.multiply(x, 2.0)
+        node = y._node
+        print(f"y = x * 2.0: {type(y).__name__}, _value={float(y._value):.1f} "
+              f"({type(y._value).__name__}), _trace={y._trace}")
+        print(f"y._node.parents[0] is x._node: {node.parents[0] is root}, "
+              f"y._node.vjp(1.0) = {[float(v) for v in node.vjp(1.0)]}")
+        print(f"y._node has recipe/value/fun: "
+              f"{[hasattr(node, a) for a in ('recipe', 'value', 'fun')]}")
+        cond = x > 0  # greater is registered as notrace for VJPNode
+        print(f"x > 0 -> {type(cond).__module__}.{type(cond).__name__} (box: {isbox(cond)}), "
+              f"bool(x) = {bool(x)}, anp.shape(x) = {anp.shape(x)}")
+    print(f"after the with block: trace_stack.top = {trace_stack.top}")
+    assert t == 0 and type(x) is ArrayBox and x._value == 3.0 and x._trace == 0
+    assert type(x._node) is VJPNode and x._node is root and x._node.parents == []
+    assert [i for i, _ in boxed] == [0] and top == 0 and node_type is VJPNode and not dispatch
+    assert type(y) is ArrayBox and y._value == 6.0 and y._trace == 0
+    assert node.parents == (root,) and node.parents[0] is root and list(node.vjp(1.0)) == [2.0]
+    assert not any(hasattr(node, a) for a in ("recipe", "value", "fun"))
+    assert not isbox(cond) and bool(cond) and bool(x) is True and anp.shape(x) == ()
+    assert trace_stack.top == -1
+
+
+def registries():
+    print(f"Node.__slots__={Node.__slots__}, VJPNode.__slots__={VJPNode.__slots__}, "
+          f"Box.__slots__={Box.__slots__}")
+    print(f"Box.type_mappings[float] = {Box.type_mappings[float].__name__}, "
+          f"Box.type_mappings[ArrayBox] = {Box.type_mappings[ArrayBox].__name__}")
+    try:
+        new_box("abc", 0, VJPNode.new_root())
+    except TypeError as e:
+        print(f"new_box('abc', ...) -> TypeError: {e}")
+    nt = notrace_primitives[VJPNode]
+    print(f"in notrace_primitives[VJPNode]: greater={anp.greater in nt}, multiply={anp.multiply in nt}")
+    assert anp.greater in nt and anp.multiply not in nt
+    assert VJPNode.__slots__ == ["parents", "vjp"] and Box.__slots__ == ["_value", "_trace", "_node"]
+    assert Box.type_mappings[float] is ArrayBox and Box.type_mappings[ArrayBox] is ArrayBox
+    assert ArrayBox in Box.types
+
+
+def dynamic_graphs():
+    """VJPNode.__init__ runs once per recorded primitive: log which ones."""
+    built, real_init = [], VJPNode.__init__
+
+    def logging_init(self, value, fun, args, kwargs, parent_argnums, parents):
+        built.append(fun.__name__)
+        real_init(self, value, fun, args, kwargs, parent_argnums, parents)
+
+    def f(x):
+        if x > 0:  # plain Python if, evaluated on this call's value
+            return x * x
+        return -x
+
+    def cube_by_loop(x):
+        y = x
+        for _ in range(2):  # plain Python loop: unrolled into the graph
+            y = y * x
+        return y
+
+    VJPNode.__init__ = logging_init
+    try:
+        results = {}
+        for label, fun, x0 in [("f", f, 3.0), ("f", f, -2.0), ("cube_by_loop", cube_by_loop, 3.0)]:
+            built.clear()
+            g = grad(fun)(x0)
+            results[(label, x0)] = (float(g), list(built))
+            print(f"grad({label})({x0}) = {float(g):.1f}, nodes built: {built}")
+    finally:
+        VJPNode.__init__ = real_init
+    assert results[("f", 3.0)] == (6.0, ["multiply"])
+    assert results[("f", -2.0)] == (-1.0, ["negative"])
+    assert results[("cube_by_loop", 3.0)] == (27.0, ["multiply", "multiply"])
+
+
+def two_traces():
+    """Preview for lesson 10: only the box with the highest trace id is unboxed."""
+    root_a, root_b = VJPNode.new_root(), VJPNode.new_root()
+    with trace_stack.new_trace() as t0:
+        a = new_box(2.0, t0, root_a)
+        with trace_stack.new_trace() as t1:
+            b = new_box(5.0, t1, root_b)
+            boxed, top, _, _ = find_top_boxed_args((a, b))
+            p = a * b
+    inner = p._value
+    print(f"t0={t0}, t1={t1}; find_top_boxed_args((a, b)) -> argnums={[i for i, _ in boxed]}, trace={top}")
+    print(f"p = a * b: _trace={p._trace}, _value is {type(inner).__name__} "
+          f"(_trace={inner._trace}, _value={float(inner._value):.1f})")
+    print(f"p._node.parents == (root_b,): {p._node.parents == (root_b,)}; "
+          f"inner._node.parents == (root_a,): {inner._node.parents == (root_a,)}")
+    assert p._node.parents == (root_b,) and inner._node.parents == (root_a,)
+    assert (t0, t1) == (0, 1) and [i for i, _ in boxed] == [1] and top == 1
+    assert p._trace == 1 and type(inner) is ArrayBox and inner._trace == 0 and inner._value == 10.0
+
+
+def main():
+    announce()
+    print("== 1. 一次 primitive 调用 ==")
+    one_primitive_call()
+    print("\n== 2. 注册表与字段 ==")
+    registries()
+    print("\n== 3. Python 控制流决定每次调用的图 ==")
+    dynamic_graphs()
+    print("\n== 4. 两层 trace（第 10 篇预告）==")
+    two_traces()
+
+
+if __name__ == "__main__":
+    main()

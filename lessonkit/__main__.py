@@ -1,0 +1,106 @@
+"""Command line: ``python -m lessonkit verify|render|manifest …``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from .errors import LessonError
+
+
+def _verify(args) -> int:
+    from . import verify
+    from .project import Project
+
+    t0 = time.perf_counter()
+    project = Project(Path(args.root))
+    pages = [Path(p) for p in args.pages] or None
+    for p in pages or []:
+        if not p.is_file():
+            print(f"{p}: no such page — give paths of Markdown files under docs/", file=sys.stderr)
+            return 2
+    report = verify.check(project, pages)
+    problems = list(report.problems)
+    if args.update_map:
+        if problems:
+            print("not writing the excerpt map while blocks have problems", file=sys.stderr)
+        elif pages:
+            print("--update-map needs all pages: run it without page arguments", file=sys.stderr)
+            return 2
+        else:
+            verify.write_map(project, report)
+            print(f"wrote {project.rel(project.sourcemap / verify.MAP_NAME)}")
+    elif not args.no_map:
+        only = {project.rel(p) for p in pages} if pages else None
+        problems += verify.stale_map(project, report, only)
+    for p in problems:
+        print(p, file=sys.stderr)
+    n_pages = len(report.resolved)
+    summary = (f"verify: {n_pages} page(s), {report.count('real-source')} real-source, "
+               f"{report.count('teaching-simplification')} teaching, {report.count('experiment')} experiment "
+               f"block(s) against autograd {project.pin.version} ({project.pin.short}, {project.tree.provider}); "
+               f"{len(problems)} problem(s) in {time.perf_counter() - t0:.2f} s")
+    print(summary, file=sys.stderr if problems else sys.stdout)
+    return 1 if problems else 0
+
+
+def _render(args) -> int:
+    import markdown
+
+    from . import mdext
+
+    path = Path(args.page)
+    project = mdext.get_project(args.root)
+    text = project.read_page(path)
+    md = markdown.Markdown(extensions=["lessonkit.mdext", "lessonkit.mathml", "tables", "admonition", "attr_list",
+                                       "pymdownx.superfences", "md_in_html"],
+                           extension_configs={"lessonkit.mdext": {"root": args.root}})
+    problems = []
+    token = mdext.CURRENT.set(mdext.PageContext(project.rel(path), 0, problems))
+    try:
+        html = md.convert(text)
+    finally:
+        mdext.CURRENT.reset(token)
+    for p in problems:
+        print(p, file=sys.stderr)
+    print(html)
+    return 1 if problems else 0
+
+
+def _manifest(args) -> int:
+    from .pin import write_manifest
+    n = write_manifest(Path(args.tree), Path(args.out))
+    print(f"wrote {n} entries to {args.out}")
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m lessonkit")
+    ap.add_argument("--root", default=".", help="project root")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    v = sub.add_parser("verify", help="check the pin, every block and the excerpt map")
+    v.add_argument("pages", nargs="*", help="only these pages (default: all of docs/)")
+    v.add_argument("--update-map", action="store_true", help="rewrite sourcemap/excerpts.json")
+    v.add_argument("--no-map", action="store_true", help="skip the excerpt-map check")
+    v.set_defaults(func=_verify)
+    r = sub.add_parser("render", help="render one page to HTML on stdout (runs its experiments)")
+    r.add_argument("page")
+    r.set_defaults(func=_render)
+    m = sub.add_parser("manifest", help="write a manifest for a tree")
+    m.add_argument("tree")
+    m.add_argument("out")
+    m.set_defaults(func=_manifest)
+    args = ap.parse_args(argv)
+    try:
+        return args.func(args)
+    except LessonError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

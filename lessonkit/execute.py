@@ -1,0 +1,193 @@
+"""Stage 4: run experiments in isolated subprocesses, cached by content key."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from pathlib import Path
+
+from .errors import LessonError
+
+DEFAULT_TIMEOUT = 60
+OUTPUT_CAP = 64 * 1024
+KEY_SCHEMA = "lessonkit-exp-1"
+ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+
+
+@dataclass(frozen=True)
+class Job:
+    name: str  # file name the script runs under (shown in tracebacks)
+    source: bytes
+    timeout: int
+    label: str  # where it comes from, e.g. experiments/x.py or docs/a.md:12
+
+
+@dataclass(frozen=True)
+class Result:
+    key: str
+    exit_code: int
+    stdout: str
+    stderr: str
+    truncated: int  # bytes of stdout not shown (0: complete)
+    cpu_seconds: float
+    wall_seconds: float
+    timed_out: bool = False
+    cached: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.stdout.encode()).hexdigest()
+
+
+def versions() -> dict[str, str]:
+    try:
+        np = metadata.version("numpy")
+    except metadata.PackageNotFoundError:
+        np = "missing"
+    return {"python": ".".join(map(str, sys.version_info[:3])), "numpy": np}
+
+
+class Runner:
+    """Runs jobs against one pinned tree; results cached under ``cache/experiments``."""
+
+    def __init__(self, pinned_root: Path, pinned_version: str, manifest_digest: str,
+                 support_dir: Path, cache: Path):
+        self.pinned_root = pinned_root
+        self.pinned_version = pinned_version
+        self.support_dir = support_dir
+        self.cache = cache / "experiments"
+        support = b"".join(p.read_bytes() for p in sorted(support_dir.glob("_*.py")))
+        v = versions()
+        self._salt = hashlib.sha256(
+            b"\0".join([KEY_SCHEMA.encode(), manifest_digest.encode(), v["python"].encode(),
+                        v["numpy"].encode(), support])).hexdigest()
+        self.stats = {"ran": 0, "cached": 0}
+
+    def key(self, job: Job) -> str:
+        return hashlib.sha256(self._salt.encode() + b"\0" + job.name.encode() + b"\0" + job.source).hexdigest()
+
+    def cached(self, job: Job) -> Result | None:
+        path = self.cache / f"{self.key(job)}.json"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            result = Result(**{**data, "cached": True})
+            if result.key != self.key(job) or not result.ok:
+                raise ValueError("stale")
+            return result
+        except FileNotFoundError:
+            return None
+        except (ValueError, TypeError, OSError):
+            path.unlink(missing_ok=True)  # corrupted entry: drop it, run again
+            return None
+
+    def _store(self, result: Result) -> None:
+        self.cache.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.cache, prefix=".tmp-", suffix=".json")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({k: v for k, v in asdict(result).items() if k != "cached"}, fh)
+        os.replace(tmp, self.cache / f"{result.key}.json")
+
+    def run(self, job: Job) -> Result:
+        hit = self.cached(job)
+        if hit:
+            self.stats["cached"] += 1
+            return hit
+        result = self._execute(job)
+        self.stats["ran"] += 1
+        if result.ok:
+            self._store(result)
+        return result
+
+    def run_all(self, jobs: list[Job]) -> dict[str, Result]:
+        """Run every distinct job, uncached ones in parallel over the cores."""
+        todo = {self.key(j): j for j in jobs}
+        workers = max(1, min(len(todo), os.cpu_count() or 1))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            results = dict(zip(todo, pool.map(self.run, todo.values())))
+        return results
+
+    def _env(self, tmp: Path) -> dict[str, str]:
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(tmp),
+            "LANG": "C.UTF-8",
+            "PYTHONHASHSEED": "0",
+            "PYTHONIOENCODING": "utf-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONPATH": os.pathsep.join([str(self.pinned_root), str(self.support_dir)]),
+            "AUTOGRAD_PINNED_ROOT": str(self.pinned_root),
+            "AUTOGRAD_PINNED_VERSION": self.pinned_version,
+            "OMP_NUM_THREADS": "1",
+            "OPENBLAS_NUM_THREADS": "1",
+        }
+        for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "SYSTEMROOT"):
+            if name in os.environ:
+                env[name] = os.environ[name]
+        return env
+
+    def _execute(self, job: Job) -> Result:
+        tmp = Path(tempfile.mkdtemp(prefix="lessonkit-exp-"))
+        try:
+            script = tmp / job.name
+            script.write_bytes(job.source)
+            out_path, err_path = tmp / ".stdout", tmp / ".stderr"
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.perf_counter()
+            timed_out = False
+            with open(out_path, "wb") as out, open(err_path, "wb") as err:
+                proc = subprocess.Popen([sys.executable, "-B", job.name], cwd=tmp, env=self._env(tmp),
+                                        stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                        start_new_session=True)
+                try:
+                    code = proc.wait(timeout=job.timeout)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                    _kill_group(proc.pid)
+                    code = proc.wait()
+                _kill_group(proc.pid)  # children that outlived the script end with it
+            wall = time.perf_counter() - t0
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            raw = out_path.read_bytes()
+            truncated = max(0, len(raw) - OUTPUT_CAP)
+            stdout = self.normalise(raw[:OUTPUT_CAP].decode("utf-8", "replace"), tmp)
+            stderr = self.normalise(err_path.read_bytes()[-8192:].decode("utf-8", "replace"), tmp)
+            return Result(self.key(job), code, stdout, stderr, truncated, round(cpu, 3), round(wall, 3), timed_out)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def normalise(self, text: str, tmp: Path) -> str:
+        text = text.replace(str(tmp), "<tmp>").replace(str(self.pinned_root), "<pinned>")
+        return ADDRESS.sub("0x…", text)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def failure(result: Result, job: Job, timeout: int) -> LessonError:
+    tail = " | ".join(l for l in result.stderr.strip().splitlines()[-3:]) or "no stderr"
+    if result.timed_out:
+        return LessonError(f"experiment {job.label} did not finish within {timeout} s and was stopped",
+                           hint="make it faster, or raise `Timeout:` for this block")
+    return LessonError(f"experiment {job.label} failed with exit code {result.exit_code}: {tail[-300:]}",
+                       hint="run it by hand: nox -s experiment -- " + job.label.split(":")[0])

@@ -1,0 +1,56 @@
+"""Python-Markdown extension: ``$…$`` and ``$$…$$`` rendered to MathML at build time.
+
+No JavaScript and no CDN: browsers draw MathML natively. A formula that the
+converter cannot read is an author error, located by the page and its text.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as etree
+
+from latex2mathml.converter import convert
+from markdown import Extension
+from markdown.blockprocessors import BlockProcessor
+from markdown.inlinepatterns import InlineProcessor
+
+from .errors import LessonError
+
+INLINE = r"(?<![\\$])\$(?!\s)(?P<tex>[^$\n]+?)(?<![\s\\])\$(?!\d)"
+
+
+def to_mathml(tex: str, display: str) -> str:
+    try:
+        return convert(tex.strip(), display=display)
+    except Exception as exc:  # latex2mathml raises many types for bad input
+        raise LessonError(f"cannot render formula ${tex.strip()[:60]}$: {exc.__class__.__name__}: {exc}",
+                          hint="check the LaTeX; only standard math commands are supported") from None
+
+
+class InlineMath(InlineProcessor):
+    def handleMatch(self, m, data):
+        el = etree.Element("span", {"class": "lk-math"})
+        el.text = self.md.htmlStash.store(to_mathml(m.group("tex"), "inline"))
+        return el, m.start(0), m.end(0)
+
+
+class BlockMath(BlockProcessor):
+    RE = re.compile(r"^\s*\$\$(?P<tex>.*?)\$\$\s*$", re.S)
+
+    def test(self, parent, block):
+        return bool(self.RE.match(block))
+
+    def run(self, parent, blocks):
+        tex = self.RE.match(blocks.pop(0)).group("tex")
+        div = etree.SubElement(parent, "div", {"class": "lk-math-block"})
+        div.text = self.md.htmlStash.store(to_mathml(tex, "block"))
+
+
+class MathMLExtension(Extension):
+    def extendMarkdown(self, md):
+        md.inlinePatterns.register(InlineMath(INLINE, md), "lessonkit_math", 185)
+        md.parser.blockprocessors.register(BlockMath(md.parser), "lessonkit_math_block", 95)
+
+
+def makeExtension(**kwargs):
+    return MathMLExtension(**kwargs)

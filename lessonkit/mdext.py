@@ -1,0 +1,148 @@
+"""Python-Markdown extension: annotation blocks become verified, rendered excerpts.
+
+Usable by any Python-Markdown based generator::
+
+    markdown.Markdown(extensions=["lessonkit.mdext"], extension_configs={"lessonkit.mdext": {"root": "."}})
+
+The blocks are found by a preprocessor, where the raw lines are still visible, so
+every problem carries its ``path:line``. The page path and the line offset come
+from :data:`CURRENT` (set by the MkDocs hooks); without it errors say ``<markdown>``.
+Problems go to ``CURRENT.problems`` when a sink is given (the block is replaced by
+an error box) and are raised as one :class:`LessonError` otherwise, never swallowed.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from markdown import Extension, Markdown
+from markdown.preprocessors import Preprocessor
+from pymdownx.highlight import Highlight
+
+from . import execute
+from .errors import LessonError, Problem
+from .parse import Block, BrokenBlock, parse_page
+from .project import Project, Resolved
+from .render import NoLinks, Renderer, anchors
+
+PRIORITY = 28  # after normalize_whitespace (30), before the fence preprocessors (25)
+
+
+@dataclass
+class PageContext:
+    path: str = "<markdown>"
+    line_offset: int = 0
+    problems: list[Problem] | None = None
+    links: object = field(default_factory=NoLinks)
+    on_block: object = None  # callable(resolved, anchor) for site-level indexes
+
+
+CURRENT: ContextVar[PageContext | None] = ContextVar("lessonkit_page", default=None)
+_projects: dict[Path, Project] = {}
+
+
+def get_project(root: str | Path) -> Project:
+    key = Path(root).resolve()
+    if key not in _projects:
+        _projects[key] = Project(key)
+    return _projects[key]
+
+
+def reset() -> None:
+    """Forget every project (and so every parsed file and provided tree): one build, one state."""
+    _projects.clear()
+
+
+def provenance(project: Project) -> str:
+    v = execute.versions()
+    return (f"Python {v['python']} · NumPy {v['numpy']} · autograd {project.pin.version} "
+            f"({project.pin.short}，来源：{project.tree.provider})")
+
+
+def make_renderer(md: Markdown, project: Project, links) -> Renderer:
+    hl = Highlight(md, linenums=True, anchor_linenums=True, line_spans="__span",
+                   line_anchors="__codelineno", linenums_style="table", pygments_lang_class=True)
+    return Renderer(project.pin, hl.highlight, links, provenance(project))
+
+
+def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> tuple[str, list[Problem]]:
+    """Replace every annotation block of ``text``; return the new text and the problems."""
+    page = parse_page(text, ctx.path, ctx.line_offset)
+    if not page.items:
+        return text, []
+    lines = text.split("\n")
+    renderer = make_renderer(md, project, ctx.links)
+    problems: list[Problem] = []
+    resolved: dict[int, Resolved] = {}
+    for item in page.items:
+        if isinstance(item, Block):
+            try:
+                resolved[id(item)] = project.resolve(item)
+            except LessonError as exc:
+                problems += exc.at(item.path, item.line).problems
+    ids = dict(zip(resolved, anchors(list(resolved.values()))))
+    jobs = [r.job for r in resolved.values() if r.job]
+    results = project.runner.run_all(jobs) if jobs else {}
+    for item in reversed(page.items):
+        if isinstance(item, BrokenBlock):
+            problems = item.error.problems + problems
+            html = renderer.error(item.error)
+        elif id(item) not in resolved:
+            html = renderer.error(LessonError.collect([p for p in problems if p.line == item.line] or
+                                                      [Problem("unresolved block", item.path, item.line)]))
+        else:
+            r, anchor = resolved[id(item)], ids[id(item)]
+            html = _render_one(renderer, project, r, anchor, results, problems)
+            if ctx.on_block and "lk-error" not in html:
+                ctx.on_block(r, anchor)
+        placeholder = md.htmlStash.store(html)
+        lines[item.start: item.end + 1] = ["", item.indent + placeholder, ""]
+    problems.sort(key=lambda p: (p.line or 0))
+    return "\n".join(lines), problems
+
+
+def _render_one(renderer, project, r: Resolved, anchor, results, problems) -> str:
+    kind = r.block.kind
+    if kind == "real-source":
+        return renderer.real_source(r, anchor)
+    if kind == "teaching-simplification":
+        return renderer.teaching(r, anchor)
+    result = results.get(project.runner.key(r.job))
+    if result is None or not result.ok:
+        err = execute.failure(result, r.job, r.job.timeout).at(r.block.path, r.block.line)
+        problems += err.problems
+        return renderer.error(err)
+    return renderer.experiment(r, anchor, result)
+
+
+class _Pre(Preprocessor):
+    def __init__(self, md: Markdown, root: str):
+        super().__init__(md)
+        self.root = root
+
+    def run(self, lines: list[str]) -> list[str]:
+        ctx = CURRENT.get() or PageContext()
+        text = "\n".join(lines)
+        if "```" not in text and "~~~" not in text:
+            return lines
+        out, problems = render_page(self.md, get_project(self.root), text, ctx)
+        if problems:
+            if ctx.problems is None:
+                raise LessonError.collect(problems)
+            ctx.problems.extend(problems)
+        return out.split("\n")
+
+
+class LessonKitExtension(Extension):
+    def __init__(self, **kwargs):
+        self.config = {"root": [".", "project root (holds docs/, sourcemap/, experiments/)"]}
+        super().__init__(**kwargs)
+
+    def extendMarkdown(self, md: Markdown) -> None:
+        md.preprocessors.register(_Pre(md, self.getConfig("root")), "lessonkit", PRIORITY)
+
+
+def makeExtension(**kwargs):
+    return LessonKitExtension(**kwargs)

@@ -1,0 +1,123 @@
+"""Exact symbol ranges in one Python file (1-based, inclusive, decorators included)."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+from .errors import LessonError
+
+SELECTOR = re.compile(r"^(?P<func>[A-Za-z_][\w.]*)\((?P<arg>.*)\)$", re.S)
+
+
+@dataclass(frozen=True)
+class Definition:
+    name: str  # qualified: "backward_pass", "VJPNode.__init__", "defvjp(anp.multiply)"
+    kind: str  # "def", "class", "assign", "call"
+    start: int
+    end: int
+
+
+class SourceFile:
+    """One text file, parsed at most once."""
+
+    def __init__(self, rel: str, data: bytes):
+        self.rel = rel
+        self.data = data
+        try:
+            self.text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise LessonError(f"{rel} is not valid UTF-8 (byte {exc.start})",
+                              hint="only text files can be excerpted") from None
+        self.lines = self.text.splitlines()
+
+    @cached_property
+    def module(self) -> ast.Module:
+        try:
+            return ast.parse(self.text, filename=self.rel)
+        except SyntaxError as exc:
+            raise LessonError(f"{self.rel} is not parseable Python (line {exc.lineno})",
+                              hint="Symbol works only in Python files; quote a body without Symbol") from None
+
+    @cached_property
+    def definitions(self) -> list[Definition]:
+        out: list[Definition] = []
+        for node in self.module.body:
+            out += _defs(node, "")
+            if isinstance(node, ast.ClassDef):
+                for member in node.body:
+                    out += _defs(member, node.name + ".")
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and node.value.args:
+                call = node.value
+                out.append(Definition(f"{ast.unparse(call.func)}({ast.unparse(call.args[0])})", "call",
+                                      node.lineno, node.end_lineno))
+        return out
+
+    @cached_property
+    def top_level(self) -> list[Definition]:
+        return [d for d in self.definitions if "." not in d.name.split("(")[0] or d.kind == "call"]
+
+    def find(self, symbol: str) -> Definition:
+        m = SELECTOR.match(symbol.strip())
+        if m:
+            return self._find_call(m["func"], m["arg"])
+        hits = [d for d in self.definitions if d.name == symbol and d.kind != "call"]
+        if len(hits) == 1:
+            return hits[0]
+        if not hits:
+            names = sorted({d.name for d in self.definitions if d.kind != "call"})
+            close = difflib.get_close_matches(symbol, names, n=4, cutoff=0.6)
+            hint = ("did you mean " + ", ".join(f"`{c}` (L{self._line(c)})" for c in close) + "?") if close \
+                else "Symbol names a module-level def/class/assignment, a dotted member, or a call selector f(arg)"
+            raise LessonError(f"no symbol `{symbol}` in {self.rel}", hint=hint)
+        raise LessonError(f"symbol `{symbol}` is defined {len(hits)} times in {self.rel}",
+                          hint="candidates: " + ", ".join(f"L{d.start}-{d.end}" for d in hits) +
+                               "; quote the lines you mean as a body without Symbol")
+
+    def _line(self, name: str) -> int:
+        return next(d.start for d in self.definitions if d.name == name)
+
+    def _find_call(self, func: str, arg: str) -> Definition:
+        try:
+            want = ast.unparse(ast.parse(arg, mode="eval").body)
+        except SyntaxError:
+            raise LessonError(f"call selector `{func}({arg})` has an unparseable argument",
+                              hint="write it as in the source, e.g. defvjp(anp.multiply)") from None
+        calls = [d for d in self.definitions if d.kind == "call" and d.name.split("(", 1)[0] == func]
+        hits = [d for d in calls if d.name == f"{func}({want})"]
+        if len(hits) == 1:
+            return hits[0]
+        if not hits:
+            if not calls:
+                raise LessonError(f"no top-level call of `{func}` in {self.rel}",
+                                  hint="a call selector matches module-level calls such as defvjp(anp.exp)")
+            names = [d.name for d in calls]
+            close = difflib.get_close_matches(f"{func}({want})", names, n=5, cutoff=0.5) or names[:5]
+            raise LessonError(f"no top-level call `{func}({want})` in {self.rel}",
+                              hint="candidates: " + ", ".join(
+                                  f"{c} (L{next(d.start for d in calls if d.name == c)})" for c in close))
+        raise LessonError(f"call selector `{func}({want})` is ambiguous: {len(hits)} calls in {self.rel}",
+                          hint="candidates: " + ", ".join(f"L{d.start}-{d.end}" for d in hits) +
+                               "; quote the one you mean as a body under a Symbol-less block")
+
+
+def _defs(node: ast.stmt, prefix: str) -> list[Definition]:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+        kind = "class" if isinstance(node, ast.ClassDef) else "def"
+        return [Definition(prefix + node.name, kind, start, node.end_lineno)]
+    targets = []
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, ast.AnnAssign):
+        targets = [node.target]
+    names = []
+    for t in targets:
+        if isinstance(t, ast.Name):
+            names.append(t.id)
+        elif isinstance(t, ast.Tuple):
+            names += [e.id for e in t.elts if isinstance(e, ast.Name)]
+    return [Definition(prefix + n, "assign", node.lineno, node.end_lineno) for n in names]

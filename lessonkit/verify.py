@@ -1,0 +1,106 @@
+"""Verify: the pinned tree against its manifest, every block of every page, and the
+excerpt map in ``sourcemap/excerpts.json`` — without rendering the site. Uses the
+same parse and resolve stages as the build."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import LessonError, Problem
+from .project import Project, Resolved
+
+MAP_NAME = "excerpts.json"
+UPDATE_HINT = "run `nox -s verify -- --update-map` to record the new state"
+
+
+@dataclass
+class Report:
+    problems: list[Problem] = field(default_factory=list)
+    resolved: dict[str, list[Resolved]] = field(default_factory=dict)  # page -> blocks
+
+    def count(self, kind: str) -> int:
+        return sum(1 for rs in self.resolved.values() for r in rs if r.block.kind == kind)
+
+
+def map_entries(project: Project, report: Report) -> list[dict]:
+    entries = []
+    for page, rs in sorted(report.resolved.items()):
+        for r in rs:
+            ex = r.excerpt
+            if ex is None:
+                continue
+            entries.append({"page": page, "block": r.block.ordinal, "kind": r.block.kind, "file": ex.file,
+                            "symbol": ex.symbol, "lines": [ex.start, ex.end], "sha256": ex.sha256})
+    return entries
+
+
+def build_map(project: Project, report: Report) -> dict:
+    return {"pin": project.pin.commit, "version": project.pin.version,
+            "manifest": project.pin.manifest_digest, "excerpts": map_entries(project, report)}
+
+
+def check(project: Project, pages: list[Path] | None = None) -> Report:
+    """Parse and resolve every block of ``pages`` (default: all of docs/)."""
+    report = Report()
+    project.tree  # provide and check the pinned tree first: a bad tree is one clear error
+    for path in pages or project.pages():
+        try:
+            parsed = project.parse(path)
+        except LessonError as exc:
+            report.problems += exc.problems
+            continue
+        resolved, problems = project.resolve_page(parsed)
+        report.resolved[project.rel(path)] = resolved
+        report.problems += problems
+    return report
+
+
+def stale_map(project: Project, report: Report, only_pages: set[str] | None = None) -> list[Problem]:
+    path = project.sourcemap / MAP_NAME
+    rel = project.rel(path)
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return [Problem("the excerpt map does not exist", rel, None, UPDATE_HINT)]
+    except json.JSONDecodeError as exc:
+        return [Problem(f"the excerpt map is not valid JSON ({exc.msg})", rel, exc.lineno, UPDATE_HINT)]
+    fresh = build_map(project, report)
+    problems = []
+    for key in ("pin", "version", "manifest"):
+        if recorded.get(key) != fresh[key]:
+            problems.append(Problem(f"the excerpt map was made for another {key}", rel, None, UPDATE_HINT))
+    old = {(e["page"], e["block"]): e for e in recorded.get("excerpts", [])
+           if only_pages is None or e["page"] in only_pages}
+    new = {(e["page"], e["block"]): e for e in fresh["excerpts"]}
+    lines = {(p, r.block.ordinal): r.block.line for p, rs in report.resolved.items() for r in rs}
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        if a == b:
+            continue
+        if b is None:
+            problems.append(Problem(f"the excerpt map records block {key[1]} of {key[0]}, which no longer exists",
+                                    rel, None, UPDATE_HINT))
+            continue
+        if a is None:
+            what = f"a new excerpt ({b['file']} L{b['lines'][0]}-{b['lines'][1]}) is not in the map"
+        else:
+            changes = [k for k in ("kind", "file", "symbol", "lines", "sha256") if a.get(k) != b.get(k)]
+            what = (f"the excerpt map is stale: {', '.join(changes)} changed "
+                    f"(recorded {a['file']} L{a['lines'][0]}-{a['lines'][1]}, now {b['file']} "
+                    f"L{b['lines'][0]}-{b['lines'][1]})")
+        problems.append(Problem(what, key[0], lines.get(key), UPDATE_HINT))
+    return problems
+
+
+def write_map(project: Project, report: Report) -> Path:
+    path = project.sourcemap / MAP_NAME
+    data = json.dumps(build_map(project, report), indent=1, ensure_ascii=False) + "\n"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".excerpts-")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
+    return path

@@ -106,12 +106,28 @@ def main():
     assert sum("anp.sum(axis=1, keepdims=True)" in s for s in steps) == 1
     assert sum("anp.sum(" in s for s in steps) == 1
 
-    # 用普通的标量 loss 再确认一次：loss = sum(G * (X + b))
+    # 用普通的标量 loss 再确认一次：loss = sum(G * (X + b))；X 没有被广播，梯度就是 G
     cases = [(0.5, 21.0), (onp.zeros(3), [5.0, 7.0, 9.0]), (onp.zeros((2, 1)), [[6.0], [15.0]])]
     for b, expected in cases:
         g_b = grad(lambda b: anp.sum(G * (X + b)))(b)
-        print(f"grad of sum(G*(X+b)) wrt b{onp.shape(b)}:", fmt(g_b))
+        g_X = grad(lambda X_: anp.sum(G * (X_ + b)))(X)
+        print(f"grad of sum(G*(X+b)) wrt b{onp.shape(b)}:", fmt(g_b), "| wrt X equals G:", bool(onp.allclose(g_X, G)))
         assert onp.shape(g_b) == onp.shape(b) and onp.allclose(g_b, expected)
+        assert onp.allclose(g_X, G)
+    # G 全为 1 时，b 每个元素的梯度 = 它在前向被复制的次数
+    copies = [(0.5, 6.0), (onp.zeros(3), [2.0, 2.0, 2.0]), (onp.zeros((2, 1)), [[3.0], [3.0]])]
+    for b, expected in copies:
+        n = grad(lambda b: anp.sum(X + b))(b)
+        print(f"copies of each b element, b{onp.shape(b)}:", onp.asarray(n).tolist())
+        assert onp.allclose(n, expected)
+    # 伴随恒等式：<broadcast(b), G> == <b, unbroadcast(G)>，用随机 b 检查三种形状
+    rng = onp.random.default_rng(0)
+    for shape in [(), (3,), (2, 1)]:
+        b = rng.standard_normal(shape)
+        lhs = onp.sum(onp.broadcast_to(b, X.shape) * G)
+        rhs = onp.sum(b * numpy_vjps.unbroadcast(G, numpy_wrapper.metadata(b)))
+        print(f"adjoint identity, b{shape}: {bool(onp.isclose(lhs, rhs))}")
+        assert onp.isclose(lhs, rhs)
     check_engine_is_shape_blind()
 
 

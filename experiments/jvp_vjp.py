@@ -9,6 +9,7 @@ from _provenance import announce
 
 CALLS = [0]
 EVENTS = []
+SIN_G = []  # cotangents received by the sin VJP closure
 
 
 def f(x):
@@ -44,7 +45,7 @@ def compare_with_hand(x, v, w):
     assert np.allclose(J_ad, J, rtol=0, atol=1e-14)
     assert np.allclose(Jv, J @ v, rtol=0, atol=1e-14)
     assert np.allclose(wTJ, w @ J, rtol=0, atol=1e-14)
-    assert np.allclose(y_fwd, y_rev) and np.isclose(w @ Jv, wTJ @ v, rtol=1e-14)
+    assert np.allclose(y_fwd, y_rev) and np.isclose(w @ Jv, wTJ @ v, rtol=1e-14, atol=0)
 
 
 def install_logging():
@@ -56,6 +57,7 @@ def install_logging():
 
         def vjp(g):
             EVENTS.append(f"  sin 的 VJP closure 被调用：g = {float(g):.1f}")
+            SIN_G.append(float(g))
             return inner(g)
 
         return vjp
@@ -81,6 +83,7 @@ def step(label):
 def lifetimes(x, v, w):
     CALLS[0] = 0
     EVENTS.clear()
+    SIN_G.clear()
     orig_vjp, orig_jvp = install_logging()
     try:
         vjp, _ = make_vjp(f)(x)
@@ -94,6 +97,7 @@ def lifetimes(x, v, w):
         r2 = vjp(np.array([1.0, 0.0]))
         assert step(f"vjp([1, 0]) -> {fmt(r2)}") == ["sin 的 VJP closure 被调用"]
         assert CALLS[0] == 1  # two backward passes, no new forward evaluation
+        assert SIN_G == [2.0, 0.0] and np.allclose(r2, jacobian_by_hand(x)[0])
 
         jvp = make_jvp(f)(x)
         assert step("jvp = make_jvp(f)(x)") == []
@@ -106,11 +110,13 @@ def lifetimes(x, v, w):
         _, t2 = jvp(np.array([1.0, 0.0, 0.0]))
         step(f"jvp([1, 0, 0]) -> {fmt(t2)}")
         assert CALLS[0] == 3  # every JVP re-runs f
+        assert np.allclose(t2, jacobian_by_hand(x)[:, 0])
 
         jacobian(f)(x)
         kinds = step("jacobian(f)(x)")
         assert CALLS[0] == 4  # one forward pass, then one backward pass per output row
         assert kinds.count("sin 的 VJPNode 创建") == 1 and kinds.count("sin 的 VJP closure 被调用") == 2
+        assert SIN_G[2:] == [0.0, 1.0]
     finally:
         primitive_vjps[anp.sin], primitive_jvps[anp.sin] = orig_vjp, orig_jvp
 

@@ -49,9 +49,16 @@ def registries():
     print(f"Box.type_mappings[float] = {Box.type_mappings[float].__name__}, "
           f"Box.type_mappings[ArrayBox] = {Box.type_mappings[ArrayBox].__name__}")
     try:
-        new_box("abc", 0, VJPNode.new_root())
+        grad(lambda x: x * x)(3)  # int is not registered: new_box fails inside trace
     except TypeError as e:
-        print(f"new_box('abc', ...) -> TypeError: {e}")
+        message = str(e)
+    leaked = trace_stack.top  # the exception skipped `top -= 1` in new_trace
+    still_ok = float(grad(lambda x: x * x)(3.0))  # ids are only compared, so this still works
+    trace_stack.top = -1  # restore the global counter
+    print(f"grad(f)(3) -> TypeError: {message}")
+    print(f"trace_stack.top after that error = {leaked}; grad(f)(3.0) afterwards = {still_ok:.1f}")
+    assert message == "Can't differentiate w.r.t. type <class 'int'>"
+    assert leaked == 0 and still_ok == 6.0
     nt = notrace_primitives[VJPNode]
     print(f"in notrace_primitives[VJPNode]: greater={anp.greater in nt}, multiply={anp.multiply in nt}")
     assert anp.greater in nt and anp.multiply not in nt
@@ -107,6 +114,9 @@ def two_traces():
     print(f"t0={t0}, t1={t1}; find_top_boxed_args((a, b)) -> argnums={[i for i, _ in boxed]}, trace={top}")
     print(f"p = a * b: _trace={p._trace}, _value is {type(inner).__name__} "
           f"(_trace={inner._trace}, _value={float(inner._value):.1f})")
+    back = list(p._node.vjp(1.0))[0]  # trace-1 VJP closure captured the trace-0 box `a`
+    print(f"p._node.vjp(1.0) -> {type(back).__name__} (_trace={back._trace}, _value={float(back._value):.1f})")
+    assert type(back) is ArrayBox and back._trace == 0 and back._value == 2.0
     print(f"p._node.parents == (root_b,): {p._node.parents == (root_b,)}; "
           f"inner._node.parents == (root_a,): {inner._node.parents == (root_a,)}")
     assert p._node.parents == (root_b,) and inner._node.parents == (root_a,)

@@ -7,6 +7,7 @@ converter cannot read is an author error, located by the page and its text.
 from __future__ import annotations
 
 import re
+from html import escape
 import xml.etree.ElementTree as etree
 
 from latex2mathml.converter import convert
@@ -23,8 +24,14 @@ def to_mathml(tex: str, display: str) -> str:
     try:
         return convert(tex.strip(), display=display)
     except Exception as exc:  # latex2mathml raises many types for bad input
-        raise LessonError(f"cannot render formula ${tex.strip()[:60]}$: {exc.__class__.__name__}: {exc}",
-                          hint="check the LaTeX; only standard math commands are supported") from None
+        err = LessonError(f"cannot render formula ${tex.strip()[:60]}$: {exc.__class__.__name__}: {exc}",
+                          hint="check the LaTeX; only standard math commands are supported")
+        from .mdext import CURRENT
+        ctx = CURRENT.get()
+        if ctx is None or ctx.problems is None:
+            raise err from None
+        ctx.problems.extend(err.at(ctx.path, ctx.locate(tex.strip())).problems)
+        return f'<span class="lk-error">{escape(tex)}</span>'
 
 
 class InlineMath(InlineProcessor):
@@ -43,7 +50,7 @@ class BlockMath(BlockProcessor):
     def run(self, parent, blocks):
         tex = self.RE.match(blocks.pop(0)).group("tex")
         div = etree.SubElement(parent, "div", {"class": "lk-math-block"})
-        div.text = self.md.htmlStash.store(to_mathml(tex, "block"))
+        div.text = self.parser.md.htmlStash.store(to_mathml(tex, "block"))
 
 
 class MathMLExtension(Extension):

@@ -37,6 +37,11 @@ class PageContext:
     problems: list[Problem] | None = None
     links: object = field(default_factory=NoLinks)
     on_block: object = None  # callable(resolved, anchor) for site-level indexes
+    source: str = ""  # the page's raw text, to locate problems found after preprocessing
+
+    def locate(self, needle: str) -> int | None:
+        idx = self.source.find(needle) if needle and self.source else -1
+        return self.source.count("\n", 0, idx) + 1 if idx >= 0 else None
 
 
 CURRENT: ContextVar[PageContext | None] = ContextVar("lessonkit_page", default=None)

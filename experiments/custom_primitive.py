@@ -2,6 +2,7 @@
 
 import numpy as onp
 
+import autograd
 import autograd.numpy as np
 from autograd import grad, hessian
 from autograd.core import make_jvp, make_vjp
@@ -45,6 +46,9 @@ def main():
     announce()
     print("== 0. the black box itself ==")
     print(f"lse_numpy(X) = {lse_numpy(X):.6f}")
+    g_ufunc = grad(lambda x: onp.sum(onp.exp(x)))(X)  # plain ufuncs dispatch to autograd
+    assert onp.allclose(g_ufunc, onp.exp(X))
+    print("grad of onp.sum(onp.exp(x)) works: ufuncs on an ArrayBox reach autograd")
     seen = []
     grad(lambda x: seen.append(onp.asarray(x)) or np.sum(x))(X)
     a = seen[0]
@@ -55,7 +59,9 @@ def main():
     assert msg.startswith("TypeError") and "ArrayBox" in msg
 
     print("== 1. @primitive, no rules yet ==")
-    lse = primitive(lse_numpy)
+    assert primitive is autograd.tracer.primitive  # what autograd.extend exports
+    assert autograd.primitive is autograd.core.primitive_with_deprecation_warnings
+    lse = primitive(lse_numpy)  # same as decorating lse_numpy with @primitive
     print(f"lse(X) = {lse(X):.6f}   (plain call: no box, f_raw runs)")
     msg = error_of(lambda: grad(lse)(X))
     print("grad(lse)(X) ->", msg)

@@ -48,6 +48,7 @@ def registries():
           f"Box.__slots__={Box.__slots__}")
     print(f"Box.type_mappings[float] = {Box.type_mappings[float].__name__}, "
           f"Box.type_mappings[ArrayBox] = {Box.type_mappings[ArrayBox].__name__}")
+    message = None
     try:
         grad(lambda x: x * x)(3)  # int is not registered: new_box fails inside trace
     except TypeError as e:

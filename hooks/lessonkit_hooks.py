@@ -103,7 +103,7 @@ def on_page_markdown(markdown: str, page: "Page", config: "MkDocsConfig", files:
     except LessonError as exc:
         problems += exc.problems
         raw = markdown
-    ctx = mdext.PageContext(rel, _offset(raw, markdown), problems, source=raw)
+    ctx = mdext.PageContext(rel, _offset(raw, markdown), problems, root=str(STATE.root), source=raw)
     STATE.token = mdext.CURRENT.set(ctx)
     return markdown
 

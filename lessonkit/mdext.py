@@ -37,6 +37,7 @@ class PageContext:
     problems: list[Problem] | None = None
     links: object = field(default_factory=NoLinks)
     on_block: object = None  # callable(resolved, anchor) for site-level indexes
+    root: str | None = None  # project root; overrides the extension's `root` option
     source: str = ""  # the page's raw text, to locate problems found after preprocessing
 
     def locate(self, needle: str) -> int | None:
@@ -132,7 +133,7 @@ class _Pre(Preprocessor):
         text = "\n".join(lines)
         if "```" not in text and "~~~" not in text:
             return lines
-        out, problems = render_page(self.md, get_project(self.root), text, ctx)
+        out, problems = render_page(self.md, get_project(ctx.root or self.root), text, ctx)
         if problems:
             if ctx.problems is None:
                 raise LessonError.collect(problems)

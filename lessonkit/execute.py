@@ -67,12 +67,17 @@ class Runner:
     """Runs jobs against one pinned tree; results cached under ``cache/experiments``."""
 
     def __init__(self, pinned_root: Path, pinned_version: str, manifest_digest: str,
-                 support_dir: Path, cache: Path):
+                 support_dir: Path, cache: Path, extra_paths: tuple[Path, ...] = ()):
         self.pinned_root = pinned_root
         self.pinned_version = pinned_version
         self.support_dir = support_dir
+        self.extra_paths = tuple(p for p in extra_paths if p.is_dir())
         self.cache = cache / "experiments"
-        support = b"".join(p.read_bytes() for p in sorted(support_dir.glob("_*.py")))
+        # Everything a script may import besides itself is part of every key.
+        inputs = sorted(support_dir.glob("_*.py"))
+        for extra in self.extra_paths:
+            inputs += sorted(p for p in extra.rglob("*.py") if "tests" not in p.relative_to(extra).parts)
+        support = b"".join(p.name.encode() + b"\0" + p.read_bytes() for p in inputs)
         v = versions()
         self._salt = hashlib.sha256(
             b"\0".join([KEY_SCHEMA.encode(), manifest_digest.encode(), v["python"].encode(),
@@ -130,7 +135,8 @@ class Runner:
             "PYTHONHASHSEED": "0",
             "PYTHONIOENCODING": "utf-8",
             "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONPATH": os.pathsep.join([str(self.pinned_root), str(self.support_dir)]),
+            "PYTHONPATH": os.pathsep.join([str(self.pinned_root), str(self.support_dir),
+                                          *map(str, self.extra_paths)]),
             "AUTOGRAD_PINNED_ROOT": str(self.pinned_root),
             "AUTOGRAD_PINNED_VERSION": self.pinned_version,
             "OMP_NUM_THREADS": "1",

@@ -83,7 +83,7 @@ class Project:
     @cached_property
     def runner(self) -> execute.Runner:
         return execute.Runner(self.tree.root, self.pin.version, self.pin.manifest_digest,
-                              self.experiments, self.cache)
+                              self.experiments, self.cache, extra_paths=(self.root / "mini-autograd",))
 
     # -- pages
     def read_page(self, path: Path) -> str:

@@ -41,8 +41,7 @@ def check_provenance():
 def compare_three_ways(x):
     exact = df_by_hand(x)
     auto = float(grad(f)(x))
-    print(f"\nx = {x}")
-    print(f"手算（符号）导数   : {exact:.15f}")
+    print(f"\nx = {x}\n手算（符号）导数   : {exact:.15f}")
     print(f"autograd.grad      : {auto:.15f}")
     print(f"|差| = {abs(auto - exact):.1e}")
     assert abs(auto - exact) <= 1e-12 * abs(exact)
@@ -59,8 +58,7 @@ def compare_three_ways(x):
     assert min(fwd.values()) < 1e-6 and min(cen.values()) < 1e-8
     assert fwd[12] > 1e-6 and cen[12] > 1e-6  # round-off dominates for tiny h
     assert min(fwd.values()) > abs(auto - exact) and min(cen.values()) > abs(auto - exact)
-    best_f = min(fwd, key=fwd.get)
-    best_c = min(cen, key=cen.get)
+    best_f, best_c = min(fwd, key=fwd.get), min(cen, key=cen.get)
     eps = np.finfo(float).eps
     print(f"前向差分最佳步长 1e-{best_f}（对照 sqrt(eps) = {eps**0.5:.1e}）")
     print(f"中心差分最佳步长 1e-{best_c}（对照 eps^(1/3) = {eps ** (1 / 3):.1e}）")

@@ -1,0 +1,196 @@
+"""Site-level cross-links, independent of MkDocs: who cites which lines, the
+source browser pages, the symbol index and each lesson's list of cited source.
+
+Everything here is derived from one verify report (the same parse and resolve
+code path as the build and ``nox -s verify``), never from hand-kept lists.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from html import escape
+from pathlib import PurePosixPath
+from typing import Callable
+
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import PythonLexer, get_lexer_for_filename
+from pygments.util import ClassNotFound
+
+from .pyindex import SourceFile
+from .render import anchors, slug
+from .verify import Report
+
+SOURCE_DIR = "source"
+CODE_DIR = "code"
+TITLE = re.compile(r"^#\s+(.+?)\s*(\{.*\})?\s*$", re.M)
+LESSON = re.compile(r"^(\d\d)-")
+
+
+@dataclass(frozen=True)
+class Citation:
+    page: str  # docs-relative source path, e.g. lessons/05-reverse-mode.md
+    label: str  # short page label: "05" for lessons, else the page title
+    anchor: str
+    kind: str
+    origin: str  # "pinned" or "repo"
+    file: str
+    symbol: str | None
+    start: int
+    end: int
+
+    @property
+    def target(self) -> str:
+        return f"{self.page}#{self.anchor}"
+
+
+def page_label(docs_rel: str, text: str) -> str:
+    m = LESSON.match(PurePosixPath(docs_rel).name)
+    if m:
+        return m.group(1)
+    t = TITLE.search(text)
+    return t.group(1).strip() if t else PurePosixPath(docs_rel).stem
+
+
+def citations(report: Report, docs_prefix: str, texts: dict[str, str]) -> list[Citation]:
+    """Every resolved block with an excerpt, labelled and anchored as the page renders it."""
+    out = []
+    for page, resolved in sorted(report.resolved.items()):
+        rel = page[len(docs_prefix):] if page.startswith(docs_prefix) else page
+        label = page_label(rel, texts.get(page, ""))
+        for r, anchor in zip(resolved, anchors(resolved)):
+            ex = r.excerpt
+            if ex is not None:
+                out.append(Citation(rel, label, anchor, r.block.kind, ex.origin, ex.file, ex.symbol,
+                                    ex.start, ex.end))
+    return out
+
+
+def source_uri(file: str) -> str:
+    return f"{SOURCE_DIR}/{file}.md"
+
+
+def code_uri(file: str) -> str:
+    return f"{CODE_DIR}/{file}.md"
+
+
+def page_uri(c: Citation) -> str:
+    return source_uri(c.file) if c.origin == "pinned" else code_uri(c.file)
+
+
+def _lexer(name: str):
+    if name.endswith(".py"):
+        return PythonLexer(stripnl=False, ensurenl=False)
+    try:
+        return get_lexer_for_filename(name, stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        from pygments.lexers import TextLexer
+        return TextLexer(stripnl=False, ensurenl=False)
+
+
+_LINE = re.compile(r'<span id="L-(\d+)">')
+
+
+def code_html(sf: SourceFile, cites: list[Citation], href: Callable[[Citation], str],
+              symbol_lines: dict[int, list[str]]) -> str:
+    """The whole file, highlighted, one anchor per line (#L12), cited ranges marked,
+    each range's first line carrying links back to every citing block."""
+    cited: dict[int, list[Citation]] = defaultdict(list)
+    starts: dict[int, list[Citation]] = defaultdict(list)
+    for c in cites:
+        starts[c.start].append(c)
+        for n in range(c.start, c.end + 1):
+            cited[n].append(c)
+    formatter = HtmlFormatter(linespans="L")
+    body = highlight(sf.text, _lexer(sf.rel), formatter)
+    body = body[body.index("<pre>") + 5: body.rindex("</pre>")].removeprefix("<span></span>")
+
+    def line(m: re.Match) -> str:
+        n = int(m.group(1))
+        cls = "lk-line lk-cited" if n in cited else "lk-line"
+        marks = "".join(f'<span class="lk-sym" id="sym-{slug(s)}"></span>' for s in symbol_lines.get(n, []))
+        back = ""
+        if n in starts:
+            seen, links = set(), []
+            for c in sorted(starts[n], key=lambda c: (c.page, c.anchor)):
+                if c.target in seen:
+                    continue
+                seen.add(c.target)
+                text = f"{c.label} · {c.symbol or f'L{c.start}–L{c.end}'}"
+                links.append(f'<a href="{escape(href(c))}">{escape(text)}</a>')
+            back = f'<span class="lk-cites" aria-label="引用此处的块">被引用：{" ".join(links)}</span>'
+        return (back + f'<span id="L{n}" class="{cls}">{marks}'
+                f'<a class="lk-ln" href="#L{n}" aria-hidden="true">{n}</a>')
+
+    body = _LINE.sub(line, body)
+    return f'<div class="lk-source highlight"><pre><code>{body}</code></pre></div>'
+
+
+def symbol_table(sf: SourceFile) -> tuple[str, dict[int, list[str]]]:
+    """Markdown table of a Python file's top-level symbols (and class members)."""
+    if not sf.rel.endswith(".py"):
+        return "", {}
+    try:
+        defs = sf.definitions
+    except Exception:  # not parseable: no table, the code is still shown
+        return "", {}
+    by_line: dict[int, list[str]] = defaultdict(list)
+    rows = []
+    for d in defs:
+        if d.kind == "call":
+            continue
+        by_line[d.start].append(d.name)
+        rows.append(f"| [`{d.name}`](#sym-{slug(d.name)}) | {d.kind} | [L{d.start}–L{d.end}](#L{d.start}) |")
+    if not rows:
+        return "", by_line
+    return "| 符号 | 类型 | 行 |\n|---|---|---|\n" + "\n".join(rows) + "\n", by_line
+
+
+def cites_table(cites: list[Citation], href_md: Callable[[Citation], str]) -> str:
+    if not cites:
+        return "本文件没有被任何课程引用；仍可完整浏览。\n"
+    rows = []
+    for c in sorted(cites, key=lambda c: (c.start, c.page, c.anchor)):
+        rows.append(f"| [L{c.start}–L{c.end}](#L{c.start}) | {('`' + c.symbol + '`') if c.symbol else '（片段）'} | "
+                    f"[{c.label} · {c.anchor}]({href_md(c)}) |")
+    return "| 行 | 符号 | 引用它的块 |\n|---|---|---|\n" + "\n".join(rows) + "\n"
+
+
+def symbol_index(cites: list[Citation], rel_link: Callable[[str], str]) -> str:
+    """Every cited symbol, grouped by file, with the blocks that cite it."""
+    by_file: dict[tuple[str, str], dict[str, list[Citation]]] = defaultdict(lambda: defaultdict(list))
+    for c in cites:
+        key = c.symbol or f"L{c.start}–L{c.end}"
+        by_file[(c.origin, c.file)][key].append(c)
+    parts = []
+    for (origin, file), symbols in sorted(by_file.items(), key=lambda kv: (kv[0][0] != "pinned", kv[0][1])):
+        page = rel_link(source_uri(file) if origin == "pinned" else code_uri(file))
+        parts.append(f"## `{file}`\n\n[浏览整个文件]({page})\n\n| 符号 | 行 | 被引用于 |\n|---|---|---|")
+        for sym, cs in sorted(symbols.items(), key=lambda kv: min(c.start for c in kv[1])):
+            first = min(cs, key=lambda c: c.start)
+            where = "，".join(sorted({f"[{c.label} · {c.anchor}]({rel_link(c.page)}#{c.anchor})" for c in cs}))
+            parts.append(f"| `{sym}` | [L{first.start}–L{first.end}]({page}#L{first.start}) | {where} |")
+        parts.append("")
+    return "\n".join(parts) + "\n"
+
+
+def cited_list(page_cites: list[Citation], rel_link: Callable[[str], str]) -> str:
+    """The list appended to a lesson: the source it cited, in page order."""
+    rows, seen = [], set()
+    for c in page_cites:
+        if c.kind == "experiment":
+            continue
+        key = (c.origin, c.file, c.start, c.end)
+        if key in seen:
+            continue
+        seen.add(key)
+        uri = source_uri(c.file) if c.origin == "pinned" else code_uri(c.file)
+        sym = f"`{c.symbol}`" if c.symbol else "（片段）"
+        rows.append(f"| {sym} | [`{c.file}` L{c.start}–L{c.end}]({rel_link(uri)}#L{c.start}) | [跳到本篇的块](#{c.anchor}) |")
+    if not rows:
+        return ""
+    return ("\n\n## 本篇引用的源码 {#cited-source}\n\n"
+            "下表由构建根据本篇每个已验证的块自动生成。\n\n"
+            "| 符号 | 位置 | 本篇 |\n|---|---|---|\n" + "\n".join(rows) + "\n")

@@ -67,8 +67,22 @@ def on_config(config: "MkDocsConfig") -> None:
     except LessonError as exc:
         raise PluginError(str(exc)) from None
     log.info(f"lessonkit: autograd {project.pin.version} ({project.pin.short}) from {tree.provider}")
+    _point_mkdocstrings_at(config, tree.root)
     STATE.tokens = {"provider": tree.provider, "sdist-sha256": project.pin.sdist_sha256,
                     "commit": project.pin.commit, "version": project.pin.version}
+
+
+def _point_mkdocstrings_at(config, root: Path) -> None:
+    """The API reference is read from the pinned tree, never from an installed copy."""
+    plugin = config.plugins.get("mkdocstrings")
+    if plugin is None:
+        return
+    handlers = plugin.config.setdefault("handlers", {})
+    python = handlers.setdefault("python", {})
+    python["paths"] = [str(root)]
+
+
+API_ENTRY = re.compile(r"^::: *([\w.]+)", re.M)
 
 
 def _add(files: "Files", config, uri: str, content: str, in_nav: bool = False) -> None:
@@ -95,6 +109,9 @@ def on_files(files: "Files", config: "MkDocsConfig") -> "Files":
     STATE.citations = site.citations(report, "docs/", texts)
     _generate(files, config, project)
     STATE.urls = {f.src_uri: f.url for f in files}
+    api = files.get_file_from_path("api.md")
+    if api is not None and api.abs_src_path:
+        STATE.api = set(API_ENTRY.findall(Path(api.abs_src_path).read_text(encoding="utf-8")))
     return files
 
 

@@ -1,0 +1,588 @@
+#!/usr/bin/env python3
+"""Build benchmark for the lesson site (issue 9): what lessonkit costs over a plain site.
+
+Run it as ``nox -s bench`` (or ``python tools/bench.py`` in an environment with the
+build requirements, ``markdown-exec`` and ``pyinstrument``). Every variant is a
+temporary copy of the project; the real ``docs/``, ``mkdocs.yml`` and ``.cache`` are
+only read. Each measured build is a separate ``python -m mkdocs build`` process (the
+serve rebuild is a driver process, see ``_serve_driver``), timed with
+``time.perf_counter()`` (wall) and ``resource.getrusage(RUSAGE_CHILDREN)`` deltas
+(CPU of the process and everything it waited for, experiments included). Variants are
+interleaved within each repetition and the medians are compared.
+
+Variants (all on the same 17 pages unless said otherwise):
+
+plain      the site with every annotation block turned into an ordinary ```python fence
+           (header lines as ``#`` comments, then the body as written), the project's hooks
+           and ``lessonkit.mdext`` removed from a generated mkdocs.yml; no experiments.
+           Built with ``--no-strict`` (links to lessonkit's block ids cannot resolve).
+plain+     supporting: like plain, but each fence holds what lessonkit shows (the verified
+           excerpt, and the experiment's output as a ```text fence), so it separates
+           lessonkit's own overhead from the cost of highlighting more code.
+warm       the real configuration with a filled experiment cache.
+cold       the real configuration with an empty ``LESSONKIT_CACHE`` (every experiment
+           runs); the pinned tree comes from ``AUTOGRAD_SOURCE`` so nothing is downloaded.
+verify     ``python -m lessonkit verify``.
+serve      a driver process does what ``mkdocs serve`` does on a change: reload the config
+           and rebuild in the same process after one lesson's prose was edited.
+x10        the warm build with 10x the lesson pages (copies of docs/lessons/ under new
+           directories, kept out of the nav with ``not_in_nav`` so the nav is the same).
+mdexec     the plain site plus one ``python exec="true"`` markdown-exec fence per
+           experiment holding the script; markdown-exec runs them in the build process
+           with no cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EDIT_PAGE = "docs/lessons/05-reverse-mode.md"
+SCALE = 10
+SERVE_PORT_URL = "http://127.0.0.1:8000/"
+COPY_IGNORE = shutil.ignore_patterns(".git", ".venv", ".nox", ".cache", "site", ".pytest_cache", "__pycache__",
+                                     "*.egg-info", "test-artifacts", ".hypothesis", ".lessonkit-ready")
+EXP_LOG = re.compile(r"lessonkit: (\d+) experiment\(s\): (\d+) run \(([\d.]+) s CPU\)")
+MAIN_GUARD = re.compile(r"^if __name__ == ['\"]__main__['\"]:", re.M)
+
+
+# --------------------------------------------------------------------------- measuring
+
+@dataclass
+class Sample:
+    wall: float
+    cpu: float
+    log: str = ""
+
+
+@dataclass
+class Series:
+    name: str
+    samples: list[Sample] = field(default_factory=list)
+
+    @property
+    def wall(self) -> float:
+        return statistics.median(s.wall for s in self.samples)
+
+    @property
+    def cpu(self) -> float:
+        return statistics.median(s.cpu for s in self.samples)
+
+
+def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> Sample:
+    """Run ``cmd`` to completion; wall from perf_counter, CPU from RUSAGE_CHILDREN deltas."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    log = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        tail = "\n".join(log.strip().splitlines()[-25:])
+        raise SystemExit(f"bench: command failed ({proc.returncode}) in {cwd}:\n  {' '.join(cmd)}\n{tail}")
+    return Sample(wall, cpu, log)
+
+
+def mkdocs_build(root: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "mkdocs", "build", "-f", str(root / "mkdocs.yml"), *extra]
+
+
+# --------------------------------------------------------------------------- variants
+
+def copy_project(dest: Path) -> Path:
+    shutil.copytree(ROOT, dest, ignore=COPY_IGNORE, symlinks=True)
+    return dest
+
+
+def _drop_item(lines: list[str], pattern: str) -> list[str]:
+    """Remove YAML list items matching ``pattern`` together with their nested option lines."""
+    out, skip_deeper = [], None
+    item = re.compile(r"^(\s*)-\s*" + pattern + r"\s*:?\s*$")
+    for line in lines:
+        if skip_deeper is not None:
+            if line.strip() and len(line) - len(line.lstrip()) > skip_deeper:
+                continue
+            skip_deeper = None
+        m = item.match(line)
+        if m:
+            skip_deeper = len(m[1])
+            continue
+        out.append(line)
+    return out
+
+
+def plain_config(text: str) -> str:
+    """mkdocs.yml without the project's hooks and the lessonkit.mdext extension."""
+    lines = _drop_item(text.split("\n"), r"(\./)?hooks/lessonkit_hooks\.py")
+    lines = _drop_item(lines, r"lessonkit\.mdext")
+    out = []
+    for i, line in enumerate(lines):  # a `hooks:` key left without items goes too
+        if line.rstrip() == "hooks:":
+            nxt = next((l for l in lines[i + 1:] if l.strip()), "")
+            if not re.match(r"^\s+-", nxt):
+                continue
+        out.append(line)
+    result = "\n".join(out)
+    if "lessonkit_hooks" in result or "lessonkit.mdext" in result:
+        raise SystemExit("bench: could not remove the lessonkit hooks/extension from mkdocs.yml")
+    return result
+
+
+def mdexec_config(text: str) -> str:
+    """The plain config with markdown-exec's custom fence on pymdownx.superfences."""
+    fence = ("  - pymdownx.superfences:\n"
+             "      custom_fences:\n"
+             "        - name: python\n"
+             "          class: python\n"
+             "          validator: !!python/name:markdown_exec.validator\n"
+             "          format: !!python/name:markdown_exec.formatter")
+    lines = _drop_item(plain_config(text).split("\n"), r"pymdownx\.superfences")
+    idx = next(i for i, l in enumerate(lines) if l.startswith("markdown_extensions:"))
+    end = idx + 1
+    while end < len(lines) and (not lines[end].strip() or lines[end].startswith((" ", "-"))):
+        end += 1
+    while lines[end - 1].strip() == "":
+        end -= 1
+    lines[end:end] = fence.split("\n")
+    return "\n".join(lines)
+
+
+def _fence_for(text: str, indent_fence: str) -> str:
+    longest = max((len(m) for m in re.findall(r"`{3,}", text)), default=0)
+    return "`" * max(len(indent_fence), longest + 1, 3)
+
+
+def rewrite_pages(root: Path, convert) -> int:
+    """Replace every annotation block of every page with ``convert(block, raw_lines)``."""
+    from lessonkit.parse import Block, parse_page
+
+    count = 0
+    for path in sorted((root / "docs").rglob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        page = parse_page(text, path.relative_to(root).as_posix())
+        if not page.items:
+            continue
+        lines = text.split("\n")
+        for item in reversed(page.items):
+            if not isinstance(item, Block):
+                raise SystemExit(f"bench: {item.error}")
+            lines[item.start: item.end + 1] = convert(item, lines[item.start: item.end + 1])
+            count += 1
+        path.write_text("\n".join(lines), encoding="utf-8")
+    return count
+
+
+def plain_fence(block, raw: list[str]) -> list[str]:
+    """```python with the header lines as comments, then the body as written."""
+    indent = block.indent
+    fence = re.match(r"^\s*(`{3,}|~{3,})", raw[0])[1]
+    out = [f"{indent}{fence}python", f"{indent}# {block.kind}"]
+    k = 1
+    while k < len(raw) - 1 and raw[k].strip():
+        out.append(f"{indent}# {raw[k][len(indent):] if raw[k].startswith(indent) else raw[k].strip()}")
+        k += 1
+    out += raw[k:-1]
+    out.append(raw[-1])
+    return out
+
+
+def make_plain(root: Path) -> int:
+    cfg = root / "mkdocs.yml"
+    cfg.write_text(plain_config(cfg.read_text(encoding="utf-8")), encoding="utf-8")
+    return rewrite_pages(root, plain_fence)
+
+
+def make_plain_full(root: Path, cache: Path) -> int:
+    """Plain fences that hold what lessonkit shows: the excerpt, and the cached output."""
+    from lessonkit.project import Project
+
+    project = Project(root, cache=cache)
+    cfg = root / "mkdocs.yml"
+    cfg.write_text(plain_config(cfg.read_text(encoding="utf-8")), encoding="utf-8")
+
+    def convert(block, raw):
+        r = project.resolve(block)
+        head = plain_fence(block, raw)
+        n_head = 2 + len(block.fields)
+        if r.excerpt is not None:
+            shown = list(r.excerpt.lines)
+        elif block.body is not None:
+            shown = list(block.body)
+        else:
+            shown = []
+        fence = _fence_for("\n".join(shown), "```")
+        ind = block.indent
+        out = [f"{ind}{fence}python", *head[1:n_head], *[ind + l if l else "" for l in shown], f"{ind}{fence}"]
+        if block.kind == "experiment":
+            result = project.runner.cached(r.job)
+            if result is None:
+                raise SystemExit(f"bench: no cached output for {r.job.label}; the warm cache is incomplete")
+            body = result.stdout.rstrip("\n").split("\n")
+            f2 = _fence_for(result.stdout, "```")
+            out += ["", f"{ind}{f2}text", *[ind + l if l else "" for l in body], f"{ind}{f2}"]
+        return out
+
+    return rewrite_pages(root, convert)
+
+
+def make_mdexec(root: Path) -> int:
+    """The plain site plus a markdown-exec fence per experiment that runs its script."""
+    cfg = root / "mkdocs.yml"
+    cfg.write_text(mdexec_config(cfg.read_text(encoding="utf-8")), encoding="utf-8")
+    runs = 0
+
+    def convert(block, raw):
+        nonlocal runs
+        out = plain_fence(block, raw)
+        if block.kind != "experiment":
+            return out
+        if block.get("File"):
+            script_path = root / block.get("File")
+            script = script_path.read_text(encoding="utf-8")
+            # markdown-exec runs code under a made-up module name and no __file__:
+            # give the script the names it expects so the same code runs.
+            script = f"__file__ = {str(script_path)!r}\n" + script
+        else:
+            script = "\n".join(block.body) + "\n"
+        script = MAIN_GUARD.sub("if True:  # was: if __name__ == '__main__':", script)
+        fence = _fence_for(script, "```")
+        ind = block.indent
+        runs += 1
+        return out + ["", f'{ind}{fence}python exec="true" result="text"',
+                      *[ind + l if l else "" for l in script.rstrip("\n").split("\n")], f"{ind}{fence}"]
+
+    rewrite_pages(root, convert)
+    return runs
+
+
+def make_scaled(root: Path, factor: int) -> int:
+    """``factor`` times the lesson pages: copies of docs/lessons/ next to it, out of the nav."""
+    lessons = sorted((root / "docs" / "lessons").glob("*.md"))
+    for k in range(2, factor + 1):
+        d = root / "docs" / f"lessons-x{k:02d}"
+        d.mkdir()
+        for p in lessons:
+            shutil.copy2(p, d / p.name)
+    cfg = root / "mkdocs.yml"
+    text = cfg.read_text(encoding="utf-8")
+    if re.search(r"^not_in_nav:", text, re.M):
+        raise SystemExit("bench: mkdocs.yml already sets not_in_nav; extend make_scaled")
+    cfg.write_text(text.rstrip("\n") + "\n\nnot_in_nav: |\n  /lessons-x*/\n", encoding="utf-8")
+    return len(lessons) * factor
+
+
+# --------------------------------------------------------------------------- serve driver
+
+def _serve_driver(args) -> int:
+    """What `mkdocs serve` does on a change: reload the config and rebuild in-process.
+
+    One initial build (not timed), then ``--n`` rounds of: edit the page's prose, reload
+    the config, build. Prints the rebuild times as JSON on the last line.
+    """
+    from urllib.parse import urlsplit
+
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+    from mkdocs.livereload import _serve_url
+
+    logging_quiet()
+    site_dir = tempfile.mkdtemp(prefix="bench-serve-")
+    page = Path(args.page)
+    original = page.read_text(encoding="utf-8")
+
+    def get_config():
+        extra = {"strict": False} if args.no_strict else {}
+        return load_config(config_file=args.config, site_dir=site_dir, **extra)
+
+    config = get_config()
+    config.plugins.on_startup(command="serve", dirty=False)
+    host, port = config.dev_addr
+    serve_url = _serve_url(host, port, urlsplit(config.site_url or "/").path)
+    config.site_url = serve_url
+    build(config, serve_url=serve_url, dirty=False)
+    walls, cpus = [], []
+    profiler = None
+    try:
+        for i in range(args.n):
+            page.write_text(original.rstrip("\n") + f"\n\n编辑第 {i + 1} 次：这一段只为基准测试而加。\n", encoding="utf-8")
+            if args.profile and i == args.n - 1:
+                from pyinstrument import Profiler
+                profiler = Profiler(interval=0.001)
+                profiler.start()
+            t0, c0 = time.perf_counter(), time.process_time()
+            config = get_config()  # serve's builder(): a fresh config for every change
+            config.site_url = serve_url
+            build(config, serve_url=serve_url, dirty=False)
+            walls.append(time.perf_counter() - t0)
+            cpus.append(time.process_time() - c0)
+            if profiler:
+                profiler.stop()
+                Path(args.profile).write_text(profiler.output_text(unicode=True, color=False, show_all=False),
+                                              encoding="utf-8")
+    finally:
+        page.write_text(original, encoding="utf-8")
+        config.plugins.on_shutdown()
+        shutil.rmtree(site_dir, ignore_errors=True)
+    print(json.dumps({"wall": walls, "cpu": cpus}))
+    return 0
+
+
+def logging_quiet() -> None:
+    import logging
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+
+
+def serve_series(name: str, root: Path, env: dict[str, str], n: int, profile: Path | None = None,
+                 strict: bool | None = None) -> Series:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "_serve", "--config", str(root / "mkdocs.yml"),
+           "--page", str(root / EDIT_PAGE), "--n", str(n)]
+    if profile:
+        cmd += ["--profile", str(profile)]
+    if strict is False:
+        cmd.append("--no-strict")
+    s = timed(cmd, root, env)
+    try:
+        data = json.loads([l for l in s.log.splitlines() if l.startswith("{\"wall\"")][-1])
+    except (IndexError, json.JSONDecodeError):
+        raise SystemExit(f"bench: serve driver printed no timings:\n{s.log[-3000:]}") from None
+    return Series(name, [Sample(w, c) for w, c in zip(data["wall"], data["cpu"])])
+
+
+# --------------------------------------------------------------------------- main
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for dist in ("mkdocs", "mkdocs-material", "markdown", "pymdown-extensions", "numpy", "markdown-exec",
+                 "pyinstrument"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+def experiment_cpu_from_cache(cache: Path) -> tuple[int, float]:
+    entries = [json.loads(p.read_text(encoding="utf-8")) for p in (cache / "experiments").glob("*.json")]
+    return len(entries), sum(e["cpu_seconds"] for e in entries)
+
+
+def base_env() -> dict[str, str]:
+    env = dict(os.environ)
+    for name in ("LESSONKIT_CACHE", "AUTOGRAD_SOURCE", "LESSONKIT_GIT_REMOTE", "LESSONKIT_SDIST"):
+        env.pop(name, None)
+    env.update({"NO_MKDOCS_2_WARNING": "1", "PYTHONHASHSEED": "0", "SOURCE_DATE_EPOCH": "1764460800"})
+    return env
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="tools/bench.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=5, help="repetitions per variant (medians are compared)")
+    ap.add_argument("--scale-reps", type=int, default=None, help="repetitions of the 10x build (default: --reps)")
+    ap.add_argument("--profile", metavar="DIR", type=Path,
+                    help="after measuring, profile (pyinstrument) the lessonkit side of every ratio that "
+                         "misses its target and write the text reports into DIR")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary project copies")
+    ap.add_argument("--json", metavar="FILE", type=Path, help="also write all medians and ratios as JSON")
+    sub = ap.add_subparsers(dest="cmd")
+    d = sub.add_parser("_serve", help=argparse.SUPPRESS)
+    d.add_argument("--config", required=True)
+    d.add_argument("--page", required=True)
+    d.add_argument("--n", type=int, default=5)
+    d.add_argument("--profile")
+    d.add_argument("--no-strict", action="store_true")
+    args = ap.parse_args(argv)
+    if args.cmd == "_serve":
+        return _serve_driver(args)
+
+    os.environ["NO_MKDOCS_2_WARNING"] = "1"
+    reps = max(1, args.reps)
+    scale_reps = max(1, args.scale_reps or reps)
+    v = versions()
+    has_mdexec = v["markdown-exec"] != "not installed"
+    cores = os.cpu_count() or 1
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
+
+    from lessonkit.project import Project
+
+    real = Project(ROOT)
+    pinned = real.tree.root  # provided once (cache or download) before anything is timed
+    work = Path(tempfile.mkdtemp(prefix="lessonkit-bench-"))
+    print(f"bench: cores {cores} (usable {usable}); Python {v['python']}; MkDocs {v['mkdocs']}; "
+          f"Material {v['mkdocs-material']}; Markdown {v['markdown']}; pymdown-extensions "
+          f"{v['pymdown-extensions']}; NumPy {v['numpy']}; markdown-exec {v['markdown-exec']}; "
+          f"pyinstrument {v['pyinstrument']}", flush=True)
+    print(f"bench: pinned tree {pinned}; work dir {work}; {reps} repetition(s)", flush=True)
+    try:
+        return _run(args, reps, scale_reps, cores, usable, pinned, work, has_mdexec, v)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _run(args, reps, scale_reps, cores, usable, pinned, work, has_mdexec, v) -> int:
+    env = base_env()
+    env["AUTOGRAD_SOURCE"] = str(pinned)
+    warm_cache = work / "cache-warm"
+    os.environ["AUTOGRAD_SOURCE"] = str(pinned)  # for make_plain_full's in-process resolution
+
+    # -- the variants, each a copy of the project
+    lk = copy_project(work / "lessonkit")
+    plain = copy_project(work / "plain")
+    n_blocks = make_plain(plain)
+    scaled = copy_project(work / "x10")
+    n_scaled = make_scaled(scaled, SCALE)
+    mdexec = None
+    if has_mdexec:
+        mdexec = copy_project(work / "mdexec")
+        n_exec = make_mdexec(mdexec)
+    lk_env = {**env, "LESSONKIT_CACHE": str(warm_cache)}
+
+    # -- warm-up (not measured): fills the experiment cache, the OS caches, jieba's cache
+    print("bench: warm-up (fills the experiment cache; not measured) …", flush=True)
+    timed(mkdocs_build(lk), lk, lk_env)
+    plain_full = copy_project(work / "plain-full")
+    make_plain_full(plain_full, warm_cache)
+    timed(mkdocs_build(plain, "--no-strict"), plain, env)
+    n_pages = sum(1 for _ in (lk / "docs").rglob("*.md"))
+    print(f"bench: {n_pages} pages, {n_blocks} annotation blocks; x10 variant: {n_scaled} lesson pages; "
+          f"markdown-exec variant: {n_exec if mdexec else 0} executed fences", flush=True)
+
+    series: dict[str, Series] = {k: Series(k) for k in
+                                 ("plain", "plain+", "warm", "cold", "verify", "x10", "mdexec")}
+    exp_cpu_json, exp_cpu_log = [], []
+    mdexec_errors = 0
+    for rep in range(1, reps + 1):
+        t_rep = time.perf_counter()
+        series["plain"].samples.append(timed(mkdocs_build(plain, "--no-strict"), plain, env))
+        series["warm"].samples.append(timed(mkdocs_build(lk), lk, lk_env))
+        cold_cache = work / f"cache-cold-{rep}"
+        cold_cache.mkdir()
+        s = timed(mkdocs_build(lk), lk, {**env, "LESSONKIT_CACHE": str(cold_cache)})
+        series["cold"].samples.append(s)
+        exp_cpu_json.append(experiment_cpu_from_cache(cold_cache)[1])
+        m = EXP_LOG.search(s.log)
+        exp_cpu_log.append(float(m[3]) if m else float("nan"))
+        shutil.rmtree(cold_cache, ignore_errors=True)
+        series["verify"].samples.append(timed([sys.executable, "-m", "lessonkit", "verify"], lk, lk_env))
+        series["plain+"].samples.append(timed(mkdocs_build(plain_full, "--no-strict"), plain_full, env))
+        if mdexec is not None:
+            mx_path = [str(pinned), str(mdexec / "experiments"), str(mdexec / "mini-autograd")]
+            mx_env = {**env, "PYTHONPATH": os.pathsep.join(mx_path + [p for p in [env.get("PYTHONPATH")] if p]),
+                      "AUTOGRAD_PINNED_ROOT": str(pinned), "AUTOGRAD_PINNED_VERSION": "1.9.1",
+                      "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+            s = timed(mkdocs_build(mdexec, "--no-strict"), mdexec, mx_env)
+            series["mdexec"].samples.append(s)
+            mdexec_errors = s.log.count("Execution of python code block")
+        if rep <= scale_reps:
+            series["x10"].samples.append(timed(mkdocs_build(scaled), scaled, lk_env))
+        print(f"bench: repetition {rep}/{reps} done in {time.perf_counter() - t_rep:.0f} s", flush=True)
+
+    print("bench: serve rebuilds (one driver process per variant) …", flush=True)
+    series["serve"] = serve_series("serve", lk, lk_env, reps)
+    series["serve-plain"] = serve_series("serve-plain", plain, {**env}, reps, strict=False)
+
+    # total experiment CPU: the cold build's CPU beyond the warm build's (both measured
+    # over the whole process tree with RUSAGE_CHILDREN); the cache entries are shown too.
+    exp_cpu = max(0.0, series["cold"].cpu - series["warm"].cpu)
+    json_cpu = statistics.median(exp_cpu_json)
+    log_cpu = statistics.median(exp_cpu_log)
+
+    P, W, C = series["plain"], series["warm"], series["cold"]
+    rows = [
+        ("1", "warm build / plain build", W.wall / P.wall, W.cpu / P.cpu, 1.10),
+        ("2", f"cold build / (plain + experiment CPU / {cores} cores)",
+         C.wall / (P.wall + exp_cpu / cores), C.cpu / (P.cpu + exp_cpu), 1.15),
+        ("3", "lessonkit verify / plain build", series["verify"].wall / P.wall, series["verify"].cpu / P.cpu, 0.30),
+        ("4", "serve: one-lesson edit rebuild / plain rebuild", series["serve"].wall / series["serve-plain"].wall,
+         series["serve"].cpu / series["serve-plain"].cpu, 1.20),
+        ("5", f"{SCALE}x lessons build / 1x build (warm)", series["x10"].wall / W.wall,
+         series["x10"].cpu / W.cpu, 10.5),
+    ]
+    if mdexec is not None:
+        rows.append(("6", "warm build / markdown-exec build (no cache)", W.wall / series["mdexec"].wall,
+                     W.cpu / series["mdexec"].cpu, None))
+    rows.append(("-", "supporting: warm build / plain+ build (same code shown)", W.wall / series["plain+"].wall,
+                 W.cpu / series["plain+"].cpu, None))
+
+    print()
+    print(f"machine: {cores} cores (os.cpu_count; {usable} usable) · Python {v['python']} · MkDocs {v['mkdocs']} · "
+          f"Material {v['mkdocs-material']} · markdown-exec {v['markdown-exec']}")
+    print(f"pages: {n_pages} ({n_blocks} annotation blocks); repetitions: {reps} (x10: {scale_reps}); "
+          f"ratios of medians; pass/fail on the wall-time ratio")
+    print()
+    print(f"{'#':<2} {'ratio':<58} {'wall':>6} {'cpu':>6} {'target':>8}  result")
+    failed = []
+    for num, label, wall, cpu, target in rows:
+        if target is None:
+            verdict, tgt = "(report)", "—"
+        else:
+            ok = wall <= target
+            verdict, tgt = ("pass" if ok else "FAIL"), f"≤ {target:.2f}"
+            if not ok:
+                failed.append(num)
+        print(f"{num:<2} {label:<58} {wall:6.2f} {cpu:6.2f} {tgt:>8}  {verdict}")
+    print()
+    print("supporting medians (seconds, this machine; not claims):")
+    for name, s in series.items():
+        if s.samples:
+            print(f"  {name:<12} wall {s.wall:7.2f}  cpu {s.cpu:7.2f}  (n={len(s.samples)})")
+    print(f"  experiment CPU (cold - warm, whole process tree): {exp_cpu:.2f} s; sum of the cache entries' "
+          f"cpu_seconds: {json_cpu:.2f} s; build log: {log_cpu:.2f} s")
+    if mdexec is not None and mdexec_errors:
+        print(f"  markdown-exec: {mdexec_errors} block(s) raised when run in the shared build process")
+    if args.json:
+        args.json.write_text(json.dumps({
+            "versions": v, "cores": cores, "reps": reps,
+            "medians": {k: {"wall": s.wall, "cpu": s.cpu, "n": len(s.samples)} for k, s in series.items() if s.samples},
+            "experiment_cpu": {"cold_minus_warm": exp_cpu, "cache_json": json_cpu, "log": log_cpu},
+            "ratios": [{"n": n, "what": l, "wall": w, "cpu": c, "target": t} for n, l, w, c, t in rows],
+        }, indent=1), encoding="utf-8")
+    if failed and args.profile:
+        profile_failures(failed, args.profile, lk, scaled, lk_env, env, reps)
+    return 1 if failed else 0
+
+
+def profile_failures(failed, out: Path, lk: Path, scaled: Path, lk_env, env, reps) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    pyi = [sys.executable, "-m", "pyinstrument", "--renderer", "text", "--interval", "0.001"]
+    work = lk.parent
+    for num in failed:
+        path = out / f"ratio{num}.txt"
+        if num in ("1", "3", "5", "2"):
+            if num == "3":
+                cmd = [*pyi, "-o", str(path), "-m", "lessonkit", "verify"]
+                root, e = lk, lk_env
+            elif num == "5":
+                cmd = [*pyi, "-o", str(path), "-m", "mkdocs", "build", "-f", str(scaled / "mkdocs.yml")]
+                root, e = scaled, lk_env
+            elif num == "2":
+                cache = work / "cache-profile"
+                shutil.rmtree(cache, ignore_errors=True)
+                cmd = [*pyi, "-o", str(path), "-m", "mkdocs", "build", "-f", str(lk / "mkdocs.yml")]
+                root, e = lk, {**env, "LESSONKIT_CACHE": str(cache)}
+            else:
+                cmd = [*pyi, "-o", str(path), "-m", "mkdocs", "build", "-f", str(lk / "mkdocs.yml")]
+                root, e = lk, lk_env
+            timed(cmd, root, e)
+        elif num == "4":
+            serve_series("serve", lk, lk_env, 2, profile=path)
+        print(f"bench: profile for ratio {num}: {path}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

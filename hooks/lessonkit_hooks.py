@@ -21,7 +21,9 @@ from mkdocs.exceptions import Abort, PluginError
 from mkdocs.structure.files import File, InclusionLevel
 from mkdocs.utils import get_relative_url
 
-from lessonkit import mdext, site, verify
+import os
+
+from lessonkit import attachments, execute, mdext, site, verify
 from lessonkit.errors import LessonError, Problem
 
 if TYPE_CHECKING:
@@ -45,6 +47,7 @@ class _State:
     urls: dict = field(default_factory=dict)  # src_uri -> url
     api: set = field(default_factory=set)  # documented API object paths
     tokens: dict = field(default_factory=dict)  # [[lessonkit:x]] -> value
+    bundle: dict = field(default_factory=dict)
 
 
 STATE = _State()
@@ -99,15 +102,16 @@ def on_files(files: "Files", config: "MkDocsConfig") -> "Files":
     pages = [Path(f.abs_src_path) for f in files.documentation_pages() if f.abs_src_path]
     report = verify.check(project, pages)  # the same map that `nox -s verify` checks
     jobs = [r.job for rs in report.resolved.values() for r in rs if r.job]
-    if jobs:
-        results = project.runner.run_all(jobs)
-        ran = [r for r in results.values() if not r.cached]
-        log.info(f"lessonkit: {len(results)} experiment(s): {len(ran)} run "
-                 f"({sum(r.cpu_seconds for r in ran):.1f} s CPU), {len(results) - len(ran)} from cache, "
-                 f"{time.perf_counter() - t0:.1f} s wall")
+    jobs += [_script_job(project, name) for name in DIAGRAM_SOURCES.values()]
+    results = project.runner.run_all(jobs)
+    ran = [r for r in results.values() if not r.cached]
+    log.info(f"lessonkit: {len(results)} experiment(s): {len(ran)} run "
+             f"({sum(r.cpu_seconds for r in ran):.1f} s CPU), {len(results) - len(ran)} from cache, "
+             f"{time.perf_counter() - t0:.1f} s wall")
     texts = {project.rel(p): p.read_text(encoding="utf-8", errors="replace") for p in pages}
     STATE.citations = site.citations(report, "docs/", texts)
     _generate(files, config, project)
+    _attachments(files, config, project, report, results, texts)
     STATE.urls = {f.src_uri: f.url for f in files}
     api = files.get_file_from_path("api.md")
     if api is not None and api.abs_src_path:
@@ -160,6 +164,104 @@ def _generate(files, config, project) -> None:
     _add(files, config, "symbols.md",
          "# 符号索引\n\n每个被课程引用的符号，按文件分组，并列出引用它的块。本页由构建从与 "
          "`nox -s verify` 相同的摘录映射生成。\n\n" + site.symbol_index(cites, lambda uri: uri), in_nav=True)
+
+
+DIAGRAM_SOURCES = {"calls": "experiments/debug_walkthrough.py", "nesting": "experiments/higher_order.py"}
+
+
+def _script_job(project, rel: str) -> execute.Job:
+    return execute.Job(Path(rel).name, (project.root / rel).read_bytes(), execute.DEFAULT_TIMEOUT, rel)
+
+
+def _output(project, results, rel: str) -> execute.Result:
+    res = results.get(project.runner.key(_script_job(project, rel)))
+    if res is None or not res.ok:
+        raise PluginError(f"{rel}: the diagram source experiment did not run successfully")
+    return res
+
+
+BUNDLE_README = """# autograd-resources
+
+《Autograd 源码学习》的配套资源包，由站点构建生成（固定版本 autograd {version}，commit {commit}）。
+
+## 内容
+
+- `experiments/`：各课的实验脚本与源码级调试脚本（与仓库中的文件逐字节相同）；
+- `mini-autograd/`：Mini 标量反向模式引擎、demo 与测试；
+- `attachments/`：附件的纯文本版本。
+
+## 运行
+
+需要 Python 3.11+。在空目录中解压后：
+
+    python -m pip install numpy "autograd=={version}" pytest
+    python -B experiments/multiple_paths.py
+    python -B mini-autograd/demo.py
+    python -m pytest -q mini-autograd
+
+每个实验运行时首先打印它导入的 autograd 来自哪里。默认使用已安装的 autograd；
+若要针对某个源码检出运行，把检出目录同时放进 PYTHONPATH 与 AUTOGRAD_PINNED_ROOT：
+
+    PYTHONPATH=/path/to/autograd AUTOGRAD_PINNED_ROOT=/path/to/autograd AUTOGRAD_PINNED_VERSION={version} \\
+        python -B experiments/lesson01_ad_and_graph.py
+
+站点上显示的输出来自站点构建时针对固定源码树的运行；在其他 Python / NumPy 版本下，浮点末位可能不同。
+"""
+
+
+def _attachments(files, config, project, report, results, texts) -> None:
+    calls = _output(project, results, DIAGRAM_SOURCES["calls"])
+    nesting = _output(project, results, DIAGRAM_SOURCES["nesting"])
+    levels = attachments.parse_nesting(nesting.stdout)
+    call_list = attachments.parse_calls(calls.stdout)
+    generated = {
+        "attachments/repo-map.md": attachments.repo_map(project),
+        "attachments/call-sequence.md": (
+            "# grad 完整调用时序图\n\n下图画的是 `grad(lambda x: x * x)(3.0)` 在固定版本 autograd 中的真实调用序列。"
+            "数据来自本次构建运行 [`experiments/debug_walkthrough.py`](../code/experiments/debug_walkthrough.py.md) "
+            f"时打印的 `CALL:` 行（输出 sha256 前 16 位 `{calls.digest[:16]}`），因此图不会与代码脱节。"
+            "为了可读，图中省略了生成器表达式、列表推导和 lambda 的帧，并只画到第 9 层调用；"
+            "完整的调用树见[源码级调试](../walkthrough.md)。每条竖线是一个模块，箭头从调用者指向被调用者。\n\n"
+            f'<div class="lk-diagram-wrap">{attachments.sequence_svg(call_list)}</div>\n'),
+        "attachments/nested-traces.md": (
+            "# Nested Traces 图\n\n`grad(grad(grad(f)))` 求三阶导数时，`f` 内部看到的 `x` 是一层套一层的 Box。"
+            "下图由本次构建运行 [`experiments/higher_order.py`](../code/experiments/higher_order.py.md) 时打印的 "
+            f"`NESTING:` 行画出（本次为 `{' '.join(map(str, levels))}`），最外层是最后进入的 trace。"
+            "每一层的 `_trace` 编号由 `TraceStack.new_trace` 分配；`find_top_boxed_args` 总是先处理编号最大的那一层。"
+            "详细讨论见 [第 10 课](../lessons/10-higher-order.md)。\n\n"
+            f'<div class="lk-diagram-wrap">{attachments.nesting_svg(levels)}</div>\n'),
+        "attachments/acceptance.md": attachments.acceptance(project, report, results),
+    }
+    readme = project.root / "mini-autograd" / "README.md"
+    if readme.exists():
+        generated["attachments/mini-readme.md"] = (
+            "# Mini Autograd 说明\n\n以下是仓库中 `mini-autograd/README.md` 的原文。"
+            "Mini 的代码见 [mini_autograd.py](../code/mini-autograd/mini_autograd.py.md)，"
+            "与 HIPS 的对读见 [第 14 课](../lessons/14-mini-autograd.md)。\n\n---\n\n"
+            + re.sub(r"^#\s", "## ", readme.read_text(encoding="utf-8"), count=1))
+    for uri, content in generated.items():
+        _add(files, config, uri, content, in_nav=True)
+    # the bundle: byte-identical scripts, plain-text attachments, reproducible zip
+    entries: dict[str, bytes] = {}
+    for d in ("experiments", "mini-autograd"):
+        for p in sorted((project.root / d).rglob("*")):
+            if p.is_file() and "__pycache__" not in p.parts and p.suffix in (".py", ".md"):
+                entries[p.relative_to(project.root).as_posix()] = p.read_bytes()
+    for page, text in sorted(texts.items()):
+        if page.startswith("docs/attachments/") or page == "docs/walkthrough.md":
+            name = "attachments/" + Path(page).name
+            entries[name] = attachments.plain_markdown(project, text, page, results).encode()
+    for uri, content in generated.items():
+        entries.setdefault("attachments/" + Path(uri).name, content.encode())
+    entries["attachments/call-sequence.txt"] = "\n".join(
+        l for l in calls.stdout.splitlines() if l.startswith("CALL: ")).encode() + b"\n"
+    entries["README.md"] = BUNDLE_README.format(version=project.pin.version, commit=project.pin.commit).encode()
+    epoch = int(os.environ.get("SOURCE_DATE_EPOCH", "315532800"))
+    data = attachments.zip_bytes(entries, epoch)
+    _add(files, config, "downloads/autograd-resources.zip", data)
+    STATE.tokens["bundle-sha256"] = attachments.sha256(data)
+    STATE.tokens["bundle-size"] = f"{len(data) / 1024:.1f} KiB"
+    STATE.bundle = entries
 
 
 class _Links:

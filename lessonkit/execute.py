@@ -83,6 +83,8 @@ class Runner:
             b"\0".join([KEY_SCHEMA.encode(), manifest_digest.encode(), v["python"].encode(),
                         v["numpy"].encode(), support])).hexdigest()
         self.stats = {"ran": 0, "cached": 0}
+        self._done: dict[str, Result] = {}  # this build's results, failures included: each job runs once
+
 
     def key(self, job: Job) -> str:
         return hashlib.sha256(self._salt.encode() + b"\0" + job.name.encode() + b"\0" + job.source).hexdigest()
@@ -91,32 +93,44 @@ class Runner:
         path = self.cache / f"{self.key(job)}.json"
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(data, dict) or set(data) != set(_STORED) or \
+                    not all(isinstance(data[k], t) for k, t in _STORED.items()):
+                raise ValueError("not a cache entry")
             result = Result(**{**data, "cached": True})
             if result.key != self.key(job) or not result.ok:
                 raise ValueError("stale")
             return result
         except FileNotFoundError:
             return None
-        except (ValueError, TypeError, OSError):
+        except (ValueError, TypeError, OSError, RecursionError):
             path.unlink(missing_ok=True)  # corrupted entry: drop it, run again
             return None
 
     def _store(self, result: Result) -> None:
         self.cache.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.cache, prefix=".tmp-", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({k: v for k, v in asdict(result).items() if k != "cached"}, fh)
-        os.replace(tmp, self.cache / f"{result.key}.json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump({k: v for k, v in asdict(result).items() if k != "cached"}, fh)
+            os.replace(tmp, self.cache / f"{result.key}.json")  # atomic: readers see all or nothing
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
     def run(self, job: Job) -> Result:
+        key = self.key(job)
+        if key in self._done:  # e.g. run up front by the hooks, asked again while rendering
+            return self._done[key]
         hit = self.cached(job)
         if hit:
             self.stats["cached"] += 1
+            self._done[key] = hit
             return hit
         result = self._execute(job)
         self.stats["ran"] += 1
         if result.ok:
             self._store(result)
+        self._done[key] = result
         return result
 
     def run_all(self, jobs: list[Job]) -> dict[str, Result]:
@@ -170,10 +184,14 @@ class Runner:
             wall = time.perf_counter() - t0
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-            raw = out_path.read_bytes()
-            truncated = max(0, len(raw) - OUTPUT_CAP)
-            stdout = self.normalise(raw[:OUTPUT_CAP].decode("utf-8", "replace"), tmp)
-            stderr = self.normalise(err_path.read_bytes()[-8192:].decode("utf-8", "replace"), tmp)
+            with open(out_path, "rb") as fh:  # never more than the cap in memory
+                raw = fh.read(OUTPUT_CAP)
+                truncated = max(0, os.fstat(fh.fileno()).st_size - OUTPUT_CAP)
+            with open(err_path, "rb") as fh:
+                fh.seek(max(0, os.fstat(fh.fileno()).st_size - 8192))
+                err_tail = fh.read()
+            stdout = self.normalise(raw.decode("utf-8", "replace"), tmp)
+            stderr = self.normalise(err_tail.decode("utf-8", "replace"), tmp)
             return Result(self.key(job), code, stdout, stderr, truncated, round(cpu, 3), round(wall, 3), timed_out)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -181,6 +199,10 @@ class Runner:
     def normalise(self, text: str, tmp: Path) -> str:
         text = text.replace(str(tmp), "<tmp>").replace(str(self.pinned_root), "<pinned>")
         return ADDRESS.sub("0x…", text)
+
+
+_STORED = {"key": str, "exit_code": int, "stdout": str, "stderr": str, "truncated": int,
+           "cpu_seconds": (int, float), "wall_seconds": (int, float), "timed_out": bool}
 
 
 def _kill_group(pid: int) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 from .errors import LessonError, Problem
@@ -28,7 +29,7 @@ REQUIRED = {
 
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 HEADER = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9_-]*)[ \t]*:(?P<value>.*)$")
-LINES = re.compile(r"^(\d+)-(\d+)$")
+LINES = re.compile(r"^([0-9]+)-([0-9]+)$")
 COMMIT = re.compile(r"^[0-9a-fA-F]{7,40}$")
 
 
@@ -183,7 +184,11 @@ def _build(kind, lines, start, end, indent, path, offset, ordinal) -> Block:
             k += 1
             continue
         key, value = m["key"], m["value"].strip()
-        if key not in allowed:
+        ctrl = next((c for c in value if unicodedata.category(c) in ("Cc", "Zl", "Zp") and c != "\t"), None)
+        if ctrl is not None:
+            bad(f"control or line-separator character U+{ord(ctrl):04X} in the value of `{key}`", n,
+                "retype the line; header values are plain text")
+        elif key not in allowed:
             close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.5) or \
                 [a for a in allowed if a.lower() == key.lower()]
             hint = f"did you mean `{close[0]}`?" if close else f"allowed keys for {kind}: {', '.join(allowed)}"
@@ -253,7 +258,7 @@ def _validate(b: Block) -> list[Problem]:
         if "Symbol" in b.fields and "File" not in b.fields:
             bad("`Symbol` needs `File` in an experiment block", "Symbol")
         t = b.get("Timeout")
-        if t and not (t.isdigit() and 1 <= int(t) <= 600):
+        if t and not (t.isascii() and t.isdigit() and 1 <= int(t) <= 600):
             bad(f"`Timeout: {t}` is not a whole number of seconds from 1 to 600", "Timeout")
     return out
 

@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
 import tomllib
+import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .errors import LessonError
+from .errors import LessonError, Problem
 
 MANIFEST_IGNORED = {"PKG-INFO"}  # added by the sdist, not part of the source tree
 IGNORED_DIRS = {".git"}
@@ -52,6 +54,24 @@ class Pin:
             h.update(f"{digest}  {path}\n".encode())
         return h.hexdigest()
 
+    @property
+    def toml_label(self) -> str:
+        """How problems name pin.toml: relative to the project root."""
+        return f"{self.source.parent.name}/{self.source.name}"
+
+    @property
+    def manifest_label(self) -> str:
+        return f"{self.source.parent.name}/manifest.sha256"
+
+    def toml_line(self, key: str) -> int | None:
+        """The line of ``key = …`` in pin.toml, to locate a problem with that value."""
+        try:
+            text = self.source.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+        pattern = re.compile(rf"^\s*{re.escape(key)}\s*=")
+        return next((n for n, line in enumerate(text.splitlines(), 1) if pattern.match(line)), None)
+
     def permalink(self, file: str, start: int, end: int) -> str:
         anchor = f"#L{start}" if start == end else f"#L{start}-L{end}"
         return f"{self.repo}/blob/{self.commit}/{file}{anchor}"
@@ -75,32 +95,65 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def read_manifest(path: Path) -> dict[str, str]:
+DIGEST = re.compile(r"^[0-9a-f]{64}$")
+
+
+def manifest_lines(path: Path) -> dict[str, int]:
+    """path -> line number of its entry in the manifest file (to locate problems)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    return {line.split("  ", 1)[1]: n for n, line in enumerate(text.splitlines(), 1) if "  " in line}
+
+
+def read_manifest(path: Path, label: str | None = None) -> dict[str, str]:
+    label = label or str(path)
     manifest = {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LessonError(f"cannot read the manifest: {getattr(exc, 'strerror', None) or exc}", path=label,
+                          hint="sourcemap/manifest.sha256 must exist (python -m lessonkit manifest TREE OUT writes it)"
+                          ) from None
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.startswith("#"):
             continue
-        try:
-            digest, rel = line.split("  ", 1)
-        except ValueError:
-            raise LessonError(f"malformed manifest line: {line!r}", path=str(path), line=n,
-                              hint="expected '<sha256>  <path>'") from None
+        digest, sep, rel = line.partition("  ")
+        if not sep or not DIGEST.match(digest) or not rel.strip():
+            raise LessonError(f"malformed manifest line: {line[:80]!r}", path=label, line=n,
+                              hint="expected '<sha256>  <path>' (64 lowercase hex digits, two spaces, a path)")
         manifest[rel] = digest
     return manifest
 
 
 def load_pin(sourcemap: Path) -> Pin:
     toml_path = sourcemap / "pin.toml"
+    label = f"{sourcemap.name}/pin.toml"
+    hint = "sourcemap/pin.toml names the pin (see README, 'The pinned source')"
     try:
         data = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LessonError(f"cannot read the pin: {getattr(exc, 'strerror', None) or exc}", path=label,
+                          hint=hint) from None
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"\(at line (\d+), column \d+\)", str(exc))
+        raise LessonError(f"the pin is not valid TOML: {str(exc).split(' (at ')[0]}", path=label,
+                          line=int(m[1]) if m else None, hint=hint) from None
+    try:
         up, sd = data["upstream"], data["sdist"]
-        return Pin(repo=up["repo"], commit=up["commit"], version=up["version"],
-                   sdist_filename=sd["filename"], sdist_sha256=sd["sha256"],
-                   sdist_requirement=sd["requirement"], sdist_root=sd["root"],
-                   manifest=read_manifest(sourcemap / "manifest.sha256"), source=toml_path)
-    except (OSError, KeyError, tomllib.TOMLDecodeError) as exc:
-        raise LessonError(f"cannot read the pin: {exc}", path=str(toml_path),
-                          hint="sourcemap/pin.toml and sourcemap/manifest.sha256 must exist") from None
+        fields = dict(repo=up["repo"], commit=up["commit"], version=up["version"],
+                      sdist_filename=sd["filename"], sdist_sha256=sd["sha256"],
+                      sdist_requirement=sd["requirement"], sdist_root=sd["root"])
+    except (KeyError, TypeError) as exc:
+        raise LessonError(f"the pin lacks the key {exc}", path=label,
+                          hint="it needs [upstream] repo, commit, version and [sdist] filename, sha256, "
+                               "requirement, root") from None
+    bad = [k for k, v in fields.items() if not isinstance(v, str) or not v.strip()]
+    if bad:
+        raise LessonError(f"the pin has no text value for `{bad[0]}`", path=label, hint=hint)
+    manifest = read_manifest(sourcemap / "manifest.sha256", f"{sourcemap.name}/manifest.sha256")
+    return Pin(**fields, manifest=manifest, source=toml_path)
 
 
 def write_manifest(tree: Path, out: Path) -> int:
@@ -120,29 +173,44 @@ def _tree_files(root: Path) -> dict[str, Path]:
     return files
 
 
-def check_tree(root: Path, pin: Pin) -> None:
-    """Every manifest file present, regular, inside the tree and with its sha256; no extras."""
-    problems = []
+SHOWN_PROBLEMS = 12  # manifest problems listed one per line; the rest are counted
+
+
+def check_tree(root: Path, pin: Pin, where: str | None = None) -> None:
+    """Every manifest file present, regular, inside the tree and with its sha256; no extras.
+
+    Raises one :class:`LessonError` with one problem per file, located at the file's
+    line in the manifest (``sourcemap/manifest.sha256:N``)."""
+    found: list[tuple[str, str]] = []  # (what, rel)
     real_root = root.resolve()
     present = _tree_files(root)
     for rel, digest in sorted(pin.manifest.items()):
         p = root / rel
-        if rel not in present:
-            problems.append(f"missing: {rel}")
-        elif p.is_symlink() or real_root not in p.resolve().parents:
-            problems.append(f"not a regular file inside the tree (link): {rel}")
-        elif not p.is_file():
-            problems.append(f"not a regular file: {rel}")
-        elif sha256_file(p) != digest:
-            problems.append(f"content differs from the manifest: {rel}")
+        try:
+            if rel not in present:
+                found.append(("missing", rel))
+            elif p.is_symlink() or real_root not in p.resolve().parents:
+                found.append(("not a regular file inside the tree (link)", rel))
+            elif not p.is_file():
+                found.append(("not a regular file", rel))
+            elif sha256_file(p) != digest:
+                found.append(("content differs from the manifest", rel))
+        except OSError as exc:
+            found.append((f"unreadable ({exc.strerror})", rel))
     extras = sorted(set(present) - set(pin.manifest) - MANIFEST_IGNORED)
-    problems += [f"not in the manifest: {rel}" for rel in extras]
-    if problems:
-        shown = "; ".join(problems[:8]) + (f"; … {len(problems) - 8} more" if len(problems) > 8 else "")
-        raise LessonError(f"pinned tree at {root} does not match sourcemap/manifest.sha256: {shown}",
-                          path=str(pin.source.parent / "manifest.sha256"),
-                          hint="the excerpts would not be verbatim; supply the pinned autograd "
-                               f"{pin.version} bytes (see README, 'The pinned source')")
+    found += [("not in the manifest", rel) for rel in extras]
+    if not found:
+        return
+    where = where or f"pinned tree at {root}"
+    hint = ("the excerpts would not be verbatim; supply the pinned autograd "
+            f"{pin.version} bytes (see README, 'The pinned source')")
+    lines = manifest_lines(pin.source.parent / "manifest.sha256")
+    problems = [Problem(f"{what}: {rel} ({where})", pin.manifest_label, lines.get(rel), hint)
+                for what, rel in found[:SHOWN_PROBLEMS]]
+    if len(found) > SHOWN_PROBLEMS:
+        problems.append(Problem(f"… and {len(found) - SHOWN_PROBLEMS} more differences from the manifest ({where})",
+                                pin.manifest_label, None, hint))
+    raise LessonError.collect(problems)
 
 
 # ---------------------------------------------------------------- extraction
@@ -151,15 +219,18 @@ def safe_extract(archive: Path, dest: Path, root_name: str) -> Path:
     """Extract ``archive`` into ``dest``, refusing anything that could leave the tree."""
     try:
         tf = tarfile.open(archive, "r:*")
-    except (tarfile.TarError, OSError) as exc:
-        raise LessonError(f"cannot open archive {archive.name}: {exc}",
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+        raise LessonError(f"cannot open archive {archive.name}: {_first_line(exc)}",
                           hint="the archive is damaged; delete it and fetch it again") from None
     with tf:
         try:
             members = tf.getmembers()
-        except (tarfile.TarError, EOFError, OSError) as exc:
-            raise LessonError(f"archive {archive.name} is truncated or corrupt: {exc}",
+        except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+            raise LessonError(f"archive {archive.name} is truncated or corrupt: {_first_line(exc)}",
                               hint="delete it and fetch it again") from None
+        if not any(PurePosixPath(m.name).parts[:1] == (root_name,) for m in members):
+            raise LessonError(f"archive {archive.name} has no {root_name}/ directory",
+                              hint="this is not the pinned release archive")
         for m in members:
             name = m.name
             parts = PurePosixPath(name).parts
@@ -177,10 +248,15 @@ def safe_extract(archive: Path, dest: Path, root_name: str) -> Path:
                 raise LessonError(f"archive entry outside {root_name}/: {name}", hint="refusing to extract")
         try:
             tf.extractall(dest, members=members, filter="data")
-        except (tarfile.TarError, EOFError, OSError) as exc:
-            raise LessonError(f"archive {archive.name} is truncated or corrupt: {exc}",
+        except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+            raise LessonError(f"archive {archive.name} is truncated or corrupt: {_first_line(exc)}",
                               hint="delete it and fetch it again") from None
     return dest / root_name
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [l.strip() for l in str(exc).splitlines() if l.strip()]
+    return lines[0].rstrip(":") if lines else type(exc).__name__
 
 
 # ---------------------------------------------------------------- providers
@@ -191,9 +267,9 @@ def _from_env(pin: Pin, cache: Path) -> PinnedTree | None:
         return None
     root = Path(src)
     if not root.is_dir():
-        raise LessonError(f"AUTOGRAD_SOURCE={src} is not a directory",
+        raise LessonError(f"AUTOGRAD_SOURCE={src} is not a directory", path=src,
                           hint="point it at a checkout of the pinned autograd, or unset it")
-    check_tree(root, pin)
+    check_tree(root, pin, f"AUTOGRAD_SOURCE={src}")
     return PinnedTree(root.resolve(), "local checkout (AUTOGRAD_SOURCE)", pin)
 
 
@@ -216,7 +292,7 @@ def _from_cache(pin: Pin, cache: Path) -> PinnedTree | None:
 
 
 def _install(pin: Pin, cache: Path, staged: Path, origin: str) -> PinnedTree:
-    check_tree(staged, pin)
+    check_tree(staged, pin, f"tree from {origin}")
     final = _cache_dir(pin, cache)
     final.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -225,7 +301,11 @@ def _install(pin: Pin, cache: Path, staged: Path, origin: str) -> PinnedTree:
         if not final.is_dir():  # another build won the race with an identical tree
             raise
         shutil.rmtree(staged, ignore_errors=True)
-    (final.parent / f"{pin.commit}.provider").write_text(origin + "\n", encoding="utf-8")
+    marker = final.parent / f"{pin.commit}.provider"
+    fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=".tmp-provider-")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:  # atomic: a concurrent build never reads half of it
+        fh.write(origin + "\n")
+    os.replace(tmp, marker)
     return PinnedTree(final.resolve(), origin, pin)
 
 
@@ -275,12 +355,14 @@ def _fetch_sdist(pin: Pin, cache: Path) -> tuple[Path, str]:
         if r.returncode != 0 or not got.exists():
             last = (r.stderr.strip().splitlines() or ["no output"])[-1]
             raise LessonError(f"cannot download {pin.sdist_filename} from the package index: {last}",
+                              path=pin.toml_label, line=pin.toml_line("requirement"),
                               hint="offline? set LESSONKIT_SDIST=/path/to/" + pin.sdist_filename +
                                    " or AUTOGRAD_SOURCE=/path/to/checkout")
         archive.parent.mkdir(parents=True, exist_ok=True)
         os.replace(got, archive)
     except subprocess.TimeoutExpired:
         raise LessonError(f"downloading {pin.sdist_filename} timed out",
+                          path=pin.toml_label, line=pin.toml_line("requirement"),
                           hint="set LESSONKIT_SDIST=/path/to/" + pin.sdist_filename) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -290,17 +372,22 @@ def _fetch_sdist(pin: Pin, cache: Path) -> tuple[Path, str]:
 def _from_sdist(pin: Pin, cache: Path) -> PinnedTree:
     archive, origin = _fetch_sdist(pin, cache)
     if not archive.is_file():
-        raise LessonError(f"archive not found: {archive}", hint="check LESSONKIT_SDIST")
+        raise LessonError(f"archive not found: {archive}", path=str(archive),
+                          hint="LESSONKIT_SDIST must name the file " + pin.sdist_filename)
     digest = sha256_file(archive)
     if digest != pin.sdist_sha256:
         if archive.parent == cache / "pin":
             archive.unlink(missing_ok=True)
-        raise LessonError(f"{archive.name} has sha256 {digest[:16]}…, the pin expects {pin.sdist_sha256[:16]}…",
-                          path=str(pin.source),
+        raise LessonError(f"{archive} has sha256 {digest[:16]}…, the pin expects {pin.sdist_sha256[:16]}…",
+                          path=pin.toml_label, line=pin.toml_line("sha256"),
                           hint="this is not the pinned release archive; fetch it again from the package index")
     work = Path(tempfile.mkdtemp(prefix="x-", dir=_staging(cache)))
+    staged = None
     try:
-        tree = safe_extract(archive, work, pin.sdist_root)
+        try:
+            tree = safe_extract(archive, work, pin.sdist_root)
+        except LessonError as exc:
+            raise exc.at(str(archive), None) from None
         (tree / "PKG-INFO").unlink(missing_ok=True)
         staged = Path(tempfile.mkdtemp(prefix="tree-", dir=_staging(cache)))
         staged.rmdir()
@@ -308,14 +395,19 @@ def _from_sdist(pin: Pin, cache: Path) -> PinnedTree:
         return _install(pin, cache, staged, origin)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        if staged is not None:  # left only when the install failed: no partial entry in the cache
+            shutil.rmtree(staged, ignore_errors=True)
 
 
 PROVIDERS = (_from_env, _from_cache, _from_git)
 
 
 def provide(pin: Pin, cache: Path) -> PinnedTree:
-    for provider in PROVIDERS:
-        tree = provider(pin, cache)
-        if tree is not None:
-            return tree
-    return _from_sdist(pin, cache)
+    try:
+        for provider in PROVIDERS:
+            tree = provider(pin, cache)
+            if tree is not None:
+                return tree
+        return _from_sdist(pin, cache)
+    except LessonError as exc:
+        raise exc.at(pin.toml_label, None) from None  # every problem names a file

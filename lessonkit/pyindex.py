@@ -41,6 +41,9 @@ class SourceFile:
         except SyntaxError as exc:
             raise LessonError(f"{self.rel} is not parseable Python (line {exc.lineno})",
                               hint="Symbol works only in Python files; quote a body without Symbol") from None
+        except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
+            raise LessonError(f"{self.rel} is not parseable Python ({str(exc).splitlines()[0][:80]})",
+                              hint="Symbol works only in Python files; quote a body without Symbol") from None
 
     @cached_property
     def definitions(self) -> list[Definition]:
@@ -83,7 +86,7 @@ class SourceFile:
     def _find_call(self, func: str, arg: str) -> Definition:
         try:
             want = ast.unparse(ast.parse(arg, mode="eval").body)
-        except SyntaxError:
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             raise LessonError(f"call selector `{func}({arg})` has an unparseable argument",
                               hint="write it as in the source, e.g. defvjp(anp.multiply)") from None
         calls = [d for d in self.definitions if d.kind == "call" and d.name.split("(", 1)[0] == func]

@@ -48,6 +48,15 @@ class Tree:
                               hint=f"files of {self.label} live there")
         if rel in self._files:
             return self._files[rel]
+        try:
+            sf = self._read(rel)
+        except OSError as exc:  # e.g. a name too long for the file system
+            raise LessonError(f"cannot read `{rel}` in {self.label}: {exc.strerror or exc}",
+                              hint="check the path") from None
+        self._files[rel] = sf
+        return sf
+
+    def _read(self, rel: str) -> SourceFile:
         p = self.root / rel
         if p.is_dir():
             raise LessonError(f"`{rel}` is a directory in {self.label}", hint="name a file inside it")
@@ -58,9 +67,7 @@ class Tree:
         if not p.is_file():
             hint = _nearest_path(rel, self.allowed) if self.allowed is not None else "check the spelling"
             raise LessonError(f"no file `{rel}` in {self.label}", hint=hint)
-        sf = SourceFile(rel, p.read_bytes())
-        self._files[rel] = sf
-        return sf
+        return SourceFile(rel, p.read_bytes())
 
 
 def _nearest_path(rel: str, candidates) -> str:

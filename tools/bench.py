@@ -280,9 +280,14 @@ def make_scaled(root: Path, factor: int) -> int:
             shutil.copy2(p, d / p.name)
     cfg = root / "mkdocs.yml"
     text = cfg.read_text(encoding="utf-8")
-    if re.search(r"^not_in_nav:", text, re.M):
-        raise SystemExit("bench: mkdocs.yml already sets not_in_nav; extend make_scaled")
-    cfg.write_text(text.rstrip("\n") + "\n\nnot_in_nav: |\n  /lessons-x*/\n", encoding="utf-8")
+    m = re.search(r"^not_in_nav:[ \t]*(.*)$", text, re.M)
+    if m is None:
+        text = text.rstrip("\n") + "\n\nnot_in_nav: |\n  /lessons-x*/\n"
+    elif m[1].strip() in ("|", "|-", "|+"):
+        text = text[:m.end()] + "\n  /lessons-x*/" + text[m.end():]
+    else:
+        raise SystemExit(f"bench: cannot extend `not_in_nav: {m[1]}` in mkdocs.yml (expected a `|` block)")
+    cfg.write_text(text, encoding="utf-8")
     return len(lessons) * factor
 
 

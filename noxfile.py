@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import shutil
+import hashlib
 from pathlib import Path
 
 import nox
@@ -20,8 +19,15 @@ nox.options.error_on_missing_interpreters = True
 
 
 def _install(session: nox.Session, reqs: list[str]) -> None:
+    """Install the pinned requirements once per venv; later runs skip pip when nothing changed."""
+    lock = hashlib.sha256(b"".join((ROOT / f).read_bytes() for f in
+                                   ("requirements.txt", "requirements-test.txt", "pyproject.toml"))).hexdigest()
+    stamp = Path(session.virtualenv.location) / f".installed-{reqs[-1]}"
+    if stamp.exists() and stamp.read_text() == lock:
+        return
     session.install(*reqs)
     session.install("--no-deps", "-e", ".")
+    stamp.write_text(lock)
 
 
 @nox.session(venv_backend="venv")
@@ -43,6 +49,15 @@ def tests(session: nox.Session) -> None:
     """Run the test suite (unit, build, Mini autograd and browser tests)."""
     _install(session, TEST_REQS)
     session.run("python", "-m", "pytest", *session.posargs, env=ENV)
+
+
+@nox.session(venv_backend="venv", default=False)
+def new(session: nox.Session) -> None:
+    """Scaffold a lesson: `nox -s new -- NN "标题" [slug]`."""
+    if not session.posargs:
+        session.error('usage: nox -s new -- NN "标题" [slug]')
+    _install(session, BUILD_REQS)
+    session.run("python", "-m", "lessonkit", "new", *session.posargs, env=ENV)
 
 
 @nox.session(venv_backend="venv", default=False)

@@ -349,5 +349,10 @@ def _code_page_html(page, origin: str, file: str) -> str:
 
 
 def on_post_build(config: "MkDocsConfig") -> None:
+    from lessonkit.linkcheck import check_site
+
+    for p in check_site(Path(config.site_dir)):
+        log.error(str(p))
+        STATE.problems.append(p)
     if STATE.problems and STATE.command == "build":
         raise Abort(f"lessonkit: {len(STATE.problems)} annotation problem(s); see the lines above")

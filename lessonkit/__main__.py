@@ -1,4 +1,4 @@
-"""Command line: ``python -m lessonkit verify|render|manifest …``."""
+"""Command line: ``python -m lessonkit verify|render|mutate|manifest …``."""
 
 from __future__ import annotations
 
@@ -69,10 +69,49 @@ def _render(args) -> int:
     return 1 if problems else 0
 
 
+def _mutate(args) -> int:
+    from . import mutation
+    from .project import Project
+
+    t0 = time.perf_counter()
+    project = Project(Path(args.root))
+    pages = {project.rel(p) for p in args.pages} or None
+    report = mutation.run(project, pages)
+    for p in report.problems + [o.problem() for o in report.outcomes if not o.caught]:
+        print(p, file=sys.stderr)
+    print(f"{report.summary()} in {time.perf_counter() - t0:.2f} s", file=sys.stdout if report.ok else sys.stderr)
+    return 0 if report.ok else 1
+
+
 def _manifest(args) -> int:
     from .pin import write_manifest
     n = write_manifest(Path(args.tree), Path(args.out))
     print(f"wrote {n} entries to {args.out}")
+    return 0
+
+
+def _repin(args) -> int:
+    from . import repin
+    return repin.main(args)
+
+
+def _new(args) -> int:
+    from . import verify
+    from .project import Project
+    from .scaffold import new_lesson
+
+    project = Project(Path(args.root))
+    made = new_lesson(project.root, args.number, args.title, args.slug, project.pin.short)
+    for p in made:
+        print(f"created {project.rel(p)}")
+    print("added the page to the nav in mkdocs.yml")
+    report = verify.check(project)
+    if report.problems:
+        for p in report.problems:
+            print(p, file=sys.stderr)
+        return 1
+    verify.write_map(project, report)
+    print("recorded the new excerpts in sourcemap/excerpts.json; next: nox -s build verify")
     return 0
 
 
@@ -88,10 +127,27 @@ def main(argv=None) -> int:
     r = sub.add_parser("render", help="render one page to HTML on stdout (runs its experiments)")
     r.add_argument("page")
     r.set_defaults(func=_render)
+    mu = sub.add_parser("mutate", help="prove verify catches a one-character change in every cited region")
+    mu.add_argument("pages", nargs="*", help="only the map entries of these pages (default: all)")
+    mu.set_defaults(func=_mutate)
+    n = sub.add_parser("new", help="scaffold a lesson: page, experiment, nav entry")
+    n.add_argument("number", help="two digits, e.g. 15")
+    n.add_argument("title")
+    n.add_argument("slug", nargs="?", default=None, help="file name part, e.g. my-topic")
+    n.set_defaults(func=_new)
     m = sub.add_parser("manifest", help="write a manifest for a tree")
     m.add_argument("tree")
     m.add_argument("out")
     m.set_defaults(func=_manifest)
+    rp = sub.add_parser("repin", help="report what every excerpt and experiment would become under another autograd")
+    rp.add_argument("target", help="a released version (1.9.0), a full commit id (fetched from "
+                                    "LESSONKIT_GIT_REMOTE) or a local checkout path")
+    rp.add_argument("--commit", help="the full commit id of the target tree (sdist or local checkout), for --apply")
+    rp.add_argument("--html", help="where to write the HTML report (default: site-repin/index.html)")
+    rp.add_argument("--diffs", action="store_true", help="print every diff on stdout too (always in the HTML)")
+    rp.add_argument("--apply", action="store_true",
+                    help="when nothing beyond moves happened: rewrite pin, manifest, Lines:/Commit: headers and map")
+    rp.set_defaults(func=_repin)
     args = ap.parse_args(argv)
     try:
         return args.func(args)

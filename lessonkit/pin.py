@@ -173,6 +173,26 @@ def _tree_files(root: Path) -> dict[str, Path]:
     return files
 
 
+def check_file(root: Path, rel: str, pin: Pin, present: dict[str, Path] | None = None) -> str | None:
+    """What is wrong with the manifest file ``rel`` of the tree at ``root``, or None.
+
+    ``present`` is the tree's file list (:func:`_tree_files`, which does not descend
+    into linked directories, so only the file itself can be a link)."""
+    p = root / rel
+    try:
+        if rel not in (present if present is not None else {rel: p} if p.exists() or p.is_symlink() else {}):
+            return "missing"
+        if p.is_symlink():
+            return "not a regular file inside the tree (link)"
+        if not p.is_file():
+            return "not a regular file"
+        if sha256_file(p) != pin.manifest[rel]:
+            return "content differs from the manifest"
+    except OSError as exc:
+        return f"unreadable ({exc.strerror})"
+    return None
+
+
 SHOWN_PROBLEMS = 12  # manifest problems listed one per line; the rest are counted
 
 
@@ -181,22 +201,8 @@ def check_tree(root: Path, pin: Pin, where: str | None = None) -> None:
 
     Raises one :class:`LessonError` with one problem per file, located at the file's
     line in the manifest (``sourcemap/manifest.sha256:N``)."""
-    found: list[tuple[str, str]] = []  # (what, rel)
-    real_root = root.resolve()
     present = _tree_files(root)
-    for rel, digest in sorted(pin.manifest.items()):
-        p = root / rel
-        try:
-            if rel not in present:
-                found.append(("missing", rel))
-            elif p.is_symlink() or real_root not in p.resolve().parents:
-                found.append(("not a regular file inside the tree (link)", rel))
-            elif not p.is_file():
-                found.append(("not a regular file", rel))
-            elif sha256_file(p) != digest:
-                found.append(("content differs from the manifest", rel))
-        except OSError as exc:
-            found.append((f"unreadable ({exc.strerror})", rel))
+    found = [(what, rel) for rel in sorted(pin.manifest) if (what := check_file(root, rel, pin, present))]
     extras = sorted(set(present) - set(pin.manifest) - MANIFEST_IGNORED)
     found += [("not in the manifest", rel) for rel in extras]
     if not found:

@@ -1,0 +1,93 @@
+"""The authoring guide cannot go stale: its examples are live blocks, and following
+it literally gives a lesson that builds and verifies the first time."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from lessonkit.parse import parse_page
+
+ROOT = Path(__file__).resolve().parents[1]
+GUIDE = ROOT / "docs" / "authoring.md"
+EXAMPLE = re.compile(r"^````markdown\n(.*?)\n````\n\n(.*?)(?=\n\n|\Z)", re.S | re.M)
+
+
+def examples() -> list[tuple[str, str]]:
+    text = GUIDE.read_text(encoding="utf-8")
+    out = []
+    for m in re.finditer(r"^````markdown\n(.*?)\n````\n", text, re.S | re.M):
+        shown = m.group(1)
+        rest = text[m.end():].lstrip("\n")
+        out.append((shown, rest[: len(shown)]))
+    return out
+
+
+def test_every_example_is_followed_by_the_same_live_block():
+    pairs = examples()
+    assert len(pairs) >= 9
+    for shown, live in pairs:
+        assert live == shown
+
+
+def test_guide_covers_every_form():
+    blocks = parse_page(GUIDE.read_text(encoding="utf-8"), "docs/authoring.md").blocks
+    symbols = {b.get("Symbol") for b in blocks if b.kind == "real-source"}
+    assert {"backward_pass", "Box.__init__", "primitive_vjps", "defvjp(anp.multiply)"} <= symbols
+    assert any(b.kind == "real-source" and b.body and b.get("Symbol") for b in blocks)  # fragment
+    assert any(b.kind == "real-source" and b.body and not b.get("Symbol") for b in blocks)  # body only
+    assert any(b.get("Lines") for b in blocks)
+    assert any(b.get("Based-on") for b in blocks)
+    assert any(b.kind == "experiment" and b.get("Timeout") for b in blocks)
+    assert any(b.kind == "experiment" and b.body and not b.get("File") for b in blocks)  # inline
+
+
+def test_a_lesson_written_from_the_guide_builds_and_verifies_first_time(site):
+    shutil.copy(ROOT / "experiments" / "multiple_paths.py", site.root / "experiments" / "multiple_paths.py")
+    body = "\n\n".join(shown for shown, _ in examples())
+    site.page("lessons/15-from-guide.md", "# 15 · 照着指南写的一课\n\n" + body + "\n")
+    v = site.verify()
+    assert v.returncode == 0, v.stderr
+    b = site.build()
+    assert b.returncode == 0, b.stderr
+    html = (site.root / "site" / "lessons" / "15-from-guide" / "index.html").read_text()
+    assert html.count("REAL SOURCE") == 6 and html.count("lk-block lk-experiment") == 2
+    assert "grad = 6.0" in html
+
+
+def test_error_table_quotes_real_messages():
+    text = GUIDE.read_text(encoding="utf-8")
+    table = text[text.index("## 常见错误与修正"):text.index("## 发布")]
+    code = "".join(p.read_text() for p in (ROOT / "lessonkit").glob("*.py"))
+    rows = re.findall(r"^\| `` (.+?) `` \|", table, re.M)
+    assert len(rows) >= 20
+    for row in rows:
+        pieces = [p.strip() for p in re.split(r"`|…| — |/", row) if len(p.strip()) >= 8]
+        # a piece such as "real-source block without" is built from "{kind} block without"
+        plain = re.sub(r"\{[^}]*\}|\d+", "", code)
+        found = [p for p in pieces if p in code or p.split(" ", 1)[-1] in code
+                 or re.sub(r"\d+", "", p).split(" L")[0] in plain]
+        assert found, row
+
+
+def test_nox_new_scaffolds_a_lesson_that_builds_and_verifies(tmp_path):
+    proj = tmp_path / "proj"
+    for name in ("docs", "experiments", "mini-autograd", "sourcemap", "hooks"):
+        shutil.copytree(ROOT / name, proj / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "mkdocs.yml", proj / "mkdocs.yml")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "LESSONKIT_CACHE": str(ROOT / ".cache")}
+    r = subprocess.run([sys.executable, "-m", "lessonkit", "new", "15", "新的一课", "new-topic"], cwd=proj, env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "created docs/lessons/15-new-topic.md" in r.stdout
+    assert "- lessons/15-new-topic.md" in (proj / "mkdocs.yml").read_text()
+    v = subprocess.run([sys.executable, "-m", "lessonkit", "verify"], cwd=proj, env=env, capture_output=True, text=True)
+    assert v.returncode == 0, v.stderr
+    b = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=proj, env=env, capture_output=True,
+                       text=True, timeout=900)
+    assert b.returncode == 0, b.stderr[-3000:]
+    assert "grad(x*x)(3.0) = 6.0" in (proj / "site" / "lessons" / "15-new-topic" / "index.html").read_text()

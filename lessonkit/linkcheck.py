@@ -71,7 +71,8 @@ def check_site(site: Path) -> list[LinkProblem]:
             parts = urlsplit(href)
             target = page
             if parts.path:
-                target = posixpath.normpath(posixpath.join(posixpath.dirname(page), unquote(parts.path)))
+                base = "" if parts.path.startswith("/") else posixpath.dirname(page)  # "/x/": from the site root
+                target = posixpath.normpath(posixpath.join(base, unquote(parts.path).lstrip("/")))
                 if target.startswith(".."):
                     problems.append(LinkProblem(page, href, "link leaves the site"))
                     continue

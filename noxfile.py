@@ -65,3 +65,13 @@ def serve(session: nox.Session) -> None:
     """Live preview on http://127.0.0.1:8000 (re-renders edited pages)."""
     _install(session, BUILD_REQS)
     session.run("mkdocs", "serve", *session.posargs, env=ENV)
+
+
+@nox.session(venv_backend="venv", default=False)
+def repin(session: nox.Session) -> None:
+    """What every excerpt and experiment becomes under another autograd: `nox -s repin -- 1.9.0 [--apply]`."""
+    if not session.posargs:
+        session.error("usage: nox -s repin -- TARGET [--commit ID] [--html PATH] [--diffs] [--apply]  "
+                      "(TARGET: a released version, a full commit id with LESSONKIT_GIT_REMOTE, or a checkout path)")
+    _install(session, BUILD_REQS)
+    session.run("python", "-m", "lessonkit", "repin", *session.posargs, env=ENV)

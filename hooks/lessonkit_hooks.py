@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mkdocs.plugins.lessonkit")
 _ID = re.compile(r'\sid="([^"]+)"')
+NO_SEARCH = "---\nsearch:\n  exclude: true\n---\n\n"  # whole files stay out of the search index
 CODE_MARK = '<div class="lk-code-slot"></div>'
 
 
@@ -134,7 +135,7 @@ def _generate(files, config, project) -> None:
         table, _ = site.symbol_table(sf)
         depth = uri.count("/")
         back = lambda c, d=depth: "../" * d + c.target
-        md = (f"# {file}\n\n固定版本 autograd {project.pin.version}（`{project.pin.short}`）中的完整文件，"
+        md = (NO_SEARCH + f"# {file}\n\n固定版本 autograd {project.pin.version}（`{project.pin.short}`）中的完整文件，"
               f"共 {len(sf.lines)} 行。行号即真实行号，可用 `#L行号` 或 `#L起-L止` 直接链接；"
               f"[在 GitHub 上查看]({project.pin.permalink(file, 1, len(sf.lines)).rsplit('#', 1)[0]})。\n\n"
               f"## 被课程引用的范围 {{#cited}}\n\n{site.cites_table(own, back)}\n"
@@ -154,7 +155,7 @@ def _generate(files, config, project) -> None:
         depth = uri.count("/")
         used = "\n".join(f"- [{label} · {anchor}]({'../' * depth}{page}#{anchor})" for page, label, anchor in users)
         sf = project.repo.file(file) if file.startswith(project.repo.prefixes) else project.scripts.file(file)
-        md = (f"# {file}\n\n本仓库中的文件（不是 HIPS/autograd 源码），共 {len(sf.lines)} 行。\n\n"
+        md = (NO_SEARCH + f"# {file}\n\n本仓库中的文件（不是 HIPS/autograd 源码），共 {len(sf.lines)} 行。\n\n"
               + (f"## 使用它的实验块 {{#used-by}}\n\n{used}\n\n" if used else "")
               + (f"## 被课程引用的范围 {{#cited}}\n\n{site.cites_table(own, lambda c, d=depth: '../' * d + c.target)}\n"
                  if own else "")

@@ -236,12 +236,14 @@ def _validate(b: Block) -> list[Problem]:
         if v:
             m = LINES.match(v)
             if not m or int(m[1]) < 1 or int(m[1]) > int(m[2]):
-                bad(f"`Lines: {v}` is not a range `a-b` with 1 ≤ a ≤ b", "Lines")
+                bad(f"`Lines: {v}` is not a range `a-b` with 1 ≤ a ≤ b", "Lines",
+                    "for example `Lines: 25-32`, or remove the line (it is only a locator)")
     elif b.kind == "teaching-simplification":
         if "File" not in b.fields and b.body is None:
             bad("empty teaching-simplification block", None, "write the teaching code as the body")
         if "Symbol" in b.fields and "File" not in b.fields:
-            bad("`Symbol` needs `File` in a teaching-simplification block", "Symbol")
+            bad("`Symbol` needs `File` in a teaching-simplification block", "Symbol",
+                "add `File: mini-autograd/….py`, or use `Based-on: FILE::SYMBOL` for the pinned source")
         if "File" in b.fields and "Symbol" not in b.fields and b.body is None:
             bad("teaching-simplification with `File` but neither `Symbol` nor a body", "File",
                 "name the Symbol to show, or quote the lines as a body")
@@ -256,10 +258,12 @@ def _validate(b: Block) -> list[Problem]:
             bad("experiment block with neither `File` nor a body", None,
                 "add `File: experiments/….py`, or write the script as the body")
         if "Symbol" in b.fields and "File" not in b.fields:
-            bad("`Symbol` needs `File` in an experiment block", "Symbol")
+            bad("`Symbol` needs `File` in an experiment block", "Symbol",
+                "add `File: experiments/….py`, or remove `Symbol` from the inline script")
         t = b.get("Timeout")
         if t and not (t.isascii() and t.isdigit() and 1 <= int(t) <= 600):
-            bad(f"`Timeout: {t}` is not a whole number of seconds from 1 to 600", "Timeout")
+            bad(f"`Timeout: {t}` is not a whole number of seconds from 1 to 600", "Timeout",
+                "for example `Timeout: 120`; without it the limit is 60 s")
     return out
 
 

@@ -512,7 +512,8 @@ def _source_item(project: Project, ttree: Tree, index: Index, block: Block, base
     try:
         old = based_on(project.pinned, block) if based else project.resolve(block).excerpt
     except LessonError as exc:
-        return replace(item, detail=f"does not resolve at the pin: {exc.problem.message}")
+        hint = f" — {exc.problem.hint}" if exc.problem.hint else ""
+        return replace(item, detail=f"does not resolve at the pin: {exc.problem.message}{hint}")
     item = replace(item, old=(old.start, old.end))
     try:
         new = based_on(ttree, block) if based else excerpt_of(ttree, block)

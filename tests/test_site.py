@@ -37,9 +37,12 @@ def built_site(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def server(built_site):
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(built_site))
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=str(built_site))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    handler.log_message = lambda *a, **k: None
     t = threading.Thread(target=httpd.serve_forever, daemon=True)
     t.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
@@ -79,7 +82,8 @@ class Visit:
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
         self.page.on("requestfailed", lambda r: self.failed.append(r.url))
         self.page.on("response", lambda r: r.status >= 400 and self.failed.append(f"{r.status} {r.url}"))
-        self.page.goto(url, wait_until="networkidle")
+        self.page.goto(url, wait_until="load")
+        self.page.wait_for_timeout(150)
 
     def close(self):
         self.context.close()
@@ -137,7 +141,12 @@ def test_chinese_search_finds_words_inside_paragraphs(server, browser, term, les
     p.locator("label.md-search__icon, .md-search__input").first.click()
     p.fill("input.md-search__input", term)
     p.wait_for_selector(".md-search-result__item", timeout=15000)
-    hrefs = p.eval_on_selector_all(".md-search-result__item a", "els => els.map(e => e.getAttribute('href'))")
+    hrefs, before = [], -1
+    while len(hrefs) != before:  # results render in batches as the list scrolls
+        before = len(hrefs)
+        p.eval_on_selector(".md-search__scrollwrap", "el => el.scrollTo(0, el.scrollHeight)")
+        p.wait_for_timeout(300)
+        hrefs = p.eval_on_selector_all(".md-search-result__item a", "els => els.map(e => e.getAttribute('href'))")
     v.close()
     assert any(lesson in h for h in hrefs), hrefs
 

@@ -104,8 +104,8 @@ def mkdocs_build(root: Path, *extra: str) -> list[str]:
 
 # --------------------------------------------------------------------------- variants
 
-def copy_project(dest: Path) -> Path:
-    shutil.copytree(ROOT, dest, ignore=COPY_IGNORE, symlinks=True)
+def copy_project(dest: Path, src: Path = ROOT) -> Path:
+    shutil.copytree(src, dest, ignore=COPY_IGNORE, symlinks=True)
     return dest
 
 
@@ -445,22 +445,23 @@ def _run(args, reps, scale_reps, cores, usable, pinned, work, has_mdexec, v) -> 
     warm_cache = work / "cache-warm"
     os.environ["AUTOGRAD_SOURCE"] = str(pinned)  # for make_plain_full's in-process resolution
 
-    # -- the variants, each a copy of the project
-    lk = copy_project(work / "lessonkit")
-    plain = copy_project(work / "plain")
+    # -- the variants, each a copy of one snapshot of the project (others may be editing it)
+    snap = copy_project(work / "snapshot")
+    lk = copy_project(work / "lessonkit", snap)
+    plain = copy_project(work / "plain", snap)
     n_blocks = make_plain(plain)
-    scaled = copy_project(work / "x10")
+    plain_full = copy_project(work / "plain-full", snap)
+    scaled = copy_project(work / "x10", snap)
     n_scaled = make_scaled(scaled, SCALE)
     mdexec = None
     if has_mdexec:
-        mdexec = copy_project(work / "mdexec")
+        mdexec = copy_project(work / "mdexec", snap)
         n_exec = make_mdexec(mdexec)
     lk_env = {**env, "LESSONKIT_CACHE": str(warm_cache)}
 
     # -- warm-up (not measured): fills the experiment cache, the OS caches, jieba's cache
     print("bench: warm-up (fills the experiment cache; not measured) …", flush=True)
     timed(mkdocs_build(lk), lk, lk_env)
-    plain_full = copy_project(work / "plain-full")
     make_plain_full(plain_full, warm_cache)
     timed(mkdocs_build(plain, "--no-strict"), plain, env)
     n_pages = sum(1 for _ in (lk / "docs").rglob("*.md"))

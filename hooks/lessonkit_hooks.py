@@ -70,7 +70,8 @@ def on_config(config: "MkDocsConfig") -> None:
         tree = project.tree  # provided and checked against the manifest, once per build
     except LessonError as exc:
         raise PluginError(str(exc)) from None
-    log.info(f"lessonkit: autograd {project.pin.version} ({project.pin.short}) from {tree.provider}")
+    log.info(f"lessonkit: autograd {project.pin.version} ({project.pin.short}) from {tree.provider}"
+             + (" (build cache)" if tree.cached else ""))
     _point_mkdocstrings_at(config, tree.root)
     STATE.tokens = {"provider": tree.provider, "sdist-sha256": project.pin.sdist_sha256,
                     "commit": project.pin.commit, "version": project.pin.version}
@@ -103,7 +104,7 @@ def on_files(files: "Files", config: "MkDocsConfig") -> "Files":
     pages = [Path(f.abs_src_path) for f in files.documentation_pages() if f.abs_src_path]
     report = verify.check(project, pages)  # the same map that `nox -s verify` checks
     jobs = [r.job for rs in report.resolved.values() for r in rs if r.job]
-    jobs += [_script_job(project, name) for name in DIAGRAM_SOURCES.values()]
+    jobs += [_script_job(project, name) for name in DIAGRAM_SOURCES.values() if (project.root / name).is_file()]
     results = project.runner.run_all(jobs)
     ran = [r for r in results.values() if not r.cached]
     log.info(f"lessonkit: {len(results)} experiment(s): {len(ran)} run "
@@ -211,12 +212,30 @@ BUNDLE_README = """# autograd-resources
 
 
 def _attachments(files, config, project, report, results, texts) -> None:
+    generated = {"attachments/acceptance.md": attachments.acceptance(project, report, results)}
+    if (project.sourcemap / "roles.toml").is_file():
+        generated["attachments/repo-map.md"] = attachments.repo_map(project)
+    if all((project.root / rel).is_file() for rel in DIAGRAM_SOURCES.values()):
+        generated.update(_diagrams(project, results))
+    readme = project.root / "mini-autograd" / "README.md"
+    if readme.exists():
+        generated["attachments/mini-readme.md"] = (
+            "# Mini Autograd 说明\n\n以下是仓库中 `mini-autograd/README.md` 的原文。"
+            "Mini 的代码见 [mini_autograd.py](../code/mini-autograd/mini_autograd.py.md)，"
+            "与 HIPS 的对读见 [第 14 课](../lessons/14-mini-autograd.md)。\n\n---\n\n"
+            + re.sub(r"^#\s", "## ", readme.read_text(encoding="utf-8"), count=1))
+    for uri, content in generated.items():
+        if not uri.startswith("_"):
+            _add(files, config, uri, content, in_nav=True)
+    _bundle(files, config, project, results, texts, generated)
+
+
+def _diagrams(project, results) -> dict[str, str]:
     calls = _output(project, results, DIAGRAM_SOURCES["calls"])
     nesting = _output(project, results, DIAGRAM_SOURCES["nesting"])
     levels = attachments.parse_nesting(nesting.stdout)
     call_list = attachments.parse_calls(calls.stdout)
-    generated = {
-        "attachments/repo-map.md": attachments.repo_map(project),
+    return {
         "attachments/call-sequence.md": (
             "# grad 完整调用时序图\n\n下图画的是 `grad(lambda x: x * x)(3.0)` 在固定版本 autograd 中的真实调用序列。"
             "数据来自本次构建运行 [`experiments/debug_walkthrough.py`](../code/experiments/debug_walkthrough.py.md) "
@@ -231,18 +250,12 @@ def _attachments(files, config, project, report, results, texts) -> None:
             "每一层的 `_trace` 编号由 `TraceStack.new_trace` 分配；`find_top_boxed_args` 总是先处理编号最大的那一层。"
             "详细讨论见 [第 10 课](../lessons/10-higher-order.md)。\n\n"
             f'<div class="lk-diagram-wrap">{attachments.nesting_svg(levels)}</div>\n'),
-        "attachments/acceptance.md": attachments.acceptance(project, report, results),
+        "_calls": "\n".join(l for l in calls.stdout.splitlines() if l.startswith("CALL: ")) + "\n",
     }
-    readme = project.root / "mini-autograd" / "README.md"
-    if readme.exists():
-        generated["attachments/mini-readme.md"] = (
-            "# Mini Autograd 说明\n\n以下是仓库中 `mini-autograd/README.md` 的原文。"
-            "Mini 的代码见 [mini_autograd.py](../code/mini-autograd/mini_autograd.py.md)，"
-            "与 HIPS 的对读见 [第 14 课](../lessons/14-mini-autograd.md)。\n\n---\n\n"
-            + re.sub(r"^#\s", "## ", readme.read_text(encoding="utf-8"), count=1))
-    for uri, content in generated.items():
-        _add(files, config, uri, content, in_nav=True)
-    # the bundle: byte-identical scripts, plain-text attachments, reproducible zip
+
+
+def _bundle(files, config, project, results, texts, generated) -> None:
+    """Byte-identical scripts, plain-text attachments, in a reproducible zip."""
     entries: dict[str, bytes] = {}
     for d in ("experiments", "mini-autograd"):
         for p in sorted((project.root / d).rglob("*")):
@@ -253,9 +266,10 @@ def _attachments(files, config, project, report, results, texts) -> None:
             name = "attachments/" + Path(page).name
             entries[name] = attachments.plain_markdown(project, text, page, results).encode()
     for uri, content in generated.items():
-        entries.setdefault("attachments/" + Path(uri).name, content.encode())
-    entries["attachments/call-sequence.txt"] = "\n".join(
-        l for l in calls.stdout.splitlines() if l.startswith("CALL: ")).encode() + b"\n"
+        if uri == "_calls":
+            entries["attachments/call-sequence.txt"] = content.encode()
+        else:
+            entries.setdefault("attachments/" + Path(uri).name, content.encode())
     entries["README.md"] = BUNDLE_README.format(version=project.pin.version, commit=project.pin.commit).encode()
     epoch = int(os.environ.get("SOURCE_DATE_EPOCH", "315532800"))
     data = attachments.zip_bytes(entries, epoch)

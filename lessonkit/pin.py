@@ -80,8 +80,9 @@ class Pin:
 @dataclass(frozen=True)
 class PinnedTree:
     root: Path
-    provider: str  # human-readable: which provider produced the bytes
+    provider: str  # human-readable: where the bytes came from (stable across cached builds)
     pin: Pin
+    cached: bool = False  # taken from the build cache this time
 
     def read(self, rel: str) -> bytes:
         return (self.root / rel).read_bytes()
@@ -294,7 +295,7 @@ def _from_cache(pin: Pin, cache: Path) -> PinnedTree | None:
         shutil.rmtree(root, ignore_errors=True)  # corrupted cache entry: rebuild it
         return None
     origin = marker.read_text(encoding="utf-8").strip() if marker.exists() else "unknown"
-    return PinnedTree(root.resolve(), f"build cache (first fetched from: {origin})", pin)
+    return PinnedTree(root.resolve(), origin, pin, cached=True)
 
 
 def _install(pin: Pin, cache: Path, staged: Path, origin: str) -> PinnedTree:

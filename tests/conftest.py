@@ -65,6 +65,7 @@ class TmpSite:
         (root / "experiments").mkdir()
         shutil.copy(ROOT / "experiments" / "_provenance.py", root / "experiments" / "_provenance.py")
         (root / "docs").mkdir()
+        (root / "docs" / "index.md").write_text("# 首页\n", encoding="utf-8")
         (root / "mkdocs.yml").write_text(SITE_CONFIG.format(hooks=ROOT / "hooks" / "lessonkit_hooks.py"))
         self.cache = root / ".cache"
         self.env = {**os.environ, "AUTOGRAD_SOURCE": str(pinned_root), "LESSONKIT_CACHE": str(self.cache),

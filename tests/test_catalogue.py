@@ -846,12 +846,6 @@ def _(ctx):
     return [Expect(P, 5, "no symbol `backwards_pass` in autograd/core.py", "did you mean `backward_pass` (L25)")]
 
 
-@case("build-crlf-file", mode="build")
-def _(ctx):
-    ctx.raw_page(b"# t\r\n\r\ntext\r\n")
-    return [Expect(P, 1, "file has CR (Windows) line endings")]
-
-
 @case("build-non-utf8-file", mode="build")
 def _(ctx):
     ctx.raw_page("# t\n\n正文\n".encode() + b"caf\xe9\n")
@@ -871,6 +865,10 @@ KNOWN_GAPS = {
     # traceback on a decoding error; the fix belongs in hooks/ (lead): check every
     # page with Project.read_page in on_files and raise Abort with the problem lines.
     "build-non-utf8-file": "MkDocs decodes pages before the hooks run (hooks/ fix needed)",
+    # A failed experiment with `File:` renders as an error box without its anchor, so the
+    # generated script page and symbol index link to a missing `#exp-three`: the link
+    # checker adds four more ERROR lines for the one problem (render/mdext or site: lead).
+    "experiment-exit-code": "links to the failed block's anchor are reported too (one problem, five lines)",
 }
 
 
@@ -1027,19 +1025,20 @@ def test_modified_pinned_cache_tree_is_detected_and_reprovided(tmp_path, pinned_
     monkeypatch.delenv("LESSONKIT_GIT_REMOTE", raising=False)
     monkeypatch.setenv("LESSONKIT_SDIST", str(pinned_sdist))
     first = provide(pin, cache)
-    assert first.provider.startswith("local archive LESSONKIT_SDIST")
-    assert provide(pin, cache).provider.startswith("build cache")
+    assert first.provider.startswith("local archive LESSONKIT_SDIST") and not first.cached
+    assert provide(pin, cache).cached
     core = first.root / "autograd" / "core.py"
     good = core.read_bytes()
     core.write_bytes(good.replace(b"outgrads.pop(node)", b"outgrads.pop(nodes)"))
     again = provide(pin, cache)
-    assert again.provider.startswith("local archive LESSONKIT_SDIST"), "the modified cache tree was used"
+    assert not again.cached, "the modified cache tree was used"
+    assert again.provider.startswith("local archive LESSONKIT_SDIST")
     assert (again.root / "autograd" / "core.py").read_bytes() == good
     check_tree(again.root, pin)
     assert_clean_cache(cache)
     # a file added to the cached tree is a modification too
     (again.root / "autograd" / "extra.py").write_text("x = 1\n")
-    assert provide(pin, cache).provider.startswith("local archive LESSONKIT_SDIST")
+    assert not provide(pin, cache).cached
     assert not (again.root / "autograd" / "extra.py").exists()
 
 

@@ -119,3 +119,18 @@ def block(kind: str, *header: str, body: str | None = None) -> str:
     if body is not None:
         text += "\n" + textwrap.dedent(body).strip("\n") + "\n"
     return text + "```\n"
+
+
+def build_real_site(out: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "SOURCE_DATE_EPOCH": "1764460800"}
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=1200)
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory) -> Path:
+    """The real site, built once per test session with the README's strict build."""
+    out = tmp_path_factory.mktemp("site") / "site"
+    r = build_real_site(out)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return out

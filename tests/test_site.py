@@ -26,16 +26,6 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
 
 
 @pytest.fixture(scope="session")
-def built_site(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("site") / "site"
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "SOURCE_DATE_EPOCH": "1764460800"}
-    r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)], cwd=ROOT, env=env,
-                       capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stderr[-3000:]
-    return out
-
-
-@pytest.fixture(scope="session")
 def server(built_site):
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):

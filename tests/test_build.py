@@ -1,0 +1,103 @@
+"""Whole-site properties: reproducible builds, the bundle, the acceptance record, the API page."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, build_real_site
+from lessonkit import verify
+from lessonkit.project import Project
+
+
+def _digests(site: Path) -> dict[str, str]:
+    return {p.relative_to(site).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(site.rglob("*")) if p.is_file()}
+
+
+def test_two_clean_builds_are_byte_identical(built_site, tmp_path):
+    again = tmp_path / "again"
+    r = build_real_site(again)
+    assert r.returncode == 0, r.stderr[-2000:]
+    a, b = _digests(built_site), _digests(again)
+    assert sorted(a) == sorted(b)
+    differing = [k for k in a if a[k] != b[k]]
+    assert differing == []
+
+
+def test_docs_and_experiments_untouched_by_the_build(built_site):
+    r = subprocess.run(["git", "status", "--porcelain", "--", "docs", "experiments", "sourcemap"], cwd=ROOT,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip("not a git checkout")
+    assert r.stdout == ""
+
+
+def test_bundle_is_linked_with_its_real_sha256_and_size(built_site):
+    data = (built_site / "downloads" / "autograd-resources.zip").read_bytes()
+    home = (built_site / "index.html").read_text()
+    assert hashlib.sha256(data).hexdigest() in home
+    assert f"{len(data) / 1024:.1f} KiB" in home
+    assert "[[lessonkit:" not in home
+
+
+def test_bundle_runs_outside_the_site(built_site, tmp_path):
+    """Unzipped in an empty folder, with the installed autograd (no pinned tree given)."""
+    with zipfile.ZipFile(built_site / "downloads" / "autograd-resources.zip") as zf:
+        names = zf.namelist()
+        assert names == sorted(names)
+        assert {zi.date_time for zi in zf.infolist()} == {(2025, 11, 30, 0, 0, 0)}
+        zf.extractall(tmp_path)
+    for rel in names:
+        if rel.endswith(".py") and (rel.startswith("experiments/") or rel.startswith("mini-autograd/")):
+            assert (tmp_path / rel).read_bytes() == (ROOT / rel).read_bytes(), rel
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AUTOGRAD_PINNED_ROOT", "AUTOGRAD_SOURCE")}
+    scripts = sorted(p for p in (tmp_path / "experiments").glob("*.py") if not p.name.startswith("_"))
+    assert len(scripts) >= 15
+    for script in scripts:
+        r = subprocess.run([sys.executable, "-B", str(script.relative_to(tmp_path))], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+        assert r.returncode == 0, (script.name, r.stderr[-1500:])
+        assert r.stdout.splitlines()[0] == "[autograd 1.9.1 · installed copy]", script.name
+    t = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "mini-autograd"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert t.returncode == 0, t.stdout[-1500:]
+    assert " passed" in t.stdout
+
+
+def test_acceptance_record_counts_equal_verify(built_site, real_project):
+    report = verify.check(Project(ROOT))
+    html = (built_site / "attachments" / "acceptance" / "index.html").read_text()
+    totals = re.search(r"<strong>合计</strong></td>\s*<td><strong>(\d+)</strong></td>\s*<td><strong>(\d+)</strong>"
+                       r"</td>\s*<td><strong>(\d+)</strong>", html)
+    assert totals, "totals row not found"
+    assert tuple(map(int, totals.groups())) == (report.count("real-source"), report.count("teaching-simplification"),
+                                                report.count("experiment"))
+
+
+def test_api_entry_comes_from_the_pinned_tree(built_site, pinned_root):
+    html = (built_site / "api" / "index.html").read_text()
+    assert 'id="autograd.differential_operators.grad"' in html
+    text = re.sub(r"<[^>]+>", "", html)
+    assert "grad(fun, x)" in text
+    doc = (pinned_root / "autograd" / "differential_operators.py").read_text().split('"""')[1]
+    first = " ".join(doc.split()[:8])
+    assert first in " ".join(text.split())
+
+
+def test_autorefs_and_api_title_links(built_site):
+    api = (built_site / "lessons" / "03-grad-call-chain" / "index.html").read_text()
+    assert re.search(r'href="[./]*api/#autograd\.differential_operators\.grad"', api)
+
+
+def test_lesson_lists_the_source_it_cited(built_site):
+    html = (built_site / "lessons" / "05-reverse-mode" / "index.html").read_text()
+    section = html[html.index('id="cited-source"'):]
+    assert "backward_pass" in section and "source/autograd/core.py/#L25" in section

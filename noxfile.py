@@ -75,3 +75,10 @@ def repin(session: nox.Session) -> None:
                       "(TARGET: a released version, a full commit id with LESSONKIT_GIT_REMOTE, or a checkout path)")
     _install(session, BUILD_REQS)
     session.run("python", "-m", "lessonkit", "repin", *session.posargs, env=ENV)
+
+
+@nox.session(venv_backend="venv", default=False)
+def bench(session: nox.Session) -> None:
+    """Build benchmark: lessonkit vs a plain site, cold cache, verify, serve, 10x lessons, markdown-exec."""
+    _install(session, [*BUILD_REQS, "markdown-exec==1.12.6", "pyinstrument==5.1.3"])
+    session.run("python", "tools/bench.py", *session.posargs, env=ENV)

@@ -15,6 +15,7 @@ X0 = 1.5
 seen_layers = []  # what f saw as its argument, recorded inside f
 box_log = []  # (phase, trace) for every new_box call while patched
 phase = ["forward"]
+backward_tops = []  # trace_stack.top at each backward_pass call while patched
 
 
 def layers(x):
@@ -41,7 +42,8 @@ def one_sin_call(x):
     start = len(box_log)
     y = np.sin(x)
     created = [t for _, t in box_log[start:]]
-    print("一次 np.sin(x) 调用:")
+    print("一次 np.sin(x) 调用 (f 执行时 trace_stack.top =", f"{trace_stack.top}):")
+    assert trace_stack.top == 2
     print("  x =", show(layers(x)))
     print("  y =", show(layers(y)))
     print("  new_box 依次在这些 trace 上创建 Box:", created)
@@ -94,6 +96,7 @@ def main():
         return orig_new_box(value, trace, node)
 
     def phased_backward(g, end_node):
+        backward_tops.append(trace_stack.top)
         phase.append(f"level {trace_stack.top + 1} backward_pass")
         try:
             return orig_backward(g, end_node)
@@ -106,6 +109,9 @@ def main():
     finally:
         tracer.new_box, core.backward_pass = orig_new_box, orig_backward
     counts = Counter(box_log)
+    print("backward_pass 依次被调用时的 trace_stack.top:", backward_tops,
+          "-> 阶段名 level = top + 1:", [t + 1 for t in backward_tops])
+    assert backward_tops == [1, 0, -1]  # G1, G2, G3 的反向：各自的 trace 都已关闭
     print("各阶段在各 trace 上新建的 Box 数 (含 trace() 的 start box):")
     for (ph, t), n in sorted(counts.items()):
         print(f"  {ph:<22} trace {t}: {n}")

@@ -134,9 +134,9 @@ def main():
     report("grad(lambda x: sum(x * x + sin(x)))(array([3.0]))", g, log)
     first, second, third = [c for c in log["calls"] if c[1] == "R"]
     assert second[4][0] is not second[2][0] and second[4][0] is not second[3]
-    print("2nd add into R (flag False): new array built:", second[4][0] is not second[2][0])
+    print("2nd add into R (stored flag False): new array built:", second[4][0] is not second[2][0])
     assert third[4][0] is third[2][0]
-    print("3rd add into R (flag True): same array updated in place:", third[4][0] is third[2][0])
+    print("3rd add into R (stored flag True): same array updated in place:", third[4][0] is third[2][0])
     assert g is third[4][0] and np.allclose(g, 2 * 3.0 + np.cos(3.0))
 
 

@@ -22,6 +22,7 @@ from .errors import LessonError
 
 DEFAULT_TIMEOUT = 60
 OUTPUT_CAP = 64 * 1024
+FILE_LIMIT = 256 * 1024 * 1024  # largest file a script may write, its stdout included (RLIMIT_FSIZE)
 KEY_SCHEMA = "lessonkit-exp-1"
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
 
@@ -174,6 +175,7 @@ class Runner:
                 proc = subprocess.Popen([sys.executable, "-B", job.name], cwd=tmp, env=self._env(tmp),
                                         stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                         start_new_session=True)
+                _limit_files(proc.pid)  # a script printing in a loop must not fill the disk
                 try:
                     code = proc.wait(timeout=job.timeout)
                 except subprocess.TimeoutExpired:
@@ -212,8 +214,18 @@ def _kill_group(pid: int) -> None:
         pass
 
 
+def _limit_files(pid: int) -> None:
+    try:
+        resource.prlimit(pid, resource.RLIMIT_FSIZE, (FILE_LIMIT, FILE_LIMIT))
+    except (AttributeError, OSError, ValueError):
+        pass  # not Linux, a lower hard limit already, or the script has already ended
+
+
 def failure(result: Result, job: Job, timeout: int) -> LessonError:
     tail = " | ".join(l for l in result.stderr.strip().splitlines()[-3:]) or "no stderr"
+    if result.exit_code == -signal.SIGXFSZ:
+        return LessonError(f"experiment {job.label} wrote more than {FILE_LIMIT >> 20} MB to one file (its output "
+                           "included) and was stopped", hint=f"print less: the page shows the first {OUTPUT_CAP >> 10} KB")
     if result.timed_out:
         return LessonError(f"experiment {job.label} did not finish within {timeout} s and was stopped",
                            hint="make it faster, or raise `Timeout:` for this block")

@@ -22,6 +22,7 @@ FENCES = ["```real-source", "```experiment", "```teaching-simplification", "~~~r
           "```real_source", "```Real Source", "```{.real-source}", "```experiments", "```python", "```",
           "~~~", "````", "   ```real-source", "\t```experiment", "```real-source extra words", "``` real-source",
           "```teaching_simplification", "```real-source`"]
+KNOWN_FENCES = ["```real-source", "```experiment", "```teaching-simplification"]
 FILES = ["autograd/core.py", "autograd/tracer.py", "autograd/numpy/numpy_vjps.py", "autograd/cor.py",
          "examples/__init__.py", "examples/gmm.png", "README.md", "autograd", "autograd/", "../etc/passwd",
          "/etc/passwd", "C:\\x.py", "https://example.org/x.py", "autograd//core.py", "./autograd/core.py",
@@ -34,10 +35,22 @@ LINES = ["25-32", "1-1", "0-3", "32-25", "9999999999999999999-999999999999999999
 COMMITS = ["f53a217", "f53a21734fdfae636f448744d9097d8d35a643a0", "1234567", "F53A217", "main", "", "f53a2"]
 KEYS = ["File", "Symbol", "Commit", "Lines", "Timeout", "Purpose", "Title", "Based-on", "Fiel", "file",
         "X-Other", "Commit ", "Based_on"]
+TIMEOUTS = ["1", "60", "600", "0", "601", "²", "٣", "1e3", "-5", " 7"]
+BASED_ON = [f"{f}::{s}" for f in FILES[:6] for s in SYMBOLS[:8]] + ["::", "a::b::c", "autograd/core.py::"]
 VALUES = st.one_of(st.sampled_from(FILES), st.sampled_from(SYMBOLS), st.sampled_from(LINES),
-                   st.sampled_from(COMMITS), st.sampled_from(["1", "0", "600", "601", "²", "60", "autograd/core.py::grad",
-                                                              "autograd/core.py::", "::", "a::b::c", "x"]),
+                   st.sampled_from(COMMITS), st.sampled_from(TIMEOUTS), st.sampled_from(BASED_ON),
                    st.text(max_size=20))
+# the values each key usually gets: blocks that are nearly right reach the deeper stages
+VALUE_OF = {
+    "File": st.one_of(st.sampled_from(FILES[:3]), st.sampled_from(FILES)), "Symbol": st.sampled_from(SYMBOLS), "Commit": st.sampled_from(COMMITS),
+    "Lines": st.sampled_from(LINES), "Timeout": st.sampled_from(TIMEOUTS), "Based-on": st.sampled_from(BASED_ON),
+    "Purpose": st.text(max_size=15), "Title": st.text(max_size=15),
+}
+ALLOWED = {
+    "real-source": ["File", "Symbol", "Commit", "Lines"],
+    "teaching-simplification": ["Title", "Based-on", "File", "Symbol"],
+    "experiment": ["File", "Purpose", "Symbol", "Timeout"],
+}
 REAL_LINES = ["def backward_pass(g, end_node):", "    outgrads = {end_node: (g, False)}",
               "    for node in toposort(end_node):", "        outgrad = outgrads.pop(node)",
               "    return outgrad[0]", 'argnums = kwargs.get("argnums", count())', "class VJPNode(Node):",
@@ -53,9 +66,26 @@ closing = st.sampled_from(["```", "~~~", "````", "   ```", "``` ", "```x", ""])
 
 
 @st.composite
+def nearly_right_headers(draw, kind: str) -> list[str]:
+    keys = draw(st.lists(st.sampled_from(ALLOWED[kind]), unique=True, max_size=4))
+    if kind == "real-source" and draw(st.integers(0, 3)):
+        keys = ["File", "Commit"] + [k for k in keys if k not in ("File", "Commit")]
+        return [f"File: {draw(VALUE_OF['File'])}", f"Commit: {draw(st.sampled_from(COMMITS[:2]))}"] + \
+            [f"{k}: {draw(VALUE_OF[k])}" for k in keys[2:]]
+    if kind == "experiment" and draw(st.integers(0, 3)):
+        keys = ["Purpose"] + [k for k in keys if k != "Purpose"]
+    return [f"{k}: {draw(VALUE_OF[k])}" for k in keys]
+
+
+@st.composite
 def block_text(draw) -> str:
-    parts = [draw(st.sampled_from(FENCES))]
-    parts += draw(st.lists(header_line, max_size=6))
+    opener = draw(st.one_of(st.sampled_from(KNOWN_FENCES), st.sampled_from(KNOWN_FENCES), st.sampled_from(FENCES)))
+    kind = opener.strip().lstrip("`~")
+    if kind in ALLOWED and draw(st.integers(0, 4)):
+        headers = draw(nearly_right_headers(kind))
+    else:
+        headers = draw(st.lists(header_line, max_size=6))
+    parts = [opener, *headers]
     if draw(st.booleans()):
         parts.append("")
         parts += draw(st.lists(body_line, max_size=6))

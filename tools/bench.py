@@ -8,14 +8,15 @@ only read. Each measured build is a separate ``python -m mkdocs build`` process 
 serve rebuild is a driver process, see ``_serve_driver``), timed with
 ``time.perf_counter()`` (wall) and ``resource.getrusage(RUSAGE_CHILDREN)`` deltas
 (CPU of the process and everything it waited for, experiments included). Variants are
-interleaved within each repetition and the medians are compared.
+interleaved within each repetition and the medians are compared. Every build runs with
+``--no-strict`` (strictness adds no work; see ``mkdocs_build``).
 
-Variants (all on the same 17 pages unless said otherwise):
+Variants (all on the same pages unless said otherwise):
 
 plain      the site with every annotation block turned into an ordinary ```python fence
            (header lines as ``#`` comments, then the body as written), the project's hooks
-           and ``lessonkit.mdext`` removed from a generated mkdocs.yml; no experiments.
-           Built with ``--no-strict`` (links to lessonkit's block ids cannot resolve).
+           and ``lessonkit.mdext`` removed from a generated mkdocs.yml (so no generated
+           pages either); no experiments.
 plain+     supporting: like plain, but each fence holds what lessonkit shows (the verified
            excerpt, and the experiment's output as a ```text fence), so it separates
            lessonkit's own overhead from the cost of highlighting more code.
@@ -99,7 +100,10 @@ def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> Sample:
 
 
 def mkdocs_build(root: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "mkdocs", "build", "-f", str(root / "mkdocs.yml"), *extra]
+    # --no-strict everywhere: the variants differ only in what they build. Strictness adds no
+    # work, the plain variant cannot satisfy it (links to lessonkit's block ids), and a page
+    # someone is editing should not stop a benchmark. lessonkit's own errors still abort.
+    return [sys.executable, "-m", "mkdocs", "build", "--no-strict", "-f", str(root / "mkdocs.yml"), *extra]
 
 
 # --------------------------------------------------------------------------- variants
@@ -311,8 +315,7 @@ def _serve_driver(args) -> int:
     original = page.read_text(encoding="utf-8")
 
     def get_config():
-        extra = {"strict": False} if args.no_strict else {}
-        return load_config(config_file=args.config, site_dir=site_dir, **extra)
+        return load_config(config_file=args.config, site_dir=site_dir, strict=False)  # as mkdocs_build
 
     config = get_config()
     config.plugins.on_startup(command="serve", dirty=False)
@@ -352,14 +355,11 @@ def logging_quiet() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
 
 
-def serve_series(name: str, root: Path, env: dict[str, str], n: int, profile: Path | None = None,
-                 strict: bool | None = None) -> Series:
+def serve_series(name: str, root: Path, env: dict[str, str], n: int, profile: Path | None = None) -> Series:
     cmd = [sys.executable, str(Path(__file__).resolve()), "_serve", "--config", str(root / "mkdocs.yml"),
            "--page", str(root / EDIT_PAGE), "--n", str(n)]
     if profile:
         cmd += ["--profile", str(profile)]
-    if strict is False:
-        cmd.append("--no-strict")
     s = timed(cmd, root, env)
     try:
         data = json.loads([l for l in s.log.splitlines() if l.startswith("{\"wall\"")][-1])
@@ -409,7 +409,6 @@ def main(argv=None) -> int:
     d.add_argument("--page", required=True)
     d.add_argument("--n", type=int, default=5)
     d.add_argument("--profile")
-    d.add_argument("--no-strict", action="store_true")
     args = ap.parse_args(argv)
     if args.cmd == "_serve":
         return _serve_driver(args)
@@ -463,7 +462,7 @@ def _run(args, reps, scale_reps, cores, usable, pinned, work, has_mdexec, v) -> 
     print("bench: warm-up (fills the experiment cache; not measured) …", flush=True)
     timed(mkdocs_build(lk), lk, lk_env)
     make_plain_full(plain_full, warm_cache)
-    timed(mkdocs_build(plain, "--no-strict"), plain, env)
+    timed(mkdocs_build(plain), plain, env)
     n_pages = sum(1 for _ in (lk / "docs").rglob("*.md"))
     print(f"bench: {n_pages} pages, {n_blocks} annotation blocks; x10 variant: {n_scaled} lesson pages; "
           f"markdown-exec variant: {n_exec if mdexec else 0} executed fences", flush=True)
@@ -474,7 +473,7 @@ def _run(args, reps, scale_reps, cores, usable, pinned, work, has_mdexec, v) -> 
     mdexec_errors = 0
     for rep in range(1, reps + 1):
         t_rep = time.perf_counter()
-        series["plain"].samples.append(timed(mkdocs_build(plain, "--no-strict"), plain, env))
+        series["plain"].samples.append(timed(mkdocs_build(plain), plain, env))
         series["warm"].samples.append(timed(mkdocs_build(lk), lk, lk_env))
         cold_cache = work / f"cache-cold-{rep}"
         cold_cache.mkdir()
@@ -485,13 +484,13 @@ def _run(args, reps, scale_reps, cores, usable, pinned, work, has_mdexec, v) -> 
         exp_cpu_log.append(float(m[3]) if m else float("nan"))
         shutil.rmtree(cold_cache, ignore_errors=True)
         series["verify"].samples.append(timed([sys.executable, "-m", "lessonkit", "verify"], lk, lk_env))
-        series["plain+"].samples.append(timed(mkdocs_build(plain_full, "--no-strict"), plain_full, env))
+        series["plain+"].samples.append(timed(mkdocs_build(plain_full), plain_full, env))
         if mdexec is not None:
             mx_path = [str(pinned), str(mdexec / "experiments"), str(mdexec / "mini-autograd")]
             mx_env = {**env, "PYTHONPATH": os.pathsep.join(mx_path + [p for p in [env.get("PYTHONPATH")] if p]),
                       "AUTOGRAD_PINNED_ROOT": str(pinned), "AUTOGRAD_PINNED_VERSION": "1.9.1",
                       "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-            s = timed(mkdocs_build(mdexec, "--no-strict"), mdexec, mx_env)
+            s = timed(mkdocs_build(mdexec), mdexec, mx_env)
             series["mdexec"].samples.append(s)
             mdexec_errors = s.log.count("Execution of python code block")
         if rep <= scale_reps:
@@ -500,7 +499,7 @@ def _run(args, reps, scale_reps, cores, usable, pinned, work, has_mdexec, v) -> 
 
     print("bench: serve rebuilds (one driver process per variant) …", flush=True)
     series["serve"] = serve_series("serve", lk, lk_env, reps)
-    series["serve-plain"] = serve_series("serve-plain", plain, {**env}, reps, strict=False)
+    series["serve-plain"] = serve_series("serve-plain", plain, {**env}, reps)
 
     # total experiment CPU: the cold build's CPU beyond the warm build's (both measured
     # over the whole process tree with RUSAGE_CHILDREN); the cache entries are shown too.
@@ -574,15 +573,16 @@ def profile_failures(failed, out: Path, lk: Path, scaled: Path, lk_env, env, rep
                 cmd = [*pyi, "-o", str(path), "-m", "lessonkit", "verify"]
                 root, e = lk, lk_env
             elif num == "5":
-                cmd = [*pyi, "-o", str(path), "-m", "mkdocs", "build", "-f", str(scaled / "mkdocs.yml")]
+                cmd = [*pyi, "-o", str(path), "-m", "mkdocs", "build", "--no-strict", "-f",
+                       str(scaled / "mkdocs.yml")]
                 root, e = scaled, lk_env
             elif num == "2":
                 cache = work / "cache-profile"
                 shutil.rmtree(cache, ignore_errors=True)
-                cmd = [*pyi, "-o", str(path), "-m", "mkdocs", "build", "-f", str(lk / "mkdocs.yml")]
+                cmd = [*pyi, "-o", str(path), "-m", "mkdocs", "build", "--no-strict", "-f", str(lk / "mkdocs.yml")]
                 root, e = lk, {**env, "LESSONKIT_CACHE": str(cache)}
             else:
-                cmd = [*pyi, "-o", str(path), "-m", "mkdocs", "build", "-f", str(lk / "mkdocs.yml")]
+                cmd = [*pyi, "-o", str(path), "-m", "mkdocs", "build", "--no-strict", "-f", str(lk / "mkdocs.yml")]
                 root, e = lk, lk_env
             timed(cmd, root, e)
         elif num == "4":

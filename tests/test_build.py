@@ -93,11 +93,29 @@ def test_api_entry_comes_from_the_pinned_tree(built_site, pinned_root):
 
 
 def test_autorefs_and_api_title_links(built_site):
-    api = (built_site / "lessons" / "03-grad-call-chain" / "index.html").read_text()
-    assert re.search(r'href="[./]*api/#autograd\.differential_operators\.grad"', api)
+    l03 = (built_site / "lessons" / "03-grad-call-chain" / "index.html").read_text()
+    assert re.search(r'href="[./]*api/#autograd\.differential_operators\.grad"', l03)  # a [REAL SOURCE] title
+    l11 = (built_site / "lessons" / "11-operator-composition" / "index.html").read_text()
+    assert re.search(r'href="[./]*api/#autograd\.differential_operators\.jacobian"', l11)  # an autoref in prose
 
 
 def test_lesson_lists_the_source_it_cited(built_site):
     html = (built_site / "lessons" / "05-reverse-mode" / "index.html").read_text()
     section = html[html.index('id="cited-source"'):]
     assert "backward_pass" in section and "source/autograd/core.py/#L25" in section
+
+
+def test_every_experiment_gives_the_same_output_twice(real_project):
+    """Outputs that could differ between runs (addresses, timings, orders) are stable."""
+    report = verify.check(real_project)
+    jobs = {real_project.runner.key(r.job): r.job for rs in report.resolved.values() for r in rs if r.job}
+    from concurrent.futures import ThreadPoolExecutor
+
+    def twice(job):
+        a, b = real_project.runner._execute(job), real_project.runner._execute(job)
+        return job.label, a, b
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        for label, a, b in pool.map(twice, jobs.values()):
+            assert a.ok and b.ok, label
+            assert a.stdout == b.stdout, label

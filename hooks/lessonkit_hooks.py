@@ -360,7 +360,7 @@ def _code_page_html(page, origin: str, file: str) -> str:
     def href(c):
         return get_relative_url(STATE.urls[c.page], page.url) + f"#{c.anchor}"
 
-    return site.code_html(sf, own, href, by_line)
+    return site.code_html(sf, own, href, by_line, cache=project.cache)
 
 
 def on_post_build(config: "MkDocsConfig") -> None:

@@ -225,7 +225,8 @@ def failure(result: Result, job: Job, timeout: int) -> LessonError:
     tail = " | ".join(l for l in result.stderr.strip().splitlines()[-3:]) or "no stderr"
     if result.exit_code == -signal.SIGXFSZ:
         return LessonError(f"experiment {job.label} wrote more than {FILE_LIMIT >> 20} MB to one file (its output "
-                           "included) and was stopped", hint=f"print less: the page shows the first {OUTPUT_CAP >> 10} KB")
+                           "included) and was stopped",
+                           hint=f"print less: the page shows the first {OUTPUT_CAP >> 10} KB")
     if result.timed_out:
         return LessonError(f"experiment {job.label} did not finish within {timeout} s and was stopped",
                            hint="make it faster, or raise `Timeout:` for this block")

@@ -6,13 +6,17 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
-from html.parser import HTMLParser
+from html import unescape
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 RANGE = re.compile(r"^L(\d+)-L\d+$")
-RESOURCE_ATTRS = {("script", "src"), ("link", "href"), ("img", "src"), ("iframe", "src"), ("source", "src"),
-                  ("video", "src"), ("audio", "src"), ("embed", "src"), ("object", "data")}
+TAG = re.compile(r"<(a|link|script|img|iframe|source|video|audio|embed|object)\b([^>]*)>", re.I)
+ATTR = re.compile(r"""\b(href|src|data|rel)\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
+IDS = re.compile(r"""\s(?:id|name)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
+STYLE_URL = re.compile(r"""url\(\s*['"]?([^'")]+)""")
+RESOURCE = {"link": "href", "script": "src", "img": "src", "iframe": "src", "source": "src", "video": "src",
+            "audio": "src", "embed": "src", "object": "data"}
 
 
 @dataclass(frozen=True)
@@ -25,41 +29,36 @@ class LinkProblem:
         return f"site/{self.page}: {self.what}: {self.target}"
 
 
-class _Collector(HTMLParser):
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.ids: set[str] = set()
-        self.links: list[str] = []
-        self.resources: list[str] = []
+@dataclass
+class _Page:
+    ids: set
+    links: list
+    resources: list
 
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        for key in ("id", "name"):
-            if a.get(key):
-                self.ids.add(a[key])
-        if tag == "a" and a.get("href") is not None:
-            self.links.append(a["href"])
-        for t, attr in RESOURCE_ATTRS:
-            if tag == t and a.get(attr):
-                if tag == "link" and a.get("rel") in ("canonical", "alternate"):
-                    continue
-                self.resources.append(a[attr])
-        style = a.get("style") or ""
-        for url in re.findall(r"url\(['\"]?([^'\")]+)", style):
-            self.resources.append(url)
+
+def _scan(html: str) -> _Page:
+    ids = {unescape(a or b) for a, b in IDS.findall(html)}
+    links, resources = [], []
+    for tag, attrs in TAG.findall(html):
+        found = {k.lower(): unescape(v1 or v2) for k, v1, v2 in ATTR.findall(attrs)}
+        tag = tag.lower()
+        if tag == "a" and "href" in found:
+            links.append(found["href"])
+        elif tag in RESOURCE and found.get(RESOURCE[tag]):
+            if tag == "link" and found.get("rel") in ("canonical", "alternate"):
+                continue
+            resources.append(found[RESOURCE[tag]])
+    resources += [u for u in STYLE_URL.findall(html) if "://" in u or u.startswith("//")]
+    return _Page(ids, links, resources)
 
 
 def _external(url: str) -> bool:
-    parts = urlsplit(url)
-    return bool(parts.netloc) or url.startswith("//")
+    return bool(urlsplit(url).netloc) or url.startswith("//")
 
 
 def check_site(site: Path) -> list[LinkProblem]:
-    pages: dict[str, _Collector] = {}
-    for html in sorted(site.rglob("*.html")):
-        c = _Collector()
-        c.feed(html.read_text(encoding="utf-8", errors="replace"))
-        pages[html.relative_to(site).as_posix()] = c
+    pages = {p.relative_to(site).as_posix(): _scan(p.read_text(encoding="utf-8", errors="replace"))
+             for p in sorted(site.rglob("*.html"))}
     problems = []
     for page, c in pages.items():
         for res in c.resources:
@@ -88,7 +87,6 @@ def check_site(site: Path) -> list[LinkProblem]:
                 m = RANGE.match(frag)
                 if m:
                     frag = f"L{m.group(1)}"
-                ids = pages[target].ids if target in pages else set()
-                if frag not in ids:
+                if frag not in (pages[target].ids if target in pages else set()):
                     problems.append(LinkProblem(page, href, "broken anchor"))
     return problems

@@ -226,6 +226,9 @@ def safe_extract(archive: Path, dest: Path, root_name: str) -> Path:
     """Extract ``archive`` into ``dest``, refusing anything that could leave the tree."""
     try:
         tf = tarfile.open(archive, "r:*")
+    except tarfile.ReadError:
+        raise LessonError(f"cannot open archive {archive.name}: not a tar archive (plain, gzip, bz2 or xz)",
+                          hint="the archive is damaged; delete it and fetch it again") from None
     except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
         raise LessonError(f"cannot open archive {archive.name}: {_first_line(exc)}",
                           hint="the archive is damaged; delete it and fetch it again") from None

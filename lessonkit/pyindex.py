@@ -39,7 +39,8 @@ class SourceFile:
         try:
             return ast.parse(self.text, filename=self.rel)
         except SyntaxError as exc:
-            raise LessonError(f"{self.rel} is not parseable Python (line {exc.lineno})",
+            where = f"line {exc.lineno}" if exc.lineno else exc.msg  # no line: e.g. a NUL byte
+            raise LessonError(f"{self.rel} is not parseable Python ({where})",
                               hint="Symbol works only in Python files; quote a body without Symbol") from None
         except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
             raise LessonError(f"{self.rel} is not parseable Python ({str(exc).splitlines()[0][:80]})",

@@ -978,10 +978,9 @@ def apply(project: Project, report: Report, say=print) -> list[str]:
 def main(args) -> int:
     """``python -m lessonkit repin TARGET [--commit ID] [--html PATH] [--diffs] [--apply]``."""
     project = Project(Path(args.root))
-    pages = None
     try:
         with acquire(args.target, project.cache, project.pin, args.commit) as target:
-            report = build_report(project, target, pages)
+            report = build_report(project, target)
             for line in summary_lines(report, diffs=args.diffs):
                 print(line)
             out = Path(args.html) if args.html else project.root / "site-repin" / "index.html"

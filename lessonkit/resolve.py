@@ -65,9 +65,21 @@ class Tree:
         if p.is_symlink() or (p.exists() and self.root.resolve() not in p.resolve().parents):
             raise LessonError(f"`{rel}` is a link that leaves {self.label}", hint="only regular files can be excerpted")
         if not p.is_file():
-            hint = _nearest_path(rel, self.allowed) if self.allowed is not None else "check the spelling"
+            known = self.allowed if self.allowed is not None else self._listing()
+            hint = _nearest_path(rel, known) if known else "check the spelling"
             raise LessonError(f"no file `{rel}` in {self.label}", hint=hint)
         return SourceFile(rel, p.read_bytes())
+
+
+    def _listing(self) -> set[str]:
+        """The files under this tree's prefixes (for "did you mean" hints)."""
+        out = set()
+        for prefix in self.prefixes:
+            base = self.root / prefix
+            if base.is_dir():
+                out |= {p.relative_to(self.root).as_posix() for p in base.rglob("*")
+                        if p.is_file() and "__pycache__" not in p.parts}
+        return out
 
 
 def _nearest_path(rel: str, candidates) -> str:
@@ -111,6 +123,11 @@ def _mismatch(region: list[str], body: tuple[str, ...], first_line: int, body_li
         _, _, n = _match_at(region, body, k)
         if n > best_n:
             best_k, best_n = k, n
+    if best_n == 0 and region:  # not even the first line matches: point at the most similar line
+        import difflib
+        first = body[0].strip()
+        best_k = max(range(len(region)),
+                     key=lambda k: difflib.SequenceMatcher(None, region[k].strip(), first).ratio())
     idx = min(best_n, len(body) - 1)
     found = body[idx].strip()
     if best_k + idx < len(region):

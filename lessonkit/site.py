@@ -7,11 +7,14 @@ code path as the build and ``nox -s verify``), never from hand-kept lists.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+import tempfile
 from collections import defaultdict
 from dataclasses import dataclass
 from html import escape
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Callable
 
 from pygments import highlight
@@ -93,8 +96,27 @@ def _lexer(name: str):
 _LINE = re.compile(r'<span id="L-(\d+)">')
 
 
+def highlighted(sf: SourceFile, cache: Path | None = None) -> str:
+    """Pygments HTML of a whole file, one ``<span id="L-n">`` per line; cached by content."""
+    import pygments
+
+    key = hashlib.sha256(b"\0".join([pygments.__version__.encode(), sf.rel.encode(), sf.data])).hexdigest()
+    path = cache / "highlight" / f"{key}.html" if cache else None
+    if path is not None and path.exists():
+        return path.read_text(encoding="utf-8")
+    body = highlight(sf.text, _lexer(sf.rel), HtmlFormatter(linespans="L"))
+    body = body[body.index("<pre>") + 5: body.rindex("</pre>")].removeprefix("<span></span>")
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(body)
+        os.replace(tmp, path)
+    return body
+
+
 def code_html(sf: SourceFile, cites: list[Citation], href: Callable[[Citation], str],
-              symbol_lines: dict[int, list[str]]) -> str:
+              symbol_lines: dict[int, list[str]], cache: Path | None = None) -> str:
     """The whole file, highlighted, one anchor per line (#L12), cited ranges marked,
     each range's first line carrying links back to every citing block."""
     cited: dict[int, list[Citation]] = defaultdict(list)
@@ -103,9 +125,7 @@ def code_html(sf: SourceFile, cites: list[Citation], href: Callable[[Citation], 
         starts[c.start].append(c)
         for n in range(c.start, c.end + 1):
             cited[n].append(c)
-    formatter = HtmlFormatter(linespans="L")
-    body = highlight(sf.text, _lexer(sf.rel), formatter)
-    body = body[body.index("<pre>") + 5: body.rindex("</pre>")].removeprefix("<span></span>")
+    body = highlighted(sf, cache)
 
     def line(m: re.Match) -> str:
         n = int(m.group(1))

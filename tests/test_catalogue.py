@@ -29,7 +29,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tarfile
@@ -71,15 +70,20 @@ class Ctx:
     site: TmpSite
     tmp: Path  # scratch space outside the project
     env: dict[str, str | None] = field(default_factory=dict)  # overrides; None removes
-    mode: str = "cli"  # cli (in-process main), subprocess (python -m lessonkit), build (mkdocs)
+    mode: str = "cli"  # cli (in-process main), subprocess (python -m lessonkit), build, shared-build (mkdocs)
+    page_name: str = "p.md"  # the case's page (cases that share one build each have their own)
     failed_pages: list[str] = field(default_factory=list)  # pages whose experiments must not be cached
     after: Callable[[], None] = lambda: None  # extra checks once the command has run
 
-    def page(self, text: str, name: str = "p.md") -> Path:
-        return self.site.page(name, text)
+    @property
+    def path(self) -> str:
+        return f"docs/{self.page_name}"
 
-    def raw_page(self, data: bytes, name: str = "p.md") -> Path:
-        p = self.site.root / "docs" / name
+    def page(self, text: str) -> Path:
+        return self.site.page(self.page_name, text)
+
+    def raw_page(self, data: bytes) -> Path:
+        p = self.site.root / "docs" / self.page_name
         p.write_bytes(data)
         return p
 
@@ -119,16 +123,17 @@ def cache_dir(ctx: Ctx) -> Path:
     return Path(env_for(ctx).get("LESSONKIT_CACHE", ctx.site.root / ".cache"))
 
 
-def run_cli_inprocess(ctx: Ctx, monkeypatch) -> Outcome:
-    env = env_for(ctx)
-    for k in ("AUTOGRAD_SOURCE", "LESSONKIT_CACHE", "LESSONKIT_SDIST", "LESSONKIT_GIT_REMOTE"):
-        monkeypatch.delenv(k, raising=False)
-    for k, v in env.items():
+def use_env(wanted: dict[str, str], monkeypatch) -> None:
+    """Make os.environ exactly ``wanted`` for this test (the in-process twin of env=)."""
+    for k in set(os.environ) - set(wanted):
+        monkeypatch.delenv(k)
+    for k, v in wanted.items():
         if os.environ.get(k) != v:
             monkeypatch.setenv(k, v)
-    for k in ctx.env:
-        if ctx.env[k] is None:
-            monkeypatch.delenv(k, raising=False)
+
+
+def run_cli_inprocess(ctx: Ctx, monkeypatch) -> Outcome:
+    use_env(env_for(ctx), monkeypatch)
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
@@ -184,8 +189,11 @@ def experiment_keys(ctx: Ctx, page: Path) -> list[str]:
     return keys
 
 
-def assert_contract(outcome: Outcome, expected: list[Expect], before: dict, ctx: Ctx) -> None:
+def assert_contract(outcome: Outcome, expected: list[Expect], before: dict, ctx: Ctx,
+                    n_problems: int | None = None) -> None:
+    """``n_problems``: all problems of the run, when several cases share it (default: ours)."""
     shown = "\n".join(outcome.problems) + "\n---\n" + outcome.output[-3000:]
+    n_problems = len(expected) if n_problems is None else n_problems
     assert outcome.code != 0, f"exit code 0 for a bad input\n{shown}"
     assert "Traceback" not in outcome.output, shown
     parsed = []
@@ -193,7 +201,7 @@ def assert_contract(outcome: Outcome, expected: list[Expect], before: dict, ctx:
         m = LINE.match(line)
         assert m, f"not a `path:line: what — hint` line: {line!r}\n{shown}"
         parsed.append(m)
-    assert len(parsed) == len(expected), f"expected {len(expected)} problem line(s), got {len(parsed)}\n{shown}"
+    assert len(parsed) == n_problems, f"expected {n_problems} problem line(s), got {len(parsed)}\n{shown}"
     for e in expected:
         hits = [m for m in parsed if m["path"] == e.path and m["line"] == (str(e.line) if e.line else None)
                 and e.text in m["msg"] and e.hint in m["hint"]]
@@ -230,17 +238,18 @@ def local_tree(ctx: Ctx, files: dict[str, bytes]) -> Path:
     return root
 
 
-def manifest_line(rel: str) -> int:
-    return manifest_lines(ROOT / MANIFEST)[rel]
+def manifest_line(ctx: Ctx, rel: str) -> int:
+    return manifest_lines(ctx.site.root / MANIFEST)[rel]
 
 
-def pin_line(key: str) -> int:
-    return next(n for n, l in enumerate((ROOT / PIN_TOML).read_text().splitlines(), 1) if l.startswith(key + " ="))
+def pin_line(ctx: Ctx, key: str) -> int:
+    toml = (ctx.site.root / PIN_TOML).read_text().splitlines()
+    return next(n for n, line in enumerate(toml, 1) if line.startswith(key + " ="))
 
 
-def make_tar(path: Path, members: list[tuple], gz: bool = True) -> Path:
-    """members: (name, kind, payload) with kind file|dir|sym|lnk|fifo|chr."""
-    with tarfile.open(path, "w:gz" if gz else "w", compresslevel=1) if gz else tarfile.open(path, "w") as tf:
+def make_tar(path: Path, members: list[tuple]) -> Path:
+    """A .tar.gz of members (name, kind, payload), kind file|dir|sym|lnk|fifo|chr."""
+    with tarfile.open(path, "w:gz", compresslevel=1) as tf:
         for name, kind, payload in members:
             info = tarfile.TarInfo(name)
             info.mtime = 1700000000
@@ -519,8 +528,10 @@ def _(ctx):
 
 @case("experiment-script-missing")
 def _(ctx):
-    ctx.page(fence("experiment", "File: experiments/nope.py", "Purpose: p"))
-    return [Expect(P, 4, "no file `experiments/nope.py` in this repository's experiments")]
+    ctx.site.script("simple_grad.py", "print(1)\n")
+    ctx.page(fence("experiment", "File: experiments/simple_grd.py", "Purpose: p"))
+    return [Expect(P, 4, "no file `experiments/simple_grd.py` in this repository's experiments",
+                   "did you mean `experiments/simple_grad.py`")]
 
 
 @case("experiment-not-python")
@@ -594,7 +605,7 @@ def _(ctx):
     (tree / "autograd/util.py").unlink()
     (tree / "autograd/util.py").symlink_to(outside)
     ctx.page(rs("File: autograd/util.py", "Symbol: subvals", "Commit: f53a217"))
-    return [Expect(MANIFEST, manifest_line("autograd/util.py"),
+    return [Expect(MANIFEST, manifest_line(ctx, "autograd/util.py"),
                    "not a regular file inside the tree (link): autograd/util.py (AUTOGRAD_SOURCE=")]
 
 
@@ -626,8 +637,8 @@ def _(ctx):
     core = tree / "autograd/core.py"
     core.write_text(core.read_text().replace("outgrads.pop(node)", "outgrads.pop(node) "))
     ctx.page(rs("File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217"))
-    return [Expect(MANIFEST, manifest_line("autograd/core.py"), "content differs from the manifest: autograd/core.py",
-                   "the excerpts would not be verbatim")]
+    return [Expect(MANIFEST, manifest_line(ctx, "autograd/core.py"),
+                   "content differs from the manifest: autograd/core.py", "the excerpts would not be verbatim")]
 
 
 @case("pin-tree-file-missing")
@@ -635,7 +646,7 @@ def _(ctx):
     tree = copy_pinned(ctx)
     (tree / "autograd/util.py").unlink()
     ctx.page("# t\n")
-    return [Expect(MANIFEST, manifest_line("autograd/util.py"), "missing: autograd/util.py")]
+    return [Expect(MANIFEST, manifest_line(ctx, "autograd/util.py"), "missing: autograd/util.py")]
 
 
 @case("pin-tree-extra-file")
@@ -658,7 +669,7 @@ def _(ctx):
     archive = make_tar(ctx.tmp / "autograd-1.9.1.tar.gz", [(SDIST_ROOT, "dir", None)])
     use_sdist(ctx, archive, match_pin=False)
     ctx.page("# t\n")
-    return [Expect(PIN_TOML, pin_line("sha256"), "has sha256", "this is not the pinned release archive")]
+    return [Expect(PIN_TOML, pin_line(ctx, "sha256"), "has sha256", "this is not the pinned release archive")]
 
 
 @case("pin-archive-missing")
@@ -685,7 +696,7 @@ def _(ctx):
     archive.write_bytes(b"<html>rate limited</html>\n")
     use_sdist(ctx, archive)
     ctx.page("# t\n")
-    return [Expect(str(archive), None, "cannot open archive autograd-1.9.1.tar.gz")]
+    return [Expect(str(archive), None, "cannot open archive autograd-1.9.1.tar.gz: not a tar archive")]
 
 
 @case("pin-archive-entry-dotdot")
@@ -749,7 +760,7 @@ def _(ctx):
         tf.add(tree, arcname=SDIST_ROOT)
     use_sdist(ctx, archive)
     ctx.page("# t\n")
-    return [Expect(MANIFEST, manifest_line("autograd/core.py"),
+    return [Expect(MANIFEST, manifest_line(ctx, "autograd/core.py"),
                    "content differs from the manifest: autograd/core.py (tree from local archive LESSONKIT_SDIST")]
 
 
@@ -761,7 +772,8 @@ def _(ctx):
                     "PIP_FIND_LINKS": None, "PIP_RETRIES": "0", "PIP_TIMEOUT": "2",
                     "PIP_CONFIG_FILE": os.devnull, "PIP_NO_CACHE_DIR": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
     ctx.page("# t\n")
-    return [Expect(PIN_TOML, pin_line("requirement"), "cannot download autograd-1.9.1.tar.gz from the package index",
+    return [Expect(PIN_TOML, pin_line(ctx, "requirement"),
+                   "cannot download autograd-1.9.1.tar.gz from the package index",
                    "offline? set LESSONKIT_SDIST=/path/to/autograd-1.9.1.tar.gz or AUTOGRAD_SOURCE=/path/to/checkout")]
 
 
@@ -770,7 +782,7 @@ def _(ctx):
     toml = ctx.site.root / PIN_TOML
     toml.write_text(toml.read_text().replace('requirement = "autograd==1.9.1"', "requirement = autograd==1.9.1"))
     ctx.page("# t\n")
-    return [Expect(PIN_TOML, pin_line("requirement"), "the pin is not valid TOML")]
+    return [Expect(PIN_TOML, pin_line(ctx, "requirement"), "the pin is not valid TOML")]
 
 
 @case("pin-manifest-malformed")
@@ -796,39 +808,42 @@ def _pid_alive(pid: int) -> bool:
         return False
 
 
-@case("experiment-raises", mode="build")
+# These share one `mkdocs build` (one page each): all their problems are reported in
+# the same run, which must print exactly one line per problem of every page.
+
+@case("experiment-raises", mode="shared-build")
 def _(ctx):
     ctx.page(fence("experiment", "Purpose: 失败", body="print('before')\nraise ValueError('the claim is wrong')"))
-    ctx.failed_pages.append("p.md")
-    return [Expect(P, 3, "experiment docs/p.md:3 failed with exit code 1: ", "")]
+    ctx.failed_pages.append(ctx.page_name)
+    return [Expect(ctx.path, 3, f"experiment {ctx.path}:3 failed with exit code 1: ", "run it by hand")]
 
 
-@case("experiment-exit-code", mode="build")
+@case("experiment-exit-code", mode="shared-build")
 def _(ctx):
-    ctx.site.script("three.py", "import sys\nprint('partial output')\nsys.exit(3)\n")
-    ctx.page(fence("experiment", "File: experiments/three.py", "Purpose: 退出码"))
-    ctx.failed_pages.append("p.md")
-    return [Expect(P, 3, "experiment experiments/three.py failed with exit code 3")]
+    ctx.page(fence("experiment", "Purpose: 退出码", body="import sys\nprint('partial output')\nsys.exit(3)"))
+    ctx.failed_pages.append(ctx.page_name)
+    return [Expect(ctx.path, 3, f"experiment {ctx.path}:3 failed with exit code 3: no stderr")]
 
 
-@case("experiment-killed-by-signal", mode="build")
+@case("experiment-killed-by-signal", mode="shared-build")
 def _(ctx):
     ctx.page(fence("experiment", "Purpose: 信号", body="import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"))
-    ctx.failed_pages.append("p.md")
-    return [Expect(P, 3, "failed with exit code -9")]
+    ctx.failed_pages.append(ctx.page_name)
+    return [Expect(ctx.path, 3, "failed with exit code -9")]
 
 
-@case("experiment-hangs-with-a-child", mode="build")
+@case("experiment-hangs-with-a-child", mode="shared-build")
 def _(ctx):
     pidfile, runs = ctx.tmp / "child.pid", ctx.tmp / "runs.log"
     ctx.page(fence("experiment", "Purpose: 超时", "Timeout: 2", body=f"""
         import subprocess, sys, time
         open({str(runs)!r}, "a").write("run\\n")
-        subprocess.Popen([sys.executable, "-c", "import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); time.sleep(300)"])
+        child = "import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); time.sleep(300)"
+        subprocess.Popen([sys.executable, "-c", child])
         while True:
             time.sleep(0.1)
     """))
-    ctx.failed_pages.append("p.md")
+    ctx.failed_pages.append(ctx.page_name)
 
     def after():
         assert pidfile.exists(), "the child never started"
@@ -836,14 +851,30 @@ def _(ctx):
         assert runs.read_text().count("run") == 1, "the failing experiment ran more than once in one build"
 
     ctx.after = after
-    return [Expect(P, 3, "experiment docs/p.md:3 did not finish within 2 s and was stopped",
+    return [Expect(ctx.path, 3, f"experiment {ctx.path}:3 did not finish within 2 s and was stopped",
                    "raise `Timeout:` for this block")]
 
 
-@case("build-misspelt-symbol", mode="build")
+@case("build-misspelt-symbol", mode="shared-build")
 def _(ctx):
     ctx.page(rs("File: autograd/core.py", "Symbol: backwards_pass", "Commit: f53a217"))
-    return [Expect(P, 5, "no symbol `backwards_pass` in autograd/core.py", "did you mean `backward_pass` (L25)")]
+    return [Expect(ctx.path, 5, "no symbol `backwards_pass` in autograd/core.py", "did you mean `backward_pass` (L25)")]
+
+
+@case("build-body-not-verbatim", mode="shared-build")
+def _(ctx):
+    ctx.page(rs("File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217", body="return outgrads[0]"))
+    return [Expect(ctx.path, 8, "body is not verbatim: 'return outgrads[0]'", "line 32 reads 'return outgrad[0]'")]
+
+
+# These need a build of their own.
+
+@case("experiment-script-fails", mode="build")
+def _(ctx):
+    ctx.site.script("three.py", "import sys\nprint('partial output')\nsys.exit(3)\n")
+    ctx.page(fence("experiment", "File: experiments/three.py", "Purpose: 退出码"))
+    ctx.failed_pages.append(ctx.page_name)
+    return [Expect(P, 3, "experiment experiments/three.py failed with exit code 3")]
 
 
 @case("build-non-utf8-file", mode="build")
@@ -857,7 +888,8 @@ def _(ctx):
     tree = copy_pinned(ctx)
     (tree / "autograd/core.py").write_text("# tampered\n")
     ctx.page("# t\n")
-    return [Expect(MANIFEST, manifest_line("autograd/core.py"), "content differs from the manifest: autograd/core.py")]
+    return [Expect(MANIFEST, manifest_line(ctx, "autograd/core.py"),
+                   "content differs from the manifest: autograd/core.py")]
 
 
 KNOWN_GAPS = {
@@ -868,8 +900,26 @@ KNOWN_GAPS = {
     # A failed experiment with `File:` renders as an error box without its anchor, so the
     # generated script page and symbol index link to a missing `#exp-three`: the link
     # checker adds four more ERROR lines for the one problem (render/mdext or site: lead).
-    "experiment-exit-code": "links to the failed block's anchor are reported too (one problem, five lines)",
+    "experiment-script-fails": "links to the failed block's anchor are reported too (one problem, five lines)",
 }
+
+
+@pytest.fixture(scope="module")
+def shared_build(tmp_path_factory, pinned_root):
+    """One `mkdocs build` of one site holding a page per shared-build case."""
+    base = tmp_path_factory.mktemp("shared")
+    site = TmpSite(base / "proj", pinned_root)
+    cases = {}
+    for name, (mode, setup) in CASES.items():
+        if mode == "shared-build":
+            (base / name).mkdir()
+            ctx = Ctx(site, base / name, mode=mode, page_name=f"{name}.md")
+            cases[name] = (ctx, setup(ctx))
+            assert not ctx.env, "a shared build has one environment"
+    before = snapshot(site.root)
+    outcome = run_build(next(iter(cases.values()))[0])
+    return {"cases": cases, "before": before, "outcome": outcome,
+            "n_problems": sum(len(expected) for _, expected in cases.values())}
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -877,11 +927,15 @@ def test_bad_input(name, site, tmp_path, monkeypatch, request):
     if name in KNOWN_GAPS:
         request.applymarker(pytest.mark.xfail(reason=KNOWN_GAPS[name], strict=False))
     mode, setup = CASES[name]
+    if mode == "shared-build":
+        shared = request.getfixturevalue("shared_build")
+        ctx, expected = shared["cases"][name]
+        assert_contract(shared["outcome"], expected, shared["before"], ctx, shared["n_problems"])
+        check_after(ctx, monkeypatch)
+        return
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     ctx = Ctx(site, scratch, mode=mode)
-    if mode == "build":
-        site.page("index.md", "# home\n")  # a site has a home page (link checks need one)
     expected = setup(ctx)
     before = snapshot(site.root)
     if mode == "cli":
@@ -894,13 +948,16 @@ def test_bad_input(name, site, tmp_path, monkeypatch, request):
     else:
         outcome = run_build(ctx)
     assert_contract(outcome, expected, before, ctx)
+    check_after(ctx, monkeypatch)
+
+
+def check_after(ctx: Ctx, monkeypatch) -> None:
     ctx.after()
     if ctx.failed_pages:
-        for k, v in env_for(ctx).items():
-            monkeypatch.setenv(k, v)
+        use_env(env_for(ctx), monkeypatch)
         cache = cache_dir(ctx) / "experiments"
         for page in ctx.failed_pages:
-            for key in experiment_keys(ctx, site.root / "docs" / page):
+            for key in experiment_keys(ctx, ctx.site.root / "docs" / page):
                 assert not (cache / f"{key}.json").exists(), "a failed experiment was cached"
 
 
@@ -925,7 +982,6 @@ BENIGN = {
 def benign_build(tmp_path_factory, pinned_root):
     base = tmp_path_factory.mktemp("benign")
     s = TmpSite(base / "proj", pinned_root)
-    s.page("index.md", "# home\n")
     pidfile = base / "child.pid"
     scripts = dict(BENIGN)
     scripts["child"] = (
@@ -1057,7 +1113,6 @@ def test_hostile_archive_is_refused_before_anything_is_written(tmp_path):
 
 def test_two_concurrent_builds_share_the_cache(tmp_path, pinned_root, pinned_sdist):
     s = TmpSite(tmp_path / "proj", pinned_root)
-    s.page("index.md", "# home\n")
     toml = s.root / PIN_TOML
     digest = hashlib.sha256(pinned_sdist.read_bytes()).hexdigest()
     toml.write_text(re.sub(r'(?m)^sha256 = ".*"$', f'sha256 = "{digest}"', toml.read_text()))

@@ -42,6 +42,17 @@ def verify(session: nox.Session) -> None:
     """Verify the pin, every excerpt and the excerpt map; `-- --update-map` rewrites the map."""
     _install(session, BUILD_REQS)
     session.run("python", "-m", "lessonkit", "verify", *session.posargs, env=ENV)
+    if not session.posargs:  # the whole site: also prove that verify catches a one-character change
+        session.run("python", "-m", "lessonkit", "mutate", env=ENV)
+
+
+@nox.session(venv_backend="venv", default=False)
+def experiment(session: nox.Session) -> None:
+    """Run one experiment as the build does: `nox -s experiment -- experiments/x.py`."""
+    if not session.posargs:
+        session.error("usage: nox -s experiment -- experiments/NAME.py")
+    _install(session, BUILD_REQS)
+    session.run("python", "-m", "lessonkit", "run", *session.posargs, env=ENV)
 
 
 @nox.session(venv_backend="venv")

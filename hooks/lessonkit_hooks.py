@@ -102,6 +102,16 @@ def on_files(files: "Files", config: "MkDocsConfig") -> "Files":
     project = _project()
     t0 = time.perf_counter()
     pages = [Path(f.abs_src_path) for f in files.documentation_pages() if f.abs_src_path]
+    unreadable = []
+    for page in pages:  # MkDocs would decode them itself and print a traceback for non-UTF-8
+        try:
+            project.read_page(page)
+        except LessonError as exc:
+            unreadable += exc.problems
+    if unreadable:
+        for p in unreadable:
+            log.error(str(p))
+        raise Abort(f"lessonkit: {len(unreadable)} page(s) cannot be read; see the lines above")
     report = verify.check(project, pages)  # the same map that `nox -s verify` checks
     jobs = [r.job for rs in report.resolved.values() for r in rs if r.job]
     jobs += [_script_job(project, name) for name in DIAGRAM_SOURCES.values() if (project.root / name).is_file()]

@@ -115,6 +115,27 @@ def _new(args) -> int:
     return 0
 
 
+def _run(args) -> int:
+    """Run one experiment exactly as the build does, without the cache."""
+    from . import execute
+    from .parse import check_rel_path
+    from .project import Project
+
+    project = Project(Path(args.root))
+    rel = check_rel_path(args.script)
+    path = project.root / rel
+    if not rel.startswith("experiments/") or not path.is_file():
+        print(f"{rel}: no such experiment — give a path such as experiments/multiple_paths.py", file=sys.stderr)
+        return 2
+    job = execute.Job(path.name, path.read_bytes(), args.timeout, rel)
+    result = project.runner._execute(job)
+    sys.stdout.write(result.stdout)
+    sys.stderr.write(result.stderr)
+    if result.timed_out:
+        print(f"{rel}: stopped after {args.timeout} s", file=sys.stderr)
+    return 1 if not result.ok else 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m lessonkit")
     ap.add_argument("--root", default=".", help="project root")
@@ -130,6 +151,10 @@ def main(argv=None) -> int:
     mu = sub.add_parser("mutate", help="prove verify catches a one-character change in every cited region")
     mu.add_argument("pages", nargs="*", help="only the map entries of these pages (default: all)")
     mu.set_defaults(func=_mutate)
+    x = sub.add_parser("run", help="run one experiment as the build does (no cache)")
+    x.add_argument("script")
+    x.add_argument("--timeout", type=int, default=60)
+    x.set_defaults(func=_run)
     n = sub.add_parser("new", help="scaffold a lesson: page, experiment, nav entry")
     n.add_argument("number", help="two digits, e.g. 15")
     n.add_argument("title")

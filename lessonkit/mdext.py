@@ -119,7 +119,7 @@ def _render_one(renderer, project, r: Resolved, anchor, results, problems) -> st
     if result is None or not result.ok:
         err = execute.failure(result, r.job, r.job.timeout).at(r.block.path, r.block.line)
         problems += err.problems
-        return renderer.error(err)
+        return renderer.error(err, anchor)
     return renderer.experiment(r, anchor, result)
 
 

@@ -137,6 +137,7 @@ class Renderer:
                   f'<pre class="lk-output"><code>{out}</code></pre>{notice}'
                 + f'<p class="lk-provenance">{escape(self.provenance)} · 退出码 {result.exit_code}</p></div>')
 
-    def error(self, err: LessonError) -> str:
+    def error(self, err: LessonError, anchor: str | None = None) -> str:
         items = "".join(f"<li><code>{escape(str(p))}</code></li>" for p in err.problems)
-        return f'<div class="lk-block lk-error"><strong>注解错误</strong><ul>{items}</ul></div>'
+        ident = f' id="{anchor}"' if anchor else ""  # links to the failed block still land here
+        return f'<div class="lk-block lk-error"{ident}><strong>注解错误</strong><ul>{items}</ul></div>'

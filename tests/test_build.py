@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, build_real_site
+from support import ROOT, build_real_site
 from lessonkit import verify
 from lessonkit.project import Project
 

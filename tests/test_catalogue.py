@@ -40,7 +40,7 @@ from typing import Callable
 
 import pytest
 
-from conftest import COMMIT, ROOT, TmpSite, block
+from support import COMMIT, ROOT, TmpSite, block
 from lessonkit.__main__ import main as lessonkit_main
 from lessonkit.errors import LessonError
 from lessonkit.execute import Job, Runner
@@ -892,16 +892,7 @@ def _(ctx):
                    "content differs from the manifest: autograd/core.py")]
 
 
-KNOWN_GAPS = {
-    # MkDocs reads every page itself before any lessonkit hook sees it and prints a
-    # traceback on a decoding error; the fix belongs in hooks/ (lead): check every
-    # page with Project.read_page in on_files and raise Abort with the problem lines.
-    "build-non-utf8-file": "MkDocs decodes pages before the hooks run (hooks/ fix needed)",
-    # A failed experiment with `File:` renders as an error box without its anchor, so the
-    # generated script page and symbol index link to a missing `#exp-three`: the link
-    # checker adds four more ERROR lines for the one problem (render/mdext or site: lead).
-    "experiment-script-fails": "links to the failed block's anchor are reported too (one problem, five lines)",
-}
+KNOWN_GAPS: dict[str, str] = {}  # cases that are allowed to fail, with the reason; none today
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import COMMIT, block
+from support import COMMIT, block
 from lessonkit.errors import LessonError
 from lessonkit.parse import parse_page
 from lessonkit.pin import check_tree, load_pin, provide

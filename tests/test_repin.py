@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import COMMIT, block
+from support import COMMIT, block
 from lessonkit import repin
 from lessonkit.__main__ import main as cli
 from lessonkit.errors import LessonError

@@ -306,6 +306,8 @@ def _serve_driver(args) -> int:
     """
     from urllib.parse import urlsplit
 
+    # like `python -m mkdocs` run in the copy: its own lessonkit/ comes first on sys.path
+    sys.path.insert(0, str(Path(args.config).resolve().parent))
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
     from mkdocs.livereload import _serve_url
@@ -439,7 +441,15 @@ def main(argv=None) -> int:
             shutil.rmtree(work, ignore_errors=True)
 
 
+def _load() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
 def _run(args, reps, scale_reps, cores, usable, pinned, work, has_mdexec, v) -> int:
+    load_start = _load()
     env = base_env()
     env["AUTOGRAD_SOURCE"] = str(pinned)
     warm_cache = work / "cache-warm"
@@ -536,6 +546,7 @@ def _run(args, reps, scale_reps, cores, usable, pinned, work, has_mdexec, v) -> 
           f"Material {v['mkdocs-material']} · markdown-exec {v['markdown-exec']}")
     print(f"pages: {n_pages} ({n_blocks} annotation blocks); repetitions: {reps} (x10: {scale_reps}); "
           f"ratios of medians; pass/fail on the wall-time ratio")
+    print(f"load average at start {load_start}, at end {_load()} (other work on the machine inflates wall times)")
     print()
     print(f"{'#':<2} {'ratio':<58} {'wall':>6} {'cpu':>6} {'target':>8}  result")
     failed = []

@@ -1,0 +1,138 @@
+"""Shared test support: the real project, throwaway projects that reuse its pinned tree,
+and session fixtures (re-exported by conftest.py). Import helpers from here, not from
+conftest, which is a different module under each test folder."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from lessonkit import verify
+from lessonkit.project import Project
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMIT = "f53a21734fdfae636f448744d9097d8d35a643a0"
+
+SITE_CONFIG = """\
+site_name: t
+docs_dir: docs
+site_dir: site
+theme:
+  name: material
+  language: zh
+  font: false
+hooks:
+  - {hooks}
+plugins: []
+markdown_extensions:
+  - lessonkit.mdext
+  - lessonkit.mathml
+  - admonition
+  - attr_list
+  - md_in_html
+  - tables
+  - pymdownx.highlight:
+      anchor_linenums: true
+  - pymdownx.superfences
+"""
+
+
+@pytest.fixture(scope="session")
+def real_project() -> Project:
+    project = Project(ROOT)
+    project.tree  # provide once for the whole session
+    return project
+
+
+@pytest.fixture(scope="session")
+def pinned_root(real_project) -> Path:
+    return real_project.tree.root
+
+
+class TmpSite:
+    """A small project in a temporary folder, with the real pin and hooks."""
+
+    def __init__(self, root: Path, pinned_root: Path):
+        self.root = root
+        self.pinned_root = pinned_root
+        (root / "sourcemap").mkdir(parents=True)
+        for name in ("pin.toml", "manifest.sha256"):
+            shutil.copy(ROOT / "sourcemap" / name, root / "sourcemap" / name)
+        (root / "experiments").mkdir()
+        shutil.copy(ROOT / "experiments" / "_provenance.py", root / "experiments" / "_provenance.py")
+        (root / "docs").mkdir()
+        (root / "docs" / "index.md").write_text("# 首页\n", encoding="utf-8")
+        (root / "mkdocs.yml").write_text(SITE_CONFIG.format(hooks=ROOT / "hooks" / "lessonkit_hooks.py"))
+        self.cache = root / ".cache"
+        self.env = {**os.environ, "AUTOGRAD_SOURCE": str(pinned_root), "LESSONKIT_CACHE": str(self.cache),
+                    "NO_MKDOCS_2_WARNING": "1"}
+
+    def page(self, name: str, text: str) -> Path:
+        p = self.root / "docs" / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text), encoding="utf-8")
+        return p
+
+    def script(self, name: str, text: str) -> Path:
+        p = self.root / "experiments" / name
+        p.write_text(textwrap.dedent(text), encoding="utf-8")
+        return p
+
+    def project(self) -> Project:
+        return Project(self.root, cache=self.cache)
+
+    def problems(self, pages=None) -> list[str]:
+        """In-process verify (without the excerpt map): one string per problem."""
+        old = os.environ.get("AUTOGRAD_SOURCE")
+        os.environ["AUTOGRAD_SOURCE"] = str(self.pinned_root)
+        try:
+            report = verify.check(self.project(), pages)
+        finally:
+            if old is None:
+                os.environ.pop("AUTOGRAD_SOURCE")
+            else:
+                os.environ["AUTOGRAD_SOURCE"] = old
+        return [str(p) for p in report.problems]
+
+    def run(self, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, *args], cwd=self.root, env=self.env, capture_output=True,
+                              text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+    def verify(self, *args: str) -> subprocess.CompletedProcess:
+        return self.run("-m", "lessonkit", "verify", "--no-map", *args)
+
+    def build(self, *args: str) -> subprocess.CompletedProcess:
+        return self.run("-m", "mkdocs", "build", "--strict", *args)
+
+
+@pytest.fixture
+def site(tmp_path, pinned_root) -> TmpSite:
+    return TmpSite(tmp_path / "proj", pinned_root)
+
+
+def block(kind: str, *header: str, body: str | None = None) -> str:
+    text = "```" + kind + "\n" + "\n".join(header) + "\n"
+    if body is not None:
+        text += "\n" + textwrap.dedent(body).strip("\n") + "\n"
+    return text + "```\n"
+
+
+def build_real_site(out: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "SOURCE_DATE_EPOCH": "1764460800"}
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=1200)
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory) -> Path:
+    """The real site, built once per test session with the README's strict build."""
+    out = tmp_path_factory.mktemp("site") / "site"
+    r = build_real_site(out)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return out

@@ -23,6 +23,8 @@ plain+     supporting: like plain, but each fence holds what lessonkit shows (th
 warm       the real configuration with a filled experiment cache.
 cold       the real configuration with an empty ``LESSONKIT_CACHE`` (every experiment
            runs); the pinned tree comes from ``AUTOGRAD_SOURCE`` so nothing is downloaded.
+           Ratio 2 compares it with plain + the experiments' total CPU / cores, that CPU
+           measured by running every script once, one at a time (``experiment_cpu_serial``).
 verify     ``python -m lessonkit verify``.
 serve      a driver process does what ``mkdocs serve`` does on a change: reload the config
            and rebuild in the same process after one lesson's prose was edited.
@@ -54,7 +56,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 EDIT_PAGE = "docs/lessons/05-reverse-mode.md"
 SCALE = 10
-SERVE_PORT_URL = "http://127.0.0.1:8000/"
 COPY_IGNORE = shutil.ignore_patterns(".git", ".venv", ".nox", ".cache", "site", ".pytest_cache", "__pycache__",
                                      "*.egg-info", "test-artifacts", ".hypothesis", ".lessonkit-ready")
 EXP_LOG = re.compile(r"lessonkit: (\d+) experiment\(s\): (\d+) run \(([\d.]+) s CPU\)")
@@ -353,6 +354,87 @@ def _serve_driver(args) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- phase accounting
+
+PAGE_EVENTS = {"pre_page", "page_read_source", "page_markdown", "page_content", "page_context", "post_page"}
+
+
+def _page_group(uri: str) -> str:
+    for prefix in ("lessons/", "source/", "code/"):
+        if uri.startswith(prefix):
+            return prefix
+    return "lessons-x*/" if uri.startswith("lessons-x") else "other pages"
+
+
+def _phases_driver(args) -> int:
+    """CPU seconds of one build by phase and page group (prints JSON on the last line).
+
+    Cheaper and coarser than a profiler: it wraps MkDocs' per-page steps and the plugin
+    events, so generated pages, lesson pages and lessonkit's global hooks separate."""
+    from collections import defaultdict
+
+    sys.path.insert(0, str(Path(args.config).resolve().parent))
+    from mkdocs import plugins
+    from mkdocs.commands import build as mk
+    from mkdocs.config import load_config
+
+    logging_quiet()
+    acc: dict[str, float] = defaultdict(float)
+
+    def wrap(fn, label):
+        def inner(page, *a, **k):
+            c0 = time.process_time()
+            try:
+                return fn(page, *a, **k)
+            finally:
+                acc[f"{label} · {_page_group(page.file.src_uri)}"] += time.process_time() - c0
+        return inner
+
+    mk._populate_page = wrap(mk._populate_page, "Markdown → HTML (incl. page hooks)")
+    mk._build_page = wrap(mk._build_page, "template, search index, write")
+    run_event = plugins.PluginCollection.run_event
+
+    def timed_event(self, name, item=None, **kwargs):
+        if name in PAGE_EVENTS and name != "page_context":
+            return run_event(self, name, item, **kwargs)
+        c0 = time.process_time()
+        try:
+            return run_event(self, name, item, **kwargs)
+        finally:
+            page = kwargs.get("page")
+            key = f"  of which on_page_context (search index) · {_page_group(page.file.src_uri)}" if page \
+                else f"on_{name} (all plugins and hooks)"
+            acc[key] += time.process_time() - c0
+
+    plugins.PluginCollection.run_event = timed_event
+    c0 = time.process_time()
+    config = load_config(config_file=args.config, strict=False)
+    acc["load_config"] += time.process_time() - c0
+    config.plugins.on_startup(command="build", dirty=False)
+    mk.build(config)
+    acc["TOTAL (after imports)"] = time.process_time() - c0
+    print(json.dumps(acc))
+    return 0
+
+
+def phases(root: Path, env: dict[str, str]) -> dict[str, float]:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "_phases", "--config", str(root / "mkdocs.yml")]
+    s = timed(cmd, root, env)
+    return json.loads([l for l in s.log.splitlines() if l.startswith("{")][-1])
+
+
+def phase_table(columns: dict[str, dict[str, float]]) -> str:
+    keys = sorted({k for c in columns.values() for k in c},
+                  key=lambda k: (-max(c.get(k, 0.0) for c in columns.values())))
+    names = list(columns)
+    out = [f"{'CPU seconds, one build each':<62}" + "".join(f"{n:>10}" for n in names)]
+    for k in keys:
+        vals = [columns[n].get(k, 0.0) for n in names]
+        if max(vals) >= 0.05:
+            out.append(f"{k:<62}" + "".join(f"{x:10.2f}" for x in vals))
+    return "\n".join(out)
+
+
 def logging_quiet() -> None:
     import logging
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
@@ -384,6 +466,27 @@ def versions() -> dict[str, str]:
     return out
 
 
+def experiment_cpu_serial(root: Path, cache: Path) -> tuple[int, float]:
+    """Total CPU of the site's experiments, each run once, one at a time, with no cache.
+
+    Run serially so that the RUSAGE_CHILDREN delta is exactly the experiments' CPU (the
+    per-entry ``cpu_seconds`` that the build records are process-wide deltas taken while
+    other experiments finish in parallel, so their sum over-counts)."""
+    from lessonkit import verify
+    from lessonkit.project import Project
+
+    project = Project(root, cache=cache)
+    report = verify.check(project)
+    jobs = {project.runner.key(r.job): r.job for rs in report.resolved.values() for r in rs if r.job}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    for job in jobs.values():
+        result = project.runner.run(job)
+        if not result.ok:
+            raise SystemExit(f"bench: experiment {job.label} failed: {result.stderr[-500:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return len(jobs), (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def experiment_cpu_from_cache(cache: Path) -> tuple[int, float]:
     entries = [json.loads(p.read_text(encoding="utf-8")) for p in (cache / "experiments").glob("*.json")]
     return len(entries), sum(e["cpu_seconds"] for e in entries)
@@ -412,9 +515,13 @@ def main(argv=None) -> int:
     d.add_argument("--page", required=True)
     d.add_argument("--n", type=int, default=5)
     d.add_argument("--profile")
+    f = sub.add_parser("_phases", help=argparse.SUPPRESS)
+    f.add_argument("--config", required=True)
     args = ap.parse_args(argv)
     if args.cmd == "_serve":
         return _serve_driver(args)
+    if args.cmd == "_phases":
+        return _phases_driver(args)
 
     os.environ["NO_MKDOCS_2_WARNING"] = "1"
     reps = max(1, args.reps)
@@ -435,7 +542,7 @@ def main(argv=None) -> int:
           f"pyinstrument {v['pyinstrument']}", flush=True)
     print(f"bench: pinned tree {pinned}; work dir {work}; {reps} repetition(s)", flush=True)
     try:
-        return _run(args, reps, scale_reps, cores, usable, pinned, work, has_mdexec, v)
+        return _run(args, reps, scale_reps, cores, usable, pinned, real.pin.version, work, has_mdexec, v)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -448,7 +555,7 @@ def _load() -> str:
         return "?"
 
 
-def _run(args, reps, scale_reps, cores, usable, pinned, work, has_mdexec, v) -> int:
+def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexec, v) -> int:
     load_start = _load()
     env = base_env()
     env["AUTOGRAD_SOURCE"] = str(pinned)
@@ -505,7 +612,7 @@ def _run(args, reps, scale_reps, cores, usable, pinned, work, has_mdexec, v) -> 
         if mdexec is not None:
             mx_path = [str(pinned), str(mdexec / "experiments"), str(mdexec / "mini-autograd")]
             mx_env = {**env, "PYTHONPATH": os.pathsep.join(mx_path + [p for p in [env.get("PYTHONPATH")] if p]),
-                      "AUTOGRAD_PINNED_ROOT": str(pinned), "AUTOGRAD_PINNED_VERSION": "1.9.1",
+                      "AUTOGRAD_PINNED_ROOT": str(pinned), "AUTOGRAD_PINNED_VERSION": version,
                       "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
             s = timed(mkdocs_build(mdexec), mdexec, mx_env)
             series["mdexec"].samples.append(s)
@@ -514,13 +621,13 @@ def _run(args, reps, scale_reps, cores, usable, pinned, work, has_mdexec, v) -> 
             series["x10"].samples.append(timed(mkdocs_build(scaled), scaled, lk_env))
         print(f"bench: repetition {rep}/{reps} done in {time.perf_counter() - t_rep:.0f} s", flush=True)
 
+    print("bench: experiments once more, one at a time, for their total CPU …", flush=True)
+    n_jobs, exp_cpu = experiment_cpu_serial(lk, work / "cache-serial")
     print("bench: serve rebuilds (one driver process per variant) …", flush=True)
     series["serve"] = serve_series("serve", lk, lk_env, reps)
     series["serve-plain"] = serve_series("serve-plain", plain, {**env}, reps)
 
-    # total experiment CPU: the cold build's CPU beyond the warm build's (both measured
-    # over the whole process tree with RUSAGE_CHILDREN); the cache entries are shown too.
-    exp_cpu = max(0.0, series["cold"].cpu - series["warm"].cpu)
+    cold_minus_warm = series["cold"].cpu - series["warm"].cpu
     json_cpu = statistics.median(exp_cpu_json)
     log_cpu = statistics.median(exp_cpu_log)
 
@@ -564,8 +671,9 @@ def _run(args, reps, scale_reps, cores, usable, pinned, work, has_mdexec, v) -> 
     for name, s in series.items():
         if s.samples:
             print(f"  {name:<12} wall {s.wall:7.2f}  cpu {s.cpu:7.2f}  (n={len(s.samples)})")
-    print(f"  experiment CPU (cold - warm, whole process tree): {exp_cpu:.2f} s; sum of the cache entries' "
-          f"cpu_seconds: {json_cpu:.2f} s; build log: {log_cpu:.2f} s")
+    print(f"  experiment CPU ({n_jobs} scripts run one at a time, used in ratio 2): {exp_cpu:.2f} s; cold - warm "
+          f"build CPU: {cold_minus_warm:.2f} s; sum of the cold cache entries' cpu_seconds: {json_cpu:.2f} s "
+          f"(build log: {log_cpu:.2f} s)")
     print(f"  {verify_summary}")
     if mdexec is not None and mdexec_errors:
         print(f"  markdown-exec: {mdexec_errors} block(s) raised when run in the shared build process")
@@ -573,15 +681,27 @@ def _run(args, reps, scale_reps, cores, usable, pinned, work, has_mdexec, v) -> 
         args.json.write_text(json.dumps({
             "versions": v, "cores": cores, "reps": reps,
             "medians": {k: {"wall": s.wall, "cpu": s.cpu, "n": len(s.samples)} for k, s in series.items() if s.samples},
-            "experiment_cpu": {"cold_minus_warm": exp_cpu, "cache_json": json_cpu, "log": log_cpu},
+            "experiment_cpu": {"serial": exp_cpu, "cold_minus_warm": cold_minus_warm, "cache_json": json_cpu,
+                               "log": log_cpu},
             "ratios": [{"n": n, "what": l, "wall": w, "cpu": c, "target": t} for n, l, w, c, t in rows],
         }, indent=1), encoding="utf-8")
+    if mdexec is None:
+        print("  ratio 6 skipped: markdown-exec is not installed here (`nox -s bench` installs it)")
     if failed and args.profile:
-        profile_failures(failed, args.profile, lk, scaled, lk_env, env, reps)
+        if v["pyinstrument"] == "not installed":
+            print("bench: --profile needs pyinstrument (`nox -s bench` installs it); no profiles written")
+        else:
+            profile_failures(failed, args.profile, lk, scaled, lk_env, env)
+            if {"1", "2", "4"} & set(failed):
+                table = phase_table({"warm": phases(lk, lk_env), "plain": phases(plain, env),
+                                     "plain+": phases(plain_full, env)})
+                (args.profile / "phases.txt").write_text(table + "\n", encoding="utf-8")
+                print(f"bench: where a build's CPU goes, by phase and page group ({args.profile / 'phases.txt'}):")
+                print(table)
     return 1 if failed else 0
 
 
-def profile_failures(failed, out: Path, lk: Path, scaled: Path, lk_env, env, reps) -> None:
+def profile_failures(failed, out: Path, lk: Path, scaled: Path, lk_env, env) -> None:
     out.mkdir(parents=True, exist_ok=True)
     pyi = [sys.executable, "-m", "pyinstrument", "--renderer", "text", "--interval", "0.001"]
     work = lk.parent

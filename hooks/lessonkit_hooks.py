@@ -59,12 +59,14 @@ def _project():
 
 
 def on_startup(command: str, dirty: bool) -> None:
-    STATE.command = command
+    # MkDocs re-executes this module on every serve reload but calls on_startup once:
+    # keep the command where a reload does not reset it.
+    mdext.COMMAND[0] = command
 
 
 def on_config(config: "MkDocsConfig") -> None:
     mdext.reset()
-    STATE.__init__(command=STATE.command, root=Path(config.config_file_path).parent.resolve())
+    STATE.__init__(command=mdext.COMMAND[0], root=Path(config.config_file_path).parent.resolve())
     try:
         project = _project()
         tree = project.tree  # provided and checked against the manifest, once per build
@@ -376,8 +378,10 @@ def _code_page_html(page, origin: str, file: str) -> str:
 def on_post_build(config: "MkDocsConfig") -> None:
     from lessonkit.linkcheck import check_site
 
+    if STATE.command != "build":  # serve: keep rebuilds fast; `nox -s build` checks every link
+        return
     for p in check_site(Path(config.site_dir)):
         log.error(str(p))
         STATE.problems.append(p)
-    if STATE.problems and STATE.command == "build":
+    if STATE.problems:
         raise Abort(f"lessonkit: {len(STATE.problems)} annotation problem(s); see the lines above")

@@ -168,24 +168,16 @@ class Runner:
             script = tmp / job.name
             script.write_bytes(job.source)
             out_path, err_path = tmp / ".stdout", tmp / ".stderr"
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
-            timed_out = False
             with open(out_path, "wb") as out, open(err_path, "wb") as err:
                 proc = subprocess.Popen([sys.executable, "-B", job.name], cwd=tmp, env=self._env(tmp),
                                         stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                         start_new_session=True)
                 _limit_files(proc.pid)  # a script printing in a loop must not fill the disk
-                try:
-                    code = proc.wait(timeout=job.timeout)
-                except subprocess.TimeoutExpired:
-                    timed_out = True
-                    _kill_group(proc.pid)
-                    code = proc.wait()
+                code, usage, timed_out = _reap(proc, job.timeout)
                 _kill_group(proc.pid)  # children that outlived the script end with it
             wall = time.perf_counter() - t0
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            cpu = usage.ru_utime + usage.ru_stime  # this child's own CPU, even with jobs in parallel
             with open(out_path, "rb") as fh:  # never more than the cap in memory
                 raw = fh.read(OUTPUT_CAP)
                 truncated = max(0, os.fstat(fh.fileno()).st_size - OUTPUT_CAP)
@@ -205,6 +197,26 @@ class Runner:
 
 _STORED = {"key": str, "exit_code": int, "stdout": str, "stderr": str, "truncated": int,
            "cpu_seconds": (int, float), "wall_seconds": (int, float), "timed_out": bool}
+
+
+def _reap(proc: subprocess.Popen, timeout: float):
+    """Wait for one child (ending its group at the timeout); return (exit code, its rusage, timed out)."""
+    deadline = time.monotonic() + timeout
+    delay = 0.002
+    timed_out = False
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() >= deadline:
+            timed_out = True
+            _kill_group(proc.pid)
+            pid, status, usage = os.wait4(proc.pid, 0)
+            break
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here; Popen must not wait again
+    return proc.returncode, usage, timed_out
 
 
 def _kill_group(pid: int) -> None:

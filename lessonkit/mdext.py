@@ -46,6 +46,7 @@ class PageContext:
 
 
 CURRENT: ContextVar[PageContext | None] = ContextVar("lessonkit_page", default=None)
+COMMAND = ["build"]  # the MkDocs command of this process ("build" or "serve"); survives hook reloads
 _projects: dict[Path, Project] = {}
 
 
@@ -68,8 +69,8 @@ def provenance(project: Project) -> str:
 
 
 def make_renderer(md: Markdown, project: Project, links) -> Renderer:
-    hl = Highlight(md, linenums=True, anchor_linenums=True, line_spans="__span",
-                   line_anchors="__codelineno", linenums_style="table", pygments_lang_class=True)
+    hl = Highlight(md, linenums=True, anchor_linenums=True, line_anchors="__codelineno",
+                   linenums_style="table", pygments_lang_class=True)
     return Renderer(project.pin, hl.highlight, links, provenance(project))
 
 

@@ -121,3 +121,17 @@ def test_every_experiment_gives_the_same_output_twice(real_project):
         for label, a, b in pool.map(twice, jobs.values()):
             assert a.ok and b.ok, label
             assert a.stdout == b.stdout, label
+
+
+def test_home_page_links_every_lesson_attachment_and_the_bundle(built_site):
+    html = (built_site / "index.html").read_text()
+    hrefs = set(re.findall(r'href="([^"#]*)', html))
+    lessons = sorted(p.stem for p in (ROOT / "docs" / "lessons").glob("[0-9][0-9]-*.md"))
+    assert len(lessons) == 14
+    for stem in lessons:
+        assert f"lessons/{stem}/" in hrefs, stem
+    for page in ("repo-map", "theory", "design-review", "self-test", "call-sequence", "nested-traces",
+                 "mini-readme", "acceptance"):
+        assert f"attachments/{page}/" in hrefs, page
+    assert "walkthrough/" in hrefs
+    assert "downloads/autograd-resources.zip" in hrefs

@@ -35,6 +35,8 @@ log = logging.getLogger("mkdocs.plugins.lessonkit")
 _ID = re.compile(r'\sid="([^"]+)"')
 NO_SEARCH = "---\nsearch:\n  exclude: true\n---\n\n"  # whole files stay out of the search index
 CODE_MARK = '<div class="lk-code-slot"></div>'
+CITED_MARK = '<div class="lk-cited-slot"></div>'
+SYMBOLS_MARK = '<div class="lk-symbols-slot"></div>'
 
 
 @dataclass
@@ -145,14 +147,12 @@ def _generate(files, config, project) -> None:
         uri = site.source_uri(file)
         own = [c for c in cites if c.origin == "pinned" and c.file == file]
         sf = project.pinned.file(file)
-        table, _ = site.symbol_table(sf)
-        depth = uri.count("/")
-        back = lambda c, d=depth: "../" * d + c.target
+        has_symbols = file.endswith(".py")
         md = (NO_SEARCH + f"# {file}\n\n固定版本 autograd {project.pin.version}（`{project.pin.short}`）中的完整文件，"
               f"共 {len(sf.lines)} 行。行号即真实行号，可用 `#L行号` 或 `#L起-L止` 直接链接；"
               f"[在 GitHub 上查看]({project.pin.permalink(file, 1, len(sf.lines)).rsplit('#', 1)[0]})。\n\n"
-              f"## 被课程引用的范围 {{#cited}}\n\n{site.cites_table(own, back)}\n"
-              + (f"## 顶层符号 {{#symbols}}\n\n{table}\n" if table else "")
+              f"## 被课程引用的范围 {{#cited}}\n\n{CITED_MARK}\n\n"
+              + (f"## 顶层符号 {{#symbols}}\n\n{SYMBOLS_MARK}\n\n" if has_symbols else "")
               + f"## 源码 {{#code}}\n\n{CODE_MARK}\n")
         _add(files, config, uri, md)
         STATE.generated[uri] = ("pinned", file)
@@ -170,8 +170,7 @@ def _generate(files, config, project) -> None:
         sf = project.repo.file(file) if file.startswith(project.repo.prefixes) else project.scripts.file(file)
         md = (NO_SEARCH + f"# {file}\n\n本仓库中的文件（不是 HIPS/autograd 源码），共 {len(sf.lines)} 行。\n\n"
               + (f"## 使用它的实验块 {{#used-by}}\n\n{used}\n\n" if used else "")
-              + (f"## 被课程引用的范围 {{#cited}}\n\n{site.cites_table(own, lambda c, d=depth: '../' * d + c.target)}\n"
-                 if own else "")
+              + (f"## 被课程引用的范围 {{#cited}}\n\n{CITED_MARK}\n\n" if own else "")
               + f"## 代码 {{#code}}\n\n{CODE_MARK}\n")
         _add(files, config, uri, md)
         STATE.generated[uri] = ("repo", file)
@@ -351,7 +350,7 @@ def on_page_content(html: str, page: "Page", config: "MkDocsConfig", files: "Fil
         STATE.token = None
     gen = STATE.generated.get(page.file.src_uri)
     if gen and CODE_MARK in html:
-        html = html.replace(CODE_MARK, _code_page_html(page, *gen))
+        html = _code_page_html(page, html, *gen)
     for p in (ctx.problems if ctx else []):
         log.error(str(p))
         STATE.problems.append(p)
@@ -362,7 +361,8 @@ def on_page_content(html: str, page: "Page", config: "MkDocsConfig", files: "Fil
     return html
 
 
-def _code_page_html(page, origin: str, file: str) -> str:
+def _code_page_html(page, html: str, origin: str, file: str) -> str:
+    """Fill a generated source or script page: tables and code are HTML built here, not Markdown."""
     project = _project()
     sf = project.pinned.file(file) if origin == "pinned" else \
         (project.repo.file(file) if file.startswith(project.repo.prefixes) else project.scripts.file(file))
@@ -372,7 +372,9 @@ def _code_page_html(page, origin: str, file: str) -> str:
     def href(c):
         return get_relative_url(STATE.urls[c.page], page.url) + f"#{c.anchor}"
 
-    return site.code_html(sf, own, href, by_line, cache=project.cache)
+    html = html.replace(CITED_MARK, site.cites_table_html(own, href))
+    html = html.replace(SYMBOLS_MARK, site.symbol_table_html(sf))
+    return html.replace(CODE_MARK, site.code_html(sf, own, href, by_line, cache=project.cache))
 
 
 def on_post_build(config: "MkDocsConfig") -> None:

@@ -214,3 +214,33 @@ def cited_list(page_cites: list[Citation], rel_link: Callable[[str], str]) -> st
     return ("\n\n## 本篇引用的源码 {#cited-source}\n\n"
             "下表由构建根据本篇每个已验证的块自动生成。\n\n"
             "| 符号 | 位置 | 本篇 |\n|---|---|---|\n" + "\n".join(rows) + "\n")
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    th = "".join(f"<th>{h}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def symbol_table_html(sf: SourceFile) -> str:
+    """HTML table of a Python file's symbols (built directly: no Markdown pass needed)."""
+    if not sf.rel.endswith(".py"):
+        return ""
+    try:
+        defs = [d for d in sf.definitions if d.kind != "call"]
+    except Exception:  # not parseable: no table, the code is still shown
+        return ""
+    rows = [[f'<a href="#sym-{slug(d.name)}"><code>{escape(d.name)}</code></a>', d.kind,
+             f'<a href="#L{d.start}">L{d.start}–L{d.end}</a>'] for d in defs]
+    return _table(["符号", "类型", "行"], rows) if rows else ""
+
+
+def cites_table_html(cites: list[Citation], href: Callable[[Citation], str]) -> str:
+    if not cites:
+        return "<p>本文件没有被任何课程引用；仍可完整浏览。</p>"
+    rows = []
+    for c in sorted(cites, key=lambda c: (c.start, c.page, c.anchor)):
+        sym = f"<code>{escape(c.symbol)}</code>" if c.symbol else "（片段）"
+        rows.append([f'<a href="#L{c.start}">L{c.start}–L{c.end}</a>', sym,
+                     f'<a href="{escape(href(c))}">{escape(c.label)} · {escape(c.anchor)}</a>'])
+    return _table(["行", "符号", "引用它的块"], rows)

@@ -22,7 +22,25 @@ class Definition:
 
 
 class SourceFile:
-    """One text file, parsed at most once."""
+    """One text file, parsed at most once.
+
+    :meth:`of` shares instances by content, so a file's ``ast`` and symbol table
+    survive MkDocs ``serve`` rebuilds (which start lessonkit from an empty state)
+    until the bytes change.
+    """
+
+    _shared: "dict[tuple[str, bytes], SourceFile]" = {}
+
+    @classmethod
+    def of(cls, rel: str, data: bytes) -> "SourceFile":
+        import hashlib
+        key = (rel, hashlib.sha256(data).digest())
+        sf = cls._shared.get(key)
+        if sf is None:
+            if len(cls._shared) > 4096:
+                cls._shared.clear()
+            sf = cls._shared[key] = cls(rel, data)
+        return sf
 
     def __init__(self, rel: str, data: bytes):
         self.rel = rel

@@ -68,7 +68,7 @@ class Tree:
             known = self.allowed if self.allowed is not None else self._listing()
             hint = _nearest_path(rel, known) if known else "check the spelling"
             raise LessonError(f"no file `{rel}` in {self.label}", hint=hint)
-        return SourceFile(rel, p.read_bytes())
+        return SourceFile.of(rel, p.read_bytes())
 
 
     def _listing(self) -> set[str]:

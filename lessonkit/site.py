@@ -168,16 +168,6 @@ def symbol_table(sf: SourceFile) -> tuple[str, dict[int, list[str]]]:
     return "| 符号 | 类型 | 行 |\n|---|---|---|\n" + "\n".join(rows) + "\n", by_line
 
 
-def cites_table(cites: list[Citation], href_md: Callable[[Citation], str]) -> str:
-    if not cites:
-        return "本文件没有被任何课程引用；仍可完整浏览。\n"
-    rows = []
-    for c in sorted(cites, key=lambda c: (c.start, c.page, c.anchor)):
-        rows.append(f"| [L{c.start}–L{c.end}](#L{c.start}) | {('`' + c.symbol + '`') if c.symbol else '（片段）'} | "
-                    f"[{c.label} · {c.anchor}]({href_md(c)}) |")
-    return "| 行 | 符号 | 引用它的块 |\n|---|---|---|\n" + "\n".join(rows) + "\n"
-
-
 def symbol_index(cites: list[Citation], rel_link: Callable[[str], str]) -> str:
     """Every cited symbol, grouped by file, with the blocks that cite it."""
     by_file: dict[tuple[str, str], dict[str, list[Citation]]] = defaultdict(lambda: defaultdict(list))

@@ -367,14 +367,13 @@ def _code_page_html(page, html: str, origin: str, file: str) -> str:
     sf = project.pinned.file(file) if origin == "pinned" else \
         (project.repo.file(file) if file.startswith(project.repo.prefixes) else project.scripts.file(file))
     own = [c for c in STATE.citations if c.origin == origin and c.file == file]
-    _, by_line = site.symbol_table(sf)
 
     def href(c):
         return get_relative_url(STATE.urls[c.page], page.url) + f"#{c.anchor}"
 
     html = html.replace(CITED_MARK, site.cites_table_html(own, href))
     html = html.replace(SYMBOLS_MARK, site.symbol_table_html(sf))
-    return html.replace(CODE_MARK, site.code_html(sf, own, href, by_line, cache=project.cache))
+    return html.replace(CODE_MARK, site.code_html(sf, own, href, site.symbol_lines(sf), cache=project.cache))
 
 
 def on_post_build(config: "MkDocsConfig") -> None:

@@ -36,7 +36,6 @@ class PageContext:
     line_offset: int = 0
     problems: list[Problem] | None = None
     links: object = field(default_factory=NoLinks)
-    on_block: object = None  # callable(resolved, anchor) for site-level indexes
     root: str | None = None  # project root; overrides the extension's `root` option
     source: str = ""  # the page's raw text, to locate problems found after preprocessing
 
@@ -102,8 +101,6 @@ def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> 
         else:
             r, anchor = resolved[id(item)], ids[id(item)]
             html = _render_one(renderer, project, r, anchor, results, problems)
-            if ctx.on_block and "lk-error" not in html:
-                ctx.on_block(r, anchor)
         placeholder = md.htmlStash.store(html)
         lines[item.start: item.end + 1] = ["", item.indent + placeholder, ""]
     problems.sort(key=lambda p: (p.line or 0))

@@ -148,24 +148,22 @@ def code_html(sf: SourceFile, cites: list[Citation], href: Callable[[Citation], 
     return f'<div class="lk-source highlight"><pre><code>{body}</code></pre></div>'
 
 
-def symbol_table(sf: SourceFile) -> tuple[str, dict[int, list[str]]]:
-    """Markdown table of a Python file's top-level symbols (and class members)."""
+def _definitions(sf: SourceFile) -> list:
+    """A Python file's symbols (module level and class members); none for other files."""
     if not sf.rel.endswith(".py"):
-        return "", {}
+        return []
     try:
-        defs = sf.definitions
-    except Exception:  # not parseable: no table, the code is still shown
-        return "", {}
+        return [d for d in sf.definitions if d.kind != "call"]
+    except Exception:  # not parseable: no symbols, the code is still shown
+        return []
+
+
+def symbol_lines(sf: SourceFile) -> dict[int, list[str]]:
+    """Line -> names defined there, for the ``#sym-…`` anchors of a source page."""
     by_line: dict[int, list[str]] = defaultdict(list)
-    rows = []
-    for d in defs:
-        if d.kind == "call":
-            continue
+    for d in _definitions(sf):
         by_line[d.start].append(d.name)
-        rows.append(f"| [`{d.name}`](#sym-{slug(d.name)}) | {d.kind} | [L{d.start}–L{d.end}](#L{d.start}) |")
-    if not rows:
-        return "", by_line
-    return "| 符号 | 类型 | 行 |\n|---|---|---|\n" + "\n".join(rows) + "\n", by_line
+    return by_line
 
 
 def symbol_index(cites: list[Citation], rel_link: Callable[[str], str]) -> str:
@@ -214,14 +212,8 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
 
 def symbol_table_html(sf: SourceFile) -> str:
     """HTML table of a Python file's symbols (built directly: no Markdown pass needed)."""
-    if not sf.rel.endswith(".py"):
-        return ""
-    try:
-        defs = [d for d in sf.definitions if d.kind != "call"]
-    except Exception:  # not parseable: no table, the code is still shown
-        return ""
     rows = [[f'<a href="#sym-{slug(d.name)}"><code>{escape(d.name)}</code></a>', d.kind,
-             f'<a href="#L{d.start}">L{d.start}–L{d.end}</a>'] for d in defs]
+             f'<a href="#L{d.start}">L{d.start}–L{d.end}</a>'] for d in _definitions(sf)]
     return _table(["符号", "类型", "行"], rows) if rows else ""
 
 

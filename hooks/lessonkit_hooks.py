@@ -11,20 +11,24 @@ offset and link targets, and turn lessonkit errors into one-line MkDocs errors.
 from __future__ import annotations
 
 import logging
+import os
 import re
+import secrets
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mkdocs.exceptions import Abort, PluginError
+from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File, InclusionLevel
 from mkdocs.utils import get_relative_url
 
-import os
-
-from lessonkit import attachments, execute, mdext, site, verify
+from lessonkit import attachments, execute, mathml, mdext, site, store, verify
 from lessonkit.errors import LessonError, Problem
+from lessonkit.pyindex import SourceFile
+from lessonkit.render import Deferred
 
 if TYPE_CHECKING:
     from mkdocs.config.defaults import MkDocsConfig
@@ -51,6 +55,8 @@ class _State:
     api: set = field(default_factory=set)  # documented API object paths
     tokens: dict = field(default_factory=dict)  # [[lessonkit:x]] -> value
     bundle: dict = field(default_factory=dict)
+    nonce: str = field(default_factory=lambda: secrets.token_hex(4))
+    deferred: dict = field(default_factory=dict)  # src_uri -> Deferred (filled after the search index)
 
 
 STATE = _State()
@@ -77,6 +83,8 @@ def on_config(config: "MkDocsConfig") -> None:
     log.info(f"lessonkit: autograd {project.pin.version} ({project.pin.short}) from {tree.provider}"
              + (" (build cache)" if tree.cached else ""))
     _point_mkdocstrings_at(config, tree.root)
+    SourceFile.store = store.Store(project.cache, "symbols")  # symbol tables by file content, across builds
+    mathml.STORE = store.Store(project.cache, "mathml")  # converted formulas, across builds
     STATE.tokens = {"provider": tree.provider, "sdist-sha256": project.pin.sdist_sha256,
                     "commit": project.pin.commit, "version": project.pin.version}
 
@@ -331,8 +339,9 @@ def on_page_markdown(markdown: str, page: "Page", config: "MkDocsConfig", files:
         except LessonError as exc:
             problems += exc.problems
     rel = project.rel(src) if src else f"docs/{page.file.src_uri}"
+    deferred = STATE.deferred[page.file.src_uri] = Deferred(STATE.nonce, {})
     ctx = mdext.PageContext(rel, _offset(raw, markdown), problems, links=_Links(page.url),
-                            root=str(STATE.root), source=raw)
+                            root=str(STATE.root), source=raw, deferred=deferred)
     STATE.token = mdext.CURRENT.set(ctx)
     for key, value in STATE.tokens.items():
         markdown = markdown.replace(f"[[lessonkit:{key}]]", value)
@@ -358,22 +367,41 @@ def on_page_content(html: str, page: "Page", config: "MkDocsConfig", files: "Fil
     # collector does not look: register their ids so links to them are validated.
     if page.present_anchor_ids is not None:
         page.present_anchor_ids |= set(_ID.findall(html))
+        deferred = STATE.deferred.get(page.file.src_uri)
+        for code in (deferred.html.values() if deferred else ()):
+            page.present_anchor_ids |= set(_ID.findall(code))
     return html
 
 
+@event_priority(-100)  # after every plugin, the search index in particular, has read the page
+def on_page_context(context, page: "Page", config: "MkDocsConfig", nav):
+    deferred = STATE.deferred.pop(page.file.src_uri, None)
+    if deferred is not None and deferred.html:
+        page.content, missing = deferred.fill(page.content)
+        if missing:  # another plugin rewrote the page between on_page_content and here
+            raise PluginError(f"docs/{page.file.src_uri}: {len(missing)} highlighted code block(s) could not be "
+                              "put back into the page — a plugin changed the page HTML after lessonkit")
+    return context
+
+
 def _code_page_html(page, html: str, origin: str, file: str) -> str:
-    """Fill a generated source or script page: tables and code are HTML built here, not Markdown."""
+    """Fill a generated source or script page: tables and code are HTML built here, not
+    Markdown; the result is cached by everything it shows (file bytes, citations, links)."""
     project = _project()
     sf = project.pinned.file(file) if origin == "pinned" else \
         (project.repo.file(file) if file.startswith(project.repo.prefixes) else project.scripts.file(file))
     own = [c for c in STATE.citations if c.origin == origin and c.file == file]
+    hrefs = {c: get_relative_url(STATE.urls[c.page], page.url) + f"#{c.anchor}" for c in own}
 
-    def href(c):
-        return get_relative_url(STATE.urls[c.page], page.url) + f"#{c.anchor}"
+    def fill() -> str:
+        out = html.replace(CITED_MARK, site.cites_table_html(own, hrefs.__getitem__))
+        out = out.replace(SYMBOLS_MARK, site.symbol_table_html(sf))
+        return out.replace(CODE_MARK, site.code_html(sf, own, hrefs.__getitem__, site.symbol_lines(sf),
+                                                     cache=project.cache))
 
-    html = html.replace(CITED_MARK, site.cites_table_html(own, href))
-    html = html.replace(SYMBOLS_MARK, site.symbol_table_html(sf))
-    return html.replace(CODE_MARK, site.code_html(sf, own, href, site.symbol_lines(sf), cache=project.cache))
+    key = store.digest("code-page", site.FORMAT, sys.version, mdext.tools(), html, sf.rel, sf.data,
+                       repr([(c, hrefs[c]) for c in own]))
+    return store.Store(project.cache, "pages").get_or_make(key, fill)
 
 
 def on_post_build(config: "MkDocsConfig") -> None:
@@ -381,7 +409,7 @@ def on_post_build(config: "MkDocsConfig") -> None:
 
     if STATE.command != "build":  # serve: keep rebuilds fast; `nox -s build` checks every link
         return
-    for p in check_site(Path(config.site_dir)):
+    for p in check_site(Path(config.site_dir), cache=_project().cache):
         log.error(str(p))
         STATE.problems.append(p)
     if STATE.problems:

@@ -15,6 +15,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
@@ -56,6 +57,7 @@ class Result:
         return hashlib.sha256(self.stdout.encode()).hexdigest()
 
 
+@lru_cache(maxsize=1)
 def versions() -> dict[str, str]:
     try:
         np = metadata.version("numpy")

@@ -3,6 +3,8 @@ anything from another host (scripts, styles, images, fonts, frames)."""
 
 from __future__ import annotations
 
+import json
+import os
 import posixpath
 import re
 from dataclasses import dataclass
@@ -10,6 +12,9 @@ from html import unescape
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from .store import Store, digest
+
+SCAN_FORMAT = "1"  # bump when _scan changes what it finds
 RANGE = re.compile(r"^L(\d+)-L\d+$")
 TAG = re.compile(r"<(a|link|script|img|iframe|source|video|audio|embed|object)\b([^>]*)>", re.I)
 ATTR = re.compile(r"""\b(href|src|data|rel)\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
@@ -36,6 +41,9 @@ class _Page:
     resources: list
 
 
+SCHEME_HOST = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:)?//")
+
+
 def _scan(html: str) -> _Page:
     ids = {unescape(a or b) for a, b in IDS.findall(html)}
     links, resources = [], []
@@ -52,38 +60,66 @@ def _scan(html: str) -> _Page:
     return _Page(ids, links, resources)
 
 
+def _scan_cached(data: bytes, store: Store | None) -> _Page:
+    if store is None:
+        return _scan(data.decode("utf-8", errors="replace"))
+    key = digest("links", SCAN_FORMAT, data)
+    cached = store.get(key)
+    if cached is not None:
+        try:
+            ids, links, resources = json.loads(cached)
+            return _Page(set(ids), links, resources)
+        except (ValueError, TypeError):
+            pass
+    page = _scan(data.decode("utf-8", errors="replace"))
+    store.put(key, json.dumps([sorted(page.ids), page.links, page.resources]))
+    return page
+
+
 def _external(url: str) -> bool:
-    return bool(urlsplit(url).netloc) or url.startswith("//")
+    """Has a host: ``https://x/…``, ``//x/…`` (what ``urlsplit(url).netloc`` finds)."""
+    return SCHEME_HOST.match(url) is not None
 
 
-def check_site(site: Path) -> list[LinkProblem]:
-    pages = {p.relative_to(site).as_posix(): _scan(p.read_text(encoding="utf-8", errors="replace"))
-             for p in sorted(site.rglob("*.html"))}
+def check_site(site: Path, cache: Path | None = None) -> list[LinkProblem]:
+    """Every problem of the built ``site``. With ``cache``, each page's scan (its ids,
+    links and resources) is reused while the page's bytes are unchanged."""
+    store = Store(cache, "links") if cache is not None else None
+    files: set[str] = set()
+    dirs: set[str] = {""}
+    for dirpath, dirnames, filenames in os.walk(site):
+        rel = Path(dirpath).relative_to(site).as_posix()
+        rel = "" if rel == "." else rel
+        dirs.update(posixpath.join(rel, d) for d in dirnames)
+        files.update(posixpath.join(rel, f) for f in filenames)
+    pages = {page: _scan_cached((site / page).read_bytes(), store) for page in sorted(files) if page.endswith(".html")}
     problems = []
     for page, c in pages.items():
         for res in c.resources:
             if _external(res) and not res.startswith("data:"):
                 problems.append(LinkProblem(page, res, "loads a resource from another host"))
+        here = posixpath.dirname(page)
         for href in c.links:
-            if not href or _external(href) or href.startswith(("mailto:", "javascript:", "data:")):
+            if not href or href.startswith(("mailto:", "javascript:", "data:")) or _external(href):
                 continue
-            parts = urlsplit(href)
+            parts = urlsplit(href) if ("#" in href or "?" in href or ":" in href) else None
+            path, fragment = (parts.path, parts.fragment) if parts else (href, "")
             target = page
-            if parts.path:
-                base = "" if parts.path.startswith("/") else posixpath.dirname(page)  # "/x/": from the site root
-                target = posixpath.normpath(posixpath.join(base, unquote(parts.path).lstrip("/")))
+            if path:
+                base = "" if path.startswith("/") else here  # "/x/": from the site root
+                target = posixpath.normpath(posixpath.join(base, unquote(path).lstrip("/")))
                 if target.startswith(".."):
                     problems.append(LinkProblem(page, href, "link leaves the site"))
                     continue
-                full = site / target
-                if full.is_dir() or href.endswith("/"):
+                if target == ".":
+                    target = ""
+                if target in dirs or href.endswith("/"):
                     target = posixpath.join(target, "index.html")
-                    full = site / target
-                if not full.exists():
+                if target not in files:
                     problems.append(LinkProblem(page, href, "broken link"))
                     continue
-            if parts.fragment and target.endswith(".html"):
-                frag = unquote(parts.fragment)
+            if fragment and target.endswith(".html"):
+                frag = unquote(fragment)
                 m = RANGE.match(frag)
                 if m:
                     frag = f"L{m.group(1)}"

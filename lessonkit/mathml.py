@@ -7,8 +7,9 @@ converter cannot read is an author error, located by the page and its text.
 from __future__ import annotations
 
 import re
-from html import escape
 import xml.etree.ElementTree as etree
+from functools import lru_cache
+from html import escape
 
 from latex2mathml.converter import convert
 from markdown import Extension
@@ -16,11 +17,33 @@ from markdown.blockprocessors import BlockProcessor
 from markdown.inlinepatterns import InlineProcessor
 
 from .errors import LessonError
+from .store import Store, digest
 
 INLINE = r"(?<![\\$])\$(?!\s)(?P<tex>[^$\n]+?)(?<![\s\\])\$(?!\d)"
 
 
+STORE: Store | None = None  # set by the build: converted formulas by content, across builds
+
+
+@lru_cache(maxsize=1)
+def _converter() -> str:
+    from importlib.metadata import version
+    return version("latex2mathml")
+
+
 def to_mathml(tex: str, display: str) -> str:
+    if STORE is None:
+        return _convert(tex, display)
+    key = digest("mathml", _converter(), display, tex.strip())
+    html = STORE.get(key)
+    if html is None:
+        html = _convert(tex, display)
+        if not html.startswith('<span class="lk-error">'):  # problems are reported every build
+            STORE.put(key, html)
+    return html
+
+
+def _convert(tex: str, display: str) -> str:
     try:
         return convert(tex.strip(), display=display)
     except Exception as exc:  # latex2mathml raises many types for bad input

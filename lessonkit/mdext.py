@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from markdown import Extension, Markdown
@@ -25,7 +26,8 @@ from . import execute
 from .errors import LessonError, Problem
 from .parse import Block, BrokenBlock, parse_page
 from .project import Project, Resolved
-from .render import NoLinks, Renderer, anchors
+from .render import Deferred, NoLinks, Renderer, anchors
+from .store import Store
 
 PRIORITY = 28  # after normalize_whitespace (30), before the fence preprocessors (25)
 
@@ -38,6 +40,7 @@ class PageContext:
     links: object = field(default_factory=NoLinks)
     root: str | None = None  # project root; overrides the extension's `root` option
     source: str = ""  # the page's raw text, to locate problems found after preprocessing
+    deferred: Deferred | None = None  # when set, highlighted code waits for Deferred.fill
 
     def locate(self, needle: str) -> int | None:
         idx = self.source.find(needle) if needle and self.source else -1
@@ -67,10 +70,21 @@ def provenance(project: Project) -> str:
             f"({project.pin.short}，来源：{project.tree.provider})")
 
 
-def make_renderer(md: Markdown, project: Project, links) -> Renderer:
-    hl = Highlight(md, linenums=True, anchor_linenums=True, line_anchors="__codelineno",
-                   linenums_style="table", pygments_lang_class=True)
-    return Renderer(project.pin, hl.highlight, links, provenance(project))
+HIGHLIGHT = {"linenums": True, "anchor_linenums": True, "line_anchors": "__codelineno", "linenums_style": "table",
+             "pygments_lang_class": True}
+
+
+@lru_cache(maxsize=1)
+def tools() -> str:
+    """Versions and options that highlighted HTML depends on (part of every cache key for it)."""
+    from importlib.metadata import version
+    return repr((version("pygments"), version("pymdown-extensions"), sorted(HIGHLIGHT.items())))
+
+
+def make_renderer(md: Markdown, project: Project, links, deferred: Deferred | None = None) -> Renderer:
+    hl = Highlight(md, **HIGHLIGHT)
+    return Renderer(project.pin, hl.highlight, links, provenance(project), store=Store(project.cache, "render"),
+                    tools=tools(), deferred=deferred)
 
 
 def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> tuple[str, list[Problem]]:
@@ -79,7 +93,7 @@ def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> 
     if not page.items:
         return text, []
     lines = text.split("\n")
-    renderer = make_renderer(md, project, ctx.links)
+    renderer = make_renderer(md, project, ctx.links, ctx.deferred)
     problems: list[Problem] = []
     resolved: dict[int, Resolved] = {}
     for item in page.items:

@@ -4,7 +4,7 @@ build, verify and the cross-link pages (one code path for all of them)."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -31,7 +31,7 @@ class Resolved:
 class Project:
     root: Path
     cache: Path = None  # type: ignore[assignment]
-    _pages: dict = field(default_factory=dict)
+    _resolved: dict = field(default_factory=dict, repr=False)  # block content -> Resolved
 
     def __post_init__(self):
         self.root = self.root.resolve()
@@ -111,6 +111,17 @@ class Project:
 
     # -- resolution: the one code path
     def resolve(self, block: Block) -> Resolved:
+        """Resolve one block; a block with the same content and place resolves once per project
+        (the build resolves every block for the site map, then again while rendering its page)."""
+        key = (block.path, block.line, block.kind, tuple((k, f.value, f.line) for k, f in block.fields.items()),
+               block.body, block.body_line)
+        hit = self._resolved.get(key)
+        if hit is not None:
+            return replace(hit, block=block)
+        self._resolved[key] = r = self._resolve(block)
+        return r
+
+    def _resolve(self, block: Block) -> Resolved:
         if block.kind == "real-source":
             check_commit(block, self.pin.commit)
             ex = excerpt_of(self.pinned, block)

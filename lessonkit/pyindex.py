@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import ast
 import difflib
+import json
 import re
-from dataclasses import dataclass
+import sys
+from dataclasses import astuple, dataclass
 from functools import cached_property
 
 from .errors import LessonError
+from .store import Store, digest
 
 SELECTOR = re.compile(r"^(?P<func>[A-Za-z_][\w.]*)\((?P<arg>.*)\)$", re.S)
 
@@ -30,6 +33,7 @@ class SourceFile:
     """
 
     _shared: "dict[tuple[str, bytes], SourceFile]" = {}
+    store: "Store | None" = None  # set by the build: symbol tables by content, across builds
 
     @classmethod
     def of(cls, rel: str, data: bytes) -> "SourceFile":
@@ -66,6 +70,21 @@ class SourceFile:
 
     @cached_property
     def definitions(self) -> list[Definition]:
+        store = SourceFile.store
+        if store is None:
+            return self._definitions()
+        key = digest("definitions", sys.version, self.rel, self.data)
+        cached = store.get(key)
+        if cached is not None:
+            try:
+                return [Definition(*d) for d in json.loads(cached)]
+            except (ValueError, TypeError):
+                pass  # a damaged entry: parse again and overwrite it
+        out = self._definitions()
+        store.put(key, json.dumps([astuple(d) for d in out]))
+        return out
+
+    def _definitions(self) -> list[Definition]:
         out: list[Definition] = []
         for node in self.module.body:
             out += _defs(node, "")

@@ -11,8 +11,12 @@ from .errors import LessonError
 from .execute import Result
 from .pin import Pin
 from .project import Resolved
+from .store import Store, digest
 
 NOT_VERBATIM = "以下不是 HIPS/autograd verbatim source。"
+# Block chrome (badges, link rows, labels, provenance) stays out of the search index: a search
+# for "GitHub" or "运行输出" should not match every block. Material drops the attribute itself.
+NO_SEARCH = ' data-search-exclude="chrome"'
 
 
 class Links(Protocol):
@@ -59,21 +63,63 @@ def anchors(resolved: list[Resolved]) -> list[str]:
 
 
 @dataclass
+class Deferred:
+    """Highlighted code kept out of the page until after the search index has read it.
+
+    The page first carries the same code as plain text between two comment markers
+    (the search index extracts exactly the same text from either form, and plain
+    text is far cheaper to parse); :meth:`fill` then swaps the highlighted HTML in.
+    """
+
+    nonce: str
+    html: dict[str, str]
+
+    def slot(self, text: str, highlighted: str) -> str:
+        token = f"lk-defer-{self.nonce}-{len(self.html)}"
+        self.html[token] = highlighted
+        return f'<!--{token}--><div class="language-python highlight"><pre><code>{escape(text, quote=False)}' \
+               f'</code></pre></div><!--/{token}-->'
+
+    def fill(self, page_html: str) -> tuple[str, list[str]]:
+        """``page_html`` with every slot filled, and the tokens that were not found."""
+        missing = []
+        for token, html in self.html.items():
+            start = page_html.find(f"<!--{token}-->")
+            end_mark = f"<!--/{token}-->"
+            end = page_html.find(end_mark, start)
+            if start < 0 or end < 0:
+                missing.append(token)
+                continue
+            page_html = page_html[:start] + html + page_html[end + len(end_mark):]
+        return page_html, missing
+
+
+@dataclass
 class Renderer:
     pin: Pin
     highlight: Callable[..., str]  # pymdownx Highlight(...).highlight
     links: Links
     provenance: str  # "Python 3.11.7 · NumPy 2.4.6 · autograd 1.9.1 (f53a217)"
+    store: Store | None = None  # highlighted code by content (key includes `tools`)
+    tools: str = ""  # versions and options of whatever `highlight` depends on
+    deferred: Deferred | None = None
 
     def code(self, text: str, start: int, anchor: str, title: str | None = None) -> str:
-        html = self.highlight(text, "python", linestart=start, title=title, code_block_count=0)
-        return html.replace("__codelineno-0-", f"{anchor}-L").replace("__span-0-", f"{anchor}-s")
+        def make() -> str:
+            html = self.highlight(text, "python", linestart=start, title=title, code_block_count=0)
+            return html.replace("__codelineno-0-", f"{anchor}-L").replace("__span-0-", f"{anchor}-s")
+
+        if self.store is None:
+            html = make()
+        else:
+            html = self.store.get_or_make(digest("code", self.tools, text, str(start), anchor, title or ""), make)
+        return self.deferred.slot(text, html) if self.deferred is not None else html
 
     def head(self, badge: str, kind: str, meta: list[str], links: list[tuple[str, str]]) -> str:
         link_html = " ".join(f'<a class="lk-link" href="{escape(u)}">{escape(t)}</a>' for t, u in links if u)
-        return (f'<div class="lk-head"><span class="lk-badge lk-badge-{kind}">{escape(badge)}</span>'
+        return (f'<div class="lk-head"><span class="lk-badge lk-badge-{kind}"{NO_SEARCH}>{escape(badge)}</span>'
                 f'<span class="lk-meta">{" · ".join(meta)}</span>'
-                f'<span class="lk-links">{link_html}</span></div>')
+                f'<span class="lk-links"{NO_SEARCH}>{link_html}</span></div>')
 
     def real_source(self, r: Resolved, anchor: str) -> str:
         ex = r.excerpt
@@ -104,9 +150,9 @@ class Renderer:
             target = self.links.source(base.file, base.start, base.end) or \
                 self.pin.permalink(base.file, base.start, base.end)
             meta.append(f'依据 <a href="{escape(target)}"><code>{escape(base.file)}::{escape(base.symbol)}</code></a>')
-        note = f'<p class="lk-disclaimer">{NOT_VERBATIM}</p>'
+        note = f'<p class="lk-disclaimer"{NO_SEARCH}>{NOT_VERBATIM}</p>'
         if ex:
-            note = (f'<p class="lk-disclaimer">{NOT_VERBATIM}这是本系列的独立教学实现，'
+            note = (f'<p class="lk-disclaimer"{NO_SEARCH}>{NOT_VERBATIM}这是本系列的独立教学实现，'
                     f'代码逐字取自本仓库的 <code>{escape(ex.file)}</code>，并由测试覆盖。</p>')
             body = self.code(ex.text, ex.start, anchor)
         else:
@@ -133,9 +179,9 @@ class Renderer:
                       f'（上限 {len(result.stdout.encode())} 字节）。</p>')
         return (f'<div class="lk-block lk-experiment" id="{anchor}">'
                 + self.head("EXPERIMENT", "exp", meta, links) + purpose + code
-                + f'<div class="lk-output-label">本次构建的运行输出</div>'
+                + f'<div class="lk-output-label"{NO_SEARCH}>本次构建的运行输出</div>'
                   f'<pre class="lk-output"><code>{out}</code></pre>{notice}'
-                + f'<p class="lk-provenance">{escape(self.provenance)} · 退出码 {result.exit_code}</p></div>')
+                + f'<p class="lk-provenance"{NO_SEARCH}>{escape(self.provenance)} · 退出码 {result.exit_code}</p></div>')
 
     def error(self, err: LessonError, anchor: str | None = None) -> str:
         items = "".join(f"<li><code>{escape(str(p))}</code></li>" for p in err.problems)

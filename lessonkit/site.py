@@ -26,6 +26,7 @@ from .pyindex import SourceFile
 from .render import anchors, slug
 from .verify import Report
 
+FORMAT = "1"  # bump when the HTML of the generated pages changes shape
 SOURCE_DIR = "source"
 CODE_DIR = "code"
 TITLE = re.compile(r"^#\s+(.+?)\s*(\{.*\})?\s*$", re.M)
@@ -199,9 +200,11 @@ def cited_list(page_cites: list[Citation], rel_link: Callable[[str], str]) -> st
         rows.append(f"| {sym} | [`{c.file}` L{c.start}–L{c.end}]({rel_link(uri)}#L{c.start}) | [跳到本篇的块](#{c.anchor}) |")
     if not rows:
         return ""
+    # the table repeats what the blocks above already show: keep it out of the search index
     return ("\n\n## 本篇引用的源码 {#cited-source}\n\n"
             "下表由构建根据本篇每个已验证的块自动生成。\n\n"
-            "| 符号 | 位置 | 本篇 |\n|---|---|---|\n" + "\n".join(rows) + "\n")
+            '<div class="lk-cited-list" markdown="1" data-search-exclude="list">\n\n'
+            "| 符号 | 位置 | 本篇 |\n|---|---|---|\n" + "\n".join(rows) + "\n\n</div>\n")
 
 
 def _table(head: list[str], rows: list[list[str]]) -> str:

@@ -11,7 +11,7 @@ import tomllib
 import zipfile
 from collections import OrderedDict
 from html import escape
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from . import execute
 from .errors import LessonError

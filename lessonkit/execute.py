@@ -12,8 +12,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from importlib import metadata
@@ -66,6 +67,25 @@ def versions() -> dict[str, str]:
     return {"python": ".".join(map(str, sys.version_info[:3])), "numpy": np}
 
 
+class Pending:
+    """Jobs running in the background (see :meth:`Runner.start`)."""
+
+    def __init__(self, futures: dict, pool: ThreadPoolExecutor, to_run: int):
+        self._futures = futures
+        self._pool = pool
+        self.to_run = to_run  # how many were not in the cache when started
+
+    def results(self) -> dict[str, Result]:
+        """Wait for every job (in the order given to start)."""
+        try:
+            return {k: f.result() for k, f in self._futures.items()}
+        finally:
+            self._pool.shutdown(wait=True)
+
+    def done(self) -> bool:
+        return all(f.done() for f in self._futures.values())
+
+
 class Runner:
     """Runs jobs against one pinned tree; results cached under ``cache/experiments``."""
 
@@ -87,7 +107,8 @@ class Runner:
                         v["numpy"].encode(), support])).hexdigest()
         self.stats = {"ran": 0, "cached": 0}
         self._done: dict[str, Result] = {}  # this build's results, failures included: each job runs once
-
+        self._inflight: dict[str, Future] = {}  # started in the background, maybe not finished
+        self._lock = threading.Lock()
 
     def key(self, job: Job) -> str:
         return hashlib.sha256(self._salt.encode() + b"\0" + job.name.encode() + b"\0" + job.source).hexdigest()
@@ -121,28 +142,55 @@ class Runner:
             raise
 
     def run(self, job: Job) -> Result:
+        """The job's result: from this build, from a run in flight, from the cache, or run now."""
         key = self.key(job)
-        if key in self._done:  # e.g. run up front by the hooks, asked again while rendering
-            return self._done[key]
+        with self._lock:
+            done = self._done.get(key)
+            flight = self._inflight.get(key)
+        if done is not None:
+            return done
+        if flight is not None:  # started in the background (see start): wait for it, never run twice
+            return flight.result()
+        return self._run(key, job)
+
+    def _run(self, key: str, job: Job) -> Result:
         hit = self.cached(job)
         if hit:
+            result = hit
             self.stats["cached"] += 1
-            self._done[key] = hit
-            return hit
-        result = self._execute(job)
-        self.stats["ran"] += 1
-        if result.ok:
-            self._store(result)
-        self._done[key] = result
+        else:
+            result = self._execute(job)
+            self.stats["ran"] += 1
+            if result.ok:
+                self._store(result)
+        with self._lock:
+            self._done[key] = result
         return result
 
     def run_all(self, jobs: list[Job]) -> dict[str, Result]:
         """Run every distinct job, uncached ones in parallel over the cores."""
+        return self.start(jobs).results()
+
+    def start(self, jobs: list[Job]) -> "Pending":
+        """Start every distinct job in the background, in the given order, over the cores.
+
+        Returns at once; the caller can go on working and collect with ``results()``.
+        A job asked for meanwhile (:meth:`run`) waits for its run instead of starting another."""
         todo = {self.key(j): j for j in jobs}
-        workers = max(1, min(len(todo), os.cpu_count() or 1))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            results = dict(zip(todo, pool.map(self.run, todo.values())))
-        return results
+        pool = ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1)))
+        futures: dict[str, Future] = {}
+        to_run = 0
+        with self._lock:
+            for k, j in todo.items():
+                if k in self._done:
+                    futures[k] = Future()
+                    futures[k].set_result(self._done[k])
+                elif k in self._inflight:
+                    futures[k] = self._inflight[k]
+                else:
+                    to_run += not (self.cache / f"{k}.json").exists()
+                    futures[k] = self._inflight[k] = pool.submit(self._run, k, j)
+        return Pending(futures, pool, to_run)
 
     def _env(self, tmp: Path) -> dict[str, str]:
         env = {

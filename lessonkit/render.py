@@ -62,6 +62,13 @@ def anchors(resolved: list[Resolved]) -> list[str]:
     return out
 
 
+def code_of(r: Resolved) -> tuple[str, int]:
+    """The code a block shows and its first line number: the excerpt, else the body."""
+    if r.excerpt is not None:
+        return r.excerpt.text, r.excerpt.start
+    return "\n".join(r.block.body) + "\n", 1
+
+
 @dataclass
 class Deferred:
     """Highlighted code kept out of the page until after the search index has read it.
@@ -133,7 +140,7 @@ class Renderer:
                  ("GitHub", self.pin.permalink(ex.file, ex.start, ex.end))]
         return (f'<div class="lk-block lk-real-source" id="{anchor}">'
                 + self.head("REAL SOURCE", "real", meta, links)
-                + self.code(ex.text, ex.start, anchor) + "</div>")
+                + self.code(*code_of(r), anchor) + "</div>")
 
     def teaching(self, r: Resolved, anchor: str) -> str:
         b, ex = r.block, r.excerpt
@@ -154,9 +161,7 @@ class Renderer:
         if ex:
             note = (f'<p class="lk-disclaimer"{NO_SEARCH}>{NOT_VERBATIM}这是本系列的独立教学实现，'
                     f'代码逐字取自本仓库的 <code>{escape(ex.file)}</code>，并由测试覆盖。</p>')
-            body = self.code(ex.text, ex.start, anchor)
-        else:
-            body = self.code("\n".join(b.body) + "\n", 1, anchor)
+        body = self.code(*code_of(r), anchor)
         return (f'<div class="lk-block lk-teaching" id="{anchor}">'
                 + self.head("TEACHING SIMPLIFICATION", "teach", meta, links) + note + body + "</div>")
 
@@ -167,10 +172,9 @@ class Renderer:
             if ex.symbol:
                 meta.append(f"<code>{escape(ex.symbol)}</code>")
             links = [("查看脚本", self.links.script(ex.file))]
-            code = self.code(ex.text, ex.start, anchor)
         else:
             meta, links = ["内联脚本"], []
-            code = self.code("\n".join(b.body) + "\n", 1, anchor)
+        code = self.code(*code_of(r), anchor)
         purpose = f'<p class="lk-purpose"><strong>Purpose：</strong>{escape(b.get("Purpose"))}</p>'
         out = escape(result.stdout) if result.stdout else "（无输出）"
         notice = ""

@@ -123,8 +123,8 @@ def block(kind: str, *header: str, body: str | None = None) -> str:
     return text + "```\n"
 
 
-def build_real_site(out: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "SOURCE_DATE_EPOCH": "1764460800"}
+def build_real_site(out: Path, **env_overrides: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "SOURCE_DATE_EPOCH": "1764460800", **env_overrides}
     return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=1200)
 

@@ -13,16 +13,24 @@ interleaved within each repetition and the medians are compared. Every build run
 
 Variants (all on the same pages unless said otherwise):
 
-plain      the site with every annotation block turned into an ordinary ```python fence
-           (header lines as ``#`` comments, then the body as written), the project's hooks
-           and ``lessonkit.mdext`` removed from a generated mkdocs.yml (so no generated
-           pages either); no experiments.
+plain      the same site with lessonkit off: every annotation block turned into an
+           ordinary ```python fence (header lines as ``#`` comments, then the body as
+           written); the project's hooks and Markdown extensions removed from a generated
+           mkdocs.yml (math through ``pymdownx.arithmatex``, as a plain Material site does
+           it); no experiments. The pages the build generates (source browser, script
+           pages, symbol index, generated attachments) are there as ordinary Markdown
+           files, written from the warm build's data: the page text, the whole file as a
+           fenced code block with line numbers, the tables as Markdown tables. So both
+           sides build the same pages, and the difference is lessonkit's work.
+plain-docs supporting: plain without the generated pages (only what docs/ holds), so
+           the cost of those pages themselves is visible too.
 plain+     supporting: like plain, but each fence holds what lessonkit shows (the verified
            excerpt, and the experiment's output as a ```text fence), so it separates
            lessonkit's own overhead from the cost of highlighting more code.
-warm       the real configuration with a filled experiment cache.
+warm       the real configuration with filled caches (experiments, highlighted code,
+           symbol tables, formulas, link scans).
 cold       the real configuration with an empty ``LESSONKIT_CACHE`` (every experiment
-           runs); the pinned tree comes from ``AUTOGRAD_SOURCE`` so nothing is downloaded.
+           runs, everything is highlighted and converted again); the pinned tree comes from ``AUTOGRAD_SOURCE`` so nothing is downloaded.
            Ratio 2 compares it with plain + the experiments' total CPU / cores, that CPU
            measured by running every script once, one at a time (``experiment_cpu_serial``).
 verify     ``python -m lessonkit verify``.
@@ -132,10 +140,27 @@ def _drop_item(lines: list[str], pattern: str) -> list[str]:
     return out
 
 
+def _add_extension(lines: list[str], block: str) -> list[str]:
+    """Append ``block`` (YAML list item lines) at the end of ``markdown_extensions``."""
+    idx = next(i for i, l in enumerate(lines) if l.startswith("markdown_extensions:"))
+    end = idx + 1
+    while end < len(lines) and (not lines[end].strip() or lines[end].startswith((" ", "-"))):
+        end += 1
+    while lines[end - 1].strip() == "":
+        end -= 1
+    return lines[:end] + block.split("\n") + lines[end:]
+
+
 def plain_config(text: str) -> str:
-    """mkdocs.yml without the project's hooks and the lessonkit.mdext extension."""
+    """mkdocs.yml without the project's hooks and Markdown extensions.
+
+    Math goes the way a plain Material site does it: ``pymdownx.arithmatex`` (generic),
+    leaving the formulas to a script in the browser, instead of lessonkit.mathml's
+    build-time MathML."""
     lines = _drop_item(text.split("\n"), r"(\./)?hooks/lessonkit_hooks\.py")
     lines = _drop_item(lines, r"lessonkit\.mdext")
+    had_math = any(re.match(r"^\s*-\s*lessonkit\.mathml\s*:?\s*$", l) for l in lines)
+    lines = _drop_item(lines, r"lessonkit\.mathml")
     out = []
     for i, line in enumerate(lines):  # a `hooks:` key left without items goes too
         if line.rstrip() == "hooks:":
@@ -143,9 +168,11 @@ def plain_config(text: str) -> str:
             if not re.match(r"^\s+-", nxt):
                 continue
         out.append(line)
+    if had_math:
+        out = _add_extension(out, "  - pymdownx.arithmatex:\n      generic: true")
     result = "\n".join(out)
-    if "lessonkit_hooks" in result or "lessonkit.mdext" in result:
-        raise SystemExit("bench: could not remove the lessonkit hooks/extension from mkdocs.yml")
+    if re.search(r"lessonkit_hooks|lessonkit\.(mdext|mathml)", result):
+        raise SystemExit("bench: could not remove the lessonkit hooks/extensions from mkdocs.yml")
     return result
 
 
@@ -158,14 +185,7 @@ def mdexec_config(text: str) -> str:
              "          validator: !!python/name:markdown_exec.validator\n"
              "          format: !!python/name:markdown_exec.formatter")
     lines = _drop_item(plain_config(text).split("\n"), r"pymdownx\.superfences")
-    idx = next(i for i, l in enumerate(lines) if l.startswith("markdown_extensions:"))
-    end = idx + 1
-    while end < len(lines) and (not lines[end].strip() or lines[end].startswith((" ", "-"))):
-        end += 1
-    while lines[end - 1].strip() == "":
-        end -= 1
-    lines[end:end] = fence.split("\n")
-    return "\n".join(lines)
+    return "\n".join(_add_extension(lines, fence))
 
 
 def _fence_for(text: str, indent_fence: str) -> str:
@@ -207,13 +227,69 @@ def plain_fence(block, raw: list[str]) -> list[str]:
     return out
 
 
-def make_plain(root: Path) -> int:
+def make_plain(root: Path, generated: dict[str, str] | None = None) -> int:
     cfg = root / "mkdocs.yml"
     cfg.write_text(plain_config(cfg.read_text(encoding="utf-8")), encoding="utf-8")
-    return rewrite_pages(root, plain_fence)
+    n = rewrite_pages(root, plain_fence)
+    write_generated(root, generated)
+    return n
 
 
-def make_plain_full(root: Path, cache: Path) -> int:
+def write_generated(root: Path, generated: dict[str, str] | None) -> None:
+    for uri, text in (generated or {}).items():
+        path = root / "docs" / uri
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def plain_generated(lk_root: Path, cache: Path) -> dict[str, str]:
+    """The pages the real build adds (source browser, script pages, symbol index,
+    generated attachments) as ordinary Markdown files: the page text as the build
+    generates it, with each slot as plain Markdown (the whole file as a fenced code
+    block with line numbers, the tables as Markdown tables). Needs a warm cache."""
+    from lessonkit import pages, site, verify
+    from lessonkit.project import Project
+
+    project = Project(lk_root, cache=cache)
+    paths = project.pages()
+    texts = {project.rel(p): project.read_page(p) for p in paths}
+    report = verify.check(project, paths)
+    if report.problems:
+        raise SystemExit(f"bench: the project has annotation problems: {report.problems[0]}")
+    cites = site.citations(report, "docs/", texts)
+    results = {}
+    for job in [r.job for rs in report.resolved.values() for r in rs if r.job] + pages.diagram_jobs(project):
+        result = project.runner.cached(job)
+        if result is None:
+            raise SystemExit(f"bench: no cached output for {job.label}; the warm cache is incomplete")
+        results[project.runner.key(job)] = result
+    out = {}
+    for g in pages.browser_pages(project, cites) + pages.attachment_pages(project, report, results)[0]:
+        out[g.uri] = _plain_slots(project, g, cites) if g.code else g.content
+    return out
+
+
+def _plain_slots(project, g, cites) -> str:
+    from lessonkit import pages
+
+    origin, file = g.code
+    sf = pages.code_file(project, origin, file)
+    own = sorted((c for c in cites if c.origin == origin and c.file == file), key=lambda c: (c.start, c.page))
+    up = "../" * g.uri.count("/")
+    cited = "本文件没有被任何课程引用；仍可完整浏览。" if not own else (
+        "| 行 | 符号 | 引用它的块 |\n|---|---|---|\n" + "\n".join(
+            f"| [L{c.start}–L{c.end}](#L{c.start}) | {f'`{c.symbol}`' if c.symbol else '（片段）'} | "
+            f"[{c.label} · {c.anchor}]({up}{c.page}#{c.anchor}) |" for c in own))
+    defs = [d for d in sf.definitions if d.kind != "call"] if file.endswith(".py") else []
+    symbols = "| 符号 | 类型 | 行 |\n|---|---|---|\n" + "\n".join(
+        f"| `{d.name}` | {d.kind} | [L{d.start}–L{d.end}](#L{d.start}) |" for d in defs)
+    fence = _fence_for(sf.text, "```")
+    code = f'{fence}python linenums="1"\n{sf.text.rstrip(chr(10))}\n{fence}'
+    return (g.content.replace(pages.CITED_MARK, cited).replace(pages.SYMBOLS_MARK, symbols)
+            .replace(pages.CODE_MARK, code))
+
+
+def make_plain_full(root: Path, cache: Path, generated: dict[str, str] | None = None) -> int:
     """Plain fences that hold what lessonkit shows: the excerpt, and the cached output."""
     from lessonkit.project import Project
 
@@ -243,10 +319,12 @@ def make_plain_full(root: Path, cache: Path) -> int:
             out += ["", f"{ind}{f2}text", *[ind + l if l else "" for l in body], f"{ind}{f2}"]
         return out
 
-    return rewrite_pages(root, convert)
+    n = rewrite_pages(root, convert)
+    write_generated(root, generated)
+    return n
 
 
-def make_mdexec(root: Path) -> int:
+def make_mdexec(root: Path, generated: dict[str, str] | None = None) -> int:
     """The plain site plus a markdown-exec fence per experiment that runs its script."""
     cfg = root / "mkdocs.yml"
     cfg.write_text(mdexec_config(cfg.read_text(encoding="utf-8")), encoding="utf-8")
@@ -273,6 +351,7 @@ def make_mdexec(root: Path) -> int:
                       *[ind + l if l else "" for l in script.rstrip("\n").split("\n")], f"{ind}{fence}"]
 
     rewrite_pages(root, convert)
+    write_generated(root, generated)
     return runs
 
 
@@ -565,28 +644,33 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
     # -- the variants, each a copy of one snapshot of the project (others may be editing it)
     snap = copy_project(work / "snapshot")
     lk = copy_project(work / "lessonkit", snap)
+    lk_env = {**env, "LESSONKIT_CACHE": str(warm_cache)}
+
+    # -- warm-up (not measured): fills the experiment cache, the OS caches, jieba's cache
+    print("bench: warm-up (fills the caches; not measured) …", flush=True)
+    timed(mkdocs_build(lk), lk, lk_env)
+    generated = plain_generated(lk, warm_cache)
     plain = copy_project(work / "plain", snap)
-    n_blocks = make_plain(plain)
+    n_blocks = make_plain(plain, generated)
+    plain_docs = copy_project(work / "plain-docs", snap)
+    make_plain(plain_docs)
     plain_full = copy_project(work / "plain-full", snap)
+    make_plain_full(plain_full, warm_cache, generated)
     scaled = copy_project(work / "x10", snap)
     n_scaled = make_scaled(scaled, SCALE)
     mdexec = None
     if has_mdexec:
         mdexec = copy_project(work / "mdexec", snap)
-        n_exec = make_mdexec(mdexec)
-    lk_env = {**env, "LESSONKIT_CACHE": str(warm_cache)}
-
-    # -- warm-up (not measured): fills the experiment cache, the OS caches, jieba's cache
-    print("bench: warm-up (fills the experiment cache; not measured) …", flush=True)
-    timed(mkdocs_build(lk), lk, lk_env)
-    make_plain_full(plain_full, warm_cache)
+        n_exec = make_mdexec(mdexec, generated)
     timed(mkdocs_build(plain), plain, env)
-    n_pages = sum(1 for _ in (lk / "docs").rglob("*.md"))
-    print(f"bench: {n_pages} pages, {n_blocks} annotation blocks; x10 variant: {n_scaled} lesson pages; "
+    n_pages = sum(1 for _ in (plain / "docs").rglob("*.md"))
+    n_docs = sum(1 for _ in (lk / "docs").rglob("*.md"))
+    print(f"bench: {n_pages} pages ({n_docs} written in docs/, {len(generated)} generated by the build), "
+          f"{n_blocks} annotation blocks; x10 variant: {n_scaled} lesson pages; "
           f"markdown-exec variant: {n_exec if mdexec else 0} executed fences", flush=True)
 
     series: dict[str, Series] = {k: Series(k) for k in
-                                 ("plain", "plain+", "warm", "cold", "verify", "x10", "mdexec")}
+                                 ("plain", "plain-docs", "plain+", "warm", "cold", "verify", "x10", "mdexec")}
     exp_cpu_json, exp_cpu_log = [], []
     mdexec_errors = 0
     for rep in range(1, reps + 1):
@@ -609,6 +693,7 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
         verify_summary = VERIFY_SUMMARY.search(s.log)[0]
         series["verify"].samples.append(s)
         series["plain+"].samples.append(timed(mkdocs_build(plain_full), plain_full, env))
+        series["plain-docs"].samples.append(timed(mkdocs_build(plain_docs), plain_docs, env))
         if mdexec is not None:
             mx_path = [str(pinned), str(mdexec / "experiments"), str(mdexec / "mini-autograd")]
             mx_env = {**env, "PYTHONPATH": os.pathsep.join(mx_path + [p for p in [env.get("PYTHONPATH")] if p]),
@@ -647,11 +732,13 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
                      W.cpu / series["mdexec"].cpu, None))
     rows.append(("-", "supporting: warm build / plain+ build (same code shown)", W.wall / series["plain+"].wall,
                  W.cpu / series["plain+"].cpu, None))
+    rows.append(("-", "supporting: warm build / plain build of docs/ only", W.wall / series["plain-docs"].wall,
+                 W.cpu / series["plain-docs"].cpu, None))
 
     print()
     print(f"machine: {cores} cores (os.cpu_count; {usable} usable) · Python {v['python']} · MkDocs {v['mkdocs']} · "
           f"Material {v['mkdocs-material']} · markdown-exec {v['markdown-exec']}")
-    print(f"pages: {n_pages} ({n_blocks} annotation blocks); repetitions: {reps} (x10: {scale_reps}); "
+    print(f"pages: {n_pages}, {len(generated)} of them generated by the build ({n_blocks} annotation blocks); repetitions: {reps} (x10: {scale_reps}); "
           f"ratios of medians; pass/fail on the wall-time ratio")
     print(f"load average at start {load_start}, at end {_load()} (other work on the machine inflates wall times)")
     print()

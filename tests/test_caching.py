@@ -1,0 +1,240 @@
+"""The caches that make warm builds cheap never change what the site shows.
+
+Every cache is keyed by content; these tests check that a hit returns what the work
+would have produced, that a change of input is a miss, that damaged entries are
+redone, and that code deferred past the search index changes neither the page nor
+the index. Timing itself is measured by ``nox -s bench``, not here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import markdown
+import pytest
+
+from support import ROOT, block
+from lessonkit import linkcheck, mathml, mdext, store
+from lessonkit.execute import Job
+from lessonkit.pyindex import SourceFile
+from lessonkit.render import Deferred
+
+EXTENSIONS = ["lessonkit.mdext", "lessonkit.mathml", "abbr", "admonition", "attr_list", "def_list", "footnotes",
+              "md_in_html", "tables", "toc", "pymdownx.details", "pymdownx.superfences"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_memory(monkeypatch):
+    """Each test starts with an empty memory layer and no build-wide stores."""
+    monkeypatch.setattr(store, "_MEMORY", {})
+    monkeypatch.setattr(SourceFile, "store", None)
+    monkeypatch.setattr(mathml, "STORE", None)
+
+
+# ---------------------------------------------------------------- the store itself
+
+def test_store_roundtrip_memory_and_disk(tmp_path, monkeypatch):
+    s = store.Store(tmp_path, "render")
+    key = store.digest("a", "b")
+    assert s.get(key) is None
+    assert s.get_or_make(key, lambda: "value") == "value"
+    assert (s.hits, s.misses) == (0, 1)
+    assert (tmp_path / "render" / key).read_text(encoding="utf-8") == "value"
+    monkeypatch.setattr(store, "_MEMORY", {})  # a new process: only the disk remains
+    again = store.Store(tmp_path, "render")
+    assert again.get_or_make(key, lambda: pytest.fail("recomputed a cached value")) == "value"
+    assert (again.hits, again.misses) == (1, 0)
+    assert list((tmp_path / "render").glob(".tmp-*")) == []
+
+
+def test_store_keys_separate_every_input():
+    keys = {store.digest("ab", "c"), store.digest("a", "bc"), store.digest("abc"), store.digest("a", "b", "c"),
+            store.digest(b"ab", "c")}
+    assert len(keys) == 4  # bytes and str of the same text are the same input; nothing else collides
+    assert store.digest("x") == store.digest("x")
+
+
+def test_damaged_store_entry_is_redone(tmp_path):
+    s = store.Store(tmp_path, "render")
+    key = store.digest("k")
+    (tmp_path / "render").mkdir()
+    (tmp_path / "render" / key).write_bytes(b"\xff\xfe not utf-8")
+    assert s.get_or_make(key, lambda: "fresh") == "fresh"
+    assert (tmp_path / "render" / key).read_text(encoding="utf-8") == "fresh"
+
+
+def test_store_without_a_directory_only_remembers(tmp_path):
+    s = store.Store(None, "render")
+    assert s.get_or_make("k", lambda: "v") == "v"
+    assert s.get("k") == "v"
+
+
+# ---------------------------------------------------------------- symbol tables, formulas, link scans
+
+def test_cached_definitions_equal_parsed_ones(tmp_path, real_project):
+    sf_plain = SourceFile("autograd/core.py", (real_project.tree.root / "autograd/core.py").read_bytes())
+    expected = sf_plain.definitions
+    SourceFile.store = store.Store(tmp_path, "symbols")
+    first = SourceFile("autograd/core.py", sf_plain.data).definitions  # parsed, then stored
+    entries = list((tmp_path / "symbols").iterdir())
+    assert len(entries) == 1
+    second = SourceFile("autograd/core.py", sf_plain.data).definitions  # from the store
+    assert first == second == expected
+    assert any(d.name == "backward_pass" and (d.start, d.end) == (25, 32) for d in second)
+    entries[0].write_text("[[\"not\", \"a\", \"definition\"]]", encoding="utf-8")  # wrong shape
+    store._MEMORY.clear()
+    assert SourceFile("autograd/core.py", sf_plain.data).definitions == expected
+
+
+def test_cached_formula_equals_converted_one(tmp_path):
+    direct = mathml.to_mathml(r"\frac{\partial y}{\partial x}", "inline")
+    mathml.STORE = store.Store(tmp_path, "mathml")
+    assert mathml.to_mathml(r"\frac{\partial y}{\partial x}", "inline") == direct
+    store._MEMORY.clear()
+    assert mathml.to_mathml(r"\frac{\partial y}{\partial x}", "inline") == direct  # from disk
+    assert mathml.to_mathml(r"\frac{\partial y}{\partial x}", "block") != direct  # display is part of the key
+    assert "<math" in direct and "mfrac" in direct
+
+
+def test_link_scan_cache_follows_page_content(tmp_path):
+    site = tmp_path / "site"
+    (site / "a").mkdir(parents=True)
+    (site / "index.html").write_text('<a href="a/">a</a> <a href="a/#x">x</a>', encoding="utf-8")
+    (site / "a" / "index.html").write_text('<h1 id="x">x</h1>', encoding="utf-8")
+    cache = tmp_path / "cache"
+    assert linkcheck.check_site(site, cache=cache) == linkcheck.check_site(site) == []
+    assert len(list((cache / "links").iterdir())) == 2
+    (site / "a" / "index.html").write_text('<h1 id="y">y</h1>', encoding="utf-8")  # the anchor goes away
+    found = [str(p) for p in linkcheck.check_site(site, cache=cache)]
+    assert found == ["site/index.html: broken anchor: a/#x"]
+    assert found == [str(p) for p in linkcheck.check_site(site)]
+
+
+# ---------------------------------------------------------------- rendered blocks and deferred code
+
+def _render(text: str, path: str, deferred: Deferred | None) -> tuple[str, list]:
+    md = markdown.Markdown(extensions=EXTENSIONS, extension_configs={"lessonkit.mdext": {"root": str(ROOT)}})
+    ctx = mdext.PageContext(path, 0, [], root=str(ROOT), source=text, deferred=deferred)
+    token = mdext.CURRENT.set(ctx)
+    try:
+        return md.convert(text), ctx.problems
+    finally:
+        mdext.CURRENT.reset(token)
+
+
+def _search_entries(html: str) -> list[dict]:
+    from material.plugins.search.plugin import SearchIndex
+
+    index = SearchIndex()
+    page = SimpleNamespace(meta={}, content=html, toc=[], url="lessons/x/", title="x")
+    index.add_entry_from_context(page)
+    return index.entries
+
+
+@pytest.fixture(scope="module")
+def lesson05(real_project):
+    path = "docs/lessons/05-reverse-mode.md"
+    return path, (ROOT / path).read_text(encoding="utf-8")
+
+
+def test_deferred_code_gives_the_same_page_and_search_index(lesson05):
+    path, text = lesson05
+    direct, problems = _render(text, path, None)
+    assert problems == []
+    deferred = Deferred("t3st", {})
+    early, problems = _render(text, path, deferred)
+    assert problems == []
+    assert len(deferred.html) == direct.count('<table class="highlighttable">') > 5
+    assert early.count("<span") * 4 < direct.count("<span")  # what the search index parses is small
+    filled, missing = deferred.fill(early)
+    assert missing == []
+    assert filled == direct
+    assert _search_entries(early) == _search_entries(direct)
+    assert any("def backward_pass(g, end_node):" in e["text"] for e in _search_entries(early))
+
+
+def test_fill_reports_a_slot_that_went_missing():
+    d = Deferred("n", {})
+    page = "<p>a</p>" + d.slot("x = 1\n", "<pre>HIGHLIGHTED</pre>")
+    assert d.fill(page) == ("<p>a</p><pre>HIGHLIGHTED</pre>", [])
+    assert d.fill("<p>rewritten by someone</p>") == ("<p>rewritten by someone</p>", ["lk-defer-n-0"])
+
+
+def test_block_code_is_highlighted_once_and_keyed_by_what_it_shows(site, monkeypatch):
+    site.page("p.md", "# t\n\n" + block("real-source", "File: autograd/core.py", "Symbol: backward_pass",
+                                        "Commit: f53a21734fdfae636f448744d9097d8d35a643a0"))
+    text = (site.root / "docs" / "p.md").read_text(encoding="utf-8")
+    monkeypatch.setenv("AUTOGRAD_SOURCE", str(site.pinned_root))
+    monkeypatch.setenv("LESSONKIT_CACHE", str(site.cache))
+    mdext.reset()
+    calls = []
+    real = mdext.Highlight.highlight
+
+    def counting(self, src, *a, **k):
+        calls.append(src)
+        return real(self, src, *a, **k)
+
+    monkeypatch.setattr(mdext.Highlight, "highlight", counting)
+
+    def render(t):
+        md = markdown.Markdown(extensions=EXTENSIONS, extension_configs={"lessonkit.mdext": {"root": str(site.root)}})
+        ctx = mdext.PageContext("docs/p.md", 0, [], root=str(site.root), source=t)
+        token = mdext.CURRENT.set(ctx)
+        try:
+            return md.convert(t)
+        finally:
+            mdext.CURRENT.reset(token)
+
+    first = render(text)
+    assert len(calls) == 1 and calls[0].startswith("def backward_pass(g, end_node):")
+    store._MEMORY.clear()  # a new process: the disk entry answers
+    assert render(text) == first and len(calls) == 1
+    render(text.replace("Symbol: backward_pass", "Symbol: VJPNode"))  # other lines: a miss
+    assert len(calls) == 2 and calls[1].startswith("class VJPNode(Node):")
+    assert len(list((site.cache / "render").iterdir())) == 2
+
+
+# ---------------------------------------------------------------- experiments start in the background
+
+def test_started_jobs_report_what_must_run_and_give_run_all_results(site, monkeypatch):
+    monkeypatch.setenv("AUTOGRAD_SOURCE", str(site.pinned_root))
+    runner = site.project().runner
+    jobs = [Job("a.py", b"print('a')\n", 60, "a.py"), Job("b.py", b"print('b')\n", 60, "b.py")]
+    pending = runner.start(jobs)
+    assert pending.to_run == 2
+    first = pending.results()
+    assert [r.stdout for r in first.values()] == ["a\n", "b\n"]
+    again = site.project().runner.start(jobs)  # a new build: both are in the cache now
+    assert again.to_run == 0
+    assert {k: r.stdout for k, r in again.results().items()} == {k: r.stdout for k, r in first.items()}
+    assert json.loads(next((site.cache / "experiments").glob("*.json")).read_text())["exit_code"] == 0
+
+
+def test_a_job_asked_for_while_in_flight_runs_once(site, monkeypatch):
+    monkeypatch.setenv("AUTOGRAD_SOURCE", str(site.pinned_root))
+    runner = site.project().runner
+    job = Job("slow.py", b"import time\ntime.sleep(0.5)\nprint('done')\n", 60, "slow.py")
+    pending = runner.start([job])
+    direct = runner.run(job)  # a page that needs it while it runs in the background
+    assert direct.stdout == "done\n"
+    assert list(pending.results().values()) == [direct]
+    assert runner.stats == {"ran": 1, "cached": 0}
+
+
+def test_prewarm_fills_the_source_page_caches(site, monkeypatch, tmp_path):
+    monkeypatch.setenv("AUTOGRAD_SOURCE", str(site.pinned_root))
+    from lessonkit import pages, site as site_mod
+
+    project = site.project()
+    proc = pages.start_prewarm(project, [pages.Generated("source/autograd/core.py.md", "", code=("pinned",
+                                                                                           "autograd/core.py"))])
+    proc.join(120)
+    assert proc.exitcode == 0
+    assert len(list((site.cache / "highlight").iterdir())) == 1
+    n_py = sum(1 for f in project.pin.manifest if f.endswith(".py"))
+    assert len(list((site.cache / "symbols").iterdir())) == n_py  # every pinned Python file's symbols
+    monkeypatch.setattr(site_mod, "highlight", lambda *a, **k: pytest.fail("highlighted again"))
+    html = pages.fill_code_page(project, pages.CODE_MARK, "pinned", "autograd/core.py", [], lambda c: "")
+    assert '<span id="L25" class="lk-line">' in html and "backward_pass" in html

@@ -295,6 +295,15 @@ def _code_page_html(page, html: str, origin: str, file: str) -> str:
     return pages.fill_code_page(_project(), html, origin, file, STATE.citations, href)
 
 
+def on_build_error(error: Exception) -> None:
+    """A build that stops early leaves nothing running behind it (serve goes on to the next)."""
+    if STATE.pending is not None:
+        STATE.pending.cancel()
+    if STATE.prewarm is not None:
+        STATE.prewarm.terminate()
+        STATE.prewarm = None
+
+
 def on_post_build(config: "MkDocsConfig") -> None:
     from lessonkit.linkcheck import check_site
 

@@ -82,8 +82,9 @@ class Pending:
         finally:
             self._pool.shutdown(wait=True)
 
-    def done(self) -> bool:
-        return all(f.done() for f in self._futures.values())
+    def cancel(self) -> None:
+        """Drop the jobs not started yet (those running finish, and are cached if they pass)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 class Runner:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from mkdocs.exceptions import Abort, PluginError
 from mkdocs.plugins import event_priority
-from mkdocs.structure.files import File, InclusionLevel
+from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.utils import get_relative_url
 
 from lessonkit import attachments, mathml, mdext, pages, site, store, verify
@@ -32,7 +32,6 @@ from lessonkit.render import Deferred
 
 if TYPE_CHECKING:
     from mkdocs.config.defaults import MkDocsConfig
-    from mkdocs.structure.files import Files
     from mkdocs.structure.pages import Page
 
 log = logging.getLogger("mkdocs.plugins.lessonkit")
@@ -132,21 +131,38 @@ def on_files(files: "Files", config: "MkDocsConfig") -> "Files":
     STATE.pending = project.runner.start(jobs)
     STATE.late = _Late(t0, report, texts)
     STATE.citations = site.citations(report, "docs/", texts)
-    browser = pages.browser_pages(project, STATE.citations)
-    if STATE.pending.to_run:  # a cold build: highlight the source pages in another process
-        STATE.prewarm = pages.start_prewarm(project, browser)
-    for g in browser:
+    with_experiments = [page for page, rs in report.resolved.items() if any(r.job for r in rs)]
+    if STATE.pending.to_run:  # a cold build: another process highlights those pages' code meanwhile
+        STATE.prewarm = pages.start_prewarm(project, pages.prewarm_plan(report, with_experiments))
+    for g in pages.browser_pages(project, STATE.citations):
         _add(files, config, g.uri, g.content, in_nav=g.in_nav)
         if g.code:
             STATE.generated[g.uri] = g.code
-    for uri in pages.attachment_uris(project):  # written once every experiment has run
+    late = pages.attachment_uris(project)
+    for uri in late:  # written once every experiment has run
         _add(files, config, uri, "", in_nav=True)
     _add(files, config, pages.BUNDLE, b"")
+    files = _render_order(files, project, set(with_experiments), set(late))
     STATE.urls = {f.src_uri: f.url for f in files}
     api = files.get_file_from_path("api.md")
     if api is not None and api.abs_src_path:
         STATE.api = set(API_ENTRY.findall(Path(api.abs_src_path).read_text(encoding="utf-8")))
     return files
+
+
+def _render_order(files: "Files", project, with_experiments: set, late: set) -> "Files":
+    """MkDocs renders pages in the order of ``files``: pages without experiments first, then
+    those with experiments (by then their experiments have had time to run), then the
+    attachments that need all of them. The nav and the pages are the same in any order."""
+    first, then, last = [], [], []
+    for f in files:
+        if f.src_uri in late:
+            last.append(f)
+        elif f.abs_src_path and project.rel(f.abs_src_path) in with_experiments:
+            then.append(f)
+        else:
+            first.append(f)
+    return Files(first + then + last)
 
 
 @dataclass
@@ -191,8 +207,11 @@ def on_env(env, config: "MkDocsConfig", files: "Files"):
             continue
         for key, value in late.items():
             f.page.content = f.page.content.replace(f"[[lessonkit:{key}]]", value)
+        source = STATE.late.texts.get(f"docs/{f.src_uri}", "")
         for key in sorted(set(TOKEN.findall(f.page.content))):
+            at = source.find(f"[[lessonkit:{key}]]")
             p = Problem(f"unknown token `[[lessonkit:{key}]]`", f"docs/{f.src_uri}",
+                        source.count("\n", 0, at) + 1 if at >= 0 else None,
                         hint="known tokens: " + ", ".join(sorted([*STATE.tokens, *late])))
             log.error(str(p))
             STATE.problems.append(p)

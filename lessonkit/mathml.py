@@ -43,6 +43,30 @@ def to_mathml(tex: str, display: str) -> str:
     return html
 
 
+BLOCK_TEX = re.compile(r"^[ \t]*\$\$(.*?)\$\$[ \t]*$", re.S | re.M)
+
+
+def prewarm(text: str) -> None:
+    """Convert the formulas ``text`` appears to hold into the store ahead of rendering.
+    A best effort (a page may use ``$`` otherwise): what does not convert is left for the
+    rendering pass, which reports it at its line."""
+    if STORE is None:
+        return
+    for tex in BLOCK_TEX.findall(text):
+        _prewarm_one(tex, "block")
+    for m in re.finditer(INLINE, BLOCK_TEX.sub("", text)):
+        _prewarm_one(m.group("tex"), "inline")
+
+
+def _prewarm_one(tex: str, display: str) -> None:
+    key = digest("mathml", _converter(), display, tex.strip())
+    if STORE.get(key) is None:
+        try:
+            STORE.put(key, convert(tex.strip(), display=display))
+        except Exception:  # reported, with its line, when the page renders
+            pass
+
+
 def _convert(tex: str, display: str) -> str:
     try:
         return convert(tex.strip(), display=display)

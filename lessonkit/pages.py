@@ -96,16 +96,39 @@ def code_file(project: Project, origin: str, file: str):
     return project.pinned.file(file) if origin == "pinned" else repo_file(project, file)
 
 
-def prewarm(project: Project, code: list[tuple[str, str]]) -> None:
-    """Highlight and index the given source and script files into the caches, ahead of
-    filling their pages; plus the symbol tables of every pinned Python file (repository map)."""
+@dataclass(frozen=True)
+class Prewarm:
+    """Work a build hands to another process: its results land in the content-keyed caches."""
+
+    code: list[tuple[str, int, str]]  # (text, first line, anchor) of blocks, in render order
+    pages: list[str]  # project-relative pages whose formulas to convert
+
+
+def prewarm_plan(report: Report, pages: list[str]) -> Prewarm:
+    from .render import anchors, code_of
+
+    code = [(*code_of(r), anchor) for page in pages for r, anchor in
+            zip(report.resolved.get(page, []), anchors(report.resolved.get(page, [])))]
+    return Prewarm(code, pages)
+
+
+def prewarm(project: Project, plan: Prewarm) -> None:
+    """Highlight the blocks' code, convert the pages' formulas, and index every pinned
+    Python file's symbols, into the caches the build reads."""
+    from markdown import Markdown
+
+    from . import mathml
+    from .mdext import make_renderer
     from .pyindex import SourceFile
+    from .render import NoLinks
 
     SourceFile.store = Store(project.cache, "symbols")
-    for origin, file in code:
-        sf = code_file(project, origin, file)
-        site.highlighted(sf, project.cache)
-        site.symbol_lines(sf)
+    mathml.STORE = Store(project.cache, "mathml")
+    renderer = make_renderer(Markdown(), project, NoLinks())
+    for text, start, anchor in plan.code:
+        renderer.code(text, start, anchor)
+    for page in plan.pages:
+        mathml.prewarm((project.root / page).read_text(encoding="utf-8"))
     for rel in sorted(project.pin.manifest):
         if rel.endswith(".py"):
             try:
@@ -114,21 +137,23 @@ def prewarm(project: Project, code: list[tuple[str, str]]) -> None:
                 pass
 
 
-def _prewarm_worker(root: str, cache: str, code: list[tuple[str, str]]) -> None:
-    prewarm(Project(Path(root), cache=Path(cache)), code)
+def _prewarm_worker(root: str, cache: str, plan: Prewarm) -> None:
+    prewarm(Project(Path(root), cache=Path(cache)), plan)
 
 
-def start_prewarm(project: Project, generated: list[Generated]):
-    """:func:`prewarm` in a new process (the build's own process is busy rendering pages
-    meanwhile); returns the process. Its results reach the build only through the
-    content-keyed caches, so a failed or slow prewarm only costs time."""
+def start_prewarm(project: Project, plan: Prewarm):  # -> multiprocessing.Process | None
+    """:func:`prewarm` in a new process, while the build's own process renders other pages.
+    Its results reach the build only through the content-keyed caches, so a failed or
+    slow prewarm only costs time."""
     import multiprocessing
 
-    code = [g.code for g in generated if g.code]
     proc = multiprocessing.get_context("spawn").Process(
-        target=_prewarm_worker, args=(str(project.root), str(project.cache), code), daemon=True,
+        target=_prewarm_worker, args=(str(project.root), str(project.cache), plan), daemon=True,
         name="lessonkit-prewarm")
-    proc.start()
+    try:
+        proc.start()
+    except OSError:  # no processes to spare: the build does the work itself
+        return None
     return proc
 
 

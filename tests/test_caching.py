@@ -223,18 +223,53 @@ def test_a_job_asked_for_while_in_flight_runs_once(site, monkeypatch):
     assert runner.stats == {"ran": 1, "cached": 0}
 
 
-def test_prewarm_fills_the_source_page_caches(site, monkeypatch, tmp_path):
+def test_prewarm_process_fills_what_the_page_asks_for(site, monkeypatch):
+    """A cold build hands the code of its experiment pages and their formulas to another
+    process; rendering then finds all of it in the caches, under the keys it asks for."""
+    site.page("p.md", "# t\n\n求导 $\\frac{dy}{dx}$：\n\n" + block(
+        "real-source", "File: autograd/tracer.py", "Symbol: Box", "Commit: f53a21734fdfae636f448744d9097d8d35a643a0"))
     monkeypatch.setenv("AUTOGRAD_SOURCE", str(site.pinned_root))
-    from lessonkit import pages, site as site_mod
+    monkeypatch.setenv("LESSONKIT_CACHE", str(site.cache))
+    from lessonkit import pages, verify
 
     project = site.project()
-    proc = pages.start_prewarm(project, [pages.Generated("source/autograd/core.py.md", "", code=("pinned",
-                                                                                           "autograd/core.py"))])
+    plan = pages.prewarm_plan(verify.check(project), ["docs/p.md"])
+    assert [(start, anchor) for _, start, anchor in plan.code] == [(156, "src-Box")]
+    proc = pages.start_prewarm(project, plan)
     proc.join(120)
     assert proc.exitcode == 0
-    assert len(list((site.cache / "highlight").iterdir())) == 1
     n_py = sum(1 for f in project.pin.manifest if f.endswith(".py"))
     assert len(list((site.cache / "symbols").iterdir())) == n_py  # every pinned Python file's symbols
-    monkeypatch.setattr(site_mod, "highlight", lambda *a, **k: pytest.fail("highlighted again"))
-    html = pages.fill_code_page(project, pages.CODE_MARK, "pinned", "autograd/core.py", [], lambda c: "")
-    assert '<span id="L25" class="lk-line">' in html and "backward_pass" in html
+    mdext.reset()
+    mathml.STORE = store.Store(site.cache, "mathml")
+    monkeypatch.setattr(mdext.Highlight, "highlight", lambda *a, **k: pytest.fail("highlighted again"))
+    monkeypatch.setattr(mathml, "convert", lambda *a, **k: pytest.fail("converted again"))
+    md = markdown.Markdown(extensions=EXTENSIONS, extension_configs={"lessonkit.mdext": {"root": str(site.root)}})
+    text = (site.root / "docs" / "p.md").read_text(encoding="utf-8")
+    token = mdext.CURRENT.set(mdext.PageContext("docs/p.md", 0, [], root=str(site.root), source=text))
+    try:
+        html = md.convert(text)
+    finally:
+        mdext.CURRENT.reset(token)
+    assert 'id="src-Box"' in html and '<span class="nc">Box</span>' in html and "<mfrac>" in html
+
+
+# ---------------------------------------------------------------- tokens resolved after the experiments
+
+def test_bundle_tokens_are_filled_and_an_unknown_token_is_located(site):
+    site.page("index.md", "# 首页\n\n资源包 [[lessonkit:bundle-size]]，sha256 `[[lessonkit:bundle-sha256]]`。\n")
+    r = site.build()
+    assert r.returncode == 0, r.stderr[-2000:]
+    html = (site.root / "site" / "index.html").read_text(encoding="utf-8")
+    assert "[[lessonkit:" not in html
+    import hashlib
+    data = (site.root / "site" / "downloads" / "autograd-resources.zip").read_bytes()
+    assert f"<code>{hashlib.sha256(data).hexdigest()}</code>" in html
+    site.page("index.md", "# 首页\n\n正文。\n\n资源包 [[lessonkit:bundle-sha]]。\n")
+    r = site.build()
+    assert r.returncode != 0
+    lines = [l for l in r.stderr.splitlines() if "unknown token" in l]
+    assert len(lines) == 1
+    assert lines[0].split("-  ", 1)[-1].startswith(
+        "docs/index.md:5: unknown token `[[lessonkit:bundle-sha]]` — known tokens: bundle-sha256, bundle-size,")
+    assert "Traceback" not in r.stderr

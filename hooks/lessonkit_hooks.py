@@ -271,7 +271,7 @@ def on_page_markdown(markdown: str, page: "Page", config: "MkDocsConfig", files:
     if page.file.src_uri.startswith("lessons/"):
         own = [c for c in STATE.citations if c.page == page.file.src_uri]
         depth = page.file.src_uri.count("/")
-        markdown += site.cited_list(own, lambda uri: "../" * depth + uri)
+        markdown = site.add_section(markdown, site.cited_list(own, lambda uri: "../" * depth + uri))
     return markdown
 
 

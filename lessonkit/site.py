@@ -185,6 +185,20 @@ def symbol_index(cites: list[Citation], rel_link: Callable[[str], str]) -> str:
     return "\n".join(parts) + "\n"
 
 
+FOOTER = re.compile(r"\n[ \t]*(?:-{3,}|\*{3,}|_{3,})[ \t]*\n+(?:[^\n]*\]\([^)\n]*\)[^\n]*\n?)+\s*\Z")
+
+
+def add_section(markdown: str, section: str) -> str:
+    """``section`` at the end of a page, but before a closing footer of links (a rule,
+    then only lines with links, such as a lesson's previous/next line)."""
+    if not section:
+        return markdown
+    m = FOOTER.search(markdown)
+    if m is None:
+        return markdown + section
+    return markdown[:m.start()] + section + markdown[m.start():]
+
+
 def cited_list(page_cites: list[Citation], rel_link: Callable[[str], str]) -> str:
     """The list appended to a lesson: the source it cited, in page order."""
     rows, seen = [], set()

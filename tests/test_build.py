@@ -114,6 +114,8 @@ def test_lesson_lists_the_source_it_cited(built_site):
     html = (built_site / "lessons" / "05-reverse-mode" / "index.html").read_text()
     section = html[html.index('id="cited-source"'):]
     assert "backward_pass" in section and "source/autograd/core.py/#L25" in section
+    # the generated list comes before the lesson's own previous/next line, which stays last
+    assert html.index('id="cited-source"') < html.index(">← 04 · tracer.py")
 
 
 def test_every_experiment_gives_the_same_output_twice(real_project):

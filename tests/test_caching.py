@@ -9,7 +9,6 @@ the index. Timing itself is measured by ``nox -s bench``, not here.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from types import SimpleNamespace
 
 import markdown
@@ -273,3 +272,15 @@ def test_bundle_tokens_are_filled_and_an_unknown_token_is_located(site):
     assert lines[0].split("-  ", 1)[-1].startswith(
         "docs/index.md:5: unknown token `[[lessonkit:bundle-sha]]` — known tokens: bundle-sha256, bundle-size,")
     assert "Traceback" not in r.stderr
+
+
+def test_generated_section_goes_before_a_closing_footer_of_links():
+    from lessonkit.site import add_section
+
+    page = "# t\n\n正文。\n\n---\n\n[← 04 · x](04-x.md) · [06 · y →](06-y.md)\n"
+    assert add_section(page, "\n\n## 列表\n") == \
+        "# t\n\n正文。\n\n\n## 列表\n\n---\n\n[← 04 · x](04-x.md) · [06 · y →](06-y.md)\n"
+    assert add_section("# t\n\n正文。\n", "\n\n## 列表\n") == "# t\n\n正文。\n\n\n## 列表\n"
+    rule_then_prose = "# t\n\n---\n\n结尾的话，没有链接。\n"
+    assert add_section(rule_then_prose, "\n## L\n") == rule_then_prose + "\n## L\n"
+    assert add_section(page, "") == page

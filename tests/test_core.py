@@ -6,7 +6,6 @@ import os
 import re
 import shutil
 import subprocess
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,6 @@ from support import COMMIT, block
 from lessonkit.errors import LessonError
 from lessonkit.parse import parse_page
 from lessonkit.pin import check_tree, load_pin, provide
-from lessonkit.project import Project
 from lessonkit.resolve import Tree, excerpt_of
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,8 +8,6 @@ import http.server
 import json
 import os
 import shutil
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from urllib.parse import urlsplit

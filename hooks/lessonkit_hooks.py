@@ -3,11 +3,11 @@
 Rendering of annotation blocks lives in the ``lessonkit.mdext`` Markdown
 extension, the cross-link data in ``lessonkit.site`` and the generated pages in
 ``lessonkit.pages``; these hooks only reset state per build, provide the pinned
-tree once, run the experiments in parallel before any page renders, add the
-generated pages (source browser, script pages, symbol index, attachments,
-bundle), give the extension each page's path, line offset and link targets,
-put highlighted code into pages after the search index has read them, and turn
-lessonkit errors into one-line MkDocs errors.
+tree once, start the experiments in the background and order the pages so that
+those with experiments render last, add the generated pages (source browser,
+script pages, symbol index, attachments, bundle), give the extension each page's
+path, line offset and link targets, put highlighted code into pages after the
+search index has read them, and turn lessonkit errors into one-line MkDocs errors.
 """
 
 from __future__ import annotations
@@ -49,7 +49,6 @@ class _State:
     urls: dict = field(default_factory=dict)  # src_uri -> url
     api: set = field(default_factory=set)  # documented API object paths
     tokens: dict = field(default_factory=dict)  # [[lessonkit:x]] -> value
-    bundle: dict = field(default_factory=dict)
     nonce: str = field(default_factory=lambda: secrets.token_hex(4))
     deferred: dict = field(default_factory=dict)  # src_uri -> Deferred (filled after the search index)
     pending: object = None  # the experiments, running in the background
@@ -199,7 +198,7 @@ def on_env(env, config: "MkDocsConfig", files: "Files"):
         STATE.prewarm = None
     results = STATE.late.results()
     attached = [pages.Generated(uri, text) for uri, text in STATE.late.attached.items()]
-    data, STATE.bundle = pages.bundle(project, results, STATE.late.texts, attached, STATE.late.calls_text)
+    data = pages.bundle(project, results, STATE.late.texts, attached, STATE.late.calls_text)
     files.get_file_from_path(pages.BUNDLE).content_bytes = data
     late = {"bundle-sha256": attachments.sha256(data), "bundle-size": f"{len(data) / 1024:.1f} KiB"}
     for f in files.documentation_pages():
@@ -252,13 +251,15 @@ def on_page_markdown(markdown: str, page: "Page", config: "MkDocsConfig", files:
     project = _project()
     problems: list[Problem] = []
     src = page.file.abs_src_path
-    raw = markdown
-    if src:
-        try:
-            raw = project.read_page(Path(src))
-        except LessonError as exc:
-            problems += exc.problems
     rel = project.rel(src) if src else f"docs/{page.file.src_uri}"
+    raw = STATE.late.texts.get(rel) if STATE.late else None  # read (and checked) once, in on_files
+    if raw is None:
+        raw = markdown
+        if src:
+            try:
+                raw = project.read_page(Path(src))
+            except LessonError as exc:
+                problems += exc.problems
     deferred = STATE.deferred[page.file.src_uri] = Deferred(STATE.nonce, {})
     ctx = mdext.PageContext(rel, _offset(raw, markdown), problems, links=_Links(page.url),
                             root=str(STATE.root), source=raw, deferred=deferred)

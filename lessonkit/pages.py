@@ -292,8 +292,8 @@ BUNDLE_README = """# autograd-resources
 
 
 def bundle(project: Project, results: dict, texts: dict[str, str], generated: list[Generated],
-           calls_text: str | None) -> tuple[bytes, dict[str, bytes]]:
-    """Byte-identical scripts and plain-text attachments in a reproducible zip: (zip, entries)."""
+           calls_text: str | None) -> bytes:
+    """Byte-identical scripts and plain-text attachments in a reproducible zip."""
     entries: dict[str, bytes] = {}
     for d in ("experiments", "mini-autograd"):
         for p in sorted((project.root / d).rglob("*")):
@@ -309,4 +309,4 @@ def bundle(project: Project, results: dict, texts: dict[str, str], generated: li
                            else g.content.encode())
     entries["README.md"] = BUNDLE_README.format(version=project.pin.version, commit=project.pin.commit).encode()
     epoch = int(os.environ.get("SOURCE_DATE_EPOCH", "315532800"))
-    return attachments.zip_bytes(entries, epoch), entries
+    return attachments.zip_bytes(entries, epoch)

@@ -7,10 +7,7 @@ code path as the build and ``nox -s verify``), never from hand-kept lists.
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
-import tempfile
 from collections import defaultdict
 from dataclasses import dataclass
 from html import escape
@@ -24,6 +21,7 @@ from pygments.util import ClassNotFound
 
 from .pyindex import SourceFile
 from .render import anchors, slug
+from .store import Store, digest
 from .verify import Report
 
 FORMAT = "1"  # bump when the HTML of the generated pages changes shape
@@ -101,19 +99,11 @@ def highlighted(sf: SourceFile, cache: Path | None = None) -> str:
     """Pygments HTML of a whole file, one ``<span id="L-n">`` per line; cached by content."""
     import pygments
 
-    key = hashlib.sha256(b"\0".join([pygments.__version__.encode(), sf.rel.encode(), sf.data])).hexdigest()
-    path = cache / "highlight" / f"{key}.html" if cache else None
-    if path is not None and path.exists():
-        return path.read_text(encoding="utf-8")
-    body = highlight(sf.text, _lexer(sf.rel), HtmlFormatter(linespans="L"))
-    body = body[body.index("<pre>") + 5: body.rindex("</pre>")].removeprefix("<span></span>")
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(body)
-        os.replace(tmp, path)
-    return body
+    def make() -> str:
+        body = highlight(sf.text, _lexer(sf.rel), HtmlFormatter(linespans="L"))
+        return body[body.index("<pre>") + 5: body.rindex("</pre>")].removeprefix("<span></span>")
+
+    return Store(cache, "highlight").get_or_make(digest("highlight", pygments.__version__, sf.rel, sf.data), make)
 
 
 def code_html(sf: SourceFile, cites: list[Citation], href: Callable[[Citation], str],

@@ -159,13 +159,14 @@ def nesting_svg(levels: list[int], inner: str = "float（原始输入值）") ->
 
 def acceptance(project: Project, report: Report, results: dict[str, execute.Result]) -> str:
     v = execute.versions()
+    kinds = list(project.kinds.fenced.values())
     rows = []
     for page, rs in sorted(report.resolved.items()):
-        counts = {k: sum(1 for r in rs if r.block.kind == k)
-                  for k in ("real-source", "teaching-simplification", "experiment")}
-        if any(counts.values()):
-            rows.append(f"| `{page}` | {counts['real-source']} | {counts['teaching-simplification']} | "
-                        f"{counts['experiment']} |")
+        counts = [sum(1 for r in rs if r.kind is k) for k in kinds]
+        if any(counts):
+            rows.append(f"| `{page}` | " + " | ".join(map(str, counts)) + " |")
+    head = "| 页面 | " + " | ".join(k.label for k in kinds) + " |\n|---|" + "---|" * len(kinds)
+    totals = "| **合计** | " + " | ".join(f"**{report.count(k.name)}**" for k in kinds) + " |"
     exp_rows = []
     for page, rs in sorted(report.resolved.items()):
         for r in rs:
@@ -201,10 +202,9 @@ def acceptance(project: Project, report: Report, results: dict[str, execute.Resu
 
 **已检查：** {report.count('real-source')} 个 [REAL SOURCE] 块全部解析到固定版本中的文件与符号，commit 等于固定版本，正文（如有）逐字等于源码中连续的行，给出的 `Lines` 与真实位置一致；{report.count('teaching-simplification')} 个 [TEACHING SIMPLIFICATION] 块中，{repo_excerpts} 个逐字取自本仓库文件，{based} 个的 `Based-on` 解析成功；{report.count('experiment')} 个 [EXPERIMENT] 块的脚本存在且所示片段逐字取自脚本。构建中未发现问题（有问题时构建会失败，不会生成本页）。
 
-| 页面 | REAL SOURCE | TEACHING | EXPERIMENT |
-|---|---|---|---|
+{head}
 {chr(10).join(rows)}
-| **合计** | **{report.count('real-source')}** | **{report.count('teaching-simplification')}** | **{report.count('experiment')}** |
+{totals}
 
 ## 实验 {{#experiments}}
 
@@ -222,7 +222,7 @@ def acceptance(project: Project, report: Report, results: dict[str, execute.Resu
 
 def plain_markdown(project: Project, text: str, path: str, results: dict[str, execute.Result]) -> str:
     """The page with every annotation block replaced by an ordinary fence holding what it shows."""
-    page = parse_page(text, path)
+    page = parse_page(text, path, kinds=project.kinds)
     lines = text.split("\n")
     for item in reversed(page.items):
         if not isinstance(item, Block):
@@ -236,18 +236,8 @@ def plain_markdown(project: Project, text: str, path: str, results: dict[str, ex
 
 
 def _plain_block(project: Project, r: Resolved, results) -> list[str]:
-    b, ex = r.block, r.excerpt
-    if b.kind == "real-source":
-        head = f"# [REAL SOURCE] {ex.file} · {ex.symbol or '片段'} · {project.pin.short} · L{ex.start}-L{ex.end}"
-        return ["```python", head, *ex.lines, "```"]
-    if b.kind == "teaching-simplification":
-        body = list(ex.lines) if ex else list(b.body)
-        return ["```python", "# [TEACHING SIMPLIFICATION] 以下不是 HIPS/autograd verbatim source。", *body, "```"]
-    code = list(ex.lines) if ex else list(b.body)
-    res = results.get(project.runner.key(r.job))
-    out = (res.stdout if res else "").rstrip("\n").split("\n")
-    return ["```python", f"# [EXPERIMENT] {r.job.label} — {b.get('Purpose')}", *code, "```", "", "输出：", "",
-            "```text", *out, "```"]
+    result = results.get(project.runner.key(r.job)) if r.job is not None else None
+    return r.kind.plain(r, project.pin.short, result)
 
 
 def zip_bytes(entries: dict[str, bytes], epoch: int) -> bytes:

@@ -89,7 +89,7 @@ def make_renderer(md: Markdown, project: Project, links, deferred: Deferred | No
 
 def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> tuple[str, list[Problem]]:
     """Replace every annotation block of ``text``; return the new text and the problems."""
-    page = parse_page(text, ctx.path, ctx.line_offset)
+    page = parse_page(text, ctx.path, ctx.line_offset, project.kinds)
     if not page.items:
         return text, []
     lines = text.split("\n")
@@ -122,17 +122,14 @@ def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> 
 
 
 def _render_one(renderer, project, r: Resolved, anchor, results, problems) -> str:
-    kind = r.block.kind
-    if kind == "real-source":
-        return renderer.real_source(r, anchor)
-    if kind == "teaching-simplification":
-        return renderer.teaching(r, anchor)
-    result = results.get(project.runner.key(r.job))
-    if result is None or not result.ok:
-        err = execute.failure(result, r.job, r.job.timeout).at(r.block.path, r.block.line)
-        problems += err.problems
-        return renderer.error(err, anchor)
-    return renderer.experiment(r, anchor, result)
+    result = None
+    if r.job is not None:  # a block that runs: it shows only a passing run's output
+        result = results.get(project.runner.key(r.job))
+        if result is None or not result.ok:
+            err = execute.failure(result, r.job, r.job.timeout).at(r.block.path, r.block.line)
+            problems += err.problems
+            return renderer.error(err, anchor)
+    return renderer.block(r, anchor, result)
 
 
 class _Pre(Preprocessor):

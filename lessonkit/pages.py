@@ -72,7 +72,7 @@ def browser_pages(project: Project, cites: list[site.Citation]) -> list[Generate
     for file in repo_files:
         uri = site.code_uri(file)
         own = [c for c in cites if c.origin == "repo" and c.file == file]
-        users = sorted({(c.page, c.label, c.anchor) for c in cites if c.kind == "experiment" and c.file == file})
+        users = sorted({(c.page, c.label, c.anchor) for c in cites if c.role == "script" and c.file == file})
         up = "../" * uri.count("/")
         used = "\n".join(f"- [{label} · {anchor}]({up}{page}#{anchor})" for page, label, anchor in users)
         sf = repo_file(project, file)

@@ -1,6 +1,7 @@
 """Stage 1: find annotation blocks in Markdown text, with their lines.
 
-A block is a fenced code block whose info string is one of ``KINDS``; it starts
+A block is a fenced code block whose info string names a kind of the registry
+(:mod:`lessonkit.kinds`); it starts
 with ``Key: value`` header lines, then optionally a blank line and a body. The
 header is validated here, before any file is opened.
 """
@@ -14,23 +15,9 @@ from dataclasses import dataclass, field
 
 from .errors import LessonError, Problem
 
-KINDS = ("real-source", "teaching-simplification", "experiment")
-
-ALLOWED = {
-    "real-source": ("File", "Symbol", "Commit", "Lines"),
-    "teaching-simplification": ("Title", "Based-on", "File", "Symbol"),
-    "experiment": ("File", "Purpose", "Symbol", "Timeout"),
-}
-REQUIRED = {
-    "real-source": ("File", "Commit"),
-    "teaching-simplification": (),
-    "experiment": ("Purpose",),
-}
-
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 HEADER = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9_-]*)[ \t]*:(?P<value>.*)$")
 LINES = re.compile(r"^([0-9]+)-([0-9]+)$")
-COMMIT = re.compile(r"^[0-9a-fA-F]{7,40}$")
 
 
 @dataclass(frozen=True)
@@ -97,25 +84,17 @@ class ParsedPage:
         return out
 
 
-def near_kind(word: str) -> str | None:
-    """The known kind that ``word`` was probably meant to be, if any."""
-    if word in KINDS or not word:
-        return None
-    norm = re.sub(r"[\s_]+", "-", word.strip().lower())
-    if norm in KINDS:
-        return norm
-    close = difflib.get_close_matches(norm, KINDS, n=1, cutoff=0.8)
-    return close[0] if close else None
-
-
 def _closing(line: str, char: str, length: int) -> bool:
     s = line.strip()
     return len(s) >= length and set(s) == {char}
 
 
-def parse_page(text: str, path: str = "<markdown>", line_offset: int = 0) -> ParsedPage:
+def parse_page(text: str, path: str = "<markdown>", line_offset: int = 0, kinds=None) -> ParsedPage:
     """Find every annotation block of a page. Never raises for bad blocks: they become
-    ``BrokenBlock`` items carrying one located :class:`LessonError` each."""
+    ``BrokenBlock`` items carrying one located :class:`LessonError` each. ``kinds`` is the
+    registry to consult (:data:`lessonkit.kinds.KINDS` when not given)."""
+    if kinds is None:
+        from .kinds import KINDS as kinds
     lines = text.split("\n")
     page = ParsedPage(path)
     ordinal = 0
@@ -130,7 +109,7 @@ def parse_page(text: str, path: str = "<markdown>", line_offset: int = 0) -> Par
         word = word.rstrip("}")
         end = next((j for j in range(i + 1, len(lines)) if _closing(lines[j], fence[0], len(fence))), None)
         lineno = line_offset + i + 1
-        if word in KINDS:
+        if word in kinds.fenced:
             stop = end if end is not None else len(lines) - 1
             if end is None:
                 err = LessonError(f"unclosed {word} block: no closing {fence}", path=path, line=lineno,
@@ -138,16 +117,14 @@ def parse_page(text: str, path: str = "<markdown>", line_offset: int = 0) -> Par
                 page.items.append(BrokenBlock(err, i, stop, indent))
                 break
             try:
-                block = _build(word, lines, i, end, indent, path, line_offset, ordinal)
+                block = _build(kinds[word], lines, i, end, indent, path, line_offset, ordinal)
                 page.items.append(block)
             except LessonError as exc:
                 page.items.append(BrokenBlock(exc.at(path, lineno), i, end, indent))
             ordinal += 1
         else:
-            guess = near_kind(word)
-            if guess:
-                err = LessonError(f"unknown block kind `{word}`", path=path, line=lineno,
-                                  hint=f"did you mean `{guess}`?")
+            if kinds.near(word):
+                err = kinds.unknown(word, path, lineno)
                 page.items.append(BrokenBlock(err, i, end if end is not None else len(lines) - 1, indent))
         if end is None:
             break  # an unclosed ordinary fence runs to the end of the page
@@ -161,7 +138,7 @@ def _dedent(line: str, indent: str) -> str:
     return line.lstrip(" ")
 
 
-def _build(kind, lines, start, end, indent, path, offset, ordinal) -> Block:
+def _build(spec, lines, start, end, indent, path, offset, ordinal) -> Block:
     content = [_dedent(l, indent) for l in lines[start + 1:end]]
     problems: list[Problem] = []
 
@@ -174,7 +151,7 @@ def _build(kind, lines, start, end, indent, path, offset, ordinal) -> Block:
                 "indent with spaces, as the pinned source does")
     fields: dict[str, Field] = {}
     k = 0
-    allowed = ALLOWED[kind]
+    kind, allowed = spec.name, spec.fields
     while k < len(content) and content[k].strip():
         n = start + 1 + k
         m = HEADER.match(content[k])
@@ -209,62 +186,17 @@ def _build(kind, lines, start, end, indent, path, offset, ordinal) -> Block:
     body_line = offset + start + 1 + k + 1 if body else None
     block = Block(kind, path, offset + start + 1, fields, body, body_line, ordinal, start, end, indent)
     if not problems:
-        problems += _validate(block)
+        problems += _validate(spec, block)
     if problems:
         raise LessonError.collect(problems)
     return block
 
 
-def _validate(b: Block) -> list[Problem]:
-    """Header rules that need no file: required keys, formats, conflicts."""
-    out = []
-
-    def bad(msg, key=None, hint=None):
-        out.append(Problem(msg, b.path, b.line_of(key) if key else b.line, hint))
-
-    for key in REQUIRED[b.kind]:
-        if key not in b.fields:
-            bad(f"{b.kind} block without `{key}`", None, f"add a `{key}: …` header line")
-    if b.kind == "real-source":
-        c = b.get("Commit")
-        if c and not COMMIT.match(c):
-            bad(f"`Commit: {c}` is not a commit id", "Commit", "use the pinned commit or a prefix of ≥ 7 hex digits")
-        if "Symbol" not in b.fields and b.body is None:
-            bad("real-source block with neither `Symbol` nor a body", None,
-                "name a Symbol, or quote the lines as a body")
-        v = b.get("Lines")
-        if v:
-            m = LINES.match(v)
-            if not m or int(m[1]) < 1 or int(m[1]) > int(m[2]):
-                bad(f"`Lines: {v}` is not a range `a-b` with 1 ≤ a ≤ b", "Lines",
-                    "for example `Lines: 25-32`, or remove the line (it is only a locator)")
-    elif b.kind == "teaching-simplification":
-        if "File" not in b.fields and b.body is None:
-            bad("empty teaching-simplification block", None, "write the teaching code as the body")
-        if "Symbol" in b.fields and "File" not in b.fields:
-            bad("`Symbol` needs `File` in a teaching-simplification block", "Symbol",
-                "add `File: mini-autograd/….py`, or use `Based-on: FILE::SYMBOL` for the pinned source")
-        if "File" in b.fields and "Symbol" not in b.fields and b.body is None:
-            bad("teaching-simplification with `File` but neither `Symbol` nor a body", "File",
-                "name the Symbol to show, or quote the lines as a body")
-        v = b.get("Based-on")
-        if v and v.count("::") != 1:
-            bad(f"`Based-on: {v}` is not `FILE::SYMBOL`", "Based-on",
-                "for example `Based-on: autograd/core.py::backward_pass`")
-    elif b.kind == "experiment":
-        if "File" in b.fields and b.body is not None:
-            bad("experiment block with both `File` and a body", None, "give the script as a File or inline, not both")
-        if "File" not in b.fields and b.body is None:
-            bad("experiment block with neither `File` nor a body", None,
-                "add `File: experiments/….py`, or write the script as the body")
-        if "Symbol" in b.fields and "File" not in b.fields:
-            bad("`Symbol` needs `File` in an experiment block", "Symbol",
-                "add `File: experiments/….py`, or remove `Symbol` from the inline script")
-        t = b.get("Timeout")
-        if t and not (t.isascii() and t.isdigit() and 1 <= int(t) <= 600):
-            bad(f"`Timeout: {t}` is not a whole number of seconds from 1 to 600", "Timeout",
-                "for example `Timeout: 120`; without it the limit is 60 s")
-    return out
+def _validate(spec, b: Block) -> list[Problem]:
+    """Header rules that need no file: required keys, then the kind's own rules."""
+    out = [Problem(f"{b.kind} block without `{key}`", b.path, b.line, f"add a `{key}: …` header line")
+           for key in spec.required if key not in b.fields]
+    return out + spec.validate(b)
 
 
 def check_rel_path(value: str) -> str:

@@ -10,21 +10,12 @@ from pathlib import Path
 
 from . import execute
 from .errors import LessonError, Problem
-from .parse import Block, ParsedPage, check_rel_path, parse_page
+from .kinds import Registry, Resolved, for_project
+from .parse import Block, ParsedPage, parse_page
 from .pin import Pin, PinnedTree, load_pin, provide
-from .resolve import Excerpt, Tree, based_on, check_commit, check_lines, excerpt_of
+from .resolve import Tree
 
 REPO_PREFIXES = ("mini-autograd/",)  # teaching-simplification File: may point here
-
-
-@dataclass(frozen=True)
-class Resolved:
-    """What a block shows once resolved."""
-
-    block: Block
-    excerpt: Excerpt | None = None  # real source, repo excerpt, or the experiment's shown code
-    based_on: Excerpt | None = None
-    job: execute.Job | None = None
 
 
 @dataclass
@@ -57,6 +48,11 @@ class Project:
             return p.relative_to(self.root).as_posix()
         except ValueError:
             return str(path)
+
+    @cached_property
+    def kinds(self) -> Registry:
+        """The block kinds this project's pages may use (built-ins plus ``sourcemap/kinds.toml``)."""
+        return for_project(self.root)
 
     # -- the pinned tree (provided and checked once per project object)
     @cached_property
@@ -107,7 +103,7 @@ class Project:
 
     def parse(self, path: Path, text: str | None = None, offset: int = 0) -> ParsedPage:
         text = self.read_page(path) if text is None else text
-        return parse_page(text, self.rel(path), offset)
+        return parse_page(text, self.rel(path), offset, self.kinds)
 
     # -- resolution: the one code path
     def resolve(self, block: Block) -> Resolved:
@@ -122,36 +118,8 @@ class Project:
         return r
 
     def _resolve(self, block: Block) -> Resolved:
-        if block.kind == "real-source":
-            check_commit(block, self.pin.commit)
-            ex = excerpt_of(self.pinned, block)
-            check_lines(block, ex)
-            return Resolved(block, ex)
-        if block.kind == "teaching-simplification":
-            ex = excerpt_of(self.repo, block) if block.get("File") else None
-            base = based_on(self.pinned, block) if block.get("Based-on") else None
-            return Resolved(block, ex, base)
-        return self._resolve_experiment(block)
-
-    def _resolve_experiment(self, block: Block) -> Resolved:
-        timeout = int(block.get("Timeout") or execute.DEFAULT_TIMEOUT)
-        if block.get("File"):
-            try:
-                rel = check_rel_path(block.get("File"))
-            except LessonError as exc:
-                raise exc.at(block.path, block.line_of("File"))
-            if not rel.endswith(".py"):
-                raise LessonError(f"`{rel}` is not a Python script", path=block.path, line=block.line_of("File"),
-                                  hint="experiments are experiments/*.py files")
-            ex = excerpt_of(self.scripts, block)
-            source = self.scripts.file(rel).data
-            job = execute.Job(Path(rel).name, source, timeout, rel)
-        else:
-            ex = None
-            source = ("\n".join(block.body) + "\n").encode()
-            name = f"{Path(block.path).stem.replace('-', '_')}_L{block.line}.py"
-            job = execute.Job(name, source, timeout, f"{block.path}:{block.line}")
-        return Resolved(block, ex, None, job)
+        spec = self.kinds.of(block)
+        return replace(spec.resolve(self, block), kind=spec)
 
     def resolve_page(self, page: ParsedPage) -> tuple[list[Resolved], list[Problem]]:
         out, problems = [], list(page.problems)

@@ -11,9 +11,9 @@ from .errors import LessonError
 from .execute import Result
 from .pin import Pin
 from .project import Resolved
+from .kinds.base import slug
 from .store import Store, digest
 
-NOT_VERBATIM = "以下不是 HIPS/autograd verbatim source。"
 # Block chrome (badges, link rows, labels, provenance) stays out of the search index: a search
 # for "GitHub" or "运行输出" should not match every block. Material drops the attribute itself.
 NO_SEARCH = ' data-search-exclude="chrome"'
@@ -38,25 +38,15 @@ class NoLinks:
         return None
 
 
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_]+", "-", text).strip("-") or "x"
-
-
 def anchors(resolved: list[Resolved]) -> list[str]:
-    """Stable ids: src-<Symbol>, teach-<n>, exp-<script stem>; repeats get -2, -3…"""
+    """Stable ids from each block's kind (e.g. src-<Symbol>, teach-<n>, exp-<script stem>);
+    repeats get -2, -3…"""
     seen: dict[str, int] = {}
+    per_kind: dict[str, int] = {}
     out = []
-    teach = 0
     for r in resolved:
-        b = r.block
-        if b.kind == "real-source":
-            base = "src-" + slug(b.get("Symbol") or f"{r.excerpt.file.rsplit('/', 1)[-1]}-L{r.excerpt.start}")
-        elif b.kind == "experiment":
-            base = "exp-" + (slug(b.get("File").rsplit("/", 1)[-1].removesuffix(".py")) if b.get("File")
-                             else f"inline-L{b.line}")
-        else:
-            teach += 1
-            base = f"teach-{teach}"
+        per_kind[r.kind.name] = n = per_kind.get(r.kind.name, 0) + 1
+        base = r.kind.anchor(r, n)
         seen[base] = seen.get(base, 0) + 1
         out.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
     return out
@@ -110,6 +100,8 @@ class Renderer:
     store: Store | None = None  # highlighted code by content (key includes `tools`)
     tools: str = ""  # versions and options of whatever `highlight` depends on
     deferred: Deferred | None = None
+    no_search: str = NO_SEARCH
+    code_of = staticmethod(code_of)
 
     def code(self, text: str, start: int, anchor: str, title: str | None = None) -> str:
         def make() -> str:
@@ -128,64 +120,9 @@ class Renderer:
                 f'<span class="lk-meta">{" · ".join(meta)}</span>'
                 f'<span class="lk-links"{NO_SEARCH}>{link_html}</span></div>')
 
-    def real_source(self, r: Resolved, anchor: str) -> str:
-        ex = r.excerpt
-        meta = [f"<code>{escape(ex.file)}</code>"]
-        api = self.links.api(ex.file, ex.symbol)
-        if ex.symbol:
-            sym = f"<code>{escape(ex.symbol)}</code>"
-            meta.append(f'<a href="{escape(api)}">{sym}</a>' if api else sym)
-        meta += [f"<code>{self.pin.short}</code>", f"L{ex.start}–L{ex.end}"]
-        links = [("在站内源码中查看", self.links.source(ex.file, ex.start, ex.end)),
-                 ("GitHub", self.pin.permalink(ex.file, ex.start, ex.end))]
-        return (f'<div class="lk-block lk-real-source" id="{anchor}">'
-                + self.head("REAL SOURCE", "real", meta, links)
-                + self.code(*code_of(r), anchor) + "</div>")
-
-    def teaching(self, r: Resolved, anchor: str) -> str:
-        b, ex = r.block, r.excerpt
-        meta = []
-        if b.get("Title"):
-            meta.append(escape(b.get("Title")))
-        links = []
-        if ex:
-            meta.append(f"<code>{escape(ex.file)}</code>" + (f" · <code>{escape(ex.symbol)}</code>" if ex.symbol else "")
-                        + f" · L{ex.start}–L{ex.end}")
-            links.append(("查看文件", self.links.script(ex.file)))
-        if r.based_on:
-            base = r.based_on
-            target = self.links.source(base.file, base.start, base.end) or \
-                self.pin.permalink(base.file, base.start, base.end)
-            meta.append(f'依据 <a href="{escape(target)}"><code>{escape(base.file)}::{escape(base.symbol)}</code></a>')
-        note = f'<p class="lk-disclaimer"{NO_SEARCH}>{NOT_VERBATIM}</p>'
-        if ex:
-            note = (f'<p class="lk-disclaimer"{NO_SEARCH}>{NOT_VERBATIM}这是本系列的独立教学实现，'
-                    f'代码逐字取自本仓库的 <code>{escape(ex.file)}</code>，并由测试覆盖。</p>')
-        body = self.code(*code_of(r), anchor)
-        return (f'<div class="lk-block lk-teaching" id="{anchor}">'
-                + self.head("TEACHING SIMPLIFICATION", "teach", meta, links) + note + body + "</div>")
-
-    def experiment(self, r: Resolved, anchor: str, result: Result) -> str:
-        b, ex = r.block, r.excerpt
-        if ex:
-            meta = [f"<code>{escape(ex.file)}</code>"]
-            if ex.symbol:
-                meta.append(f"<code>{escape(ex.symbol)}</code>")
-            links = [("查看脚本", self.links.script(ex.file))]
-        else:
-            meta, links = ["内联脚本"], []
-        code = self.code(*code_of(r), anchor)
-        purpose = f'<p class="lk-purpose"><strong>Purpose：</strong>{escape(b.get("Purpose"))}</p>'
-        out = escape(result.stdout) if result.stdout else "（无输出）"
-        notice = ""
-        if result.truncated:
-            notice = (f'<p class="lk-truncated">输出过长：另有 {result.truncated} 字节未显示'
-                      f'（上限 {len(result.stdout.encode())} 字节）。</p>')
-        return (f'<div class="lk-block lk-experiment" id="{anchor}">'
-                + self.head("EXPERIMENT", "exp", meta, links) + purpose + code
-                + f'<div class="lk-output-label"{NO_SEARCH}>本次构建的运行输出</div>'
-                  f'<pre class="lk-output"><code>{out}</code></pre>{notice}'
-                + f'<p class="lk-provenance"{NO_SEARCH}>{escape(self.provenance)} · 退出码 {result.exit_code}</p></div>')
+    def block(self, r: Resolved, anchor: str, result: Result | None = None) -> str:
+        """A resolved block's HTML, as its kind renders it."""
+        return r.kind.render(self, r, anchor, result)
 
     def error(self, err: LessonError, anchor: str | None = None) -> str:
         items = "".join(f"<li><code>{escape(str(p))}</code></li>" for p in err.problems)

@@ -638,18 +638,20 @@ def build_report(project: Project, target: Target, pages: list[Path] | None = No
                 items.append(Item(rel, p.line or 1, "page", "annotation block", "error",
                                   detail=f"does not parse at the pin: {p.message}"))
         for block in parsed.blocks:
-            if block.kind == "real-source":
-                items.append(_source_item(project, ttree, index, block, False, vs))
-            elif block.kind == "teaching-simplification":
-                if block.get("Based-on"):
-                    items.append(_source_item(project, ttree, index, block, True, vs))
-            else:
-                try:
-                    exps.append((block, project.resolve(block).job))
-                except LessonError as exc:
-                    items.append(Item(rel, block.line, "experiment", block.get("File") or f"{rel}:{block.line}",
-                                      "error", detail=f"does not resolve at the pin: {exc.problem.message}",
-                                      block=block))
+            for role in project.kinds.of(block).repin(block):  # the kind says what to compare
+                if role in ("source", "based-on"):
+                    items.append(_source_item(project, ttree, index, block, role == "based-on", vs))
+                elif role == "experiment":
+                    try:
+                        exps.append((block, project.resolve(block).job))
+                    except LessonError as exc:
+                        items.append(Item(rel, block.line, "experiment", block.get("File") or f"{rel}:{block.line}",
+                                          "error", detail=f"does not resolve at the pin: {exc.problem.message}",
+                                          block=block))
+                else:
+                    raise LessonError(f"block kind `{block.kind}` asks repin for role `{role}`", path=rel,
+                                      line=block.line, hint="a kind's repin() returns roles from "
+                                      "lessonkit.kinds.REPIN_ROLES")
     items += _experiment_items(project, target, exps, vs)
     items.sort(key=lambda i: (i.page, i.line, i.kind))
     return Report(pin, target, items, titles, prose, _tree_files_diff(pin, target),

@@ -37,6 +37,7 @@ class Citation:
     label: str  # short page label: "05" for lessons, else the page title
     anchor: str
     kind: str
+    role: str | None  # the kind's citation role: "source", "script" or None (see lessonkit.kinds)
     origin: str  # "pinned" or "repo"
     file: str
     symbol: str | None
@@ -64,8 +65,8 @@ def citations(report: Report, docs_prefix: str, texts: dict[str, str]) -> list[C
         label = page_label(rel, texts.get(page, ""))
         for r, anchor in zip(resolved, anchors(resolved)):
             ex = r.excerpt
-            if ex is not None:
-                out.append(Citation(rel, label, anchor, r.block.kind, ex.origin, ex.file, ex.symbol,
+            if ex is not None and r.kind.citation is not None:
+                out.append(Citation(rel, label, anchor, r.block.kind, r.kind.citation, ex.origin, ex.file, ex.symbol,
                                     ex.start, ex.end))
     return out
 
@@ -193,7 +194,7 @@ def cited_list(page_cites: list[Citation], rel_link: Callable[[str], str]) -> st
     """The list appended to a lesson: the source it cited, in page order."""
     rows, seen = [], set()
     for c in page_cites:
-        if c.kind == "experiment":
+        if c.role != "source":
             continue
         key = (c.origin, c.file, c.start, c.end)
         if key in seen:

@@ -62,7 +62,7 @@ def test_a_lesson_written_from_the_guide_builds_and_verifies_first_time(site):
 def test_error_table_quotes_real_messages():
     text = GUIDE.read_text(encoding="utf-8")
     table = text[text.index("## 常见错误与修正"):text.index("## 发布")]
-    code = "".join(p.read_text() for p in (ROOT / "lessonkit").glob("*.py"))
+    code = "".join(p.read_text() for p in sorted((ROOT / "lessonkit").rglob("*.py")))
     rows = re.findall(r"^\| `` (.+?) `` \|", table, re.M)
     assert len(rows) >= 20
     for row in rows:

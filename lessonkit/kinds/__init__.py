@@ -1,0 +1,169 @@
+"""The registry of block kinds: the one place every stage looks a kind up.
+
+Built-in kinds are listed in :data:`KINDS`, one line each. A project adds its own in
+``sourcemap/kinds.toml``::
+
+    # modules importable from the project root; each defines KIND (or KINDS = [...])
+    modules = ["lessonkinds.note"]
+
+:func:`for_project` returns the registry a project uses (built-ins plus its own).
+An unknown kind is always a located :class:`~lessonkit.errors.LessonError`
+(:meth:`Registry.of`); no stage falls through to a default kind.
+
+Fenced kinds (:class:`Kind`) are annotation blocks: ````` ```name ````` followed by
+``Key: value`` header lines and a body. Inline kinds (:class:`InlineKind`) are written
+in prose as ``[[name: argument]]``; the Markdown extension replaces each with the
+kind's inline HTML (``[[lessonkit:…]]`` is reserved for the site's tokens).
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import re
+import sys
+import tomllib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from ..errors import LessonError
+from . import experiment, real_source, teaching
+from .base import CITATION_ROLES, REPIN_ROLES, InlineKind, InlineRef, Kind, Resolved
+
+__all__ = ["KINDS", "Registry", "Kind", "InlineKind", "InlineRef", "Resolved", "for_project", "INLINE"]
+
+# `[[name: argument]]` in prose; `name` must be an inline kind of the registry.
+INLINE = re.compile(r"\[\[(?P<name>[a-z][a-z0-9-]*):[ \t]*(?P<arg>[^\]\n]*?)[ \t]*\]\]")
+
+
+class Registry(Mapping):
+    """Kinds by name: fenced (``Kind``) and inline (``InlineKind``)."""
+
+    def __init__(self, kinds: Iterable[Kind | InlineKind] = ()):
+        self._kinds: dict[str, Kind | InlineKind] = {}
+        for k in kinds:
+            self._add(k)
+
+    def _add(self, kind) -> None:
+        if not isinstance(kind, (Kind, InlineKind)) or not kind.name:
+            raise TypeError(f"{kind!r} is not a named lessonkit Kind or InlineKind")
+        if kind.name in self._kinds or kind.name == "lessonkit":
+            raise ValueError(f"block kind `{kind.name}` is registered twice")
+        if isinstance(kind, Kind):
+            missing = [k for k in kind.required if k not in kind.fields]
+            if missing or kind.citation not in CITATION_ROLES:
+                raise ValueError(f"kind `{kind.name}`: required keys {missing} not allowed, or citation "
+                                 f"{kind.citation!r} not one of {CITATION_ROLES}")
+        self._kinds[kind.name] = kind
+
+    def with_kinds(self, kinds: Iterable[Kind | InlineKind]) -> "Registry":
+        """A new registry: these kinds added to this one's."""
+        return Registry([*self._kinds.values(), *kinds])
+
+    def __getitem__(self, name: str):
+        return self._kinds[name]
+
+    def __iter__(self):
+        return iter(self._kinds)
+
+    def __len__(self):
+        return len(self._kinds)
+
+    @property
+    def fenced(self) -> dict[str, Kind]:
+        return {n: k for n, k in self._kinds.items() if isinstance(k, Kind)}
+
+    @property
+    def inline(self) -> dict[str, InlineKind]:
+        return {n: k for n, k in self._kinds.items() if isinstance(k, InlineKind)}
+
+    def of(self, block) -> Kind:
+        """The fenced kind of a block (or anything with ``kind``, ``path`` and ``line``)."""
+        kind = self._kinds.get(block.kind)
+        if not isinstance(kind, Kind):
+            raise self.unknown(block.kind, block.path, block.line)
+        return kind
+
+    def near(self, word: str, inline: bool = False) -> str | None:
+        """The known kind that ``word`` was probably meant to be, if any."""
+        names = list(self.inline if inline else self.fenced)
+        if word in names or not word:
+            return None
+        norm = re.sub(r"[\s_]+", "-", word.strip().lower())
+        if norm in names:
+            return norm
+        close = difflib.get_close_matches(norm, names, n=1, cutoff=0.8)
+        return close[0] if close else None
+
+    def unknown(self, word: str, path: str | None, line: int | None, inline: bool = False) -> LessonError:
+        guess = self.near(word, inline)
+        names = self.inline if inline else self.fenced
+        hint = f"did you mean `{guess}`?" if guess else f"known kinds: {', '.join(names) or '(none)'}"
+        return LessonError(f"unknown {'inline ' if inline else ''}block kind `{word}`", path=path, line=line,
+                           hint=hint)
+
+
+# The built-in kinds: adding one is one module and one line here.
+KINDS = Registry([
+    real_source.KIND,
+    teaching.KIND,
+    experiment.KIND,
+])
+
+CONFIG = "sourcemap/kinds.toml"
+
+
+def for_project(root: Path) -> Registry:
+    """The built-in kinds plus those the project lists in ``sourcemap/kinds.toml``."""
+    path = root / CONFIG
+    if not path.is_file():
+        return KINDS
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        line = int(m[1]) if (m := re.search(r"line (\d+)", str(exc))) else 1
+        raise LessonError(f"cannot read kinds: {exc}", path=CONFIG, line=line,
+                          hint='write `modules = ["package.module"]`') from None
+    modules = data.get("modules")
+    if set(data) != {"modules"} or not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
+        raise LessonError("expected exactly one key, `modules`, a list of module names", path=CONFIG, line=1,
+                          hint='write `modules = ["package.module"]`')
+    extra = []
+    for name in modules:
+        line = _line_of(path, name)
+        try:
+            module = _import(root, name)
+        except Exception as exc:  # an author's module: any failure is reported at its line
+            raise LessonError(f"cannot import kind module `{name}`: {type(exc).__name__}: {exc}", path=CONFIG,
+                              line=line, hint="the module must be importable from the project root") from None
+        found = list(getattr(module, "KINDS", ())) or ([module.KIND] if hasattr(module, "KIND") else [])
+        if not found:
+            raise LessonError(f"module `{name}` defines neither KIND nor KINDS", path=CONFIG, line=line,
+                              hint="add `KIND = MyKind()` at the end of the module")
+        extra += found
+    try:
+        return KINDS.with_kinds(extra)
+    except (TypeError, ValueError) as exc:
+        raise LessonError(str(exc), path=CONFIG, line=1, hint="give each kind a new, unique name") from None
+
+
+def _line_of(path: Path, needle: str) -> int:
+    for n, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
+        if f'"{needle}"' in line or f"'{needle}'" in line:
+            return n
+    return 1
+
+
+def _import(root: Path, name: str):
+    entry = str(root)
+    added = entry not in sys.path
+    if added:
+        sys.path.insert(0, entry)
+    try:
+        return importlib.import_module(name)
+    finally:
+        if added:
+            sys.path.remove(entry)
+
+
+__all__ += ["REPIN_ROLES", "CITATION_ROLES"]

@@ -90,18 +90,21 @@ def make_renderer(md: Markdown, project: Project, links, deferred: Deferred | No
 def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> tuple[str, list[Problem]]:
     """Replace every annotation block of ``text``; return the new text and the problems."""
     page = parse_page(text, ctx.path, ctx.line_offset, project.kinds)
-    if not page.items:
+    if not page.items and not page.inline and not page.problems_inline:
         return text, []
     lines = text.split("\n")
     renderer = make_renderer(md, project, ctx.links, ctx.deferred)
-    problems: list[Problem] = []
+    problems: list[Problem] = list(page.problems_inline)
+    _render_inline(md, project, page, lines, renderer, ctx.links, problems)
     resolved: dict[int, Resolved] = {}
+    failed: dict[int, LessonError] = {}  # the box on the page says what the log says
     for item in page.items:
         if isinstance(item, Block):
             try:
                 resolved[id(item)] = project.resolve(item)
             except LessonError as exc:
-                problems += exc.at(item.path, item.line).problems
+                failed[id(item)] = err = exc.at(item.path, item.line)
+                problems += err.problems
     ids = dict(zip(resolved, anchors(list(resolved.values()))))
     jobs = [r.job for r in resolved.values() if r.job]
     results = project.runner.run_all(jobs) if jobs else {}
@@ -109,9 +112,8 @@ def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> 
         if isinstance(item, BrokenBlock):
             problems = item.error.problems + problems
             html = renderer.error(item.error)
-        elif id(item) not in resolved:
-            html = renderer.error(LessonError.collect([p for p in problems if p.line == item.line] or
-                                                      [Problem("unresolved block", item.path, item.line)]))
+        elif id(item) in failed:
+            html = renderer.error(failed[id(item)])
         else:
             r, anchor = resolved[id(item)], ids[id(item)]
             html = _render_one(renderer, project, r, anchor, results, problems)
@@ -119,6 +121,24 @@ def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> 
         lines[item.start: item.end + 1] = ["", item.indent + placeholder, ""]
     problems.sort(key=lambda p: (p.line or 0))
     return "\n".join(lines), problems
+
+
+def _render_inline(md: Markdown, project: Project, page, lines: list[str], renderer, links, problems) -> None:
+    """Replace every inline reference (``[[name: argument]]``) with its kind's HTML, in place."""
+    for item in reversed(page.inline):  # right to left: earlier columns stay valid
+        ref = item.ref
+        kind = project.kinds.inline[ref.kind]
+        try:
+            errors = kind.validate(ref)
+            if errors:
+                raise LessonError.collect(errors)
+            html = kind.render(project, ref, links)
+        except LessonError as exc:
+            err = exc.at(ref.path, ref.line)
+            problems += err.problems
+            html = renderer.inline_error(err)
+        line = lines[item.index]
+        lines[item.index] = line[:item.col] + md.htmlStash.store(html) + line[item.end_col:]
 
 
 def _render_one(renderer, project, r: Resolved, anchor, results, problems) -> str:
@@ -140,7 +160,7 @@ class _Pre(Preprocessor):
     def run(self, lines: list[str]) -> list[str]:
         ctx = CURRENT.get() or PageContext()
         text = "\n".join(lines)
-        if "```" not in text and "~~~" not in text:
+        if "```" not in text and "~~~" not in text and "[[" not in text:
             return lines
         out, problems = render_page(self.md, get_project(ctx.root or self.root), text, ctx)
         if problems:

@@ -70,6 +70,8 @@ class BrokenBlock:
 class ParsedPage:
     path: str
     items: list = field(default_factory=list)  # Block | BrokenBlock, in order
+    inline: list = field(default_factory=list)  # InlineItem, in order
+    problems_inline: list = field(default_factory=list)  # Problem: unknown inline kinds
 
     @property
     def blocks(self) -> list[Block]:
@@ -81,7 +83,7 @@ class ParsedPage:
         for b in self.items:
             if isinstance(b, BrokenBlock):
                 out += b.error.problems
-        return out
+        return out + self.problems_inline
 
 
 def _closing(line: str, char: str, length: int) -> bool:
@@ -89,24 +91,81 @@ def _closing(line: str, char: str, length: int) -> bool:
     return len(s) >= length and set(s) == {char}
 
 
+def kind_word(info: str) -> str:
+    """The kind an info string names: ``real-source``, ``{.real-source}``, ``{ .real-source #id }``."""
+    info = info.strip()
+    if info.startswith("{"):
+        inner = info[1:].split("}", 1)[0].split()
+        return next((t[1:] for t in inner if t.startswith(".")), "")
+    return info.split()[0].lstrip("{.").rstrip("}") if info else ""
+
+
+OPENER = re.compile(r"^\s*(?:[-*+]|\d+[.)]|!!!|\?\?\?\+?|===)(?:\s|$)")  # list item, admonition, details, tab
+
+
+def _width(line: str) -> int:
+    stripped = line.lstrip(" \t")
+    return len(line[: len(line) - len(stripped)].expandtabs(4))
+
+
+def _container(lines: list[str], i: int, width: int) -> int:
+    """The indentation at which the content of the block holding line ``i`` starts."""
+    for j in range(i - 1, -1, -1):
+        if lines[j].strip() and _width(lines[j]) < width:
+            return _width(lines[j]) + (4 if OPENER.match(lines[j]) else 0)
+    return 0
+
+
+@dataclass(frozen=True)
+class InlineItem:
+    """An inline reference ``[[name: argument]]`` in prose, with its place in the text."""
+
+    ref: object  # lessonkit.kinds.InlineRef
+    index: int  # 0-based line index in the text given to parse
+    col: int
+    end_col: int
+
+
 def parse_page(text: str, path: str = "<markdown>", line_offset: int = 0, kinds=None) -> ParsedPage:
     """Find every annotation block of a page. Never raises for bad blocks: they become
     ``BrokenBlock`` items carrying one located :class:`LessonError` each. ``kinds`` is the
-    registry to consult (:data:`lessonkit.kinds.KINDS` when not given)."""
+    registry to consult (:data:`lessonkit.kinds.KINDS` when not given).
+
+    Fences are found where Markdown finds them: not inside an indented code block, not
+    inside an HTML comment. An annotation block that an ordinary fence would swallow
+    (its closing line would close the ordinary fence) is reported."""
     if kinds is None:
         from .kinds import KINDS as kinds
     lines = text.split("\n")
     page = ParsedPage(path)
     ordinal = 0
     i = 0
+    prev_blank, in_code, in_comment = True, False, False
     while i < len(lines):
-        m = FENCE.match(lines[i])
+        line = lines[i]
+        if in_comment:
+            in_comment = "-->" not in line
+            i += 1
+            continue
+        blank = not line.strip()
+        if not blank:
+            width = _width(line)
+            in_code = width >= 4 and (prev_blank or in_code) and width - _container(lines, i, width) >= 4
+        prev_blank = blank
+        if blank or in_code:  # blank lines neither start nor end an indented code block
+            i += 1
+            continue
+        m = FENCE.match(line)
         if not m or (m["fence"][0] == "`" and "`" in m["info"]):
+            start = line.rfind("<!--")
+            if start >= 0 and "-->" not in line[start:]:
+                in_comment = True
+            else:
+                _inline(page, kinds, line, i, path, line_offset)
             i += 1
             continue
         indent, fence, info = m["indent"], m["fence"], m["info"].strip()
-        word = info.split()[0].lstrip("{.") if info else ""
-        word = word.rstrip("}")
+        word = kind_word(info)
         end = next((j for j in range(i + 1, len(lines)) if _closing(lines[j], fence[0], len(fence))), None)
         lineno = line_offset + i + 1
         if word in kinds.fenced:
@@ -122,14 +181,47 @@ def parse_page(text: str, path: str = "<markdown>", line_offset: int = 0, kinds=
             except LessonError as exc:
                 page.items.append(BrokenBlock(exc.at(path, lineno), i, end, indent))
             ordinal += 1
+        elif kinds.near(word):
+            err = kinds.unknown(word, path, lineno)
+            page.items.append(BrokenBlock(err, i, end if end is not None else len(lines) - 1, indent))
         else:
-            if kinds.near(word):
-                err = kinds.unknown(word, path, lineno)
-                page.items.append(BrokenBlock(err, i, end if end is not None else len(lines) - 1, indent))
+            _swallowed(page, kinds, lines, i, end, fence, path, line_offset)
         if end is None:
             break  # an unclosed ordinary fence runs to the end of the page
         i = end + 1
+        prev_blank = False
     return page
+
+
+def _swallowed(page, kinds, lines, start, end, fence, path, offset) -> None:
+    """Report an annotation block inside an ordinary fence whose closing line is the block's own:
+    the author left the ordinary fence open (Markdown shows the block as part of its code)."""
+    for j in range(start + 1, len(lines) if end is None else end):
+        m = FENCE.match(lines[j])
+        if m and m["fence"][0] == fence[0] and len(m["fence"]) >= len(fence) and kind_word(m["info"]) in kinds.fenced:
+            err = LessonError(f"{kind_word(m['info'])} block inside the code fence opened on line {offset + start + 1}, "
+                              "which is never closed before it", path=path, line=offset + j + 1,
+                              hint=f"close that fence with a line {fence} before this block")
+            page.items.append(BrokenBlock(err, start, len(lines) - 1 if end is None else end, m["indent"]))
+            return
+
+
+def _inline(page, kinds, line, index, path, offset) -> None:
+    """Collect ``[[name: argument]]`` references of inline kinds on one prose line."""
+    if "[[" not in line or not kinds.inline:
+        return
+    from .kinds import INLINE, InlineRef
+
+    for m in INLINE.finditer(line):
+        if line.count("`", 0, m.start()) % 2:  # inside a code span
+            continue
+        name = m["name"]
+        if name not in kinds.inline:
+            if kinds.near(name, inline=True):
+                page.problems_inline.append(kinds.unknown(name, path, offset + index + 1, inline=True).problem)
+            continue
+        ref = InlineRef(name, m["arg"], path, offset + index + 1)
+        page.inline.append(InlineItem(ref, index, m.start(), m.end()))
 
 
 def _dedent(line: str, indent: str) -> str:

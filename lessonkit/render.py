@@ -128,3 +128,8 @@ class Renderer:
         items = "".join(f"<li><code>{escape(str(p))}</code></li>" for p in err.problems)
         ident = f' id="{anchor}"' if anchor else ""  # links to the failed block still land here
         return f'<div class="lk-block lk-error"{ident}><strong>注解错误</strong><ul>{items}</ul></div>'
+
+    def inline_error(self, err: LessonError) -> str:
+        """The error box for an inline reference: a span, so the paragraph stays a paragraph."""
+        text = "; ".join(str(p) for p in err.problems)
+        return f'<span class="lk-error lk-inline-error"><strong>注解错误</strong> <code>{escape(text)}</code></span>'

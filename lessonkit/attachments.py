@@ -224,6 +224,13 @@ def plain_markdown(project: Project, text: str, path: str, results: dict[str, ex
     """The page with every annotation block replaced by an ordinary fence holding what it shows."""
     page = parse_page(text, path, kinds=project.kinds)
     lines = text.split("\n")
+    for ref in reversed(page.inline):  # inline references become their plain text
+        try:
+            plain = project.kinds.inline[ref.ref.kind].plain(project, ref.ref)
+        except LessonError:
+            continue
+        line = lines[ref.index]
+        lines[ref.index] = line[:ref.col] + plain + line[ref.end_col:]
     for item in reversed(page.items):
         if not isinstance(item, Block):
             continue

@@ -1,0 +1,102 @@
+"""Catalogue: annotation blocks in Markdown structures (issue 15 item 5, issue 16).
+
+A block is processed exactly where Markdown (with pymdownx.superfences) shows a fenced
+block, and nowhere else: inside an indented code block or an HTML comment it is text
+that Markdown does not render as a block, so it is ignored; an annotation block that an
+unclosed ordinary fence would swallow is reported. Every message is the exact
+``path:line: message — hint``, the same in ``verify``, in the build log and in the box
+on the page.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from html import unescape
+
+import pytest
+
+from support import block
+from lessonkit.parse import parse_page
+
+SRC = ("File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217")
+GOOD = block("real-source", *SRC)
+BAD_COMMIT = block("real-source", "File: autograd/core.py", "Symbol: backward_pass", "Commit: 1234567")
+COMMIT_MSG = ("`Commit: 1234567` is not the pinned commit — this site is pinned to f53a217 "
+              "(f53a21734fdfae636f448744d9097d8d35a643a0)")
+
+
+def indent(text: str, n: int) -> str:
+    return "\n".join((" " * n + l) if l else l for l in text.split("\n"))
+
+
+# name -> (page text, the blocks parse finds, exact problems)
+CASES: dict[str, tuple[str, list[str], list[str]]] = {
+    "attr list with spaces": ("# t\n\n" + GOOD.replace("```real-source", "``` { .real-source }"),
+                              ["real-source"], []),
+    "attr list without spaces": ("# t\n\n" + GOOD.replace("```real-source", "```{.real-source}"), ["real-source"], []),
+    "attr list with an id": ("# t\n\n" + GOOD.replace("```real-source", "```{ .real-source #mine }"),
+                             ["real-source"], []),
+    "attr list, bad block is reported": (
+        "# t\n\n" + block("{ .real-source }", "File: autograd/core.py", "Commit: f53a217"), [],
+        ["docs/a.md:3: real-source block with neither `Symbol` nor a body — name a Symbol, or quote the lines as a body"]),
+    "tilde fence": ("# t\n\n" + GOOD.replace("```", "~~~"), ["real-source"], []),
+    "after an unclosed plain fence": (
+        "# t\n\n```\nplain code\n\n" + GOOD + "\nmore\n", [],
+        ["docs/a.md:6: real-source block inside the code fence opened on line 3, which is never closed before it — "
+         "close that fence with a line ``` before this block"]),
+    "after a closed plain fence": ("# t\n\n```\nplain\n```\n\n" + GOOD, ["real-source"], []),
+    "example inside a longer fence": ("# t\n\n````markdown\n" + GOOD + "````\n", [], []),
+    "inside an indented code block": ("# t\n\ntext\n\n" + indent(BAD_COMMIT, 4) + "\nafter\n", [], []),
+    "inside an indented code block after code": ("# t\n\n    x = 1\n" + indent(BAD_COMMIT, 4), [], []),
+    "indented code inside an admonition": ("# t\n\n!!! note\n\n" + indent(BAD_COMMIT, 8), [], []),
+    "inside a list item (not code)": ("# t\n\n- item\n\n" + indent(GOOD, 4), ["real-source"], []),
+    "inside an admonition (not code)": ("# t\n\n!!! note\n\n" + indent(GOOD, 4), ["real-source"], []),
+    "lazy continuation of a paragraph": ("# t\ntext\n" + indent(GOOD, 4), ["real-source"], []),
+    "inside an HTML comment": ("# t\n\n<!--\n" + BAD_COMMIT + "-->\n\nafter\n", [], []),
+    "inside a one-line-opened comment": ("# t\n\ntext <!-- note\n" + BAD_COMMIT + "end -->\n", [], []),
+    "after an HTML comment": ("# t\n\n<!-- a comment -->\n\n" + GOOD, ["real-source"], []),
+    "header-line error": ("# t\n\n" + BAD_COMMIT, ["real-source"],
+                          [f"docs/a.md:6: {COMMIT_MSG}"]),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_markdown_structure(name, site):
+    text, kinds, problems = CASES[name]
+    page = parse_page(text, "docs/a.md")
+    assert [b.kind for b in page.blocks] == kinds
+    site.page("a.md", text)
+    assert site.problems() == problems
+
+
+def test_header_line_error_pins_the_same_message_everywhere(site):
+    """verify, the build log and the box on the page say the same thing at the same line,
+    also after YAML front matter (the page's line numbers are the file's)."""
+    site.page("a.md", "---\ntitle: t\n---\n\n# t\n\n" + BAD_COMMIT)
+    want = f"docs/a.md:10: {COMMIT_MSG}"
+    assert site.problems() == [want]
+    v = site.verify()
+    assert v.returncode == 1 and want in v.stderr.split("\n")
+    b = site.build()
+    assert b.returncode == 1
+    assert f"ERROR   -  {want}" in b.stderr.split("\n")
+    html = (site.root / "site" / "a" / "index.html").read_text(encoding="utf-8")
+    box = re.search(r'<div class="lk-block lk-error"[^>]*>(.*?)</div>', html, re.S)[1]
+    assert [unescape(x) for x in re.findall(r"<li><code>(.*?)</code></li>", box)] == [want]
+
+
+def test_ignored_blocks_are_shown_as_markdown_shows_them_and_stay_out_of_search(site):
+    secret = "Commit: 7654321"
+    cfg = site.root / "mkdocs.yml"
+    cfg.write_text(cfg.read_text().replace("plugins: []", "plugins:\n  - search"))
+    site.page("a.md", "# t\n\ntext\n\n" + indent(block("real-source", "File: autograd/core.py", secret), 4)
+              + "\n<!--\n" + block("real-source", "File: nothing.py", "Commit: 1111111") + "-->\n\n" + GOOD)
+    b = site.build()
+    assert b.returncode == 0, b.stderr
+    html = (site.root / "site" / "a" / "index.html").read_text(encoding="utf-8")
+    assert f"<code>```real-source\nFile: autograd/core.py\n{secret}\n```\n</code></pre>" in html
+    assert html.count("lk-block lk-real-source") == 1
+    index = json.loads((site.root / "site" / "search" / "search_index.json").read_text(encoding="utf-8"))
+    text = " ".join(d["text"] for d in index["docs"] if d["location"].startswith("a/"))
+    assert "nothing.py" not in text and "1111111" not in text

@@ -31,13 +31,14 @@ def _converter() -> str:
     return version("latex2mathml")
 
 
-def to_mathml(tex: str, display: str) -> str:
+def to_mathml(tex: str, display: str, md=None) -> str:
+    """MathML for ``tex``; a formula that cannot be converted is reported on the page ``md`` converts."""
     if STORE is None:
-        return _convert(tex, display)
+        return _convert(tex, display, md)
     key = digest("mathml", _converter(), display, tex.strip())
     html = STORE.get(key)
     if html is None:
-        html = _convert(tex, display)
+        html = _convert(tex, display, md)
         if not html.startswith('<span class="lk-error">'):  # problems are reported every build
             STORE.put(key, html)
     return html
@@ -67,14 +68,14 @@ def _prewarm_one(tex: str, display: str) -> None:
             pass
 
 
-def _convert(tex: str, display: str) -> str:
+def _convert(tex: str, display: str, md=None) -> str:
     try:
         return convert(tex.strip(), display=display)
     except Exception as exc:  # latex2mathml raises many types for bad input
         err = LessonError(f"cannot render formula ${tex.strip()[:60]}$: {exc.__class__.__name__}: {exc}",
                           hint="check the LaTeX; only standard math commands are supported")
-        from .mdext import CURRENT
-        ctx = CURRENT.get()
+        from .mdext import CURRENT, page_context
+        ctx = page_context(md) if md is not None else CURRENT.get()
         if ctx is None or ctx.problems is None:
             raise err from None
         ctx.problems.extend(err.at(ctx.path, ctx.locate(tex.strip())).problems)
@@ -84,7 +85,7 @@ def _convert(tex: str, display: str) -> str:
 class InlineMath(InlineProcessor):
     def handleMatch(self, m, data):
         el = etree.Element("span", {"class": "lk-math"})
-        el.text = self.md.htmlStash.store(to_mathml(m.group("tex"), "inline"))
+        el.text = self.md.htmlStash.store(to_mathml(m.group("tex"), "inline", self.md))
         return el, m.start(0), m.end(0)
 
 
@@ -97,7 +98,7 @@ class BlockMath(BlockProcessor):
     def run(self, parent, blocks):
         tex = self.RE.match(blocks.pop(0)).group("tex")
         div = etree.SubElement(parent, "div", {"class": "lk-math-block"})
-        div.text = self.parser.md.htmlStash.store(to_mathml(tex, "block"))
+        div.text = self.parser.md.htmlStash.store(to_mathml(tex, "block", self.parser.md))
 
 
 class MathMLExtension(Extension):

@@ -41,15 +41,27 @@ class PageContext:
     root: str | None = None  # project root; overrides the extension's `root` option
     source: str = ""  # the page's raw text, to locate problems found after preprocessing
     deferred: Deferred | None = None  # when set, highlighted code waits for Deferred.fill
+    project: Project | None = None  # the build's project; overrides `root`
 
     def locate(self, needle: str) -> int | None:
         idx = self.source.find(needle) if needle and self.source else -1
         return self.source.count("\n", 0, idx) + 1 if idx >= 0 else None
 
 
+# The page being rendered when the extension is used on its own (``python -m lessonkit render``,
+# a plain ``markdown.Markdown``): context-local, set and reset around one conversion. A site
+# build instead gives the extension a `context` callable (see lessonkit.build.Build.current).
 CURRENT: ContextVar[PageContext | None] = ContextVar("lessonkit_page", default=None)
-COMMAND = ["build"]  # the MkDocs command of this process ("build" or "serve"); survives hook reloads
+# Projects by root for stand-alone use, so that converting many pages provides the pinned tree
+# once. A build passes its own project in the page context and does not use this cache.
 _projects: dict[Path, Project] = {}
+
+
+def page_context(md: Markdown) -> PageContext | None:
+    """The context of the page ``md`` is converting: from the build, else from :data:`CURRENT`."""
+    provider = getattr(md, "lessonkit_context", None)
+    ctx = provider() if provider is not None else None
+    return ctx if ctx is not None else CURRENT.get()
 
 
 def get_project(root: str | Path) -> Project:
@@ -158,11 +170,12 @@ class _Pre(Preprocessor):
         self.root = root
 
     def run(self, lines: list[str]) -> list[str]:
-        ctx = CURRENT.get() or PageContext()
+        ctx = page_context(self.md) or PageContext()
         text = "\n".join(lines)
         if "```" not in text and "~~~" not in text and "[[" not in text:
             return lines
-        out, problems = render_page(self.md, get_project(ctx.root or self.root), text, ctx)
+        project = ctx.project or get_project(ctx.root or self.root)
+        out, problems = render_page(self.md, project, text, ctx)
         if problems:
             if ctx.problems is None:
                 raise LessonError.collect(problems)
@@ -172,10 +185,13 @@ class _Pre(Preprocessor):
 
 class LessonKitExtension(Extension):
     def __init__(self, **kwargs):
-        self.config = {"root": [".", "project root (holds docs/, sourcemap/, experiments/)"]}
+        self.config = {"root": [".", "project root (holds docs/, sourcemap/, experiments/)"],
+                       "context": ["", "a callable returning the current page's PageContext (set by a build)"]}
         super().__init__(**kwargs)
 
     def extendMarkdown(self, md: Markdown) -> None:
+        if callable(self.getConfig("context")):
+            md.lessonkit_context = self.getConfig("context")
         md.preprocessors.register(_Pre(md, self.getConfig("root")), "lessonkit", PRIORITY)
 
 

@@ -119,11 +119,9 @@ def prewarm(project: Project, plan: Prewarm) -> None:
 
     from . import mathml
     from .mdext import make_renderer
-    from .pyindex import SourceFile
     from .render import NoLinks
 
-    SourceFile.store = Store(project.cache, "symbols")
-    mathml.STORE = Store(project.cache, "mathml")
+    project.install_stores()
     renderer = make_renderer(Markdown(), project, NoLinks())
     for text, start, anchor in plan.code:
         renderer.code(text, start, anchor)

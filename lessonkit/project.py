@@ -81,6 +81,17 @@ class Project:
         return execute.Runner(self.tree.root, self.pin.version, self.pin.manifest_digest,
                               self.experiments, self.cache, extra_paths=(self.root / "mini-autograd",))
 
+    def install_stores(self) -> None:
+        """Point the process's content-keyed caches (symbol tables, formulas) at this project's
+        cache. They are safe to share across serve rebuilds and projects: an entry is found only
+        by the digest of everything it was made from."""
+        from . import mathml
+        from .pyindex import SourceFile
+        from .store import Store
+
+        SourceFile.store = Store(self.cache, "symbols")
+        mathml.STORE = Store(self.cache, "mathml")
+
     # -- pages
     def read_page(self, path: Path) -> str:
         """A lesson page's text; encoding mistakes are author errors."""

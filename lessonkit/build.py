@@ -1,0 +1,279 @@
+"""One site build: the project, its stores and runner, the problems and the generated pages.
+
+A :class:`Build` is created once per build (MkDocs ``on_config``) and owns everything
+the build computes; the MkDocs hooks only translate events into calls on it, so all of
+this is usable and testable without MkDocs:
+
+* :meth:`Build.start` provides the pinned tree and the tokens pages may use;
+* :meth:`Build.plan` reads and verifies every page once (the same map as ``verify``),
+  starts the experiments in the background, lists the generated pages and the order
+  in which to render pages (:func:`render_order`);
+* :meth:`Build.page` gives each page's Markdown its context (path, line offset, links,
+  deferred code) and :meth:`Build.page_done` collects its problems;
+* :meth:`Build.finish` completes the attachments and the bundle once every experiment
+  has run, :meth:`Build.check_links` checks the written site.
+
+Problems reach the user through one channel, :attr:`Build.problems`, as one type,
+:class:`~lessonkit.errors.Problem`.
+
+Process-wide state: only :data:`COMMAND` (the MkDocs command of this process, set once
+by ``on_startup``, which MkDocs does not call again when ``serve`` reloads the hooks) and
+the content-keyed caches installed by :meth:`Project.install_stores` (safe to share across serve
+rebuilds: an entry is found only by the digest of everything it was made from).
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from . import attachments, pages, site, verify
+from .errors import LessonError, Problem
+from .mdext import PageContext
+from .project import Project
+from .render import Deferred
+
+COMMAND = ["build"]  # the MkDocs command of this process ("build" or "serve")
+TOKEN = re.compile(r"\[\[lessonkit:([^\]\s]*)\]\]")
+API_ENTRY = re.compile(r"^::: *([\w.]+)", re.M)
+
+
+def fill_tokens(text: str, tokens: dict[str, str]) -> str:
+    """``text`` with every known ``[[lessonkit:key]]`` replaced by its value."""
+    for key, value in tokens.items():
+        text = text.replace(f"[[lessonkit:{key}]]", value)
+    return text
+
+
+def unknown_tokens(text: str, source: str, path: str, known: list[str]) -> list[Problem]:
+    """A located problem for every ``[[lessonkit:…]]`` left in ``text`` (lines from ``source``)."""
+    out = []
+    for key in sorted(set(TOKEN.findall(text))):
+        at = source.find(f"[[lessonkit:{key}]]")
+        out.append(Problem(f"unknown token `[[lessonkit:{key}]]`", path,
+                           source.count("\n", 0, at) + 1 if at >= 0 else None,
+                           hint="known tokens: " + ", ".join(sorted(known))))
+    return out
+
+
+def line_offset(raw: str, markdown: str) -> int:
+    """How many lines of the page file come before ``markdown`` (front matter MkDocs removed)."""
+    idx = raw.find(markdown[:200]) if markdown else 0
+    return raw.count("\n", 0, idx) if idx > 0 else 0
+
+
+@dataclass(frozen=True)
+class PageFile:
+    """A page as the site generator lists it: its docs-relative uri and its file, if any."""
+
+    uri: str
+    path: str | None = None
+
+
+def render_order(files: list[PageFile], project: Project, with_experiments: set[str], late: set[str]) -> list[int]:
+    """Indices of ``files`` in render order: pages without experiments first, then those with
+    experiments (by then their experiments have had time to run), then the pages that need
+    all of them (``late``). The order of the site's navigation is not affected."""
+    first, then, last = [], [], []
+    for n, f in enumerate(files):
+        if f.uri in late:
+            last.append(n)
+        elif f.path and project.rel(f.path) in with_experiments:
+            then.append(n)
+        else:
+            first.append(n)
+    return first + then + last
+
+
+@dataclass
+class Plan:
+    """What :meth:`Build.plan` decided: pages to add and the late pages to fill in."""
+
+    generated: list[pages.Generated]  # source browser, code pages, indexes: content known now
+    late: list[str]  # attachments, written once every experiment has run
+    with_experiments: set[str]  # project-relative pages that show experiments
+
+
+class SiteLinks:
+    """Where a block on one page links to: relative URLs of generated pages."""
+
+    def __init__(self, build: "Build", page_url: str, relative: Callable[[str, str], str]):
+        self.build, self.page_url, self.relative = build, page_url, relative
+
+    def _rel(self, uri: str) -> str | None:
+        url = self.build.urls.get(uri)
+        return self.relative(url, self.page_url) if url is not None else None
+
+    def source(self, file, start, end):
+        rel = self._rel(site.source_uri(file))
+        return f"{rel}#L{start}-L{end}" if rel else None
+
+    def script(self, file):
+        return self._rel(site.code_uri(file))
+
+    def api(self, file, symbol):
+        if not symbol or not file.endswith(".py"):
+            return None
+        dotted = file[:-3].replace("/", ".").removesuffix(".__init__") + "." + symbol
+        rel = self._rel("api.md")
+        return f"{rel}#{dotted}" if rel and dotted in self.build.api else None
+
+
+@dataclass
+class Build:
+    root: Path
+    command: str = "build"
+    problems: list[Problem] = field(default_factory=list)
+    tokens: dict[str, str] = field(default_factory=dict)  # [[lessonkit:x]] -> value
+    texts: dict[str, str] = field(default_factory=dict)  # project-relative page -> text, read once
+    report: verify.Report | None = None
+    citations: list = field(default_factory=list)
+    generated: dict = field(default_factory=dict)  # uri -> (origin, file) of code pages
+    urls: dict[str, str] = field(default_factory=dict)  # uri -> url
+    api: set[str] = field(default_factory=set)  # documented API object paths
+    deferred: dict[str, Deferred] = field(default_factory=dict)  # uri -> code filled after the search index
+    nonce: str = field(default_factory=lambda: secrets.token_hex(4))
+    current: PageContext | None = None  # the page whose Markdown is being rendered
+    pending: object = None  # the experiments, running in the background
+    prewarm: object = None  # a process filling the caches ahead of the source pages
+    attached: dict[str, str] | None = None  # uri -> Markdown of the attachments
+    calls_text: str | None = None
+    t0: float = field(default_factory=time.perf_counter)
+    log: Callable[[str], None] = print  # where problems are written (MkDocs: an error logger)
+    log_info: Callable[[str], None] = print
+
+    def __post_init__(self):
+        self.project = Project(Path(self.root))
+
+    # -- on_config
+    def start(self):
+        """Provide the pinned tree (checked against the manifest, once per build)."""
+        tree = self.project.tree
+        self.project.install_stores()
+        pin = self.project.pin
+        self.tokens = {"provider": tree.provider, "sdist-sha256": pin.sdist_sha256, "commit": pin.commit,
+                       "version": pin.version}
+        return tree
+
+    # -- on_files
+    def read_pages(self, paths: list[Path]) -> None:
+        """Read every page once; an unreadable page is a problem (raised together, before anything runs)."""
+        unreadable = []
+        for path in paths:
+            try:
+                self.texts[self.project.rel(path)] = self.project.read_page(path)
+            except LessonError as exc:
+                unreadable += exc.problems
+        if unreadable:
+            raise LessonError.collect(unreadable)
+
+    def plan(self, paths: list[Path], api_page: Path | None = None) -> Plan:
+        self.t0 = time.perf_counter()
+        self.read_pages(paths)
+        project = self.project
+        self.report = report = verify.check(project, paths)  # the same map that `nox -s verify` checks
+        jobs = [r.job for rs in report.resolved.values() for r in rs if r.job]
+        jobs += pages.diagram_jobs(project)
+        # The experiments run in the background, in page order, while the pages render; a page
+        # waits only for its own. What needs all of them (attachments, bundle) comes last.
+        self.pending = project.runner.start(jobs)
+        self.citations = site.citations(report, "docs/", self.texts)
+        with_experiments = [page for page, rs in report.resolved.items() if any(r.job for r in rs)]
+        if self.pending.to_run:  # a cold build: another process highlights those pages' code meanwhile
+            self.prewarm = pages.start_prewarm(project, pages.prewarm_plan(report, with_experiments))
+        generated = pages.browser_pages(project, self.citations)
+        self.generated = {g.uri: g.code for g in generated if g.code}
+        if api_page is not None:
+            self.api = set(API_ENTRY.findall(api_page.read_text(encoding="utf-8")))
+        return Plan(generated, pages.attachment_uris(project), set(with_experiments))
+
+    # -- pages
+    def page(self, uri: str, path: str | None, markdown: str, links) -> str:
+        """Begin rendering one page: its context for the Markdown extension, and its Markdown
+        with the tokens, the attachment content and the cited-source list filled in."""
+        project = self.project
+        rel = project.rel(path) if path else f"docs/{uri}"
+        problems: list[Problem] = []
+        raw = self.texts.get(rel)  # read (and checked) once, in plan
+        if raw is None:
+            raw = markdown
+            if path:
+                try:
+                    raw = project.read_page(Path(path))
+                except LessonError as exc:
+                    problems += exc.problems
+        deferred = self.deferred[uri] = Deferred(self.nonce, {})
+        self.current = PageContext(rel, line_offset(raw, markdown), problems, links=links, source=raw,
+                                   deferred=deferred, project=project)
+        if uri in pages.ATTACHMENTS:  # generated once every experiment has run
+            self.results()
+            markdown = self.attached.get(uri, markdown)
+        markdown = fill_tokens(markdown, self.tokens)  # the bundle's tokens follow in finish()
+        if uri.startswith("lessons/"):
+            own = [c for c in self.citations if c.page == uri]
+            depth = uri.count("/")
+            markdown = site.add_section(markdown, site.cited_list(own, lambda u: "../" * depth + u))
+        return markdown
+
+    def page_done(self) -> PageContext | None:
+        """The page's Markdown is rendered: report its problems."""
+        ctx, self.current = self.current, None
+        for p in (ctx.problems if ctx else []):
+            self.report_problem(p)
+        return ctx
+
+    def report_problem(self, p: Problem) -> None:
+        self.log(str(p))
+        self.problems.append(p)
+
+    # -- what waits for every experiment
+    def results(self) -> dict:
+        results = self.pending.results()
+        if self.attached is None:
+            ran = [r for r in results.values() if not r.cached]
+            self.log_info(f"lessonkit: {len(results)} experiment(s): {len(ran)} run "
+                          f"({sum(r.cpu_seconds for r in ran):.1f} s CPU), {len(results) - len(ran)} from cache, "
+                          f"{time.perf_counter() - self.t0:.1f} s wall")
+            attached, self.calls_text = pages.attachment_pages(self.project, self.report, results)
+            self.attached = {g.uri: g.content for g in attached}
+        return results
+
+    def finish(self, rendered: list[tuple[str, object]]) -> bytes:
+        """Every page's Markdown is rendered: build the bundle and fill the tokens that name it in
+        ``rendered`` (``(uri, page)`` pairs whose ``content`` is HTML). Returns the bundle."""
+        if self.prewarm is not None:
+            self.prewarm.join()
+            self.prewarm = None
+        results = self.results()
+        attached = [pages.Generated(uri, text) for uri, text in self.attached.items()]
+        data = pages.bundle(self.project, results, self.texts, attached, self.calls_text)
+        late = {"bundle-sha256": attachments.sha256(data), "bundle-size": f"{len(data) / 1024:.1f} KiB"}
+        for uri, page in rendered:
+            if not page.content or "[[lessonkit:" not in page.content:
+                continue
+            page.content = fill_tokens(page.content, late)
+            for p in unknown_tokens(page.content, self.texts.get(f"docs/{uri}", ""), f"docs/{uri}",
+                                    [*self.tokens, *late]):
+                self.report_problem(p)
+        return data
+
+    def cancel(self) -> None:
+        """A build that stops early leaves nothing running behind it."""
+        if self.pending is not None:
+            self.pending.cancel()
+        if self.prewarm is not None:
+            self.prewarm.terminate()
+            self.prewarm = None
+
+    def check_links(self, site_dir: Path) -> None:
+        """Check every link of the written site (``build`` only; ``serve`` keeps rebuilds fast)."""
+        from .linkcheck import check_site
+
+        if self.command != "build":
+            return
+        for p in check_site(site_dir, cache=self.project.cache):
+            self.report_problem(Problem(f"{p.what}: {p.target}", f"site/{p.page}"))

@@ -1,0 +1,81 @@
+"""The Build object (issue 16 item 2) without MkDocs: tokens, line offsets, render order,
+links, and one page from plan to problems."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from support import block
+from lessonkit.build import Build, PageFile, SiteLinks, fill_tokens, line_offset, render_order, unknown_tokens
+from lessonkit.errors import Problem
+
+
+def test_fill_tokens_replaces_only_known_tokens():
+    text = "v[[lessonkit:version]] · [[lessonkit:nope]] · [[lessonkit:version]]"
+    assert fill_tokens(text, {"version": "1.9.1"}) == "v1.9.1 · [[lessonkit:nope]] · 1.9.1"
+
+
+def test_unknown_tokens_are_located_in_the_source():
+    problems = unknown_tokens("<p>[[lessonkit:nope]]</p>", "# t\n\nsee [[lessonkit:nope]]\n", "docs/a.md",
+                              ["version", "commit"])
+    assert [str(p) for p in problems] == [
+        "docs/a.md:3: unknown token `[[lessonkit:nope]]` — known tokens: commit, version"]
+
+
+def test_line_offset_counts_front_matter():
+    raw = "---\ntitle: t\n---\n\n# t\n\nbody\n"
+    assert line_offset(raw, "# t\n\nbody\n") == 4
+    assert line_offset(raw, raw) == 0
+
+
+def test_render_order_puts_experiment_pages_then_late_pages_last(real_project):
+    root = real_project.root
+    files = [PageFile("attachments/acceptance.md"), PageFile("a.md", str(root / "docs" / "a.md")),
+             PageFile("b.md", str(root / "docs" / "b.md")), PageFile("c.md", str(root / "docs" / "c.md"))]
+    assert render_order(files, real_project, {"docs/b.md"}, {"attachments/acceptance.md"}) == [1, 3, 2, 0]
+
+
+def test_site_links_are_relative_and_absent_without_a_page(tmp_path):
+    b = Build(tmp_path)
+    b.urls = {"source/autograd/core.py.md": "source/autograd/core.py/", "code/experiments/x.py.md": "code/x/",
+              "api.md": "api/"}
+    b.api = {"autograd.core.make_vjp"}
+    links = SiteLinks(b, "lessons/05/", lambda url, base: f"REL({url}|{base})")
+    assert links.source("autograd/core.py", 3, 9) == "REL(source/autograd/core.py/|lessons/05/)#L3-L9"
+    assert links.source("autograd/tracer.py", 3, 9) is None
+    assert links.script("experiments/x.py") == "REL(code/x/|lessons/05/)"
+    assert links.api("autograd/core.py", "make_vjp") == "REL(api/|lessons/05/)#autograd.core.make_vjp"
+    assert links.api("autograd/core.py", "backward_pass") is None
+
+
+def test_one_page_from_plan_to_problems(site, monkeypatch):
+    monkeypatch.setenv("AUTOGRAD_SOURCE", str(site.pinned_root))
+    monkeypatch.setenv("LESSONKIT_CACHE", str(site.cache))
+    page = site.page("lessons/01-a.md", "# 01 · t\n\nv[[lessonkit:version]]\n\n"
+                     + block("real-source", "File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217"))
+    logged: list[str] = []
+    b = Build(site.root, log=logged.append, log_info=lambda s: None)
+    b.start()
+    plan = b.plan([site.root / "docs" / "index.md", page])
+    assert plan.with_experiments == set() and "source/autograd/core.py.md" in {g.uri for g in plan.generated}
+    md = b.page("lessons/01-a.md", str(page), page.read_text(encoding="utf-8"), links=None)
+    assert "v1.9.1" in md and "```real-source" in md
+    assert b.current.path == "docs/lessons/01-a.md" and b.current.line_offset == 0
+    b.current.problems.append(Problem("x", "docs/lessons/01-a.md", 3))
+    b.page_done()
+    assert b.current is None and [str(p) for p in b.problems] == logged == ["docs/lessons/01-a.md:3: x"]
+    b.cancel()
+
+
+def test_unreadable_pages_are_one_error_each(tmp_path):
+    (tmp_path / "docs").mkdir()
+    bad = tmp_path / "docs" / "bad.md"
+    bad.write_bytes(b"\xef\xbb\xbf# t\n")
+    b = Build(tmp_path)
+    try:
+        b.read_pages([bad])
+    except Exception as exc:  # LessonError
+        assert str(exc) == "docs/bad.md:1: file starts with a UTF-8 byte-order mark — save it as UTF-8 without BOM"
+    else:
+        raise AssertionError("no error")
+    assert Path(tmp_path / "docs" / "bad.md").read_bytes().startswith(b"\xef\xbb\xbf")

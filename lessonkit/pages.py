@@ -47,44 +47,34 @@ class Generated:
 # ---------------------------------------------------------------- source browser and symbol index
 
 def browser_pages(project: Project, cites: list[site.Citation]) -> list[Generated]:
-    pinned_files = {p for p in project.pin.manifest if p.startswith("autograd/") and p.endswith(".py")}
+    conf = project.site
+    pinned_files = {p for p in project.pin.manifest if p.startswith(conf.package) and p.endswith(".py")}
     pinned_files = sorted(pinned_files | {c.file for c in cites if c.origin == "pinned"})
     repo_files = sorted({p.relative_to(project.root).as_posix()
-                         for d in ("experiments", "mini-autograd") for p in (project.root / d).rglob("*.py")
+                         for d in conf.code for p in (project.root / d).rglob("*.py")
                          if "__pycache__" not in p.parts} | {c.file for c in cites if c.origin == "repo"})
+    marks = {"cited_mark": CITED_MARK, "symbols_mark": SYMBOLS_MARK, "code_mark": CODE_MARK}
     out, index_rows = [], []
     for file in pinned_files:
         own = [c for c in cites if c.origin == "pinned" and c.file == file]
         sf = project.pinned.file(file)
-        md = (NO_SEARCH + f"# {file}\n\n固定版本 autograd {project.pin.version}（`{project.pin.short}`）中的完整文件，"
-              f"共 {len(sf.lines)} 行。行号即真实行号，可用 `#L行号` 或 `#L起-L止` 直接链接；"
-              f"[在 GitHub 上查看]({project.pin.permalink(file, 1, len(sf.lines)).rsplit('#', 1)[0]})。\n\n"
-              f"## 被课程引用的范围 {{#cited}}\n\n{CITED_MARK}\n\n"
-              + (f"## 顶层符号 {{#symbols}}\n\n{SYMBOLS_MARK}\n\n" if file.endswith(".py") else "")
-              + f"## 源码 {{#code}}\n\n{CODE_MARK}\n")
+        github = project.pin.permalink(file, 1, len(sf.lines)).rsplit("#", 1)[0]
+        md = NO_SEARCH + conf.render("source-page.md", file=file, pin=project.pin, lines=len(sf.lines),
+                                     github=github, python=file.endswith(".py"), **marks)
         out.append(Generated(site.source_uri(file), md, code=("pinned", file)))
-        index_rows.append(f"| [`{file}`]({file}.md) | {len(sf.lines)} | {len(own)} |")
-    out.append(Generated(
-        f"{site.SOURCE_DIR}/index.md",
-        "# 源码浏览\n\n固定版本中 `autograd/` 包的每个 Python 文件都有一页：完整高亮、真实行号、"
-        "每行一个锚点，并标出课程引用过的范围及其反向链接。\n\n| 文件 | 行数 | 被引用次数 |\n|---|---|---|\n"
-        + "\n".join(index_rows) + "\n", in_nav=True))
+        index_rows.append({"file": file, "lines": len(sf.lines), "cited": len(own)})
+    out.append(Generated(f"{site.SOURCE_DIR}/index.md", conf.render("source-index.md", rows=index_rows), in_nav=True))
     for file in repo_files:
         uri = site.code_uri(file)
         own = [c for c in cites if c.origin == "repo" and c.file == file]
         users = sorted({(c.page, c.label, c.anchor) for c in cites if c.role == "script" and c.file == file})
-        up = "../" * uri.count("/")
-        used = "\n".join(f"- [{label} · {anchor}]({up}{page}#{anchor})" for page, label, anchor in users)
         sf = repo_file(project, file)
-        md = (NO_SEARCH + f"# {file}\n\n本仓库中的文件（不是 HIPS/autograd 源码），共 {len(sf.lines)} 行。\n\n"
-              + (f"## 使用它的实验块 {{#used-by}}\n\n{used}\n\n" if used else "")
-              + (f"## 被课程引用的范围 {{#cited}}\n\n{CITED_MARK}\n\n" if own else "")
-              + f"## 代码 {{#code}}\n\n{CODE_MARK}\n")
+        md = NO_SEARCH + conf.render("code-page.md", file=file, lines=len(sf.lines), up="../" * uri.count("/"),
+                                     users=[{"page": p, "label": lb, "anchor": a} for p, lb, a in users],
+                                     cited=bool(own), **marks)
         out.append(Generated(uri, md, code=("repo", file)))
-    out.append(Generated(
-        "symbols.md",
-        "# 符号索引\n\n每个被课程引用的符号，按文件分组，并列出引用它的块。本页由构建从与 "
-        "`nox -s verify` 相同的摘录映射生成。\n\n" + site.symbol_index(cites, lambda uri: uri), in_nav=True))
+    out.append(Generated("symbols.md", conf.render("symbols.md", index=site.symbol_index(cites, lambda uri: uri)),
+                         in_nav=True))
     return out
 
 

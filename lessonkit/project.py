@@ -8,14 +8,14 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
-from . import execute
+from . import execute, siteconfig
 from .errors import LessonError, Problem
 from .kinds import Registry, Resolved, for_project
 from .parse import Block, ParsedPage, parse_page
 from .pin import Pin, PinnedTree, load_pin, provide
 from .resolve import Tree
+from .siteconfig import SiteConfig
 
-REPO_PREFIXES = ("mini-autograd/",)  # teaching-simplification File: may point here
 
 
 @dataclass
@@ -60,17 +60,23 @@ class Project:
         return load_pin(self.sourcemap)
 
     @cached_property
+    def site(self) -> SiteConfig:
+        """What the project says about itself (``sourcemap/site.toml``, ``templates/``)."""
+        return siteconfig.load(self.root, self.pin.repo)
+
+    @cached_property
     def tree(self) -> PinnedTree:
         return provide(self.pin, self.cache)
 
     @cached_property
     def pinned(self) -> Tree:
         return Tree(self.tree.root, "pinned", allowed=set(self.pin.manifest),
-                    label=f"the pinned autograd {self.pin.version} tree")
+                    label=f"the pinned {self.site.name} {self.pin.version} tree")
 
     @cached_property
     def repo(self) -> Tree:
-        return Tree(self.root, "repo", prefixes=REPO_PREFIXES, label="this repository")
+        folders = self.site.teaching or self.site.code  # never "any file of the repository"
+        return Tree(self.root, "repo", prefixes=tuple(f"{d}/" for d in folders), label="this repository")
 
     @cached_property
     def scripts(self) -> Tree:
@@ -78,8 +84,9 @@ class Project:
 
     @cached_property
     def runner(self) -> execute.Runner:
+        extra = tuple(self.root / d for d in self.site.teaching)
         return execute.Runner(self.tree.root, self.pin.version, self.pin.manifest_digest,
-                              self.experiments, self.cache, extra_paths=(self.root / "mini-autograd",))
+                              self.experiments, self.cache, extra_paths=extra)
 
     def install_stores(self) -> None:
         """Point the process's content-keyed caches (symbol tables, formulas) at this project's

@@ -1,0 +1,118 @@
+"""What a project says about itself, so that the engine names nothing: ``sourcemap/site.toml``
+(data) and ``templates/`` (the prose of generated pages, Jinja2).
+
+Every field has a default derived from the pin (``[upstream] repo`` of ``pin.toml``), so a
+project without ``site.toml`` still builds::
+
+    [upstream]
+    name = "autograd"             # how pages name the pinned project (default: last part of the repo URL)
+    label = "HIPS/autograd"       # how disclaimers name it (default: owner/name of the repo URL)
+    package = "autograd/"         # the pinned folder the source browser shows (default: "<name>/")
+
+    [repository]
+    teaching = ["mini-autograd"]  # folders teaching blocks may quote; on the experiments' sys.path
+    code = ["experiments", "mini-autograd"]  # folders with code pages, copied into the bundle
+
+    [bundle]
+    path = "downloads/resources.zip"
+
+    [diagrams]                    # optional: experiments whose output the diagram attachments draw
+    calls = "experiments/debug_walkthrough.py"
+    nesting = "experiments/higher_order.py"
+
+    [attachments]
+    readme = "mini-autograd/README.md"   # optional: shown as attachments/mini-readme.md
+
+Templates are looked up in the project's ``templates/`` first, then in ``lessonkit/templates/``.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from .errors import LessonError
+
+CONFIG = "sourcemap/site.toml"
+ENGINE_TEMPLATES = Path(__file__).parent / "templates"
+_KEYS = {"upstream": {"name", "label", "package"}, "repository": {"teaching", "code"}, "bundle": {"path"},
+         "diagrams": {"calls", "nesting"}, "attachments": {"readme"}}
+
+
+@dataclass(frozen=True)
+class SiteConfig:
+    root: Path
+    name: str
+    label: str
+    package: str
+    teaching: tuple[str, ...] = ()
+    code: tuple[str, ...] = ("experiments",)
+    bundle: str = "downloads/resources.zip"
+    diagrams: dict[str, str] = field(default_factory=dict)
+    readme: str | None = None
+
+    @cached_property
+    def templates(self):
+        import jinja2
+
+        loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(self.root / "templates"),
+                                      jinja2.FileSystemLoader(ENGINE_TEMPLATES)])
+        # `{#id}` is Markdown's heading-id syntax, so Jinja2 comments are written {#-- … --#}
+        return jinja2.Environment(loader=loader, keep_trailing_newline=True, autoescape=False,
+                                  undefined=jinja2.StrictUndefined, comment_start_string="{#--",
+                                  comment_end_string="--#}")
+
+    def render(self, name: str, **data) -> str:
+        """The template ``name`` filled with ``data`` (Markdown: values are inserted as given)."""
+        import jinja2
+
+        try:
+            return self.templates.get_template(name).render(site=self, **data)
+        except jinja2.TemplateError as exc:
+            line = getattr(exc, "lineno", None)
+            raise LessonError(f"template `{name}`: {exc.__class__.__name__}: {exc}",
+                              path=f"templates/{name}", line=line,
+                              hint="check the template against the data the engine passes") from None
+
+
+def load(root: Path, repo_url: str) -> SiteConfig:
+    """The project's ``sourcemap/site.toml`` (optional), checked, with defaults from the pin."""
+    m = re.search(r"([^/]+)/([^/]+?)(?:\.git)?/?$", repo_url)
+    owner_name = f"{m[1]}/{m[2]}" if m else repo_url
+    default_name = m[2] if m else repo_url
+    data: dict = {}
+    path = root / CONFIG
+    if path.is_file():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            line = int(n[1]) if (n := re.search(r"line (\d+)", str(exc))) else 1
+            raise LessonError(f"cannot read site configuration: {exc}", path=CONFIG, line=line,
+                              hint="see lessonkit/siteconfig.py for the fields") from None
+    for table, values in data.items():
+        if table not in _KEYS or not isinstance(values, dict):
+            raise LessonError(f"unknown table `[{table}]`", path=CONFIG, line=_line(path, f"[{table}]"),
+                              hint="known tables: " + ", ".join(f"[{t}]" for t in _KEYS))
+        for key, value in values.items():
+            if key not in _KEYS[table]:
+                raise LessonError(f"unknown key `{key}` in `[{table}]`", path=CONFIG, line=_line(path, key),
+                                  hint="known keys: " + ", ".join(sorted(_KEYS[table])))
+            if not (isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))):
+                raise LessonError(f"`{key}` in `[{table}]` is not text or a list of text", path=CONFIG,
+                                  line=_line(path, key), hint='for example `code = ["experiments"]`')
+    up, repo = data.get("upstream", {}), data.get("repository", {})
+    name = up.get("name", default_name)
+    return SiteConfig(root, name, up.get("label", owner_name), up.get("package", f"{name}/"),
+                      tuple(repo.get("teaching", ())), tuple(repo.get("code", ("experiments",))),
+                      data.get("bundle", {}).get("path", "downloads/resources.zip"), dict(data.get("diagrams", {})),
+                      data.get("attachments", {}).get("readme"))
+
+
+def _line(path: Path, needle: str) -> int:
+    for n, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
+        if line.strip().startswith(needle):
+            return n
+    return 1

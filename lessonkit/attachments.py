@@ -38,36 +38,25 @@ def load_roles(project: Project) -> dict[str, str]:
 def repo_map(project: Project) -> str:
     """Every file of the pinned tree: lines and top-level symbols from the tree, role by hand."""
     roles = load_roles(project)
+    package = project.site.package
     missing = [f for f in project.pin.manifest if f not in roles]
-    groups: "OrderedDict[str, list[str]]" = OrderedDict()
-    for f in sorted(project.pin.manifest, key=lambda p: (p.count("/") > 0 and not p.startswith("autograd/"), p)):
-        groups.setdefault(str(PurePosixPath(f).parent), []).append(f)
-    out = [f"# 完整 Repository Map\n\n固定版本 autograd {project.pin.version}（`{project.pin.short}`）源码树中的全部 "
-           f"{len(project.pin.manifest)} 个文件。文件列表、行数与顶层符号由构建从经过清单校验的源码树生成；"
-           "「作用」一列是手写的说明（`sourcemap/roles.toml`）。`autograd/` 包内的文件可以点开在"
-           "[源码浏览](../source/index.md)中阅读。\n"]
-    if missing:
-        out.append(f"!!! warning \"尚未写作用说明的文件：{len(missing)} 个\"\n")
-    for folder, files in groups.items():
-        out.append(f"\n## `{folder if folder != '.' else '（根目录）'}`\n\n| 文件 | 行数 | 顶层符号 | 作用 |\n|---|---|---|---|")
-        for f in files:
+    groups: "OrderedDict[str, list[dict]]" = OrderedDict()
+    for f in sorted(project.pin.manifest, key=lambda p: (p.count("/") > 0 and not p.startswith(package), p)):
+        row = {"file": f, "name": PurePosixPath(f).name, "role": roles.get(f, "").replace("|", "\\|"),
+               "browsable": f.startswith(package) and f.endswith(".py"), "lines": None, "symbols": []}
+        groups.setdefault(str(PurePosixPath(f).parent), []).append(row)
+        try:
+            sf = project.pinned.file(f)
+        except LessonError:  # a binary file (images, PDF): listed, not read as text
+            continue
+        row["lines"] = len(sf.lines)
+        if f.endswith(".py"):
             try:
-                sf = project.pinned.file(f)
-            except LessonError:  # a binary file (images, PDF): listed, not read as text
-                out.append(f"| `{PurePosixPath(f).name}` | 二进制 | | {roles.get(f, '')} |")
-                continue
-            syms = ""
-            if f.endswith(".py"):
-                try:
-                    names = [d.name for d in sf.definitions if d.kind in ("def", "class") and "." not in d.name]
-                except LessonError:
-                    names = []
-                syms = ", ".join(f"`{n}`" for n in names[:12]) + (f" 等 {len(names)} 个" if len(names) > 12 else "")
-            name = f"[`{PurePosixPath(f).name}`](../source/{f}.md)" if f.startswith("autograd/") and f.endswith(".py") \
-                else f"`{PurePosixPath(f).name}`"
-            role = roles.get(f, "").replace("|", "\\|")
-            out.append(f"| {name} | {len(sf.lines)} | {syms} | {role} |")
-    return "\n".join(out) + "\n"
+                row["symbols"] = [d.name for d in sf.definitions if d.kind in ("def", "class") and "." not in d.name]
+            except LessonError:
+                pass
+    return project.site.render("repo-map.md", pin=project.pin, files=len(project.pin.manifest), missing=len(missing),
+                               groups=list(groups.items()))
 
 
 # ---------------------------------------------------------------- diagrams
@@ -176,46 +165,14 @@ def acceptance(project: Project, report: Report, results: dict[str, execute.Resu
             status = "未运行" if res is None else (f"{res.exit_code}" + ("（超时）" if res.timed_out else ""))
             digest = res.digest[:16] if res else "—"
             exp_rows.append(f"| `{page}:{r.block.line}` | `{r.job.label}` | {status} | `{digest}` |")
-    repo_excerpts = sum(1 for rs in report.resolved.values() for r in rs
-                        if r.block.kind == "teaching-simplification" and r.excerpt is not None)
+    repo_excerpts = sum(1 for rs in report.resolved.values() for r in rs  # quoted from this repository
+                        if r.job is None and r.excerpt is not None and r.excerpt.origin == "repo")
     based = sum(1 for rs in report.resolved.values() for r in rs if r.based_on is not None)
-    return f"""# 本次构建验收记录
-
-本页在每次构建时由构建自身的结果生成。它只陈述下面列出的检查，不多说一句。
-
-## 固定版本 {{#pin}}
-
-| 项目 | 值 |
-|---|---|
-| autograd 版本 | {project.pin.version} |
-| commit | `{project.pin.commit}` |
-| 源码来源 | {project.tree.provider} |
-| sdist sha256（清单所记） | `{project.pin.sdist_sha256}` |
-| 清单中的文件数 | {len(project.pin.manifest)} |
-| 清单摘要 | `{project.pin.manifest_digest}` |
-| Python | {v['python']} |
-| NumPy | {v['numpy']} |
-
-**已检查：** 源码树中清单列出的 {len(project.pin.manifest)} 个文件逐个比对了 sha256，且树中没有清单之外的文件。
-
-## 摘录 {{#excerpts}}
-
-**已检查：** {report.count('real-source')} 个 [REAL SOURCE] 块全部解析到固定版本中的文件与符号，commit 等于固定版本，正文（如有）逐字等于源码中连续的行，给出的 `Lines` 与真实位置一致；{report.count('teaching-simplification')} 个 [TEACHING SIMPLIFICATION] 块中，{repo_excerpts} 个逐字取自本仓库文件，{based} 个的 `Based-on` 解析成功；{report.count('experiment')} 个 [EXPERIMENT] 块的脚本存在且所示片段逐字取自脚本。构建中未发现问题（有问题时构建会失败，不会生成本页）。
-
-{head}
-{chr(10).join(rows)}
-{totals}
-
-## 实验 {{#experiments}}
-
-**已检查：** 每个实验在本构建的环境中（固定源码树位于 `sys.path` 最前）运行并以退出码 0 结束；输出未变的实验复用了内容键相同的缓存结果（键包含脚本字节、清单摘要、Python 与 NumPy 版本）。输出摘要是页面所示输出的 sha256 前 16 位。
-
-| 位置 | 脚本 | 退出码 | 输出 sha256 |
-|---|---|---|---|
-{chr(10).join(exp_rows)}
-
-**未检查：** 课程中的文字论断本身。它们由各实验里的断言间接约束——断言失败时构建失败。
-"""
+    count = {k.name: report.count(k.name) for k in kinds}
+    return project.site.render("acceptance.md", pin=project.pin, provider=project.tree.provider,
+                               manifest_files=len(project.pin.manifest), versions=v, count=count,
+                               repo_excerpts=repo_excerpts, based=based, head=head, rows=rows, totals=totals,
+                               exp_rows=exp_rows)
 
 
 # ---------------------------------------------------------------- plain text and bundle

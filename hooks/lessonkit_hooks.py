@@ -74,7 +74,7 @@ def on_files(files: "Files", config: "MkDocsConfig") -> "Files":
         _add(files, config, g.uri, g.content, in_nav=g.in_nav)
     for uri in plan.late:  # written once every experiment has run
         _add(files, config, uri, "", in_nav=True)
-    _add(files, config, pages.BUNDLE, b"")
+    _add(files, config, BUILD.project.site.bundle, b"")
     every = list(files)
     listed = [lk_build.PageFile(f.src_uri, f.abs_src_path) for f in every]
     files = Files([every[n] for n in lk_build.render_order(listed, BUILD.project, plan.with_experiments,
@@ -113,7 +113,7 @@ def on_env(env, config: "MkDocsConfig", files: "Files"):
     """Every page has its Markdown rendered: finish the bundle and the tokens that name it."""
     rendered = [(f.src_uri, f.page) for f in files.documentation_pages() if f.page is not None]
     try:
-        files.get_file_from_path(pages.BUNDLE).content_bytes = BUILD.finish(rendered)
+        files.get_file_from_path(BUILD.project.site.bundle).content_bytes = BUILD.finish(rendered)
     except LessonError as exc:
         raise PluginError(str(exc)) from None
     return env

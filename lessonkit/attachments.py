@@ -201,7 +201,7 @@ def plain_markdown(project: Project, text: str, path: str, results: dict[str, ex
 
 def _plain_block(project: Project, r: Resolved, results) -> list[str]:
     result = results.get(project.runner.key(r.job)) if r.job is not None else None
-    return r.kind.plain(r, project.pin.short, result)
+    return r.kind.plain(r, project, result)
 
 
 def zip_bytes(entries: dict[str, bytes], epoch: int) -> bytes:

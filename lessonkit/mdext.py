@@ -78,7 +78,7 @@ def reset() -> None:
 
 def provenance(project: Project) -> str:
     v = execute.versions()
-    return (f"Python {v['python']} · NumPy {v['numpy']} · autograd {project.pin.version} "
+    return (f"Python {v['python']} · NumPy {v['numpy']} · {project.site.name} {project.pin.version} "
             f"({project.pin.short}，来源：{project.tree.provider})")
 
 
@@ -95,7 +95,8 @@ def tools() -> str:
 
 def make_renderer(md: Markdown, project: Project, links, deferred: Deferred | None = None) -> Renderer:
     hl = Highlight(md, **HIGHLIGHT)
-    return Renderer(project.pin, hl.highlight, links, provenance(project), store=Store(project.cache, "render"),
+    return Renderer(project.pin, hl.highlight, links, provenance(project), project.site.label,
+                    store=Store(project.cache, "render"),
                     tools=tools(), deferred=deferred)
 
 

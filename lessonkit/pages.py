@@ -32,8 +32,6 @@ NO_SEARCH = "---\nsearch:\n  exclude: true\n---\n\n"  # whole pages stay out of 
 CODE_MARK = '<div class="lk-code-slot"></div>'
 CITED_MARK = '<div class="lk-cited-slot"></div>'
 SYMBOLS_MARK = '<div class="lk-symbols-slot"></div>'
-DIAGRAM_SOURCES = {"calls": "experiments/debug_walkthrough.py", "nesting": "experiments/higher_order.py"}
-BUNDLE = "downloads/autograd-resources.zip"
 
 
 @dataclass(frozen=True)
@@ -174,7 +172,8 @@ def script_job(project: Project, rel: str) -> execute.Job:
 
 
 def diagram_jobs(project: Project) -> list[execute.Job]:
-    return [script_job(project, rel) for rel in DIAGRAM_SOURCES.values()] if _has_diagram_sources(project) else []
+    diagrams = project.site.diagrams
+    return [script_job(project, rel) for rel in diagrams.values()] if _has_diagram_sources(project) else []
 
 
 def _output(project: Project, results: dict, rel: str) -> execute.Result:
@@ -191,16 +190,18 @@ ATTACHMENTS = ("attachments/acceptance.md", "attachments/repo-map.md", "attachme
 
 def attachment_uris(project: Project) -> list[str]:
     """The generated attachments this project has (known before any experiment runs)."""
+    readme = project.site.readme
     has = {"attachments/acceptance.md": True,
            "attachments/repo-map.md": (project.sourcemap / "roles.toml").is_file(),
            "attachments/call-sequence.md": _has_diagram_sources(project),
            "attachments/nested-traces.md": _has_diagram_sources(project),
-           "attachments/mini-readme.md": (project.root / "mini-autograd" / "README.md").is_file()}
+           "attachments/mini-readme.md": readme is not None and (project.root / readme).is_file()}
     return [uri for uri in ATTACHMENTS if has[uri]]
 
 
 def _has_diagram_sources(project: Project) -> bool:
-    return all((project.root / rel).is_file() for rel in DIAGRAM_SOURCES.values())
+    diagrams = project.site.diagrams
+    return set(diagrams) == {"calls", "nesting"} and all((project.root / rel).is_file() for rel in diagrams.values())
 
 
 def attachment_pages(project: Project, report: Report, results: dict) -> tuple[list[Generated], str | None]:
@@ -214,35 +215,26 @@ def attachment_pages(project: Project, report: Report, results: dict) -> tuple[l
         diagrams, calls_text = _diagrams(project, results)
         out += diagrams
     if "attachments/mini-readme.md" in uris:
-        readme = project.root / "mini-autograd" / "README.md"
-        out.append(Generated("attachments/mini-readme.md", (
-            "# Mini Autograd 说明\n\n以下是仓库中 `mini-autograd/README.md` 的原文。"
-            "Mini 的代码见 [mini_autograd.py](../code/mini-autograd/mini_autograd.py.md)，"
-            "与 HIPS 的对读见 [第 14 课](../lessons/14-mini-autograd.md)。\n\n---\n\n"
-            + re.sub(r"^#\s", "## ", readme.read_text(encoding="utf-8"), count=1)), in_nav=True))
+        readme = (project.root / project.site.readme).read_text(encoding="utf-8")
+        text = project.site.render("readme.md", path=project.site.readme,
+                                   readme=re.sub(r"^#\s", "## ", readme, count=1))
+        out.append(Generated("attachments/mini-readme.md", text, in_nav=True))
     return out, calls_text
 
 
 def _diagrams(project: Project, results: dict) -> tuple[list[Generated], str]:
-    calls = _output(project, results, DIAGRAM_SOURCES["calls"])
-    nesting = _output(project, results, DIAGRAM_SOURCES["nesting"])
+    sources = project.site.diagrams
+    calls = _output(project, results, sources["calls"])
+    nesting = _output(project, results, sources["nesting"])
     levels = attachments.parse_nesting(nesting.stdout)
     call_list = attachments.parse_calls(calls.stdout)
     pages = [
-        Generated("attachments/call-sequence.md", (
-            "# grad 完整调用时序图\n\n下图画的是 `grad(lambda x: x * x)(3.0)` 在固定版本 autograd 中的真实调用序列。"
-            "数据来自本次构建运行 [`experiments/debug_walkthrough.py`](../code/experiments/debug_walkthrough.py.md) "
-            f"时打印的 `CALL:` 行（输出 sha256 前 16 位 `{calls.digest[:16]}`），因此图不会与代码脱节。"
-            "为了可读，图中省略了生成器表达式、列表推导和 lambda 的帧，并只画到第 9 层调用；"
-            "完整的调用树见[源码级调试](../walkthrough.md)。每条竖线是一个模块，箭头从调用者指向被调用者。\n\n"
-            f'<div class="lk-diagram-wrap">{attachments.sequence_svg(call_list)}</div>\n'), in_nav=True),
-        Generated("attachments/nested-traces.md", (
-            "# Nested Traces 图\n\n`grad(grad(grad(f)))` 求三阶导数时，`f` 内部看到的 `x` 是一层套一层的 Box。"
-            "下图由本次构建运行 [`experiments/higher_order.py`](../code/experiments/higher_order.py.md) 时打印的 "
-            f"`NESTING:` 行画出（本次为 `{' '.join(map(str, levels))}`），最外层是最后进入的 trace。"
-            "每一层的 `_trace` 编号由 `TraceStack.new_trace` 分配；`find_top_boxed_args` 总是先处理编号最大的那一层。"
-            "详细讨论见 [第 10 课](../lessons/10-higher-order.md)。\n\n"
-            f'<div class="lk-diagram-wrap">{attachments.nesting_svg(levels)}</div>\n'), in_nav=True),
+        Generated("attachments/call-sequence.md", project.site.render(
+            "call-sequence.md", source=sources["calls"], digest=calls.digest[:16],
+            svg=attachments.sequence_svg(call_list)), in_nav=True),
+        Generated("attachments/nested-traces.md", project.site.render(
+            "nested-traces.md", source=sources["nesting"], levels=" ".join(map(str, levels)),
+            svg=attachments.nesting_svg(levels)), in_nav=True),
     ]
     calls_text = "\n".join(l for l in calls.stdout.splitlines() if l.startswith("CALL: ")) + "\n"
     return pages, calls_text
@@ -250,40 +242,11 @@ def _diagrams(project: Project, results: dict) -> tuple[list[Generated], str]:
 
 # ---------------------------------------------------------------- the downloadable bundle
 
-BUNDLE_README = """# autograd-resources
-
-《Autograd 源码学习》的配套资源包，由站点构建生成（固定版本 autograd {version}，commit {commit}）。
-
-## 内容
-
-- `experiments/`：各课的实验脚本与源码级调试脚本（与仓库中的文件逐字节相同）；
-- `mini-autograd/`：Mini 标量反向模式引擎、demo 与测试；
-- `attachments/`：附件的纯文本版本。
-
-## 运行
-
-需要 Python 3.11+。在空目录中解压后：
-
-    python -m pip install numpy "autograd=={version}" pytest
-    python -B experiments/multiple_paths.py
-    python -B mini-autograd/demo.py
-    python -m pytest -q mini-autograd
-
-每个实验运行时首先打印它导入的 autograd 来自哪里。默认使用已安装的 autograd；
-若要针对某个源码检出运行，把检出目录同时放进 PYTHONPATH 与 AUTOGRAD_PINNED_ROOT：
-
-    PYTHONPATH=/path/to/autograd AUTOGRAD_PINNED_ROOT=/path/to/autograd AUTOGRAD_PINNED_VERSION={version} \\
-        python -B experiments/lesson01_ad_and_graph.py
-
-站点上显示的输出来自站点构建时针对固定源码树的运行；在其他 Python / NumPy 版本下，浮点末位可能不同。
-"""
-
-
 def bundle(project: Project, results: dict, texts: dict[str, str], generated: list[Generated],
            calls_text: str | None) -> bytes:
     """Byte-identical scripts and plain-text attachments in a reproducible zip."""
     entries: dict[str, bytes] = {}
-    for d in ("experiments", "mini-autograd"):
+    for d in project.site.code:
         for p in sorted((project.root / d).rglob("*")):
             if p.is_file() and "__pycache__" not in p.parts and p.suffix in (".py", ".md"):
                 entries[p.relative_to(project.root).as_posix()] = p.read_bytes()
@@ -295,6 +258,6 @@ def bundle(project: Project, results: dict, texts: dict[str, str], generated: li
     for g in generated:
         entries.setdefault("attachments/" + Path(g.uri).name, g.content if isinstance(g.content, bytes)
                            else g.content.encode())
-    entries["README.md"] = BUNDLE_README.format(version=project.pin.version, commit=project.pin.commit).encode()
+    entries["README.md"] = project.site.render("bundle-readme.md", pin=project.pin).encode()
     epoch = int(os.environ.get("SOURCE_DATE_EPOCH", "315532800"))
     return attachments.zip_bytes(entries, epoch)

@@ -97,6 +97,7 @@ class Renderer:
     highlight: Callable[..., str]  # pymdownx Highlight(...).highlight
     links: Links
     provenance: str  # "Python 3.11.7 · NumPy 2.4.6 · autograd 1.9.1 (f53a217)"
+    upstream: str = ""  # how disclaimers name the pinned project, e.g. "HIPS/autograd"
     store: Store | None = None  # highlighted code by content (key includes `tools`)
     tools: str = ""  # versions and options of whatever `highlight` depends on
     deferred: Deferred | None = None

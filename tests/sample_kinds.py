@@ -44,9 +44,9 @@ class Signature(Kind):
                 + renderer.head("SIGNATURE", "sig", meta, [("在站内源码中查看", link)])
                 + f"<p><code>{first}</code></p></div>")
 
-    def plain(self, r, short_commit, result):
+    def plain(self, r, project, result):
         ex = r.excerpt
-        return ["```python", f"# [SIGNATURE] {ex.file} · {ex.symbol} · {short_commit} · L{ex.start}",
+        return ["```python", f"# [SIGNATURE] {ex.file} · {ex.symbol} · {project.pin.short} · L{ex.start}",
                 ex.lines[0], "```"]
 
     def repin(self, block):

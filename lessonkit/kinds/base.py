@@ -87,7 +87,7 @@ class Kind:
         """The block's HTML. ``result`` is the finished run of ``r.job`` (passing), else None."""
         raise NotImplementedError
 
-    def plain(self, r: Resolved, short_commit: str, result: "Result | None") -> list[str]:
+    def plain(self, r: Resolved, project: "Project", result: "Result | None") -> list[str]:
         """The block as plain Markdown lines (bundle, search, bench)."""
         raise NotImplementedError
 

@@ -89,7 +89,7 @@ class Experiment(Kind):
                 + f'<p class="lk-provenance"{no_search}>{escape(renderer.provenance)} · '
                   f'退出码 {result.exit_code}</p></div>')
 
-    def plain(self, r, short_commit, result):
+    def plain(self, r, project, result):
         code = list(r.excerpt.lines) if r.excerpt else list(r.block.body)
         out = (result.stdout if result else "").rstrip("\n").split("\n")
         return ["```python", f"# [EXPERIMENT] {r.job.label} — {r.block.get('Purpose')}", *code, "```", "", "输出：",

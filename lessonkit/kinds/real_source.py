@@ -59,9 +59,9 @@ class RealSource(Kind):
                 + renderer.head("REAL SOURCE", "real", meta, links)
                 + renderer.code(ex.text, ex.start, anchor) + "</div>")
 
-    def plain(self, r, short_commit, result):
+    def plain(self, r, project, result):
         ex = r.excerpt
-        head = f"# [REAL SOURCE] {ex.file} · {ex.symbol or '片段'} · {short_commit} · L{ex.start}-L{ex.end}"
+        head = f"# [REAL SOURCE] {ex.file} · {ex.symbol or '片段'} · {project.pin.short} · L{ex.start}-L{ex.end}"
         return ["```python", head, *ex.lines, "```"]
 
     def repin(self, block):

@@ -9,7 +9,7 @@ from ..errors import Problem
 from ..resolve import based_on, excerpt_of
 from .base import Kind, Resolved
 
-NOT_VERBATIM = "以下不是 HIPS/autograd verbatim source。"
+NOT_VERBATIM = "以下不是 {upstream} verbatim source。"  # upstream: the project's [upstream] label
 
 
 class Teaching(Kind):
@@ -28,7 +28,7 @@ class Teaching(Kind):
             bad("empty teaching-simplification block", None, "write the teaching code as the body")
         if "Symbol" in b.fields and "File" not in b.fields:
             bad("`Symbol` needs `File` in a teaching-simplification block", "Symbol",
-                "add `File: mini-autograd/….py`, or use `Based-on: FILE::SYMBOL` for the pinned source")
+                "add `File:` naming this repository's teaching code, or use `Based-on: FILE::SYMBOL` for the pinned source")
         if "File" in b.fields and "Symbol" not in b.fields and b.body is None:
             bad("teaching-simplification with `File` but neither `Symbol` nor a body", "File",
                 "name the Symbol to show, or quote the lines as a body")
@@ -62,17 +62,19 @@ class Teaching(Kind):
                 renderer.pin.permalink(base.file, base.start, base.end)
             meta.append(f'依据 <a href="{escape(target)}"><code>{escape(base.file)}::{escape(base.symbol)}</code></a>')
         no_search = renderer.no_search
-        note = f'<p class="lk-disclaimer"{no_search}>{NOT_VERBATIM}</p>'
+        not_verbatim = NOT_VERBATIM.format(upstream=escape(renderer.upstream))
+        note = f'<p class="lk-disclaimer"{no_search}>{not_verbatim}</p>'
         if ex:
-            note = (f'<p class="lk-disclaimer"{no_search}>{NOT_VERBATIM}这是本系列的独立教学实现，'
+            note = (f'<p class="lk-disclaimer"{no_search}>{not_verbatim}这是本系列的独立教学实现，'
                     f'代码逐字取自本仓库的 <code>{escape(ex.file)}</code>，并由测试覆盖。</p>')
         body = renderer.code(*renderer.code_of(r), anchor)
         return (f'<div class="lk-block lk-teaching" id="{anchor}">'
                 + renderer.head("TEACHING SIMPLIFICATION", "teach", meta, links) + note + body + "</div>")
 
-    def plain(self, r, short_commit, result):
+    def plain(self, r, project, result):
         body = list(r.excerpt.lines) if r.excerpt else list(r.block.body)
-        return ["```python", f"# [TEACHING SIMPLIFICATION] {NOT_VERBATIM}", *body, "```"]
+        note = NOT_VERBATIM.format(upstream=project.site.label)
+        return ["```python", f"# [TEACHING SIMPLIFICATION] {note}", *body, "```"]
 
     def repin(self, block):
         return ("based-on",) if block.get("Based-on") else ()

@@ -1,4 +1,5 @@
-"""``nox -s new -- NN "标题" [slug]``: a new lesson that builds and verifies as created."""
+"""``nox -s new -- NN "标题" [slug]``: a new lesson that builds and verifies as created, from the
+project's templates ``templates/new-lesson.md`` and ``templates/new-experiment.py``."""
 
 from __future__ import annotations
 
@@ -6,59 +7,7 @@ import re
 from pathlib import Path
 
 from .errors import LessonError
-
-LESSON = """# {nn} · {title}
-
-## 本篇目标 {{#goal}}
-
-读完本篇，你应该能说清楚：（用两三句话写下本篇要回答的问题。）
-
-## 数学准备 {{#math}}
-
-以 $f(x) = x^2$ 为例，导数是 $f'(x) = 2x$，在 $x = 3$ 处等于 $6$。
-
-## 真实源码 {{#source}}
-
-`backward_pass` 是反向传播的主循环：
-
-```real-source
-File: autograd/core.py
-Symbol: backward_pass
-Commit: {short}
-```
-
-## 实验 {{#experiment}}
-
-```experiment
-File: experiments/{script}
-Purpose: 确认 grad(lambda x: x * x)(3.0) 等于 6.0
-```
-
-## 自测问题 {{#self-test}}
-
-1. `backward_pass` 在哪一行把同一个父节点收到的多个贡献相加？
-
-[← 首页](../index.md)
-"""
-
-SCRIPT = '''"""Experiment for lesson {nn}: the gradient of x*x at 3.0."""
-
-from autograd import grad
-
-from _provenance import announce
-
-
-def main():
-    announce()
-    g = grad(lambda x: x * x)(3.0)
-    print(f"grad(x*x)(3.0) = {{g:.1f}}")
-    assert g == 6.0
-
-
-if __name__ == "__main__":
-    main()
-'''
-
+from .siteconfig import environment, render
 
 def new_lesson(root: Path, nn: str, title: str, slug: str | None, short: str) -> list[Path]:
     if not re.fullmatch(r"\d\d", nn):
@@ -77,8 +26,11 @@ def new_lesson(root: Path, nn: str, title: str, slug: str | None, short: str) ->
     script = root / "experiments" / f"lesson{nn}_{slug.replace('-', '_')}.py"
     if script.exists():
         raise LessonError(f"{script.relative_to(root).as_posix()} already exists", hint="pick another slug")
-    page.write_text(LESSON.format(nn=nn, title=title.strip(), short=short, script=script.name), encoding="utf-8")
-    script.write_text(SCRIPT.format(nn=nn), encoding="utf-8")
+    env = environment(root)  # the project's templates/new-lesson.md and new-experiment.py
+    lesson = render(env, "new-lesson.md", nn=nn, title=title.strip(), short=short, script=script.name)
+    code = render(env, "new-experiment.py", nn=nn)
+    page.write_text(lesson, encoding="utf-8")
+    script.write_text(code, encoding="utf-8")
     _add_to_nav(root / "mkdocs.yml", f"lessons/{page.name}", int(nn))
     return [page, script]
 

@@ -56,26 +56,36 @@ class SiteConfig:
 
     @cached_property
     def templates(self):
-        import jinja2
-
-        loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(self.root / "templates"),
-                                      jinja2.FileSystemLoader(ENGINE_TEMPLATES)])
-        # `{#id}` is Markdown's heading-id syntax, so Jinja2 comments are written {#-- … --#}
-        return jinja2.Environment(loader=loader, keep_trailing_newline=True, autoescape=False,
-                                  undefined=jinja2.StrictUndefined, comment_start_string="{#--",
-                                  comment_end_string="--#}")
+        return environment(self.root)
 
     def render(self, name: str, **data) -> str:
         """The template ``name`` filled with ``data`` (Markdown: values are inserted as given)."""
-        import jinja2
+        return render(self.templates, name, site=self, **data)
 
-        try:
-            return self.templates.get_template(name).render(site=self, **data)
-        except jinja2.TemplateError as exc:
-            line = getattr(exc, "lineno", None)
-            raise LessonError(f"template `{name}`: {exc.__class__.__name__}: {exc}",
-                              path=f"templates/{name}", line=line,
-                              hint="check the template against the data the engine passes") from None
+
+def environment(root: Path):
+    """Templates of the project (``templates/``) before the engine's (``lessonkit/templates/``)."""
+    import jinja2
+
+    loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(root / "templates"),
+                                  jinja2.FileSystemLoader(ENGINE_TEMPLATES)])
+    # `{#id}` is Markdown's heading-id syntax, so Jinja2 comments are written {#-- … --#}
+    return jinja2.Environment(loader=loader, keep_trailing_newline=True, autoescape=False,
+                              undefined=jinja2.StrictUndefined, comment_start_string="{#--",
+                              comment_end_string="--#}")
+
+
+def render(env, name: str, **data) -> str:
+    import jinja2
+
+    try:
+        return env.get_template(name).render(**data)
+    except jinja2.TemplateNotFound:
+        raise LessonError(f"no template `{name}`", path="templates", hint="add templates/" + name) from None
+    except jinja2.TemplateError as exc:
+        line = getattr(exc, "lineno", None)
+        raise LessonError(f"template `{name}`: {exc.__class__.__name__}: {exc}", path=f"templates/{name}", line=line,
+                          hint="check the template against the data the engine passes") from None
 
 
 def load(root: Path, repo_url: str) -> SiteConfig:

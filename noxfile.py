@@ -93,3 +93,11 @@ def bench(session: nox.Session) -> None:
     """Build benchmark: lessonkit vs a plain site, cold cache, verify, serve, 10x lessons, markdown-exec."""
     _install(session, [*BUILD_REQS, "markdown-exec==1.12.6", "pyinstrument==5.1.3"])
     session.run("python", "tools/bench.py", *session.posargs, env=ENV)
+
+
+@nox.session(venv_backend="venv")
+def lint(session: nox.Session) -> None:
+    """Lint and format check with ruff (rules and the not-yet-formatted files: pyproject.toml)."""
+    session.install("-r", "requirements-lint.txt")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")

@@ -38,15 +38,15 @@ def on_startup(command: str, dirty: bool) -> None:
 
 def on_config(config: "MkDocsConfig") -> None:
     global BUILD
-    BUILD = b = lk_build.Build(Path(config.config_file_path).parent.resolve(), lk_build.COMMAND[0],
-                               log=log.error, log_info=log.info)
+    BUILD = b = lk_build.Build(
+        Path(config.config_file_path).parent.resolve(), lk_build.COMMAND[0], log=log.error, log_info=log.info
+    )
     try:
         tree = b.start()
     except LessonError as exc:
         raise PluginError(str(exc)) from None
-    pin = b.project.pin
-    log.info(f"lessonkit: pinned {pin.version} ({pin.short}) from {tree.provider}"
-             + (" (build cache)" if tree.cached else ""))
+    cached = " (build cache)" if tree.cached else ""
+    log.info(f"lessonkit: pinned {b.project.pin.version} ({b.project.pin.short}) from {tree.provider}{cached}")
     plugin = config.plugins.get("mkdocstrings")  # the API reference reads the pinned tree
     if plugin is not None:
         plugin.config.setdefault("handlers", {}).setdefault("python", {})["paths"] = [str(tree.root)]
@@ -57,8 +57,8 @@ def _add(files: "Files", config, uri: str, content, in_nav: bool = False) -> Non
     existing = files.get_file_from_path(uri)
     if existing is not None:
         files.remove(existing)
-    files.append(File.generated(config, uri, content=content,
-                                inclusion=InclusionLevel.INCLUDED if in_nav else InclusionLevel.NOT_IN_NAV))
+    inclusion = InclusionLevel.INCLUDED if in_nav else InclusionLevel.NOT_IN_NAV
+    files.append(File.generated(config, uri, content=content, inclusion=inclusion))
 
 
 def on_files(files: "Files", config: "MkDocsConfig") -> "Files":
@@ -77,8 +77,9 @@ def on_files(files: "Files", config: "MkDocsConfig") -> "Files":
     _add(files, config, BUILD.project.site.bundle, b"")
     every = list(files)
     listed = [lk_build.PageFile(f.src_uri, f.abs_src_path) for f in every]
-    files = Files([every[n] for n in lk_build.render_order(listed, BUILD.project, plan.with_experiments,
-                                                           set(plan.late))])
+    files = Files(
+        [every[n] for n in lk_build.render_order(listed, BUILD.project, plan.with_experiments, set(plan.late))]
+    )
     BUILD.urls = {f.src_uri: f.url for f in files}
     return files
 
@@ -95,6 +96,7 @@ def on_page_content(html: str, page: "Page", config: "MkDocsConfig", files: "Fil
     BUILD.page_done()
     gen = BUILD.generated.get(page.file.src_uri)
     if gen and pages.CODE_MARK in html:
+
         def href(c):
             return get_relative_url(BUILD.urls[c.page], page.url) + f"#{c.anchor}"
 
@@ -104,7 +106,7 @@ def on_page_content(html: str, page: "Page", config: "MkDocsConfig", files: "Fil
     if page.present_anchor_ids is not None:
         page.present_anchor_ids |= set(_ID.findall(html))
         deferred = BUILD.deferred.get(page.file.src_uri)
-        for code in (deferred.html.values() if deferred else ()):
+        for code in deferred.html.values() if deferred else ():
             page.present_anchor_ids |= set(_ID.findall(code))
     return html
 
@@ -125,8 +127,10 @@ def on_page_context(context, page: "Page", config: "MkDocsConfig", nav):
     if deferred is not None and deferred.html:
         page.content, missing = deferred.fill(page.content)
         if missing:  # another plugin rewrote the page between on_page_content and here
-            raise PluginError(f"docs/{page.file.src_uri}: {len(missing)} highlighted code block(s) could not be "
-                              "put back into the page — a plugin changed the page HTML after lessonkit")
+            raise PluginError(
+                f"docs/{page.file.src_uri}: {len(missing)} highlighted code block(s) could not be "
+                "put back into the page — a plugin changed the page HTML after lessonkit"
+            )
     return context
 
 

@@ -105,7 +105,8 @@ def sequence_svg(calls: list[tuple[int, str]], max_depth: int = 9) -> str:
         x1 = x.get(caller, 5)
         label = escape(_short(name.split(".", 1 if not name.startswith("numpy.") else 2)[-1]))
         if caller == mod:
-            parts.append(f'<path d="M{x2},{y - 8} h24 v10 h-20" class="lk-msg" fill="none" marker-end="url(#lk-arrow)"/>'
+            parts.append(f'<path d="M{x2},{y - 8} h24 v10 h-20" class="lk-msg" fill="none" '
+                         'marker-end="url(#lk-arrow)"/>'
                          f'<text x="{x2 + 28}" y="{y - 2}" class="lk-msg-text">{label}</text>')
         else:
             anchor = "start" if x2 > x1 else "end"

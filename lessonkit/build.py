@@ -54,9 +54,14 @@ def unknown_tokens(text: str, source: str, path: str, known: list[str]) -> list[
     out = []
     for key in sorted(set(TOKEN.findall(text))):
         at = source.find(f"[[lessonkit:{key}]]")
-        out.append(Problem(f"unknown token `[[lessonkit:{key}]]`", path,
-                           source.count("\n", 0, at) + 1 if at >= 0 else None,
-                           hint="known tokens: " + ", ".join(sorted(known))))
+        out.append(
+            Problem(
+                f"unknown token `[[lessonkit:{key}]]`",
+                path,
+                source.count("\n", 0, at) + 1 if at >= 0 else None,
+                hint="known tokens: " + ", ".join(sorted(known)),
+            )
+        )
     return out
 
 
@@ -155,8 +160,12 @@ class Build:
         tree = self.project.tree
         self.project.install_stores()
         pin = self.project.pin
-        self.tokens = {"provider": tree.provider, "sdist-sha256": pin.sdist_sha256, "commit": pin.commit,
-                       "version": pin.version}
+        self.tokens = {
+            "provider": tree.provider,
+            "sdist-sha256": pin.sdist_sha256,
+            "commit": pin.commit,
+            "version": pin.version,
+        }
         return tree
 
     # -- on_files
@@ -207,8 +216,9 @@ class Build:
                 except LessonError as exc:
                     problems += exc.problems
         deferred = self.deferred[uri] = Deferred(self.nonce, {})
-        self.current = PageContext(rel, line_offset(raw, markdown), problems, links=links, source=raw,
-                                   deferred=deferred, project=project)
+        self.current = PageContext(
+            rel, line_offset(raw, markdown), problems, links=links, source=raw, deferred=deferred, project=project
+        )
         if uri in pages.ATTACHMENTS:  # generated once every experiment has run
             self.results()
             markdown = self.attached.get(uri, markdown)
@@ -222,7 +232,7 @@ class Build:
     def page_done(self) -> PageContext | None:
         """The page's Markdown is rendered: report its problems."""
         ctx, self.current = self.current, None
-        for p in (ctx.problems if ctx else []):
+        for p in ctx.problems if ctx else []:
             self.report_problem(p)
         return ctx
 
@@ -235,9 +245,11 @@ class Build:
         results = self.pending.results()
         if self.attached is None:
             ran = [r for r in results.values() if not r.cached]
-            self.log_info(f"lessonkit: {len(results)} experiment(s): {len(ran)} run "
-                          f"({sum(r.cpu_seconds for r in ran):.1f} s CPU), {len(results) - len(ran)} from cache, "
-                          f"{time.perf_counter() - self.t0:.1f} s wall")
+            self.log_info(
+                f"lessonkit: {len(results)} experiment(s): {len(ran)} run "
+                f"({sum(r.cpu_seconds for r in ran):.1f} s CPU), {len(results) - len(ran)} from cache, "
+                f"{time.perf_counter() - self.t0:.1f} s wall"
+            )
             attached, self.calls_text = pages.attachment_pages(self.project, self.report, results)
             self.attached = {g.uri: g.content for g in attached}
         return results
@@ -256,8 +268,9 @@ class Build:
             if not page.content or "[[lessonkit:" not in page.content:
                 continue
             page.content = fill_tokens(page.content, late)
-            for p in unknown_tokens(page.content, self.texts.get(f"docs/{uri}", ""), f"docs/{uri}",
-                                    [*self.tokens, *late]):
+            for p in unknown_tokens(
+                page.content, self.texts.get(f"docs/{uri}", ""), f"docs/{uri}", [*self.tokens, *late]
+            ):
                 self.report_problem(p)
         return data
 

@@ -252,7 +252,8 @@ def bundle(project: Project, results: dict, texts: dict[str, str], generated: li
                 entries[p.relative_to(project.root).as_posix()] = p.read_bytes()
     for page, text in sorted(texts.items()):
         if page.startswith("docs/attachments/") or page == "docs/walkthrough.md":
-            entries["attachments/" + Path(page).name] = attachments.plain_markdown(project, text, page, results).encode()
+            plain = attachments.plain_markdown(project, text, page, results)
+            entries["attachments/" + Path(page).name] = plain.encode()
     if calls_text is not None:
         entries["attachments/call-sequence.txt"] = calls_text.encode()
     for g in generated:

@@ -199,7 +199,8 @@ def _swallowed(page, kinds, lines, start, end, fence, path, offset) -> None:
     for j in range(start + 1, len(lines) if end is None else end):
         m = FENCE.match(lines[j])
         if m and m["fence"][0] == fence[0] and len(m["fence"]) >= len(fence) and kind_word(m["info"]) in kinds.fenced:
-            err = LessonError(f"{kind_word(m['info'])} block inside the code fence opened on line {offset + start + 1}, "
+            opened = offset + start + 1
+            err = LessonError(f"{kind_word(m['info'])} block inside the code fence opened on line {opened}, "
                               "which is never closed before it", path=path, line=offset + j + 1,
                               hint=f"close that fence with a line {fence} before this block")
             page.items.append(BrokenBlock(err, start, len(lines) - 1 if end is None else end, m["indent"]))
@@ -295,11 +296,12 @@ def check_rel_path(value: str) -> str:
     """A repository-relative POSIX path, or a LessonError saying why not."""
     v = value.strip()
     if "://" in v or v.startswith(("http:", "https:", "file:")):
-        raise LessonError(f"`{v}` is a URL, not a path in the tree", hint="write a relative path such as autograd/core.py")
+        raise LessonError(f"`{v}` is a URL, not a path in the tree", hint="write a relative path such as pkg/module.py")
     if "\\" in v:
-        raise LessonError(f"`{v}` contains a backslash", hint="use forward slashes: autograd/core.py")
+        raise LessonError(f"`{v}` contains a backslash", hint="use forward slashes: pkg/module.py")
     if v.startswith("/") or re.match(r"^[A-Za-z]:", v):
-        raise LessonError(f"`{v}` is an absolute path", hint="write the path relative to the tree, e.g. autograd/core.py")
+        raise LessonError(f"`{v}` is an absolute path",
+                          hint="write the path relative to the tree, e.g. pkg/module.py")
     parts = v.split("/")
     if ".." in parts:
         raise LessonError(f"`{v}` has a `..` segment", hint="paths may not leave the tree")

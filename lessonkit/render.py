@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from html import escape
 from typing import Callable, Protocol
@@ -11,7 +10,6 @@ from .errors import LessonError
 from .execute import Result
 from .pin import Pin
 from .project import Resolved
-from .kinds.base import slug
 from .store import Store, digest
 
 # Block chrome (badges, link rows, labels, provenance) stays out of the search index: a search

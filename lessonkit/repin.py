@@ -192,7 +192,8 @@ def _archive_version(archive: Path) -> str:
                    hint=f"delete {archive} and run again to fetch it anew") from None
     head = first.split("/", 1)[0]
     if not head.startswith("autograd-"):
-        raise _err(f"{archive.name} does not hold an autograd-X/ folder", hint="this is not an autograd release archive")
+        raise _err(f"{archive.name} does not hold an autograd-X/ folder",
+                   hint="this is not an autograd release archive")
     return head[len("autograd-"):]
 
 
@@ -729,7 +730,8 @@ CSS = """
 body{font:14px/1.5 system-ui,sans-serif;margin:2em auto;max-width:72em;padding:0 1em;color:#222}
 h1{font-size:1.5em}h2{font-size:1.15em;margin-top:2em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:.2em .6em;text-align:left;
-vertical-align:top}td{max-width:40em}code,pre{font:12px/1.4 ui-monospace,monospace}pre{background:#f7f7f7;padding:.6em;overflow:auto;max-width:68em;margin:0}
+vertical-align:top}td{max-width:40em}code,pre{font:12px/1.4 ui-monospace,monospace}
+pre{background:#f7f7f7;padding:.6em;overflow:auto;max-width:68em;margin:0}
 .s{font-weight:600;padding:0 .4em;border-radius:3px}.unchanged{color:#2a6}.moved{color:#268}
 .changed,.differs{color:#b60}.missing,.fails,.error{color:#c22}
 .add{color:#070}.del{color:#a00}.hunk{color:#66a}.ok{color:#2a6}.bad{color:#c22}

@@ -20,7 +20,8 @@ from pygments.lexers import PythonLexer, get_lexer_for_filename
 from pygments.util import ClassNotFound
 
 from .pyindex import SourceFile
-from .render import anchors, slug
+from .kinds.base import slug
+from .render import anchors
 from .store import Store, digest
 from .verify import Report
 
@@ -202,7 +203,8 @@ def cited_list(page_cites: list[Citation], rel_link: Callable[[str], str]) -> st
         seen.add(key)
         uri = source_uri(c.file) if c.origin == "pinned" else code_uri(c.file)
         sym = f"`{c.symbol}`" if c.symbol else "（片段）"
-        rows.append(f"| {sym} | [`{c.file}` L{c.start}–L{c.end}]({rel_link(uri)}#L{c.start}) | [跳到本篇的块](#{c.anchor}) |")
+        where = f"[`{c.file}` L{c.start}–L{c.end}]({rel_link(uri)}#L{c.start})"
+        rows.append(f"| {sym} | {where} | [跳到本篇的块](#{c.anchor}) |")
     if not rows:
         return ""
     # the table repeats what the blocks above already show: keep it out of the search index

@@ -38,8 +38,13 @@ from .errors import LessonError
 
 CONFIG = "sourcemap/site.toml"
 ENGINE_TEMPLATES = Path(__file__).parent / "templates"
-_KEYS = {"upstream": {"name", "label", "package"}, "repository": {"teaching", "code"}, "bundle": {"path"},
-         "diagrams": {"calls", "nesting"}, "attachments": {"readme"}}
+_KEYS = {
+    "upstream": {"name", "label", "package"},
+    "repository": {"teaching", "code"},
+    "bundle": {"path"},
+    "diagrams": {"calls", "nesting"},
+    "attachments": {"readme"},
+}
 
 
 @dataclass(frozen=True)
@@ -67,12 +72,18 @@ def environment(root: Path):
     """Templates of the project (``templates/``) before the engine's (``lessonkit/templates/``)."""
     import jinja2
 
-    loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(root / "templates"),
-                                  jinja2.FileSystemLoader(ENGINE_TEMPLATES)])
+    loader = jinja2.ChoiceLoader(
+        [jinja2.FileSystemLoader(root / "templates"), jinja2.FileSystemLoader(ENGINE_TEMPLATES)]
+    )
     # `{#id}` is Markdown's heading-id syntax, so Jinja2 comments are written {#-- … --#}
-    return jinja2.Environment(loader=loader, keep_trailing_newline=True, autoescape=False,
-                              undefined=jinja2.StrictUndefined, comment_start_string="{#--",
-                              comment_end_string="--#}")
+    return jinja2.Environment(
+        loader=loader,
+        keep_trailing_newline=True,
+        autoescape=False,
+        undefined=jinja2.StrictUndefined,
+        comment_start_string="{#--",
+        comment_end_string="--#}",
+    )
 
 
 def render(env, name: str, **data) -> str:
@@ -84,8 +95,12 @@ def render(env, name: str, **data) -> str:
         raise LessonError(f"no template `{name}`", path="templates", hint="add templates/" + name) from None
     except jinja2.TemplateError as exc:
         line = getattr(exc, "lineno", None)
-        raise LessonError(f"template `{name}`: {exc.__class__.__name__}: {exc}", path=f"templates/{name}", line=line,
-                          hint="check the template against the data the engine passes") from None
+        raise LessonError(
+            f"template `{name}`: {exc.__class__.__name__}: {exc}",
+            path=f"templates/{name}",
+            line=line,
+            hint="check the template against the data the engine passes",
+        ) from None
 
 
 def load(root: Path, repo_url: str) -> SiteConfig:
@@ -100,25 +115,48 @@ def load(root: Path, repo_url: str) -> SiteConfig:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             line = int(n[1]) if (n := re.search(r"line (\d+)", str(exc))) else 1
-            raise LessonError(f"cannot read site configuration: {exc}", path=CONFIG, line=line,
-                              hint="see lessonkit/siteconfig.py for the fields") from None
+            raise LessonError(
+                f"cannot read site configuration: {exc}",
+                path=CONFIG,
+                line=line,
+                hint="see lessonkit/siteconfig.py for the fields",
+            ) from None
     for table, values in data.items():
         if table not in _KEYS or not isinstance(values, dict):
-            raise LessonError(f"unknown table `[{table}]`", path=CONFIG, line=_line(path, f"[{table}]"),
-                              hint="known tables: " + ", ".join(f"[{t}]" for t in _KEYS))
+            raise LessonError(
+                f"unknown table `[{table}]`",
+                path=CONFIG,
+                line=_line(path, f"[{table}]"),
+                hint="known tables: " + ", ".join(f"[{t}]" for t in _KEYS),
+            )
         for key, value in values.items():
             if key not in _KEYS[table]:
-                raise LessonError(f"unknown key `{key}` in `[{table}]`", path=CONFIG, line=_line(path, key),
-                                  hint="known keys: " + ", ".join(sorted(_KEYS[table])))
+                raise LessonError(
+                    f"unknown key `{key}` in `[{table}]`",
+                    path=CONFIG,
+                    line=_line(path, key),
+                    hint="known keys: " + ", ".join(sorted(_KEYS[table])),
+                )
             if not (isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))):
-                raise LessonError(f"`{key}` in `[{table}]` is not text or a list of text", path=CONFIG,
-                                  line=_line(path, key), hint='for example `code = ["experiments"]`')
+                raise LessonError(
+                    f"`{key}` in `[{table}]` is not text or a list of text",
+                    path=CONFIG,
+                    line=_line(path, key),
+                    hint='for example `code = ["experiments"]`',
+                )
     up, repo = data.get("upstream", {}), data.get("repository", {})
     name = up.get("name", default_name)
-    return SiteConfig(root, name, up.get("label", owner_name), up.get("package", f"{name}/"),
-                      tuple(repo.get("teaching", ())), tuple(repo.get("code", ("experiments",))),
-                      data.get("bundle", {}).get("path", "downloads/resources.zip"), dict(data.get("diagrams", {})),
-                      data.get("attachments", {}).get("readme"))
+    return SiteConfig(
+        root,
+        name,
+        up.get("label", owner_name),
+        up.get("package", f"{name}/"),
+        tuple(repo.get("teaching", ())),
+        tuple(repo.get("code", ("experiments",))),
+        data.get("bundle", {}).get("path", "downloads/resources.zip"),
+        dict(data.get("diagrams", {})),
+        data.get("attachments", {}).get("readme"),
+    )
 
 
 def _line(path: Path, needle: str) -> int:

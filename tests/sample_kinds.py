@@ -25,8 +25,14 @@ class Signature(Kind):
 
     def validate(self, block):
         if block.body is not None:
-            return [Problem("a signature block has no body", block.path, block.body_line,
-                            "remove the body; the signature is read from the pinned source")]
+            return [
+                Problem(
+                    "a signature block has no body",
+                    block.path,
+                    block.body_line,
+                    "remove the body; the signature is read from the pinned source",
+                )
+            ]
         return []
 
     def resolve(self, project, block):
@@ -40,14 +46,20 @@ class Signature(Kind):
         link = renderer.links.source(ex.file, ex.start, ex.start)
         first = escape(ex.lines[0].strip())
         meta = [f"<code>{escape(ex.file)}</code>", f"L{ex.start}"]
-        return (f'<div class="lk-block lk-signature" id="{anchor}">'
-                + renderer.head("SIGNATURE", "sig", meta, [("在站内源码中查看", link)])
-                + f"<p><code>{first}</code></p></div>")
+        return (
+            f'<div class="lk-block lk-signature" id="{anchor}">'
+            + renderer.head("SIGNATURE", "sig", meta, [("在站内源码中查看", link)])
+            + f"<p><code>{first}</code></p></div>"
+        )
 
     def plain(self, r, project, result):
         ex = r.excerpt
-        return ["```python", f"# [SIGNATURE] {ex.file} · {ex.symbol} · {project.pin.short} · L{ex.start}",
-                ex.lines[0], "```"]
+        return [
+            "```python",
+            f"# [SIGNATURE] {ex.file} · {ex.symbol} · {project.pin.short} · L{ex.start}",
+            ex.lines[0],
+            "```",
+        ]
 
     def repin(self, block):
         return ("source",)
@@ -58,8 +70,14 @@ class LineOf(InlineKind):
 
     def validate(self, ref):
         if ref.argument.count("::") != 1:
-            return [Problem(f"`{ref.argument}` is not `FILE::SYMBOL`", ref.path, ref.line,
-                            "for example [[line-of: autograd/core.py::grad]]")]
+            return [
+                Problem(
+                    f"`{ref.argument}` is not `FILE::SYMBOL`",
+                    ref.path,
+                    ref.line,
+                    "for example [[line-of: autograd/core.py::grad]]",
+                )
+            ]
         return []
 
     def _line(self, project, ref) -> tuple[str, int]:
@@ -69,8 +87,12 @@ class LineOf(InlineKind):
         for d in sf.definitions:
             if d.name == symbol:
                 return file, d.start
-        raise LessonError(f"`{symbol}` is not defined in {file}", path=ref.path, line=ref.line,
-                          hint="name a function or class of the pinned file")
+        raise LessonError(
+            f"`{symbol}` is not defined in {file}",
+            path=ref.path,
+            line=ref.line,
+            hint="name a function or class of the pinned file",
+        )
 
     def render(self, project, ref, links):
         file, line = self._line(project, ref)

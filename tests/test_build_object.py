@@ -16,10 +16,12 @@ def test_fill_tokens_replaces_only_known_tokens():
 
 
 def test_unknown_tokens_are_located_in_the_source():
-    problems = unknown_tokens("<p>[[lessonkit:nope]]</p>", "# t\n\nsee [[lessonkit:nope]]\n", "docs/a.md",
-                              ["version", "commit"])
+    problems = unknown_tokens(
+        "<p>[[lessonkit:nope]]</p>", "# t\n\nsee [[lessonkit:nope]]\n", "docs/a.md", ["version", "commit"]
+    )
     assert [str(p) for p in problems] == [
-        "docs/a.md:3: unknown token `[[lessonkit:nope]]` — known tokens: commit, version"]
+        "docs/a.md:3: unknown token `[[lessonkit:nope]]` — known tokens: commit, version"
+    ]
 
 
 def test_line_offset_counts_front_matter():
@@ -30,15 +32,22 @@ def test_line_offset_counts_front_matter():
 
 def test_render_order_puts_experiment_pages_then_late_pages_last(real_project):
     root = real_project.root
-    files = [PageFile("attachments/acceptance.md"), PageFile("a.md", str(root / "docs" / "a.md")),
-             PageFile("b.md", str(root / "docs" / "b.md")), PageFile("c.md", str(root / "docs" / "c.md"))]
+    files = [
+        PageFile("attachments/acceptance.md"),
+        PageFile("a.md", str(root / "docs" / "a.md")),
+        PageFile("b.md", str(root / "docs" / "b.md")),
+        PageFile("c.md", str(root / "docs" / "c.md")),
+    ]
     assert render_order(files, real_project, {"docs/b.md"}, {"attachments/acceptance.md"}) == [1, 3, 2, 0]
 
 
 def test_site_links_are_relative_and_absent_without_a_page(tmp_path):
     b = Build(tmp_path)
-    b.urls = {"source/autograd/core.py.md": "source/autograd/core.py/", "code/experiments/x.py.md": "code/x/",
-              "api.md": "api/"}
+    b.urls = {
+        "source/autograd/core.py.md": "source/autograd/core.py/",
+        "code/experiments/x.py.md": "code/x/",
+        "api.md": "api/",
+    }
     b.api = {"autograd.core.make_vjp"}
     links = SiteLinks(b, "lessons/05/", lambda url, base: f"REL({url}|{base})")
     assert links.source("autograd/core.py", 3, 9) == "REL(source/autograd/core.py/|lessons/05/)#L3-L9"
@@ -51,8 +60,11 @@ def test_site_links_are_relative_and_absent_without_a_page(tmp_path):
 def test_one_page_from_plan_to_problems(site, monkeypatch):
     monkeypatch.setenv("AUTOGRAD_SOURCE", str(site.pinned_root))
     monkeypatch.setenv("LESSONKIT_CACHE", str(site.cache))
-    page = site.page("lessons/01-a.md", "# 01 · t\n\nv[[lessonkit:version]]\n\n"
-                     + block("real-source", "File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217"))
+    page = site.page(
+        "lessons/01-a.md",
+        "# 01 · t\n\nv[[lessonkit:version]]\n\n"
+        + block("real-source", "File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217"),
+    )
     logged: list[str] = []
     b = Build(site.root, log=logged.append, log_info=lambda s: None)
     b.start()

@@ -22,8 +22,10 @@ from lessonkit.parse import parse_page
 SRC = ("File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217")
 GOOD = block("real-source", *SRC)
 BAD_COMMIT = block("real-source", "File: autograd/core.py", "Symbol: backward_pass", "Commit: 1234567")
-COMMIT_MSG = ("`Commit: 1234567` is not the pinned commit — this site is pinned to f53a217 "
-              "(f53a21734fdfae636f448744d9097d8d35a643a0)")
+COMMIT_MSG = (
+    "`Commit: 1234567` is not the pinned commit — this site is pinned to f53a217 "
+    "(f53a21734fdfae636f448744d9097d8d35a643a0)"
+)
 
 
 def indent(text: str, n: int) -> str:
@@ -32,19 +34,30 @@ def indent(text: str, n: int) -> str:
 
 # name -> (page text, the blocks parse finds, exact problems)
 CASES: dict[str, tuple[str, list[str], list[str]]] = {
-    "attr list with spaces": ("# t\n\n" + GOOD.replace("```real-source", "``` { .real-source }"),
-                              ["real-source"], []),
+    "attr list with spaces": ("# t\n\n" + GOOD.replace("```real-source", "``` { .real-source }"), ["real-source"], []),
     "attr list without spaces": ("# t\n\n" + GOOD.replace("```real-source", "```{.real-source}"), ["real-source"], []),
-    "attr list with an id": ("# t\n\n" + GOOD.replace("```real-source", "```{ .real-source #mine }"),
-                             ["real-source"], []),
+    "attr list with an id": (
+        "# t\n\n" + GOOD.replace("```real-source", "```{ .real-source #mine }"),
+        ["real-source"],
+        [],
+    ),
     "attr list, bad block is reported": (
-        "# t\n\n" + block("{ .real-source }", "File: autograd/core.py", "Commit: f53a217"), [],
-        ["docs/a.md:3: real-source block with neither `Symbol` nor a body — name a Symbol, or quote the lines as a body"]),
+        "# t\n\n" + block("{ .real-source }", "File: autograd/core.py", "Commit: f53a217"),
+        [],
+        [
+            "docs/a.md:3: real-source block with neither `Symbol` nor a body — "
+            "name a Symbol, or quote the lines as a body"
+        ],
+    ),
     "tilde fence": ("# t\n\n" + GOOD.replace("```", "~~~"), ["real-source"], []),
     "after an unclosed plain fence": (
-        "# t\n\n```\nplain code\n\n" + GOOD + "\nmore\n", [],
-        ["docs/a.md:6: real-source block inside the code fence opened on line 3, which is never closed before it — "
-         "close that fence with a line ``` before this block"]),
+        "# t\n\n```\nplain code\n\n" + GOOD + "\nmore\n",
+        [],
+        [
+            "docs/a.md:6: real-source block inside the code fence opened on line 3, which is never closed before it — "
+            "close that fence with a line ``` before this block"
+        ],
+    ),
     "after a closed plain fence": ("# t\n\n```\nplain\n```\n\n" + GOOD, ["real-source"], []),
     "example inside a longer fence": ("# t\n\n````markdown\n" + GOOD + "````\n", [], []),
     "inside an indented code block": ("# t\n\ntext\n\n" + indent(BAD_COMMIT, 4) + "\nafter\n", [], []),
@@ -56,8 +69,7 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
     "inside an HTML comment": ("# t\n\n<!--\n" + BAD_COMMIT + "-->\n\nafter\n", [], []),
     "inside a one-line-opened comment": ("# t\n\ntext <!-- note\n" + BAD_COMMIT + "end -->\n", [], []),
     "after an HTML comment": ("# t\n\n<!-- a comment -->\n\n" + GOOD, ["real-source"], []),
-    "header-line error": ("# t\n\n" + BAD_COMMIT, ["real-source"],
-                          [f"docs/a.md:6: {COMMIT_MSG}"]),
+    "header-line error": ("# t\n\n" + BAD_COMMIT, ["real-source"], [f"docs/a.md:6: {COMMIT_MSG}"]),
 }
 
 
@@ -90,8 +102,15 @@ def test_ignored_blocks_are_shown_as_markdown_shows_them_and_stay_out_of_search(
     secret = "Commit: 7654321"
     cfg = site.root / "mkdocs.yml"
     cfg.write_text(cfg.read_text().replace("plugins: []", "plugins:\n  - search"))
-    site.page("a.md", "# t\n\ntext\n\n" + indent(block("real-source", "File: autograd/core.py", secret), 4)
-              + "\n<!--\n" + block("real-source", "File: nothing.py", "Commit: 1111111") + "-->\n\n" + GOOD)
+    site.page(
+        "a.md",
+        "# t\n\ntext\n\n"
+        + indent(block("real-source", "File: autograd/core.py", secret), 4)
+        + "\n<!--\n"
+        + block("real-source", "File: nothing.py", "Commit: 1111111")
+        + "-->\n\n"
+        + GOOD,
+    )
     b = site.build()
     assert b.returncode == 0, b.stderr
     html = (site.root / "site" / "a" / "index.html").read_text(encoding="utf-8")

@@ -35,7 +35,8 @@ def one(site, *header, body=None):
 @pytest.mark.parametrize("file, symbol, start, end, first", [
     ("autograd/core.py", "backward_pass", 25, 32, "def backward_pass(g, end_node):"),
     ("autograd/core.py", "VJPNode", 35, 49, "class VJPNode(Node):"),
-    ("autograd/core.py", "VJPNode.__init__", 38, 45, "def __init__(self, value, fun, args, kwargs, parent_argnums, parents):"),
+    ("autograd/core.py", "VJPNode.__init__", 38, 45,
+     "def __init__(self, value, fun, args, kwargs, parent_argnums, parents):"),
     ("autograd/core.py", "primitive_vjps", 52, 52, "primitive_vjps = {}"),
     ("autograd/tracer.py", "Box.type_mappings", 157, 157, "type_mappings = {}"),
     ("autograd/differential_operators.py", "grad", 23, 36, "@unary_to_nary"),
@@ -66,7 +67,8 @@ def test_body_without_symbol_must_occur_once(site):
         outgrads = {end_node: (g, False)}
     """)
     assert problems == [] and (ex.start, ex.end) == (26, 26)
-    _, problems = one(site, "File: autograd/core.py", "Commit: f53a217", body='argnums = kwargs.get("argnums", count())')
+    _, problems = one(site, "File: autograd/core.py", "Commit: f53a217",
+                      body='argnums = kwargs.get("argnums", count())')
     assert len(problems) == 1 and "occurs 2 times" in problems[0]
 
 

@@ -37,8 +37,9 @@ def test_unknown_kind_is_a_located_error_not_a_fall_through():
     b = Block("signatur", "docs/a.md", 7, {}, None, None, 0, 0, 1)
     with pytest.raises(LessonError) as exc:
         kinds.KINDS.of(b)
-    assert str(exc.value) == ("docs/a.md:7: unknown block kind `signatur` — known kinds: real-source, "
-                              "teaching-simplification, experiment")
+    assert str(exc.value) == (
+        "docs/a.md:7: unknown block kind `signatur` — known kinds: real-source, teaching-simplification, experiment"
+    )
 
 
 def test_registry_refuses_duplicates_and_bad_kinds():
@@ -52,13 +53,16 @@ def test_registered_kind_parses_with_its_own_fields():
     import sample_kinds
 
     reg = kinds.KINDS.with_kinds(sample_kinds.KINDS)
-    page = parse_page("x\n\n" + block("signature", "File: a.py", "Symbol: f", "Commit: f53a217"), "docs/a.md",
-                      kinds=reg)
+    page = parse_page(
+        "x\n\n" + block("signature", "File: a.py", "Symbol: f", "Commit: f53a217"), "docs/a.md", kinds=reg
+    )
     assert [str(p) for p in page.problems] == [
-        "docs/a.md:6: unknown key `Commit` in a signature block — allowed keys for signature: File, Symbol"]
+        "docs/a.md:6: unknown key `Commit` in a signature block — allowed keys for signature: File, Symbol"
+    ]
     page = parse_page(block("signature", "File: a.py"), "docs/a.md", kinds=reg)
     assert [str(p) for p in page.problems] == [
-        "docs/a.md:1: signature block without `Symbol` — add a `Symbol: …` header line"]
+        "docs/a.md:1: signature block without `Symbol` — add a `Symbol: …` header line"
+    ]
     page = parse_page(block("signatur", "File: a.py"), "docs/a.md", kinds=reg)
     assert [str(p) for p in page.problems] == ["docs/a.md:1: unknown block kind `signatur` — did you mean `signature`?"]
     assert parse_page(block("signature", "File: a.py", "Symbol: f"), "docs/a.md").items == []  # not registered
@@ -68,12 +72,15 @@ def test_inline_references_are_found_in_prose_only():
     import sample_kinds
 
     reg = kinds.KINDS.with_kinds(sample_kinds.KINDS)
-    text = ("见 [[line-of: a.py::f]] 与 `[[line-of: b.py::g]]`\n\n    [[line-of: code.py::h]]\n\n"
-            "```\n[[line-of: c.py::i]]\n```\n<!--\n[[line-of: d.py::j]]\n-->\n[[line-off: e.py::k]]\n")
+    text = (
+        "见 [[line-of: a.py::f]] 与 `[[line-of: b.py::g]]`\n\n    [[line-of: code.py::h]]\n\n"
+        "```\n[[line-of: c.py::i]]\n```\n<!--\n[[line-of: d.py::j]]\n-->\n[[line-off: e.py::k]]\n"
+    )
     page = parse_page(text, "docs/a.md", kinds=reg)
     assert [(i.ref.argument, i.ref.line, i.col) for i in page.inline] == [("a.py::f", 1, 2)]
-    assert [str(p) for p in page.problems] == ["docs/a.md:11: unknown inline block kind `line-off` — did you mean "
-                                               "`line-of`?"]
+    assert [str(p) for p in page.problems] == [
+        "docs/a.md:11: unknown inline block kind `line-off` — did you mean `line-of`?"
+    ]
 
 
 def test_anchor_counts_per_kind(real_project):
@@ -101,19 +108,27 @@ def test_sample_kind_builds_verifies_renders_and_repins(site, monkeypatch):
     with repin.acquire(str(site.pinned_root), project.cache, project.pin, None) as target:
         report = repin.build_report(project, target)
     assert [(i.page, i.kind, i.label, i.status) for i in report.items] == [
-        ("docs/a.md", "real-source", "autograd/core.py::make_vjp", "unchanged")]
+        ("docs/a.md", "real-source", "autograd/core.py::make_vjp", "unchanged")
+    ]
 
 
 def test_sample_kind_errors_are_located(site):
     _with_sample_kinds(site)
-    site.page("a.md", "# 签名\n\n[[line-of: autograd/core.py::nope]]\n\n"
-                      + block("signature", "File: autograd/core.py", "Symbol: grad", body="x"))
+    site.page(
+        "a.md",
+        "# 签名\n\n[[line-of: autograd/core.py::nope]]\n\n"
+        + block("signature", "File: autograd/core.py", "Symbol: grad", body="x"),
+    )
     b = site.build()
     assert b.returncode != 0
-    assert "docs/a.md:9: a signature block has no body — remove the body; the signature is read from the pinned " \
-           "source" in b.stderr
-    assert "docs/a.md:3: `nope` is not defined in autograd/core.py — name a function or class of the pinned file" \
-           in b.stderr
+    assert (
+        "docs/a.md:9: a signature block has no body — remove the body; the signature is read from the pinned "
+        "source" in b.stderr
+    )
+    assert (
+        "docs/a.md:3: `nope` is not defined in autograd/core.py — name a function or class of the pinned file"
+        in b.stderr
+    )
 
 
 def test_kinds_config_errors_are_located(site):

@@ -134,7 +134,8 @@ def test_release_1_8_0_classifications(site, monkeypatch, sdists):
               body="f_wrapped.fun = f_raw\nf_wrapped._is_autograd_primitive = True\n"
                    "trace_primitives_map[f_raw] = f_wrapped\nreturn f_wrapped"),
         block("real-source", "File: autograd/tracer.py", "Symbol: trace_primitives_map", c),
-        block("real-source", "File: tests/test_ufunc_dispatch.py", "Symbol: test_grad_through_dataarray_binary_ufunc", c),
+        block("real-source", "File: tests/test_ufunc_dispatch.py",
+              "Symbol: test_grad_through_dataarray_binary_ufunc", c),
         block("teaching-simplification", "Based-on: autograd/tracer.py::Box", body="class Box: ..."),
     ]) + "\n" + _experiments(site))
     report = _report(site, monkeypatch, "1.8.0")
@@ -157,7 +158,8 @@ def test_release_1_8_0_classifications(site, monkeypatch, sdists):
     assert frag.status == "changed" and frag.old == (95, 98) and "no longer occur verbatim" in frag.detail
     assert "-    trace_primitives_map[f_raw] = f_wrapped" in frag.diff
     [gone] = src("autograd/tracer.py::trace_primitives_map")
-    assert gone.status == "missing" and gone.detail == "no symbol `trace_primitives_map` in autograd/tracer.py of the target"
+    assert gone.status == "missing"
+    assert gone.detail == "no symbol `trace_primitives_map` in autograd/tracer.py of the target"
     [nofile] = src("tests/test_ufunc_dispatch.py::test_grad_through_dataarray_binary_ufunc")
     assert nofile.status == "missing" and "no file `tests/test_ufunc_dispatch.py`" in nofile.detail
     based = [i for i in report.items if i.kind == "based-on"][0]

@@ -91,8 +91,9 @@ def test_link_checker_catches_a_cdn_or_google_fonts_link(built_site, tmp_path):
     shutil.copytree(built_site, copy)
     page = copy / "index.html"
     html = page.read_text()
-    page.write_text(html.replace("</head>", '<link rel="stylesheet" href="https://fonts.googleapis.com/css?family=Roboto">'
-                                           '<script src="https://unpkg.com/mermaid@10/dist/mermaid.min.js"></script></head>', 1))
+    foreign = ('<link rel="stylesheet" href="https://fonts.googleapis.com/css?family=Roboto">'
+               '<script src="https://unpkg.com/mermaid@10/dist/mermaid.min.js"></script></head>')
+    page.write_text(html.replace("</head>", foreign, 1))
     found = {(p.page, p.target) for p in check_site(copy)}
     assert ("index.html", "https://fonts.googleapis.com/css?family=Roboto") in found
     assert ("index.html", "https://unpkg.com/mermaid@10/dist/mermaid.min.js") in found
@@ -196,7 +197,8 @@ def test_dark_mode_toggle(server, browser):
     assert (before, after) == ("default", "slate")
 
 
-@pytest.mark.parametrize("rel", ["", "lessons/05-reverse-mode/", "source/autograd/core.py/", "attachments/call-sequence/"])
+@pytest.mark.parametrize("rel", ["", "lessons/05-reverse-mode/", "source/autograd/core.py/",
+                                 "attachments/call-sequence/"])
 def test_phone_width_does_not_scroll_sideways(server, browser, rel):
     v = Visit(browser, f"{server}/{rel}", width=375)
     widths = v.page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]")

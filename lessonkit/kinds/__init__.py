@@ -52,8 +52,10 @@ class Registry(Mapping):
         if isinstance(kind, Kind):
             missing = [k for k in kind.required if k not in kind.fields]
             if missing or kind.citation not in CITATION_ROLES:
-                raise ValueError(f"kind `{kind.name}`: required keys {missing} not allowed, or citation "
-                                 f"{kind.citation!r} not one of {CITATION_ROLES}")
+                raise ValueError(
+                    f"kind `{kind.name}`: required keys {missing} not allowed, or citation "
+                    f"{kind.citation!r} not one of {CITATION_ROLES}"
+                )
         self._kinds[kind.name] = kind
 
     def with_kinds(self, kinds: Iterable[Kind | InlineKind]) -> "Registry":
@@ -99,16 +101,17 @@ class Registry(Mapping):
         guess = self.near(word, inline)
         names = self.inline if inline else self.fenced
         hint = f"did you mean `{guess}`?" if guess else f"known kinds: {', '.join(names) or '(none)'}"
-        return LessonError(f"unknown {'inline ' if inline else ''}block kind `{word}`", path=path, line=line,
-                           hint=hint)
+        return LessonError(f"unknown {'inline ' if inline else ''}block kind `{word}`", path=path, line=line, hint=hint)
 
 
 # The built-in kinds: adding one is one module and one line here.
-KINDS = Registry([
-    real_source.KIND,
-    teaching.KIND,
-    experiment.KIND,
-])
+KINDS = Registry(
+    [
+        real_source.KIND,
+        teaching.KIND,
+        experiment.KIND,
+    ]
+)
 
 CONFIG = "sourcemap/kinds.toml"
 
@@ -122,24 +125,37 @@ def for_project(root: Path) -> Registry:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         line = int(m[1]) if (m := re.search(r"line (\d+)", str(exc))) else 1
-        raise LessonError(f"cannot read kinds: {exc}", path=CONFIG, line=line,
-                          hint='write `modules = ["package.module"]`') from None
+        raise LessonError(
+            f"cannot read kinds: {exc}", path=CONFIG, line=line, hint='write `modules = ["package.module"]`'
+        ) from None
     modules = data.get("modules")
     if set(data) != {"modules"} or not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
-        raise LessonError("expected exactly one key, `modules`, a list of module names", path=CONFIG, line=1,
-                          hint='write `modules = ["package.module"]`')
+        raise LessonError(
+            "expected exactly one key, `modules`, a list of module names",
+            path=CONFIG,
+            line=1,
+            hint='write `modules = ["package.module"]`',
+        )
     extra = []
     for name in modules:
         line = _line_of(path, name)
         try:
             module = _import(root, name)
         except Exception as exc:  # an author's module: any failure is reported at its line
-            raise LessonError(f"cannot import kind module `{name}`: {type(exc).__name__}: {exc}", path=CONFIG,
-                              line=line, hint="the module must be importable from the project root") from None
+            raise LessonError(
+                f"cannot import kind module `{name}`: {type(exc).__name__}: {exc}",
+                path=CONFIG,
+                line=line,
+                hint="the module must be importable from the project root",
+            ) from None
         found = list(getattr(module, "KINDS", ())) or ([module.KIND] if hasattr(module, "KIND") else [])
         if not found:
-            raise LessonError(f"module `{name}` defines neither KIND nor KINDS", path=CONFIG, line=line,
-                              hint="add `KIND = MyKind()` at the end of the module")
+            raise LessonError(
+                f"module `{name}` defines neither KIND nor KINDS",
+                path=CONFIG,
+                line=line,
+                hint="add `KIND = MyKind()` at the end of the module",
+            )
         extra += found
     try:
         return KINDS.with_kinds(extra)

@@ -29,15 +29,24 @@ class Experiment(Kind):
         if "File" in b.fields and b.body is not None:
             bad("experiment block with both `File` and a body", None, "give the script as a File or inline, not both")
         if "File" not in b.fields and b.body is None:
-            bad("experiment block with neither `File` nor a body", None,
-                "add `File: experiments/….py`, or write the script as the body")
+            bad(
+                "experiment block with neither `File` nor a body",
+                None,
+                "add `File: experiments/….py`, or write the script as the body",
+            )
         if "Symbol" in b.fields and "File" not in b.fields:
-            bad("`Symbol` needs `File` in an experiment block", "Symbol",
-                "add `File: experiments/….py`, or remove `Symbol` from the inline script")
+            bad(
+                "`Symbol` needs `File` in an experiment block",
+                "Symbol",
+                "add `File: experiments/….py`, or remove `Symbol` from the inline script",
+            )
         t = b.get("Timeout")
         if t and not (t.isascii() and t.isdigit() and 1 <= int(t) <= 600):
-            bad(f"`Timeout: {t}` is not a whole number of seconds from 1 to 600", "Timeout",
-                "for example `Timeout: 120`; without it the limit is 60 s")
+            bad(
+                f"`Timeout: {t}` is not a whole number of seconds from 1 to 600",
+                "Timeout",
+                "for example `Timeout: 120`; without it the limit is 60 s",
+            )
         return out
 
     def resolve(self, project, block):
@@ -48,8 +57,12 @@ class Experiment(Kind):
             except LessonError as exc:
                 raise exc.at(block.path, block.line_of("File"))
             if not rel.endswith(".py"):
-                raise LessonError(f"`{rel}` is not a Python script", path=block.path, line=block.line_of("File"),
-                                  hint="experiments are experiments/*.py files")
+                raise LessonError(
+                    f"`{rel}` is not a Python script",
+                    path=block.path,
+                    line=block.line_of("File"),
+                    hint="experiments are experiments/*.py files",
+                )
             ex = excerpt_of(project.scripts, block)
             source = project.scripts.file(rel).data
             job = execute.Job(Path(rel).name, source, timeout, rel)
@@ -62,8 +75,9 @@ class Experiment(Kind):
 
     def anchor(self, r, n):
         b = r.block
-        return "exp-" + (slug(b.get("File").rsplit("/", 1)[-1].removesuffix(".py")) if b.get("File")
-                         else f"inline-L{b.line}")
+        return "exp-" + (
+            slug(b.get("File").rsplit("/", 1)[-1].removesuffix(".py")) if b.get("File") else f"inline-L{b.line}"
+        )
 
     def render(self, renderer, r, anchor, result):
         b, ex = r.block, r.excerpt
@@ -79,21 +93,37 @@ class Experiment(Kind):
         out = escape(result.stdout) if result.stdout else "（无输出）"
         notice = ""
         if result.truncated:
-            notice = (f'<p class="lk-truncated">输出过长：另有 {result.truncated} 字节未显示'
-                      f'（上限 {len(result.stdout.encode())} 字节）。</p>')
+            notice = (
+                f'<p class="lk-truncated">输出过长：另有 {result.truncated} 字节未显示'
+                f'（上限 {len(result.stdout.encode())} 字节）。</p>'
+            )
         no_search = renderer.no_search
-        return (f'<div class="lk-block lk-experiment" id="{anchor}">'
-                + renderer.head("EXPERIMENT", "exp", meta, links) + purpose + code
-                + f'<div class="lk-output-label"{no_search}>本次构建的运行输出</div>'
-                  f'<pre class="lk-output"><code>{out}</code></pre>{notice}'
-                + f'<p class="lk-provenance"{no_search}>{escape(renderer.provenance)} · '
-                  f'退出码 {result.exit_code}</p></div>')
+        return (
+            f'<div class="lk-block lk-experiment" id="{anchor}">'
+            + renderer.head("EXPERIMENT", "exp", meta, links)
+            + purpose
+            + code
+            + f'<div class="lk-output-label"{no_search}>本次构建的运行输出</div>'
+            f'<pre class="lk-output"><code>{out}</code></pre>{notice}'
+            + f'<p class="lk-provenance"{no_search}>{escape(renderer.provenance)} · '
+            f'退出码 {result.exit_code}</p></div>'
+        )
 
     def plain(self, r, project, result):
         code = list(r.excerpt.lines) if r.excerpt else list(r.block.body)
         out = (result.stdout if result else "").rstrip("\n").split("\n")
-        return ["```python", f"# [EXPERIMENT] {r.job.label} — {r.block.get('Purpose')}", *code, "```", "", "输出：",
-                "", "```text", *out, "```"]
+        return [
+            "```python",
+            f"# [EXPERIMENT] {r.job.label} — {r.block.get('Purpose')}",
+            *code,
+            "```",
+            "",
+            "输出：",
+            "",
+            "```text",
+            *out,
+            "```",
+        ]
 
     def repin(self, block):
         return ("experiment",)

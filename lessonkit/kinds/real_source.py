@@ -23,17 +23,35 @@ class RealSource(Kind):
         out = []
         c = b.get("Commit")
         if c and not COMMIT.match(c):
-            out.append(Problem(f"`Commit: {c}` is not a commit id", b.path, b.line_of("Commit"),
-                               "use the pinned commit or a prefix of ≥ 7 hex digits"))
+            out.append(
+                Problem(
+                    f"`Commit: {c}` is not a commit id",
+                    b.path,
+                    b.line_of("Commit"),
+                    "use the pinned commit or a prefix of ≥ 7 hex digits",
+                )
+            )
         if "Symbol" not in b.fields and b.body is None:
-            out.append(Problem("real-source block with neither `Symbol` nor a body", b.path, b.line,
-                               "name a Symbol, or quote the lines as a body"))
+            out.append(
+                Problem(
+                    "real-source block with neither `Symbol` nor a body",
+                    b.path,
+                    b.line,
+                    "name a Symbol, or quote the lines as a body",
+                )
+            )
         v = b.get("Lines")
         if v:
             m = LINES.match(v)
             if not m or int(m[1]) < 1 or int(m[1]) > int(m[2]):
-                out.append(Problem(f"`Lines: {v}` is not a range `a-b` with 1 ≤ a ≤ b", b.path, b.line_of("Lines"),
-                                   "for example `Lines: 25-32`, or remove the line (it is only a locator)"))
+                out.append(
+                    Problem(
+                        f"`Lines: {v}` is not a range `a-b` with 1 ≤ a ≤ b",
+                        b.path,
+                        b.line_of("Lines"),
+                        "for example `Lines: 25-32`, or remove the line (it is only a locator)",
+                    )
+                )
         return out
 
     def resolve(self, project, block):
@@ -53,11 +71,16 @@ class RealSource(Kind):
             sym = f"<code>{escape(ex.symbol)}</code>"
             meta.append(f'<a href="{escape(api)}">{sym}</a>' if api else sym)
         meta += [f"<code>{renderer.pin.short}</code>", f"L{ex.start}–L{ex.end}"]
-        links = [("在站内源码中查看", renderer.links.source(ex.file, ex.start, ex.end)),
-                 ("GitHub", renderer.pin.permalink(ex.file, ex.start, ex.end))]
-        return (f'<div class="lk-block lk-real-source" id="{anchor}">'
-                + renderer.head("REAL SOURCE", "real", meta, links)
-                + renderer.code(ex.text, ex.start, anchor) + "</div>")
+        links = [
+            ("在站内源码中查看", renderer.links.source(ex.file, ex.start, ex.end)),
+            ("GitHub", renderer.pin.permalink(ex.file, ex.start, ex.end)),
+        ]
+        return (
+            f'<div class="lk-block lk-real-source" id="{anchor}">'
+            + renderer.head("REAL SOURCE", "real", meta, links)
+            + renderer.code(ex.text, ex.start, anchor)
+            + "</div>"
+        )
 
     def plain(self, r, project, result):
         ex = r.excerpt

@@ -27,15 +27,25 @@ class Teaching(Kind):
         if "File" not in b.fields and b.body is None:
             bad("empty teaching-simplification block", None, "write the teaching code as the body")
         if "Symbol" in b.fields and "File" not in b.fields:
-            bad("`Symbol` needs `File` in a teaching-simplification block", "Symbol",
-                "add `File:` naming this repository's teaching code, or use `Based-on: FILE::SYMBOL` for the pinned source")
+            bad(
+                "`Symbol` needs `File` in a teaching-simplification block",
+                "Symbol",
+                "add `File:` naming this repository's teaching code, "
+                "or use `Based-on: FILE::SYMBOL` for the pinned source",
+            )
         if "File" in b.fields and "Symbol" not in b.fields and b.body is None:
-            bad("teaching-simplification with `File` but neither `Symbol` nor a body", "File",
-                "name the Symbol to show, or quote the lines as a body")
+            bad(
+                "teaching-simplification with `File` but neither `Symbol` nor a body",
+                "File",
+                "name the Symbol to show, or quote the lines as a body",
+            )
         v = b.get("Based-on")
         if v and v.count("::") != 1:
-            bad(f"`Based-on: {v}` is not `FILE::SYMBOL`", "Based-on",
-                "for example `Based-on: autograd/core.py::backward_pass`")
+            bad(
+                f"`Based-on: {v}` is not `FILE::SYMBOL`",
+                "Based-on",
+                "for example `Based-on: autograd/core.py::backward_pass`",
+            )
         return out
 
     def resolve(self, project, block):
@@ -53,23 +63,31 @@ class Teaching(Kind):
             meta.append(escape(b.get("Title")))
         links = []
         if ex:
-            meta.append(f"<code>{escape(ex.file)}</code>" + (f" · <code>{escape(ex.symbol)}</code>" if ex.symbol else "")
-                        + f" · L{ex.start}–L{ex.end}")
+            symbol = f" · <code>{escape(ex.symbol)}</code>" if ex.symbol else ""
+            meta.append(f"<code>{escape(ex.file)}</code>{symbol} · L{ex.start}–L{ex.end}")
             links.append(("查看文件", renderer.links.script(ex.file)))
         if r.based_on:
             base = r.based_on
-            target = renderer.links.source(base.file, base.start, base.end) or \
-                renderer.pin.permalink(base.file, base.start, base.end)
+            target = renderer.links.source(base.file, base.start, base.end) or renderer.pin.permalink(
+                base.file, base.start, base.end
+            )
             meta.append(f'依据 <a href="{escape(target)}"><code>{escape(base.file)}::{escape(base.symbol)}</code></a>')
         no_search = renderer.no_search
         not_verbatim = NOT_VERBATIM.format(upstream=escape(renderer.upstream))
         note = f'<p class="lk-disclaimer"{no_search}>{not_verbatim}</p>'
         if ex:
-            note = (f'<p class="lk-disclaimer"{no_search}>{not_verbatim}这是本系列的独立教学实现，'
-                    f'代码逐字取自本仓库的 <code>{escape(ex.file)}</code>，并由测试覆盖。</p>')
+            note = (
+                f'<p class="lk-disclaimer"{no_search}>{not_verbatim}这是本系列的独立教学实现，'
+                f'代码逐字取自本仓库的 <code>{escape(ex.file)}</code>，并由测试覆盖。</p>'
+            )
         body = renderer.code(*renderer.code_of(r), anchor)
-        return (f'<div class="lk-block lk-teaching" id="{anchor}">'
-                + renderer.head("TEACHING SIMPLIFICATION", "teach", meta, links) + note + body + "</div>")
+        return (
+            f'<div class="lk-block lk-teaching" id="{anchor}">'
+            + renderer.head("TEACHING SIMPLIFICATION", "teach", meta, links)
+            + note
+            + body
+            + "</div>"
+        )
 
     def plain(self, r, project, result):
         body = list(r.excerpt.lines) if r.excerpt else list(r.block.body)

@@ -149,13 +149,13 @@ def parse_page(text: str, path: str = "<markdown>", line_offset: int = 0, kinds=
             continue
         blank = not line.strip()
         if not blank:
-            width = _width(line)
+            width = _width(line) if line[:1] in " \t" else 0
             in_code = width >= 4 and (prev_blank or in_code) and width - _container(lines, i, width) >= 4
         prev_blank = blank
         if blank or in_code:  # blank lines neither start nor end an indented code block
             i += 1
             continue
-        m = FENCE.match(line)
+        m = FENCE.match(line) if ("`" in line or "~" in line) else None
         if not m or (m["fence"][0] == "`" and "`" in m["info"]):
             start = line.rfind("<!--")
             if start >= 0 and "-->" not in line[start:]:

@@ -68,7 +68,7 @@ class Outcome:
 
 
 @dataclass
-class Report:
+class MutationReport:
     outcomes: list[Outcome]
     problems: list[Problem]  # stale map entries and the like: the check could not run
 
@@ -139,7 +139,7 @@ def _resolve(tree: Tree, block: Block):
     return ex
 
 
-def run(project: Project, pages: set[str] | None = None) -> Report:
+def run(project: Project, pages: set[str] | None = None) -> MutationReport:
     """Mutate every cited real-source region of the excerpt map once; see the module docstring."""
     map_path = project.sourcemap / "excerpts.json"
     map_rel = project.rel(map_path)
@@ -154,7 +154,7 @@ def run(project: Project, pages: set[str] | None = None) -> Report:
     pin = project.pin
     pinned = project.pinned  # provides the tree and checks it against the manifest first
     parsed: dict[str, dict[int, Block]] = {}
-    report = Report([], [])
+    report = MutationReport([], [])
     whole_tree_checked: set[str] = set()
     work = Path(tempfile.mkdtemp(prefix="lessonkit-mutate-"))
     try:

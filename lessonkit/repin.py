@@ -337,7 +337,7 @@ class Item:
 
 
 @dataclass
-class Report:
+class RepinReport:
     pin: Pin
     target: Target
     items: list[Item]
@@ -610,7 +610,7 @@ def _tree_files_diff(pin: Pin, target: Target) -> dict[str, list[str]]:
             "only-pin": sorted(set(a) - set(b)), "only-target": sorted(set(b) - set(a))}
 
 
-def build_report(project: Project, target: Target, pages: list[Path] | None = None) -> Report:
+def build_report(project: Project, target: Target, pages: list[Path] | None = None) -> RepinReport:
     """Resolve every block of every page against the pin and the target; run the experiments on both."""
     t0 = time.perf_counter()
     pin = project.pin
@@ -655,7 +655,7 @@ def build_report(project: Project, target: Target, pages: list[Path] | None = No
                                       "lessonkit.kinds.REPIN_ROLES")
     items += _experiment_items(project, target, exps, vs)
     items.sort(key=lambda i: (i.page, i.line, i.kind))
-    return Report(pin, target, items, titles, prose, _tree_files_diff(pin, target),
+    return RepinReport(pin, target, items, titles, prose, _tree_files_diff(pin, target),
                   time.perf_counter() - t0)
 
 
@@ -670,7 +670,7 @@ SRC_ORDER = ("unchanged", "moved", "changed", "missing", "error")
 EXP_ORDER = ("unchanged", "differs", "fails", "error")
 
 
-def summary_lines(report: Report, diffs: bool = False) -> list[str]:
+def summary_lines(report: RepinReport, diffs: bool = False) -> list[str]:
     pin, t = report.pin, report.target
     out = [f"repin: autograd {pin.version} ({pin.short}) → {t.label}, from {t.origin}"]
     if t.sdist:
@@ -747,7 +747,7 @@ def _diff_html(lines: list[str]) -> str:
     return "<pre>" + "\n".join(out) + "</pre>"
 
 
-def render_html(report: Report) -> str:
+def render_html(report: RepinReport) -> str:
     pin, t = report.pin, report.target
     e = html.escape
     h = ['<!doctype html><html lang="en"><head><meta charset="utf-8">',
@@ -860,7 +860,7 @@ def _set_header(lines: list[str], n: int, key: str, old: str, new: str, where: s
     lines[n - 1] = m["pre"] + new + m["post"]
 
 
-def page_edits(project: Project, report: Report, commit: str) -> dict[Path, str]:
+def page_edits(project: Project, report: RepinReport, commit: str) -> dict[Path, str]:
     """New text of every page whose `Lines:` locators or `Commit:` headers name the old pin."""
     edits: dict[str, list[str]] = {}
     for i in report.items:
@@ -891,7 +891,7 @@ def _write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def _install(project: Project, new_pin: Pin, target: Target) -> PinnedTree:
+def _install_target(project: Project, new_pin: Pin, target: Target) -> PinnedTree:
     """Put a copy of the target tree in the build cache under the new commit (checked by the manifest)."""
     cached = pinmod._from_cache(new_pin, project.cache)
     if cached is not None:
@@ -905,7 +905,7 @@ def _install(project: Project, new_pin: Pin, target: Target) -> PinnedTree:
         shutil.rmtree(staged, ignore_errors=True)
 
 
-def apply(project: Project, report: Report, say=print) -> list[str]:
+def apply(project: Project, report: RepinReport, say=print) -> list[str]:
     """Rewrite pin, manifest, page headers and excerpt map in one step; roll back on any problem."""
     target = report.target
     if report.attention:
@@ -927,7 +927,7 @@ def apply(project: Project, report: Report, say=print) -> list[str]:
                   sdist_sha256=sdist["sha256"], sdist_requirement=sdist["requirement"], sdist_root=sdist["root"],
                   manifest=dict(target.manifest), source=old.source)
     pages = page_edits(project, report, target.commit)
-    installed = _install(project, new_pin, target)
+    installed = _install_target(project, new_pin, target)
     sm = project.sourcemap
     toml_path, manifest_path, map_path = sm / "pin.toml", sm / "manifest.sha256", sm / verify.MAP_NAME
     touched = [toml_path, manifest_path, map_path, *pages]

@@ -71,7 +71,7 @@ def _seed(site, archive: Path) -> None:
         shutil.copy(p, store / p.name)
 
 
-def _report(site, monkeypatch, spec: str, commit: str | None = None) -> repin.Report:
+def _report(site, monkeypatch, spec: str, commit: str | None = None) -> repin.RepinReport:
     monkeypatch.setenv("AUTOGRAD_SOURCE", str(site.pinned_root))
     project = site.project()
     with repin.acquire(spec, project.cache, project.pin, commit) as target:

@@ -14,7 +14,7 @@ project without ``site.toml`` still builds::
     code = ["experiments", "mini-autograd"]  # folders with code pages, copied into the bundle
 
     [bundle]
-    path = "downloads/resources.zip"
+    path = "downloads/autograd-resources.zip"  # default: "downloads/<name>-resources.zip"
 
     [diagrams]                    # optional: experiments whose output the diagram attachments draw
     calls = "experiments/debug_walkthrough.py"
@@ -55,7 +55,7 @@ class SiteConfig:
     package: str
     teaching: tuple[str, ...] = ()
     code: tuple[str, ...] = ("experiments",)
-    bundle: str = "downloads/resources.zip"
+    bundle: str = ""
     diagrams: dict[str, str] = field(default_factory=dict)
     readme: str | None = None
 
@@ -153,7 +153,7 @@ def load(root: Path, repo_url: str) -> SiteConfig:
         up.get("package", f"{name}/"),
         tuple(repo.get("teaching", ())),
         tuple(repo.get("code", ("experiments",))),
-        data.get("bundle", {}).get("path", "downloads/resources.zip"),
+        data.get("bundle", {}).get("path", f"downloads/{name}-resources.zip"),
         dict(data.get("diagrams", {})),
         data.get("attachments", {}).get("readme"),
     )

@@ -62,7 +62,7 @@ class TmpSite:
         self.root = root
         self.pinned_root = pinned_root
         (root / "sourcemap").mkdir(parents=True)
-        for name in ("pin.toml", "manifest.sha256"):
+        for name in ("pin.toml", "manifest.sha256", "site.toml"):
             shutil.copy(ROOT / "sourcemap" / name, root / "sourcemap" / name)
         (root / "experiments").mkdir()
         shutil.copy(ROOT / "experiments" / "_provenance.py", root / "experiments" / "_provenance.py")

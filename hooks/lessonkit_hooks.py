@@ -178,6 +178,7 @@ class _Late:
         project = _project()
         results = STATE.pending.results()
         if self.attached is None:
+            STATE.problems += [log.error(str(p)) or p for p in project.runner.tree_problems()]  # tampered pin
             ran = [r for r in results.values() if not r.cached]
             log.info(f"lessonkit: {len(results)} experiment(s): {len(ran)} run "
                      f"({sum(r.cpu_seconds for r in ran):.1f} s CPU), {len(results) - len(ran)} from cache, "

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import attachments, execute, site
+from . import attachments, execute, sandbox, site
 from .errors import LessonError
 from .project import Project
 from .store import Store, digest
@@ -138,6 +138,7 @@ def prewarm(project: Project, plan: Prewarm) -> None:
 
 
 def _prewarm_worker(root: str, cache: str, plan: Prewarm) -> None:
+    sandbox.die_with_parent()  # a build killed by a signal leaves no prewarm behind
     prewarm(Project(Path(root), cache=Path(cache)), plan)
 
 

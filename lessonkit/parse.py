@@ -19,7 +19,7 @@ KINDS = ("real-source", "teaching-simplification", "experiment")
 ALLOWED = {
     "real-source": ("File", "Symbol", "Commit", "Lines"),
     "teaching-simplification": ("Title", "Based-on", "File", "Symbol"),
-    "experiment": ("File", "Purpose", "Symbol", "Timeout"),
+    "experiment": ("File", "Purpose", "Symbol", "Timeout", "Memory"),
 }
 REQUIRED = {
     "real-source": ("File", "Commit"),

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
-from . import execute
+from . import execute, sandbox
 from .errors import LessonError, Problem
 from .parse import Block, ParsedPage, check_rel_path, parse_page
 from .pin import Pin, PinnedTree, load_pin, provide
@@ -83,7 +83,8 @@ class Project:
     @cached_property
     def runner(self) -> execute.Runner:
         return execute.Runner(self.tree.root, self.pin.version, self.pin.manifest_digest,
-                              self.experiments, self.cache, extra_paths=(self.root / "mini-autograd",))
+                              self.experiments, self.cache, extra_paths=(self.root / "mini-autograd",),
+                              **execute.pin_args(self.pin, self.root))
 
     # -- pages
     def read_page(self, path: Path) -> str:
@@ -134,7 +135,7 @@ class Project:
         return self._resolve_experiment(block)
 
     def _resolve_experiment(self, block: Block) -> Resolved:
-        timeout = int(block.get("Timeout") or execute.DEFAULT_TIMEOUT)
+        timeout, memory = int(block.get("Timeout") or execute.DEFAULT_TIMEOUT), sandbox.memory_of(block)
         if block.get("File"):
             try:
                 rel = check_rel_path(block.get("File"))
@@ -145,12 +146,12 @@ class Project:
                                   hint="experiments are experiments/*.py files")
             ex = excerpt_of(self.scripts, block)
             source = self.scripts.file(rel).data
-            job = execute.Job(Path(rel).name, source, timeout, rel)
+            job = execute.Job(Path(rel).name, source, timeout, rel, memory)
         else:
             ex = None
             source = ("\n".join(block.body) + "\n").encode()
             name = f"{Path(block.path).stem.replace('-', '_')}_L{block.line}.py"
-            job = execute.Job(name, source, timeout, f"{block.path}:{block.line}")
+            job = execute.Job(name, source, timeout, f"{block.path}:{block.line}", memory)
         return Resolved(block, ex, None, job)
 
     def resolve_page(self, page: ParsedPage) -> tuple[list[Resolved], list[Problem]]:

@@ -31,6 +31,8 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4
 MS_NOATIME, MS_NODIRATIME, MS_PRIVATE, MS_RELATIME = 1024, 2048, 1 << 18, 1 << 21
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 BOX_FAILED = 125
+BOX_ID = 1000  # the script's uid and gid inside the box when the build runs as root
+PR_SET_NO_NEW_PRIVS = 38
 
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -78,8 +80,12 @@ def hide(path: str) -> None:
 
 def enter_namespaces(cfg: dict) -> None:
     uid, gid = os.getuid(), os.getgid()
+    # Inside, the script is never uid 0: execve then drops every capability, so it can
+    # neither unmount nor remount what this launcher made read-only.
+    inner_uid, inner_gid = uid or BOX_ID, gid or BOX_ID
     check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET), "unshare")
-    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{inner_uid} {uid} 1"),
+                       ("gid_map", f"{inner_gid} {gid} 1")):
         with open(f"/proc/self/{name}", "w") as fh:
             fh.write(text)
     check(mount("none", "/", None, MS_REC | MS_PRIVATE), "make mounts private")
@@ -110,6 +116,7 @@ def start_script(cfg: dict) -> int:
     if pid == 0:
         try:
             die_with_parent()
+            libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
             limit(cfg)
             os.chdir(cfg["cwd"])
             os.execve(cfg["argv"][0], cfg["argv"], cfg["env"])
@@ -179,7 +186,8 @@ def mirror(status: int) -> None:
     """Leave with the script's status: its exit code, or its death by a signal."""
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
         os._exit(128 + sig)  # a signal this process cannot die of
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else BOX_FAILED)

@@ -82,13 +82,11 @@ def versions() -> dict[str, str]:
 class Pending:
     """Jobs running in the background (see :meth:`Runner.start`)."""
 
-    def __init__(self, futures: dict, pool: ThreadPoolExecutor, to_run: int):
+    def __init__(self, futures: dict, pool: ThreadPoolExecutor, to_run: int, signals: contextlib.ExitStack):
         self._futures = futures
         self._pool = pool
         self.to_run = to_run  # how many were not in the cache when started
-        self._signals = contextlib.ExitStack()
-        self._signals.enter_context(sandbox.cancel_on_signals(lambda: self._pool.shutdown(wait=False,
-                                                                                          cancel_futures=True)))
+        self._signals = signals  # SIGINT/SIGTERM end the experiments until results() or cancel()
 
     def results(self) -> dict[str, Result]:
         """Wait for every job (in the order given to start)."""
@@ -243,6 +241,8 @@ class Runner:
         todo = {self.key(j): j for j in jobs}
         pool = ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1)),
                                   thread_name_prefix="lessonkit-exp")
+        signals = contextlib.ExitStack()  # before the first box exists
+        signals.enter_context(sandbox.cancel_on_signals())  # queued jobs then end at once, as cancelled
         futures: dict[str, Future] = {}
         to_run = 0
         with self._lock:
@@ -255,7 +255,7 @@ class Runner:
                 else:
                     to_run += not (self.cache / f"{k}.json").exists()
                     futures[k] = self._inflight[k] = pool.submit(self._run, k, j)
-        return Pending(futures, pool, to_run)
+        return Pending(futures, pool, to_run, signals)
 
     # -- the pinned tree: one checked copy in memory, written into every box
 
@@ -341,10 +341,11 @@ class Runner:
         return [p.resolve() for p in out if p.is_dir()]
 
     def _execute(self, job: Job) -> Result:
+        cancelled = Result(self.key(job), -int(signal.SIGTERM), "", "", 0, 0.0, 0.0, problem="cancelled")
         try:
             box = sandbox.BOXES.open()
         except sandbox.Cancelled:
-            return Result(self.key(job), -int(signal.SIGTERM), "", "", 0, 0.0, 0.0, problem="cancelled")
+            return cancelled
         try:
             self._fill(box, job)
             t0 = time.perf_counter()
@@ -353,7 +354,10 @@ class Runner:
             with open(box.io / "stdout", "w+b") as out, open(box.io / "stderr", "w+b") as err:
                 spec = sandbox.Spec([sys.executable, "-B", job.name], self._env(box), job.memory, FILE_LIMIT,
                                     protect=self._protected(), project_root=self.project_root)
-                proc = sandbox.launch(box, spec, out, err)
+                try:
+                    proc = sandbox.launch(box, spec, out, err)
+                except sandbox.Cancelled:
+                    return cancelled
                 code, usage, timed_out = _reap(proc, job.timeout, box)
                 box.kill()  # whatever outlived the script (normally nothing: the box's init took it along)
                 wall = time.perf_counter() - t0

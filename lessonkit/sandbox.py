@@ -271,23 +271,21 @@ class Boxes:
     """Every box of this process, so that a signal or a failed build can end them all."""
 
     def __init__(self):
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a signal handler in the main thread may take it again
         self._live: dict[str, Box] = {}
         self._n = 0
         self.cancelled = False
 
     def open(self) -> Box:
-        with self._lock:
+        with self._lock:  # a folder exists only once kill_all can see it
             if self.cancelled:
                 raise Cancelled()
             self._n += 1
             mark = f"{owner()}-{self._n}"
-        d = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{mark}-"))
+            box = self._live[mark] = Box(Path(tempfile.mkdtemp(prefix=f"{PREFIX}{mark}-")), mark)
         for sub in ("work", "io", "project"):
-            (d / sub).mkdir()
-        box = Box(d, mark, _make_cgroup(mark))
-        with self._lock:
-            self._live[mark] = box
+            (box.dir / sub).mkdir()
+        box.cgroup = _make_cgroup(mark)
         return box
 
     def close(self, box: Box) -> None:
@@ -300,11 +298,14 @@ class Boxes:
 
     def kill_all(self, wait: float = 1.0) -> None:
         """Cancel what has not started, kill what runs and remove every box folder."""
+        import multiprocessing
         with self._lock:
             self.cancelled = True
             live = list(self._live.values())
         for box in live:
             box.kill()
+        for helper in multiprocessing.active_children():  # e.g. the build's prewarm process
+            helper.kill()
         deadline = time.monotonic() + wait
         for box in live:  # the worker threads reap the launchers; wait for them to be gone
             while box.proc is not None and time.monotonic() < deadline and _start_time(box.proc.pid) is not None \
@@ -382,9 +383,12 @@ def launch(box: Box, spec: Spec, stdout, stderr) -> subprocess.Popen:
            "box_dir": str(box.dir), "box_read_only": [str(box.pinned), str(box.project)],
            "memory": spec.memory, "fsize": spec.fsize, "nproc": NPROC, "cwd": str(box.work),
            "env": {**spec.env, MARK: box.mark}, "argv": spec.argv}
-    box.proc = subprocess.Popen([sys.executable, "-I", "-S", str(BOOT), json.dumps(cfg)], cwd=box.work,
-                                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), MARK: box.mark},
-                                stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, start_new_session=True)
+    with BOXES._lock:  # started before a cancel (and so killed by it), or not at all
+        if BOXES.cancelled:
+            raise Cancelled()
+        box.proc = subprocess.Popen([sys.executable, "-I", "-S", str(BOOT), json.dumps(cfg)], cwd=box.work,
+                                    env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), MARK: box.mark},
+                                    stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, start_new_session=True)
     return box.proc
 
 
@@ -394,7 +398,10 @@ def launch(box: Box, spec: Spec, stdout, stderr) -> subprocess.Popen:
 def cancel_on_signals(on_cancel=None):
     """While inside: SIGINT or SIGTERM cancels queued experiments, kills running ones with
     their descendants and removes their folders, then acts as it would have without us
-    (KeyboardInterrupt for SIGINT, the default death for SIGTERM). Only in the main thread."""
+    (KeyboardInterrupt for SIGINT, the default death for SIGTERM). Only in the main thread.
+
+    The handler runs between two bytecodes of the main thread, which may hold any lock at
+    that moment: it takes none but the boxes' re-entrant lock, and ``on_cancel`` must not either."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -424,9 +431,14 @@ def cancel_on_signals(on_cancel=None):
 
 
 def die_with_parent() -> None:
-    """Ask the kernel to kill this process when its parent ends (Linux; a no-op elsewhere)."""
+    """Ask the kernel to kill this process when its parent ends (Linux; a no-op elsewhere).
+    In a multiprocessing child whose parent has already ended, end now."""
+    import multiprocessing
     try:
         import ctypes
         ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
-        pass
+        return
+    parent = multiprocessing.parent_process()
+    if parent is not None and os.getppid() != parent.pid:
+        os._exit(1)

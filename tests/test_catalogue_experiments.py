@@ -218,8 +218,12 @@ CASES["allocates-3-gib"] = Case(
     "import sys\ntry:\n    x = bytearray(3 << 30)\nexcept MemoryError:\n    sys.exit('MemoryError: 3 GiB refused')\n", 1,
     error=fail("ran out of memory (limit 2 GiB): MemoryError: 3 GiB refused",
                "use less memory, or raise `Memory:` for this block"))
-CASES["allocates-3-gib-with-memory-4-gib"] = Case("x = bytearray(3 << 30)\nprint(len(x))\n", 0,
-                                                  stdout="3221225472\n", memory=4 << 30)
+CASES["allocates-3-gib-with-memory-4-gib"] = Case(  # reserved, not touched: cheap on a shared machine
+    "import mmap\nx = mmap.mmap(-1, 3 << 30)\nprint(len(x))\n", 0, stdout="3221225472\n", memory=4 << 30)
+CASES["reserves-3-gib-over-the-limit"] = Case(
+    "import mmap, sys\ntry:\n    mmap.mmap(-1, 3 << 30)\nexcept OSError as exc:\n    sys.exit(f'MemoryError: {exc}')\n", 1,
+    error=fail("ran out of memory (limit 2 GiB): MemoryError: [Errno 12] Cannot allocate memory",
+               "use less memory, or raise `Memory:` for this block"))
 CASES["numpy-allocates-too-much"] = Case(
     "import sys\nimport numpy as np\ntry:\n    np.ones((1 << 31,))\nexcept MemoryError as exc:\n"
     "    sys.exit(type(exc).__name__ + ': Unable to allocate')\n", 1,

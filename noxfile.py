@@ -50,7 +50,7 @@ def verify(session: nox.Session) -> None:
 def experiment(session: nox.Session) -> None:
     """Run one experiment as the build does: `nox -s experiment -- experiments/x.py`."""
     if not session.posargs:
-        session.error("usage: nox -s experiment -- experiments/NAME.py")
+        session.error("usage: nox -s experiment -- experiments/NAME.py | docs/PAGE.md[:LINE]")
     _install(session, BUILD_REQS)
     session.run("python", "-m", "lessonkit", "run", *session.posargs, env=ENV)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -116,24 +117,54 @@ def _new(args) -> int:
 
 
 def _run(args) -> int:
-    """Run one experiment exactly as the build does, without the cache."""
+    """Run experiments exactly as the build does, without the cache: one script
+    (``experiments/x.py``), every experiment block of a page (``docs/x.md``) or the
+    block at a line (``docs/x.md:12``, the form failing inline experiments print)."""
+    from dataclasses import replace
+
     from . import execute
     from .parse import check_rel_path
     from .project import Project
 
     project = Project(Path(args.root))
-    rel = check_rel_path(args.script)
+    target, _, line = args.script.partition(":")
+    rel = check_rel_path(target)
     path = project.root / rel
-    if not rel.startswith("experiments/") or not path.is_file():
-        print(f"{rel}: no such experiment — give a path such as experiments/multiple_paths.py", file=sys.stderr)
+    if rel.startswith("docs/") and rel.endswith(".md") and path.is_file() and (not line or line.isdigit()):
+        blocks = [b for b in project.parse(path).blocks if b.kind == "experiment"]
+        if line:
+            blocks = [b for b in blocks if b.line <= int(line) <= b.line + len(b.fields) + len(b.body or ()) + 2]
+        if not blocks:
+            print(f"{args.script}: no experiment block {'at this line' if line else 'on this page'} — give "
+                  "docs/PAGE.md, or docs/PAGE.md:LINE with the line of the block's opening fence", file=sys.stderr)
+            return 2
+        jobs = [(b, project.resolve(b).job) for b in blocks]
+    elif rel.startswith("experiments/") and rel.endswith(".py") and path.is_file() and not line:
+        jobs = [(None, execute.Job(path.name, path.read_bytes(), args.timeout, rel))]
+    else:
+        print(f"{args.script}: no such experiment — give a script such as experiments/multiple_paths.py, "
+              "a page such as docs/lessons/05-reverse-mode.md, or PAGE:LINE", file=sys.stderr)
         return 2
-    job = execute.Job(path.name, path.read_bytes(), args.timeout, rel)
-    result = project.runner._execute(job)
-    sys.stdout.write(result.stdout)
-    sys.stderr.write(result.stderr)
-    if result.timed_out:
-        print(f"{rel}: stopped after {args.timeout} s", file=sys.stderr)
-    return 1 if not result.ok else 0
+    failed = 0
+    for block, job in jobs:
+        if args.timeout_given:
+            job = replace(job, timeout=args.timeout)
+        if block is not None:
+            print(f"== {block.path}:{block.line}", flush=True)
+        result = project.runner._execute(job)
+        sys.stdout.write(result.stdout)
+        sys.stdout.flush()
+        sys.stderr.write(result.stderr)
+        if result.record is not None:
+            print(f"record: {json.dumps(result.record, ensure_ascii=False, sort_keys=True)}")
+        if not result.ok:
+            failed += 1
+            err = execute.failure(result, job, job.timeout)
+            print(err.at(block.path, block.line) if block is not None else err.at(job.label, None), file=sys.stderr)
+    for p in project.runner.tree_problems():
+        print(p, file=sys.stderr)
+        failed += 1
+    return 1 if failed else 0
 
 
 def main(argv=None) -> int:
@@ -151,9 +182,9 @@ def main(argv=None) -> int:
     mu = sub.add_parser("mutate", help="prove verify catches a one-character change in every cited region")
     mu.add_argument("pages", nargs="*", help="only the map entries of these pages (default: all)")
     mu.set_defaults(func=_mutate)
-    x = sub.add_parser("run", help="run one experiment as the build does (no cache)")
-    x.add_argument("script")
-    x.add_argument("--timeout", type=int, default=60)
+    x = sub.add_parser("run", help="run experiments as the build does (no cache): a script, a page or PAGE:LINE")
+    x.add_argument("script", help="experiments/x.py, docs/x.md or docs/x.md:LINE")
+    x.add_argument("--timeout", type=int, default=None, help="seconds (default: the block's Timeout, or 60)")
     x.set_defaults(func=_run)
     n = sub.add_parser("new", help="scaffold a lesson: page, experiment, nav entry")
     n.add_argument("number", help="two digits, e.g. 15")
@@ -174,6 +205,9 @@ def main(argv=None) -> int:
                     help="when nothing beyond moves happened: rewrite pin, manifest, Lines:/Commit: headers and map")
     rp.set_defaults(func=_repin)
     args = ap.parse_args(argv)
+    if args.cmd == "run":
+        args.timeout_given = args.timeout is not None
+        args.timeout = args.timeout or 60
     try:
         return args.func(args)
     except LessonError as exc:

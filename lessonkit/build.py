@@ -244,6 +244,8 @@ class Build:
     def results(self) -> dict:
         results = self.pending.results()
         if self.attached is None:
+            for p in self.project.runner.tree_problems():  # the pinned tree changed during the run
+                self.report_problem(p)
             ran = [r for r in results.values() if not r.cached]
             self.log_info(
                 f"lessonkit: {len(results)} experiment(s): {len(ran)} run "

@@ -1,32 +1,37 @@
-"""Stage 4: run experiments in isolated subprocesses, cached by content key."""
+"""Stage 4: run experiments in boxes (see ``lessonkit.sandbox``), cached by content key."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
+import math
 import os
 import re
-import resource
-import shutil
 import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
-from .errors import LessonError
+from . import sandbox
+from .errors import LessonError, Problem
+
+log = logging.getLogger("mkdocs.plugins.lessonkit")
 
 DEFAULT_TIMEOUT = 60
-OUTPUT_CAP = 64 * 1024
-FILE_LIMIT = 256 * 1024 * 1024  # largest file a script may write, its stdout included (RLIMIT_FSIZE)
-KEY_SCHEMA = "lessonkit-exp-1"
+OUTPUT_CAP = 64 * 1024  # stdout shown on the page; the rest is counted
+STDERR_CAP = 16 * 1024  # stderr kept (its end)
+FILE_LIMIT = 64 * 1024 * 1024  # largest file a script may write, its stdout included (RLIMIT_FSIZE)
+RECORD_LIMIT = 4 * 1024 * 1024  # the record file (LESSONKIT_RECORD)
+KEY_SCHEMA = "lessonkit-exp-2"
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+SKIPPED = {"__pycache__", ".pytest_cache", ".git"}
 
 
 @dataclass(frozen=True)
@@ -35,27 +40,33 @@ class Job:
     source: bytes
     timeout: int
     label: str  # where it comes from, e.g. experiments/x.py or docs/a.md:12
+    memory: int = sandbox.DEFAULT_MEMORY  # address-space limit in bytes (`Memory:`)
 
 
 @dataclass(frozen=True)
 class Result:
     key: str
     exit_code: int
-    stdout: str
-    stderr: str
+    stdout: str  # sanitised: control characters shown visibly
+    stderr: str  # sanitised; kept for passing experiments too (its last STDERR_CAP bytes)
     truncated: int  # bytes of stdout not shown (0: complete)
     cpu_seconds: float
     wall_seconds: float
     timed_out: bool = False
     cached: bool = False
+    record: dict | None = None  # the JSON object the script wrote to $LESSONKIT_RECORD
+    problem: str = ""  # what the runner found wrong besides the exit code (record, tree, box)
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out
+        return self.exit_code == 0 and not self.timed_out and not self.problem
 
     @property
     def digest(self) -> str:
-        return hashlib.sha256(self.stdout.encode()).hexdigest()
+        data = self.stdout.encode()
+        if self.record is not None:
+            data += b"\0" + json.dumps(self.record, sort_keys=True, ensure_ascii=False).encode()
+        return hashlib.sha256(data).hexdigest()
 
 
 @lru_cache(maxsize=1)
@@ -70,10 +81,11 @@ def versions() -> dict[str, str]:
 class Pending:
     """Jobs running in the background (see :meth:`Runner.start`)."""
 
-    def __init__(self, futures: dict, pool: ThreadPoolExecutor, to_run: int):
+    def __init__(self, futures: dict, pool: ThreadPoolExecutor, to_run: int, signals: contextlib.ExitStack):
         self._futures = futures
         self._pool = pool
         self.to_run = to_run  # how many were not in the cache when started
+        self._signals = signals  # SIGINT/SIGTERM end the experiments until results() or cancel()
 
     def results(self) -> dict[str, Result]:
         """Wait for every job (in the order given to start)."""
@@ -81,38 +93,69 @@ class Pending:
             return {k: f.result() for k, f in self._futures.items()}
         finally:
             self._pool.shutdown(wait=True)
+            self._signals.close()
 
     def cancel(self) -> None:
-        """Drop the jobs not started yet (those running finish, and are cached if they pass)."""
+        """Drop the jobs not started yet, kill the running ones and remove their folders."""
         self._pool.shutdown(wait=False, cancel_futures=True)
+        sandbox.BOXES.kill_all()
+        self._signals.close()
+
+
+def _shared_files(dirs: tuple[Path, ...]) -> list[tuple[str, Path]]:
+    """Every file of the shared folders (relative name, path), as copied into each box."""
+    out = []
+    for top in dirs:
+        for d, subdirs, files in os.walk(top):
+            subdirs[:] = sorted(s for s in subdirs if s not in SKIPPED)
+            for name in sorted(files):
+                p = Path(d) / name
+                if p.is_file() and not p.is_symlink() and not name.endswith((".pyc", ".pyo")):
+                    out.append((f"{top.name}/{p.relative_to(top).as_posix()}", p))
+    return out
 
 
 class Runner:
-    """Runs jobs against one pinned tree; results cached under ``cache/experiments``."""
+    """Runs jobs against one pinned tree; results cached under ``cache/experiments``.
+
+    ``manifest`` (posix path → sha256) is the pinned tree's manifest: every box gets a
+    copy checked against it; without it the tree as found when the runner starts."""
 
     def __init__(self, pinned_root: Path, pinned_version: str, manifest_digest: str,
-                 support_dir: Path, cache: Path, extra_paths: tuple[Path, ...] = ()):
-        self.pinned_root = pinned_root
+                 support_dir: Path, cache: Path, extra_paths: tuple[Path, ...] = (),
+                 manifest: dict[str, str] | None = None, manifest_label: str = "sourcemap/manifest.sha256",
+                 manifest_lines: dict[str, int] | None = None, project_root: Path | None = None):
+        self.pinned_root = Path(pinned_root)
         self.pinned_version = pinned_version
-        self.support_dir = support_dir
-        self.extra_paths = tuple(p for p in extra_paths if p.is_dir())
-        self.cache = cache / "experiments"
-        # Everything a script may import besides itself is part of every key.
-        inputs = sorted(support_dir.glob("_*.py"))
-        for extra in self.extra_paths:
-            inputs += sorted(p for p in extra.rglob("*.py") if "tests" not in p.relative_to(extra).parts)
-        support = b"".join(p.name.encode() + b"\0" + p.read_bytes() for p in inputs)
+        self.support_dir = Path(support_dir)
+        self.extra_paths = tuple(Path(p) for p in extra_paths if Path(p).is_dir())
+        self.cache_root = Path(cache)
+        self.cache = self.cache_root / "experiments"
+        self.project_root = Path(project_root) if project_root else self.support_dir.parent
+        self._manifest = manifest
+        self._manifest_label = manifest_label
+        self._manifest_lines = manifest_lines or {}
+        # Every file a script can read from the project is in its box, and in every key.
+        self._shared = _shared_files((self.support_dir, *self.extra_paths))
+        shared = b"".join(rel.encode() + b"\0" + p.read_bytes() + b"\0" for rel, p in self._shared)
         v = versions()
         self._salt = hashlib.sha256(
             b"\0".join([KEY_SCHEMA.encode(), manifest_digest.encode(), v["python"].encode(),
-                        v["numpy"].encode(), support])).hexdigest()
+                        v["numpy"].encode(), shared])).hexdigest()
         self.stats = {"ran": 0, "cached": 0}
         self._done: dict[str, Result] = {}  # this build's results, failures included: each job runs once
         self._inflight: dict[str, Future] = {}  # started in the background, maybe not finished
         self._lock = threading.Lock()
+        self._tree: dict[str, bytes] | None = None  # the pinned files, checked, copied into each box
+        self._digests: dict[str, str] = {}
+        self.tampered: list[str] = []  # pinned files that changed while experiments ran
+        self._warned_store = False
+        sandbox.BOXES.reset()
+        sandbox.sweep_leftovers()
 
     def key(self, job: Job) -> str:
-        return hashlib.sha256(self._salt.encode() + b"\0" + job.name.encode() + b"\0" + job.source).hexdigest()
+        return hashlib.sha256(self._salt.encode() + b"\0" + job.name.encode() + b"\0" + str(job.memory).encode()
+                              + b"\0" + job.source).hexdigest()
 
     def cached(self, job: Job) -> Result | None:
         path = self.cache / f"{self.key(job)}.json"
@@ -128,18 +171,31 @@ class Runner:
         except FileNotFoundError:
             return None
         except (ValueError, TypeError, OSError, RecursionError):
-            path.unlink(missing_ok=True)  # corrupted entry: drop it, run again
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)  # corrupted entry: drop it, run again
             return None
 
     def _store(self, result: Result) -> None:
-        self.cache.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.cache, prefix=".tmp-", suffix=".json")
+        tmp = None
         try:
+            self.cache.mkdir(parents=True, exist_ok=True)
+            import tempfile
+            fd, tmp = tempfile.mkstemp(dir=self.cache, prefix=".tmp-", suffix=".json")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump({k: v for k, v in asdict(result).items() if k != "cached"}, fh)
             os.replace(tmp, self.cache / f"{result.key}.json")  # atomic: readers see all or nothing
+        except OSError as exc:  # a read-only or full cache only costs time
+            if tmp:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            if not self._warned_store:
+                self._warned_store = True
+                log.warning(f"lessonkit: cannot write the experiment cache ({exc.strerror}); "
+                            "experiments will run again next time")
         except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+            if tmp:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
             raise
 
     def run(self, job: Job) -> Result:
@@ -162,6 +218,9 @@ class Runner:
         else:
             result = self._execute(job)
             self.stats["ran"] += 1
+            changed = self.recheck()
+            if changed:  # computed while the pinned tree was not the pinned tree: never cached
+                result = replace(result, problem=result.problem or "tampered")
             if result.ok:
                 self._store(result)
         with self._lock:
@@ -176,9 +235,13 @@ class Runner:
         """Start every distinct job in the background, in the given order, over the cores.
 
         Returns at once; the caller can go on working and collect with ``results()``.
-        A job asked for meanwhile (:meth:`run`) waits for its run instead of starting another."""
+        A job asked for meanwhile (:meth:`run`) waits for its run instead of starting another.
+        Until then SIGINT/SIGTERM end the experiments first (see ``sandbox.cancel_on_signals``)."""
         todo = {self.key(j): j for j in jobs}
-        pool = ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1)))
+        pool = ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1)),
+                                  thread_name_prefix="lessonkit-exp")
+        signals = contextlib.ExitStack()  # before the first box exists
+        signals.enter_context(sandbox.cancel_on_signals())  # queued jobs then end at once, as cancelled
         futures: dict[str, Future] = {}
         to_run = 0
         with self._lock:
@@ -191,20 +254,68 @@ class Runner:
                 else:
                     to_run += not (self.cache / f"{k}.json").exists()
                     futures[k] = self._inflight[k] = pool.submit(self._run, k, j)
-        return Pending(futures, pool, to_run)
+        return Pending(futures, pool, to_run, signals)
 
-    def _env(self, tmp: Path) -> dict[str, str]:
+    # -- the pinned tree: one checked copy in memory, written into every box
+
+    def _pinned_files(self) -> dict[str, bytes]:
+        with self._lock:
+            if self._tree is None:
+                tree, digests = {}, {}
+                names = sorted(self._manifest) if self._manifest is not None else \
+                    [rel for rel, _ in _shared_files((self.pinned_root,))]
+                for rel in names:
+                    rel_in_tree = rel.split("/", 1)[1] if self._manifest is None else rel
+                    data = (self.pinned_root / rel_in_tree).read_bytes()
+                    digest = hashlib.sha256(data).hexdigest()
+                    if self._manifest is not None and digest != self._manifest[rel]:
+                        self.tampered.append(rel)
+                    tree[rel_in_tree], digests[rel_in_tree] = data, digest
+                self._tree, self._digests = tree, digests
+            return self._tree
+
+    def recheck(self) -> list[str]:
+        """Pinned files that differ from the checked copy now (cheap: sizes, then sha256)."""
+        self._pinned_files()
+        changed = []
+        for rel, digest in self._digests.items():
+            p = self.pinned_root / rel
+            try:
+                if p.is_symlink() or p.stat().st_size != len(self._tree[rel]) or \
+                        hashlib.sha256(p.read_bytes()).hexdigest() != digest:
+                    changed.append(rel)
+            except OSError:
+                changed.append(rel)
+        with self._lock:
+            for rel in changed:
+                if rel not in self.tampered:
+                    self.tampered.append(rel)
+        return changed
+
+    def tree_problems(self) -> list[Problem]:
+        """One located problem per pinned file that changed during this build's experiments."""
+        return [Problem(f"the pinned tree changed while experiments ran: {rel}", self._manifest_label,
+                        self._manifest_lines.get(rel),
+                        "an experiment wrote into it; nothing computed from it was cached — "
+                        "find the script that writes there, then rebuild")
+                for rel in sorted(self.tampered)]
+
+    # -- one run
+
+    def _env(self, box: sandbox.Box) -> dict[str, str]:
+        paths = [box.pinned, box.project / self.support_dir.name, *(box.project / p.name for p in self.extra_paths)]
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(tmp),
+            "HOME": str(box.work),
+            "TMPDIR": str(box.work),
             "LANG": "C.UTF-8",
             "PYTHONHASHSEED": "0",
             "PYTHONIOENCODING": "utf-8",
             "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONPATH": os.pathsep.join([str(self.pinned_root), str(self.support_dir),
-                                          *map(str, self.extra_paths)]),
-            "AUTOGRAD_PINNED_ROOT": str(self.pinned_root),
+            "PYTHONPATH": os.pathsep.join(map(str, paths)),
+            "AUTOGRAD_PINNED_ROOT": str(box.pinned),
             "AUTOGRAD_PINNED_VERSION": self.pinned_version,
+            "LESSONKIT_RECORD": str(box.record),
             "OMP_NUM_THREADS": "1",
             "OPENBLAS_NUM_THREADS": "1",
         }
@@ -213,45 +324,102 @@ class Runner:
                 env[name] = os.environ[name]
         return env
 
-    def _execute(self, job: Job) -> Result:
-        tmp = Path(tempfile.mkdtemp(prefix="lessonkit-exp-"))
-        try:
-            script = tmp / job.name
-            script.write_bytes(job.source)
-            out_path, err_path = tmp / ".stdout", tmp / ".stderr"
-            t0 = time.perf_counter()
-            with open(out_path, "wb") as out, open(err_path, "wb") as err:
-                proc = subprocess.Popen([sys.executable, "-B", job.name], cwd=tmp, env=self._env(tmp),
-                                        stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                        start_new_session=True)
-                _limit_files(proc.pid)  # a script printing in a loop must not fill the disk
-                code, usage, timed_out = _reap(proc, job.timeout)
-                _kill_group(proc.pid)  # children that outlived the script end with it
-            wall = time.perf_counter() - t0
-            cpu = usage.ru_utime + usage.ru_stime  # this child's own CPU, even with jobs in parallel
-            with open(out_path, "rb") as fh:  # never more than the cap in memory
-                raw = fh.read(OUTPUT_CAP)
-                truncated = max(0, os.fstat(fh.fileno()).st_size - OUTPUT_CAP)
-            with open(err_path, "rb") as fh:
-                fh.seek(max(0, os.fstat(fh.fileno()).st_size - 8192))
-                err_tail = fh.read()
-            stdout = self.normalise(raw.decode("utf-8", "replace"), tmp)
-            stderr = self.normalise(err_tail.decode("utf-8", "replace"), tmp)
-            return Result(self.key(job), code, stdout, stderr, truncated, round(cpu, 3), round(wall, 3), timed_out)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+    def _fill(self, box: sandbox.Box, job: Job) -> None:
+        for rel, data in self._pinned_files().items():
+            dest = box.pinned / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(data)
+        for rel, src in self._shared:
+            dest = box.project / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(src.read_bytes())
+        (box.work / job.name).write_bytes(job.source)
 
-    def normalise(self, text: str, tmp: Path) -> str:
-        text = text.replace(str(tmp), "<tmp>").replace(str(self.pinned_root), "<pinned>")
+    def _protected(self) -> list[Path]:
+        out = [self.project_root, self.cache_root, self.pinned_root, Path.home()]
+        return [p.resolve() for p in out if p.is_dir()]
+
+    def _execute(self, job: Job) -> Result:
+        cancelled = Result(self.key(job), -int(signal.SIGTERM), "", "", 0, 0.0, 0.0, problem="cancelled")
+        try:
+            box = sandbox.BOXES.open()
+        except sandbox.Cancelled:
+            return cancelled
+        try:
+            self._fill(box, job)
+            t0 = time.perf_counter()
+            # stdout/stderr are files outside work/, read back through these descriptors:
+            # a script that empties or removes its folders cannot lose them.
+            with open(box.io / "stdout", "w+b") as out, open(box.io / "stderr", "w+b") as err:
+                spec = sandbox.Spec([sys.executable, "-B", job.name], self._env(box), job.memory, FILE_LIMIT,
+                                    protect=self._protected(), project_root=self.project_root)
+                try:
+                    proc = sandbox.launch(box, spec, out, err)
+                except sandbox.Cancelled:
+                    return cancelled
+                code, usage, timed_out = _reap(proc, job.timeout, box)
+                box.kill()  # whatever outlived the script (normally nothing: the box's init took it along)
+                wall = time.perf_counter() - t0
+                cpu = usage.ru_utime + usage.ru_stime  # this box's own CPU, even with jobs in parallel
+                out.seek(0)
+                raw = out.read(OUTPUT_CAP)
+                truncated = max(0, os.fstat(out.fileno()).st_size - OUTPUT_CAP)
+                size = os.fstat(err.fileno()).st_size
+                err.seek(max(0, size - STDERR_CAP))
+                err_tail = err.read(STDERR_CAP)
+            stdout = self.normalise(sandbox.sanitise(raw), box)
+            stderr = self.normalise(sandbox.sanitise(err_tail), box)
+            problem = ""
+            if box.killed and not timed_out and code == -signal.SIGKILL and sandbox.BOXES.cancelled:
+                problem = "cancelled"
+            elif code == sandbox.BOX_FAILED and "lessonkit-box:" in stderr:
+                problem = "box: " + stderr.split("lessonkit-box:", 1)[1].strip().splitlines()[0]
+            record = None
+            if code == 0 and not timed_out and not problem:
+                record, problem = _read_record(box.record)
+            return Result(self.key(job), code, stdout, stderr, truncated, round(cpu, 3), round(wall, 3), timed_out,
+                          record=record, problem=problem)
+        finally:
+            sandbox.BOXES.close(box)
+
+    def normalise(self, text: str, box: sandbox.Box) -> str:
+        for path, name in ((box.work, "<tmp>"), (box.pinned, "<pinned>"), (box.project, "<project>"),
+                           (box.dir, "<box>"), (self.pinned_root, "<pinned>")):
+            text = text.replace(str(path), name)
         return ADDRESS.sub("0x…", text)
 
 
+def _read_record(path: Path) -> tuple[dict | None, str]:
+    """The record the script left, or a problem saying why it is not one."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(RECORD_LIMIT + 1)
+    except FileNotFoundError:
+        return None, ""
+    except OSError as exc:
+        return None, f"record: cannot read it ({exc.strerror})"
+    if len(data) > RECORD_LIMIT:
+        return None, f"record: larger than {RECORD_LIMIT >> 20} MiB"
+
+    def no_constant(name):
+        raise ValueError(f"{name} is not JSON")
+
+    try:
+        value = json.loads(data.decode("utf-8"), parse_constant=no_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return None, f"record: not valid JSON ({str(exc)[:120]})"
+    if not isinstance(value, dict):
+        return None, f"record: a JSON {type(value).__name__}, not an object"
+    return value, ""
+
+
 _STORED = {"key": str, "exit_code": int, "stdout": str, "stderr": str, "truncated": int,
-           "cpu_seconds": (int, float), "wall_seconds": (int, float), "timed_out": bool}
+           "cpu_seconds": (int, float), "wall_seconds": (int, float), "timed_out": bool,
+           "record": (dict, type(None)), "problem": str}
 
 
-def _reap(proc: subprocess.Popen, timeout: float):
-    """Wait for one child (ending its group at the timeout); return (exit code, its rusage, timed out)."""
+def _reap(proc, timeout: float, box: sandbox.Box):
+    """Wait for the box's launcher (killing the box at the timeout); return (exit code, rusage, timed out)."""
     deadline = time.monotonic() + timeout
     delay = 0.002
     timed_out = False
@@ -261,7 +429,7 @@ def _reap(proc: subprocess.Popen, timeout: float):
             break
         if time.monotonic() >= deadline:
             timed_out = True
-            _kill_group(proc.pid)
+            box.kill()
             pid, status, usage = os.wait4(proc.pid, 0)
             break
         time.sleep(delay)
@@ -270,28 +438,47 @@ def _reap(proc: subprocess.Popen, timeout: float):
     return proc.returncode, usage, timed_out
 
 
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+_OOM = ("MemoryError", "Unable to allocate", "Cannot allocate memory", "std::bad_alloc")
 
 
-def _limit_files(pid: int) -> None:
-    try:
-        resource.prlimit(pid, resource.RLIMIT_FSIZE, (FILE_LIMIT, FILE_LIMIT))
-    except (AttributeError, OSError, ValueError):
-        pass  # not Linux, a lower hard limit already, or the script has already ended
-
-
-def failure(result: Result, job: Job, timeout: int) -> LessonError:
+def failure(result: Result | None, job: Job, timeout: int) -> LessonError:
+    """The one-line error for a job that did not pass (located by the caller with ``.at``)."""
+    label = job.label
+    run_hint = "run it by hand: nox -s experiment -- " + label
+    if result is None or result.problem == "cancelled":
+        return LessonError(f"experiment {label} was cancelled before it finished",
+                           hint="the build was interrupted; build again")
     tail = " | ".join(l for l in result.stderr.strip().splitlines()[-3:]) or "no stderr"
-    if result.exit_code == -signal.SIGXFSZ:
-        return LessonError(f"experiment {job.label} wrote more than {FILE_LIMIT >> 20} MB to one file (its output "
-                           "included) and was stopped",
-                           hint=f"print less: the page shows the first {OUTPUT_CAP >> 10} KB")
+    if result.problem == "tampered":
+        return LessonError(f"experiment {label} ran while the pinned tree changed; its output is not used",
+                           hint="an experiment of this build wrote into the pinned tree; see the manifest lines")
+    if result.problem.startswith("record: "):
+        return LessonError(f"experiment {label} wrote a bad record to $LESSONKIT_RECORD: {result.problem[8:]}",
+                           hint="write one JSON object of at most 4 MiB, or nothing")
+    if result.problem.startswith("box: "):
+        return LessonError(f"experiment {label} could not be started in its box: {result.problem[5:]}",
+                           hint="set LESSONKIT_SANDBOX=copy to run without namespaces")
+    if result.exit_code == -signal.SIGXFSZ or "File too large" in result.stderr:
+        return LessonError(f"experiment {label} wrote more than {FILE_LIMIT >> 20} MiB to one file, its output "
+                           "included, and was stopped (File too large)",
+                           hint=f"print less: the page shows the first {OUTPUT_CAP >> 10} KiB")
     if result.timed_out:
-        return LessonError(f"experiment {job.label} did not finish within {timeout} s and was stopped",
+        return LessonError(f"experiment {label} did not finish within {timeout} s and was stopped",
                            hint="make it faster, or raise `Timeout:` for this block")
-    return LessonError(f"experiment {job.label} failed with exit code {result.exit_code}: {tail[-300:]}",
-                       hint="run it by hand: nox -s experiment -- " + job.label.split(":")[0])
+    if result.exit_code != 0 and any(s in result.stderr for s in _OOM):
+        return LessonError(f"experiment {label} ran out of memory (limit {sandbox.show_size(job.memory)}): "
+                           f"{tail[-200:]}", hint="use less memory, or raise `Memory:` for this block")
+    return LessonError(f"experiment {label} failed with exit code {result.exit_code}: {tail[-300:]}",
+                       hint=run_hint)
+
+
+def pin_args(pin, project_root: Path) -> dict:
+    """The Runner arguments that come from the pin: its manifest, where its lines are, the project."""
+    from .pin import manifest_lines
+    path = pin.source.parent / "manifest.sha256"
+    try:
+        lines = manifest_lines(path)
+    except (OSError, ValueError):
+        lines = {}
+    return {"manifest": pin.manifest, "manifest_label": pin.manifest_label, "manifest_lines": lines,
+            "project_root": project_root}

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import attachments, execute, site
+from . import attachments, execute, sandbox, site
 from .errors import LessonError
 from .project import Project
 from .store import Store, digest
@@ -124,7 +125,11 @@ def prewarm(project: Project, plan: Prewarm) -> None:
 
 
 def _prewarm_worker(root: str, cache: str, plan: Prewarm) -> None:
-    prewarm(Project(Path(root), cache=Path(cache)), plan)
+    sandbox.die_with_parent()  # a build killed by a signal leaves no prewarm behind
+    try:
+        prewarm(Project(Path(root), cache=Path(cache)), plan)
+    except LessonError:
+        pass  # the build itself reports it; the prewarm only fills caches
 
 
 def start_prewarm(project: Project, plan: Prewarm):  # -> multiprocessing.Process | None
@@ -136,10 +141,13 @@ def start_prewarm(project: Project, plan: Prewarm):  # -> multiprocessing.Proces
     proc = multiprocessing.get_context("spawn").Process(
         target=_prewarm_worker, args=(str(project.root), str(project.cache), plan), daemon=True,
         name="lessonkit-prewarm")
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})  # a started child or none
     try:
         proc.start()
     except OSError:  # no processes to spare: the build does the work itself
         return None
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     return proc
 
 

@@ -86,7 +86,8 @@ class Project:
     def runner(self) -> execute.Runner:
         extra = tuple(self.root / d for d in self.site.teaching)
         return execute.Runner(self.tree.root, self.pin.version, self.pin.manifest_digest,
-                              self.experiments, self.cache, extra_paths=extra)
+                              self.experiments, self.cache, extra_paths=extra,
+                              **execute.pin_args(self.pin, self.root))
 
     def install_stores(self) -> None:
         """Point the process's content-keyed caches (symbol tables, formulas) at this project's

@@ -6,7 +6,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from .. import execute
+from .. import execute, sandbox
 from ..errors import LessonError, Problem
 from ..parse import check_rel_path
 from ..resolve import excerpt_of
@@ -16,7 +16,7 @@ from .base import Kind, Resolved, slug
 class Experiment(Kind):
     name = "experiment"
     label = "EXPERIMENT"
-    fields = ("File", "Purpose", "Symbol", "Timeout")
+    fields = ("File", "Purpose", "Symbol", "Timeout", "Memory")
     required = ("Purpose",)
     citation = "script"
 
@@ -50,7 +50,7 @@ class Experiment(Kind):
         return out
 
     def resolve(self, project, block):
-        timeout = int(block.get("Timeout") or execute.DEFAULT_TIMEOUT)
+        timeout, memory = int(block.get("Timeout") or execute.DEFAULT_TIMEOUT), sandbox.memory_of(block)
         if block.get("File"):
             try:
                 rel = check_rel_path(block.get("File"))
@@ -65,12 +65,12 @@ class Experiment(Kind):
                 )
             ex = excerpt_of(project.scripts, block)
             source = project.scripts.file(rel).data
-            job = execute.Job(Path(rel).name, source, timeout, rel)
+            job = execute.Job(Path(rel).name, source, timeout, rel, memory)
         else:
             ex = None
             source = ("\n".join(block.body) + "\n").encode()
             name = f"{Path(block.path).stem.replace('-', '_')}_L{block.line}.py"
-            job = execute.Job(name, source, timeout, f"{block.path}:{block.line}")
+            job = execute.Job(name, source, timeout, f"{block.path}:{block.line}", memory)
         return Resolved(block, ex, None, job)
 
     def anchor(self, r, n):

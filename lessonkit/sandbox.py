@@ -1,0 +1,444 @@
+"""Experiments in a box: a private copy, a read-only project, limits, and no survivors.
+
+Every experiment runs in its own temporary folder ``lessonkit-exp-<owner>-…`` under
+the system's temporary directory::
+
+    <box>/work/                the working directory, $HOME and $TMPDIR
+    <box>/pinned/              a copy of the pinned tree, checked byte for byte
+    <box>/project/experiments  a copy of experiments/ (what the cache key covers)
+    <box>/project/mini-autograd
+    <box>/io/                  stdout, stderr, the record file (outside work/)
+
+With Linux user namespaces (the default where they work) the launcher
+(``_boxboot.py``) also makes the project, the cache and ``$HOME`` read-only, hides
+every top-level entry of the project except the interpreter's own folder behind an
+empty read-only mount (so the copies are the only project files an experiment can
+read), makes the copies read-only, gives the box no network, and runs the script
+under a PID-1 init whose end kills every process of the box. Without namespaces the
+box falls back to the copies and a subreaper launcher, with one warning per process
+(see README, "Experiments in a box", for what that does not stop).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from .errors import LessonError
+
+log = logging.getLogger("mkdocs.plugins.lessonkit")
+
+GiB, MiB = 1 << 30, 1 << 20
+DEFAULT_MEMORY = 2 * GiB  # address space of the script (RLIMIT_AS); `Memory:` changes it per block
+MAX_MEMORY = 64 * GiB
+MIN_MEMORY = 256 * MiB
+NPROC = 512  # processes per box (RLIMIT_NPROC for non-root users, pids cgroup where writable)
+PREFIX = "lessonkit-exp-"
+MARK = "LESSONKIT_BOX"  # environment variable naming the box; finds survivors after a crash
+BOOT = Path(__file__).with_name("_boxboot.py")
+BOX_FAILED = 125
+PIDS_CGROUP = Path("/sys/fs/cgroup/pids")
+MEMORY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*(M|MB|MiB|G|GB|GiB)$")
+
+
+# ---------------------------------------------------------------- the `Memory:` field
+
+def parse_memory(value: str) -> int:
+    """``512M``, ``1.5 GiB``, ``3G`` → bytes (binary units); LessonError when not a size."""
+    m = MEMORY.match(value.strip())
+    if not m:
+        raise LessonError(f"`Memory: {value}` is not a size", hint="for example `Memory: 3 GiB` or `Memory: 512 MiB`; "
+                          f"without it the limit is {DEFAULT_MEMORY // GiB} GiB")
+    n = int(float(m[1]) * (GiB if m[2].startswith("G") else MiB))
+    if not MIN_MEMORY <= n <= MAX_MEMORY:
+        raise LessonError(f"`Memory: {value}` is outside {MIN_MEMORY // MiB} MiB … {MAX_MEMORY // GiB} GiB",
+                          hint=f"without it the limit is {DEFAULT_MEMORY // GiB} GiB")
+    return n
+
+
+def memory_of(block) -> int:
+    """The memory limit of an experiment block (located error for a bad value)."""
+    value = block.get("Memory")
+    if value is None:
+        return DEFAULT_MEMORY
+    try:
+        return parse_memory(value)
+    except LessonError as exc:
+        raise exc.at(block.path, block.line_of("Memory")) from None
+
+
+def show_size(n: int) -> str:
+    return f"{n / GiB:g} GiB" if n >= GiB else f"{n / MiB:g} MiB"
+
+
+# ---------------------------------------------------------------- output
+
+_VISIBLE = {i: chr(0x2400 + i) for i in range(32)}  # ␀ … ␟
+_VISIBLE.update({0x7F: "\u2421"})  # ␡
+_VISIBLE.update({i: f"\\x{i:02x}" for i in range(0x80, 0xA0)})  # C1 controls
+_VISIBLE.update({i: f"\\u{i:04x}" for i in (0x2028, 0x2029, 0x200E, 0x200F, *range(0x202A, 0x202F),
+                                           *range(0x2066, 0x206A), 0xFEFF)})  # line separators, bidi
+del _VISIBLE[0x0A], _VISIBLE[0x09]  # newline and tab stay as they are
+
+
+def sanitise(data: bytes) -> str:
+    """Output bytes as text that is safe to show: invalid UTF-8 as U+FFFD, control
+    characters as visible pictures (NUL → ␀, ESC → ␛, BEL → ␇, CR → ␍), bidi and line
+    separators as ``\\uXXXX``; newline and tab unchanged."""
+    return data.decode("utf-8", "replace").translate(_VISIBLE)
+
+
+# ---------------------------------------------------------------- namespaces
+
+_warned = [False]
+
+
+@lru_cache(maxsize=1)
+def namespaces_available() -> bool:
+    """Whether boxes get namespaces here. ``LESSONKIT_SANDBOX=copy`` forces the fallback."""
+    mode = os.environ.get("LESSONKIT_SANDBOX", "")
+    if mode == "copy":
+        return False
+    cfg = {"parent": os.getpid(), "namespaces": True, "read_only": [], "hide": [], "box_read_only": [],
+           "memory": DEFAULT_MEMORY, "fsize": MiB, "cwd": "/", "env": {},
+           "argv": [sys.executable, "-I", "-S", "-c", "pass"]}
+    try:
+        r = subprocess.run([sys.executable, "-I", "-S", str(BOOT), json.dumps(cfg)], capture_output=True,
+                           timeout=30, stdin=subprocess.DEVNULL)
+        ok = r.returncode == 0
+        why = r.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] if not ok else []
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        ok, why = False, [str(exc)]
+    if not ok and mode == "namespaces":
+        raise LessonError("LESSONKIT_SANDBOX=namespaces but user namespaces do not work here: " + " ".join(why),
+                          hint="unset LESSONKIT_SANDBOX to fall back to private copies")
+    if not ok and not _warned[0]:
+        _warned[0] = True
+        log.warning("lessonkit: user namespaces are not available (%s): experiments run on private copies "
+                    "but could still write into the project — see README, 'Experiments in a box'",
+                    " ".join(why) or "unknown reason")
+    return ok
+
+
+# ---------------------------------------------------------------- owners, survivors, leftovers
+
+def _start_time(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+@lru_cache(maxsize=None)
+def _owner(pid: int) -> str:
+    return f"{pid}.{_start_time(pid) or 0}"
+
+
+def owner() -> str:
+    """This process, as boxes name it (pid and start time, so a reused pid is not us)."""
+    return _owner(os.getpid())
+
+
+def _owner_alive(tag: str) -> bool:
+    pid, _, start = tag.partition(".")
+    return pid.isdigit() and _start_time(int(pid)) == start
+
+
+def marked_processes(prefix: str = "") -> list[int]:
+    """Live processes whose environment carries ``LESSONKIT_BOX=<prefix>…``."""
+    needle = f"\0{MARK}={prefix}".encode()
+    out = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as fh:
+                env = b"\0" + fh.read()
+        except OSError:
+            continue
+        if needle in env and _start_time(int(entry.name)) is not None:
+            out.append(int(entry.name))
+    return out
+
+
+def sweep_leftovers() -> None:
+    """Remove what boxes of builds that died (kill -9) left: folders, cgroups, processes."""
+    base = Path(tempfile.gettempdir())
+    for d in base.glob(PREFIX + "*"):
+        tag = d.name[len(PREFIX):].split("-", 1)[0]
+        if d.is_dir() and not d.is_symlink() and d.stat().st_uid == os.getuid() and not _owner_alive(tag):
+            _rmtree(d)
+    if PIDS_CGROUP.is_dir():
+        for d in PIDS_CGROUP.glob("lessonkit-*"):
+            tag = d.name[len("lessonkit-"):].split("-", 1)[0]
+            if not _owner_alive(tag):
+                _remove_cgroup(d)
+    for pid in marked_processes():
+        try:
+            env = Path(f"/proc/{pid}/environ").read_bytes()
+            tag = env.split(f"{MARK}=".encode(), 1)[1].split(b"\0", 1)[0].decode().split("-", 1)[0]
+        except (OSError, IndexError, UnicodeDecodeError):
+            continue
+        if not _owner_alive(tag):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _rmtree(path: Path) -> None:
+    for _ in range(20):
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.exists():
+            return
+        with contextlib.suppress(OSError):  # a read-only folder left by the experiment
+            for d, dirs, _files in os.walk(path):
+                for name in dirs:
+                    os.chmod(os.path.join(d, name), 0o700)
+            os.chmod(path, 0o700)
+        time.sleep(0.01)
+
+
+def _remove_cgroup(d: Path) -> None:
+    for _ in range(50):
+        try:
+            for pid in (d / "cgroup.procs").read_text().split():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(int(pid), signal.SIGKILL)
+            d.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.01)
+
+
+# ---------------------------------------------------------------- the box
+
+@dataclass
+class Box:
+    """One experiment's folder and process (see the module docstring for the layout)."""
+
+    dir: Path
+    mark: str
+    cgroup: Path | None = None
+    proc: subprocess.Popen | None = None
+    killed: bool = False
+
+    @property
+    def work(self) -> Path:
+        return self.dir / "work"
+
+    @property
+    def pinned(self) -> Path:
+        return self.dir / "pinned"
+
+    @property
+    def project(self) -> Path:
+        return self.dir / "project"
+
+    @property
+    def io(self) -> Path:
+        return self.dir / "io"
+
+    @property
+    def record(self) -> Path:
+        return self.io / "record.json"
+
+    def kill(self) -> None:
+        """Kill the launcher's group; the box's init (or the script) dies with it."""
+        self.killed = True
+        if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        for pid in marked_processes(self.mark):  # without namespaces: what escaped the group
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+
+class Boxes:
+    """Every box of this process, so that a signal or a failed build can end them all."""
+
+    def __init__(self):
+        self._lock = threading.RLock()  # a signal handler in the main thread may take it again
+        self._live: dict[str, Box] = {}
+        self._n = 0
+        self.cancelled = False
+
+    def open(self) -> Box:
+        with self._lock:  # a folder exists only once kill_all can see it
+            if self.cancelled:
+                raise Cancelled()
+            self._n += 1
+            mark = f"{owner()}-{self._n}"
+            box = self._live[mark] = Box(Path(tempfile.mkdtemp(prefix=f"{PREFIX}{mark}-")), mark)
+        for sub in ("work", "io", "project"):
+            (box.dir / sub).mkdir()
+        box.cgroup = _make_cgroup(mark)
+        return box
+
+    def close(self, box: Box) -> None:
+        box.kill()
+        if box.cgroup is not None:
+            _remove_cgroup(box.cgroup)
+        _rmtree(box.dir)
+        with self._lock:
+            self._live.pop(box.mark, None)
+
+    def kill_all(self, wait: float = 1.0) -> None:
+        """Cancel what has not started, kill what runs and remove every box folder."""
+        import multiprocessing
+        with self._lock:
+            self.cancelled = True
+            live = list(self._live.values())
+        for box in live:
+            box.kill()
+        for helper in multiprocessing.active_children():  # e.g. the build's prewarm process
+            helper.kill()
+        deadline = time.monotonic() + wait
+        for box in live:  # the worker threads reap the launchers; wait for them to be gone
+            while box.proc is not None and time.monotonic() < deadline and _start_time(box.proc.pid) is not None \
+                    and not _zombie(box.proc.pid):
+                time.sleep(0.005)
+            if box.cgroup is not None:
+                _remove_cgroup(box.cgroup)
+            _rmtree(box.dir)
+
+    def reset(self) -> None:
+        with self._lock:
+            self.cancelled = False
+
+
+class Cancelled(Exception):
+    """The build was cancelled before this experiment started."""
+
+
+BOXES = Boxes()
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return True
+
+
+def _make_cgroup(mark: str) -> Path | None:
+    if os.environ.get("LESSONKIT_SANDBOX") == "copy" or not os.access(PIDS_CGROUP, os.W_OK):
+        return None
+    d = PIDS_CGROUP / f"lessonkit-{mark}"
+    try:
+        d.mkdir()
+        (d / "pids.max").write_text(str(NPROC))
+        return d
+    except OSError:
+        with contextlib.suppress(OSError):
+            d.rmdir()
+        return None
+
+
+@dataclass
+class Spec:
+    """What the launcher needs to know besides the script."""
+
+    argv: list[str]
+    env: dict[str, str]
+    memory: int
+    fsize: int
+    protect: list[Path] = field(default_factory=list)  # made read-only in the box
+    project_root: Path | None = None  # its entries are hidden, except the interpreter's folder
+
+
+def _hidden_entries(root: Path) -> list[str]:
+    keep = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.executable)}
+    out = []
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:
+        return out
+    for e in entries:
+        p = Path(e.path)
+        if any(k == p or p in k.parents for k in keep):
+            continue
+        out.append(str(p))
+    return out
+
+
+def launch(box: Box, spec: Spec, stdout, stderr) -> subprocess.Popen:
+    ns = namespaces_available()
+    cfg = {"parent": os.getpid(), "namespaces": ns, "cgroup": str(box.cgroup) if box.cgroup else None,
+           "read_only": [str(p) for p in spec.protect],
+           "hide": _hidden_entries(spec.project_root) if spec.project_root else [],
+           "box_dir": str(box.dir), "box_read_only": [str(box.pinned), str(box.project)],
+           "memory": spec.memory, "fsize": spec.fsize, "nproc": NPROC, "cwd": str(box.work),
+           "env": {**spec.env, MARK: box.mark}, "argv": spec.argv}
+    with BOXES._lock:  # started before a cancel (and so killed by it), or not at all
+        if BOXES.cancelled:
+            raise Cancelled()
+        box.proc = subprocess.Popen([sys.executable, "-I", "-S", str(BOOT), json.dumps(cfg)], cwd=box.work,
+                                    env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), MARK: box.mark},
+                                    stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, start_new_session=True)
+    return box.proc
+
+
+# ---------------------------------------------------------------- signals
+
+@contextlib.contextmanager
+def cancel_on_signals(on_cancel=None):
+    """While inside: SIGINT or SIGTERM cancels queued experiments, kills running ones with
+    their descendants and removes their folders, then acts as it would have without us
+    (KeyboardInterrupt for SIGINT, the default death for SIGTERM). Only in the main thread.
+
+    The handler runs between two bytecodes of the main thread, which may hold any lock at
+    that moment: it takes none but the boxes' re-entrant lock, and ``on_cancel`` must not either."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def handler(signum, frame):
+        for s, h in old.items():
+            signal.signal(s, h)
+        if on_cancel is not None:
+            on_cancel()
+        BOXES.kill_all()
+        prev = old[signum]
+        if callable(prev):
+            prev(signum, frame)
+        elif prev == signal.SIG_DFL:
+            os.kill(os.getpid(), signum)
+            time.sleep(1)  # the signal is delivered before this returns
+
+    for s in old:
+        signal.signal(s, handler)
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            if signal.getsignal(s) is handler:
+                signal.signal(s, h)
+
+
+def die_with_parent() -> None:
+    """Ask the kernel to kill this process when its parent ends (Linux; a no-op elsewhere).
+    In a multiprocessing child whose parent has already ended, end now."""
+    import multiprocessing
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    parent = multiprocessing.parent_process()
+    if parent is not None and os.getppid() != parent.pid:
+        os._exit(1)

@@ -3,12 +3,11 @@ build, verify and the cross-link pages (one code path for all of them)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
-from . import execute
+from . import config, execute
 from .errors import LessonError, Problem
 from .parse import Block, ParsedPage, check_rel_path, parse_page
 from .pin import Pin, PinnedTree, load_pin, provide
@@ -36,7 +35,7 @@ class Project:
     def __post_init__(self):
         self.root = self.root.resolve()
         if self.cache is None:
-            self.cache = Path(os.environ.get("LESSONKIT_CACHE", self.root / ".cache")).resolve()
+            self.cache = config.cache_dir(self.root)  # LESSONKIT_CACHE, checked
 
     # -- locations
     @property

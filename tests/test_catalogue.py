@@ -661,7 +661,7 @@ def _(ctx):
 def _(ctx):
     ctx.env["AUTOGRAD_SOURCE"] = str(ctx.tmp / "nowhere")
     ctx.page("# t\n")
-    return [Expect(str(ctx.tmp / "nowhere"), None, "AUTOGRAD_SOURCE=", "point it at a checkout")]
+    return [Expect("AUTOGRAD_SOURCE", None, f"{ctx.tmp / 'nowhere'} is not a folder", "point it at a checkout")]
 
 
 @case("pin-archive-wrong-sha256")
@@ -676,7 +676,7 @@ def _(ctx):
 def _(ctx):
     use_sdist(ctx, ctx.tmp / "nope.tar.gz", match_pin=False)
     ctx.page("# t\n")
-    return [Expect(str(ctx.tmp / "nope.tar.gz"), None, "archive not found", "LESSONKIT_SDIST must name")]
+    return [Expect("LESSONKIT_SDIST", None, f"{ctx.tmp / 'nope.tar.gz'} does not exist", "name the release archive")]
 
 
 @case("pin-archive-truncated")
@@ -782,7 +782,7 @@ def _(ctx):
     toml = ctx.site.root / PIN_TOML
     toml.write_text(toml.read_text().replace('requirement = "autograd==1.9.1"', "requirement = autograd==1.9.1"))
     ctx.page("# t\n")
-    return [Expect(PIN_TOML, pin_line(ctx, "requirement"), "the pin is not valid TOML")]
+    return [Expect(PIN_TOML, pin_line(ctx, "requirement"), "not valid TOML")]
 
 
 @case("pin-manifest-malformed")

@@ -75,6 +75,7 @@ def on_config(config: "MkDocsConfig") -> None:
     try:
         project = _project()
         tree = project.tree  # provided and checked against the manifest, once per build
+        verify.check_config(project)  # the other sourcemap files, before anything uses them
     except LessonError as exc:
         raise PluginError(str(exc)) from None
     log.info(f"lessonkit: autograd {project.pin.version} ({project.pin.short}) from {tree.provider}"

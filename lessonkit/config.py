@@ -34,7 +34,7 @@ COMMIT = re.compile(r"^[0-9a-f]{40}$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 VERSION = re.compile(r"^\d{1,6}(\.\d{1,6}){0,4}((a|b|rc)\d{1,6})?(\.post\d{1,6})?(\.dev\d{1,6})?$")
 REPO = re.compile(r"^https?://[A-Za-z0-9.-]+(:\d{1,5})?(/[A-Za-z0-9._~-]+)+/?$")
-ARCHIVE = re.compile(r"\.(tar\.gz|tgz|tar\.bz2|tar\.xz|tar)$")
+ARCHIVE = re.compile(r"\.(tar\.gz|tgz|tar\.bz2|tar\.xz|tar)\Z")
 DIST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -151,14 +151,14 @@ PIN_FIELDS = (
 
 def _value_ok(f: Field, value: str) -> bool:
     if f.pattern is not None:
-        return f.pattern.match(value) is not None
+        return f.pattern.fullmatch(value) is not None
     if f.key == "filename":
         return plain_name(value) and ARCHIVE.search(value) is not None
     if f.key == "sha256":
-        return value == "none" or SHA256.match(value) is not None
+        return value == "none" or SHA256.fullmatch(value) is not None
     if f.key == "requirement":
         name, sep, version = value.partition("==")
-        return bool(sep) and DIST.match(name) is not None and VERSION.match(version) is not None
+        return bool(sep) and DIST.fullmatch(name) is not None and VERSION.fullmatch(version) is not None
     if f.key == "root":
         return plain_name(value) and not value.startswith(".")
     return True
@@ -248,7 +248,7 @@ def read_manifest(path: Path, label: str) -> tuple[dict[str, str], dict[str, int
     for n, line in enumerate(text.split("\n"), 1):
         if not line.strip() or line.startswith("#"):
             continue
-        m = MANIFEST_LINE.match(line)
+        m = MANIFEST_LINE.fullmatch(line)
         if not m:
             problems.append(Problem(f"malformed manifest line: {show(line, 80)}", label, n, MANIFEST_HINT))
             continue
@@ -477,7 +477,7 @@ def git_remote() -> str | None:
     if "::" in value.split("/")[0]:
         raise LessonError(f"{show(value)} uses a git remote helper transport", path="LESSONKIT_GIT_REMOTE",
                           hint=hint)
-    if REMOTE_URL.match(value) or SCP_LIKE.match(value) or Path(value).expanduser().is_dir():
+    if REMOTE_URL.fullmatch(value) or SCP_LIKE.fullmatch(value) or Path(value).expanduser().is_dir():
         return value
     raise LessonError(f"{show(value)} is neither a URL nor an existing folder", path="LESSONKIT_GIT_REMOTE",
                       hint=hint)

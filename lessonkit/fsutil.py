@@ -34,7 +34,7 @@ class NotOwned(LessonError):
 
 def plain_name(name: object) -> bool:
     """``name`` is one plain file name: letters, digits, ``_ . + -``, and not ``.`` or ``..``."""
-    return isinstance(name, str) and NAME.match(name) is not None and name not in (".", "..")
+    return isinstance(name, str) and NAME.fullmatch(name) is not None and name not in (".", "..")
 
 
 def owned_path(root: Path, *parts: str) -> Path:

@@ -406,7 +406,8 @@ def provide(pin: Pin, cache: Path) -> PinnedTree:
                 return tree
         return _from_sdist(pin, cache)
     except NotOwned as exc:
-        raise LessonError(str(exc.problem.message), path=pin.toml_label, hint=exc.problem.hint) from None
+        where = "LESSONKIT_CACHE" if config.env("LESSONKIT_CACHE") else str(cache)
+        raise LessonError(exc.problem.message, path=where, hint=exc.problem.hint) from None
     except LessonError as exc:
         raise exc.at(pin.toml_label, None) from None  # every problem names a file
     except OSError as exc:

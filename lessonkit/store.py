@@ -100,7 +100,7 @@ class Store:
     """Entries of one ``kind`` under ``<cache>/<kind>`` (no disk layer when ``cache`` is None)."""
 
     def __init__(self, cache: Path | None, kind: str):
-        if not KIND.match(kind):
+        if not KIND.fullmatch(kind):
             raise ValueError(f"bad store kind {kind!r}")
         self.kind = kind
         self.cache = cache
@@ -110,7 +110,7 @@ class Store:
         self.dropped = 0
 
     def _path(self, key: str) -> Path | None:
-        if self.dir is None or not KEY.match(key):
+        if self.dir is None or not KEY.fullmatch(key):
             return None
         try:
             return owned_path(self.cache, self.kind, key)

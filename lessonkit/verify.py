@@ -43,10 +43,18 @@ def build_map(project: Project, report: Report) -> dict:
             "manifest": project.pin.manifest_digest, "excerpts": map_entries(project, report)}
 
 
+def check_config(project: Project) -> None:
+    """The configuration files besides the pin (which providing the tree checks): roles.toml."""
+    roles = project.sourcemap / "roles.toml"
+    if roles.exists() or roles.is_symlink():
+        config.read_roles(roles, project.rel(roles))
+
+
 def check(project: Project, pages: list[Path] | None = None) -> Report:
     """Parse and resolve every block of ``pages`` (default: all of docs/)."""
     report = Report()
     project.tree  # provide and check the pinned tree first: a bad tree is one clear error
+    check_config(project)
     for path in pages or project.pages():
         try:
             parsed = project.parse(path)

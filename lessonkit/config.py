@@ -137,14 +137,14 @@ class Field:
 
 
 PIN_FIELDS = (
-    Field("upstream", "repo", REPO, "a web address such as https://github.com/HIPS/autograd"),
+    Field("upstream", "repo", REPO, "a web address such as https://github.com/OWNER/REPO"),
     Field("upstream", "commit", COMMIT, "the full commit id: 40 lowercase hex digits"),
     Field("upstream", "version", VERSION, "a release version such as 1.9.1"),
-    Field("sdist", "filename", None, "a plain archive file name such as autograd-1.9.1.tar.gz"),
+    Field("sdist", "filename", None, "a plain archive file name such as NAME-1.2.3.tar.gz"),
     Field("sdist", "sha256", None, "64 lowercase hex digits (or \"none\" when no release archive holds the tree)"),
-    Field("sdist", "requirement", None, "a pinned requirement such as autograd==1.9.1"),
-    Field("sdist", "root", None, "the plain name of the archive's top folder, such as autograd-1.9.1"),
-    Field("provider", "source_env", ENV_NAME, "an environment variable name such as AUTOGRAD_SOURCE",
+    Field("sdist", "requirement", None, "a pinned requirement such as NAME==1.2.3"),
+    Field("sdist", "root", None, "the plain name of the archive's top folder, such as NAME-1.2.3"),
+    Field("provider", "source_env", ENV_NAME, "an environment variable name such as MY_SOURCE",
           required=False),
 )
 
@@ -411,8 +411,6 @@ def env(name: str) -> str | None:
     return value
 
 
-PROTECTED = {"docs", "experiments", "sourcemap", "mini-autograd", "lessonkit", "hooks", "tests", "tools", "site",
-             ".git"}
 
 
 def cache_dir(root: Path) -> Path:
@@ -430,7 +428,7 @@ def cache_dir(root: Path) -> Path:
                           "among the project's files", path="LESSONKIT_CACHE", hint=hint)
     if root in real.parents:
         first = real.relative_to(root).parts[0]
-        if first in PROTECTED or not first.startswith("."):
+        if first == ".git" or not first.startswith("."):  # the project's own files, or its history
             raise LessonError(f"{value} is inside the project's own files ({first}/)", path="LESSONKIT_CACHE",
                               hint=hint + "; inside the project only a hidden folder such as .cache may hold it")
     if real.exists() and not real.is_dir():

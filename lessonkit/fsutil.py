@@ -110,7 +110,7 @@ def staging_dir(root: Path, prefix: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=root))
 
 
-_PID = re.compile(r"^[a-z]+-?(\d+)-")
+_PID = re.compile(r"^\.?[a-z]+-(\d+)-")
 
 
 def _alive(pid: int) -> bool:
@@ -123,14 +123,15 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def clean_stale(root: Path, now: float | None = None) -> list[str]:
-    """Remove leftovers of killed runs in the staging folder ``root``: entries named for a
-    process that no longer runs, and unrecognised entries older than a day. Returns the names."""
+def clean_stale(root: Path, now: float | None = None, prefix: str = "") -> list[str]:
+    """Remove leftovers of killed runs in the folder ``root`` (only names starting with ``prefix``):
+    entries named for a process that no longer runs, and unrecognised entries older than a day.
+    Returns the names."""
     if not root.is_dir() or root.is_symlink():
         return []
     now = time.time() if now is None else now
     removed = []
-    for entry in sorted(os.listdir(root)):
+    for entry in sorted(e for e in os.listdir(root) if e.startswith(prefix)):
         m = _PID.match(entry)
         try:
             if m:

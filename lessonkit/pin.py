@@ -1,4 +1,4 @@
-"""The pinned autograd tree: its record, its manifest and the providers of its bytes.
+"""The pinned upstream tree: its record, its manifest and the providers of its bytes.
 
 Providers are tried in order; the first that yields a tree wins, and every tree
 is checked file by file against the manifest before anything reads it:
@@ -49,6 +49,11 @@ class Pin:
     manifest: dict[str, str]  # posix path -> sha256
     source: Path  # where pin.toml lives
     source_env: str | None = None  # legacy variable naming a local checkout ([provider] source_env)
+
+    @property
+    def name(self) -> str:
+        """The upstream project's name, as its requirement spells it."""
+        return self.sdist_requirement.partition("==")[0]
 
     @property
     def short(self) -> str:
@@ -187,8 +192,8 @@ def check_tree(root: Path, pin: Pin, where: str | None = None) -> None:
     if not found and not bytecode:
         return
     where = where or f"pinned tree at {root}"
-    hint = ("the excerpts would not be verbatim; supply the pinned autograd "
-            f"{pin.version} bytes (see README, 'The pinned source')")
+    hint = ("the excerpts would not be verbatim; supply the pinned "
+            f"{pin.name} {pin.version} bytes (see README, 'The pinned source')")
     lines = manifest_lines(pin.source.parent / "manifest.sha256")
     problems = [Problem(f"{what}: {rel} ({where})", pin.manifest_label, lines.get(rel), hint)
                 for what, rel in found[:SHOWN_PROBLEMS]]

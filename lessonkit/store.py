@@ -27,7 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
-from .fsutil import atomic_write, owned_path, remove_owned
+from .fsutil import atomic_write, clean_stale, owned_path, remove_owned
 
 FORMAT = "lk-store-1"  # the entry file format (header line); keys are covered by code_version()
 _MEMORY: dict[tuple[str, str], str] = {}
@@ -38,6 +38,7 @@ PACKAGE = Path(__file__).resolve().parent
 
 log = logging.getLogger("lessonkit.cache")
 _WARNED: set[str] = set()
+_CHECKED: dict[str, bool] = {}  # cache folder -> it is the cache's own (checked once per process)
 
 
 @lru_cache(maxsize=1)
@@ -110,12 +111,20 @@ class Store:
         self.dropped = 0
 
     def _path(self, key: str) -> Path | None:
+        """``<cache>/<kind>/<key>``; None when the folder is not the cache's own (a link) or the
+        key is not a plain name. An entry that is itself a link is dropped by get and replaced by put."""
         if self.dir is None or not KEY.fullmatch(key):
             return None
-        try:
-            return owned_path(self.cache, self.kind, key)
-        except Exception:  # a link or something odd in place of the folder: no disk layer
-            return None
+        where = str(self.dir)
+        if where not in _CHECKED:
+            try:
+                owned_path(self.cache, self.kind)
+            except Exception:  # a link in place of the folder: no disk layer
+                _CHECKED[where] = False
+            else:
+                _CHECKED[where] = True
+                clean_stale(self.dir, prefix=".tmp-")  # half-written files of killed builds
+        return self.dir / key if _CHECKED[where] else None
 
     def get(self, key: str) -> str | None:
         value = _MEMORY.get((self.kind, key))
@@ -125,7 +134,7 @@ class Store:
         if path is None:
             return None
         try:
-            raw = path.read_bytes()
+            raw = None if path.is_symlink() else path.read_bytes()  # never read through a link
         except FileNotFoundError:
             return None
         except OSError:  # a folder in its place, unreadable: drop it
@@ -161,7 +170,7 @@ class Store:
             self.dir.mkdir(parents=True, exist_ok=True)
             if path.is_dir() and not path.is_symlink():
                 remove_owned(self.cache, self.kind, key)
-            atomic_write(path, encode_entry(self.kind, key, value))
+            atomic_write(path, encode_entry(self.kind, key, value))  # replaces a link, never writes through it
         except OSError as exc:
             warn_once(str(self.dir), f"lessonkit: cannot write the cache {self.dir} ({exc.strerror or exc}); "
                                      "the build continues without storing (it only costs time)")

@@ -1338,6 +1338,16 @@ def _(ctx):
     return [Expect("sourcemap/roles.toml", 2, "the role of autograd/core.py must be a string, got an integer")]
 
 
+@case("path-link-inside-repository")
+def _(ctx):
+    (ctx.site.root / "mini-autograd").mkdir()
+    (ctx.site.root / "mini-autograd" / "engine.py").write_text("class Value:\n    pass\n")
+    (ctx.site.root / "mini-autograd" / "alias.py").symlink_to("engine.py")
+    ctx.page(fence("teaching-simplification", "File: mini-autograd/alias.py", "Symbol: Value"))
+    return [Expect(P, 4, "`mini-autograd/alias.py` is a link to `mini-autograd/engine.py`",
+                   "name the file itself: `File: mini-autograd/engine.py`")]
+
+
 KNOWN_GAPS: dict[str, str] = {}  # cases that are allowed to fail, with the reason; none today
 
 

@@ -397,3 +397,59 @@ def test_killed_cold_runs_leave_nothing_partial(reference, tmp_path, command):
     assert site_digest(tmp_path / "site") == reference["digest"]
     assert_entries_valid(cache)
     assert tree_digest(s.root) == before  # the project is untouched
+
+
+# ---------------------------------------------------------------- fuzzing the configuration readers
+
+LINE = re.compile(r"^(?P<path>[^\s:][^:]*?)(?::(?P<line>\d+))?: (?P<msg>.+?) — (?P<hint>\S.*)$")
+
+
+def _mutations(data: bytes, rng: random.Random, n: int):
+    specials = [b"\x00", b"\xff", b"\xef\xbb\xbf", b"\r", b"\n", b'"', b"[", b"]", b"=", b"..", b"/", b"{", b"}",
+                b"9" * 50, b"\\", b"\t", "\u2028".encode(), b"[[a]]", b"1e999", b"true"]
+    for _ in range(n):
+        d = bytearray(data)
+        for _ in range(rng.randint(1, 4)):
+            i = rng.randrange(len(d) + 1)
+            op = rng.randrange(4)
+            if op == 0 and d:
+                del d[i:i + rng.randint(1, 30)]
+            elif op == 1:
+                d[i:i] = rng.choice(specials)
+            elif op == 2 and d:
+                d[min(i, len(d) - 1)] = rng.randrange(256)
+            else:
+                d = d[:i]
+        yield bytes(d)
+
+
+READERS = {
+    "pin.toml": lambda p: config.load_pin_fields(p, "sourcemap/pin.toml"),
+    "manifest.sha256": lambda p: config.read_manifest(p, "sourcemap/manifest.sha256"),
+    "excerpts.json": lambda p: config.read_excerpt_map(p, "sourcemap/excerpts.json"),
+    "roles.toml": lambda p: config.read_roles(p, "sourcemap/roles.toml"),
+}
+
+
+@pytest.mark.parametrize("name", list(READERS))
+def test_fuzzed_configuration_gives_a_value_or_located_lines(tmp_path, name):
+    """Random damage to each configuration file: the reader returns a value or raises
+    LessonError whose every line is `file[:line]: what — hint`; nothing else escapes."""
+    original = (ROOT / "sourcemap" / name).read_bytes()
+    if name == "excerpts.json":
+        original = original[:6000].rsplit(b"\n  },", 1)[0] + b"\n  }\n ]\n}\n"  # a small valid map
+    elif name == "manifest.sha256":
+        original = b"\n".join(original.splitlines()[:40]) + b"\n"
+    rng = random.Random(name)
+    path = tmp_path / name
+    outcomes = {"ok": 0, "error": 0}
+    for data in _mutations(original, rng, 300):
+        path.write_bytes(data)
+        try:
+            READERS[name](path)
+            outcomes["ok"] += 1
+        except LessonError as exc:
+            outcomes["error"] += 1
+            for line in str(exc).splitlines():
+                assert LINE.match(line), (data[:200], line)
+    assert outcomes["error"] > 50, outcomes

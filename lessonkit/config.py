@@ -414,25 +414,30 @@ def env(name: str) -> str | None:
 
 
 def cache_dir(root: Path) -> Path:
-    """The build cache: ``$LESSONKIT_CACHE`` (absolute, outside the project's own files) or ``root/.cache``."""
+    """The build cache: ``$LESSONKIT_CACHE`` (absolute) or ``root/.cache``; either way its real
+    location must be outside the project's own files (a hidden folder in the project is fine)."""
     root = Path(os.path.realpath(root))
     value = env("LESSONKIT_CACHE")
     if value is None:
-        return root / ".cache"
-    hint = "give an absolute path to a folder outside the project (or unset it to use .cache)"
-    if not os.path.isabs(value):
-        raise LessonError(f"{show(value)} is a relative path", path="LESSONKIT_CACHE", hint=hint)
+        name, value = ".cache", str(root / ".cache")
+        hint = "remove the link .cache, or set LESSONKIT_CACHE to a folder outside the project"
+        shown = ".cache"
+    else:
+        name, shown = "LESSONKIT_CACHE", value
+        hint = "give an absolute path to a folder outside the project (or unset it to use .cache)"
+        if not os.path.isabs(value):
+            raise LessonError(f"{show(value)} is a relative path", path=name, hint=hint)
     real = Path(os.path.realpath(value))
     if real == root or real in root.parents:
-        raise LessonError(f"{value} is the project folder or contains it: the cache would be written "
-                          "among the project's files", path="LESSONKIT_CACHE", hint=hint)
+        raise LessonError(f"{shown} is the project folder or contains it: the cache would be written "
+                          "among the project's files", path=name, hint=hint)
     if root in real.parents:
         first = real.relative_to(root).parts[0]
         if first == ".git" or not first.startswith("."):  # the project's own files, or its history
-            raise LessonError(f"{value} is inside the project's own files ({first}/)", path="LESSONKIT_CACHE",
+            raise LessonError(f"{shown} is inside the project's own files ({first}/)", path=name,
                               hint=hint + "; inside the project only a hidden folder such as .cache may hold it")
     if real.exists() and not real.is_dir():
-        raise LessonError(f"{value} exists and is not a folder", path="LESSONKIT_CACHE", hint=hint)
+        raise LessonError(f"{shown} exists and is not a folder", path=name, hint=hint)
     return real
 
 

@@ -105,7 +105,7 @@ def snapshot(root: Path) -> dict[str, str]:
     the build's own output, as (sha256 | link target | "dir")."""
     out = {}
     for top in sorted(root.iterdir()):
-        if top.name in SNAPSHOT_SKIP:
+        if top.name in SNAPSHOT_SKIP and not top.is_symlink():
             continue
         for p in [top, *sorted(top.rglob("*"))] if top.is_dir() and not top.is_symlink() else [top]:
             key = p.relative_to(root).as_posix()
@@ -1346,6 +1346,24 @@ def _(ctx):
     ctx.page(fence("teaching-simplification", "File: mini-autograd/alias.py", "Symbol: Value"))
     return [Expect(P, 4, "`mini-autograd/alias.py` is a link to `mini-autograd/engine.py`",
                    "name the file itself: `File: mini-autograd/engine.py`")]
+
+
+def _default_cache_link(target: Callable[[Ctx], Path], text: str) -> Case:
+    def setup(ctx: Ctx) -> list[Expect]:
+        ctx.env["LESSONKIT_CACHE"] = None  # the default: <project>/.cache
+        (ctx.site.root / ".cache").symlink_to(target(ctx))
+        (ctx.site.root / ROOT_SENTINEL).write_text("the project root\n")
+        ctx.page("# t\n")
+        return [Expect(".cache", None, text, "remove the link .cache")]
+    return setup
+
+
+case("default-cache-links-to-the-project")(_default_cache_link(lambda c: c.site.root,
+                                                               ".cache is the project folder or contains it"))
+case("default-cache-links-to-docs")(_default_cache_link(lambda c: c.site.root / "docs",
+                                                        ".cache is inside the project's own files (docs/)"))
+case("default-cache-links-above-the-project")(_default_cache_link(lambda c: c.site.root.parent,
+                                                                  ".cache is the project folder or contains it"))
 
 
 KNOWN_GAPS: dict[str, str] = {}  # cases that are allowed to fail, with the reason; none today

@@ -453,3 +453,22 @@ def test_fuzzed_configuration_gives_a_value_or_located_lines(tmp_path, name):
             for line in str(exc).splitlines():
                 assert LINE.match(line), (data[:200], line)
     assert outcomes["error"] > 50, outcomes
+
+
+@pytest.mark.parametrize("text", ["<script>alert(1)</script>", "a\nb", "x" * 400, "", "local & \"quoted\""])
+def test_provider_record_with_markup_or_junk_is_never_shown(tmp_path, real_project, sdist, monkeypatch, text):
+    """Even with a valid digest (written through the store), a provider record that is not one
+    line of plain text makes the cached tree be provided again: it never reaches a page."""
+    pin = dataclasses.replace(real_project.pin, sdist_sha256=hashlib.sha256(sdist.read_bytes()).hexdigest())
+    cache = tmp_path / "cache"
+    for name in ("AUTOGRAD_SOURCE", "LESSONKIT_SOURCE", "LESSONKIT_GIT_REMOTE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LESSONKIT_SDIST", str(sdist))
+    monkeypatch.setattr(store, "_MEMORY", {})
+    first = pinmod.provide(pin, cache)
+    store.Store(cache, "pin").put(f"{pin.commit}.provider", text)
+    monkeypatch.setattr(store, "_MEMORY", {})
+    again = pinmod.provide(pin, cache)
+    assert not again.cached and again.provider == first.provider == "local archive LESSONKIT_SDIST (autograd-1.9.1.tar.gz)"
+    monkeypatch.setattr(store, "_MEMORY", {})
+    assert pinmod.provide(pin, cache).cached

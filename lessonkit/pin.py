@@ -23,14 +23,13 @@ import re
 import subprocess
 import sys
 import tarfile
-import tempfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from . import config
 from .errors import LessonError, Problem
-from .fsutil import NotOwned, clean_stale, owned_path, remove_owned, staging_dir
+from .fsutil import NotOwned, atomic_write, clean_stale, owned_path, remove_owned, staging_dir
 from .store import Store
 
 MANIFEST_IGNORED = {"PKG-INFO"}  # added by the sdist, not part of the source tree
@@ -137,7 +136,7 @@ def load_pin(sourcemap: Path) -> Pin:
 def write_manifest(tree: Path, out: Path) -> int:
     lines = [f"{sha256_file(p)}  {rel}" for rel, p in sorted(_tree_files(tree).items())
              if rel not in MANIFEST_IGNORED]
-    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    atomic_write(out, ("\n".join(lines) + "\n").encode("utf-8"), durable=True)
     return len(lines)
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
 from functools import lru_cache
 from pathlib import Path

@@ -102,7 +102,11 @@ def _mutate(args) -> int:
 
 def _manifest(args) -> int:
     from .pin import write_manifest
-    n = write_manifest(Path(args.tree), Path(args.out))
+    tree = Path(args.tree)
+    if not tree.is_dir() or not any(tree.iterdir()):
+        print(f"{tree}: not a folder with files — give the folder of the tree to record", file=sys.stderr)
+        return 2
+    n = write_manifest(tree, Path(args.out))
     print(f"wrote {n} entries to {args.out}")
     return 0
 

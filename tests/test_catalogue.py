@@ -1366,6 +1366,14 @@ case("default-cache-links-above-the-project")(_default_cache_link(lambda c: c.si
                                                                   ".cache is the project folder or contains it"))
 
 
+@case("manifest-command-without-a-tree")
+def _(ctx):
+    ctx.args = ["manifest", str(ctx.tmp / "nowhere"), str(ctx.tmp / "out.sha256")]
+    ctx.code = 2
+    ctx.after = lambda: (ctx.tmp / "out.sha256").exists() and pytest.fail("wrote an empty manifest")
+    return [Expect(str(ctx.tmp / "nowhere"), None, "not a folder with files", "give the folder of the tree")]
+
+
 KNOWN_GAPS: dict[str, str] = {}  # cases that are allowed to fail, with the reason; none today
 
 

@@ -424,6 +424,7 @@ def cache_dir(root: Path) -> Path:
         shown = ".cache"
     else:
         name, shown = "LESSONKIT_CACHE", value
+        value = os.path.expanduser(value)  # ~ as a YAML or .env file leaves it
         hint = "give an absolute path to a folder outside the project (or unset it to use .cache)"
         if not os.path.isabs(value):
             raise LessonError(f"{show(value)} is a relative path", path=name, hint=hint)
@@ -463,7 +464,7 @@ def sdist_path() -> Path | None:
         return None
     p = Path(value).expanduser()
     if not p.is_file():
-        what = "is a folder" if p.is_dir() else "does not exist"
+        what = "is a folder" if p.is_dir() else "is not a regular file" if p.exists() else "does not exist"
         raise LessonError(f"{value} {what}", path="LESSONKIT_SDIST",
                           hint="name the release archive file (see pin.toml [sdist] filename), or unset it")
     return p.resolve()

@@ -472,3 +472,22 @@ def test_provider_record_with_markup_or_junk_is_never_shown(tmp_path, real_proje
     assert not again.cached and again.provider == first.provider == "local archive LESSONKIT_SDIST (autograd-1.9.1.tar.gz)"
     monkeypatch.setattr(store, "_MEMORY", {})
     assert pinmod.provide(pin, cache).cached
+
+
+def test_cache_folders_that_are_links_are_not_written_through(tmp_path, pinned_root):
+    """A cache folder replaced by a link to somewhere else: nothing is read from or written
+    there; one warning per folder; the same site."""
+    s, ref = _static_reference(tmp_path, pinned_root)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep\n")
+    for kind in KINDS:
+        if kind != "pin":
+            (cache / kind).symlink_to(outside)
+    r = build(s, tmp_path / "out", cache)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "Traceback" not in r.stderr and "is not usable" in r.stderr
+    assert sorted(os.listdir(outside)) == ["keep.txt"]
+    assert site_digest(tmp_path / "out") == ref

@@ -7,11 +7,16 @@ and asserts the same contract:
 * there is exactly one message line per problem, ``path:line: what is wrong — hint``,
   at the ``path:line`` the problem concerns (no line where none exists, e.g. an archive);
 * no traceback;
-* nothing under the project's ``docs/`` or ``experiments/`` changed;
+* the exact exit status (1 for problems, 2 for a bad command line);
+* nothing in the project changed (every file but ``.cache`` and ``site``: docs/,
+  experiments/, sourcemap/, a file at the root — so a hostile path-forming value such
+  as ``commit = "../.."`` in pin.toml that removed anything fails the case);
 * no partial entry in the cache: no ``.tmp-*`` file, an empty staging folder, and
   no cache entry for an experiment that failed.
 
-Annotation, path and pin cases run ``python -m lessonkit verify`` in-process (the
+Configuration cases (issue 15) cover every field of pin.toml, the manifest's lines, the
+excerpt map's shape, roles.toml, the environment variables and verify's own arguments.
+Annotation, path, pin and configuration cases run ``python -m lessonkit verify`` in-process (the
 same ``main()`` as the command line; a few also as a real subprocess); experiment
 cases run ``mkdocs build``, because they are about the build. Inputs that must not
 fail the build (megabytes of output, HTML in the output, stdin, files written, a

@@ -19,9 +19,14 @@ def _verify(args) -> int:
     project = Project(Path(args.root))
     pages = [Path(p) for p in args.pages] or None
     for p in pages or []:
-        if not p.is_file():
-            print(f"{p}: no such page — give paths of Markdown files under docs/", file=sys.stderr)
+        problem = _page_problem(project, p)
+        if problem:
+            print(f"{p}: {problem} — give paths of Markdown files under docs/", file=sys.stderr)
             return 2
+    if pages is None and not project.pages():
+        print(f"docs: no Markdown pages under {project.rel(project.docs)}/ — there is nothing to verify; "
+              "add lessons under docs/", file=sys.stderr)
+        return 1
     report = verify.check(project, pages)
     problems = list(report.problems)
     if args.update_map:
@@ -45,6 +50,18 @@ def _verify(args) -> int:
                f"{len(problems)} problem(s) in {time.perf_counter() - t0:.2f} s")
     print(summary, file=sys.stderr if problems else sys.stdout)
     return 1 if problems else 0
+
+
+def _page_problem(project, path: Path) -> str | None:
+    """Why ``path`` is not a page of the project, or None."""
+    if not path.is_file():
+        return "no such page"
+    real = path.resolve()
+    if project.docs.resolve() not in real.parents:
+        return "not a page under docs/ (verify checks the site's pages only)"
+    if real.suffix != ".md":
+        return "not a Markdown page"
+    return None
 
 
 def _render(args) -> int:
@@ -86,7 +103,11 @@ def _mutate(args) -> int:
 
 def _manifest(args) -> int:
     from .pin import write_manifest
-    n = write_manifest(Path(args.tree), Path(args.out))
+    tree = Path(args.tree)
+    if not tree.is_dir() or not any(tree.iterdir()):
+        print(f"{tree}: not a folder with files — give the folder of the tree to record", file=sys.stderr)
+        return 2
+    n = write_manifest(tree, Path(args.out))
     print(f"wrote {n} entries to {args.out}")
     return 0
 

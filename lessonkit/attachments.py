@@ -7,13 +7,12 @@ from __future__ import annotations
 import hashlib
 import io
 import re
-import tomllib
 import zipfile
 from collections import OrderedDict
 from html import escape
 from pathlib import PurePosixPath
 
-from . import execute
+from . import config, execute
 from .errors import LessonError
 from .parse import Block, parse_page
 from .project import Project, Resolved
@@ -26,13 +25,9 @@ NOISE = re.compile(r"<(genexpr|listcomp|dictcomp|setcomp|lambda)>$")
 
 def load_roles(project: Project) -> dict[str, str]:
     path = project.sourcemap / "roles.toml"
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8")).get("roles", {})
-    except FileNotFoundError:
+    if not (path.exists() or path.is_symlink()):
         return {}
-    except tomllib.TOMLDecodeError as exc:
-        raise LessonError(f"sourcemap/roles.toml is not valid TOML: {exc}", path="sourcemap/roles.toml",
-                          hint="each line is \"path\" = \"role\"") from None
+    return config.read_roles(path, "sourcemap/roles.toml")  # every key and value checked
 
 
 def repo_map(project: Project) -> str:

@@ -158,6 +158,7 @@ class Build:
     def start(self):
         """Provide the pinned tree (checked against the manifest, once per build)."""
         tree = self.project.tree
+        verify.check_config(self.project)  # the other sourcemap files, before anything uses them
         self.project.install_stores()
         pin = self.project.pin
         self.tokens = {

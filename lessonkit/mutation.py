@@ -19,12 +19,12 @@ region's middle line). The mutation counts as caught only if both defences notic
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import config
 from .errors import LessonError, Problem
 from .parse import Block
 from .pin import check_file, check_tree
@@ -143,12 +143,8 @@ def run(project: Project, pages: set[str] | None = None) -> MutationReport:
     """Mutate every cited real-source region of the excerpt map once; see the module docstring."""
     map_path = project.sourcemap / "excerpts.json"
     map_rel = project.rel(map_path)
-    try:
-        recorded = json.loads(map_path.read_text(encoding="utf-8"))
-        entries = [e for e in recorded["excerpts"] if e["kind"] == "real-source"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise LessonError(f"cannot read the excerpt map: {exc}", path=map_rel,
-                          hint="run `nox -s verify -- --update-map`") from None
+    recorded = config.read_excerpt_map(map_path, map_rel)  # every entry's shape checked
+    entries = [e for e in recorded["excerpts"] if e["kind"] == "real-source"]
     if pages is not None:
         entries = [e for e in entries if e["page"] in pages]
     pin = project.pin

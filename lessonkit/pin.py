@@ -1,13 +1,18 @@
-"""The pinned autograd tree: its record, its manifest and the providers of its bytes.
+"""The pinned upstream tree: its record, its manifest and the providers of its bytes.
 
 Providers are tried in order; the first that yields a tree wins, and every tree
 is checked file by file against the manifest before anything reads it:
 
-1. ``AUTOGRAD_SOURCE``: a local checkout named by the environment;
+1. ``LESSONKIT_SOURCE`` (or the legacy variable named by ``[provider] source_env``
+   in pin.toml): a local checkout named by the environment;
 2. the build cache (``<cache>/pin/<commit>``), filled by a previous provider;
 3. a git clone at the pinned commit, when ``LESSONKIT_GIT_REMOTE`` names a remote;
 4. the sdist: ``LESSONKIT_SDIST`` (a local archive) or ``pip download`` from the
    package index; its sha256 is checked, then it is extracted safely.
+
+Every value of pin.toml, the manifest and the environment is checked by
+:mod:`lessonkit.config` before it is used, and every write or removal in the cache
+goes through :mod:`lessonkit.fsutil` (strictly inside the cache, never through a link).
 """
 
 from __future__ import annotations
@@ -15,17 +20,17 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
-import tomllib
 import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from . import config
 from .errors import LessonError, Problem
+from .fsutil import NotOwned, atomic_write, clean_stale, owned_path, remove_owned, staging_dir
+from .store import Store
 
 MANIFEST_IGNORED = {"PKG-INFO"}  # added by the sdist, not part of the source tree
 IGNORED_DIRS = {".git"}
@@ -42,6 +47,12 @@ class Pin:
     sdist_root: str
     manifest: dict[str, str]  # posix path -> sha256
     source: Path  # where pin.toml lives
+    source_env: str | None = None  # legacy variable naming a local checkout ([provider] source_env)
+
+    @property
+    def name(self) -> str:
+        """The upstream project's name, as its requirement spells it."""
+        return self.sdist_requirement.partition("==")[0]
 
     @property
     def short(self) -> str:
@@ -69,8 +80,7 @@ class Pin:
             text = self.source.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             return None
-        pattern = re.compile(rf"^\s*{re.escape(key)}\s*=")
-        return next((n for n, line in enumerate(text.splitlines(), 1) if pattern.match(line)), None)
+        return next((n for (_, k), n in config.toml_key_lines(text).items() if k == key), None)
 
     def permalink(self, file: str, start: int, end: int) -> str:
         anchor = f"#L{start}" if start == end else f"#L{start}-L{end}"
@@ -102,65 +112,31 @@ DIGEST = re.compile(r"^[0-9a-f]{64}$")
 def manifest_lines(path: Path) -> dict[str, int]:
     """path -> line number of its entry in the manifest file (to locate problems)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        return config.read_manifest(path, str(path))[1]
+    except LessonError:
         return {}
-    return {line.split("  ", 1)[1]: n for n, line in enumerate(text.splitlines(), 1) if "  " in line}
 
 
 def read_manifest(path: Path, label: str | None = None) -> dict[str, str]:
-    label = label or str(path)
-    manifest = {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LessonError(f"cannot read the manifest: {getattr(exc, 'strerror', None) or exc}", path=label,
-                          hint="sourcemap/manifest.sha256 must exist (python -m lessonkit manifest TREE OUT writes it)"
-                          ) from None
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        digest, sep, rel = line.partition("  ")
-        if not sep or not DIGEST.match(digest) or not rel.strip():
-            raise LessonError(f"malformed manifest line: {line[:80]!r}", path=label, line=n,
-                              hint="expected '<sha256>  <path>' (64 lowercase hex digits, two spaces, a path)")
-        manifest[rel] = digest
-    return manifest
+    """The manifest, every line checked (see :func:`lessonkit.config.read_manifest`)."""
+    return config.read_manifest(path, label or str(path))[0]
 
 
 def load_pin(sourcemap: Path) -> Pin:
     toml_path = sourcemap / "pin.toml"
-    label = f"{sourcemap.name}/pin.toml"
-    hint = "sourcemap/pin.toml names the pin (see README, 'The pinned source')"
-    try:
-        data = tomllib.loads(toml_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LessonError(f"cannot read the pin: {getattr(exc, 'strerror', None) or exc}", path=label,
-                          hint=hint) from None
-    except tomllib.TOMLDecodeError as exc:
-        m = re.search(r"\(at line (\d+), column \d+\)", str(exc))
-        raise LessonError(f"the pin is not valid TOML: {str(exc).split(' (at ')[0]}", path=label,
-                          line=int(m[1]) if m else None, hint=hint) from None
-    try:
-        up, sd = data["upstream"], data["sdist"]
-        fields = dict(repo=up["repo"], commit=up["commit"], version=up["version"],
-                      sdist_filename=sd["filename"], sdist_sha256=sd["sha256"],
-                      sdist_requirement=sd["requirement"], sdist_root=sd["root"])
-    except (KeyError, TypeError) as exc:
-        raise LessonError(f"the pin lacks the key {exc}", path=label,
-                          hint="it needs [upstream] repo, commit, version and [sdist] filename, sha256, "
-                               "requirement, root") from None
-    bad = [k for k, v in fields.items() if not isinstance(v, str) or not v.strip()]
-    if bad:
-        raise LessonError(f"the pin has no text value for `{bad[0]}`", path=label, hint=hint)
+    fields = config.load_pin_fields(toml_path, f"{sourcemap.name}/pin.toml")
+    source_env = fields.pop("source_env", None)
     manifest = read_manifest(sourcemap / "manifest.sha256", f"{sourcemap.name}/manifest.sha256")
-    return Pin(**fields, manifest=manifest, source=toml_path)
+    return Pin(repo=fields["repo"], commit=fields["commit"], version=fields["version"],
+               sdist_filename=fields["filename"], sdist_sha256=fields["sha256"],
+               sdist_requirement=fields["requirement"], sdist_root=fields["root"], manifest=manifest,
+               source=toml_path, source_env=source_env)
 
 
 def write_manifest(tree: Path, out: Path) -> int:
     lines = [f"{sha256_file(p)}  {rel}" for rel, p in sorted(_tree_files(tree).items())
              if rel not in MANIFEST_IGNORED]
-    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    atomic_write(out, ("\n".join(lines) + "\n").encode("utf-8"), durable=True)
     return len(lines)
 
 
@@ -197,26 +173,37 @@ def check_file(root: Path, rel: str, pin: Pin, present: dict[str, Path] | None =
 SHOWN_PROBLEMS = 12  # manifest problems listed one per line; the rest are counted
 
 
+BYTECODE = re.compile(r"(^|/)__pycache__/|\.py[co]$")
+
+
 def check_tree(root: Path, pin: Pin, where: str | None = None) -> None:
     """Every manifest file present, regular, inside the tree and with its sha256; no extras.
 
     Raises one :class:`LessonError` with one problem per file, located at the file's
-    line in the manifest (``sourcemap/manifest.sha256:N``)."""
+    line in the manifest (``sourcemap/manifest.sha256:N``). Python bytecode caches
+    (``__pycache__``), which running Python on a checkout writes, are one line with
+    the command that removes them."""
     present = _tree_files(root)
     found = [(what, rel) for rel in sorted(pin.manifest) if (what := check_file(root, rel, pin, present))]
     extras = sorted(set(present) - set(pin.manifest) - MANIFEST_IGNORED)
-    found += [("not in the manifest", rel) for rel in extras]
-    if not found:
+    bytecode = [rel for rel in extras if BYTECODE.search(rel)]
+    found += [("not in the manifest", rel) for rel in extras if rel not in bytecode]
+    if not found and not bytecode:
         return
     where = where or f"pinned tree at {root}"
-    hint = ("the excerpts would not be verbatim; supply the pinned autograd "
-            f"{pin.version} bytes (see README, 'The pinned source')")
+    hint = ("the excerpts would not be verbatim; supply the pinned "
+            f"{pin.name} {pin.version} bytes (see README, 'The pinned source')")
     lines = manifest_lines(pin.source.parent / "manifest.sha256")
     problems = [Problem(f"{what}: {rel} ({where})", pin.manifest_label, lines.get(rel), hint)
                 for what, rel in found[:SHOWN_PROBLEMS]]
     if len(found) > SHOWN_PROBLEMS:
         problems.append(Problem(f"… and {len(found) - SHOWN_PROBLEMS} more differences from the manifest ({where})",
                                 pin.manifest_label, None, hint))
+    if bytecode:
+        problems.append(Problem(f"{len(bytecode)} Python bytecode file(s) not in the manifest, e.g. {bytecode[0]} "
+                                f"({where})", pin.manifest_label, None,
+                                f"delete them: find {root} -name __pycache__ -prune -exec rm -rf {{}} + "
+                                "(set PYTHONDONTWRITEBYTECODE=1 to keep the checkout clean)"))
     raise LessonError.collect(problems)
 
 
@@ -271,127 +258,128 @@ def _first_line(exc: BaseException) -> str:
 
 # ---------------------------------------------------------------- providers
 
+MARKERS = "pin"  # store kind of the provider markers (<cache>/pin/<commit>.provider)
+
+
 def _from_env(pin: Pin, cache: Path) -> PinnedTree | None:
-    src = os.environ.get("AUTOGRAD_SOURCE")
-    if not src:
+    found = config.source_dir(pin.source_env)
+    if found is None:
         return None
-    root = Path(src)
-    if not root.is_dir():
-        raise LessonError(f"AUTOGRAD_SOURCE={src} is not a directory", path=src,
-                          hint="point it at a checkout of the pinned autograd, or unset it")
-    check_tree(root, pin, f"AUTOGRAD_SOURCE={src}")
-    return PinnedTree(root.resolve(), "local checkout (AUTOGRAD_SOURCE)", pin)
+    name, root = found
+    check_tree(root, pin, f"{name}={root}")
+    return PinnedTree(root, f"local checkout ({name})", pin)
 
 
 def _cache_dir(pin: Pin, cache: Path) -> Path:
-    return cache / "pin" / pin.commit
+    return owned_path(cache, "pin", pin.commit)
+
+
+def _marker_key(pin: Pin) -> str:
+    return f"{pin.commit}.provider"
 
 
 def _from_cache(pin: Pin, cache: Path) -> PinnedTree | None:
     root = _cache_dir(pin, cache)
-    marker = root.parent / f"{pin.commit}.provider"
     if not root.is_dir():
         return None
+    origin = Store(cache, MARKERS).get(_marker_key(pin))
     try:
+        if origin is None or origin != config.display_text(origin) or not origin.strip():
+            raise LessonError("the provider record of the cached tree is missing or damaged")
         check_tree(root, pin)
     except LessonError:
-        shutil.rmtree(root, ignore_errors=True)  # corrupted cache entry: rebuild it
+        remove_owned(cache, "pin", pin.commit)  # damaged cache entry: provide it again
         return None
-    origin = marker.read_text(encoding="utf-8").strip() if marker.exists() else "unknown"
     return PinnedTree(root.resolve(), origin, pin, cached=True)
 
 
 def _install(pin: Pin, cache: Path, staged: Path, origin: str) -> PinnedTree:
     check_tree(staged, pin, f"tree from {origin}")
     final = _cache_dir(pin, cache)
-    final.parent.mkdir(parents=True, exist_ok=True)
+    origin = config.display_text(origin)
     try:
         os.replace(staged, final)
     except OSError:
         if not final.is_dir():  # another build won the race with an identical tree
             raise
-        shutil.rmtree(staged, ignore_errors=True)
-    marker = final.parent / f"{pin.commit}.provider"
-    fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=".tmp-provider-")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:  # atomic: a concurrent build never reads half of it
-        fh.write(origin + "\n")
-    os.replace(tmp, marker)
+        remove_owned(staged.parent, staged.name)
+    Store(cache, MARKERS).put(_marker_key(pin), origin)  # atomic, with a digest: checked on every use
     return PinnedTree(final.resolve(), origin, pin)
 
 
 def _from_git(pin: Pin, cache: Path) -> PinnedTree | None:
-    remote = os.environ.get("LESSONKIT_GIT_REMOTE")
-    if not remote:
+    remote = config.git_remote()
+    if remote is None:
         return None
-    work = Path(tempfile.mkdtemp(prefix="clone-", dir=_staging(cache)))
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    staging = _staging(cache)
+    work = staging_dir(staging, "clone-")
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ALLOW_PROTOCOL": "https:http:ssh:git:file"}
     try:
         for cmd in (["git", "init", "-q", str(work)],
-                    ["git", "-C", str(work), "fetch", "-q", "--depth", "1", remote, pin.commit],
+                    ["git", "-C", str(work), "fetch", "-q", "--depth", "1", "--", remote, pin.commit],
                     ["git", "-C", str(work), "-c", "advice.detachedHead=false", "checkout", "-q", "FETCH_HEAD"]):
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
             if r.returncode != 0:
                 raise LessonError(f"git could not provide commit {pin.short} from {remote}: "
                                   f"{(r.stderr.strip().splitlines() or ['?'])[-1]}",
                                   hint="unset LESSONKIT_GIT_REMOTE to use the sdist from the package index")
-        shutil.rmtree(work / ".git")
+        remove_owned(work, ".git")
         return _install(pin, cache, work, f"git clone of {remote} at {pin.short}")
     except subprocess.TimeoutExpired:
         raise LessonError(f"git fetch from {remote} timed out",
                           hint="unset LESSONKIT_GIT_REMOTE to use the sdist") from None
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        remove_owned(staging, work.name)
 
 
 def _staging(cache: Path) -> Path:
-    d = cache / "pin" / ".staging"
+    """``<cache>/pin/.staging``: private folders of running builds (named by process id)."""
+    d = owned_path(cache, "pin", ".staging")
     d.mkdir(parents=True, exist_ok=True)
     return d
 
 
 def _fetch_sdist(pin: Pin, cache: Path) -> tuple[Path, str]:
-    local = os.environ.get("LESSONKIT_SDIST")
-    if local:
-        return Path(local), f"local archive LESSONKIT_SDIST ({Path(local).name})"
-    archive = cache / "pin" / pin.sdist_filename
-    if archive.exists() and sha256_file(archive) == pin.sdist_sha256:
+    local = config.sdist_path()
+    if local is not None:
+        return local, f"local archive LESSONKIT_SDIST ({config.display_text(local.name, 100)})"
+    archive = owned_path(cache, "pin", pin.sdist_filename)
+    if archive.is_file() and sha256_file(archive) == pin.sdist_sha256:
         return archive, f"sdist {pin.sdist_filename} from the Python package index"
-    tmp = Path(tempfile.mkdtemp(prefix="dl-", dir=_staging(cache)))
+    staging = _staging(cache)
+    tmp = staging_dir(staging, "dl-")
     try:
         cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
-               pin.sdist_requirement, "-d", str(tmp)]
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+               "-d", str(tmp), pin.sdist_requirement]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
         got = tmp / pin.sdist_filename
-        if r.returncode != 0 or not got.exists():
+        if r.returncode != 0 or not got.is_file() or got.is_symlink():
             last = (r.stderr.strip().splitlines() or ["no output"])[-1]
             raise LessonError(f"cannot download {pin.sdist_filename} from the package index: {last}",
                               path=pin.toml_label, line=pin.toml_line("requirement"),
                               hint="offline? set LESSONKIT_SDIST=/path/to/" + pin.sdist_filename +
-                                   " or AUTOGRAD_SOURCE=/path/to/checkout")
-        archive.parent.mkdir(parents=True, exist_ok=True)
+                                   f" or {pin.source_env or config.SOURCE_ENV}=/path/to/checkout")
         os.replace(got, archive)
     except subprocess.TimeoutExpired:
         raise LessonError(f"downloading {pin.sdist_filename} timed out",
                           path=pin.toml_label, line=pin.toml_line("requirement"),
                           hint="set LESSONKIT_SDIST=/path/to/" + pin.sdist_filename) from None
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        remove_owned(staging, tmp.name)
     return archive, f"sdist {pin.sdist_filename} from the Python package index"
 
 
 def _from_sdist(pin: Pin, cache: Path) -> PinnedTree:
     archive, origin = _fetch_sdist(pin, cache)
-    if not archive.is_file():
-        raise LessonError(f"archive not found: {archive}", path=str(archive),
-                          hint="LESSONKIT_SDIST must name the file " + pin.sdist_filename)
     digest = sha256_file(archive)
     if digest != pin.sdist_sha256:
         if archive.parent == cache / "pin":
-            archive.unlink(missing_ok=True)
+            remove_owned(cache, "pin", archive.name)
         raise LessonError(f"{archive} has sha256 {digest[:16]}…, the pin expects {pin.sdist_sha256[:16]}…",
                           path=pin.toml_label, line=pin.toml_line("sha256"),
                           hint="this is not the pinned release archive; fetch it again from the package index")
-    work = Path(tempfile.mkdtemp(prefix="x-", dir=_staging(cache)))
+    staging = _staging(cache)
+    work = staging_dir(staging, "x-")
     staged = None
     try:
         try:
@@ -399,14 +387,14 @@ def _from_sdist(pin: Pin, cache: Path) -> PinnedTree:
         except LessonError as exc:
             raise exc.at(str(archive), None) from None
         (tree / "PKG-INFO").unlink(missing_ok=True)
-        staged = Path(tempfile.mkdtemp(prefix="tree-", dir=_staging(cache)))
+        staged = staging_dir(staging, "tree-")
         staged.rmdir()
         os.replace(tree, staged)
         return _install(pin, cache, staged, origin)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        remove_owned(staging, work.name)
         if staged is not None:  # left only when the install failed: no partial entry in the cache
-            shutil.rmtree(staged, ignore_errors=True)
+            remove_owned(staging, staged.name)
 
 
 PROVIDERS = (_from_env, _from_cache, _from_git)
@@ -414,10 +402,20 @@ PROVIDERS = (_from_env, _from_cache, _from_git)
 
 def provide(pin: Pin, cache: Path) -> PinnedTree:
     try:
+        if (cache / "pin" / ".staging").is_dir():
+            clean_stale(owned_path(cache, "pin", ".staging"))  # leftovers of killed runs
         for provider in PROVIDERS:
             tree = provider(pin, cache)
             if tree is not None:
                 return tree
         return _from_sdist(pin, cache)
+    except NotOwned as exc:
+        where = "LESSONKIT_CACHE" if config.env("LESSONKIT_CACHE") else str(cache)
+        raise LessonError(exc.problem.message, path=where, hint=exc.problem.hint) from None
     except LessonError as exc:
         raise exc.at(pin.toml_label, None) from None  # every problem names a file
+    except OSError as exc:
+        raise LessonError(f"cannot provide the pinned tree in the cache {cache}: {exc.strerror or exc}",
+                          path="LESSONKIT_CACHE" if config.env("LESSONKIT_CACHE") else pin.toml_label,
+                          hint="the pinned tree needs a writable cache once (or set LESSONKIT_SOURCE "
+                               "to a checkout)") from None

@@ -3,12 +3,11 @@ build, verify and the cross-link pages (one code path for all of them)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
-from . import execute, siteconfig
+from . import config, execute, siteconfig
 from .errors import LessonError, Problem
 from .kinds import Registry, Resolved, for_project
 from .parse import Block, ParsedPage, parse_page
@@ -27,7 +26,7 @@ class Project:
     def __post_init__(self):
         self.root = self.root.resolve()
         if self.cache is None:
-            self.cache = Path(os.environ.get("LESSONKIT_CACHE", self.root / ".cache")).resolve()
+            self.cache = config.cache_dir(self.root)  # LESSONKIT_CACHE, checked
 
     # -- locations
     @property

@@ -43,9 +43,10 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import execute, verify
+from . import config, execute, verify
 from . import pin as pinmod
 from .errors import LessonError
+from .fsutil import atomic_write, remove_owned
 from .parse import Block, BrokenBlock
 from .pin import Pin, PinnedTree, safe_extract, sha256_file, write_manifest
 from .project import Project
@@ -199,7 +200,7 @@ def _archive_version(archive: Path) -> str:
 
 def _git_target(spec: str, cache: Path) -> Target:
     commit = spec.lower()
-    remote = os.environ.get("LESSONKIT_GIT_REMOTE")
+    remote = config.git_remote()  # checked: a URL or a folder, never an option
     if not remote:
         raise _err(f"`{spec}` is a commit id, but LESSONKIT_GIT_REMOTE is not set",
                    hint="set LESSONKIT_GIT_REMOTE=<url or path of an autograd repository>, "
@@ -215,7 +216,7 @@ def _git_target(spec: str, cache: Path) -> Target:
                               manifest)
         except (ValueError, KeyError, OSError):
             pass
-    shutil.rmtree(final, ignore_errors=True)
+    remove_owned(cache, "repin", "git", commit)  # strictly inside the cache (commit: 40 hex digits)
     work = Path(tempfile.mkdtemp(prefix="clone-", dir=_staging(cache)))
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
     try:
@@ -885,10 +886,7 @@ def page_edits(project: Project, report: RepinReport, commit: str) -> dict[Path,
 
 
 def _write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
+    atomic_write(path, data, durable=True)  # a killed --apply leaves the old or the new file, never half
 
 
 def _install_target(project: Project, new_pin: Pin, target: Target) -> PinnedTree:

@@ -63,6 +63,10 @@ class Tree:
         if self.allowed is not None and rel not in self.allowed:
             raise LessonError(f"no file `{rel}` in {self.label}", hint=_nearest_path(rel, self.allowed))
         if p.is_symlink() or (p.exists() and self.root.resolve() not in p.resolve().parents):
+            real = p.resolve()
+            if self.root.resolve() in real.parents and real.is_file():  # a link to a file of this tree
+                inside = real.relative_to(self.root.resolve()).as_posix()
+                raise LessonError(f"`{rel}` is a link to `{inside}`", hint=f"name the file itself: `File: {inside}`")
             raise LessonError(f"`{rel}` is a link that leaves {self.label}", hint="only regular files can be excerpted")
         if not p.is_file():
             known = self.allowed if self.allowed is not None else self._listing()

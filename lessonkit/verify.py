@@ -5,12 +5,12 @@ same parse and resolve stages as the build."""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import config
 from .errors import LessonError, Problem
+from .fsutil import atomic_write
 from .project import Project, Resolved
 
 MAP_NAME = "excerpts.json"
@@ -43,10 +43,18 @@ def build_map(project: Project, report: Report) -> dict:
             "manifest": project.pin.manifest_digest, "excerpts": map_entries(project, report)}
 
 
+def check_config(project: Project) -> None:
+    """The configuration files besides the pin (which providing the tree checks): roles.toml."""
+    roles = project.sourcemap / "roles.toml"
+    if roles.exists() or roles.is_symlink():
+        config.read_roles(roles, project.rel(roles))
+
+
 def check(project: Project, pages: list[Path] | None = None) -> Report:
     """Parse and resolve every block of ``pages`` (default: all of docs/)."""
     report = Report()
     project.tree  # provide and check the pinned tree first: a bad tree is one clear error
+    check_config(project)
     for path in pages or project.pages():
         try:
             parsed = project.parse(path)
@@ -62,12 +70,12 @@ def check(project: Project, pages: list[Path] | None = None) -> Report:
 def stale_map(project: Project, report: Report, only_pages: set[str] | None = None) -> list[Problem]:
     path = project.sourcemap / MAP_NAME
     rel = project.rel(path)
-    try:
-        recorded = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not (path.exists() or path.is_symlink()):
         return [Problem("the excerpt map does not exist", rel, None, UPDATE_HINT)]
-    except json.JSONDecodeError as exc:
-        return [Problem(f"the excerpt map is not valid JSON ({exc.msg})", rel, exc.lineno, UPDATE_HINT)]
+    try:
+        recorded = config.read_excerpt_map(path, rel)  # every entry's shape checked
+    except LessonError as exc:
+        return exc.problems
     fresh = build_map(project, report)
     problems = []
     for key in ("pin", "version", "manifest"):
@@ -99,8 +107,5 @@ def stale_map(project: Project, report: Report, only_pages: set[str] | None = No
 def write_map(project: Project, report: Report) -> Path:
     path = project.sourcemap / MAP_NAME
     data = json.dumps(build_map(project, report), indent=1, ensure_ascii=False) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".excerpts-")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
+    atomic_write(path, data.encode("utf-8"), durable=True)
     return path

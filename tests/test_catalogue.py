@@ -7,11 +7,16 @@ and asserts the same contract:
 * there is exactly one message line per problem, ``path:line: what is wrong — hint``,
   at the ``path:line`` the problem concerns (no line where none exists, e.g. an archive);
 * no traceback;
-* nothing under the project's ``docs/`` or ``experiments/`` changed;
+* the exact exit status (1 for problems, 2 for a bad command line);
+* nothing in the project changed (every file but ``.cache`` and ``site``: docs/,
+  experiments/, sourcemap/, a file at the root — so a hostile path-forming value such
+  as ``commit = "../.."`` in pin.toml that removed anything fails the case);
 * no partial entry in the cache: no ``.tmp-*`` file, an empty staging folder, and
   no cache entry for an experiment that failed.
 
-Annotation, path and pin cases run ``python -m lessonkit verify`` in-process (the
+Configuration cases (issue 15) cover every field of pin.toml, the manifest's lines, the
+excerpt map's shape, roles.toml, the environment variables and verify's own arguments.
+Annotation, path, pin and configuration cases run ``python -m lessonkit verify`` in-process (the
 same ``main()`` as the command line; a few also as a real subprocess); experiment
 cases run ``mkdocs build``, because they are about the build. Inputs that must not
 fail the build (megabytes of output, HTML in the output, stdin, files written, a
@@ -74,6 +79,8 @@ class Ctx:
     page_name: str = "p.md"  # the case's page (cases that share one build each have their own)
     failed_pages: list[str] = field(default_factory=list)  # pages whose experiments must not be cached
     after: Callable[[], None] = lambda: None  # extra checks once the command has run
+    args: list[str] = field(default_factory=lambda: ["verify", "--no-map"])  # the cli/subprocess command
+    code: int = 1  # the exact exit status expected
 
     @property
     def path(self) -> str:
@@ -95,10 +102,17 @@ class Outcome:
     problems: list[str]  # the lines that report problems
 
 
+SNAPSHOT_SKIP = {".cache", "site"}  # what a build may write: the default cache and the site
+
+
 def snapshot(root: Path) -> dict[str, str]:
+    """Every file, link and folder of the project (docs/, experiments/, sourcemap/, …) but
+    the build's own output, as (sha256 | link target | "dir")."""
     out = {}
-    for top in ("docs", "experiments"):
-        for p in sorted((root / top).rglob("*")):
+    for top in sorted(root.iterdir()):
+        if top.name in SNAPSHOT_SKIP and not top.is_symlink():
+            continue
+        for p in [top, *sorted(top.rglob("*"))] if top.is_dir() and not top.is_symlink() else [top]:
             key = p.relative_to(root).as_posix()
             if p.is_symlink():
                 out[key] = "link:" + os.readlink(p)
@@ -120,7 +134,12 @@ def env_for(ctx: Ctx) -> dict[str, str]:
 
 
 def cache_dir(ctx: Ctx) -> Path:
-    return Path(env_for(ctx).get("LESSONKIT_CACHE", ctx.site.root / ".cache"))
+    """The cache the case's command uses (the default when LESSONKIT_CACHE is one it must refuse)."""
+    value = env_for(ctx).get("LESSONKIT_CACHE")
+    root = ctx.site.root.resolve()
+    if not value or not os.path.isabs(value) or Path(value).resolve() in (root, *root.parents):
+        return ctx.site.root / ".cache"
+    return Path(value)
 
 
 def use_env(wanted: dict[str, str], monkeypatch) -> None:
@@ -137,7 +156,7 @@ def run_cli_inprocess(ctx: Ctx, monkeypatch) -> Outcome:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            code = lessonkit_main(["--root", str(ctx.site.root), "verify", "--no-map"])
+            code = lessonkit_main(["--root", str(ctx.site.root), *ctx.args])
         except SystemExit as exc:  # argparse
             code = exc.code if isinstance(exc.code, int) else 2
         except BaseException:  # what the command line would show as a traceback
@@ -149,7 +168,7 @@ def run_cli_inprocess(ctx: Ctx, monkeypatch) -> Outcome:
 
 
 def run_cli_subprocess(ctx: Ctx) -> Outcome:
-    r = subprocess.run([sys.executable, "-m", "lessonkit", "verify", "--no-map"], cwd=ctx.site.root,
+    r = subprocess.run([sys.executable, "-m", "lessonkit", *ctx.args], cwd=ctx.site.root,
                        env=env_for(ctx), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     lines = [l for l in r.stderr.splitlines() if l.strip() and not l.startswith("verify: ")]
     return Outcome(r.returncode, r.stdout + r.stderr, lines)
@@ -172,7 +191,7 @@ def assert_clean_cache(cache: Path) -> None:
     leftovers = [p for p in cache.rglob(".tmp-*")]
     assert not leftovers, f"partial cache entries left: {leftovers}"
     staging = cache / "pin" / ".staging"
-    assert not staging.exists() or not any(staging.iterdir()), f"staging not empty: {list(staging.iterdir())}"
+    assert (cache / "pin").is_symlink() or not staging.exists() or not any(staging.iterdir()), f"staging not empty: {list(staging.iterdir())}"
     for entry in (cache / "experiments").glob("*.json") if (cache / "experiments").exists() else []:
         data = json.loads(entry.read_text(encoding="utf-8"))  # valid JSON
         assert data["exit_code"] == 0 and not data["timed_out"], f"cache entry for a failed experiment: {entry}"
@@ -194,7 +213,7 @@ def assert_contract(outcome: Outcome, expected: list[Expect], before: dict, ctx:
     """``n_problems``: all problems of the run, when several cases share it (default: ours)."""
     shown = "\n".join(outcome.problems) + "\n---\n" + outcome.output[-3000:]
     n_problems = len(expected) if n_problems is None else n_problems
-    assert outcome.code != 0, f"exit code 0 for a bad input\n{shown}"
+    assert outcome.code == ctx.code, f"exit code {outcome.code}, expected {ctx.code}\n{shown}"
     assert "Traceback" not in outcome.output, shown
     parsed = []
     for line in outcome.problems:
@@ -206,7 +225,7 @@ def assert_contract(outcome: Outcome, expected: list[Expect], before: dict, ctx:
         hits = [m for m in parsed if m["path"] == e.path and m["line"] == (str(e.line) if e.line else None)
                 and e.text in m["msg"] and e.hint in m["hint"]]
         assert len(hits) == 1, f"no single line for {e}\n{shown}"
-    assert snapshot(ctx.site.root) == before, "docs/ or experiments/ changed"
+    assert snapshot(ctx.site.root) == before, "the project changed"
     assert_clean_cache(cache_dir(ctx))
 
 
@@ -661,7 +680,7 @@ def _(ctx):
 def _(ctx):
     ctx.env["AUTOGRAD_SOURCE"] = str(ctx.tmp / "nowhere")
     ctx.page("# t\n")
-    return [Expect(str(ctx.tmp / "nowhere"), None, "AUTOGRAD_SOURCE=", "point it at a checkout")]
+    return [Expect("AUTOGRAD_SOURCE", None, f"{ctx.tmp / 'nowhere'} is not a folder", "point it at a checkout")]
 
 
 @case("pin-archive-wrong-sha256")
@@ -676,7 +695,7 @@ def _(ctx):
 def _(ctx):
     use_sdist(ctx, ctx.tmp / "nope.tar.gz", match_pin=False)
     ctx.page("# t\n")
-    return [Expect(str(ctx.tmp / "nope.tar.gz"), None, "archive not found", "LESSONKIT_SDIST must name")]
+    return [Expect("LESSONKIT_SDIST", None, f"{ctx.tmp / 'nope.tar.gz'} does not exist", "name the release archive")]
 
 
 @case("pin-archive-truncated")
@@ -782,7 +801,7 @@ def _(ctx):
     toml = ctx.site.root / PIN_TOML
     toml.write_text(toml.read_text().replace('requirement = "autograd==1.9.1"', "requirement = autograd==1.9.1"))
     ctx.page("# t\n")
-    return [Expect(PIN_TOML, pin_line(ctx, "requirement"), "the pin is not valid TOML")]
+    return [Expect(PIN_TOML, pin_line(ctx, "requirement"), "not valid TOML")]
 
 
 @case("pin-manifest-malformed")
@@ -905,6 +924,477 @@ def _(ctx):
                    "content differs from the manifest: autograd/core.py")]
 
 
+# ---------------------------------------------------------------- configuration (issue 15)
+# Every value of pin.toml, the manifest, the excerpt map and the environment is checked
+# before anything acts on it. The project snapshot covers every file of the project, so
+# a hostile path-forming value that deleted or overwrote anything would fail the case.
+
+ROOT_SENTINEL = "keep-me.txt"  # a file at the project root that no hostile value may touch
+
+
+def set_pin(ctx: Ctx, key: str, literal: str) -> int:
+    """Replace the value of ``key`` in the project's pin.toml by a TOML literal; its line."""
+    toml = ctx.site.root / PIN_TOML
+    text, n = re.subn(rf"(?m)^{re.escape(key)} = .*$", lambda m: f"{key} = {literal}", toml.read_text())
+    assert n == 1, key
+    toml.write_text(text)
+    (ctx.site.root / ROOT_SENTINEL).write_text("the project root\n")
+    return pin_line(ctx, key)
+
+
+PIN_VALUES = {  # name: (key, TOML literal, text of the message)
+    "commit-dotdot-dotdot": ("commit", '"../.."', "`commit = '../..'` is not the full commit id"),
+    "commit-dotdot": ("commit", '".."', "`commit = '..'` is not the full commit id"),
+    "commit-abbreviated": ("commit", '"f53a217"', "`commit = 'f53a217'` is not the full commit id"),
+    "commit-uppercase": ("commit", '"F53A21734FDFAE636F448744D9097D8D35A643A0"', "is not the full commit id"),
+    "commit-with-suffix": ("commit", '"f53a21734fdfae636f448744d9097d8d35a643a0/.."', "is not the full commit id"),
+    "commit-absolute": ("commit", '"/etc"', "`commit = '/etc'` is not the full commit id"),
+    "commit-empty": ("commit", '""', "`commit = ''` is not the full commit id"),
+    "commit-newline": ("commit", '"f53a21734fdfae636f448744d9097d8d35a643a0\\n"', "is not the full commit id"),
+    "commit-integer": ("commit", "42", "`commit` must be a string, got an integer"),
+    "commit-array": ("commit", '["f53a217"]', "`commit` must be a string, got an array"),
+    "commit-huge": ("commit", '"' + "a" * 100_000 + '"', "`commit = 'aaaaaaaa"),
+    "version-path": ("version", '"../1.9.1"', "`version = '../1.9.1'` is not a release version"),
+    "version-shell": ("version", '"1.9.1; rm -rf /"', "is not a release version"),
+    "version-float": ("version", "1.9", "`version` must be a string, got a number"),
+    "version-empty": ("version", '""', "is not a release version"),
+    "filename-dotdot": ("filename", '"../../etc/passwd"', "is not a plain archive file name"),
+    "filename-absolute": ("filename", '"/tmp/autograd-1.9.1.tar.gz"', "is not a plain archive file name"),
+    "filename-subfolder": ("filename", '"sub/autograd-1.9.1.tar.gz"', "is not a plain archive file name"),
+    "filename-not-an-archive": ("filename", '"autograd-1.9.1.zip"', "is not a plain archive file name"),
+    "filename-dots": ("filename", '".."', "is not a plain archive file name"),
+    "sha256-short": ("sha256", '"abc"', "`sha256 = 'abc'` is not 64 lowercase hex digits"),
+    "sha256-uppercase": ("sha256", '"' + "A" * 64 + '"', "is not 64 lowercase hex digits"),
+    "sha256-boolean": ("sha256", "true", "`sha256` must be a string, got a boolean"),
+    "requirement-option": ("requirement", '"--index-url=http://evil.example/simple"', "is not a pinned requirement"),
+    "requirement-unpinned": ("requirement", '"autograd"', "is not a pinned requirement"),
+    "requirement-range": ("requirement", '"autograd>=1.9.1"', "is not a pinned requirement"),
+    "requirement-other-version": ("requirement", '"autograd==1.9.0"', "pins another version than `version = '1.9.1'`"),
+    "root-dotdot": ("root", '"../autograd-1.9.1"', "`root = '../autograd-1.9.1'` is not the plain name"),
+    "root-slash": ("root", '"/"', "is not the plain name"),
+    "root-dot": ("root", '"."', "is not the plain name"),
+    "root-nested": ("root", '"a/b"', "is not the plain name"),
+    "repo-javascript": ("repo", '"javascript:alert(1)"', "is not a web address"),
+    "repo-markup": ("repo", '"https://github.com/HIPS/autograd\\"><script>x</script>"', "is not a web address"),
+    "repo-ftp": ("repo", '"ftp://example.org/autograd"', "is not a web address"),
+    "source-env-lowercase": ("source_env", '"autograd_source"', "is not an environment variable name"),
+    "source-env-spaces": ("source_env", '"A B"', "is not an environment variable name"),
+}
+
+
+def _pin_value_case(key: str, literal: str, text: str) -> Case:
+    def setup(ctx: Ctx) -> list[Expect]:
+        line = set_pin(ctx, key, literal)
+        ctx.page("# t\n")
+        return [Expect(PIN_TOML, line, text)]
+    return setup
+
+
+for _name, (_key, _literal, _text) in PIN_VALUES.items():
+    case(f"pin-value-{_name}")(_pin_value_case(_key, _literal, _text))
+
+
+@case("pin-dotdot-commit-as-subprocess", mode="subprocess")
+def _(ctx):
+    line = set_pin(ctx, "commit", '"../.."')
+    ctx.page("# t\n")
+    return [Expect(PIN_TOML, line, "`commit = '../..'` is not the full commit id", "check the value")]
+
+
+@case("pin-missing-key")
+def _(ctx):
+    toml = ctx.site.root / PIN_TOML
+    toml.write_text(re.sub(r"(?m)^commit = .*\n", "", toml.read_text()))
+    ctx.page("# t\n")
+    return [Expect(PIN_TOML, 5, "the pin lacks `commit` in [upstream]", "add commit = \"…\"")]
+
+
+@case("pin-unknown-key")
+def _(ctx):
+    line = set_pin(ctx, "version", '"1.9.1"\ncomit = "f53a217"') + 1
+    ctx.page("# t\n")
+    return [Expect(PIN_TOML, line, "unknown key `comit` in [upstream]", "known keys: commit, repo, version")]
+
+
+@case("pin-unknown-section")
+def _(ctx):
+    toml = ctx.site.root / PIN_TOML
+    toml.write_text(toml.read_text() + "\n[extra]\nx = 1\n")
+    line = len(toml.read_text().splitlines()) - 1
+    ctx.page("# t\n")
+    return [Expect(PIN_TOML, line, "unknown section [extra]", "[upstream], [sdist] and [provider]")]
+
+
+@case("pin-section-not-a-table")
+def _(ctx):
+    toml = ctx.site.root / PIN_TOML
+    text = toml.read_text()
+    head, _, rest = text.partition("[upstream]")
+    toml.write_text('sdist = "x"\n' + head + "[upstream]" + rest.split("[sdist]")[0])
+    ctx.page("# t\n")
+    return [Expect(PIN_TOML, 1, "`sdist` must be a table [sdist], got a string")]
+
+
+@case("pin-bom")
+def _(ctx):
+    toml = ctx.site.root / PIN_TOML
+    toml.write_bytes(b"\xef\xbb\xbf" + toml.read_bytes())
+    ctx.page("# t\n")
+    return [Expect(PIN_TOML, 1, "file starts with a UTF-8 byte-order mark", "save it as UTF-8 without BOM")]
+
+
+@case("pin-nul-byte")
+def _(ctx):
+    toml = ctx.site.root / PIN_TOML
+    toml.write_bytes(toml.read_bytes().replace(b'version = "1.9.1"', b'version = "1.9.1\x00"'))
+    ctx.page("# t\n")
+    return [Expect(PIN_TOML, pin_line(ctx, "version"), "file contains a NUL byte")]
+
+
+@case("pin-not-utf8")
+def _(ctx):
+    toml = ctx.site.root / PIN_TOML
+    toml.write_bytes(toml.read_bytes().replace(b"# The one", b"# The \xe9 one"))
+    ctx.page("# t\n")
+    return [Expect(PIN_TOML, 1, "file is not valid UTF-8 (byte 0xe9)", "save it as UTF-8")]
+
+
+@case("pin-missing-file")
+def _(ctx):
+    (ctx.site.root / PIN_TOML).unlink()
+    ctx.page("# t\n")
+    return [Expect(PIN_TOML, None, "does not exist", "sourcemap/pin.toml names the pin")]
+
+
+@case("pin-is-a-directory")
+def _(ctx):
+    (ctx.site.root / PIN_TOML).unlink()
+    (ctx.site.root / PIN_TOML).mkdir()
+    ctx.page("# t\n")
+    return [Expect(PIN_TOML, None, "is a directory, not a file")]
+
+
+@case("pin-too-large")
+def _(ctx):
+    toml = ctx.site.root / PIN_TOML
+    toml.write_text(toml.read_text() + "#" * (2 << 20) + "\n")
+    ctx.page("# t\n")
+    return [Expect(PIN_TOML, None, "more than the 1048576 a configuration file may have")]
+
+
+def set_manifest_line(ctx: Ctx, n: int, text: str) -> None:
+    manifest = ctx.site.root / MANIFEST
+    lines = manifest.read_text().splitlines()
+    lines[n - 1] = text
+    manifest.write_text("\n".join(lines) + "\n")
+
+
+MANIFEST_CASES = {  # name: (line text, message text)
+    "uppercase-digest": ("D476B9608694D6EB458FBE4F684955F5E8D39BFB1568EA37B5AE464F2EF64A3E  a.py", "malformed manifest line"),
+    "one-space": ("d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e a.py", "malformed manifest line"),
+    "absolute-path": ("d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e  /etc/passwd",
+                      "manifest path '/etc/passwd' is an absolute path"),
+    "dotdot-path": ("d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e  ../../x.py",
+                    "manifest path '../../x.py' has an empty, `.` or `..` segment"),
+    "empty-segment": ("d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e  a//b.py",
+                      "has an empty, `.` or `..` segment"),
+    "backslash": ("d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e  a\\b.py", "contains a backslash"),
+    "control-character": ("d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e  a\tb.py",
+                          "contains the control character U+0009"),
+    "inside-git": ("d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e  .git/config", "is inside .git"),
+    "drive-letter": ("d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e  C:/x.py", "is an absolute path"),
+}
+
+
+def _manifest_case(line_text: str, text: str) -> Case:
+    def setup(ctx: Ctx) -> list[Expect]:
+        set_manifest_line(ctx, 3, line_text)
+        ctx.page("# t\n")
+        return [Expect(MANIFEST, 3, text)]
+    return setup
+
+
+for _name, (_line, _text) in MANIFEST_CASES.items():
+    case(f"manifest-{_name}")(_manifest_case(_line, _text))
+
+
+@case("manifest-duplicate-entry")
+def _(ctx):
+    lines = (ctx.site.root / MANIFEST).read_text().splitlines()
+    set_manifest_line(ctx, 3, lines[1])
+    return [Expect(MANIFEST, 3, f"duplicate manifest entry for {lines[1].split('  ')[1]} (first on line 2)",
+                   "keep one line per file")]
+
+
+@case("manifest-file-and-folder")
+def _(ctx):
+    set_manifest_line(ctx, 3, "d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e  .github")
+    return [Expect(MANIFEST, 3, ".github is listed as a file and as a folder (of .github/dependabot.yml)")]
+
+
+@case("manifest-crlf")
+def _(ctx):
+    manifest = ctx.site.root / MANIFEST
+    manifest.write_bytes(manifest.read_bytes().replace(b"\n", b"\r\n"))
+    return [Expect(MANIFEST, 1, "file has CR (Windows) line endings", "save it with LF line endings")]
+
+
+@case("manifest-bom")
+def _(ctx):
+    manifest = ctx.site.root / MANIFEST
+    manifest.write_bytes(b"\xef\xbb\xbf" + manifest.read_bytes())
+    return [Expect(MANIFEST, 1, "file starts with a UTF-8 byte-order mark")]
+
+
+@case("manifest-empty")
+def _(ctx):
+    (ctx.site.root / MANIFEST).write_text("# nothing\n")
+    return [Expect(MANIFEST, None, "the manifest lists no files")]
+
+
+@case("manifest-missing")
+def _(ctx):
+    (ctx.site.root / MANIFEST).unlink()
+    return [Expect(MANIFEST, None, "does not exist", "python -m lessonkit manifest TREE OUT writes it")]
+
+
+@case("manifest-many-bad-lines")
+def _(ctx):
+    manifest = ctx.site.root / MANIFEST
+    lines = manifest.read_text().splitlines()
+    manifest.write_text("\n".join(["junk"] * 20 + lines) + "\n")
+    return [Expect(MANIFEST, n, "malformed manifest line: 'junk'") for n in range(1, 13)] + \
+        [Expect(MANIFEST, None, "… and 8 more problems in the manifest")]
+
+
+# -- the excerpt map (verify without --no-map)
+
+def write_map(ctx: Ctx, text: str | bytes) -> None:
+    ctx.args = ["verify"]
+    ctx.page("# t\n")
+    p = ctx.site.root / "sourcemap" / "excerpts.json"
+    p.write_bytes(text if isinstance(text, bytes) else text.encode())
+
+
+MAP = "sourcemap/excerpts.json"
+MAP_HEAD = f'{{"pin": "{COMMIT}", "version": "1.9.1", "manifest": "x", '
+
+
+def _entry(**kw) -> str:
+    e = {"page": "docs/p.md", "block": 0, "kind": "real-source", "file": "autograd/core.py", "symbol": "grad",
+         "lines": [1, 2], "sha256": "0" * 64, **kw}
+    return json.dumps(e)
+
+
+MAP_CASES = {  # name: (file text, line, message text)
+    "top-level-array": ("[1, 2]\n", 1, "the excerpt map must be a JSON object, got an array"),
+    "pin-not-text": ('{"pin": 1, "version": "1.9.1", "manifest": "x", "excerpts": []}\n', None,
+                     "the excerpt map's `pin` must be a string, got an integer"),
+    "excerpts-not-array": (MAP_HEAD + '"excerpts": {}}\n', None, "`excerpts` must be an array, got a table"),
+    "entry-not-object": (MAP_HEAD + '"excerpts": [\n 1\n]}\n', None, "excerpt map entry 1 is an integer"),
+    "entry-block-text": (MAP_HEAD + '"excerpts": [\n' + _entry(block="1") + "\n]}\n", 2,
+                         "excerpt map entry 1 has no valid `block` (a string)"),
+    "entry-block-boolean": (MAP_HEAD + '"excerpts": [\n' + _entry(block=True) + "\n]}\n", 2,
+                            "has no valid `block` (a boolean)"),
+    "entry-lines-reversed": (MAP_HEAD + '"excerpts": [\n' + _entry(lines=[5, 1]) + "\n]}\n", 2,
+                             "has an invalid `block` or `lines`"),
+    "entry-missing-key": (MAP_HEAD + '"excerpts": [\n{"page": "docs/p.md"}\n]}\n', 2,
+                          "has no valid `block` (missing)"),
+    "entry-repeated": (MAP_HEAD + '"excerpts": [\n' + _entry() + ",\n" + _entry() + "\n]}\n", 3,
+                       "excerpt map entry 2 repeats block 0 of 'docs/p.md' (first on line 2)"),
+    "nested-too-deeply": ("[" * 100_000 + "]" * 100_000, None, "not valid JSON (nested too deeply)"),
+    "huge-number": (MAP_HEAD + '"excerpts": [\n' + _entry().replace('"block": 0', '"block": ' + "9" * 5000) +
+                    "\n]}\n", None, "the excerpt map is not valid JSON (Exceeds the limit"),
+    "not-json": ("{\n \"pin\": \n", 3, "the excerpt map is not valid JSON (Expecting value)"),
+    "bom": (b"\xef\xbb\xbf{}", 1, "file starts with a UTF-8 byte-order mark"),
+    "not-utf8": (b'{"pin": "\xff"}', 1, "file is not valid UTF-8 (byte 0xff)"),
+}
+
+
+def _map_case(text, line, message) -> Case:
+    def setup(ctx: Ctx) -> list[Expect]:
+        write_map(ctx, text)
+        return [Expect(MAP, line, message)]
+    return setup
+
+
+for _name, (_text, _line, _msg) in MAP_CASES.items():
+    case(f"excerpt-map-{_name}")(_map_case(_text, _line, _msg))
+
+
+# -- the environment
+
+def _env_case(env: dict[str, str], var: str, message: Callable[[Ctx], str], hint: str = "",
+              prepare: Callable[[Ctx], None] = lambda ctx: None) -> Case:
+    def setup(ctx: Ctx) -> list[Expect]:
+        (ctx.site.root / ROOT_SENTINEL).write_text("the project root\n")
+        prepare(ctx)
+        for k, v in env.items():
+            ctx.env[k] = v.format(root=ctx.site.root, tmp=ctx.tmp)
+        ctx.page("# t\n")
+        return [Expect(var, None, message(ctx), hint)]
+    return setup
+
+
+CACHE_HINT = "give an absolute path to a folder outside the project"
+ENV_CASES = {
+    "cache-relative": ({"LESSONKIT_CACHE": "cache"}, "LESSONKIT_CACHE", lambda c: "'cache' is a relative path",
+                       CACHE_HINT),
+    "cache-dot": ({"LESSONKIT_CACHE": "."}, "LESSONKIT_CACHE", lambda c: "'.' is a relative path", CACHE_HINT),
+    "cache-project-root": ({"LESSONKIT_CACHE": "{root}"}, "LESSONKIT_CACHE",
+                           lambda c: f"{c.site.root} is the project folder or contains it", CACHE_HINT),
+    "cache-parent-of-root": ({"LESSONKIT_CACHE": "{root}/.."}, "LESSONKIT_CACHE",
+                             lambda c: "is the project folder or contains it", CACHE_HINT),
+    "cache-filesystem-root": ({"LESSONKIT_CACHE": "/"}, "LESSONKIT_CACHE",
+                              lambda c: "/ is the project folder or contains it", CACHE_HINT),
+    "cache-in-docs": ({"LESSONKIT_CACHE": "{root}/docs/cache"}, "LESSONKIT_CACHE",
+                      lambda c: "is inside the project's own files (docs/)", "only a hidden folder such as .cache"),
+    "cache-in-sourcemap": ({"LESSONKIT_CACHE": "{root}/sourcemap"}, "LESSONKIT_CACHE",
+                           lambda c: "is inside the project's own files (sourcemap/)"),
+    "cache-in-experiments": ({"LESSONKIT_CACHE": "{root}/experiments/x"}, "LESSONKIT_CACHE",
+                             lambda c: "is inside the project's own files (experiments/)"),
+    "cache-in-git": ({"LESSONKIT_CACHE": "{root}/.git/cache"}, "LESSONKIT_CACHE",
+                     lambda c: "is inside the project's own files (.git/)"),
+    "cache-is-a-file": ({"LESSONKIT_CACHE": "{tmp}/file"}, "LESSONKIT_CACHE",
+                        lambda c: "exists and is not a folder", CACHE_HINT,
+                        lambda c: (c.tmp / "file").write_text("x")),
+    "cache-link-to-project": ({"LESSONKIT_CACHE": "{tmp}/link"}, "LESSONKIT_CACHE",
+                              lambda c: "is the project folder or contains it", CACHE_HINT,
+                              lambda c: (c.tmp / "link").symlink_to(c.site.root)),
+    "cache-control-character": ({"LESSONKIT_CACHE": "/tmp/a\tb"}, "LESSONKIT_CACHE",
+                                lambda c: "contains the control character U+0009"),
+    "sdist-is-a-fifo": ({"AUTOGRAD_SOURCE": "", "LESSONKIT_SDIST": "{tmp}/fifo", "LESSONKIT_CACHE": "{tmp}/cache"},
+                        "LESSONKIT_SDIST", lambda c: "fifo is not a regular file", "name the release archive file",
+                        lambda c: os.mkfifo(c.tmp / "fifo")),
+    "source-missing": ({"LESSONKIT_SOURCE": "{tmp}/nowhere"}, "LESSONKIT_SOURCE",
+                       lambda c: f"{c.tmp}/nowhere is not a folder", "point it at a checkout"),
+    "source-is-a-file": ({"LESSONKIT_SOURCE": "{tmp}/file"}, "LESSONKIT_SOURCE",
+                         lambda c: "is not a folder", "", lambda c: (c.tmp / "file").write_text("x")),
+    "legacy-source-is-a-file": ({"AUTOGRAD_SOURCE": "{tmp}/file"}, "AUTOGRAD_SOURCE",
+                                lambda c: "is not a folder", "", lambda c: (c.tmp / "file").write_text("x")),
+    "sdist-is-a-folder": ({"AUTOGRAD_SOURCE": "", "LESSONKIT_SDIST": "{tmp}", "LESSONKIT_CACHE": "{tmp}/cache"},
+                          "LESSONKIT_SDIST", lambda c: f"{c.tmp} is a folder", "name the release archive file"),
+    "git-remote-option": ({"AUTOGRAD_SOURCE": "", "LESSONKIT_GIT_REMOTE": "--upload-pack=touch {tmp}/pwned",
+                           "LESSONKIT_CACHE": "{tmp}/cache"}, "LESSONKIT_GIT_REMOTE",
+                          lambda c: "starts with `-` (git would read it as an option)"),
+    "git-remote-helper": ({"AUTOGRAD_SOURCE": "", "LESSONKIT_GIT_REMOTE": "ext::sh -c touch% {tmp}/pwned",
+                           "LESSONKIT_CACHE": "{tmp}/cache"}, "LESSONKIT_GIT_REMOTE",
+                          lambda c: "uses a git remote helper transport"),
+    "git-remote-not-a-url": ({"AUTOGRAD_SOURCE": "", "LESSONKIT_GIT_REMOTE": "no such remote",
+                              "LESSONKIT_CACHE": "{tmp}/cache"}, "LESSONKIT_GIT_REMOTE",
+                             lambda c: "'no such remote' is neither a URL nor an existing folder"),
+}
+
+for _name, _spec in ENV_CASES.items():
+    case(f"env-{_name}")(_env_case(*_spec))
+
+
+@case("env-cache-in-docs-as-subprocess", mode="subprocess")
+def _(ctx):
+    ctx.env["LESSONKIT_CACHE"] = str(ctx.site.root / "docs")
+    ctx.page("# t\n")
+    return [Expect("LESSONKIT_CACHE", None, "is inside the project's own files (docs/)")]
+
+
+@case("env-cache-in-docs-in-the-build", mode="build")
+def _(ctx):
+    ctx.env["LESSONKIT_CACHE"] = str(ctx.site.root / "docs" / "c")
+    ctx.page("# t\n")
+    return [Expect("LESSONKIT_CACHE", None, "is inside the project's own files (docs/)")]
+
+
+@case("source-with-bytecode-caches")
+def _(ctx):
+    tree = copy_pinned(ctx)
+    for folder in ("autograd", "autograd/numpy", "autograd/scipy"):
+        (tree / folder / "__pycache__").mkdir()
+        for name in ("a", "b", "c", "d", "e"):
+            (tree / folder / "__pycache__" / f"{name}.cpython-311.pyc").write_bytes(b"\0")
+    ctx.page("# t\n")
+    return [Expect(MANIFEST, None, "15 Python bytecode file(s) not in the manifest",
+                   "delete them: find ")]
+
+
+@case("cache-pin-folder-is-a-link")
+def _(ctx):
+    cache = ctx.tmp / "cache"
+    (cache / "pin").parent.mkdir(parents=True)
+    elsewhere = ctx.tmp / "elsewhere"
+    (elsewhere / ".staging" / "x-1-abc").mkdir(parents=True)
+    (cache / "pin").symlink_to(elsewhere)
+    ctx.env.update({"LESSONKIT_CACHE": str(cache)})
+    ctx.page("# t\n")
+    ctx.after = lambda: (elsewhere / ".staging" / "x-1-abc").is_dir() or pytest.fail("removed through a link")
+    return [Expect("LESSONKIT_CACHE", None, "refusing to follow a symlink inside", "remove the link")]
+
+
+# -- verify's own arguments
+
+@case("verify-page-outside-docs")
+def _(ctx):
+    (ctx.site.root / "notes.md").write_text("# n\n")
+    ctx.args = ["verify", "--no-map", str(ctx.site.root / "notes.md")]
+    ctx.code = 2
+    return [Expect(str(ctx.site.root / "notes.md"), None, "not a page under docs/",
+                   "give paths of Markdown files under docs/")]
+
+
+@case("verify-missing-page")
+def _(ctx):
+    ctx.args = ["verify", "--no-map", str(ctx.site.root / "docs" / "nope.md")]
+    ctx.code = 2
+    return [Expect(str(ctx.site.root / "docs" / "nope.md"), None, "no such page")]
+
+
+@case("verify-project-without-pages")
+def _(ctx):
+    (ctx.site.root / "docs" / "index.md").unlink()
+    return [Expect("docs", None, "no Markdown pages under docs/", "add lessons under docs/")]
+
+
+@case("roles-wrong-type", mode="build")
+def _(ctx):
+    (ctx.site.root / "sourcemap" / "roles.toml").write_text('[roles]\n"autograd/core.py" = 3\n')
+    ctx.page("# t\n")
+    return [Expect("sourcemap/roles.toml", 2, "the role of autograd/core.py must be a string, got an integer")]
+
+
+@case("path-link-inside-repository")
+def _(ctx):
+    (ctx.site.root / "mini-autograd").mkdir()
+    (ctx.site.root / "mini-autograd" / "engine.py").write_text("class Value:\n    pass\n")
+    (ctx.site.root / "mini-autograd" / "alias.py").symlink_to("engine.py")
+    ctx.page(fence("teaching-simplification", "File: mini-autograd/alias.py", "Symbol: Value"))
+    return [Expect(P, 4, "`mini-autograd/alias.py` is a link to `mini-autograd/engine.py`",
+                   "name the file itself: `File: mini-autograd/engine.py`")]
+
+
+def _default_cache_link(target: Callable[[Ctx], Path], text: str) -> Case:
+    def setup(ctx: Ctx) -> list[Expect]:
+        ctx.env["LESSONKIT_CACHE"] = None  # the default: <project>/.cache
+        (ctx.site.root / ".cache").symlink_to(target(ctx))
+        (ctx.site.root / ROOT_SENTINEL).write_text("the project root\n")
+        ctx.page("# t\n")
+        return [Expect(".cache", None, text, "remove the link .cache")]
+    return setup
+
+
+case("default-cache-links-to-the-project")(_default_cache_link(lambda c: c.site.root,
+                                                               ".cache is the project folder or contains it"))
+case("default-cache-links-to-docs")(_default_cache_link(lambda c: c.site.root / "docs",
+                                                        ".cache is inside the project's own files (docs/)"))
+case("default-cache-links-above-the-project")(_default_cache_link(lambda c: c.site.root.parent,
+                                                                  ".cache is the project folder or contains it"))
+
+
+@case("manifest-command-without-a-tree")
+def _(ctx):
+    ctx.args = ["manifest", str(ctx.tmp / "nowhere"), str(ctx.tmp / "out.sha256")]
+    ctx.code = 2
+    ctx.after = lambda: (ctx.tmp / "out.sha256").exists() and pytest.fail("wrote an empty manifest")
+    return [Expect(str(ctx.tmp / "nowhere"), None, "not a folder with files", "give the folder of the tree")]
+
+
 KNOWN_GAPS: dict[str, str] = {}  # cases that are allowed to fail, with the reason; none today
 
 
@@ -966,7 +1456,7 @@ def check_after(ctx: Ctx, monkeypatch) -> None:
 
 
 def test_catalogue_is_large_enough():
-    assert len(CASES) >= 40
+    assert len(CASES) >= 120
 
 
 # ---------------------------------------------------------------- inputs the build must survive

@@ -6,6 +6,7 @@ contribution and its flag). R, M, S, A, T are teaching labels, not VJPNode field
 """
 
 import math
+import sys
 
 import numpy as np
 
@@ -14,12 +15,13 @@ import autograd.numpy as anp
 from autograd import grad
 
 from _provenance import announce
+from _record import record
 
 
 def record_backward(f, x, name_nodes):
     """Run grad(f)(x); return the gradient and what backward_pass did, in order."""
     real_backward, real_toposort, real_add = core.backward_pass, core.toposort, core.add_outgrads
-    log = {"labels": {}, "order": [], "calls": [], "seed": None}
+    log = {"labels": {}, "order": [], "calls": [], "seed": None, "outgrads": []}
     current = {"node": None, "k": 0}
 
     def watched_backward(g, end_node):
@@ -31,7 +33,9 @@ def record_backward(f, x, name_nodes):
         for node in real_toposort(end_node):
             current["node"], current["k"] = node, 0
             log["order"].append(log["labels"][node])
+            log["outgrads"].append(dict(sys._getframe(1).f_locals["outgrads"]))  # backward_pass's own dict
             yield node
+        log["outgrads"].append(dict(sys._getframe(1).f_locals["outgrads"]))
 
     def watched_add(prev_g_flagged, g):
         before = show_pair(prev_g_flagged)  # text snapshot taken before the call
@@ -58,6 +62,27 @@ def show(v):
 
 def show_pair(pair):
     return "None" if pair is None else f"({show(pair[0])}, {pair[1]})"
+
+
+def record_run(key, f, x, name_nodes):
+    """record_backward inside a graph capture; records the graph and every step under ``key``."""
+    with record.capture() as cap:
+        g, log = record_backward(f, x, name_nodes)
+    labels = log["labels"]
+    end = next(node for node, name in labels.items() if name == log["order"][0])
+    record.graph(f"{key}.graph", cap, end, labels=labels)
+    cap.release()
+    record.set(f"{key}.seed", log["seed"])
+    record.set(f"{key}.order", log["order"])
+    record.set(f"{key}.edge_counts", edge_counts(log))
+    for node, parent, prev, ingrad, result, _ in log["calls"]:
+        record.append(f"{key}.calls", {"from": node, "to": parent, "prev": prev, "ingrad": ingrad,
+                                       "result": result})
+    # backward_pass's outgrads as toposort hands it each node (before the pop), and at the end
+    for name, state in zip(log["order"] + ["end"], log["outgrads"]):
+        record.append(f"{key}.outgrads", {"before": name, "outgrads": state}, names=labels)
+    record.set(f"{key}.grad", g)
+    return g, log
 
 
 def edge_counts(log):
@@ -91,7 +116,7 @@ def main():
     announce()
 
     # Example 1: the two 3's of x * x.
-    g, log = record_backward(lambda x: x * x, 3.0, lambda end: {end: "M", end.parents[0]: "R"})
+    g, log = record_run("xx", lambda x: x * x, 3.0, lambda end: {end: "M", end.parents[0]: "R"})
     report("grad(lambda x: x * x)(3.0)", g, log)
     calls = log["calls"]
     assert float(log["seed"]) == 1.0 and log["order"] == ["M", "R"]
@@ -109,7 +134,7 @@ def main():
         return {end: "A", m: "M", s: "S", m.parents[0]: "R"}
 
     x = 3.0
-    g, log = record_backward(lambda x: x * x + anp.sin(x), x, names2)
+    g, log = record_run("diamond", lambda x: x * x + anp.sin(x), x, names2)
     report("grad(lambda x: x * x + sin(x))(3.0)", g, log)
     calls = log["calls"]
     assert log["order"] == ["A", "S", "M", "R"]
@@ -130,12 +155,14 @@ def main():
         m, s = a.parents
         return {end: "T", a: "A", m: "M", s: "S", m.parents[0]: "R"}
 
-    g, log = record_backward(lambda x: anp.sum(x * x + anp.sin(x)), np.array([3.0]), names3)
+    g, log = record_run("inplace", lambda x: anp.sum(x * x + anp.sin(x)), np.array([3.0]), names3)
     report("grad(lambda x: sum(x * x + sin(x)))(array([3.0]))", g, log)
     first, second, third = [c for c in log["calls"] if c[1] == "R"]
     assert second[4][0] is not second[2][0] and second[4][0] is not second[3]
     print("2nd add into R (stored flag False): new array built:", second[4][0] is not second[2][0])
     assert third[4][0] is third[2][0]
+    record.set("inplace.second_add_new_array", second[4][0] is not second[2][0])
+    record.set("inplace.third_add_same_array", third[4][0] is third[2][0])
     print("3rd add into R (stored flag True): same array updated in place:", third[4][0] is third[2][0])
     assert g is third[4][0] and np.allclose(g, 2 * 3.0 + np.cos(3.0))
 

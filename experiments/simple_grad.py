@@ -12,6 +12,7 @@ from autograd.numpy.numpy_boxes import ArrayBox
 from autograd.numpy.numpy_vspaces import ArrayVSpace
 
 from _provenance import announce
+from _record import record
 
 EVENTS = []  # (stage, detail) in time order
 SEEN = {}  # real objects captured on the way
@@ -102,10 +103,12 @@ def main():
     real = install_spies()
     try:
         df = grad(f)  # creation time: nothing is traced yet
+        record.set("station0", {"name": df.__name__, "events": len(EVENTS), "trace_top": tracer.trace_stack.top})
         print(f"grad(f) 创建后: __name__={df.__name__}, 事件数={len(EVENTS)}, "
               f"trace_stack.top={tracer.trace_stack.top}")
         assert EVENTS == [] and tracer.trace_stack.top == -1
-        g = df(3.0)  # call time: the whole chain runs now
+        with record.capture() as cap:
+            g = df(3.0)  # call time: the whole chain runs now
     finally:
         restore(real)
 
@@ -144,6 +147,27 @@ def main():
     assert tuple(end_node.vjp(1.0)) == (3.0, 3.0)
     assert VJPNode.__slots__ == ["parents", "vjp"] and not hasattr(end_node, "value")
     assert tracer.trace_stack.top == -1
+
+    names = {start_node: "R", end_node: "M"}
+    record.graph("graph", cap, end_node, labels=names)
+    cap.release()
+    record.set("station2", {"start_node": {"type": type(start_node).__name__, "parents": start_node.parents},
+                            "start_box": {"type": type(start_box).__name__, "value": start_box._value,
+                                          "value_type": type(start_box._value).__name__,
+                                          "trace": start_box._trace}})
+    fun, value, args, argnums = SEEN["node_call"]
+    record.set("station3", {"fun": fun.__name__, "argvals": args, "parent_argnums": argnums, "ans": value,
+                            "M_parents": end_node.parents, "M_vjp_1": tuple(end_node.vjp(1.0)),
+                            "end_box": {"type": type(end_box).__name__, "value": end_box._value,
+                                        "trace": end_box._trace}}, names=names)
+    record.set("station4", {"end_value": end_box._value, "backward_pass_node": SEEN["bp_node"],
+                            "trace_top": tracer.trace_stack.top}, names=names)
+    seed = SEEN["seed"]
+    record.set("station5", {"seed": seed, "seed_type": type(seed).__name__, "seed_shape": seed.shape,
+                            "first_yield": SEEN["order"][0],
+                            "adds": [{"prev": p, "g": gg, "out": o} for p, gg, o in SEEN["adds"]]})
+    record.set("station6", {"order": SEEN["order"], "result": g, "trace_top": tracer.trace_stack.top})
+    record.set("slots", VJPNode.__slots__)
 
 
 if __name__ == "__main__":

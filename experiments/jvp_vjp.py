@@ -6,6 +6,7 @@ from autograd.core import primitive_jvps, primitive_vjps
 from autograd.numpy import numpy_wrapper as anp
 
 from _provenance import announce
+from _record import record
 
 CALLS = [0]
 EVENTS = []
@@ -46,6 +47,13 @@ def compare_with_hand(x, v, w):
     assert np.allclose(Jv, J @ v, rtol=0, atol=1e-14)
     assert np.allclose(wTJ, w @ J, rtol=0, atol=1e-14)
     assert np.allclose(y_fwd, y_rev) and np.isclose(w @ Jv, wTJ @ v, rtol=1e-14, atol=0)
+    # the hand-derived intermediates of the lesson's two snapshot tables
+    x1, x2, x3 = x
+    p, q = x1 * x2, x2 * x3
+    assert (float(p), float(q)) == (2.0, 6.0)  # the values lesson 02 states for x = (1, 2, 3)
+    assert y_fwd[0] == p and np.isclose(y_fwd[1], np.sin(x1) + q)
+    record.set("hand", {"x": x, "v": v, "w": w, "p": p, "q": q, "s": np.sin(x1)})
+    record.set("result", {"y": y_fwd, "J": J_ad, "Jv": Jv, "wTJ": wTJ})
 
 
 def install_logging():

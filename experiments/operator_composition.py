@@ -11,6 +11,7 @@ from autograd.differential_operators import (
 )
 
 from _provenance import announce
+from _record import record
 
 X = np.array([2.0, 1.0, -1.0])
 V = np.array([1.0, 0.0, 2.0])
@@ -115,6 +116,12 @@ def main():
     assert np.allclose(H, H_hand) and np.allclose(H, H.T)
     assert np.allclose(Hv, H_hand @ V) and np.allclose(Hv2, H_hand @ V)
     assert np.allclose(Gv, J_hand.T @ J_hand @ V)
+    Jv = J @ V  # the J_F v that the lesson's Gauss-Newton product J_F^T (J_F v) goes through
+    assert np.allclose(Jv, J_hand @ V) and Jv.tolist() == [1.0, -4.0]  # lesson 11 states (1, -4)
+    record.set("jacobian", {"x": X, "J": J, "uJ": uJ, "column_sums": eg, "Jv": Jv, "ggnvp": Gv})
+    record.set("hessian", {"H": H, "Hv": Hv})
+    record.set("counts", {"jacobian": c_jac, "hessian": c_hess, "hessian_tensor_product": c_htp,
+                          "make_hvp": c_mk, "hvp": c_hvp})
     assert np.allclose(d, np.cos(e) * e + np.sin(e))
     for c in (c_grad, c_vg, c_aux, c_eg, c_tjp):
         assert c == [1, 1]

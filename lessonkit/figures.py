@@ -230,3 +230,27 @@ def nested_svg(chain: list, title: str, value_text: str | None = None) -> str:
     cy = pad + n * (step + 28) + 25
     body.append(_t(total_w / 2, cy, value_text or inner, "lk-code", 13))
     return _svg(total_w, total_h, title, body)
+
+
+def alive_svg(during: dict, title: str, row_labels: dict | None = None) -> str:
+    """Live nodes after each layer, one square per node: ``{"JVPNode": [2, 2, 2], "VJPNode": [3, 5, 7]}``."""
+    kinds = [k for k in sorted(during) if isinstance(during[k], list)]
+    row_labels = row_labels or {}
+    layers = max(len(during[k]) for k in kinds)
+    most = max(max(during[k]) for k in kinds)
+    sq, gap, pad, label_w = 12, 3, 16, 112
+    col_w = max(70, most * (sq + gap) + 14)
+    body = []
+    for j in range(layers):
+        body.append(_t(pad + label_w + j * col_w, pad + 8, f"第 {j + 1} 层后", "lk-label", 12, "start"))
+    y = pad + 26
+    for kind in kinds:
+        body.append(_t(pad, y + 8, row_labels.get(kind, kind), "lk-code", 12, "start"))
+        for j, n in enumerate(during[kind]):
+            x0 = pad + label_w + j * col_w
+            for i in range(n):
+                body.append(f'<rect class="lk-node" x="{x0 + i * (sq + gap)}" y="{y + 2}" width="{sq}" '
+                            f'height="{sq}" rx="2"/>')
+            body.append(_t(x0 + n * (sq + gap) + 4, y + 8, str(n), "lk-note", 12, "start"))
+        y += 30
+    return _svg(pad * 2 + label_w + layers * col_w, y + pad - 8, title, body)

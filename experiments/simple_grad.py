@@ -97,6 +97,32 @@ def restore(real):
     core.toposort = real["toposort"]
 
 
+def record_stations(df, g, cap):
+    """Record what the lesson's station tables state, from the objects the spies saw."""
+    start_node, start_box, end_box = SEEN["start_node"], SEEN["start_box"], SEEN["end_box"]
+    end_node = end_box._node
+    names = {start_node: "R", end_node: "M"}
+    record.graph("graph", cap, end_node, labels=names)
+    cap.release()
+    record.set("station2", {"start_node": {"type": type(start_node).__name__, "parents": start_node.parents},
+                            "start_box": {"type": type(start_box).__name__, "value": start_box._value,
+                                          "value_type": type(start_box._value).__name__,
+                                          "trace": start_box._trace}})
+    fun, value, args, argnums = SEEN["node_call"]
+    record.set("station3", {"fun": fun.__name__, "argvals": args, "parent_argnums": argnums, "ans": value,
+                            "M_parents": end_node.parents, "M_vjp_1": tuple(end_node.vjp(1.0)),
+                            "end_box": {"type": type(end_box).__name__, "value": end_box._value,
+                                        "trace": end_box._trace}}, names=names)
+    record.set("station4", {"end_value": end_box._value, "backward_pass_node": SEEN["bp_node"],
+                            "trace_top": tracer.trace_stack.top}, names=names)
+    seed = SEEN["seed"]
+    record.set("station5", {"seed": seed, "seed_type": type(seed).__name__, "seed_shape": seed.shape,
+                            "first_yield": SEEN["order"][0],
+                            "adds": [{"prev": p, "g": gg, "out": o} for p, gg, o in SEEN["adds"]]})
+    record.set("station6", {"order": SEEN["order"], "result": g, "trace_top": tracer.trace_stack.top})
+    record.set("slots", VJPNode.__slots__)
+
+
 def main():
     announce()
     f = lambda x: x * x
@@ -148,26 +174,7 @@ def main():
     assert VJPNode.__slots__ == ["parents", "vjp"] and not hasattr(end_node, "value")
     assert tracer.trace_stack.top == -1
 
-    names = {start_node: "R", end_node: "M"}
-    record.graph("graph", cap, end_node, labels=names)
-    cap.release()
-    record.set("station2", {"start_node": {"type": type(start_node).__name__, "parents": start_node.parents},
-                            "start_box": {"type": type(start_box).__name__, "value": start_box._value,
-                                          "value_type": type(start_box._value).__name__,
-                                          "trace": start_box._trace}})
-    fun, value, args, argnums = SEEN["node_call"]
-    record.set("station3", {"fun": fun.__name__, "argvals": args, "parent_argnums": argnums, "ans": value,
-                            "M_parents": end_node.parents, "M_vjp_1": tuple(end_node.vjp(1.0)),
-                            "end_box": {"type": type(end_box).__name__, "value": end_box._value,
-                                        "trace": end_box._trace}}, names=names)
-    record.set("station4", {"end_value": end_box._value, "backward_pass_node": SEEN["bp_node"],
-                            "trace_top": tracer.trace_stack.top}, names=names)
-    seed = SEEN["seed"]
-    record.set("station5", {"seed": seed, "seed_type": type(seed).__name__, "seed_shape": seed.shape,
-                            "first_yield": SEEN["order"][0],
-                            "adds": [{"prev": p, "g": gg, "out": o} for p, gg, o in SEEN["adds"]]})
-    record.set("station6", {"order": SEEN["order"], "result": g, "trace_top": tracer.trace_stack.top})
-    record.set("slots", VJPNode.__slots__)
+    record_stations(df, g, cap)
 
 
 if __name__ == "__main__":

@@ -168,10 +168,18 @@ class Capture:
             cls.__init__ = real_init
         return False
 
+    def root(self, node, trace, value) -> None:
+        """Declare a node whose box was made outside ``tracer.new_box`` (``from autograd.tracer
+        import new_box`` binds the unwrapped function)."""
+        self._see(node, trace, value)
+
     def _see(self, node, trace, value):
         if id(node) in self._index:
             return
         info = self._pending.pop(id(node), None)
+        for p in (info or {}).get("parents", ()):
+            if id(p) not in self._index:  # a parent made before the capture, or by an unwrapped new_box
+                self._see(p, None, _Unrecorded)
         entry = {"index": len(self.nodes), "type": type(node).__name__, "trace": trace, "obj": node,
                  "kind": "root" if info is None else "primitive",
                  "fun": None if info is None else info["fun"],
@@ -254,8 +262,14 @@ def _depth(value) -> int:
     return d
 
 
+class _Unrecorded:
+    pass
+
+
 def _plain(value):
     """A node's value, as recorded: boxes of lower traces become their box form."""
+    if value is _Unrecorded:
+        return {"unrecorded": "created outside the capture"}
     try:
         return encode(value)
     except (TypeError, ValueError):

@@ -10,6 +10,7 @@ from autograd.core import primitive_vjps
 from autograd.numpy import numpy_vjps, numpy_wrapper
 from autograd.tracer import trace_primitives_map
 from _provenance import announce
+from _record import record
 
 
 def check_wrapping():
@@ -67,17 +68,22 @@ def check_rules():
 
 
 @contextmanager
-def spying(log, watched):
+def spying(log, watched, key=None):
     """临时给 primitive_vjps 里的 vjpmaker 套一层记录；退出时还原。"""
     saved = {name: primitive_vjps[f] for name, f in watched.items()}
 
     def spy(name, maker):
         def logged_maker(argnums, ans, args, kwargs):
             log.append(f"maker {name} argnums={argnums} ans_shape={onp.shape(ans)}")
+            if key:
+                record.append(key, {"stage": "maker", "primitive": name, "argnums": argnums,
+                                    "ans_shape": onp.shape(ans)})
             vjp = maker(argnums, ans, args, kwargs)
 
             def logged_vjp(g):
                 log.append(f"vjp   {name} g_shape={onp.shape(g)}")
+                if key:
+                    record.append(key, {"stage": "vjp", "primitive": name, "g_shape": onp.shape(g)})
                 return vjp(g)
 
             return logged_vjp
@@ -118,8 +124,13 @@ def check_staging():
 
     x = onp.array([0.1, 0.2, 0.3])
     watched = {"exp": anp.exp, "sin": anp.sin, "multiply": anp.multiply, "sum": anp.sum}
-    with spying(log, watched):
+    with spying(log, watched, key="staging"), record.capture() as cap:
         g = grad(f)(x)
+    end = cap.nodes[-1]["obj"]  # the sum node: created last
+    record.graph("graph", cap, end, labels={n["obj"]: {"exp": "E", "sin": "S", "multiply": "M", "sum": "Σ"}
+                                            .get(n["fun"], "X") for n in cap.nodes})
+    cap.release()
+    record.set("grad", g)
     for line in log:
         print(line)
     cut = log.index("---- forward finished ----")

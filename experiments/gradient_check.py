@@ -10,6 +10,7 @@ from autograd.test_util import check_grads, make_numerical_jvp
 from autograd.wrap_util import get_name
 
 from _provenance import announce
+from _record import record
 
 
 def f(x):  # f(x) = e^x sin x
@@ -123,9 +124,11 @@ def main():
     for c in calls:
         print("  " + c)
     assert len(calls) == 6
+    record.set("order2_calls", calls)
     n3 = len(logged_check_grads(model, x0, order=3))
     print(f"passed; order=3 also passes and runs {n3} checks")
     assert n3 == 14
+    record.set("order3_count", n3)
 
     print("== 4. a deliberately wrong VJP ==")
     onp.random.seed(0)

@@ -1,5 +1,8 @@
 """Lesson 02: J, Jv and w^T J by hand and with autograd; lifetimes of JVP and VJP closures."""
 
+import sys
+
+import autograd.core as core
 import autograd.numpy as np
 from autograd import jacobian, make_jvp, make_vjp
 from autograd.core import primitive_jvps, primitive_vjps
@@ -129,6 +132,48 @@ def lifetimes(x, v, w):
         primitive_vjps[anp.sin], primitive_jvps[anp.sin] = orig_vjp, orig_jvp
 
 
+def record_intermediates(x, v, w):
+    """The tangent of every node (one JVP) and backward_pass's outgrads before each node (one VJP),
+    from the real runs, for the lesson's two hand-derived tables. Names are teaching labels."""
+    def names_of(cap):
+        labels, k = {}, {}
+        for n in cap.nodes:
+            fun = n["fun"] or "x"
+            k[fun] = k.get(fun, 0) + 1
+            labels[n["obj"]] = {("x", 1): "x", ("multiply", 1): "p", ("sin", 1): "s", ("multiply", 2): "q",
+                                ("add", 1): "f2"}.get((fun, k[fun]), f"{fun}{k[fun]}")
+        return labels
+
+    with record.capture() as cap:
+        make_jvp(f)(x)(v)
+    labels = names_of(cap)
+    tangents = {labels[n["obj"]]: n["obj"].g for n in cap.nodes if labels[n["obj"]] in ("p", "s", "q", "f2")}
+    assert np.isclose(tangents["p"], 3.0) and np.isclose(tangents["q"], 5.0)
+    record.set("forward_tangents", tangents)
+    cap.release()
+
+    states, real_toposort = [], core.toposort
+
+    def watched_toposort(end_node):
+        for node in real_toposort(end_node):
+            states.append((node, dict(sys._getframe(1).f_locals["outgrads"])))
+            yield node
+
+    with record.capture() as cap:
+        vjp, _ = make_vjp(f)(x)
+    labels = names_of(cap)
+    core.toposort = watched_toposort
+    try:
+        xbar = vjp(w)
+    finally:
+        core.toposort = real_toposort
+    for node, outgrads in states:  # only the nodes the lesson names, with the cotangent each received
+        if labels[node] in ("f2", "q", "s", "p"):
+            record.set(f"reverse.{labels[node]}", outgrads[node][0])
+    record.set("reverse.x", xbar)
+    cap.release()
+
+
 def main():
     announce()
     assert np.sin is anp.sin
@@ -137,6 +182,7 @@ def main():
     w = np.array([1.0, 2.0])
     compare_with_hand(x, v, w)
     lifetimes(x, v, w)
+    record_intermediates(x, v, w)
 
 
 if __name__ == "__main__":

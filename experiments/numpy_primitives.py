@@ -153,6 +153,7 @@ def check_closures():
     print("dot_vjp_0   -> vjp free vars:", dot_vjp.__code__.co_freevars)
     assert sum_vjp.__code__.co_freevars == ("axis", "dtype", "keepdims", "shape")
     assert dot_vjp.__code__.co_freevars == ("A", "A_meta", "B", "B_meta")
+    record.set("freevars", {"grad_np_sum": sum_vjp.__code__.co_freevars, "dot_vjp_0": dot_vjp.__code__.co_freevars})
 
 
 def main():

@@ -127,6 +127,9 @@ def main():
     assert calls[0][2] is None and calls[0][4] == (3.0, False)
     assert calls[1][2] == (3.0, False) and calls[1][4] == (6.0, True)
     assert float(g) == 6.0
+    root = next(node for node, name in log["labels"].items() if name == "R")
+    record.set("xx.R_vjp", tuple(root.vjp(g)))  # initialize_root's lambda: nothing flows further
+    record.set("xx.parents_types", {name: type(node.parents).__name__ for node, name in log["labels"].items()})
 
     # Example 2: f(x) = x*x + sin(x); R is reached through M (twice) and through S.
     def names2(end):

@@ -43,7 +43,7 @@ def install_spies():
                        f"parents={start_node.parents}, trace_stack.top={tracer.trace_stack.top}"))
 
         def spy_fun(start_box):  # trace calls fun(start_box): we see both boxes
-            SEEN["start_box"] = start_box
+            SEEN["start_box"], SEEN["top_at_start_box"] = start_box, tracer.trace_stack.top
             EVENTS.append(("new_box -> start_box", f"{type(start_box).__name__}, _value={start_box._value!r}, "
                            f"_trace={start_box._trace}, trace_stack.top={tracer.trace_stack.top}"))
             end_box = fun(start_box)
@@ -54,6 +54,7 @@ def install_spies():
             return end_box
 
         end_value, end_node = real["trace"](start_node, spy_fun, x)
+        SEEN["top_after_trace"] = tracer.trace_stack.top
         EVENTS.append(("trace -> (end_value, end_node)", f"end_value={fmt(end_value)}, end_node={type(end_node).__name__}, "
                        f"trace_stack.top={tracer.trace_stack.top}"))
         return end_value, end_node
@@ -68,7 +69,7 @@ def install_spies():
         SEEN["seed"], SEEN["bp_node"] = g, end_node
         EVENTS.append(("backward_pass(g, end_node)", f"g={fmt(g)} ({type(g).__name__}, shape={g.shape}), "
                        f"vspace(ans)={type(vspace(SEEN['end_box']._value)).__name__}"))
-        result = real["backward_pass"](g, end_node)
+        result = SEEN["bp_result"] = real["backward_pass"](g, end_node)
         EVENTS.append(("backward_pass -> result", fmt(result)))
         return result
 
@@ -104,7 +105,7 @@ def record_stations(df, g, cap):
     names = {start_node: "R", end_node: "M"}
     record.graph("graph", cap, end_node, labels=names)
     cap.release()
-    record.set("station2", {"start_node": {"type": type(start_node).__name__, "parents": start_node.parents},
+    record.set("station2", {"trace_top": SEEN["top_at_start_box"], "start_node": {"type": type(start_node).__name__, "parents": start_node.parents},
                             "start_box": {"type": type(start_box).__name__, "value": start_box._value,
                                           "value_type": type(start_box._value).__name__,
                                           "trace": start_box._trace}})
@@ -114,12 +115,15 @@ def record_stations(df, g, cap):
                             "end_box": {"type": type(end_box).__name__, "value": end_box._value,
                                         "trace": end_box._trace}}, names=names)
     record.set("station4", {"end_value": end_box._value, "backward_pass_node": SEEN["bp_node"],
-                            "trace_top": tracer.trace_stack.top}, names=names)
+                            "trace_top": SEEN["top_after_trace"], "M_parents": end_node.parents,
+                            "R_parents": start_node.parents}, names=names)
     seed = SEEN["seed"]
     record.set("station5", {"seed": seed, "seed_type": type(seed).__name__, "seed_shape": seed.shape,
                             "first_yield": SEEN["order"][0],
                             "adds": [{"prev": p, "g": gg, "out": o} for p, gg, o in SEEN["adds"]]})
-    record.set("station6", {"order": SEEN["order"], "result": g, "trace_top": tracer.trace_stack.top})
+    record.set("station6", {"order": SEEN["order"], "R_vjp_6": tuple(start_node.vjp(6.0)),
+                            "backward_pass_result": SEEN["bp_result"], "result": g,
+                            "trace_top": tracer.trace_stack.top})
     record.set("slots", VJPNode.__slots__)
 
 

@@ -21,7 +21,7 @@ from _record import record
 def record_backward(f, x, name_nodes):
     """Run grad(f)(x); return the gradient and what backward_pass did, in order."""
     real_backward, real_toposort, real_add = core.backward_pass, core.toposort, core.add_outgrads
-    log = {"labels": {}, "order": [], "calls": [], "seed": None, "outgrads": []}
+    log = {"labels": {}, "order": [], "calls": [], "seed": None, "outgrads": [], "topo": []}
     current = {"node": None, "k": 0}
 
     def watched_backward(g, end_node):
@@ -30,10 +30,13 @@ def record_backward(f, x, name_nodes):
 
     def watched_toposort(end_node):
         log["labels"].update(name_nodes(end_node))
-        for node in real_toposort(end_node):
+        gen = real_toposort(end_node)
+        for node in gen:
             current["node"], current["k"] = node, 0
             log["order"].append(log["labels"][node])
             log["outgrads"].append(dict(sys._getframe(1).f_locals["outgrads"]))  # backward_pass's own dict
+            topo = gen.gi_frame.f_locals  # toposort's own state at this yield
+            log["topo"].append((dict(topo["child_counts"]), list(topo["childless_nodes"])))
             yield node
         log["outgrads"].append(dict(sys._getframe(1).f_locals["outgrads"]))
 
@@ -81,6 +84,9 @@ def record_run(key, f, x, name_nodes):
     # backward_pass's outgrads as toposort hands it each node (before the pop), and at the end
     for name, state in zip(log["order"] + ["end"], log["outgrads"]):
         record.append(f"{key}.outgrads", {"before": name, "outgrads": state}, names=labels)
+    for name, (counts, childless) in zip(log["order"], log["topo"]):
+        record.append(f"{key}.toposort", {"yield": name, "child_counts": counts, "childless_nodes": childless},
+                      names=labels)
     record.set(f"{key}.grad", g)
     return g, log
 

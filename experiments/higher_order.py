@@ -41,7 +41,25 @@ def quartic(x):
 def one_sin_call(x):
     """Record every box created by ONE call of the primitive np.sin."""
     start = len(box_log)
-    y = np.sin(x)
+    unwrapping, real_find = [], tracer.find_top_boxed_args
+
+    def watched_find(args):  # f_wrapped looks it up at call time: one call per level of np.sin
+        out = real_find(args)
+        unwrapping.append({"args": [list(layers(a)[0]) for a in args], "boxed": len(out[0]), "top": out[1]})
+        return out
+
+    tracer.find_top_boxed_args = watched_find
+    try:
+        with record.capture() as cap:
+            y = np.sin(x)
+    finally:
+        tracer.find_top_boxed_args = real_find
+    record.set("sin_call.unwrapping", unwrapping)
+    record.set("sin_call.new_nodes", [{"fun": n["fun"], "trace": n["trace"], "value": n["value"]}
+                                      for n in cap.nodes if n["kind"] == "primitive"])
+    record.set("sin_call.new_boxes", cap.boxes)
+    cap.release()
+    assert [u["top"] for u in unwrapping] == [2, 1, 0, -1]
     created = [t for _, t in box_log[start:]]
     print("一次 np.sin(x) 调用 (f 执行时 trace_stack.top =", f"{trace_stack.top}):")
     assert trace_stack.top == 2
@@ -49,8 +67,10 @@ def one_sin_call(x):
     print("  y =", show(layers(y)))
     print("  new_box 依次在这些 trace 上创建 Box:", created)
     assert created == sorted(created) and len(created) == len(layers(x)) - 1
-    record.set("sin_call", {"top": trace_stack.top, "x": [list(c) for c in layers(x)],
-                            "y": [list(c) for c in layers(y)], "created": created})
+    record.set("sin_call.top", trace_stack.top)
+    record.set("sin_call.x", [list(c) for c in layers(x)])
+    record.set("sin_call.y", [list(c) for c in layers(y)])
+    record.set("sin_call.created", created)
     return x**4
 
 

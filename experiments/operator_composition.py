@@ -9,6 +9,7 @@ from autograd.differential_operators import (
     make_hvp,
     tensor_jacobian_product,
 )
+from autograd.tracer import trace_stack
 
 from _provenance import announce
 from _record import record
@@ -31,10 +32,12 @@ def f_aux(x):  # (value to differentiate, auxiliary output)
     return f(x), np.sum(x**2)
 
 
-def count(label, thunk):
-    """Run thunk with calls reset; print and return (result, traces, backward passes)."""
-    calls.update(trace=0, backward_pass=0)
+def count(label, thunk, key=None):
+    """Run thunk with calls reset; print and return (result, traces, backward passes).
+    With ``key``, record the timeline of trace openings/closings and backward passes."""
+    calls.update(trace=0, backward_pass=0, key=key)
     out = thunk()
+    calls["key"] = None
     print(f"  {label:<34} trace={calls['trace']}  backward_pass={calls['backward_pass']}")
     return out, calls["trace"], calls["backward_pass"]
 
@@ -60,10 +63,19 @@ def main():
 
     def counting_trace(start_node, fun, x):
         calls["trace"] += 1
-        return orig_trace(start_node, fun, x)
+        if calls.get("key"):
+            record.append(f"timeline.{calls['key']}", {"event": "trace opens", "trace": trace_stack.top + 1})
+        out = orig_trace(start_node, fun, x)
+        if calls.get("key"):
+            record.append(f"timeline.{calls['key']}", {"event": "trace closed", "trace": trace_stack.top + 1,
+                                                       "output_shape": np.shape(out[0])})
+        return out
 
     def counting_backward(g, end_node):
         calls["backward_pass"] += 1
+        if calls.get("key"):
+            record.append(f"timeline.{calls['key']}", {"event": "backward_pass", "top": trace_stack.top,
+                                                       "total": calls["backward_pass"]})
         return orig_backward(g, end_node)
 
     core.trace, core.backward_pass = counting_trace, counting_backward
@@ -72,11 +84,11 @@ def main():
         g, *c_grad = count("grad(f)(x)", lambda: grad(f)(X))
         (val, g2), *c_vg = count("value_and_grad(f)(x)", lambda: value_and_grad(f)(X))
         (g3, aux), *c_aux = count("grad_and_aux(f_aux)(x)", lambda: grad_and_aux(f_aux)(X))
-        J, *c_jac = count("jacobian(F)(x)   [m=2]", lambda: jacobian(F)(X))
+        J, *c_jac = count("jacobian(F)(x)   [m=2]", lambda: jacobian(F)(X), "jacobian")
         eg, *c_eg = count("elementwise_grad(F)(x)", lambda: elementwise_grad(F)(X))
         tjp = tensor_jacobian_product(F)
         uJ, *c_tjp = count("tensor_jacobian_product(F)(x, u)", lambda: tjp(X, U))
-        H, *c_hess = count("hessian(f)(x)    [n=3]", lambda: hessian(f)(X))
+        H, *c_hess = count("hessian(f)(x)    [n=3]", lambda: hessian(f)(X), "hessian")
         htp = hessian_tensor_product(f)
         Hv, *c_htp = count("hessian_tensor_product(f)(x, v)", lambda: htp(X, V))
         (hvp, g4), *c_mk = count("make_hvp(f)(x)   (build once)", lambda: make_hvp(f)(X))

@@ -82,12 +82,14 @@ def install_logging():
     return orig_vjp, orig_jvp
 
 
-def step(label):
+def step(label, key=None):
     print(f"\n>>> {label}   (f 累计执行 {CALLS[0]} 次)")
     for e in EVENTS:
         print("   ", e)
     kinds = [e.split("：")[0].strip() for e in EVENTS]
     EVENTS.clear()
+    if key:  # the lesson's table: did f run, which part of the sin rule ran, with which g
+        record.set(f"lifetimes.{key}", {"f_calls_so_far": CALLS[0], "events": kinds, "sin_g": list(SIN_G)})
     return kinds
 
 
@@ -98,25 +100,25 @@ def lifetimes(x, v, w):
     orig_vjp, orig_jvp = install_logging()
     try:
         vjp, _ = make_vjp(f)(x)
-        kinds = step("vjp, ans = make_vjp(f)(x)")
+        kinds = step("vjp, ans = make_vjp(f)(x)", "make_vjp")
         assert kinds == ["f 第 1 次执行", "sin 的 VJPNode 创建", "f 第 1 次执行"]
         assert CALLS[0] == 1
         print("    vjp 的自由变量:", vjp.__code__.co_freevars)
         assert vjp.__code__.co_freevars == ("end_node",)
         r1 = vjp(w)
-        assert step(f"vjp(w)，w = {fmt(w)} -> {fmt(r1)}") == ["sin 的 VJP closure 被调用"]
+        assert step(f"vjp(w)，w = {fmt(w)} -> {fmt(r1)}", "vjp_w") == ["sin 的 VJP closure 被调用"]
         r2 = vjp(np.array([1.0, 0.0]))
         assert step(f"vjp([1, 0]) -> {fmt(r2)}") == ["sin 的 VJP closure 被调用"]
         assert CALLS[0] == 1  # two backward passes, no new forward evaluation
         assert SIN_G == [2.0, 0.0] and np.allclose(r2, jacobian_by_hand(x)[0])
 
         jvp = make_jvp(f)(x)
-        assert step("jvp = make_jvp(f)(x)") == []
+        assert step("jvp = make_jvp(f)(x)", "make_jvp") == []
         assert CALLS[0] == 1  # nothing traced yet
         print("    jvp 的自由变量:", tuple(sorted(jvp.__code__.co_freevars)))
         assert sorted(jvp.__code__.co_freevars) == ["fun", "x"]
         _, t1 = jvp(v)
-        kinds = step(f"jvp(v)，v = {fmt(v)} -> {fmt(t1)}")
+        kinds = step(f"jvp(v)，v = {fmt(v)} -> {fmt(t1)}", "jvp_v")
         assert kinds == ["f 第 2 次执行", "sin 的 JVPNode 创建", "f 第 2 次执行"]
         _, t2 = jvp(np.array([1.0, 0.0, 0.0]))
         step(f"jvp([1, 0, 0]) -> {fmt(t2)}")
@@ -141,7 +143,8 @@ def record_intermediates(x, v, w):
             fun = n["fun"] or "x"
             k[fun] = k.get(fun, 0) + 1
             labels[n["obj"]] = {("x", 1): "x", ("multiply", 1): "p", ("sin", 1): "s", ("multiply", 2): "q",
-                                ("add", 1): "f2"}.get((fun, k[fun]), f"{fun}{k[fun]}")
+                                ("add", 1): "f2", ("__getitem__", 1): "x1", ("__getitem__", 2): "x2",
+                                ("__getitem__", 3): "x3"}.get((fun, k[fun]), f"{fun}{k[fun]}")
         return labels
 
     with record.capture() as cap:
@@ -152,25 +155,33 @@ def record_intermediates(x, v, w):
     record.set("forward_tangents", tangents)
     cap.release()
 
-    states, real_toposort = [], core.toposort
+    states, adds, real_toposort, real_add = [], [], core.toposort, core.add_outgrads
 
     def watched_toposort(end_node):
         for node in real_toposort(end_node):
             states.append((node, dict(sys._getframe(1).f_locals["outgrads"])))
             yield node
 
+    def watched_add(prev_g, g):  # backward_pass's own loop variables say which edge this is
+        here = sys._getframe(1).f_locals
+        adds.append((here["node"], here["parent"], g))
+        return real_add(prev_g, g)
+
     with record.capture() as cap:
         vjp, _ = make_vjp(f)(x)
     labels = names_of(cap)
-    core.toposort = watched_toposort
+    core.toposort, core.add_outgrads = watched_toposort, watched_add
     try:
         xbar = vjp(w)
     finally:
-        core.toposort = real_toposort
+        core.toposort, core.add_outgrads = real_toposort, real_add
     for node, outgrads in states:  # only the nodes the lesson names, with the cotangent each received
         if labels[node] in ("f2", "q", "s", "p"):
             record.set(f"reverse.{labels[node]}", outgrads[node][0])
     record.set("reverse.x", xbar)
+    for node, parent, g in adds:  # contributions from the named nodes to the inputs x1, x2, x3
+        if labels[node] in ("q", "s", "p"):
+            record.append(f"reverse.to_inputs.{labels[node]}", {"to": labels[parent], "g": g})
     cap.release()
 
 

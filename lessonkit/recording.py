@@ -13,8 +13,9 @@ Snapshot spec (the body of a ``snapshot`` block; rows separated by ``|``)::
     走到的分支 | `vs.add(prev_g, g)` | 源码推演，手写
 
 A cell ``@key`` is generated from the recording; ``@key = text`` is hand-written
-and checked against the recorded value; any other cell is the author's text.
-A cell in backticks (`` `@key` ``) renders the value as code.
+and checked against the recorded value; ``formula {@key = 3.0}`` shows the
+formula and checks the number it stands for; any other cell is the author's
+text. A cell in backticks (`` `@key` ``) renders the value as code.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .errors import LessonError
 LIMIT = 4 * 1024 * 1024
 KEY = re.compile(r"[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*")
 CELL_REF = re.compile(r"^(?P<tick>`?)@(?P<key>" + KEY.pattern + r")(?P=tick)(?:\s*=\s*(?P<hand>.+))?$")
+CELL_NOTE = re.compile(r"^(?P<text>.*?)\s*\{@(?P<key>" + KEY.pattern + r")\s*=\s*(?P<hand>[^{}]+)\}$")
 
 
 @dataclass(frozen=True)
@@ -219,17 +221,25 @@ def build_snapshot(lines: list[str], rec: Recording, *, path: str | None = None,
 
 
 def _cell(text: str, rec: Recording, fmt: Format) -> Cell:
+    note = CELL_NOTE.match(text)
+    if note:  # a formula or prose, with the number it stands for checked against the run
+        _check(note["hand"], note["key"], rec, fmt)
+        return Cell(note["text"], note["key"], "checked")
     m = CELL_REF.match(text)
     if not m:
         return Cell(text)
     key, hand, code = m["key"], m["hand"], bool(m["tick"])
-    recorded = format_value(lookup(rec, key), fmt)
     if hand is None:
-        return Cell(recorded, key, "generated", code)
-    if _normal(hand) != _normal(recorded):
-        raise LessonError(f"snapshot cell says {hand.strip()!r} but {rec.source} recorded `{key}` = {recorded}",
-                          hint="fix the hand-written value, or write `@" + key + "` to show the recorded one")
+        return Cell(format_value(lookup(rec, key), fmt), key, "generated", code)
+    _check(hand, key, rec, fmt)
     shown = hand.strip()
     if shown.startswith("`") and shown.endswith("`") and len(shown) > 1:
         shown, code = shown[1:-1], True
     return Cell(shown, key, "checked", code)
+
+
+def _check(hand: str, key: str, rec: Recording, fmt: Format) -> None:
+    recorded = format_value(lookup(rec, key), fmt)
+    if _normal(hand) != _normal(recorded):
+        raise LessonError(f"snapshot cell says {hand.strip()!r} but {rec.source} recorded `{key}` = {recorded}",
+                          hint="fix the hand-written value, or write `@" + key + "` to show the recorded one")

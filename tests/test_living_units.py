@@ -173,7 +173,8 @@ def test_lookup_errors_name_what_is_there(rec05):
     with pytest.raises(LessonError) as err:
         lookup(rec, "xx.sead")
     assert str(err.value) == ("<markdown>: experiments/multiple_paths.py recorded no `xx.sead` (no `sead` under xx)"
-                              " — there: calls, edge_counts, grad, graph, order, outgrads, seed")
+                              " — there: R_vjp, calls, edge_counts, grad, graph, order, outgrads, parents_types, seed, "
+                              "toposort")
 
 
 @pytest.mark.parametrize("value, fmt, text", [
@@ -304,3 +305,14 @@ def test_a_changed_experiment_changes_the_figure(pinned_root, tmp_path):
     t_after = _texts(figures.graph_svg(after["graph"], "f"))
     assert t_before == ["x", "根节点", "power", "sin", "exp"]
     assert t_after == ["x", "根节点", "power", "cos", "exp"]
+
+
+def test_snapshot_formula_cell_checks_its_number(rec05):
+    rec = recording.load(rec05, "experiments/multiple_paths.py")
+    table = build_snapshot(["对象 | 值", r"返回值 | $x + x$ {@xx.grad = 6.0}"], rec)
+    assert (table.rows[0][1].text, table.rows[0][1].mode) == ("$x + x$", "checked")
+    with pytest.raises(LessonError) as err:
+        build_snapshot(["对象 | 值", "返回值 | $2x$ {@xx.grad = 9.0}"], rec, path="docs/a.md", first_line=3)
+    assert str(err.value) == ("docs/a.md:4: snapshot cell says '9.0' but experiments/multiple_paths.py recorded "
+                              "`xx.grad` = 6.0 — fix the hand-written value, or write `@xx.grad` to show the "
+                              "recorded one")

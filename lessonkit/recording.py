@@ -243,3 +243,29 @@ def _check(hand: str, key: str, rec: Recording, fmt: Format) -> None:
     if _normal(hand) != _normal(recorded):
         raise LessonError(f"snapshot cell says {hand.strip()!r} but {rec.source} recorded `{key}` = {recorded}",
                           hint="fix the hand-written value, or write `@" + key + "` to show the recorded one")
+
+
+VALUE_REF = re.compile(r"\[\[@(?P<exp>[\w-]+):(?P<key>" + KEY.pattern + r")(?:\s*\|(?P<prec>\d))?\]\]")
+
+
+@dataclass(frozen=True)
+class ValueRef:
+    """An inline recorded value in prose: ``[[@multiple_paths:xx.grad]]`` or ``[[@lesson01_ad_and_graph:steps.2.local|3]]``."""
+    raw: str
+    experiment: str  # experiments/<name>.py
+    key: str
+    precision: int | None = None
+
+
+def parse_value_ref(raw: str) -> ValueRef:
+    m = VALUE_REF.fullmatch(raw.strip())
+    if not m:
+        raise LessonError(f"cannot read the recorded value {raw[:80]!r}",
+                          hint="write [[@experiment_name:key.path]] or [[@experiment_name:key.path|3]] (3 decimals)")
+    return ValueRef(raw, f"experiments/{m['exp']}.py", m["key"], int(m["prec"]) if m["prec"] else None)
+
+
+def render_value_ref(ref: ValueRef, rec: Recording) -> str:
+    """The value as text (the caller adds the provenance, e.g. a title naming the experiment and key)."""
+    fmt = Format() if ref.precision is None else Format(precision=ref.precision)
+    return format_value(lookup(rec, ref.key), fmt)

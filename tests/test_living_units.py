@@ -316,3 +316,15 @@ def test_snapshot_formula_cell_checks_its_number(rec05):
     assert str(err.value) == ("docs/a.md:4: snapshot cell says '9.0' but experiments/multiple_paths.py recorded "
                               "`xx.grad` = 6.0 — fix the hand-written value, or write `@xx.grad` to show the "
                               "recorded one")
+
+
+def test_inline_value_reference(rec05):
+    rec = recording.load(rec05, "experiments/multiple_paths.py")
+    ref = recording.parse_value_ref("[[@multiple_paths:diamond.calls.2.ingrad|3]]")
+    assert (ref.experiment, ref.key, ref.precision) == ("experiments/multiple_paths.py", "diamond.calls.2.ingrad", 3)
+    assert recording.render_value_ref(ref, rec) == "-0.990"
+    assert recording.render_value_ref(recording.parse_value_ref("[[@multiple_paths:xx.grad]]"), rec) == "6.0"
+    with pytest.raises(LessonError) as err:
+        recording.parse_value_ref("[[@multiple_paths.py:xx.grad]]")
+    assert str(err.value) == ("<markdown>: cannot read the recorded value '[[@multiple_paths.py:xx.grad]]' — write "
+                              "[[@experiment_name:key.path]] or [[@experiment_name:key.path|3]] (3 decimals)")

@@ -82,8 +82,9 @@ def mini_backward_states():
         states.append({"before": "end", "outgrads": dict(sys._getframe(1).f_locals["outgrads"])})
 
     def watched_add(prev_g, g):
+        before = dict(sys._getframe(1).f_locals["outgrads"])  # Mini's dict before this add is stored
         out = real_add(prev_g, g)
-        adds.append({"prev": prev_g, "g": g, "out": out})
+        adds.append({"prev": prev_g, "g": g, "out": out, "outgrads_before": before})
         return out
 
     mini.toposort, mini.add_outgrads = watched_toposort, watched_add
@@ -95,7 +96,7 @@ def mini_backward_states():
     assert [(a["prev"], a["g"], a["out"]) for a in adds] == [(None, 3.0, 3.0), (3.0, 3.0, 6.0)]
     for st in states:
         record.append("mini_xx.outgrads", st, names=names)
-    record.set("mini_xx.adds", adds)
+    record.set("mini_xx.adds", adds, names=names)
     record.set("mini_xx.result", result)
 
 

@@ -21,7 +21,7 @@ from _record import record
 def record_backward(f, x, name_nodes):
     """Run grad(f)(x); return the gradient and what backward_pass did, in order."""
     real_backward, real_toposort, real_add = core.backward_pass, core.toposort, core.add_outgrads
-    log = {"labels": {}, "order": [], "calls": [], "seed": None, "outgrads": [], "topo": []}
+    log = {"labels": {}, "order": [], "calls": [], "seed": None, "outgrads": [], "topo": [], "at_add": []}
     current = {"node": None, "k": 0}
 
     def watched_backward(g, end_node):
@@ -42,6 +42,7 @@ def record_backward(f, x, name_nodes):
 
     def watched_add(prev_g_flagged, g):
         before = show_pair(prev_g_flagged)  # text snapshot taken before the call
+        log["at_add"].append(dict(sys._getframe(1).f_locals["outgrads"]))  # before this add is stored
         result = real_add(prev_g_flagged, g)
         node = current["node"]
         parent = node.parents[current["k"]]  # same pairing as zip(node.parents, ingrads)
@@ -78,9 +79,9 @@ def record_run(key, f, x, name_nodes):
     record.set(f"{key}.seed", log["seed"])
     record.set(f"{key}.order", log["order"])
     record.set(f"{key}.edge_counts", edge_counts(log))
-    for node, parent, prev, ingrad, result, _ in log["calls"]:
+    for (node, parent, prev, ingrad, result, _), before in zip(log["calls"], log["at_add"]):
         record.append(f"{key}.calls", {"from": node, "to": parent, "prev": prev, "ingrad": ingrad,
-                                       "result": result})
+                                       "result": result, "outgrads_before": before}, names=labels)
     # backward_pass's outgrads as toposort hands it each node (before the pop), and at the end
     for name, state in zip(log["order"] + ["end"], log["outgrads"]):
         record.append(f"{key}.outgrads", {"before": name, "outgrads": state}, names=labels)

@@ -105,10 +105,11 @@ def record_stations(df, g, cap):
     names = {start_node: "R", end_node: "M"}
     record.graph("graph", cap, end_node, labels=names)
     cap.release()
-    record.set("station2", {"trace_top": SEEN["top_at_start_box"], "start_node": {"type": type(start_node).__name__, "parents": start_node.parents},
+    record.set("station2", {"trace_top": SEEN["top_at_start_box"], "start_box_node": start_box._node,
+                            "start_node": {"type": type(start_node).__name__, "parents": start_node.parents},
                             "start_box": {"type": type(start_box).__name__, "value": start_box._value,
                                           "value_type": type(start_box._value).__name__,
-                                          "trace": start_box._trace}})
+                                          "trace": start_box._trace}}, names=names)
     fun, value, args, argnums = SEEN["node_call"]
     record.set("station3", {"fun": fun.__name__, "argvals": args, "parent_argnums": argnums, "ans": value,
                             "M_parents": end_node.parents, "M_vjp_1": tuple(end_node.vjp(1.0)),

@@ -17,7 +17,8 @@ def one_primitive_call():
         root = VJPNode.new_root()
         x = new_box(3.0, t, root)
         cap.root(root, t, 3.0)  # new_box was imported by name: declare the start box's node
-        print(f"trace id t = {t}, trace_stack.top = {trace_stack.top}")
+        top_inside = trace_stack.top
+        print(f"trace id t = {t}, trace_stack.top = {top_inside}")
         print(f"x: {type(x).__name__}, _value={x._value!r}, _trace={x._trace}, "
               f"_node={type(x._node).__name__}, _node.parents={x._node.parents}")
         boxed, top, node_type, dispatch = find_top_boxed_args((x, 2.0))
@@ -46,7 +47,7 @@ def one_primitive_call():
     names = {root: "R", node: "My"}
     record.graph("graph", cap, node, labels=names)
     cap.release()
-    record.set("life0", {"t": t, "root_parents": root.parents,
+    record.set("life0", {"t": t, "trace_top": top_inside, "root_parents": root.parents,
                          "x": {"type": type(x).__name__, "value": x._value, "trace": x._trace}})
     record.set("life1", {"boxed_argnums": [i for i, _ in boxed], "trace": top, "node_type": node_type.__name__,
                          "ufunc_dispatch_needed": dispatch})

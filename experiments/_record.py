@@ -145,7 +145,7 @@ class Capture:
                 real_init(node, value, fun, args, kwargs, parent_argnums, parents)
                 pending[id(node)] = {"fun": getattr(fun, "__name__", repr(fun)),
                                      "argnums": list(parent_argnums), "parents": tuple(parents),
-                                     "obj": node}
+                                     "args": _plain(tuple(args)), "obj": node}
             return init
 
         def new_box(value, trace, node):
@@ -185,7 +185,8 @@ class Capture:
                  "fun": None if info is None else info["fun"],
                  "argnums": [] if info is None else info["argnums"],
                  "parents": [] if info is None else [self._index[id(p)] for p in info["parents"]],
-                 "value": _plain(value)}
+                 "args": None if info is None else info["args"],
+                 "value": _plain(value), "raw": value}
         if hasattr(node, "g"):  # JVPNode: the tangent was computed in __init__
             entry["g"] = _plain(node.g)
         self._index[id(node)] = entry["index"]
@@ -208,6 +209,7 @@ class Capture:
         creation order), ``label`` (from ``labels`` by identity, else the primitive's
         name or ``root``), ``kind``, ``type``, ``fun``, ``trace``, ``argnums``,
         ``parents`` (ids, one per argnum: the same parent twice for ``x * x``),
+        ``args`` (the unboxed arguments the node was built from; ``None`` for a root),
         ``value`` and, for JVP nodes, ``g``."""
         labels = labels or {}
         start = self.index(end)
@@ -225,11 +227,18 @@ class Capture:
             label = next((v for k, v in labels.items() if k is e["obj"]), None)
             out = {"id": renumber[old], "label": label or (e["fun"] or "root"), "kind": e["kind"],
                    "type": e["type"], "fun": e["fun"], "trace": e["trace"], "argnums": e["argnums"],
-                   "parents": [renumber[p] for p in e["parents"]], "value": e["value"]}
+                   "parents": [renumber[p] for p in e["parents"]], "args": e["args"], "value": e["value"]}
             if "g" in e:
                 out["g"] = e["g"]
             nodes.append(out)
         return {"nodes": nodes, "end": renumber[start]}
+
+    def owner(self, obj):
+        """The index of the node whose value ``is`` obj (an array a closure holds), or None."""
+        for e in self.nodes:
+            if e["raw"] is obj:
+                return e["index"]
+        return None
 
     def box_counts(self) -> dict:
         """How many boxes were created on each trace: ``{"0": n0, "1": n1, ...}``."""
@@ -250,8 +259,32 @@ class Capture:
         """Forget the real nodes (the JSON facts stay), so they can be freed."""
         for e in self.nodes:
             _ACTIVE_NODES.pop(id(e["obj"]), None)
-            e["obj"] = None
+            e["obj"] = e["raw"] = None
         self._pending.clear()
+
+
+def closure_functions(fn) -> list:
+    """Every function reachable from ``fn`` through closure cells, depth first, as
+    ``{"function": co_name, "module": ..., "freevars": [...]}`` (what a node's ``vjp`` keeps alive)."""
+    out, seen, stack = [], set(), [fn]
+    while stack:
+        f = stack.pop()
+        if id(f) in seen or not callable(f) or not hasattr(f, "__code__"):
+            continue
+        seen.add(id(f))
+        out.append({"function": f.__code__.co_name, "module": getattr(f, "__module__", None),
+                    "freevars": list(f.__code__.co_freevars)})
+        cells = [c.cell_contents for c in (f.__closure__ or ()) if _filled(c)]
+        stack.extend(reversed([c for c in cells if callable(c) and hasattr(c, "__code__")]))
+    return out
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
 
 
 def _depth(value) -> int:

@@ -55,7 +55,7 @@ def one_sin_call(x):
     finally:
         tracer.find_top_boxed_args = real_find
     record.set("sin_call.unwrapping", unwrapping)
-    record.set("sin_call.new_nodes", [{"fun": n["fun"], "trace": n["trace"], "value": n["value"]}
+    record.set("sin_call.new_nodes", [{"fun": n["fun"], "trace": n["trace"], "args": n["args"], "value": n["value"]}
                                       for n in cap.nodes if n["kind"] == "primitive"])
     record.set("sin_call.new_boxes", cap.boxes)
     cap.release()

@@ -10,7 +10,7 @@ from autograd.core import primitive_vjps
 from autograd.numpy import numpy_vjps, numpy_wrapper
 from autograd.tracer import trace_primitives_map
 from _provenance import announce
-from _record import record
+from _record import closure_functions, record
 
 
 def check_wrapping():
@@ -127,6 +127,14 @@ def check_staging():
     with spying(log, watched, key="staging"), record.capture() as cap:
         g = grad(f)(x)
     end = cap.nodes[-1]["obj"]  # the sum node: created last
+    kept = {}
+    for n in cap.nodes[1:]:  # what each node's vjp keeps: autograd's functions reachable from it, with free variables
+        kept[n["fun"]] = [c for c in closure_functions(n["obj"].vjp) if (c["module"] or "").startswith("autograd")]
+        record.set(f"closures.{n['fun']}", kept[n["fun"]])
+    innermost = {fun: [c["freevars"] for c in fs if c["module"] != "autograd.core"] for fun, fs in kept.items()}
+    assert innermost["exp"] == [["ans"]] and innermost["sin"] == [["x"]]  # exp keeps its output, sin its input
+    assert innermost["multiply"] == [["f", "target_meta"], ["y"], ["f", "target_meta"], ["x"]]
+    assert innermost["sum"] == [["axis", "dtype", "keepdims", "shape"]]
     record.graph("graph", cap, end, labels={n["obj"]: {"exp": "E", "sin": "S", "multiply": "M", "sum": "Σ"}
                                             .get(n["fun"], "X") for n in cap.nodes})
     cap.release()

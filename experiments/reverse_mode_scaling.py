@@ -169,6 +169,17 @@ def main():
         k = sum(1 for o in cap.nodes[: e["index"]] if o["fun"] == e["fun"]) + 1
         labels[e["obj"]] = name if name in ("X", "S") else f"{name}{k}"
     record.graph("vjp_graph", cap, end, labels=labels)
+    teaching = {"X": "x", "S": "s"} | {f"T{k}": f"t{k}" for k in (1, 2, 3)} | {f"M{k}": f"h{k}" for k in (1, 2, 3)}
+    held = {}
+    for e in cap.nodes:  # which arrays each node's own vjp closure holds, named after the node that made them
+        found = {}
+        captured_arrays(e["obj"].vjp, found, set())
+        owners = [cap.owner(a) for a in found.values()]
+        assert None not in owners  # every captured array is some node's value
+        held[labels[e["obj"]]] = sorted(teaching[labels[cap.nodes[i]["obj"]]] for i in owners)
+    assert held == {"X": [], "T1": ["x"], "M1": ["t1", "x"], "T2": ["h1"], "M2": ["t2", "x"], "T3": ["h2"],
+                    "M3": ["t3", "x"], "S": []}
+    record.set("closure_arrays", held)
     counts = cap.primitive_counts()
     assert counts == {"multiply": 3, "sum": 1, "tanh": 3}
     record.set("primitive_counts", counts)

@@ -146,10 +146,10 @@ def test_record_without_env_prints_a_note_and_keeps_stdout(pinned_root, tmp_path
 
 def test_experiment_05_records_the_real_graph_and_steps(rec05):
     assert rec05["xx"]["graph"] == {"end": 1, "nodes": [
-        {"argnums": [], "fun": None, "id": 0, "kind": "root", "label": "R", "parents": [], "trace": 0,
-         "type": "VJPNode", "value": 3.0},
-        {"argnums": [0, 1], "fun": "multiply", "id": 1, "kind": "primitive", "label": "M", "parents": [0, 0],
-         "trace": 0, "type": "VJPNode", "value": {"dtype": "float64", "scalar": 9.0}}]}
+        {"args": None, "argnums": [], "fun": None, "id": 0, "kind": "root", "label": "R", "parents": [],
+         "trace": 0, "type": "VJPNode", "value": 3.0},
+        {"args": [3.0, 3.0], "argnums": [0, 1], "fun": "multiply", "id": 1, "kind": "primitive", "label": "M",
+         "parents": [0, 0], "trace": 0, "type": "VJPNode", "value": {"dtype": "float64", "scalar": 9.0}}]}
     rec = recording.load(rec05, "experiments/multiple_paths.py")
     shown = {k: format_value(lookup(rec, k)) for k in
              ["xx.seed", "xx.order", "xx.edge_counts", "xx.calls.0.prev", "xx.calls.0.result",

@@ -99,7 +99,9 @@ def walk_graph(x):
     with record.capture() as cap:
         y, end_node = trace(start_node, f, x)
     nodes = list(toposort(end_node))
-    record.graph("graph", cap, end_node, labels={start_node: "x"})
+    b_node = end_node.parents[0]
+    a_node = b_node.parents[0]  # teaching labels of the lesson: a = x**2, b = sin(a), y = exp(b)
+    record.graph("graph", cap, end_node, labels={start_node: "x", a_node: "a", b_node: "b", end_node: "y"})
     cap.release()
     assert len(nodes) == 4 and nodes[-1] is start_node
     print(f"\n图中节点数（含根节点）: {len(nodes)}")

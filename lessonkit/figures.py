@@ -54,22 +54,25 @@ class _View:
         self.w, self.h, self.xy = w, h, (0.0, 0.0)
 
 
-def _node_size(node: dict) -> tuple[float, float]:
+def _node_size(node: dict, note: str | None = None) -> tuple[float, float]:
     label, fun = str(node["label"]), node.get("fun") or "root"
-    chars = max(len(label) * 1.6 + 2, len(fun) + 2)  # CJK and Latin in one estimate
+    chars = max(len(label) * 1.6 + 2, len(fun) + 2, len(note or "") + 1)  # CJK and Latin in one estimate
     return max(64.0, chars * 8.6), 46.0
 
 
-def graph_svg(graph: dict, title: str, edge_labels: dict | None = None, root_text: str = "根节点") -> str:
-    """SVG of a recorded graph; ``edge_labels[(child, k)]`` labels the edge of argument position k.
+def graph_svg(graph: dict, title: str, edge_labels: dict | None = None, root_text: str = "根节点",
+              notes: dict | None = None) -> str:
+    """SVG of a recorded graph; ``edge_labels[(child, k)]`` labels the edge of argument position k;
+    ``notes[node id]`` is one more line in the node (e.g. its tangent ``g = 0.540302``).
 
     Prose that explains the figure belongs in the page's ``<figcaption>``, which wraps on a phone."""
     nodes = graph["nodes"]
-    edge_labels = edge_labels or {}
+    edge_labels, notes = edge_labels or {}, notes or {}
+    half = 30.0 if notes else 23.0  # half a node's height
     verts = []
     for n in nodes:
         v = Vertex(n["id"])
-        v.view = _View(*_node_size(n))
+        v.view = _View(_node_size(n, notes.get(n["id"]))[0], 2 * half)
         verts.append(v)
     pairs = sorted({(p, n["id"]) for n in nodes for p in n["parents"]})
     g = Graph(verts, [Edge(verts[a], verts[b]) for a, b in pairs])
@@ -86,19 +89,19 @@ def graph_svg(graph: dict, title: str, edge_labels: dict | None = None, root_tex
             pos[v.data] = (v.view.xy[0] - x_min + x_off, v.view.xy[1])
         x_off += max(v.view.xy[0] + v.view.w / 2 for v in comp.sV) - x_min + 40
     pad = 24
-    xs = [pos[n["id"]][0] - _node_size(n)[0] / 2 for n in nodes]
-    ys = [pos[n["id"]][1] - 23 for n in nodes]
+    size = {n["id"]: (_node_size(n, notes.get(n["id"]))[0], 2 * half) for n in nodes}
+    xs = [pos[n["id"]][0] - size[n["id"]][0] / 2 for n in nodes]
+    ys = [pos[n["id"]][1] - half for n in nodes]
     dx, dy = pad - min(xs), pad - min(ys)
     P = {k: (x + dx, y + dy) for k, (x, y) in pos.items()}
     room = 8 * max((len(v) for v in edge_labels.values()), default=0)
     if room:
         P = {k: (x + room, y) for k, (x, y) in P.items()}
-    width = max(P[n["id"]][0] + _node_size(n)[0] / 2 for n in nodes) + pad + room
-    height = max(P[n["id"]][1] + 23 for n in nodes) + pad
+    width = max(P[n["id"]][0] + size[n["id"]][0] / 2 for n in nodes) + pad + room
+    height = max(P[n["id"]][1] + half for n in nodes) + pad
     body = ['<defs><marker id="lk-ah" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
             'orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" class="lk-arrow"/></marker></defs>']
     edges = [(p, n["id"], k) for n in nodes for k, p in enumerate(n["parents"])]
-    size = {n["id"]: _node_size(n) for n in nodes}
 
     def ports(key_of, end_of):  # spread the edges leaving (or entering) a node over its side
         out = {}
@@ -115,7 +118,7 @@ def graph_svg(graph: dict, title: str, edge_labels: dict | None = None, root_tex
         p, c, k = e
         twins = [x for x in edges if x[:2] == e[:2]]
         bend = (twins.index(e) - (len(twins) - 1) / 2) * 40
-        sx, sy, ex, ey = out_x[e], P[p][1] + 23, in_x[e], P[c][1] - 23
+        sx, sy, ex, ey = out_x[e], P[p][1] + half, in_x[e], P[c][1] - half
         mx, my = (sx + ex) / 2 + bend, (sy + ey) / 2
         body.append(f'<path class="lk-edge" marker-end="url(#lk-ah)" '
                     f'd="M{sx:.1f},{sy:.1f} Q{mx:.1f},{my:.1f} {ex:.1f},{ey:.1f}"/>')
@@ -127,15 +130,22 @@ def graph_svg(graph: dict, title: str, edge_labels: dict | None = None, root_tex
             body.append(_t(lx, ly, label, "lk-note lk-halo", 12, side))
     for n in nodes:
         x, y = P[n["id"]]
-        w, h = _node_size(n)
+        w, h = size[n["id"]]
         root = n["kind"] == "root"
+        note = notes.get(n["id"])
+        y0 = y - (7 if note else 0)
         body.append(f'<rect class="lk-node{" lk-root" if root else ""}" x="{x - w / 2:.1f}" y="{y - h / 2:.1f}" '
                     f'width="{w:.1f}" height="{h:.1f}" rx="8"/>')
         if not root and n["label"] == n["fun"]:
-            body.append(_t(x, y, n["fun"], "lk-code", 13))
+            body.append(_t(x, y0, n["fun"], "lk-code", 13))
+        elif root and n["label"] == "root":  # an unnamed root: just say what it is
+            body.append(_t(x, y0, root_text, "lk-label", 13))
         else:
-            body.append(_t(x, y - 9, str(n["label"]), "lk-label", 14))
-            body.append(_t(x, y + 10, root_text if root else n["fun"], "lk-label" if root else "lk-code", 11))
+            body.append(_t(x, y0 - 9, str(n["label"]), "lk-label", 14))
+            body.append(_t(x, y0 + 10, root_text if root else n["fun"], "lk-label" if root else "lk-code", 11))
+        if note:
+            single = n["label"] == (n["fun"] if not root else "root")
+            body.append(_t(x, y0 + (17 if single else 26), note, "lk-note", 11))
     return _svg(width, height, title, body)
 
 
@@ -233,24 +243,26 @@ def nested_svg(chain: list, title: str, value_text: str | None = None) -> str:
 
 
 def alive_svg(during: dict, title: str, row_labels: dict | None = None) -> str:
-    """Live nodes after each layer, one square per node: ``{"JVPNode": [2, 2, 2], "VJPNode": [3, 5, 7]}``."""
+    """Live nodes after each layer, one square per node: ``{"JVPNode": [2, 2, 2], "VJPNode": [3, 5, 7]}``.
+
+    One column per mode (labelled by ``row_labels``), one row per layer: narrow enough for a phone."""
     kinds = [k for k in sorted(during) if isinstance(during[k], list)]
     row_labels = row_labels or {}
     layers = max(len(during[k]) for k in kinds)
     most = max(max(during[k]) for k in kinds)
-    sq, gap, pad, label_w = 12, 3, 16, 112
-    col_w = max(70, most * (sq + gap) + 14)
-    body = []
-    for j in range(layers):
-        body.append(_t(pad + label_w + j * col_w, pad + 8, f"第 {j + 1} 层后", "lk-label", 12, "start"))
-    y = pad + 26
-    for kind in kinds:
-        body.append(_t(pad, y + 8, row_labels.get(kind, kind), "lk-code", 12, "start"))
-        for j, n in enumerate(during[kind]):
+    sq, gap, pad, label_w = 12, 3, 16, 74
+    col_w = max(most * (sq + gap) + 30, max(7.4 * len(row_labels.get(k, k)) + 14 for k in kinds))
+    body = [_t(pad + label_w + j * col_w, pad + 8, row_labels.get(k, k), "lk-code", 12, "start")
+            for j, k in enumerate(kinds)]
+    y = pad + 30
+    for i in range(layers):
+        body.append(_t(pad, y + 8, f"第 {i + 1} 层后", "lk-label", 12, "start"))
+        for j, kind in enumerate(kinds):
+            n = during[kind][i]
             x0 = pad + label_w + j * col_w
-            for i in range(n):
-                body.append(f'<rect class="lk-node" x="{x0 + i * (sq + gap)}" y="{y + 2}" width="{sq}" '
+            for k in range(n):
+                body.append(f'<rect class="lk-node" x="{x0 + k * (sq + gap)}" y="{y + 2}" width="{sq}" '
                             f'height="{sq}" rx="2"/>')
             body.append(_t(x0 + n * (sq + gap) + 4, y + 8, str(n), "lk-note", 12, "start"))
-        y += 30
-    return _svg(pad * 2 + label_w + layers * col_w, y + pad - 8, title, body)
+        y += 28
+    return _svg(pad * 2 + label_w + len(kinds) * col_w, y + pad - 8, title, body)

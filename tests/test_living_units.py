@@ -285,7 +285,7 @@ def test_broadcast_and_nested_and_alive_figures():
         "ArrayBox", "trace 2", "ArrayBox", "trace 1", "ArrayBox", "trace 0", "1.5 (float)"]
     svg = figures.alive_svg({"JVPNode": [2, 2, 2], "VJPNode": [3, 5, 7]}, "存活节点")
     assert svg.count('class="lk-node"') == 6 + 15
-    assert _texts(svg) == ["第 1 层后", "第 2 层后", "第 3 层后", "JVPNode", "2", "2", "2", "VJPNode", "3", "5", "7"]
+    assert _texts(svg) == ["JVPNode", "VJPNode", "第 1 层后", "2", "3", "第 2 层后", "2", "5", "第 3 层后", "2", "7"]
 
 
 def test_a_changed_experiment_changes_the_figure(pinned_root, tmp_path):
@@ -303,8 +303,8 @@ def test_a_changed_experiment_changes_the_figure(pinned_root, tmp_path):
     after = run_recorded(pinned_root, tmp_path / "b" / "lesson01_ad_and_graph.py", tmp_path / "b")
     t_before = _texts(figures.graph_svg(before["graph"], "f"))
     t_after = _texts(figures.graph_svg(after["graph"], "f"))
-    assert t_before == ["x", "根节点", "power", "sin", "exp"]
-    assert t_after == ["x", "根节点", "power", "cos", "exp"]
+    assert t_before == ["x", "根节点", "a", "power", "b", "sin", "y", "exp"]
+    assert t_after == ["x", "根节点", "a", "power", "b", "cos", "y", "exp"]
 
 
 def test_snapshot_formula_cell_checks_its_number(rec05):
@@ -328,3 +328,12 @@ def test_inline_value_reference(rec05):
         recording.parse_value_ref("[[@multiple_paths.py:xx.grad]]")
     assert str(err.value) == ("<markdown>: cannot read the recorded value '[[@multiple_paths.py:xx.grad]]' — write "
                               "[[@experiment_name:key.path]] or [[@experiment_name:key.path|3]] (3 decimals)")
+
+
+def test_graph_figure_notes_show_recorded_tangents(pinned_root, tmp_path):
+    rec = run_recorded(pinned_root, EXPERIMENTS / "forward_mode.py", tmp_path)
+    graph = rec["jvp_graph"]
+    notes = {n["id"]: "g = " + format_value(n["g"]) for n in graph["nodes"]}
+    svg = figures.graph_svg(graph, "forward mode", notes=notes)
+    assert _texts(svg) == ["根节点", "g = 1.0", "sin", "g = 0.540302", "multiply", "g = 1.381773",
+                           "exp", "g = 3.205406"]

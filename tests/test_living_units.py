@@ -337,3 +337,66 @@ def test_graph_figure_notes_show_recorded_tangents(pinned_root, tmp_path):
     svg = figures.graph_svg(graph, "forward mode", notes=notes)
     assert _texts(svg) == ["根节点", "g = 1.0", "sin", "g = 0.540302", "multiply", "g = 1.381773",
                            "exp", "g = 3.205406"]
+
+
+# Every hand-typed source line reference in docs/ today (lesson prose, walkthrough, design review),
+# with the content-addressed reference that replaces it in round 2. The test proves each replacement
+# renders exactly the number the author typed against the pinned tree; the page and a few words of
+# context say where it goes. (Table rows, list items and matrix rows that say 第 N 行 are not source lines.)
+CONVERSIONS = [
+    ("05-reverse-mode.md", "**第 26 行**：`outgrads`", '[[core.py::backward_pass "outgrads = {end_node: (g, False)}"]]',
+     "第 26 行"),
+    ("05-reverse-mode.md", "**第 27 行**：按", '[[core.py::backward_pass "for node in toposort(end_node):"]]', "第 27 行"),
+    ("05-reverse-mode.md", "**第 28 行**：`pop`", '[[core.py::backward_pass "outgrad = outgrads.pop(node)"]]', "第 28 行"),
+    ("05-reverse-mode.md", "**第 29 行**：调用", '[[core.py::backward_pass "ingrads = node.vjp(outgrad[0])"]]', "第 29 行"),
+    ("05-reverse-mode.md", "**第 30–31 行**：把",
+     '[[core.py::backward_pass "for parent, ingrad" .. "outgrads[parent] ="]]', "第 30–31 行"),
+    ("05-reverse-mode.md", "**第 32 行**：返回", '[[core.py::backward_pass "return outgrad[0]"]]', "第 32 行"),
+    ("05-reverse-mode.md", "第 30 行的 `zip`", '[[core.py::backward_pass "for parent, ingrad"]]', "第 30 行"),
+    ("05-reverse-mode.md", "第一阶段（第 22–30 行）",
+     '[[util.py::toposort "child_counts = {}" .. "stack.extend(parents(node))"]]', "第 22–30 行"),
+    ("05-reverse-mode.md", "第二阶段（第 32–40 行）",
+     '[[util.py::toposort "childless_nodes = [end_node]" .. "child_counts[parent] -= 1"]]', "第 32–40 行"),
+    ("05-reverse-mode.md", "在第 28 行 `pop` 一个节点时", '[[core.py::backward_pass "outgrads.pop(node)"]]', "第 28 行"),
+    ("05-reverse-mode.md", "第 186 行的 `if prev_g_flagged:`", '[[core.py::add_outgrads "if prev_g_flagged:"]]',
+     "第 186 行"),
+    ("05-reverse-mode.md", "| `None` | 第 204 行", '[[core.py::add_outgrads "return g, False"]]', "第 204 行"),
+    ("05-reverse-mode.md", "| `(prev_g, False)` | 第 199 行", '[[core.py::add_outgrads "vs.add(prev_g, g)"]]',
+     "第 199 行"),
+    ("05-reverse-mode.md", "| `(prev_g, True)` | 第 193 行", '[[core.py::add_outgrads "vs.mut_add(prev_g, g), True"]]',
+     "第 193 行"),
+    ("05-reverse-mode.md", "若原有值标着 `False`，第 196 行会先用",
+     '[[core.py::add_outgrads "prev_g_mutable = vs.mut_add(None, prev_g)"]]', "第 196 行"),
+    ("05-reverse-mode.md", "进入 backward_pass（第 26 行）", '[[core.py::backward_pass +1]]', "第 26 行"),
+    ("05-reverse-mode.md", "| 第 26 行 |", '[[core.py::backward_pass +1]]', "第 26 行"),
+    ("05-reverse-mode.md", "处理 M（第 28–29 行）", '[[core.py::backward_pass "outgrads.pop" .. "node.vjp"]]',
+     "第 28–29 行"),
+    ("05-reverse-mode.md", "(R, 3.0)（第 31 行）", '[[core.py::backward_pass "outgrads[parent] ="]]', "第 31 行"),
+    ("05-reverse-mode.md", "第 204 行，原样存下", '[[core.py::add_outgrads "return g, False"]]', "第 204 行"),
+    ("05-reverse-mode.md", "非 sparse，第 199 行", '[[core.py::add_outgrads "vs.add(prev_g, g)"]]', "第 199 行"),
+    ("05-reverse-mode.md", "| 第 40 行；源码推演", '[[util.py::toposort "child_counts[parent] -= 1"]]', "第 40 行"),
+    ("05-reverse-mode.md", "| 第 37–38 行；源码推演",
+     '[[util.py::toposort "if child_counts[parent] == 1:" .. "childless_nodes.append(parent)"]]', "第 37–38 行"),
+    ("05-reverse-mode.md", "处理 R 并返回（第 28–32 行）",
+     '[[core.py::backward_pass "outgrads.pop(node)" .. "return outgrad[0]"]]', "第 28–32 行"),
+    ("05-reverse-mode.md", "`backward_pass` 第 31 行处理 M", '[[core.py::backward_pass "outgrads[parent] ="]]',
+     "第 31 行"),
+    ("05-reverse-mode.md", "`add_outgrads` 的第 199 行调用", '[[core.py::add_outgrads "vs.add(prev_g, g)"]]',
+     "第 199 行"),
+    ("05-reverse-mode.md", "在第 31 行第二次循环时", '[[core.py::backward_pass "outgrads[parent] ="]]', "第 31 行"),
+    ("05-reverse-mode.md", "`backward_pass` 第 28 行的 `pop`", '[[core.py::backward_pass "outgrads.pop(node)"]]',
+     "第 28 行"),
+    ("walkthrough.md", "就是第 51 行的 `<lambda>`", "[[wrap_util.py::get_name]]", "第 51 行"),
+    ("walkthrough.md", "`<listcomp>`（第 76 行）", '[[tracer.py::primitive "argvals = subvals(args"]]', "第 76 行"),
+    ("walkthrough.md", "`tracer.<lambda>`（第 193 行", "[[tracer.py::isbox]]", "第 193 行"),
+    ("attachments/design-review.md", "第 45 行把 `value`", '[[core.py::VJPNode.__init__ "self.vjp = vjpmaker("]]',
+     "第 45 行"),
+    ("attachments/design-review.md", "源码块第 41–44 行",
+     '[[core.py::VJPNode.__init__ "vjpmaker = primitive_vjps[fun]" .. "raise NotImplementedError"]]', "第 41–44 行"),
+]
+
+
+@pytest.mark.parametrize("page, context, ref, typed", CONVERSIONS, ids=[f"{c[0]}:{c[3]}" for c in CONVERSIONS])
+def test_each_hand_typed_line_reference_has_a_checked_replacement(pinned, page, context, ref, typed):
+    assert typed in context
+    assert sourceref.resolve_text(pinned, ref).render() == typed

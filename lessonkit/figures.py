@@ -14,6 +14,7 @@ a ``viewBox`` with ``max-width:100%`` scales to a phone. Output is deterministic
 
 from __future__ import annotations
 
+import hashlib
 from html import escape
 
 from grandalf.graphs import Edge, Graph, Vertex
@@ -43,10 +44,15 @@ def _t(x: float, y: float, text: str, cls: str, size: int = 14, anchor: str = "m
 
 
 def _svg(width: float, height: float, title: str, body: list[str]) -> str:
+    """The figure; marker ids get a suffix from the content, so several figures on one page
+    never share an id (and the same figure always gets the same one)."""
     w, h = round(width), round(height)
+    inner = "".join(body)
+    suffix = hashlib.sha256(f"{title}\0{inner}".encode()).hexdigest()[:8]
+    inner = inner.replace('id="lk-ah', f'id="lk-{suffix}-ah').replace("url(#lk-ah", f"url(#lk-{suffix}-ah")
     return (f'<svg xmlns="http://www.w3.org/2000/svg" class="lk-fig" viewBox="0 0 {w} {h}" '
             f'width="{w}" style="max-width:100%;height:auto" role="img" aria-label="{escape(title)}">'
-            f"<title>{escape(title)}</title>{STYLE}" + "".join(body) + "</svg>")
+            f"<title>{escape(title)}</title>{STYLE}" + inner + "</svg>")
 
 
 class _View:

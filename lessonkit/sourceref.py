@@ -31,7 +31,6 @@ REF = re.compile(
     r"(?:\s+(?P<a>" + _Q + r"|[+-]\d+)(?:\s*\.\.\s*(?P<b>" + _Q + r"|[+-]\d+))?)?"
     r"(?:\s*\|(?P<style>file|L|行))?\s*\]\]")
 LOOSE = re.compile(r"\[\[[^\[\]\n]*::[^\[\]\n]*\]\]")  # looks like a reference: must parse
-STYLES = ("行", "file", "L")
 
 
 @dataclass(frozen=True)

@@ -245,7 +245,12 @@ def test_graph_figure_from_the_recorded_xx_graph(rec05):
     assert _texts(svg) == ["参数 0", "参数 1", "R", "根节点", "M", "multiply"]
     assert svg.count('class="lk-edge"') == 2  # x * x: one edge per argument
     assert "http" not in svg.replace('xmlns="http://www.w3.org/2000/svg"', "")
-    assert "#" not in re.sub(r"var\(--[\w-]+,#[0-9a-f]+\)|url\(#lk-ah\d?\)|id=\"lk-ah\d?\"", "", svg.split("</style>")[1])
+    rest = svg.split("</style>")[1]
+    assert "#" not in re.sub(r"url\(#lk-[0-9a-f]{8}-ah\d?\)", "", rest)  # no colour typed in: CSS variables only
+    ids = re.findall(r'id="([^"]+)"', svg)
+    assert len(ids) == 1 and re.fullmatch(r"lk-[0-9a-f]{8}-ah", ids[0]) and f"url(#{ids[0]})" in svg
+    other = figures.graph_svg(rec05["diamond"]["graph"], "另一张")
+    assert re.findall(r'id="([^"]+)"', other)[0] != ids[0]  # two figures on one page: distinct ids
 
 
 def test_graph_figure_diamond_labels_every_edge(rec05):

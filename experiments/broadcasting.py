@@ -8,6 +8,7 @@ from autograd.extend import defvjp, primitive
 from autograd.numpy import numpy_vjps, numpy_wrapper
 from autograd.numpy.numpy_boxes import ArrayBox
 from _provenance import announce
+from _record import record
 
 X = onp.arange(6.0).reshape(2, 3)          # [[0,1,2],[3,4,5]]
 G = onp.array([[1.0, 2.0, 3.0],            # 从 X + b 的输出流回来的上游 cotangent
@@ -18,7 +19,7 @@ def fmt(a):
     return f"shape={onp.shape(a)} value={onp.asarray(a).tolist()}"
 
 
-def traced_bias_vjp(b):
+def traced_bias_vjp(b, key):
     """对 f(b) = X + b 做 VJP；记录 metadata、unbroadcast 及其中每次 anp.sum。"""
     steps = []
     real = (numpy_wrapper.metadata, numpy_vjps.unbroadcast, numpy_wrapper.sum)
@@ -26,17 +27,22 @@ def traced_bias_vjp(b):
     def logged_metadata(A):
         meta = real[0](A)
         steps.append(f"[forward]  anp.metadata(target) -> shape={meta[0]} ndim={meta[1]}")
+        record.set(f"{key}.target", {"shape": meta[0], "ndim": meta[1]})
         return meta
 
     def logged_unbroadcast(x, target_meta, broadcast_idx=0):
         steps.append(f"[backward] unbroadcast in : g {fmt(x)}, target shape={target_meta[0]}")
+        record.set(f"{key}.g_in", x)
         out = real[1](x, target_meta, broadcast_idx)
+        record.set(f"{key}.g_out", out)
         steps.append(f"[backward] unbroadcast out: {fmt(out)}")
         return out
 
     def logged_sum(x, axis=None, keepdims=False, **kw):
         out = real[2](x, axis=axis, keepdims=keepdims, **kw)
         steps.append(f"             anp.sum(axis={axis}, keepdims={keepdims}): {onp.shape(x)} -> {fmt(out)}")
+        record.append(f"{key}.sums", {"axis": axis, "keepdims": keepdims, "in_shape": onp.shape(x),
+                                      "out_shape": onp.shape(out), "out": out})
         return out
 
     numpy_wrapper.metadata, numpy_vjps.unbroadcast, numpy_wrapper.sum = (
@@ -50,8 +56,10 @@ def traced_bias_vjp(b):
     return g_b, steps
 
 
-def run_case(label, b, expected):
-    g_b, steps = traced_bias_vjp(b)
+def run_case(label, key, b, expected):
+    g_b, steps = traced_bias_vjp(b, key)
+    record.set(f"{key}.b_shape", onp.shape(b))
+    record.set(f"{key}.grad", g_b)
     print(f"-- {label}: b shape={onp.shape(b)}")
     for s in steps:
         print(s)
@@ -93,18 +101,20 @@ def check_engine_is_shape_blind():
 def main():
     announce()
     print("X", fmt(X))
+    record.set("X", X)
+    record.set("G", G)
     print("G", fmt(G))
     check_route()
     # (a) 标量 bias：两次沿 axis 0 求和，(2,3) -> (3,) -> ()
-    steps = run_case("(a) scalar", 0.5, 21.0)
+    steps = run_case("(a) scalar", "scalar", 0.5, 21.0)
     assert sum("anp.sum(axis=0, keepdims=False)" in s for s in steps) == 2
     assert sum("anp.sum(" in s for s in steps) == 2
     # (b) 向量 bias：只消去一个前导轴，(2,3) -> (3,)
-    steps = run_case("(b) vector", onp.zeros(3), [5.0, 7.0, 9.0])
+    steps = run_case("(b) vector", "vector", onp.zeros(3), [5.0, 7.0, 9.0])
     assert sum("anp.sum(" in s for s in steps) == 1
     assert sum("anp.sum(axis=0, keepdims=False)" in s for s in steps) == 1
     # (c) 列 bias：维数相同，沿 size==1 的 axis 1 求和并保留该轴，(2,3) -> (2,1)
-    steps = run_case("(c) column", onp.zeros((2, 1)), [[6.0], [15.0]])
+    steps = run_case("(c) column", "column", onp.zeros((2, 1)), [[6.0], [15.0]])
     assert sum("anp.sum(axis=1, keepdims=True)" in s for s in steps) == 1
     assert sum("anp.sum(" in s for s in steps) == 1
 

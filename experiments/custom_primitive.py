@@ -1,5 +1,7 @@
 """Lesson 13: from a black-box function to a verified custom primitive."""
 
+import re
+
 import numpy as onp
 
 import autograd
@@ -11,6 +13,7 @@ from autograd.test_util import check_grads
 from autograd.tracer import isbox, trace_stack
 
 from _provenance import announce
+from _record import record
 
 
 def lse_numpy(x):
@@ -103,6 +106,7 @@ def main():
     for ev in EVENTS:
         print("  " + ev)
     assert [e[:5] for e in EVENTS] == ["maker", "---- ", "vjp(g"]
+    record.set("make_vjp_events", list(EVENTS))
     assert onp.array_equal(g, grad(lse)(X))  # grad = the same two stages
     print("grad(lse)(X) =", onp.array2string(g, precision=6))
     assert onp.allclose(g, softmax(X), rtol=0, atol=1e-14)
@@ -117,10 +121,13 @@ def main():
     print("== 4. second order ==")
     print(f"trace_stack.top = {trace_stack.top} (4 traces above ended in an exception)")
     assert trace_stack.top == 3
+    top_before = trace_stack.top
     EVENTS.clear()
     H = hessian(lse)(X)
     for ev in EVENTS:
         print("  " + ev)
+    record.set("hessian", {"trace_top_before": top_before, "events": list(EVENTS),
+                           "box_traces": sorted({int(t) for t in re.findall(r"trace (\d+)", " ".join(EVENTS))})})
     p = softmax(X)
     assert onp.allclose(H, onp.diag(p) - onp.outer(p, p), rtol=0, atol=1e-12)
     print("hessian(lse)(X) == diag(p) - p p^T:", onp.array2string(H, precision=4))

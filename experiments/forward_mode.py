@@ -8,6 +8,7 @@ from autograd import grad, make_jvp
 from autograd.core import JVPNode, primitive_jvps
 
 from _provenance import announce
+from _record import record as recorder
 
 EVENTS = []  # (what happened, detail) in time order
 RULE_CALLS = []  # (rule name, argnums, tangent it returned)
@@ -40,6 +41,7 @@ def wrap_rule(fun, name):
     def logged(argnums, gs, ans, args, kwargs):
         out = original(argnums, gs, ans, args, kwargs)
         RULE_CALLS.append((name, argnums, float(out)))
+        recorder.append("rules", {"rule": name, "argnums": argnums, "parent_gs": list(gs), "ans": ans, "g": out})
         parent_gs = ", ".join(f"{float(g):.6f}" for g in gs)
         EVENTS.append((f"JVP 规则 {name}", f"argnums={argnums}, parent_gs=[{parent_gs}] -> g={float(out):.6f}"))
         return out
@@ -55,6 +57,19 @@ def show(title):
     seen = [what.split()[0] for what, _ in EVENTS]
     EVENTS.clear()
     return seen
+
+
+def jvp_with_end(fun, x, v):
+    """make_jvp(fun)(x)(v), also returning the end node (read from the output Box inside fun)."""
+    seen = {}
+
+    def watched(x_box):
+        out = fun(x_box)
+        seen["end"] = out._node
+        return out
+
+    value, tangent = make_jvp(watched)(x)(v)
+    return value, tangent, seen["end"]
 
 
 def main():
@@ -75,7 +90,10 @@ def main():
     originals = {fun: wrap_rule(fun, name)
                  for fun, name in [(np.sin, "sin"), (np.multiply, "multiply"), (np.exp, "exp")]}
     try:
-        value, tangent = make_jvp(f)(x)(v)
+        with recorder.capture() as cap:
+            value, tangent, end = jvp_with_end(f, x, v)
+        recorder.graph("jvp_graph", cap, end)
+        cap.release()
         fwd_order = show("make_jvp 运行期间的事件（按时间顺序）")
         jvp_backward_calls = len(backward_calls)
         g_rev = grad(f)(x)
@@ -99,6 +117,10 @@ def main():
     assert rev_order == ["函数体读取"] * 3  # no JVP rule runs in reverse mode
     assert jvp_backward_calls == 0 and len(backward_calls) == 1
     assert JVPNode.__slots__ == ["g"] and "parents" not in JVPNode.__slots__
+    recorder.set("hand", {"x": x, "v": v, "s": s, "ds": ds, "m": m, "dm": dm, "y": y, "dy": dy})
+    recorder.set("result", {"value": value, "tangent": tangent, "grad": g_rev,
+                            "backward_calls": {"make_jvp": jvp_backward_calls,
+                                               "grad": len(backward_calls) - jvp_backward_calls}})
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from autograd.test_util import check_grads, make_numerical_jvp
 from autograd.wrap_util import get_name
 
 from _provenance import announce
+from _record import record
 
 
 def f(x):  # f(x) = e^x sin x
@@ -64,15 +65,25 @@ def adjoint_identity():
     assert tu.scalar_close(num, rhs)
 
 
-def logged_check_grads(fun, x, order):
-    """Run check_grads, recording every check_jvp / check_vjp it reaches."""
+def logged_check_grads(fun, x, order, key=None):
+    """Run check_grads, recording every check_jvp / check_vjp it reaches.
+    With ``key``, also record which kinds of nodes on which traces each check built."""
     calls, real_jvp, real_vjp = [], tu.check_jvp, tu.check_vjp
 
     def spy(kind, real):
         def wrapper(g, arg):
             what = f"tuple of {len(arg)}" if isinstance(arg, tuple) else f"shape {onp.shape(arg)}"
             calls.append(f"{kind}({get_name(g)}, {what})")
-            return real(g, arg)
+            if not key:
+                return real(g, arg)
+            with record.capture() as cap:
+                out = real(g, arg)
+            record.append(key, {"call": calls[-1],
+                                "nodes": sorted({f"{n['type']}@trace{n['trace']}" for n in cap.nodes
+                                                 if n["kind"] == "primitive"}),
+                                "primitives": sorted({n["fun"] for n in cap.nodes if n["fun"]})})
+            cap.release()
+            return out
 
         return wrapper
 
@@ -119,13 +130,15 @@ def main():
     print("== 3. check_grads(model, modes=['fwd','rev'], order=2) ==")
     onp.random.seed(0)  # vspace(x).randn() draws from numpy's global RNG
     x0 = onp.array([0.1, -0.4, 0.7])
-    calls = logged_check_grads(model, x0, order=2)
+    calls = logged_check_grads(model, x0, order=2, key="order2_checks")
     for c in calls:
         print("  " + c)
     assert len(calls) == 6
+    record.set("order2_calls", calls)
     n3 = len(logged_check_grads(model, x0, order=3))
     print(f"passed; order=3 also passes and runs {n3} checks")
     assert n3 == 14
+    record.set("order3_count", n3)
 
     print("== 4. a deliberately wrong VJP ==")
     onp.random.seed(0)

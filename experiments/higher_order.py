@@ -10,6 +10,7 @@ from autograd import grad
 from autograd.tracer import isbox, trace_stack
 
 from _provenance import announce
+from _record import record
 
 X0 = 1.5
 seen_layers = []  # what f saw as its argument, recorded inside f
@@ -40,7 +41,25 @@ def quartic(x):
 def one_sin_call(x):
     """Record every box created by ONE call of the primitive np.sin."""
     start = len(box_log)
-    y = np.sin(x)
+    unwrapping, real_find = [], tracer.find_top_boxed_args
+
+    def watched_find(args):  # f_wrapped looks it up at call time: one call per level of np.sin
+        out = real_find(args)
+        unwrapping.append({"args": [list(layers(a)[0]) for a in args], "boxed": len(out[0]), "top": out[1]})
+        return out
+
+    tracer.find_top_boxed_args = watched_find
+    try:
+        with record.capture() as cap:
+            y = np.sin(x)
+    finally:
+        tracer.find_top_boxed_args = real_find
+    record.set("sin_call.unwrapping", unwrapping)
+    record.set("sin_call.new_nodes", [{"fun": n["fun"], "trace": n["trace"], "args": n["args"], "value": n["value"]}
+                                      for n in cap.nodes if n["kind"] == "primitive"])
+    record.set("sin_call.new_boxes", cap.boxes)
+    cap.release()
+    assert [u["top"] for u in unwrapping] == [2, 1, 0, -1]
     created = [t for _, t in box_log[start:]]
     print("一次 np.sin(x) 调用 (f 执行时 trace_stack.top =", f"{trace_stack.top}):")
     assert trace_stack.top == 2
@@ -48,6 +67,10 @@ def one_sin_call(x):
     print("  y =", show(layers(y)))
     print("  new_box 依次在这些 trace 上创建 Box:", created)
     assert created == sorted(created) and len(created) == len(layers(x)) - 1
+    record.set("sin_call.top", trace_stack.top)
+    record.set("sin_call.x", [list(c) for c in layers(x)])
+    record.set("sin_call.y", [list(c) for c in layers(y)])
+    record.set("sin_call.created", created)
     return x**4
 
 
@@ -57,10 +80,12 @@ def main():
     d = [float(g1(X0)), float(g2(X0)), float(g3(X0))]
     print(f"x**4 在 x={X0}: f'={d[0]:.6f}  f''={d[1]:.6f}  f'''={d[2]:.6f}")
     assert np.allclose(d, [4 * X0**3, 12 * X0**2, 24 * X0])
+    record.set("quartic", {"x": X0, "d1": d[0], "d2": d[1], "d3": d[2]})
     s1, s2, s3 = grad(np.sin), grad(grad(np.sin)), grad(grad(grad(np.sin)))
     s = [float(s1(X0)), float(s2(X0)), float(s3(X0))]
     print(f"sin  在 x={X0}: f'={s[0]:.6f}  f''={s[1]:.6f}  f'''={s[2]:.6f}")
     assert np.allclose(s, [math.cos(X0), -math.sin(X0), -math.cos(X0)])
+    record.set("sin", {"x": X0, "d1": s[0], "d2": s[1], "d3": s[2]})
 
     # 1) the nesting that f sees, from the outermost Box to the raw float
     seen_layers.clear()
@@ -74,6 +99,7 @@ def main():
     assert all(a > b for a, b in zip(ids, ids[1:])), "levels must strictly decrease"
     assert top_before == -1 and ids == [2, 1, 0]  # fresh process: TraceStack starts at -1
     assert chain[-1][0] == "float" and trace_stack.top == top_before
+    record.set("nesting", {"top_before": top_before, "chain": [list(c) for c in chain], "ids": ids})
 
     # 2) ids are nesting depths, not a global counter
     g3(X0)
@@ -82,11 +108,13 @@ def main():
     shifted = [t for _, t in seen_layers[-1] if t is not None]
     print("再调用一次 g3:", ids, "| 外面再套一层 grad:", shifted)
     assert shifted == [ids[0] + 1] + ids
+    record.set("shifted", shifted)
 
     # 3) a lower-trace box is a constant for a higher trace: d/dx[x * d/dy(x + y)] = 1
     nested = float(grad(lambda x: x * grad(lambda y: x + y)(1.0))(3.0))
     print(f"d/dx [x * d/dy (x + y)] 在 x=3: {nested:.6f}")
     assert nested == 1.0
+    record.set("constant_rule", nested)
 
     # 4) one primitive call on a 3-layer Box, and boxes per phase
     orig_new_box, orig_backward = tracer.new_box, core.backward_pass
@@ -120,6 +148,9 @@ def main():
         ("level 2 backward_pass", 1): 2, ("level 2 backward_pass", 0): 2,
         ("level 1 backward_pass", 0): 2,
     }  # level 0 backward_pass creates no Box at all
+    record.set("backward_tops", backward_tops)
+    record.table("boxes_per_phase", ["phase", "trace", "boxes"],
+                 [[ph, t, n] for (ph, t), n in sorted(counts.items())])
 
     # 5) new_trace has no try/finally: an exception inside a trace leaves top raised
     def broken(x):
@@ -133,6 +164,7 @@ def main():
     leaked = [t for _, t in seen_layers[-1] if t is not None]
     print("异常之后 trace_stack.top =", trace_stack.top, "| 此时 g3 的层次变成", leaked)
     assert trace_stack.top == 0 and leaked == [3, 2, 1]
+    record.set("after_exception", {"top": trace_stack.top, "ids": leaked})
     trace_stack.top = top_before  # restore the global state we disturbed
 
 

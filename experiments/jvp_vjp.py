@@ -1,11 +1,15 @@
 """Lesson 02: J, Jv and w^T J by hand and with autograd; lifetimes of JVP and VJP closures."""
 
+import sys
+
+import autograd.core as core
 import autograd.numpy as np
 from autograd import jacobian, make_jvp, make_vjp
 from autograd.core import primitive_jvps, primitive_vjps
 from autograd.numpy import numpy_wrapper as anp
 
 from _provenance import announce
+from _record import record
 
 CALLS = [0]
 EVENTS = []
@@ -46,6 +50,13 @@ def compare_with_hand(x, v, w):
     assert np.allclose(Jv, J @ v, rtol=0, atol=1e-14)
     assert np.allclose(wTJ, w @ J, rtol=0, atol=1e-14)
     assert np.allclose(y_fwd, y_rev) and np.isclose(w @ Jv, wTJ @ v, rtol=1e-14, atol=0)
+    # the hand-derived intermediates of the lesson's two snapshot tables
+    x1, x2, x3 = x
+    p, q = x1 * x2, x2 * x3
+    assert (float(p), float(q)) == (2.0, 6.0)  # the values lesson 02 states for x = (1, 2, 3)
+    assert y_fwd[0] == p and np.isclose(y_fwd[1], np.sin(x1) + q)
+    record.set("hand", {"x": x, "v": v, "w": w, "p": p, "q": q, "s": np.sin(x1)})
+    record.set("result", {"y": y_fwd, "J": J_ad, "Jv": Jv, "wTJ": wTJ})
 
 
 def install_logging():
@@ -71,12 +82,14 @@ def install_logging():
     return orig_vjp, orig_jvp
 
 
-def step(label):
+def step(label, key=None):
     print(f"\n>>> {label}   (f 累计执行 {CALLS[0]} 次)")
     for e in EVENTS:
         print("   ", e)
     kinds = [e.split("：")[0].strip() for e in EVENTS]
     EVENTS.clear()
+    if key:  # the lesson's table: did f run, which part of the sin rule ran, with which g
+        record.set(f"lifetimes.{key}", {"f_calls_so_far": CALLS[0], "events": kinds, "sin_g": list(SIN_G)})
     return kinds
 
 
@@ -87,25 +100,25 @@ def lifetimes(x, v, w):
     orig_vjp, orig_jvp = install_logging()
     try:
         vjp, _ = make_vjp(f)(x)
-        kinds = step("vjp, ans = make_vjp(f)(x)")
+        kinds = step("vjp, ans = make_vjp(f)(x)", "make_vjp")
         assert kinds == ["f 第 1 次执行", "sin 的 VJPNode 创建", "f 第 1 次执行"]
         assert CALLS[0] == 1
         print("    vjp 的自由变量:", vjp.__code__.co_freevars)
         assert vjp.__code__.co_freevars == ("end_node",)
         r1 = vjp(w)
-        assert step(f"vjp(w)，w = {fmt(w)} -> {fmt(r1)}") == ["sin 的 VJP closure 被调用"]
+        assert step(f"vjp(w)，w = {fmt(w)} -> {fmt(r1)}", "vjp_w") == ["sin 的 VJP closure 被调用"]
         r2 = vjp(np.array([1.0, 0.0]))
         assert step(f"vjp([1, 0]) -> {fmt(r2)}") == ["sin 的 VJP closure 被调用"]
         assert CALLS[0] == 1  # two backward passes, no new forward evaluation
         assert SIN_G == [2.0, 0.0] and np.allclose(r2, jacobian_by_hand(x)[0])
 
         jvp = make_jvp(f)(x)
-        assert step("jvp = make_jvp(f)(x)") == []
+        assert step("jvp = make_jvp(f)(x)", "make_jvp") == []
         assert CALLS[0] == 1  # nothing traced yet
         print("    jvp 的自由变量:", tuple(sorted(jvp.__code__.co_freevars)))
         assert sorted(jvp.__code__.co_freevars) == ["fun", "x"]
         _, t1 = jvp(v)
-        kinds = step(f"jvp(v)，v = {fmt(v)} -> {fmt(t1)}")
+        kinds = step(f"jvp(v)，v = {fmt(v)} -> {fmt(t1)}", "jvp_v")
         assert kinds == ["f 第 2 次执行", "sin 的 JVPNode 创建", "f 第 2 次执行"]
         _, t2 = jvp(np.array([1.0, 0.0, 0.0]))
         step(f"jvp([1, 0, 0]) -> {fmt(t2)}")
@@ -121,6 +134,57 @@ def lifetimes(x, v, w):
         primitive_vjps[anp.sin], primitive_jvps[anp.sin] = orig_vjp, orig_jvp
 
 
+def record_intermediates(x, v, w):
+    """The tangent of every node (one JVP) and backward_pass's outgrads before each node (one VJP),
+    from the real runs, for the lesson's two hand-derived tables. Names are teaching labels."""
+    def names_of(cap):
+        labels, k = {}, {}
+        for n in cap.nodes:
+            fun = n["fun"] or "x"
+            k[fun] = k.get(fun, 0) + 1
+            labels[n["obj"]] = {("x", 1): "x", ("multiply", 1): "p", ("sin", 1): "s", ("multiply", 2): "q",
+                                ("add", 1): "f2", ("__getitem__", 1): "x1", ("__getitem__", 2): "x2",
+                                ("__getitem__", 3): "x3"}.get((fun, k[fun]), f"{fun}{k[fun]}")
+        return labels
+
+    with record.capture() as cap:
+        make_jvp(f)(x)(v)
+    labels = names_of(cap)
+    tangents = {labels[n["obj"]]: n["obj"].g for n in cap.nodes if labels[n["obj"]] in ("p", "s", "q", "f2")}
+    assert np.isclose(tangents["p"], 3.0) and np.isclose(tangents["q"], 5.0)
+    record.set("forward_tangents", tangents)
+    cap.release()
+
+    states, adds, real_toposort, real_add = [], [], core.toposort, core.add_outgrads
+
+    def watched_toposort(end_node):
+        for node in real_toposort(end_node):
+            states.append((node, dict(sys._getframe(1).f_locals["outgrads"])))
+            yield node
+
+    def watched_add(prev_g, g):  # backward_pass's own loop variables say which edge this is
+        here = sys._getframe(1).f_locals
+        adds.append((here["node"], here["parent"], g))
+        return real_add(prev_g, g)
+
+    with record.capture() as cap:
+        vjp, _ = make_vjp(f)(x)
+    labels = names_of(cap)
+    core.toposort, core.add_outgrads = watched_toposort, watched_add
+    try:
+        xbar = vjp(w)
+    finally:
+        core.toposort, core.add_outgrads = real_toposort, real_add
+    for node, outgrads in states:  # only the nodes the lesson names, with the cotangent each received
+        if labels[node] in ("f2", "q", "s", "p"):
+            record.set(f"reverse.{labels[node]}", outgrads[node][0])
+    record.set("reverse.x", xbar)
+    for node, parent, g in adds:  # contributions from the named nodes to the inputs x1, x2, x3
+        if labels[node] in ("q", "s", "p"):
+            record.append(f"reverse.to_inputs.{labels[node]}", {"to": labels[parent], "g": g})
+    cap.release()
+
+
 def main():
     announce()
     assert np.sin is anp.sin
@@ -129,6 +193,7 @@ def main():
     w = np.array([1.0, 2.0])
     compare_with_hand(x, v, w)
     lifetimes(x, v, w)
+    record_intermediates(x, v, w)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from autograd.tracer import trace
 from autograd.util import toposort
 
 from _provenance import announce
+from _record import record
 
 
 def f(x):
@@ -45,6 +46,7 @@ def compare_three_ways(x):
     print(f"autograd.grad      : {auto:.15f}")
     print(f"|差| = {abs(auto - exact):.1e}")
     assert abs(auto - exact) <= 1e-12 * abs(exact)
+    record.set("compare", {"x": x, "exact": exact, "autograd": auto})
 
     print("\n   h       前向差分误差   中心差分误差")
     fwd, cen = {}, {}
@@ -63,6 +65,8 @@ def compare_three_ways(x):
     print(f"前向差分最佳步长 1e-{best_f}（对照 sqrt(eps) = {eps**0.5:.1e}）")
     print(f"中心差分最佳步长 1e-{best_c}（对照 eps^(1/3) = {eps ** (1 / 3):.1e}）")
     assert best_f in (7, 8, 9) and best_c in (5, 6, 7)
+    record.table("differences", ["k", "forward", "central"], [[k, fwd[k], cen[k]] for k in fwd])
+    record.set("best_step", {"forward": best_f, "central": best_c})
 
 
 def count_calls(n):
@@ -84,14 +88,21 @@ def count_calls(n):
           f"{calls_after_construction} 次，grad(loss)(v) 调用 {calls[0]} 次")
     print(f"返回函数名: {g_fun.__name__}")
     assert fd_calls == 2 * n and calls_after_construction == 0 and calls[0] == 1
+    record.set("calls", {"n": n, "central": fd_calls, "construction": calls_after_construction,
+                         "grad_call": calls[0]})
     assert g_fun.__name__ == "grad_of_loss_wrt_argnum_0"
     assert np.allclose(fd, g, rtol=1e-7, atol=0)
 
 
 def walk_graph(x):
     start_node = VJPNode.new_root()
-    y, end_node = trace(start_node, f, x)
+    with record.capture() as cap:
+        y, end_node = trace(start_node, f, x)
     nodes = list(toposort(end_node))
+    b_node = end_node.parents[0]
+    a_node = b_node.parents[0]  # teaching labels of the lesson: a = x**2, b = sin(a), y = exp(b)
+    record.graph("graph", cap, end_node, labels={start_node: "x", a_node: "a", b_node: "b", end_node: "y"})
+    cap.release()
     assert len(nodes) == 4 and nodes[-1] is start_node
     print(f"\n图中节点数（含根节点）: {len(nodes)}")
     a = x**2
@@ -104,8 +115,11 @@ def walk_graph(x):
         (g_parent,) = tuple(node.vjp(g))
         assert math.isclose(float(g_parent), g * d, rel_tol=1e-14)
         print(f"  {name:5s}: 局部导数 {d:+.6f}，向父节点传出 {float(g_parent):+.6f}")
+        record.append("steps", {"primitive": name, "local": d, "g_in": g, "g_out": g_parent})
         g = float(g_parent)
     assert math.isclose(g, df_by_hand(x), rel_tol=1e-14)
+    record.set("forward", {"x": x, "a": a, "b": b, "y": float(y)})
+    record.set("node_count", len(nodes))
 
 
 def main():

@@ -10,6 +10,7 @@ from autograd.tracer import trace
 
 import _provenance
 from _provenance import announce
+from _record import record
 
 
 def mini_dir():
@@ -46,6 +47,7 @@ def compare_table():
         diff = abs(ours - hips)
         assert diff <= 1e-12, (name, ours, hips)
         print(f"{name:<20}{x:>6.1f}{ours:>20.15f}{hips:>20.15f}{diff:>10.1e}")
+        record.append("compare", {"f": name, "x": x, "mini": ours, "hips": hips})
 
 
 def same_graph_shape():
@@ -61,8 +63,41 @@ def same_graph_shape():
 
     assert m_end.node.parents == (root, root) and h_end.parents == (h_root, h_root)
     assert m_parts == h_parts == [3.0, 3.0]
+    record.set("same_shape", {"mini_parts": m_parts, "hips_parts": h_parts})
     print(f"Mini: parents are (root, root): True; contributions {m_parts}")
     print(f"HIPS: parents are (root, root): True; contributions {h_parts}")
+
+
+def mini_backward_states():
+    """Mini's own outgrads dict while its backward_pass runs grad(x * x) at 3 (lesson 14's table)."""
+    real_toposort, real_add = mini.toposort, mini.add_outgrads
+    names, states, adds = {}, [], []
+
+    def watched_toposort(end_node):
+        order = real_toposort(end_node)
+        names.update({end_node: "M", order[-1]: "X"})
+        for node in order:
+            states.append({"before": names[node], "outgrads": dict(sys._getframe(1).f_locals["outgrads"])})
+            yield node
+        states.append({"before": "end", "outgrads": dict(sys._getframe(1).f_locals["outgrads"])})
+
+    def watched_add(prev_g, g):
+        before = dict(sys._getframe(1).f_locals["outgrads"])  # Mini's dict before this add is stored
+        out = real_add(prev_g, g)
+        adds.append({"prev": prev_g, "g": g, "out": out, "outgrads_before": before})
+        return out
+
+    mini.toposort, mini.add_outgrads = watched_toposort, watched_add
+    try:
+        result = mini.grad(lambda x: x * x)(3.0)
+    finally:
+        mini.toposort, mini.add_outgrads = real_toposort, real_add
+    assert [st["before"] for st in states] == ["M", "X", "end"] and result == 6.0
+    assert [(a["prev"], a["g"], a["out"]) for a in adds] == [(None, 3.0, 3.0), (3.0, 3.0, 6.0)]
+    for st in states:
+        record.append("mini_xx.outgrads", st, names=names)
+    record.set("mini_xx.adds", adds, names=names)
+    record.set("mini_xx.result", result)
 
 
 def nested_grad():
@@ -87,6 +122,7 @@ def main():
     print("--- same structure for x * x ---")
     same_graph_shape()
     print()
+    mini_backward_states()
     print("--- Mini vs HIPS gradients ---")
     compare_table()
     print()

@@ -6,6 +6,7 @@ contribution and its flag). R, M, S, A, T are teaching labels, not VJPNode field
 """
 
 import math
+import sys
 
 import numpy as np
 
@@ -14,12 +15,13 @@ import autograd.numpy as anp
 from autograd import grad
 
 from _provenance import announce
+from _record import record
 
 
 def record_backward(f, x, name_nodes):
     """Run grad(f)(x); return the gradient and what backward_pass did, in order."""
     real_backward, real_toposort, real_add = core.backward_pass, core.toposort, core.add_outgrads
-    log = {"labels": {}, "order": [], "calls": [], "seed": None}
+    log = {"labels": {}, "order": [], "calls": [], "seed": None, "outgrads": [], "topo": [], "at_add": []}
     current = {"node": None, "k": 0}
 
     def watched_backward(g, end_node):
@@ -28,13 +30,19 @@ def record_backward(f, x, name_nodes):
 
     def watched_toposort(end_node):
         log["labels"].update(name_nodes(end_node))
-        for node in real_toposort(end_node):
+        gen = real_toposort(end_node)
+        for node in gen:
             current["node"], current["k"] = node, 0
             log["order"].append(log["labels"][node])
+            log["outgrads"].append(dict(sys._getframe(1).f_locals["outgrads"]))  # backward_pass's own dict
+            topo = gen.gi_frame.f_locals  # toposort's own state at this yield
+            log["topo"].append((dict(topo["child_counts"]), list(topo["childless_nodes"])))
             yield node
+        log["outgrads"].append(dict(sys._getframe(1).f_locals["outgrads"]))
 
     def watched_add(prev_g_flagged, g):
         before = show_pair(prev_g_flagged)  # text snapshot taken before the call
+        log["at_add"].append(dict(sys._getframe(1).f_locals["outgrads"]))  # before this add is stored
         result = real_add(prev_g_flagged, g)
         node = current["node"]
         parent = node.parents[current["k"]]  # same pairing as zip(node.parents, ingrads)
@@ -58,6 +66,30 @@ def show(v):
 
 def show_pair(pair):
     return "None" if pair is None else f"({show(pair[0])}, {pair[1]})"
+
+
+def record_run(key, f, x, name_nodes):
+    """record_backward inside a graph capture; records the graph and every step under ``key``."""
+    with record.capture() as cap:
+        g, log = record_backward(f, x, name_nodes)
+    labels = log["labels"]
+    end = next(node for node, name in labels.items() if name == log["order"][0])
+    record.graph(f"{key}.graph", cap, end, labels=labels)
+    cap.release()
+    record.set(f"{key}.seed", log["seed"])
+    record.set(f"{key}.order", log["order"])
+    record.set(f"{key}.edge_counts", edge_counts(log))
+    for (node, parent, prev, ingrad, result, _), before in zip(log["calls"], log["at_add"]):
+        record.append(f"{key}.calls", {"from": node, "to": parent, "prev": prev, "ingrad": ingrad,
+                                       "result": result, "outgrads_before": before}, names=labels)
+    # backward_pass's outgrads as toposort hands it each node (before the pop), and at the end
+    for name, state in zip(log["order"] + ["end"], log["outgrads"]):
+        record.append(f"{key}.outgrads", {"before": name, "outgrads": state}, names=labels)
+    for name, (counts, childless) in zip(log["order"], log["topo"]):
+        record.append(f"{key}.toposort", {"yield": name, "child_counts": counts, "childless_nodes": childless},
+                      names=labels)
+    record.set(f"{key}.grad", g)
+    return g, log
 
 
 def edge_counts(log):
@@ -91,7 +123,7 @@ def main():
     announce()
 
     # Example 1: the two 3's of x * x.
-    g, log = record_backward(lambda x: x * x, 3.0, lambda end: {end: "M", end.parents[0]: "R"})
+    g, log = record_run("xx", lambda x: x * x, 3.0, lambda end: {end: "M", end.parents[0]: "R"})
     report("grad(lambda x: x * x)(3.0)", g, log)
     calls = log["calls"]
     assert float(log["seed"]) == 1.0 and log["order"] == ["M", "R"]
@@ -102,6 +134,9 @@ def main():
     assert calls[0][2] is None and calls[0][4] == (3.0, False)
     assert calls[1][2] == (3.0, False) and calls[1][4] == (6.0, True)
     assert float(g) == 6.0
+    root = next(node for node, name in log["labels"].items() if name == "R")
+    record.set("xx.R_vjp", tuple(root.vjp(g)))  # initialize_root's lambda: nothing flows further
+    record.set("xx.parents_types", {name: type(node.parents).__name__ for node, name in log["labels"].items()})
 
     # Example 2: f(x) = x*x + sin(x); R is reached through M (twice) and through S.
     def names2(end):
@@ -109,7 +144,7 @@ def main():
         return {end: "A", m: "M", s: "S", m.parents[0]: "R"}
 
     x = 3.0
-    g, log = record_backward(lambda x: x * x + anp.sin(x), x, names2)
+    g, log = record_run("diamond", lambda x: x * x + anp.sin(x), x, names2)
     report("grad(lambda x: x * x + sin(x))(3.0)", g, log)
     calls = log["calls"]
     assert log["order"] == ["A", "S", "M", "R"]
@@ -130,12 +165,14 @@ def main():
         m, s = a.parents
         return {end: "T", a: "A", m: "M", s: "S", m.parents[0]: "R"}
 
-    g, log = record_backward(lambda x: anp.sum(x * x + anp.sin(x)), np.array([3.0]), names3)
+    g, log = record_run("inplace", lambda x: anp.sum(x * x + anp.sin(x)), np.array([3.0]), names3)
     report("grad(lambda x: sum(x * x + sin(x)))(array([3.0]))", g, log)
     first, second, third = [c for c in log["calls"] if c[1] == "R"]
     assert second[4][0] is not second[2][0] and second[4][0] is not second[3]
     print("2nd add into R (stored flag False): new array built:", second[4][0] is not second[2][0])
     assert third[4][0] is third[2][0]
+    record.set("inplace.second_add_new_array", second[4][0] is not second[2][0])
+    record.set("inplace.third_add_same_array", third[4][0] is third[2][0])
     print("3rd add into R (stored flag True): same array updated in place:", third[4][0] is third[2][0])
     assert g is third[4][0] and np.allclose(g, 2 * 3.0 + np.cos(3.0))
 

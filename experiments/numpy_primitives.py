@@ -10,6 +10,7 @@ from autograd.core import primitive_vjps
 from autograd.numpy import numpy_vjps, numpy_wrapper
 from autograd.tracer import trace_primitives_map
 from _provenance import announce
+from _record import closure_functions, record
 
 
 def check_wrapping():
@@ -67,17 +68,22 @@ def check_rules():
 
 
 @contextmanager
-def spying(log, watched):
+def spying(log, watched, key=None):
     """临时给 primitive_vjps 里的 vjpmaker 套一层记录；退出时还原。"""
     saved = {name: primitive_vjps[f] for name, f in watched.items()}
 
     def spy(name, maker):
         def logged_maker(argnums, ans, args, kwargs):
             log.append(f"maker {name} argnums={argnums} ans_shape={onp.shape(ans)}")
+            if key:
+                record.append(key, {"stage": "maker", "primitive": name, "argnums": argnums,
+                                    "ans_shape": onp.shape(ans)})
             vjp = maker(argnums, ans, args, kwargs)
 
             def logged_vjp(g):
                 log.append(f"vjp   {name} g_shape={onp.shape(g)}")
+                if key:
+                    record.append(key, {"stage": "vjp", "primitive": name, "g_shape": onp.shape(g)})
                 return vjp(g)
 
             return logged_vjp
@@ -118,8 +124,21 @@ def check_staging():
 
     x = onp.array([0.1, 0.2, 0.3])
     watched = {"exp": anp.exp, "sin": anp.sin, "multiply": anp.multiply, "sum": anp.sum}
-    with spying(log, watched):
+    with spying(log, watched, key="staging"), record.capture() as cap:
         g = grad(f)(x)
+    end = cap.nodes[-1]["obj"]  # the sum node: created last
+    kept = {}
+    for n in cap.nodes[1:]:  # what each node's vjp keeps: autograd's functions reachable from it, with free variables
+        kept[n["fun"]] = [c for c in closure_functions(n["obj"].vjp) if (c["module"] or "").startswith("autograd")]
+        record.set(f"closures.{n['fun']}", kept[n["fun"]])
+    innermost = {fun: [c["freevars"] for c in fs if c["module"] != "autograd.core"] for fun, fs in kept.items()}
+    assert innermost["exp"] == [["ans"]] and innermost["sin"] == [["x"]]  # exp keeps its output, sin its input
+    assert innermost["multiply"] == [["f", "target_meta"], ["y"], ["f", "target_meta"], ["x"]]
+    assert innermost["sum"] == [["axis", "dtype", "keepdims", "shape"]]
+    record.graph("graph", cap, end, labels={n["obj"]: {"exp": "E", "sin": "S", "multiply": "M", "sum": "Σ"}
+                                            .get(n["fun"], "X") for n in cap.nodes})
+    cap.release()
+    record.set("grad", g)
     for line in log:
         print(line)
     cut = log.index("---- forward finished ----")
@@ -142,6 +161,7 @@ def check_closures():
     print("dot_vjp_0   -> vjp free vars:", dot_vjp.__code__.co_freevars)
     assert sum_vjp.__code__.co_freevars == ("axis", "dtype", "keepdims", "shape")
     assert dot_vjp.__code__.co_freevars == ("A", "A_meta", "B", "B_meta")
+    record.set("freevars", {"grad_np_sum": sum_vjp.__code__.co_freevars, "dot_vjp_0": dot_vjp.__code__.co_freevars})
 
 
 def main():

@@ -9,8 +9,10 @@ from autograd.differential_operators import (
     make_hvp,
     tensor_jacobian_product,
 )
+from autograd.tracer import trace_stack
 
 from _provenance import announce
+from _record import record
 
 X = np.array([2.0, 1.0, -1.0])
 V = np.array([1.0, 0.0, 2.0])
@@ -30,10 +32,12 @@ def f_aux(x):  # (value to differentiate, auxiliary output)
     return f(x), np.sum(x**2)
 
 
-def count(label, thunk):
-    """Run thunk with calls reset; print and return (result, traces, backward passes)."""
-    calls.update(trace=0, backward_pass=0)
+def count(label, thunk, key=None):
+    """Run thunk with calls reset; print and return (result, traces, backward passes).
+    With ``key``, record the timeline of trace openings/closings and backward passes."""
+    calls.update(trace=0, backward_pass=0, key=key)
     out = thunk()
+    calls["key"] = None
     print(f"  {label:<34} trace={calls['trace']}  backward_pass={calls['backward_pass']}")
     return out, calls["trace"], calls["backward_pass"]
 
@@ -59,10 +63,19 @@ def main():
 
     def counting_trace(start_node, fun, x):
         calls["trace"] += 1
-        return orig_trace(start_node, fun, x)
+        if calls.get("key"):
+            record.append(f"timeline.{calls['key']}", {"event": "trace opens", "trace": trace_stack.top + 1})
+        out = orig_trace(start_node, fun, x)
+        if calls.get("key"):
+            record.append(f"timeline.{calls['key']}", {"event": "trace closed", "trace": trace_stack.top + 1,
+                                                       "output_shape": np.shape(out[0])})
+        return out
 
     def counting_backward(g, end_node):
         calls["backward_pass"] += 1
+        if calls.get("key"):
+            record.append(f"timeline.{calls['key']}", {"event": "backward_pass", "top": trace_stack.top,
+                                                       "total": calls["backward_pass"]})
         return orig_backward(g, end_node)
 
     core.trace, core.backward_pass = counting_trace, counting_backward
@@ -71,11 +84,11 @@ def main():
         g, *c_grad = count("grad(f)(x)", lambda: grad(f)(X))
         (val, g2), *c_vg = count("value_and_grad(f)(x)", lambda: value_and_grad(f)(X))
         (g3, aux), *c_aux = count("grad_and_aux(f_aux)(x)", lambda: grad_and_aux(f_aux)(X))
-        J, *c_jac = count("jacobian(F)(x)   [m=2]", lambda: jacobian(F)(X))
+        J, *c_jac = count("jacobian(F)(x)   [m=2]", lambda: jacobian(F)(X), "jacobian")
         eg, *c_eg = count("elementwise_grad(F)(x)", lambda: elementwise_grad(F)(X))
         tjp = tensor_jacobian_product(F)
         uJ, *c_tjp = count("tensor_jacobian_product(F)(x, u)", lambda: tjp(X, U))
-        H, *c_hess = count("hessian(f)(x)    [n=3]", lambda: hessian(f)(X))
+        H, *c_hess = count("hessian(f)(x)    [n=3]", lambda: hessian(f)(X), "hessian")
         htp = hessian_tensor_product(f)
         Hv, *c_htp = count("hessian_tensor_product(f)(x, v)", lambda: htp(X, V))
         (hvp, g4), *c_mk = count("make_hvp(f)(x)   (build once)", lambda: make_hvp(f)(X))
@@ -115,6 +128,12 @@ def main():
     assert np.allclose(H, H_hand) and np.allclose(H, H.T)
     assert np.allclose(Hv, H_hand @ V) and np.allclose(Hv2, H_hand @ V)
     assert np.allclose(Gv, J_hand.T @ J_hand @ V)
+    Jv = J @ V  # the J_F v that the lesson's Gauss-Newton product J_F^T (J_F v) goes through
+    assert np.allclose(Jv, J_hand @ V) and Jv.tolist() == [1.0, -4.0]  # lesson 11 states (1, -4)
+    record.set("jacobian", {"x": X, "J": J, "uJ": uJ, "column_sums": eg, "Jv": Jv, "ggnvp": Gv})
+    record.set("hessian", {"H": H, "Hv": Hv})
+    record.set("counts", {"jacobian": c_jac, "hessian": c_hess, "hessian_tensor_product": c_htp,
+                          "make_hvp": c_mk, "hvp": c_hvp})
     assert np.allclose(d, np.cos(e) * e + np.sin(e))
     for c in (c_grad, c_vg, c_aux, c_eg, c_tjp):
         assert c == [1, 1]

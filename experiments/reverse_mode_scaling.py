@@ -10,6 +10,7 @@ from autograd import grad, jacobian, make_jvp, make_vjp
 from autograd.core import JVPNode, VJPNode, primitive_jvps, primitive_vjps
 
 from _provenance import announce
+from _record import record
 
 COUNT = Counter()
 PROBE = {"type": None, "alive": []}  # when set: count live nodes of that type after each layer
@@ -96,6 +97,7 @@ def main():
         _, _, per_pass, _, _ = run(lambda: make_jvp(loss)(x0)(onp.ones(3)))  # one JVP pass
         print(f"loss 一次 JVP pass 的 JVP 规则调用数 P = {per_pass}")
         assert per_pass == 7  # 3 x (tanh, multiply) + sum
+        record.set("per_pass", per_pass)
         print("\n表 1 · loss: R^n -> R 的完整梯度")
         print("   n | fwd 求值 | fwd JVP规则 | rev 求值 | rev VJP maker | rev VJP closure")
         for n in [1, 4, 16, 64]:
@@ -107,6 +109,8 @@ def main():
             assert onp.allclose(g_fwd, g_rev)
             assert ft == n and fj == n * per_pass  # forward: n passes, each P rule calls
             assert rt == 1 and rm == per_pass and rc == per_pass  # reverse: one pass, independent of n
+            record.append("table1", {"n": n, "fwd_evals": ft, "fwd_jvp_rules": fj, "rev_evals": rt,
+                                     "rev_vjp_makers": rm, "rev_vjp_closures": rc})
 
         print("\n表 2 · curve: R -> R^m 的完整 Jacobian（形状反过来）")
         print("   m | fwd 求值 | fwd JVP规则 | rev 求值 | rev VJP maker | rev VJP closure")
@@ -117,6 +121,8 @@ def main():
             print(f"{m:4d} | {ft:8d} | {fj:11d} | {rt:8d} | {rm:13d} | {rc:15d}")
             assert onp.allclose(j_fwd, j_rev)
             assert ft == 1 and fj == 2 and rt == 1 and rm == 2 and rc == 2 * m
+            record.append("table2", {"m": m, "fwd_evals": ft, "fwd_jvp_rules": fj, "rev_evals": rt,
+                                     "rev_vjp_makers": rm, "rev_vjp_closures": rc})
     finally:
         restore()
 
@@ -133,9 +139,14 @@ def main():
         print(f"{n:4d} | {kept:12d} | {len(found):22d} | {nbytes:8d} | {nbytes // n:6d} | {alive(JVPNode):16d}")
         assert kept == per_pass + 1  # 7 primitive nodes + root, all reachable from vjp
         assert len(found) == 6 and nbytes == 6 * 8 * n  # x, 3 tanh outputs, 2 hidden h
-        assert alive(JVPNode) == 0
+        jvp_after = alive(JVPNode)
+        assert jvp_after == 0
         del vjp
-        assert alive(VJPNode) == 0  # the graph lives exactly as long as the vjp closure
+        vjp_after_del = alive(VJPNode)
+        assert vjp_after_del == 0  # the graph lives exactly as long as the vjp closure
+        record.append("table3", {"n": n, "alive_vjp_nodes": kept, "captured_arrays": len(found),
+                                 "captured_bytes": nbytes, "bytes_per_n": nbytes // n,
+                                 "alive_jvp_nodes_after": jvp_after, "alive_vjp_nodes_after_del": vjp_after_del})
 
     during = {}
     for node_type, fn in [(JVPNode, lambda: make_jvp(loss)(x)(onp.ones(n))), (VJPNode, lambda: make_vjp(loss)(x))]:
@@ -146,6 +157,38 @@ def main():
     print(f"\n前向进行中、每层结束时存活的节点数 (n={n}): {during}")
     assert during["JVPNode"] == [2, 2, 2]  # root x + current h: does not grow with depth
     assert during["VJPNode"] == [3, 5, 7]  # root + 2 nodes per layer: the whole graph so far
+    record.set("during", {"n": n, **during})
+
+    # The graph the vjp closure keeps (figure and node counts), captured from a separate run.
+    with record.capture() as cap:
+        vjp, _ = make_vjp(loss)(x)
+    end = cap.nodes[-1]["obj"]
+    labels = {}
+    for e in cap.nodes:
+        name = {"tanh": "T", "multiply": "M", "sum": "S"}.get(e["fun"], "X")
+        k = sum(1 for o in cap.nodes[: e["index"]] if o["fun"] == e["fun"]) + 1
+        labels[e["obj"]] = name if name in ("X", "S") else f"{name}{k}"
+    record.graph("vjp_graph", cap, end, labels=labels)
+    teaching = {"X": "x", "S": "s"} | {f"T{k}": f"t{k}" for k in (1, 2, 3)} | {f"M{k}": f"h{k}" for k in (1, 2, 3)}
+    held = {}
+    for e in cap.nodes:  # which arrays each node's own vjp closure holds, named after the node that made them
+        found = {}
+        captured_arrays(e["obj"].vjp, found, set())
+        owners = [cap.owner(a) for a in found.values()]
+        assert None not in owners  # every captured array is some node's value
+        held[labels[e["obj"]]] = sorted(teaching[labels[cap.nodes[i]["obj"]]] for i in owners)
+    assert held == {"X": [], "T1": ["x"], "M1": ["t1", "x"], "T2": ["h1"], "M2": ["t2", "x"], "T3": ["h2"],
+                    "M3": ["t3", "x"], "S": []}
+    record.set("closure_arrays", held)
+    counts = cap.primitive_counts()
+    assert counts == {"multiply": 3, "sum": 1, "tanh": 3}
+    record.set("primitive_counts", counts)
+    cap.release()
+    del vjp, end, labels
+    left = alive(VJPNode)
+    assert left == 0
+    record.set("alive_after_del", left)
+    print(f"make_vjp(loss) 的图: {counts}；del vjp 之后存活 VJPNode: {left}")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from autograd.numpy.numpy_boxes import ArrayBox
 from autograd.numpy.numpy_vspaces import ArrayVSpace
 
 from _provenance import announce
+from _record import record
 
 EVENTS = []  # (stage, detail) in time order
 SEEN = {}  # real objects captured on the way
@@ -42,7 +43,7 @@ def install_spies():
                        f"parents={start_node.parents}, trace_stack.top={tracer.trace_stack.top}"))
 
         def spy_fun(start_box):  # trace calls fun(start_box): we see both boxes
-            SEEN["start_box"] = start_box
+            SEEN["start_box"], SEEN["top_at_start_box"] = start_box, tracer.trace_stack.top
             EVENTS.append(("new_box -> start_box", f"{type(start_box).__name__}, _value={start_box._value!r}, "
                            f"_trace={start_box._trace}, trace_stack.top={tracer.trace_stack.top}"))
             end_box = fun(start_box)
@@ -53,6 +54,7 @@ def install_spies():
             return end_box
 
         end_value, end_node = real["trace"](start_node, spy_fun, x)
+        SEEN["top_after_trace"] = tracer.trace_stack.top
         EVENTS.append(("trace -> (end_value, end_node)", f"end_value={fmt(end_value)}, end_node={type(end_node).__name__}, "
                        f"trace_stack.top={tracer.trace_stack.top}"))
         return end_value, end_node
@@ -67,7 +69,7 @@ def install_spies():
         SEEN["seed"], SEEN["bp_node"] = g, end_node
         EVENTS.append(("backward_pass(g, end_node)", f"g={fmt(g)} ({type(g).__name__}, shape={g.shape}), "
                        f"vspace(ans)={type(vspace(SEEN['end_box']._value)).__name__}"))
-        result = real["backward_pass"](g, end_node)
+        result = SEEN["bp_result"] = real["backward_pass"](g, end_node)
         EVENTS.append(("backward_pass -> result", fmt(result)))
         return result
 
@@ -96,16 +98,48 @@ def restore(real):
     core.toposort = real["toposort"]
 
 
+def record_stations(df, g, cap):
+    """Record what the lesson's station tables state, from the objects the spies saw."""
+    start_node, start_box, end_box = SEEN["start_node"], SEEN["start_box"], SEEN["end_box"]
+    end_node = end_box._node
+    names = {start_node: "R", end_node: "M"}
+    record.graph("graph", cap, end_node, labels=names)
+    cap.release()
+    record.set("station2", {"trace_top": SEEN["top_at_start_box"], "start_box_node": start_box._node,
+                            "start_node": {"type": type(start_node).__name__, "parents": start_node.parents},
+                            "start_box": {"type": type(start_box).__name__, "value": start_box._value,
+                                          "value_type": type(start_box._value).__name__,
+                                          "trace": start_box._trace}}, names=names)
+    fun, value, args, argnums = SEEN["node_call"]
+    record.set("station3", {"fun": fun.__name__, "argvals": args, "parent_argnums": argnums, "ans": value,
+                            "M_parents": end_node.parents, "M_vjp_1": tuple(end_node.vjp(1.0)),
+                            "end_box": {"type": type(end_box).__name__, "value": end_box._value,
+                                        "trace": end_box._trace}}, names=names)
+    record.set("station4", {"end_value": end_box._value, "backward_pass_node": SEEN["bp_node"],
+                            "trace_top": SEEN["top_after_trace"], "M_parents": end_node.parents,
+                            "R_parents": start_node.parents}, names=names)
+    seed = SEEN["seed"]
+    record.set("station5", {"seed": seed, "seed_type": type(seed).__name__, "seed_shape": seed.shape,
+                            "first_yield": SEEN["order"][0],
+                            "adds": [{"prev": p, "g": gg, "out": o} for p, gg, o in SEEN["adds"]]})
+    record.set("station6", {"order": SEEN["order"], "R_vjp_6": tuple(start_node.vjp(6.0)),
+                            "backward_pass_result": SEEN["bp_result"], "result": g,
+                            "trace_top": tracer.trace_stack.top})
+    record.set("slots", VJPNode.__slots__)
+
+
 def main():
     announce()
     f = lambda x: x * x
     real = install_spies()
     try:
         df = grad(f)  # creation time: nothing is traced yet
+        record.set("station0", {"name": df.__name__, "events": len(EVENTS), "trace_top": tracer.trace_stack.top})
         print(f"grad(f) 创建后: __name__={df.__name__}, 事件数={len(EVENTS)}, "
               f"trace_stack.top={tracer.trace_stack.top}")
         assert EVENTS == [] and tracer.trace_stack.top == -1
-        g = df(3.0)  # call time: the whole chain runs now
+        with record.capture() as cap:
+            g = df(3.0)  # call time: the whole chain runs now
     finally:
         restore(real)
 
@@ -144,6 +178,8 @@ def main():
     assert tuple(end_node.vjp(1.0)) == (3.0, 3.0)
     assert VJPNode.__slots__ == ["parents", "vjp"] and not hasattr(end_node, "value")
     assert tracer.trace_stack.top == -1
+
+    record_stations(df, g, cap)
 
 
 if __name__ == "__main__":

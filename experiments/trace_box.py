@@ -8,14 +8,17 @@ from autograd.tracer import (Box, Node, find_top_boxed_args, isbox, new_box, not
                              trace_stack)
 
 from _provenance import announce
+from _record import record
 
 
 def one_primitive_call():
     """Do by hand what trace() does, then follow one multiply."""
-    with trace_stack.new_trace() as t:
+    with trace_stack.new_trace() as t, record.capture() as cap:
         root = VJPNode.new_root()
         x = new_box(3.0, t, root)
-        print(f"trace id t = {t}, trace_stack.top = {trace_stack.top}")
+        cap.root(root, t, 3.0)  # new_box was imported by name: declare the start box's node
+        top_inside = trace_stack.top
+        print(f"trace id t = {t}, trace_stack.top = {top_inside}")
         print(f"x: {type(x).__name__}, _value={x._value!r}, _trace={x._trace}, "
               f"_node={type(x._node).__name__}, _node.parents={x._node.parents}")
         boxed, top, node_type, dispatch = find_top_boxed_args((x, 2.0))
@@ -41,6 +44,18 @@ def one_primitive_call():
     assert not any(hasattr(node, a) for a in ("recipe", "value", "fun"))
     assert not isbox(cond) and bool(cond) and bool(x) is True and anp.shape(x) == ()
     assert trace_stack.top == -1
+    names = {root: "R", node: "My"}
+    record.graph("graph", cap, node, labels=names)
+    cap.release()
+    record.set("life0", {"t": t, "trace_top": top_inside, "root_parents": root.parents,
+                         "x": {"type": type(x).__name__, "value": x._value, "trace": x._trace}})
+    record.set("life1", {"boxed_argnums": [i for i, _ in boxed], "trace": top, "node_type": node_type.__name__,
+                         "ufunc_dispatch_needed": dispatch})
+    record.set("life2", {"parents": node.parents, "ans": y._value, "ans_type": type(y._value).__name__,
+                         "vjp_1": list(node.vjp(1.0))}, names=names)
+    record.set("life3", {"y": {"type": type(y).__name__, "value": y._value, "trace": y._trace},
+                         "has": {a: hasattr(node, a) for a in ("parents", "vjp", "recipe", "value", "fun")},
+                         "trace_top_after": trace_stack.top})
 
 
 def registries():
@@ -60,9 +75,12 @@ def registries():
     print(f"trace_stack.top after that error = {leaked}; grad(f)(3.0) afterwards = {still_ok:.1f}")
     assert message == "Can't differentiate w.r.t. type <class 'int'>"
     assert leaked == 0 and still_ok == 6.0
+    record.set("registries", {"error": message, "leaked_top": leaked, "still_ok": still_ok,
+                              "slots": {"Node": Node.__slots__, "VJPNode": VJPNode.__slots__, "Box": Box.__slots__}})
     nt = notrace_primitives[VJPNode]
     print(f"in notrace_primitives[VJPNode]: greater={anp.greater in nt}, multiply={anp.multiply in nt}")
     assert anp.greater in nt and anp.multiply not in nt
+    record.set("notrace", {"greater": anp.greater in nt, "multiply": anp.multiply in nt})
     assert VJPNode.__slots__ == ["parents", "vjp"] and Box.__slots__ == ["_value", "_trace", "_node"]
     assert Box.type_mappings[float] is ArrayBox and Box.type_mappings[ArrayBox] is ArrayBox
     assert ArrayBox in Box.types
@@ -100,6 +118,8 @@ def dynamic_graphs():
     assert results[("f", 3.0)] == (6.0, ["multiply"])
     assert results[("f", -2.0)] == (-1.0, ["negative"])
     assert results[("cube_by_loop", 3.0)] == (27.0, ["multiply", "multiply"])
+    for (label, x0), (g, nodes) in results.items():
+        record.append("dynamic", {"fun": label, "x": x0, "grad": g, "nodes": nodes})
 
 
 def two_traces():
@@ -123,6 +143,8 @@ def two_traces():
     assert p._node.parents == (root_b,) and inner._node.parents == (root_a,)
     assert (t0, t1) == (0, 1) and [i for i, _ in boxed] == [1] and top == 1
     assert p._trace == 1 and type(inner) is ArrayBox and inner._trace == 0 and inner._value == 10.0
+    record.set("two_traces", {"t0": t0, "t1": t1, "boxed_argnums": [i for i, _ in boxed], "top": top,
+                              "p": p, "back": back})
 
 
 def main():

@@ -65,7 +65,8 @@ class TmpSite:
         for name in ("pin.toml", "manifest.sha256", "site.toml"):
             shutil.copy(ROOT / "sourcemap" / name, root / "sourcemap" / name)
         (root / "experiments").mkdir()
-        shutil.copy(ROOT / "experiments" / "_provenance.py", root / "experiments" / "_provenance.py")
+        for helper in sorted((ROOT / "experiments").glob("_*.py")):  # _provenance, _record
+            shutil.copy(helper, root / "experiments" / helper.name)
         (root / "docs").mkdir()
         (root / "docs" / "index.md").write_text("# 首页\n", encoding="utf-8")
         (root / "mkdocs.yml").write_text(SITE_CONFIG.format(hooks=ROOT / "hooks" / "lessonkit_hooks.py"))

@@ -38,10 +38,10 @@ def on_startup(command: str, dirty: bool) -> None:
 
 def on_config(config: "MkDocsConfig") -> None:
     global BUILD
-    BUILD = b = lk_build.Build(
-        Path(config.config_file_path).parent.resolve(), lk_build.COMMAND[0], log=log.error, log_info=log.info
-    )
     try:
+        BUILD = b = lk_build.Build(
+            Path(config.config_file_path).parent.resolve(), lk_build.COMMAND[0], log=log.error, log_info=log.info
+        )
         tree = b.start()
     except LessonError as exc:
         raise PluginError(str(exc)) from None

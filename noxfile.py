@@ -93,3 +93,14 @@ def bench(session: nox.Session) -> None:
     """Build benchmark: lessonkit vs a plain site, cold cache, verify, serve, 10x lessons, markdown-exec."""
     _install(session, [*BUILD_REQS, "markdown-exec==1.12.6", "pyinstrument==5.1.3"])
     session.run("python", "tools/bench.py", *session.posargs, env=ENV)
+
+
+ZENSICAL = "zensical==0.0.73"  # later versions need zensical-ui, which the package index here does not serve
+
+
+@nox.session(venv_backend="venv", default=False)
+def canary(session: nox.Session) -> None:
+    """Build the lessons with Zensical (pinned) and report what renders there; see README."""
+    _install(session, BUILD_REQS)
+    session.install(ZENSICAL)
+    session.run("python", "tools/canary.py", *session.posargs, env=ENV)

@@ -153,9 +153,7 @@ def _search(page, term: str) -> list[str]:
     ("make_hvp", "/lessons/11-operator-composition/"),
     ("unbroadcast", "/lessons/07-broadcasting/"),
     ("嵌套追踪", "/lessons/10-higher-order/"),
-    pytest.param("backward_pass", "/lessons/05-reverse-mode/", marks=pytest.mark.xfail(
-        reason="ranking: attachments/theory and lesson 14 outrank lesson 05 for backward_pass (see ENGINE-FIXES.md)",
-        strict=True)),
+    ("backward_pass", "/lessons/05-reverse-mode/"),  # lesson 05 carries `search: boost: 2` front matter
 ])
 def test_search_finds_the_lesson_in_the_top_3(server, browser, term, lesson):
     v = Visit(browser, f"{server}/")
@@ -303,3 +301,17 @@ def test_screenshots_at_1280_and_375(server, browser):
         v.page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
         v.close()
         assert (ARTIFACTS / f"{name}.png").stat().st_size > 10_000
+
+
+@ENGINE
+def test_call_sequence_caller_skips_filtered_frames():
+    """A call under a filtered frame (a VJP <lambda>) belongs to the nearest kept caller above
+    it, not to the last kept call at a shallower depth (toposort is a sibling, not a caller)."""
+    from lessonkit.attachments import sequence_svg
+    calls = [(0, "core.backward_pass"), (1, "util.toposort"), (1, "numpy_vjps.<lambda>"),
+             (2, "numpy_vjps.unbroadcast")]
+    svg = sequence_svg(calls)
+    xs = {m: int(x) for x, m in re.findall(r'<text x="(\d+)" y="29" text-anchor="middle" class="lk-actor-text">([^<]+)<', svg)}
+    arrows = re.findall(r'<line x1="(\d+)" y1="\d+" x2="(\d+)" y2="\d+" class="lk-msg"', svg)
+    # backward_pass (core) -> toposort (util), then core -> numpy_vjps for unbroadcast
+    assert [(int(a), int(b)) for a, b in arrows][-1] == (xs["core"], xs["numpy_vjps"])

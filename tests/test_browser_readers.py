@@ -315,3 +315,11 @@ def test_call_sequence_caller_skips_filtered_frames():
     arrows = re.findall(r'<line x1="(\d+)" y1="\d+" x2="(\d+)" y2="\d+" class="lk-msg"', svg)
     # backward_pass (core) -> toposort (util), then core -> numpy_vjps for unbroadcast
     assert [(int(a), int(b)) for a, b in arrows][-1] == (xs["core"], xs["numpy_vjps"])
+
+
+def test_api_reference_shows_the_signature_readers_call(built_site):
+    html = (built_site / "api" / "index.html").read_text()
+    row = re.search(r"<tr>\s*<td><code>grad</code></td>(.*?)</tr>", html, re.S).group(1)
+    assert "<code>grad(fun, argnum=0)</code>" in row
+    assert 'href="../source/autograd/differential_operators.py/#sym-grad"' in row
+    assert 'href="../lessons/03-grad-call-chain/"' in row

@@ -323,3 +323,17 @@ def test_api_reference_shows_the_signature_readers_call(built_site):
     assert "<code>grad(fun, argnum=0)</code>" in row
     assert 'href="../source/autograd/differential_operators.py/#sym-grad"' in row
     assert 'href="../lessons/03-grad-call-chain/"' in row
+
+
+def test_every_self_test_question_has_a_folded_hint(built_site):
+    hint = r'<details class="tip">\s*<summary>提示</summary>'
+    counts = {}
+    for page in sorted((built_site / "lessons").glob("*/index.html")):
+        html = page.read_text()
+        start = re.search(r"<h2 id=\"[^\"]*\">自测问题", html).start()
+        questions = html[start:].split("</ol>")[0]
+        counts[page.parent.name] = (len(re.findall(r"<li>\s*<p>", questions)), len(re.findall(hint, questions)))
+    html = (built_site / "attachments/self-test/index.html").read_text()
+    counts["self-test"] = (len(re.findall(r"<strong>Q\d+\.</strong>", html)), len(re.findall(hint, html)))
+    assert all(items == hints and items > 0 for items, hints in counts.values()), counts
+    assert sum(h for _, h in counts.values()) == 130  # 100 at the ends of the lessons, 30 in the attachment

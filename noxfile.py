@@ -101,3 +101,14 @@ def lint(session: nox.Session) -> None:
     session.install("-r", "requirements-lint.txt")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+
+
+ZENSICAL = "zensical==0.0.73"  # later versions need zensical-ui, which the package index here does not serve
+
+
+@nox.session(venv_backend="venv", default=False)
+def canary(session: nox.Session) -> None:
+    """Build the lessons with Zensical (pinned) and report what renders there; see README."""
+    _install(session, BUILD_REQS)
+    session.install(ZENSICAL)
+    session.run("python", "tools/canary.py", *session.posargs, env=ENV)

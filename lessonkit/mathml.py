@@ -31,6 +31,25 @@ def _converter() -> str:
     return version("latex2mathml")
 
 
+# Named functions (``\sin``, ``\log`` …) come out of latex2mathml as a bare ``<mi>sin</mi>``
+# followed by the argument, which browsers draw as "sinx". TeX puts a thin space between an
+# operator name and an ordinary argument, and none before a parenthesis; so do we, and mark
+# the application with U+2061 (FUNCTION APPLICATION) as MathML expects.
+FUNCTIONS = ("arccos", "arcsin", "arctan", "cosh", "coth", "sinh", "tanh", "cos", "cot", "csc", "det", "exp",
+             "lg", "ln", "log", "max", "min", "sec", "sin", "tan", "sup", "inf", "lim", "dim", "ker", "deg",
+             "arg", "gcd", "Pr")
+_FUNCTION_MI = re.compile(r"(?<!<msub>)(?<!<msup>)(?<!<msubsup>)(?<!<munder>)(?<!<munderover>)<mi>(%s)</mi>(?!<mo>&#x02061;)(?P<next><mo stretchy=\"false\">&#x00028;)?" %
+                          "|".join(FUNCTIONS))
+
+
+def _polish(html: str) -> str:
+    """Post-process latex2mathml output: space after named functions (``\\sin x`` → sin x)."""
+    def fix(m: re.Match) -> str:
+        space = "" if m.group("next") else '<mspace width="0.1667em"></mspace>'
+        return f"<mi>{m.group(1)}</mi><mo>&#x02061;</mo>{space}{m.group('next') or ''}"
+    return _FUNCTION_MI.sub(fix, html)
+
+
 def to_mathml(tex: str, display: str, md=None) -> str:
     """MathML for ``tex``; a formula that cannot be converted is reported on the page ``md`` converts."""
     if STORE is None:
@@ -60,17 +79,17 @@ def prewarm(text: str) -> None:
 
 
 def _prewarm_one(tex: str, display: str) -> None:
-    key = digest("mathml", _converter(), display, tex.strip())
+    key = digest("mathml", _converter(), POLISH, display, tex.strip())
     if STORE.get(key) is None:
         try:
-            STORE.put(key, convert(tex.strip(), display=display))
+            STORE.put(key, _polish(convert(tex.strip(), display=display)))
         except Exception:  # reported, with its line, when the page renders
             pass
 
 
 def _convert(tex: str, display: str, md=None) -> str:
     try:
-        return convert(tex.strip(), display=display)
+        return _polish(convert(tex.strip(), display=display))
     except Exception as exc:  # latex2mathml raises many types for bad input
         err = LessonError(f"cannot render formula ${tex.strip()[:60]}$: {exc.__class__.__name__}: {exc}",
                           hint="check the LaTeX; only standard math commands are supported")

@@ -9,8 +9,25 @@
       var el = document.getElementById("L" + n);
       if (el) { el.classList.add("lk-hl"); if (!first) first = el; }
     }
-    if (first) first.scrollIntoView({ block: "center" });
+    if (!first) return;
+    // Show the 「被引用」 line that belongs to the range too: it sits right above the first
+    // line, and scroll-margin-top (lessonkit.css) keeps both below Material's sticky header.
+    var prev = first.previousElementSibling;
+    (prev && prev.classList.contains("lk-cites") ? prev : first).scrollIntoView({ block: "start" });
   }
   window.addEventListener("hashchange", mark);
   if (window.document$) { window.document$.subscribe(mark); } else { document.addEventListener("DOMContentLoaded", mark); }
 })();
+/* Search highlight on the opened page: Material links a page-level result as `?h=` with an empty
+   term when the words matched only in its sections (always the case for the first, page-level
+   result of a Chinese query), so the opened page highlights nothing. Give such a link the query. */
+document.addEventListener("click", function (ev) {
+  var a = ev.target.closest && ev.target.closest("a.md-search-result__link");
+  var input = document.querySelector(".md-search__input");
+  if (!a || !input || !input.value.trim()) return;
+  var url = new URL(a.href, window.location.href);
+  if (url.searchParams.has("h") && !url.searchParams.get("h")) {
+    url.searchParams.set("h", input.value.trim());
+    a.href = url.toString();
+  }
+}, true);

@@ -78,7 +78,8 @@ def _install(session: nox.Session, reqs: list[str]) -> None:
         python = str(bin_dir / "python")
         uv = _uv()
         if uv:
-            session.run(uv, "pip", "install", "--quiet", "--python", python, *reqs, external=True)
+            session.run(uv, "pip", "install", "--quiet", "--compile-bytecode", "--python", python, *reqs,
+                        external=True)
         else:
             session.run(python, "-m", "pip", "install", "--quiet", *reqs, external=True)
         # The project itself, as an editable install does it, without building a wheel.

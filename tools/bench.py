@@ -574,7 +574,7 @@ def live_serve_series(root: Path, env: dict[str, str], n: int, timeout: float = 
     page = root / EDIT_PAGE
     url = f"http://127.0.0.1:{port}/" + EDIT_PAGE.removeprefix("docs/").removesuffix(".md") + "/"
     original = page.read_text(encoding="utf-8")
-    proc = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", "--no-livereload", "-a", f"127.0.0.1:{port}",
+    proc = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", "-a", f"127.0.0.1:{port}",
                              "-f", str(root / "mkdocs.yml")], cwd=root, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
     samples = []

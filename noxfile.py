@@ -82,10 +82,20 @@ def _install(session: nox.Session, reqs: list[str]) -> None:
                         external=True)
         else:
             session.run(python, "-m", "pip", "install", "--quiet", *reqs, external=True)
-        # The project itself, as an editable install does it, without building a wheel.
+        # The project itself, as an editable install does it, without building a wheel: a .pth
+        # naming a folder that holds only a link to lessonkit/ (not the whole checkout).
         purelib = session.run(python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))",
                               silent=True, external=True).strip()
-        (Path(purelib) / "lessonkit-dev.pth").write_text(str(ROOT.resolve()) + "\n")
+        link_dir = SHARED / "project"
+        link_dir.mkdir(exist_ok=True)
+        link = link_dir / "lessonkit"
+        try:
+            if not link.is_symlink():
+                link.symlink_to(ROOT.resolve() / "lessonkit", target_is_directory=True)
+            entry = link_dir
+        except OSError:  # no symlinks here: put the checkout itself on sys.path
+            entry = ROOT.resolve()
+        (Path(purelib) / "lessonkit-dev.pth").write_text(f"{entry}\n")
     stamp.write_text(lock)
 
 

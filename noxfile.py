@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -57,6 +58,18 @@ def _shared_env(session: nox.Session) -> Path:
     return bin_dir
 
 
+def _prefetch_pin(python: str) -> subprocess.Popen:
+    """Provide the pinned tree (on a new machine: download the sdist) while the lock installs.
+
+    The pin provider needs only the standard library; it fills the build cache, which every
+    later session reads, so the sdist is fetched once.
+    """
+    code = "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); " \
+           "from lessonkit.project import Project; Project(Path(sys.argv[1])).tree"
+    return subprocess.Popen([python, "-c", code, str(ROOT)], cwd=ROOT, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def _install(session: nox.Session, reqs: list[str]) -> None:
     """Install pinned requirements once per environment; later runs skip the installer when nothing changed.
 
@@ -76,9 +89,10 @@ def _install(session: nox.Session, reqs: list[str]) -> None:
         session.install("--no-deps", "-e", ".")
     else:
         python = str(bin_dir / "python")
+        fetch = _prefetch_pin(python)
         uv = _uv()
         if uv:
-            session.run(uv, "pip", "install", "--quiet", "--compile-bytecode", "--python", python, *reqs,
+            session.run(uv, "pip", "install", "--quiet", "--python", python, *reqs,
                         external=True)
         else:
             session.run(python, "-m", "pip", "install", "--quiet", *reqs, external=True)
@@ -96,6 +110,7 @@ def _install(session: nox.Session, reqs: list[str]) -> None:
         except OSError:  # no symlinks here: put the checkout itself on sys.path
             entry = ROOT.resolve()
         (Path(purelib) / "lessonkit-dev.pth").write_text(f"{entry}\n")
+        fetch.wait()  # its failure is the build's to report, with the pin's file and line
     stamp.write_text(lock)
 
 

@@ -620,6 +620,8 @@ def fresh_pair(snap: Path, work: Path, env: dict[str, str], tag: str) -> tuple[S
     base = work / f"fresh-{tag}"
     base.mkdir()
     clean = {k: v for k, v in env.items() if k not in ("AUTOGRAD_SOURCE", "VIRTUAL_ENV", "PYTHONPATH")}
+    (base / "tmp").mkdir()
+    clean["TMPDIR"] = str(base / "tmp")  # a machine of its own: nobody else's /tmp cleanup, no jieba cache
     # pip alone: a new venv and the lock, with an empty pip cache
     pip_env = {**clean, "PIP_CACHE_DIR": str(base / "pip-cache-a")}
     pip_side = timed(["sh", "-c", f'"{sys.executable}" -m venv venv && venv/bin/python -m pip install --quiet '

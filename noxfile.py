@@ -1,14 +1,25 @@
-"""Sessions for the Autograd lesson site. `nox -l` lists them."""
+"""Sessions for the Autograd lesson site. `nox -l` lists them.
+
+The default sessions share one environment, `.nox/lessonkit`: the lock is installed into it
+once (with uv when it is installed next to nox, as the README's command does, else with pip),
+and `tests` adds only the test lock on top. A session with `venv_backend="none"` runs in it.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import nox
+from nox.virtualenv import PassthroughEnv
 
 ROOT = Path(__file__).parent
 PYTHON = False  # use the interpreter nox runs on (3.11+)
+SHARED = ROOT / ".nox" / "lessonkit"  # the one environment of every venv_backend="none" session
 BUILD_REQS = ["-r", "requirements.txt"]
 TEST_REQS = ["-r", "requirements-test.txt"]
 ENV = {"NO_MKDOCS_2_WARNING": "1", "SOURCE_DATE_EPOCH": "1764460800", "PYTHONHASHSEED": "0"}
@@ -18,26 +29,99 @@ nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 
 
+def _uv() -> str | None:
+    """The uv next to nox (`pip install uv==0.13.9`, as the README does) or on PATH; None: use pip."""
+    try:
+        from uv import find_uv_bin
+        return find_uv_bin()
+    except (ImportError, FileNotFoundError):
+        return shutil.which("uv")
+
+
+def _lock_digest(reqs: list[str]) -> str:
+    files = ["requirements.txt", "requirements-test.txt", "pyproject.toml"]
+    return hashlib.sha256(b"".join((ROOT / f).read_bytes() for f in files) + repr(reqs).encode()).hexdigest()
+
+
+def _shared_env(session: nox.Session) -> Path:
+    """Create the shared environment once; put its bin first on PATH for this nox run."""
+    bin_dir = SHARED / ("Scripts" if os.name == "nt" else "bin")
+    if not (SHARED / "pyvenv.cfg").exists():
+        uv = _uv()
+        if uv:  # --seed: the build's sdist provider runs `python -m pip download`
+            session.run(uv, "venv", "--quiet", "--seed", "--python", sys.executable, str(SHARED), external=True)
+        else:
+            session.run(sys.executable, "-m", "venv", str(SHARED), external=True)
+    if not os.environ.get("PATH", "").startswith(str(bin_dir) + os.pathsep):
+        os.environ["PATH"] = str(bin_dir) + os.pathsep + os.environ.get("PATH", "")
+        os.environ["VIRTUAL_ENV"] = str(SHARED)
+    return bin_dir
+
+
+def _prefetch_pin(python: str) -> subprocess.Popen:
+    """Provide the pinned tree (on a new machine: download the sdist) while the lock installs.
+
+    The pin provider needs only the standard library; it fills the build cache, which every
+    later session reads, so the sdist is fetched once.
+    """
+    code = "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); " \
+           "from lessonkit.project import Project; Project(Path(sys.argv[1])).tree"
+    return subprocess.Popen([python, "-c", code, str(ROOT)], cwd=ROOT, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def _install(session: nox.Session, reqs: list[str]) -> None:
-    """Install the pinned requirements once per venv; later runs skip pip when nothing changed."""
-    lock = hashlib.sha256(b"".join((ROOT / f).read_bytes() for f in
-                                   ("requirements.txt", "requirements-test.txt", "pyproject.toml"))).hexdigest()
-    stamp = Path(session.virtualenv.location) / f".installed-{reqs[-1]}"
+    """Install pinned requirements once per environment; later runs skip the installer when nothing changed.
+
+    Sessions with venv_backend="none" use the shared environment, others their own nox venv.
+    """
+    if isinstance(session.virtualenv, PassthroughEnv):
+        bin_dir = _shared_env(session)
+        location = SHARED
+    else:
+        location = Path(session.virtualenv.location)
+    lock = _lock_digest(reqs)
+    stamp = location / f".installed-{hashlib.sha256(repr(reqs).encode()).hexdigest()[:12]}"
     if stamp.exists() and stamp.read_text() == lock:
         return
-    session.install(*reqs)
-    session.install("--no-deps", "-e", ".")
+    if location != SHARED:
+        session.install(*reqs)
+        session.install("--no-deps", "-e", ".")
+    else:
+        python = str(bin_dir / "python")
+        fetch = _prefetch_pin(python)
+        uv = _uv()
+        if uv:
+            session.run(uv, "pip", "install", "--quiet", "--python", python, *reqs,
+                        external=True)
+        else:
+            session.run(python, "-m", "pip", "install", "--quiet", *reqs, external=True)
+        # The project itself, as an editable install does it, without building a wheel: a .pth
+        # naming a folder that holds only a link to lessonkit/ (not the whole checkout).
+        purelib = session.run(python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))",
+                              silent=True, external=True).strip()
+        link_dir = SHARED / "project"
+        link_dir.mkdir(exist_ok=True)
+        link = link_dir / "lessonkit"
+        try:
+            if not link.is_symlink():
+                link.symlink_to(ROOT.resolve() / "lessonkit", target_is_directory=True)
+            entry = link_dir
+        except OSError:  # no symlinks here: put the checkout itself on sys.path
+            entry = ROOT.resolve()
+        (Path(purelib) / "lessonkit-dev.pth").write_text(f"{entry}\n")
+        fetch.wait()  # its failure is the build's to report, with the pin's file and line
     stamp.write_text(lock)
 
 
-@nox.session(venv_backend="venv")
+@nox.session(venv_backend="none")
 def build(session: nox.Session) -> None:
     """Build the site into site/ (mkdocs build --strict), running the experiments."""
     _install(session, BUILD_REQS)
     session.run("mkdocs", "build", "--strict", *session.posargs, env=ENV)
 
 
-@nox.session(venv_backend="venv")
+@nox.session(venv_backend="none")
 def verify(session: nox.Session) -> None:
     """Verify the pin, every excerpt and the excerpt map; `-- --update-map` rewrites the map."""
     _install(session, BUILD_REQS)
@@ -46,7 +130,7 @@ def verify(session: nox.Session) -> None:
         session.run("python", "-m", "lessonkit", "mutate", env=ENV)
 
 
-@nox.session(venv_backend="venv", default=False)
+@nox.session(venv_backend="none", default=False)
 def experiment(session: nox.Session) -> None:
     """Run one experiment as the build does: `nox -s experiment -- experiments/x.py`."""
     if not session.posargs:
@@ -55,14 +139,14 @@ def experiment(session: nox.Session) -> None:
     session.run("python", "-m", "lessonkit", "run", *session.posargs, env=ENV)
 
 
-@nox.session(venv_backend="venv")
+@nox.session(venv_backend="none")
 def tests(session: nox.Session) -> None:
     """Run the test suite (unit, build, Mini autograd and browser tests)."""
     _install(session, TEST_REQS)
     session.run("python", "-m", "pytest", *session.posargs, env=ENV)
 
 
-@nox.session(venv_backend="venv", default=False)
+@nox.session(venv_backend="none", default=False)
 def new(session: nox.Session) -> None:
     """Scaffold a lesson: `nox -s new -- NN "标题" [slug]`."""
     if not session.posargs:
@@ -71,14 +155,14 @@ def new(session: nox.Session) -> None:
     session.run("python", "-m", "lessonkit", "new", *session.posargs, env=ENV)
 
 
-@nox.session(venv_backend="venv", default=False)
+@nox.session(venv_backend="none", default=False)
 def serve(session: nox.Session) -> None:
     """Live preview on http://127.0.0.1:8000 (re-renders edited pages)."""
     _install(session, BUILD_REQS)
     session.run("mkdocs", "serve", *session.posargs, env=ENV)
 
 
-@nox.session(venv_backend="venv", default=False)
+@nox.session(venv_backend="none", default=False)
 def repin(session: nox.Session) -> None:
     """What every excerpt and experiment becomes under another autograd: `nox -s repin -- 1.9.0 [--apply]`."""
     if not session.posargs:
@@ -88,7 +172,7 @@ def repin(session: nox.Session) -> None:
     session.run("python", "-m", "lessonkit", "repin", *session.posargs, env=ENV)
 
 
-@nox.session(venv_backend="venv", default=False)
+@nox.session(venv_backend="none", default=False)
 def bench(session: nox.Session) -> None:
     """Build benchmark: lessonkit vs a plain site, cold cache, verify, serve, 10x lessons, markdown-exec."""
     _install(session, [*BUILD_REQS, "markdown-exec==1.12.6", "pyinstrument==5.1.3"])

@@ -349,7 +349,10 @@ def _fetch_sdist(pin: Pin, cache: Path) -> tuple[Path, str]:
     staging = _staging(cache)
     tmp = staging_dir(staging, "dl-")
     try:
-        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+        # --no-binary for this project only: with :all: pip also builds the sdist's build backend
+        # from source to read its metadata (minutes on an empty cache instead of seconds)
+        project = re.split(r"[=<>!~\[ ;]", pin.sdist_requirement, maxsplit=1)[0]
+        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", project,
                "-d", str(tmp), pin.sdist_requirement]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
         got = tmp / pin.sdist_filename

@@ -140,7 +140,7 @@ def fetch_sdist(version: str, cache: Path) -> tuple[Path, str]:
         archive.unlink(missing_ok=True)  # damaged since it was fetched: fetch again
     tmp = Path(tempfile.mkdtemp(prefix="dl-", dir=_staging(cache)))
     try:
-        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", "autograd",
                f"autograd=={version}", "-d", str(tmp)]
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)

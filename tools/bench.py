@@ -41,6 +41,16 @@ x10        the warm build with 10x the lesson pages (copies of docs/lessons/ und
 mdexec     the plain site plus one ``python exec="true"`` markdown-exec fence per
            experiment holding the script; markdown-exec runs them in the build process
            with no cache.
+serve-live ratio 7: ``mkdocs serve`` runs as a subprocess on a copy (warm cache); one
+           lesson's prose is edited and the clock runs from the file write until the
+           page the server hands out from its site directory contains the edit. Divided by
+           the plain full build.
+fresh      ratio 8: the README's build command (read from README.md) run verbatim in a
+           copy of the project with no ``.nox``, ``.cache`` or ``site``, empty pip and uv
+           caches (``PIP_CACHE_DIR``/``UV_CACHE_DIR`` point at new temporary directories)
+           and a new venv standing in for the machine's Python (created untimed), against
+           ``python -m venv`` + ``pip install -r requirements.txt`` with an empty pip cache,
+           run right before it. The pinned sdist is downloaded as on a new machine.
 """
 
 from __future__ import annotations
@@ -532,6 +542,104 @@ def serve_series(name: str, root: Path, env: dict[str, str], n: int, profile: Pa
     return Series(name, [Sample(w, c) for w, c in zip(data["wall"], data["cpu"])])
 
 
+# --------------------------------------------------------------------------- ratio 7: live serve
+
+SERVE_MARK = "实时预览基准编辑第 {i} 次"
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _fetch(url: str) -> str | None:
+    from urllib.error import URLError
+    from urllib.request import urlopen
+    try:
+        with urlopen(url, timeout=5) as resp:
+            return resp.read().decode("utf-8", "replace")
+    except (URLError, OSError):
+        return None
+
+
+def live_serve_series(root: Path, env: dict[str, str], n: int, timeout: float = 300.0) -> Series:
+    """``mkdocs serve`` as a subprocess: wall time from an edit's write until the served page has it.
+
+    The server hands out the files of its build directory, so the page fetched over HTTP is the
+    rebuilt page on disk. CPU is not measured (the server keeps running); it is reported as 0.
+    """
+    port = _free_port()
+    page = root / EDIT_PAGE
+    url = f"http://127.0.0.1:{port}/" + EDIT_PAGE.removeprefix("docs/").removesuffix(".md") + "/"
+    original = page.read_text(encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", "-a", f"127.0.0.1:{port}",
+                             "-f", str(root / "mkdocs.yml")], cwd=root, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
+    samples = []
+    try:
+        deadline = time.perf_counter() + timeout
+        while _fetch(url) is None:
+            if proc.poll() is not None or time.perf_counter() > deadline:
+                raise SystemExit(f"bench: mkdocs serve did not come up on {url}")
+            time.sleep(0.2)
+        time.sleep(1.0)  # let the watcher settle after the first build
+        for i in range(1, n + 1):
+            mark = SERVE_MARK.format(i=i)
+            t0 = time.perf_counter()
+            page.write_text(original.rstrip("\n") + f"\n\n{mark}：这一段只为基准测试而加。\n", encoding="utf-8")
+            while True:
+                body = _fetch(url)
+                if body is not None and mark in body:
+                    break
+                if proc.poll() is not None or time.perf_counter() - t0 > timeout:
+                    raise SystemExit(f"bench: mkdocs serve never served edit {i} of {EDIT_PAGE}")
+                time.sleep(0.02)
+            samples.append(Sample(time.perf_counter() - t0, 0.0))
+            time.sleep(0.5)
+    finally:
+        page.write_text(original, encoding="utf-8")
+        os.killpg(proc.pid, 15)
+        proc.wait(timeout=30)
+    return Series("serve-live", samples)
+
+
+# --------------------------------------------------------------------------- ratio 8: fresh clone
+
+def readme_build_command(readme: Path) -> str:
+    """The README's first command, verbatim (the line that runs `nox -s build verify`)."""
+    for line in readme.read_text(encoding="utf-8").splitlines():
+        if line.startswith("python3 -m pip install") and line.rstrip().endswith("nox -s build verify"):
+            return line.strip()
+    raise SystemExit(f"bench: no `python3 -m pip install … && nox -s build verify` line in {readme}")
+
+
+def fresh_pair(snap: Path, work: Path, env: dict[str, str], tag: str) -> tuple[Sample, Sample]:
+    """One side-by-side pair for ratio 8: (pip install of the lock, README build command on a fresh copy)."""
+    base = work / f"fresh-{tag}"
+    base.mkdir()
+    clean = {k: v for k, v in env.items() if k not in ("AUTOGRAD_SOURCE", "VIRTUAL_ENV", "PYTHONPATH")}
+    (base / "tmp").mkdir()
+    clean["TMPDIR"] = str(base / "tmp")  # a machine of its own: nobody else's /tmp cleanup, no jieba cache
+    # pip alone: a new venv and the lock, with an empty pip cache
+    pip_env = {**clean, "PIP_CACHE_DIR": str(base / "pip-cache-a")}
+    pip_side = timed(["sh", "-c", f'"{sys.executable}" -m venv venv && venv/bin/python -m pip install --quiet '
+                                  f'-r "{snap / "requirements.txt"}"'], base, pip_env)
+    # the README command on a fresh copy; a new venv stands in for the machine's python3 (untimed)
+    clone = copy_project(base / "clone", snap)
+    machine = base / "machine"
+    subprocess.run([sys.executable, "-m", "venv", str(machine)], check=True)
+    bin_dir = machine / "bin"
+    path = os.pathsep.join([str(bin_dir)] + [p for p in clean.get("PATH", "").split(os.pathsep)
+                                            if p and not p.startswith(str(ROOT / ".nox"))])
+    fresh_env = {**clean, "PATH": path, "PIP_CACHE_DIR": str(base / "pip-cache-b"),
+                 "UV_CACHE_DIR": str(base / "uv-cache-b")}
+    readme_side = timed(["bash", "-c", readme_build_command(clone / "README.md")], clone, fresh_env)
+    shutil.rmtree(base, ignore_errors=True)
+    return pip_side, readme_side
+
+
 # --------------------------------------------------------------------------- main
 
 def versions() -> dict[str, str]:
@@ -588,6 +696,8 @@ def main(argv=None) -> int:
                          "misses its target and write the text reports into DIR")
     ap.add_argument("--keep", action="store_true", help="keep the temporary project copies")
     ap.add_argument("--json", metavar="FILE", type=Path, help="also write all medians and ratios as JSON")
+    ap.add_argument("--fresh-reps", type=int, default=1,
+                    help="repetitions of ratio 8 (a fresh install and build each; 0 skips it)")
     sub = ap.add_subparsers(dest="cmd")
     d = sub.add_parser("_serve", help=argparse.SUPPRESS)
     d.add_argument("--config", required=True)
@@ -711,6 +821,15 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
     print("bench: serve rebuilds (one driver process per variant) …", flush=True)
     series["serve"] = serve_series("serve", lk, lk_env, reps)
     series["serve-plain"] = serve_series("serve-plain", plain, {**env}, reps)
+    print("bench: mkdocs serve subprocess, edit to served page …", flush=True)
+    series["serve-live"] = live_serve_series(lk, lk_env, reps)
+    series["pip-lock"], series["readme-fresh"] = Series("pip-lock"), Series("readme-fresh")
+    for rep in range(1, args.fresh_reps + 1):
+        print(f"bench: fresh clone {rep}/{args.fresh_reps}: pip install of the lock, then the README command …",
+              flush=True)
+        a, b = fresh_pair(snap, work, env, str(rep))
+        series["pip-lock"].samples.append(a)
+        series["readme-fresh"].samples.append(b)
 
     cold_minus_warm = series["cold"].cpu - series["warm"].cpu
     json_cpu = statistics.median(exp_cpu_json)
@@ -730,6 +849,12 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
     if mdexec is not None:
         rows.append(("6", "warm build / markdown-exec build (no cache)", W.wall / series["mdexec"].wall,
                      W.cpu / series["mdexec"].cpu, None))
+    rows.append(("7", "serve: edit to rebuilt page (mkdocs serve) / plain build", series["serve-live"].wall / P.wall,
+                 float("nan"), 0.10))
+    if series["readme-fresh"].samples:
+        rows.append(("8", "README build command, fresh clone / pip install of the lock",
+                     series["readme-fresh"].wall / series["pip-lock"].wall,
+                     series["readme-fresh"].cpu / series["pip-lock"].cpu, 1.00))
     rows.append(("-", "supporting: warm build / plain+ build (same code shown)", W.wall / series["plain+"].wall,
                  W.cpu / series["plain+"].cpu, None))
     rows.append(("-", "supporting: warm build / plain build of docs/ only", W.wall / series["plain-docs"].wall,

@@ -79,7 +79,7 @@ def prewarm(text: str) -> None:
 
 
 def _prewarm_one(tex: str, display: str) -> None:
-    key = digest("mathml", _converter(), POLISH, display, tex.strip())
+    key = digest("mathml", _converter(), display, tex.strip())
     if STORE.get(key) is None:
         try:
             STORE.put(key, _polish(convert(tex.strip(), display=display)))

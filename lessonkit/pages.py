@@ -1,6 +1,6 @@
 """The pages the build adds to the site, independent of MkDocs.
 
-* the source browser: one page per Python file of the pinned ``autograd/`` package,
+* the source browser: one page per Python file of the pinned package (site.toml, e.g. ``autograd/``),
   plus an index, and one page per script of this repository (experiments, Mini);
 * the symbol index;
 * the generated attachments (repository map, acceptance record, the two diagrams

@@ -13,7 +13,7 @@ from .pyindex import SourceFile
 
 @dataclass(frozen=True)
 class Excerpt:
-    origin: str  # "pinned" (the autograd tree) or "repo" (this repository)
+    origin: str  # "pinned" (the pinned tree, e.g. autograd) or "repo" (this repository)
     file: str
     symbol: str | None
     start: int

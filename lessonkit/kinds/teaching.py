@@ -44,7 +44,7 @@ class Teaching(Kind):
             bad(
                 f"`Based-on: {v}` is not `FILE::SYMBOL`",
                 "Based-on",
-                "for example `Based-on: autograd/core.py::backward_pass`",
+                "for example `Based-on: pkg/module.py::function`",
             )
         return out
 

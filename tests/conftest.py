@@ -1,3 +1,3 @@
 """Fixtures for tests/ (defined in support.py so that test modules can import helpers)."""
 
-from support import built_site, pinned_root, real_project, site  # noqa: F401
+from support import browser, built_site, pinned_root, real_project, server, site  # noqa: F401

@@ -4,11 +4,14 @@ conftest, which is a different module under each test folder."""
 
 from __future__ import annotations
 
+import functools
+import http.server
 import os
 import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -137,3 +140,37 @@ def built_site(tmp_path_factory) -> Path:
     r = build_real_site(out)
     assert r.returncode == 0, r.stderr[-3000:]
     return out
+
+
+# Browser fixtures, shared by every browser test module through conftest.py (one Playwright
+# instance per session: two sync_playwright loops at once fail).
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                "--no-first-run", "--disable-sync", "--disable-quic"]
+
+
+@pytest.fixture(scope="session")
+def server(built_site):
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=str(built_site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    t = threading.Thread(target=httpd.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is required in CI: apt-get install chromium chromium-driver fonts-noto-cjk")
+        pytest.skip("Chromium not found: install it with `apt-get install chromium chromium-driver fonts-noto-cjk`")
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        yield b
+        b.close()

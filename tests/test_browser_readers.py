@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from test_site import ARTIFACTS, Visit, browser, server  # noqa: F401  (fixtures reused)
+from test_site import ARTIFACTS, Visit  # the browser and server fixtures come from conftest.py
 
 from lessonkit import mathml
 

@@ -3,12 +3,8 @@ dark mode, phone width and zero external requests, in Debian's Chromium."""
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
-import os
 import shutil
-import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -17,37 +13,7 @@ import pytest
 from lessonkit.linkcheck import check_site
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = ROOT / "test-artifacts"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--no-first-run", "--disable-sync", "--disable-quic"]
-
-
-@pytest.fixture(scope="session")
-def server(built_site):
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    handler = functools.partial(Quiet, directory=str(built_site))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    t = threading.Thread(target=httpd.serve_forever, daemon=True)
-    t.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-
-
-@pytest.fixture(scope="session")
-def browser():
-    if not Path(CHROMIUM).exists():
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is required in CI: apt-get install chromium chromium-driver fonts-noto-cjk")
-        pytest.skip("Chromium not found: install it with `apt-get install chromium chromium-driver fonts-noto-cjk`")
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 class Visit:

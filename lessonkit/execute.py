@@ -6,11 +6,11 @@ import contextlib
 import hashlib
 import json
 import logging
-import math
 import os
 import re
 import signal
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -180,7 +180,6 @@ class Runner:
         tmp = None
         try:
             self.cache.mkdir(parents=True, exist_ok=True)
-            import tempfile
             fd, tmp = tempfile.mkstemp(dir=self.cache, prefix=".tmp-", suffix=".json")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump({k: v for k, v in asdict(result).items() if k != "cached"}, fh)

@@ -22,7 +22,8 @@ from pathlib import Path
 from . import sandbox
 from .errors import LessonError, Problem
 
-log = logging.getLogger("mkdocs.plugins.lessonkit")
+# Not under "mkdocs": a warning that only costs time must not fail `mkdocs build --strict`.
+log = logging.getLogger("lessonkit.execute")
 
 DEFAULT_TIMEOUT = 60
 OUTPUT_CAP = 64 * 1024  # stdout shown on the page; the rest is counted

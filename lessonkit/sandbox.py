@@ -39,7 +39,8 @@ from pathlib import Path
 
 from .errors import LessonError
 
-log = logging.getLogger("mkdocs.plugins.lessonkit")
+# Not under "mkdocs": a warning that only costs time must not fail `mkdocs build --strict`.
+log = logging.getLogger("lessonkit.sandbox")
 
 GiB, MiB = 1 << 30, 1 << 20
 DEFAULT_MEMORY = 2 * GiB  # address space of the script (RLIMIT_AS); `Memory:` changes it per block

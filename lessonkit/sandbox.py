@@ -297,7 +297,7 @@ class Boxes:
         with self._lock:
             self._live.pop(box.mark, None)
 
-    def kill_all(self, wait: float = 1.0) -> None:
+    def kill_all(self, wait: float = 0.5) -> None:
         """Cancel what has not started, kill what runs and remove every box folder."""
         import multiprocessing
         with self._lock:

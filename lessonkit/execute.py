@@ -6,11 +6,11 @@ import contextlib
 import hashlib
 import json
 import logging
-import math
 import os
 import re
 import signal
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -22,7 +22,8 @@ from pathlib import Path
 from . import sandbox
 from .errors import LessonError, Problem
 
-log = logging.getLogger("mkdocs.plugins.lessonkit")
+# Not under "mkdocs": a warning that only costs time must not fail `mkdocs build --strict`.
+log = logging.getLogger("lessonkit.execute")
 
 DEFAULT_TIMEOUT = 60
 OUTPUT_CAP = 64 * 1024  # stdout shown on the page; the rest is counted
@@ -179,7 +180,6 @@ class Runner:
         tmp = None
         try:
             self.cache.mkdir(parents=True, exist_ok=True)
-            import tempfile
             fd, tmp = tempfile.mkstemp(dir=self.cache, prefix=".tmp-", suffix=".json")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump({k: v for k, v in asdict(result).items() if k != "cached"}, fh)
@@ -325,14 +325,18 @@ class Runner:
         return env
 
     def _fill(self, box: sandbox.Box, job: Job) -> None:
-        for rel, data in self._pinned_files().items():
-            dest = box.pinned / rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
+        """Write the copies. Folders are made one level at a time (never ``parents=True``):
+        once a cancel has removed the box, writing fails instead of re-creating it."""
+        files = [(box.pinned / rel, data) for rel, data in self._pinned_files().items()]
+        files += [(box.project / rel, src.read_bytes()) for rel, src in self._shared]
+        made = {box.project}  # made by BOXES.open; pinned/ is made here
+        for dest, data in files:
+            for d in reversed([p for p in dest.parents if p not in made and box.dir in p.parents]):
+                d.mkdir(exist_ok=True)
+                made.add(d)
+            if sandbox.BOXES.cancelled:
+                raise sandbox.Cancelled()
             dest.write_bytes(data)
-        for rel, src in self._shared:
-            dest = box.project / rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(src.read_bytes())
         (box.work / job.name).write_bytes(job.source)
 
     def _protected(self) -> list[Path]:
@@ -346,11 +350,22 @@ class Runner:
         except sandbox.Cancelled:
             return cancelled
         try:
-            self._fill(box, job)
+            try:
+                self._fill(box, job)
+            except (sandbox.Cancelled, OSError):
+                if sandbox.BOXES.cancelled:
+                    return cancelled
+                raise
             t0 = time.perf_counter()
             # stdout/stderr are files outside work/, read back through these descriptors:
             # a script that empties or removes its folders cannot lose them.
-            with open(box.io / "stdout", "w+b") as out, open(box.io / "stderr", "w+b") as err:
+            try:
+                out, err = open(box.io / "stdout", "w+b"), open(box.io / "stderr", "w+b")
+            except OSError:
+                if sandbox.BOXES.cancelled:
+                    return cancelled
+                raise
+            with out, err:
                 spec = sandbox.Spec([sys.executable, "-B", job.name], self._env(box), job.memory, FILE_LIMIT,
                                     protect=self._protected(), project_root=self.project_root)
                 try:

@@ -39,7 +39,8 @@ from pathlib import Path
 
 from .errors import LessonError
 
-log = logging.getLogger("mkdocs.plugins.lessonkit")
+# Not under "mkdocs": a warning that only costs time must not fail `mkdocs build --strict`.
+log = logging.getLogger("lessonkit.sandbox")
 
 GiB, MiB = 1 << 30, 1 << 20
 DEFAULT_MEMORY = 2 * GiB  # address space of the script (RLIMIT_AS); `Memory:` changes it per block
@@ -296,7 +297,7 @@ class Boxes:
         with self._lock:
             self._live.pop(box.mark, None)
 
-    def kill_all(self, wait: float = 1.0) -> None:
+    def kill_all(self, wait: float = 0.5) -> None:
         """Cancel what has not started, kill what runs and remove every box folder."""
         import multiprocessing
         with self._lock:

@@ -111,6 +111,7 @@ def nested_grad():
     except NotImplementedError:
         refused = True
     assert refused
+    record.set("nested", {"x": 2.0, "hips": hips, "mini_refused": refused})
     print(f"HIPS grad(grad(x**3)) at 2: {hips:.1f}")
     print(f"Mini grad(grad(x**3)) at 2: refused with NotImplementedError: {refused}")
 

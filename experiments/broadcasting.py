@@ -60,6 +60,8 @@ def run_case(label, key, b, expected):
     g_b, steps = traced_bias_vjp(b, key)
     record.set(f"{key}.b_shape", onp.shape(b))
     record.set(f"{key}.grad", g_b)
+    record.set(f"{key}.sum_count", sum("anp.sum(" in s for s in steps))
+    record.set(f"{key}.axis0_sums", sum("anp.sum(axis=0," in s for s in steps))
     print(f"-- {label}: b shape={onp.shape(b)}")
     for s in steps:
         print(s)
@@ -116,6 +118,7 @@ def main():
     # (c) 列 bias：维数相同，沿 size==1 的 axis 1 求和并保留该轴，(2,3) -> (2,1)
     steps = run_case("(c) column", "column", onp.zeros((2, 1)), [[6.0], [15.0]])
     assert sum("anp.sum(axis=1, keepdims=True)" in s for s in steps) == 1
+    assert sum("anp.sum(axis=0," in s for s in steps) == 0  # the while loop never runs
     assert sum("anp.sum(" in s for s in steps) == 1
 
     # 用普通的标量 loss 再确认一次：loss = sum(G * (X + b))；X 没有被广播，梯度就是 G

@@ -118,7 +118,7 @@ def main():
     assert jvp_backward_calls == 0 and len(backward_calls) == 1
     assert JVPNode.__slots__ == ["g"] and "parents" not in JVPNode.__slots__
     recorder.set("hand", {"x": x, "v": v, "s": s, "ds": ds, "m": m, "dm": dm, "y": y, "dy": dy})
-    recorder.set("result", {"value": value, "tangent": tangent, "grad": g_rev,
+    recorder.set("result", {"value": value, "tangent": tangent, "pair": (value, tangent), "grad": g_rev,
                             "backward_calls": {"make_jvp": jvp_backward_calls,
                                                "grad": len(backward_calls) - jvp_backward_calls}})
 

@@ -151,6 +151,12 @@ def main():
     record.set("backward_tops", backward_tops)
     record.table("boxes_per_phase", ["phase", "trace", "boxes"],
                  [[ph, t, n] for (ph, t), n in sorted(counts.items())])
+    # per phase: the traces that got new boxes, highest first, and how many boxes each
+    for ph in ["forward", "level 2 backward_pass", "level 1 backward_pass", "level 0 backward_pass"]:
+        key = ph.split(" backward_pass")[0].replace(" ", "")
+        record.set(f"boxes_by_phase.{key}.traces", sorted({t for (p, t) in counts if p == ph}, reverse=True))
+        record.set(f"boxes_by_phase.{key}.boxes", [counts[(p, t)] for (p, t) in sorted(counts, key=lambda k: -k[1])
+                                                   if p == ph])
 
     # 5) new_trace has no try/finally: an exception inside a trace leaves top raised
     def broken(x):

@@ -63,7 +63,8 @@ def same_graph_shape():
 
     assert m_end.node.parents == (root, root) and h_end.parents == (h_root, h_root)
     assert m_parts == h_parts == [3.0, 3.0]
-    record.set("same_shape", {"mini_parts": m_parts, "hips_parts": h_parts})
+    record.set("same_shape", {"mini_parts": m_parts, "hips_parts": h_parts,
+                              "mini_parents": list(m_end.node.parents)}, names={root: "X"})
     print(f"Mini: parents are (root, root): True; contributions {m_parts}")
     print(f"HIPS: parents are (root, root): True; contributions {h_parts}")
 
@@ -110,6 +111,7 @@ def nested_grad():
     except NotImplementedError:
         refused = True
     assert refused
+    record.set("nested", {"x": 2.0, "hips": hips, "mini_refused": refused})
     print(f"HIPS grad(grad(x**3)) at 2: {hips:.1f}")
     print(f"Mini grad(grad(x**3)) at 2: refused with NotImplementedError: {refused}")
 

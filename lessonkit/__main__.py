@@ -216,7 +216,7 @@ def main(argv=None) -> int:
     m.add_argument("tree")
     m.add_argument("out")
     m.set_defaults(func=_manifest)
-    rp = sub.add_parser("repin", help="report what every excerpt and experiment would become under another autograd")
+    rp = sub.add_parser("repin", help="report what every excerpt and experiment would become under another release")
     rp.add_argument("target", help="a released version (1.9.0), a full commit id (fetched from "
                                     "LESSONKIT_GIT_REMOTE) or a local checkout path")
     rp.add_argument("--commit", help="the full commit id of the target tree (sdist or local checkout), for --apply")

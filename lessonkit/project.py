@@ -85,7 +85,7 @@ class Project:
     def runner(self) -> execute.Runner:
         extra = tuple(self.root / d for d in self.site.teaching)
         return execute.Runner(self.tree.root, self.pin.version, self.pin.manifest_digest,
-                              self.experiments, self.cache, extra_paths=extra,
+                              self.experiments, self.cache, extra_paths=extra, env_prefix=self.site.env_prefix,
                               **execute.pin_args(self.pin, self.root))
 
     def install_stores(self) -> None:

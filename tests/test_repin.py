@@ -54,7 +54,7 @@ def sdists(real_project):
     """fetch(version) -> the cached sdist under the project cache, or a skip when the index is unreachable."""
     def fetch(version: str) -> Path:
         try:
-            return repin.fetch_sdist(version, real_project.cache)[0]
+            return repin.fetch_sdist(version, real_project.cache, "autograd")[0]
         except LessonError as exc:
             reason = _index_unreachable()
             if reason:

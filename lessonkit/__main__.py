@@ -44,9 +44,9 @@ def _verify(args) -> int:
     for p in problems:
         print(p, file=sys.stderr)
     n_pages = len(report.resolved)
-    summary = (f"verify: {n_pages} page(s), {report.count('real-source')} real-source, "
-               f"{report.count('teaching-simplification')} teaching, {report.count('experiment')} experiment "
-               f"block(s) against autograd {project.pin.version} ({project.pin.short}, {project.tree.provider}); "
+    counts = ", ".join(f"{report.count(name)} {name}" for name in project.kinds.fenced)  # every registered kind
+    summary = (f"verify: {n_pages} page(s), {counts} block(s) against {project.pin.name} {project.pin.version} "
+               f"({project.pin.short}, {project.tree.provider}); "
                f"{len(problems)} problem(s) in {time.perf_counter() - t0:.2f} s")
     print(summary, file=sys.stderr if problems else sys.stdout)
     return 1 if problems else 0

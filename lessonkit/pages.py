@@ -130,6 +130,10 @@ def _prewarm_worker(root: str, cache: str, plan: Prewarm) -> None:
         prewarm(Project(Path(root), cache=Path(cache)), plan)
     except LessonError:
         pass  # the build itself reports it; the prewarm only fills caches
+    except Exception as exc:  # a bug here costs time, never the build, and prints one line, not a traceback
+        what = (str(exc).strip().splitlines() or [""])[0][:200]
+        print(f"lessonkit: warning: the prewarm process stopped ({type(exc).__name__}: {what}); "
+              "the build does its work itself", file=sys.stderr, flush=True)
 
 
 def start_prewarm(project: Project, plan: Prewarm):  # -> multiprocessing.Process | None

@@ -94,10 +94,10 @@ class Prewarm:
 
 
 def prewarm_plan(report: Report, pages: list[str]) -> Prewarm:
-    from .render import anchors, code_of
+    from .render import code_of
 
     code = [(*code_of(r), anchor) for page in pages for r, anchor in
-            zip(report.resolved.get(page, []), anchors(report.resolved.get(page, [])))]
+            zip(report.resolved.get(page, []), report.anchors(page))]
     return Prewarm(code, pages)
 
 

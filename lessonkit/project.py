@@ -22,6 +22,8 @@ class Project:
     root: Path
     cache: Path = None  # type: ignore[assignment]
     _resolved: dict = field(default_factory=dict, repr=False)  # block content -> Resolved
+    # a tree already provided and checked for this pin (repin --apply); otherwise the providers run
+    provided: PinnedTree | None = None
 
     def __post_init__(self):
         self.root = self.root.resolve()
@@ -65,6 +67,9 @@ class Project:
 
     @cached_property
     def tree(self) -> PinnedTree:
+        given = self.provided
+        if given is not None and (given.pin.commit, given.pin.manifest) == (self.pin.commit, self.pin.manifest):
+            return given
         return provide(self.pin, self.cache)
 
     @cached_property

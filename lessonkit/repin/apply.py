@@ -175,10 +175,9 @@ def apply(project: Project, report: RepinReport, say=print) -> list[str]:
         write_manifest(installed.root, manifest_path)  # atomic
         for path, text in pages.items():
             _write(path, text.encode("utf-8"))
-        fresh = Project(project.root, cache=project.cache)
+        fresh = Project(project.root, cache=project.cache, provided=installed)
         if fresh.pin.manifest != target.manifest or fresh.pin.commit != target.commit:
             raise err("the rewritten pin does not read back as written", hint="nothing was changed")
-        fresh.__dict__["tree"] = PinnedTree(installed.root, installed.provider, fresh.pin)
         checked = verify.check(fresh)
         if checked.problems:
             raise err(

@@ -44,9 +44,9 @@ def _verify(args) -> int:
     for p in problems:
         print(p, file=sys.stderr)
     n_pages = len(report.resolved)
-    summary = (f"verify: {n_pages} page(s), {report.count('real-source')} real-source, "
-               f"{report.count('teaching-simplification')} teaching, {report.count('experiment')} experiment "
-               f"block(s) against autograd {project.pin.version} ({project.pin.short}, {project.tree.provider}); "
+    counts = ", ".join(f"{report.count(name)} {name}" for name in project.kinds.fenced)  # every registered kind
+    summary = (f"verify: {n_pages} page(s), {counts} block(s) against {project.pin.name} {project.pin.version} "
+               f"({project.pin.short}, {project.tree.provider}); "
                f"{len(problems)} problem(s) in {time.perf_counter() - t0:.2f} s")
     print(summary, file=sys.stderr if problems else sys.stdout)
     return 1 if problems else 0
@@ -216,7 +216,7 @@ def main(argv=None) -> int:
     m.add_argument("tree")
     m.add_argument("out")
     m.set_defaults(func=_manifest)
-    rp = sub.add_parser("repin", help="report what every excerpt and experiment would become under another autograd")
+    rp = sub.add_parser("repin", help="report what every excerpt and experiment would become under another release")
     rp.add_argument("target", help="a released version (1.9.0), a full commit id (fetched from "
                                     "LESSONKIT_GIT_REMOTE) or a local checkout path")
     rp.add_argument("--commit", help="the full commit id of the target tree (sdist or local checkout), for --apply")

@@ -13,6 +13,7 @@ class Problem:
     path: str | None = None
     line: int | None = None
     hint: str | None = None
+    code: str | None = None  # what kind of problem, for code that reacts to it (e.g. "missing-symbol")
 
     def __str__(self) -> str:
         where = self.path or "<markdown>"
@@ -32,8 +33,8 @@ class LessonError(Exception):
     """
 
     def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
-                 hint: str | None = None, problems: list[Problem] | None = None):
-        self.problem = Problem(message, path, line, hint)
+                 hint: str | None = None, problems: list[Problem] | None = None, code: str | None = None):
+        self.problem = Problem(message, path, line, hint, code)
         self.problems = problems or [self.problem]
         super().__init__(str(self))
 
@@ -46,10 +47,15 @@ class LessonError(Exception):
                  for p in self.problems]
         first = fixed[0]
         return LessonError(first.message, path=first.path, line=first.line, hint=first.hint,
-                           problems=fixed)
+                           problems=fixed, code=first.code)
 
     @classmethod
     def collect(cls, problems: list[Problem]) -> "LessonError":
         first = problems[0]
         return cls(first.message, path=first.path, line=first.line, hint=first.hint,
-                   problems=list(problems))
+                   problems=list(problems), code=first.code)
+
+    @property
+    def code(self) -> str | None:
+        """The code of the first problem (see :attr:`Problem.code`)."""
+        return self.problem.code

@@ -125,8 +125,10 @@ class Runner:
     def __init__(self, pinned_root: Path, pinned_version: str, manifest_digest: str,
                  support_dir: Path, cache: Path, extra_paths: tuple[Path, ...] = (),
                  manifest: dict[str, str] | None = None, manifest_label: str = "sourcemap/manifest.sha256",
-                 manifest_lines: dict[str, int] | None = None, project_root: Path | None = None):
+                 manifest_lines: dict[str, int] | None = None, project_root: Path | None = None,
+                 env_prefix: str = "LESSONKIT"):
         self.pinned_root = Path(pinned_root)
+        self.env_prefix = env_prefix  # scripts read <PREFIX>_PINNED_ROOT and <PREFIX>_PINNED_VERSION
         self.pinned_version = pinned_version
         self.support_dir = Path(support_dir)
         self.extra_paths = tuple(Path(p) for p in extra_paths if Path(p).is_dir())
@@ -313,8 +315,8 @@ class Runner:
             "PYTHONIOENCODING": "utf-8",
             "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONPATH": os.pathsep.join(map(str, paths)),
-            "AUTOGRAD_PINNED_ROOT": str(box.pinned),
-            "AUTOGRAD_PINNED_VERSION": self.pinned_version,
+            f"{self.env_prefix}_PINNED_ROOT": str(box.pinned),
+            f"{self.env_prefix}_PINNED_VERSION": self.pinned_version,
             "LESSONKIT_RECORD": str(box.record),
             "OMP_NUM_THREADS": "1",
             "OPENBLAS_NUM_THREADS": "1",

@@ -42,6 +42,7 @@ class PageContext:
     source: str = ""  # the page's raw text, to locate problems found after preprocessing
     deferred: Deferred | None = None  # when set, highlighted code waits for Deferred.fill
     project: Project | None = None  # the build's project; overrides `root`
+    anchors: list[str] | None = None  # the build's ids of the page's resolved blocks (verify.Report.anchors)
 
     def locate(self, needle: str) -> int | None:
         idx = self.source.find(needle) if needle and self.source else -1
@@ -118,7 +119,8 @@ def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> 
             except LessonError as exc:
                 failed[id(item)] = err = exc.at(item.path, item.line)
                 problems += err.problems
-    ids = dict(zip(resolved, anchors(list(resolved.values()))))
+    given = ctx.anchors if ctx.anchors is not None and len(ctx.anchors) == len(resolved) else None
+    ids = dict(zip(resolved, given if given is not None else anchors(list(resolved.values()))))
     jobs = [r.job for r in resolved.values() if r.job]
     results = project.runner.run_all(jobs) if jobs else {}
     for item in reversed(page.items):

@@ -94,10 +94,10 @@ class Prewarm:
 
 
 def prewarm_plan(report: Report, pages: list[str]) -> Prewarm:
-    from .render import anchors, code_of
+    from .render import code_of
 
     code = [(*code_of(r), anchor) for page in pages for r, anchor in
-            zip(report.resolved.get(page, []), anchors(report.resolved.get(page, [])))]
+            zip(report.resolved.get(page, []), report.anchors(page))]
     return Prewarm(code, pages)
 
 
@@ -130,6 +130,10 @@ def _prewarm_worker(root: str, cache: str, plan: Prewarm) -> None:
         prewarm(Project(Path(root), cache=Path(cache)), plan)
     except LessonError:
         pass  # the build itself reports it; the prewarm only fills caches
+    except Exception as exc:  # a bug here costs time, never the build, and prints one line, not a traceback
+        what = (str(exc).strip().splitlines() or [""])[0][:200]
+        print(f"lessonkit: warning: the prewarm process stopped ({type(exc).__name__}: {what}); "
+              "the build does its work itself", file=sys.stderr, flush=True)
 
 
 def start_prewarm(project: Project, plan: Prewarm):  # -> multiprocessing.Process | None

@@ -60,10 +60,7 @@ class Pin:
 
     @property
     def manifest_digest(self) -> str:
-        h = hashlib.sha256()
-        for path, digest in sorted(self.manifest.items()):
-            h.update(f"{digest}  {path}\n".encode())
-        return h.hexdigest()
+        return manifest_digest(self.manifest)
 
     @property
     def toml_label(self) -> str:
@@ -109,6 +106,19 @@ def sha256_file(path: Path) -> str:
 DIGEST = re.compile(r"^[0-9a-f]{64}$")
 
 
+def manifest_digest(manifest: dict[str, str]) -> str:
+    """One sha256 for a whole tree: of its manifest's sorted ``digest  path`` lines."""
+    h = hashlib.sha256()
+    for path, digest in sorted(manifest.items()):
+        h.update(f"{digest}  {path}\n".encode())
+    return h.hexdigest()
+
+
+def tree_manifest(root: Path) -> dict[str, str]:
+    """sha256 of every file of a tree, as :func:`write_manifest` records it."""
+    return {rel: sha256_file(p) for rel, p in sorted(tree_files(root).items()) if rel not in MANIFEST_IGNORED}
+
+
 def manifest_lines(path: Path) -> dict[str, int]:
     """path -> line number of its entry in the manifest file (to locate problems)."""
     try:
@@ -134,13 +144,12 @@ def load_pin(sourcemap: Path) -> Pin:
 
 
 def write_manifest(tree: Path, out: Path) -> int:
-    lines = [f"{sha256_file(p)}  {rel}" for rel, p in sorted(_tree_files(tree).items())
-             if rel not in MANIFEST_IGNORED]
+    lines = [f"{digest}  {rel}" for rel, digest in tree_manifest(tree).items()]
     atomic_write(out, ("\n".join(lines) + "\n").encode("utf-8"), durable=True)
     return len(lines)
 
 
-def _tree_files(root: Path) -> dict[str, Path]:
+def tree_files(root: Path) -> dict[str, Path]:
     files = {}
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_DIRS)
@@ -153,7 +162,7 @@ def _tree_files(root: Path) -> dict[str, Path]:
 def check_file(root: Path, rel: str, pin: Pin, present: dict[str, Path] | None = None) -> str | None:
     """What is wrong with the manifest file ``rel`` of the tree at ``root``, or None.
 
-    ``present`` is the tree's file list (:func:`_tree_files`, which does not descend
+    ``present`` is the tree's file list (:func:`tree_files`, which does not descend
     into linked directories, so only the file itself can be a link)."""
     p = root / rel
     try:
@@ -183,7 +192,7 @@ def check_tree(root: Path, pin: Pin, where: str | None = None) -> None:
     line in the manifest (``sourcemap/manifest.sha256:N``). Python bytecode caches
     (``__pycache__``), which running Python on a checkout writes, are one line with
     the command that removes them."""
-    present = _tree_files(root)
+    present = tree_files(root)
     found = [(what, rel) for rel in sorted(pin.manifest) if (what := check_file(root, rel, pin, present))]
     extras = sorted(set(present) - set(pin.manifest) - MANIFEST_IGNORED)
     bytecode = [rel for rel in extras if BYTECODE.search(rel)]
@@ -257,8 +266,79 @@ def _first_line(exc: BaseException) -> str:
 
 
 # ---------------------------------------------------------------- providers
+#
+# The public provider API (also used by ``lessonkit.repin`` to acquire another tree):
+# :func:`staging` (a private folder per process in an owned cache area), :func:`pip_download`,
+# :func:`git_checkout`, :func:`extract_sdist`, :func:`cached_tree` and :func:`install_tree`.
 
 MARKERS = "pin"  # store kind of the provider markers (<cache>/pin/<commit>.provider)
+DOWNLOAD_FAILED = "download-failed"  # LessonError.code of pip_download / git_checkout failures
+TIMED_OUT = "timed-out"
+
+
+def staging(cache: Path, area: str = "pin") -> Path:
+    """``<cache>/<area>/.staging``, where running processes keep private folders named by
+    their process id (:func:`lessonkit.fsutil.staging_dir`); leftovers of killed runs are removed."""
+    d = owned_path(cache, area, ".staging")
+    if d.is_dir():
+        clean_stale(d)
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def pip_download(requirement: str, dest: Path, timeout: int = 300) -> list[Path]:
+    """The sdist of ``requirement`` from the package index, downloaded into the empty folder
+    ``dest``: the files pip wrote there. Raises a :class:`LessonError` whose code is
+    :data:`DOWNLOAD_FAILED` (the message is pip's last line) or :data:`TIMED_OUT`."""
+    # --no-binary for this project only: with :all: pip also builds the sdist's build backend
+    # from source to read its metadata (minutes on an empty cache instead of seconds)
+    project = re.split(r"[=<>!~\[ ;]", requirement, maxsplit=1)[0]
+    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", project,
+           "-d", str(dest), requirement]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise LessonError("timed out", code=TIMED_OUT) from None
+    got = sorted(p for p in dest.iterdir() if p.is_file() and not p.is_symlink())
+    if r.returncode != 0 or not got:
+        raise LessonError((r.stderr.strip().splitlines() or ["no output"])[-1], code=DOWNLOAD_FAILED)
+    return got
+
+
+def git_checkout(remote: str, commit: str, work: Path, timeout: int = 120) -> None:
+    """The tree of the full ``commit`` from ``remote``, checked out into ``work`` without ``.git``.
+    Raises a :class:`LessonError` whose code is :data:`DOWNLOAD_FAILED` (the message is git's
+    last line) or :data:`TIMED_OUT`."""
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ALLOW_PROTOCOL": "https:http:ssh:git:file"}
+    for cmd in (["git", "init", "-q", str(work)],
+                ["git", "-C", str(work), "fetch", "-q", "--depth", "1", "--", remote, commit],
+                ["git", "-C", str(work), "-c", "advice.detachedHead=false", "checkout", "-q", "FETCH_HEAD"],
+                ["git", "-C", str(work), "rev-parse", "HEAD"]):
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
+                               stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise LessonError("timed out", code=TIMED_OUT) from None
+        except OSError as exc:
+            raise LessonError(str(exc.strerror or exc), code=DOWNLOAD_FAILED) from None
+        if r.returncode != 0:
+            raise LessonError((r.stderr.strip().splitlines() or ["?"])[-1], code=DOWNLOAD_FAILED)
+    if r.stdout.strip().lower() != commit.lower():
+        raise LessonError(f"checked out {r.stdout.strip()[:12]}, not {commit[:12]}", code=DOWNLOAD_FAILED)
+    remove_owned(work, ".git")
+
+
+def extract_sdist(archive: Path, staging_area: Path, root_name: str) -> Path:
+    """The tree of a release archive, safely extracted into a new private folder of
+    ``staging_area`` (without the sdist's ``PKG-INFO``, which is not part of the source)."""
+    work = staging_dir(staging_area, "x-")
+    try:
+        tree = safe_extract(archive, work, root_name)
+    except BaseException:
+        remove_owned(staging_area, work.name)
+        raise
+    (tree / "PKG-INFO").unlink(missing_ok=True)
+    return tree
 
 
 def _from_env(pin: Pin, cache: Path) -> PinnedTree | None:
@@ -278,7 +358,9 @@ def _marker_key(pin: Pin) -> str:
     return f"{pin.commit}.provider"
 
 
-def _from_cache(pin: Pin, cache: Path) -> PinnedTree | None:
+def cached_tree(pin: Pin, cache: Path) -> PinnedTree | None:
+    """The pinned tree from the build cache, checked against the manifest; None when absent or
+    damaged (a damaged entry is removed)."""
     root = _cache_dir(pin, cache)
     if not root.is_dir():
         return None
@@ -293,7 +375,8 @@ def _from_cache(pin: Pin, cache: Path) -> PinnedTree | None:
     return PinnedTree(root.resolve(), origin, pin, cached=True)
 
 
-def _install(pin: Pin, cache: Path, staged: Path, origin: str) -> PinnedTree:
+def install_tree(pin: Pin, cache: Path, staged: Path, origin: str) -> PinnedTree:
+    """Move the staged tree (checked against the pin's manifest) into the build cache."""
     check_tree(staged, pin, f"tree from {origin}")
     final = _cache_dir(pin, cache)
     origin = config.display_text(origin)
@@ -311,32 +394,20 @@ def _from_git(pin: Pin, cache: Path) -> PinnedTree | None:
     remote = config.git_remote()
     if remote is None:
         return None
-    staging = _staging(cache)
-    work = staging_dir(staging, "clone-")
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ALLOW_PROTOCOL": "https:http:ssh:git:file"}
+    area = staging(cache)
+    work = staging_dir(area, "clone-")
     try:
-        for cmd in (["git", "init", "-q", str(work)],
-                    ["git", "-C", str(work), "fetch", "-q", "--depth", "1", "--", remote, pin.commit],
-                    ["git", "-C", str(work), "-c", "advice.detachedHead=false", "checkout", "-q", "FETCH_HEAD"]):
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
-            if r.returncode != 0:
-                raise LessonError(f"git could not provide commit {pin.short} from {remote}: "
-                                  f"{(r.stderr.strip().splitlines() or ['?'])[-1]}",
-                                  hint="unset LESSONKIT_GIT_REMOTE to use the sdist from the package index")
-        remove_owned(work, ".git")
-        return _install(pin, cache, work, f"git clone of {remote} at {pin.short}")
-    except subprocess.TimeoutExpired:
-        raise LessonError(f"git fetch from {remote} timed out",
-                          hint="unset LESSONKIT_GIT_REMOTE to use the sdist") from None
+        try:
+            git_checkout(remote, pin.commit, work)
+        except LessonError as exc:
+            if exc.code == TIMED_OUT:
+                raise LessonError(f"git fetch from {remote} timed out",
+                                  hint="unset LESSONKIT_GIT_REMOTE to use the sdist") from None
+            raise LessonError(f"git could not provide commit {pin.short} from {remote}: {exc.problem.message}",
+                              hint="unset LESSONKIT_GIT_REMOTE to use the sdist from the package index") from None
+        return install_tree(pin, cache, work, f"git clone of {remote} at {pin.short}")
     finally:
-        remove_owned(staging, work.name)
-
-
-def _staging(cache: Path) -> Path:
-    """``<cache>/pin/.staging``: private folders of running builds (named by process id)."""
-    d = owned_path(cache, "pin", ".staging")
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+        remove_owned(area, work.name)
 
 
 def _fetch_sdist(pin: Pin, cache: Path) -> tuple[Path, str]:
@@ -346,29 +417,28 @@ def _fetch_sdist(pin: Pin, cache: Path) -> tuple[Path, str]:
     archive = owned_path(cache, "pin", pin.sdist_filename)
     if archive.is_file() and sha256_file(archive) == pin.sdist_sha256:
         return archive, f"sdist {pin.sdist_filename} from the Python package index"
-    staging = _staging(cache)
-    tmp = staging_dir(staging, "dl-")
+    area = staging(cache)
+    tmp = staging_dir(area, "dl-")
     try:
-        # --no-binary for this project only: with :all: pip also builds the sdist's build backend
-        # from source to read its metadata (minutes on an empty cache instead of seconds)
-        project = re.split(r"[=<>!~\[ ;]", pin.sdist_requirement, maxsplit=1)[0]
-        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", project,
-               "-d", str(tmp), pin.sdist_requirement]
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+        try:
+            pip_download(pin.sdist_requirement, tmp)
+        except LessonError as exc:
+            if exc.code == TIMED_OUT:
+                raise LessonError(f"downloading {pin.sdist_filename} timed out",
+                                  path=pin.toml_label, line=pin.toml_line("requirement"),
+                                  hint="set LESSONKIT_SDIST=/path/to/" + pin.sdist_filename) from None
+            last = exc.problem.message
+        else:
+            last = f"pip wrote no {pin.sdist_filename}"
         got = tmp / pin.sdist_filename
-        if r.returncode != 0 or not got.is_file() or got.is_symlink():
-            last = (r.stderr.strip().splitlines() or ["no output"])[-1]
+        if not got.is_file() or got.is_symlink():
             raise LessonError(f"cannot download {pin.sdist_filename} from the package index: {last}",
                               path=pin.toml_label, line=pin.toml_line("requirement"),
                               hint="offline? set LESSONKIT_SDIST=/path/to/" + pin.sdist_filename +
                                    f" or {pin.source_env or config.SOURCE_ENV}=/path/to/checkout")
         os.replace(got, archive)
-    except subprocess.TimeoutExpired:
-        raise LessonError(f"downloading {pin.sdist_filename} timed out",
-                          path=pin.toml_label, line=pin.toml_line("requirement"),
-                          hint="set LESSONKIT_SDIST=/path/to/" + pin.sdist_filename) from None
     finally:
-        remove_owned(staging, tmp.name)
+        remove_owned(area, tmp.name)
     return archive, f"sdist {pin.sdist_filename} from the Python package index"
 
 
@@ -381,26 +451,24 @@ def _from_sdist(pin: Pin, cache: Path) -> PinnedTree:
         raise LessonError(f"{archive} has sha256 {digest[:16]}…, the pin expects {pin.sdist_sha256[:16]}…",
                           path=pin.toml_label, line=pin.toml_line("sha256"),
                           hint="this is not the pinned release archive; fetch it again from the package index")
-    staging = _staging(cache)
-    work = staging_dir(staging, "x-")
-    staged = None
+    area = staging(cache)
+    tree = staged = None
     try:
         try:
-            tree = safe_extract(archive, work, pin.sdist_root)
+            tree = extract_sdist(archive, area, pin.sdist_root)
         except LessonError as exc:
             raise exc.at(str(archive), None) from None
-        (tree / "PKG-INFO").unlink(missing_ok=True)
-        staged = staging_dir(staging, "tree-")
+        staged = staging_dir(area, "tree-")
         staged.rmdir()
         os.replace(tree, staged)
-        return _install(pin, cache, staged, origin)
+        return install_tree(pin, cache, staged, origin)
     finally:
-        remove_owned(staging, work.name)
-        if staged is not None:  # left only when the install failed: no partial entry in the cache
-            remove_owned(staging, staged.name)
+        for d in (tree, staged):  # left only when the install failed: no partial entry in the cache
+            if d is not None:
+                remove_owned(area, d.relative_to(area).parts[0])
 
 
-PROVIDERS = (_from_env, _from_cache, _from_git)
+PROVIDERS = (_from_env, cached_tree, _from_git)
 
 
 def provide(pin: Pin, cache: Path) -> PinnedTree:

@@ -22,6 +22,8 @@ class Project:
     root: Path
     cache: Path = None  # type: ignore[assignment]
     _resolved: dict = field(default_factory=dict, repr=False)  # block content -> Resolved
+    # a tree already provided and checked for this pin (repin --apply); otherwise the providers run
+    provided: PinnedTree | None = None
 
     def __post_init__(self):
         self.root = self.root.resolve()
@@ -65,6 +67,9 @@ class Project:
 
     @cached_property
     def tree(self) -> PinnedTree:
+        given = self.provided
+        if given is not None and (given.pin.commit, given.pin.manifest) == (self.pin.commit, self.pin.manifest):
+            return given
         return provide(self.pin, self.cache)
 
     @cached_property
@@ -85,7 +90,7 @@ class Project:
     def runner(self) -> execute.Runner:
         extra = tuple(self.root / d for d in self.site.teaching)
         return execute.Runner(self.tree.root, self.pin.version, self.pin.manifest_digest,
-                              self.experiments, self.cache, extra_paths=extra,
+                              self.experiments, self.cache, extra_paths=extra, env_prefix=self.site.env_prefix,
                               **execute.pin_args(self.pin, self.root))
 
     def install_stores(self) -> None:

@@ -13,6 +13,8 @@ from functools import cached_property
 from .errors import LessonError
 from .store import Store, digest
 
+MISSING_SYMBOL = "missing-symbol"  # LessonError.code: the file has no such symbol or call
+
 SELECTOR = re.compile(r"^(?P<func>[A-Za-z_][\w.]*)\((?P<arg>.*)\)$", re.S)
 
 
@@ -113,7 +115,7 @@ class SourceFile:
             close = difflib.get_close_matches(symbol, names, n=4, cutoff=0.6)
             hint = ("did you mean " + ", ".join(f"`{c}` (L{self._line(c)})" for c in close) + "?") if close \
                 else "Symbol names a module-level def/class/assignment, a dotted member, or a call selector f(arg)"
-            raise LessonError(f"no symbol `{symbol}` in {self.rel}", hint=hint)
+            raise LessonError(f"no symbol `{symbol}` in {self.rel}", hint=hint, code=MISSING_SYMBOL)
         raise LessonError(f"symbol `{symbol}` is defined {len(hits)} times in {self.rel}",
                           hint="candidates: " + ", ".join(f"L{d.start}-{d.end}" for d in hits) +
                                "; quote the lines you mean as a body without Symbol")
@@ -133,11 +135,11 @@ class SourceFile:
             return hits[0]
         if not hits:
             if not calls:
-                raise LessonError(f"no top-level call of `{func}` in {self.rel}",
+                raise LessonError(f"no top-level call of `{func}` in {self.rel}", code=MISSING_SYMBOL,
                                   hint="a call selector matches module-level calls such as defvjp(anp.exp)")
             names = [d.name for d in calls]
             close = difflib.get_close_matches(f"{func}({want})", names, n=5, cutoff=0.5) or names[:5]
-            raise LessonError(f"no top-level call `{func}({want})` in {self.rel}",
+            raise LessonError(f"no top-level call `{func}({want})` in {self.rel}", code=MISSING_SYMBOL,
                               hint="candidates: " + ", ".join(
                                   f"{c} (L{next(d.start for d in calls if d.name == c)})" for c in close))
         raise LessonError(f"call selector `{func}({want})` is ambiguous: {len(hits)} calls in {self.rel}",

@@ -21,7 +21,6 @@ from pygments.util import ClassNotFound
 
 from .pyindex import SourceFile
 from .kinds.base import slug
-from .render import anchors
 from .store import Store, digest
 from .verify import Report
 
@@ -64,7 +63,7 @@ def citations(report: Report, docs_prefix: str, texts: dict[str, str]) -> list[C
     for page, resolved in sorted(report.resolved.items()):
         rel = page[len(docs_prefix):] if page.startswith(docs_prefix) else page
         label = page_label(rel, texts.get(page, ""))
-        for r, anchor in zip(resolved, anchors(resolved)):
+        for r, anchor in zip(resolved, report.anchors(page)):
             ex = r.excerpt
             if ex is not None and r.kind.citation is not None:
                 out.append(Citation(rel, label, anchor, r.block.kind, r.kind.citation, ex.origin, ex.file, ex.symbol,

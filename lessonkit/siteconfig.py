@@ -59,6 +59,12 @@ class SiteConfig:
     diagrams: dict[str, str] = field(default_factory=dict)
     readme: str | None = None
 
+    @property
+    def env_prefix(self) -> str:
+        """Experiments read ``<PREFIX>_PINNED_ROOT`` / ``<PREFIX>_PINNED_VERSION``: PREFIX is the name
+        in capitals (``[upstream] name``), non-word characters as ``_``."""
+        return re.sub(r"\W", "_", self.name).upper()
+
     @cached_property
     def templates(self):
         return environment(self.root)

@@ -103,9 +103,10 @@ def _file(tree: Tree, name: str) -> str:
         return hits[0]
     if not hits:
         close = difflib.get_close_matches(name, sorted({p.rsplit('/', 1)[-1] for p in tree.allowed}), n=3)
+        example = next((p for p in sorted(tree.allowed) if "/" in p and p.endswith(".py")), "package/module.py")
         raise LessonError(f"no file named `{name}` in {tree.label}",
                           hint=("did you mean " + ", ".join(f"`{c}`" for c in close) + "?") if close
-                          else "write the path, e.g. autograd/core.py")
+                          else f"write the path, e.g. {example}")
     raise LessonError(f"`{name}` names {len(hits)} files in {tree.label}",
                       hint="write the path: " + ", ".join(f"`{h}`" for h in hits[:5]))
 

@@ -21,6 +21,16 @@ UPDATE_HINT = "run `nox -s verify -- --update-map` to record the new state"
 class Report:
     problems: list[Problem] = field(default_factory=list)
     resolved: dict[str, list[Resolved]] = field(default_factory=dict)  # page -> blocks
+    _anchors: dict[str, list[str]] = field(default_factory=dict, repr=False)
+
+    def anchors(self, page: str) -> list[str]:
+        """The ids of the page's blocks as the page renders them, computed once per build
+        (the page itself, its citations and the prewarm all use these)."""
+        if page not in self._anchors:
+            from .render import anchors
+
+            self._anchors[page] = anchors(self.resolved.get(page, []))
+        return self._anchors[page]
 
     def count(self, kind: str) -> int:
         return sum(1 for rs in self.resolved.values() for r in rs if r.block.kind == kind)

@@ -91,3 +91,21 @@ def test_unreadable_pages_are_one_error_each(tmp_path):
     else:
         raise AssertionError("no error")
     assert Path(tmp_path / "docs" / "bad.md").read_bytes().startswith(b"\xef\xbb\xbf")
+
+
+def test_a_prewarm_bug_is_one_warning_line_and_no_traceback(monkeypatch, capsys, tmp_path):
+    """Seen in round 1: a NameError in the prewarm child printed a full traceback while the
+    build stayed green. The worker contains it: one line; the build does the work itself."""
+    from lessonkit import pages
+
+    def broken(project, plan):
+        raise NameError("name 'x' is not defined")
+
+    monkeypatch.setattr(pages, "prewarm", broken)
+    monkeypatch.setattr(pages.sandbox, "die_with_parent", lambda: None)
+    monkeypatch.setattr(pages, "Project", lambda root, cache: None)
+    pages._prewarm_worker(str(tmp_path), str(tmp_path / "cache"), pages.Prewarm([], []))
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == ("lessonkit: warning: the prewarm process stopped (NameError: name 'x' is not defined); "
+                            "the build does its work itself\n")

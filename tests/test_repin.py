@@ -54,7 +54,7 @@ def sdists(real_project):
     """fetch(version) -> the cached sdist under the project cache, or a skip when the index is unreachable."""
     def fetch(version: str) -> Path:
         try:
-            return repin.fetch_sdist(version, real_project.cache)[0]
+            return repin.fetch_sdist(version, real_project.cache, "autograd")[0]
         except LessonError as exc:
             reason = _index_unreachable()
             if reason:
@@ -337,3 +337,21 @@ def test_operator_errors_are_one_line(site, monkeypatch, capsys, argv, message):
     assert cli(["--root", str(site.root), "repin", *argv]) == 1
     err = capsys.readouterr().err
     assert err.startswith(message) and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("symbol, code", [
+    ("gone", "missing-symbol"),  # no such definition
+    ("f(9)", "missing-symbol"),  # no such top-level call
+    ("g(1)", "missing-symbol"),  # no call of g at all
+    ("twice", None),  # defined twice: it exists, but not as one definition ("changed" in a repin)
+])
+def test_repin_classifies_by_error_code_not_message_text(symbol, code):
+    from lessonkit.pyindex import MISSING_SYMBOL, SourceFile
+
+    text = b"def f(x):\n    return x\n\nf(1)\n\ndef twice():\n    pass\n\ndef twice():\n    pass\n"
+    sf = SourceFile("pkg/m.py", text)
+    with pytest.raises(LessonError) as info:
+        sf.find(symbol)
+    assert info.value.code == code
+    assert (info.value.code == MISSING_SYMBOL) == (code == "missing-symbol")
+    assert info.value.at("docs/x.md", 3).code == code  # locating an error keeps its code

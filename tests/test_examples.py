@@ -1,0 +1,127 @@
+"""The second project, examples/micrograd-lessons, built from configuration alone (issue 16 item 5).
+
+A copy of the example (and the engine's MkDocs hooks it names) is built strict, verified,
+mutation-checked (100 %) and repinned to its own release, with every cache under the
+test's tmp. The pinned sdist is downloaded once per session from the package index, as
+the main project's is; its sha256 is checked by the pin like any provider's.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lessonkit import pin as pinning
+from lessonkit.errors import LessonError
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "micrograd-lessons"
+
+
+@pytest.fixture(scope="session")
+def micrograd_sdist(tmp_path_factory) -> Path:
+    """The pinned micrograd sdist, downloaded once per session with the pin's own provider."""
+    pin = pinning.load_pin(EXAMPLE / "sourcemap")
+    dest = tmp_path_factory.mktemp("micrograd-sdist")
+    try:
+        pinning.pip_download(pin.sdist_requirement, dest)
+    except LessonError as exc:
+        pytest.skip(f"the package index is unreachable: {exc.problem.message}")
+    return dest / pin.sdist_filename
+
+
+@pytest.fixture
+def example(tmp_path, micrograd_sdist):
+    """(project dir, env): a copy of the example beside a copy of the hooks it names."""
+    proj = tmp_path / "examples" / "micrograd-lessons"
+    shutil.copytree(EXAMPLE, proj, ignore=shutil.ignore_patterns("site", ".cache", "__pycache__"))
+    shutil.copytree(ROOT / "hooks", tmp_path / "hooks", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LESSONKIT_", "AUTOGRAD_"))}
+    env.update(
+        LESSONKIT_SDIST=str(micrograd_sdist),
+        LESSONKIT_CACHE=str(tmp_path / "cache"),
+        NO_MKDOCS_2_WARNING="1",
+        SOURCE_DATE_EPOCH="1764460800",
+        PYTHONDONTWRITEBYTECODE="1",
+    )
+    return proj, env
+
+
+def _run(proj: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], cwd=proj, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_the_micrograd_example_builds_verifies_mutates_and_repins_to_itself(example):
+    proj, env = example
+    before = {p.relative_to(proj): p.read_bytes() for p in proj.rglob("*") if p.is_file()}
+
+    build = _run(proj, env, "-m", "mkdocs", "build", "--strict")
+    assert build.returncode == 0, build.stderr[-3000:]
+    assert "Traceback" not in build.stderr
+    assert (
+        "lessonkit: pinned 0.1.0 (5bb6392) from local archive LESSONKIT_SDIST (micrograd-0.1.0.tar.gz)" in build.stderr
+    )
+    site = proj / "site"
+    lesson = (site / "lessons" / "01-mul-and-backward" / "index.html").read_text(encoding="utf-8")
+    assert "dd/da = -12.0  (2ab = 2*2*(-3))" in lesson and "dd/db = 4.0  (a^2 = 4)" in lesson
+    assert "TinyValue gives the same: True" in lesson
+    assert "[micrograd 0.1.0 · pinned tree]" in lesson
+    text = html.unescape(re.sub(r"<[^>]+>", "", lesson))  # the excerpts, as highlighted code
+    assert "def __mul__(self, other):" in text and "def backward(self):" in text and "class Neuron(Module):" in text
+    assert (site / "source" / "micrograd" / "engine.py" / "index.html").is_file()
+    assert (site / "source" / "micrograd" / "nn.py" / "index.html").is_file()
+    symbols = (site / "symbols" / "index.html").read_text(encoding="utf-8")
+    assert "Value.__mul__" in symbols and "Neuron" in symbols
+    assert (site / "downloads" / "micrograd-resources.zip").is_file()
+    # the engine names no other project: `autograd` appears only inside micrograd's own engine.py
+    named = sorted(
+        str(p.relative_to(site))
+        for p in site.rglob("*.html")
+        if re.search("autograd", p.read_text(encoding="utf-8"), re.I)
+    )
+    assert named == ["source/micrograd/engine.py/index.html"]
+
+    verify = _run(proj, env, "-m", "lessonkit", "verify")
+    assert verify.returncode == 0, verify.stderr
+    assert re.fullmatch(
+        r"verify: 2 page\(s\), 3 real-source, 1 teaching-simplification, 1 experiment block\(s\) "
+        r"against micrograd 0\.1\.0 \(5bb6392, [^;]+\); 0 problem\(s\) in [\d.]+ s\n",
+        verify.stdout,
+    )
+
+    mutate = _run(proj, env, "-m", "lessonkit", "mutate")
+    assert mutate.returncode == 0, mutate.stdout + mutate.stderr
+    assert re.search(r"^mutations: 3/3 caught \(100%\)", mutate.stdout, re.M), mutate.stdout
+
+    repin = _run(proj, env, "-m", "lessonkit", "repin", "0.1.0", "--html", str(proj.parent / "repin.html"))
+    assert repin.returncode == 0, repin.stdout + repin.stderr
+    lines = repin.stdout.splitlines()
+    assert lines[0] == (
+        "repin: micrograd 0.1.0 (5bb6392) → micrograd 0.1.0 (5bb6392), "
+        "from sdist micrograd-0.1.0.tar.gz from the Python package index"
+    )
+    assert (
+        "  sdist micrograd-0.1.0.tar.gz  sha256 "
+        "81797b796bef809fb1ac3fd83a7e01e007aecb8d056fba07c0e24931e043845d" in lines
+    )
+    assert "real source: 3 unchanged" in lines and "based-on:    1 unchanged" in lines
+    assert "experiments: 1 unchanged" in lines
+    assert re.match(r"repin: nothing beyond moves \(0 moved\); every experiment prints the same; ", lines[-2])
+    assert "Repin report: micrograd 0.1.0 (5bb6392) → micrograd 0.1.0 (5bb6392)" in (
+        proj.parent / "repin.html"
+    ).read_text(encoding="utf-8")
+    assert not any((Path(env["LESSONKIT_CACHE"]) / "repin" / ".staging").iterdir())
+
+    after = {
+        p.relative_to(proj): p.read_bytes()
+        for p in proj.rglob("*")
+        if p.is_file() and "site" not in p.relative_to(proj).parts[:1]
+    }
+    assert after == before  # nothing of the project is modified by build, verify, mutate or repin

@@ -63,6 +63,13 @@ class Line(InlineKind):
             return exc.problems
         return []
 
+    def check(self, project, ref):
+        try:
+            resolve(project, ref)
+        except LessonError as exc:
+            return exc.problems
+        return []
+
     def render(self, project, ref, links):
         r = resolve(project, ref)
         text = escape(r.render())

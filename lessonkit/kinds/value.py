@@ -56,6 +56,16 @@ class Value(InlineKind):
             return exc.problems
         return []
 
+    def check(self, project, ref):
+        try:
+            job(project, ref)
+        except LessonError as exc:
+            return exc.problems
+        return []
+
+    def job(self, project, ref):
+        return job(project, ref)
+
     def render(self, project, ref, links):
         rel, key, text = value(project, ref)
         title = f"{rel} 本次构建的运行记录：{key}"

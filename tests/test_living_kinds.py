@@ -40,3 +40,165 @@ def _site(site, page=PAGE, name="a.md"):
 
 def _html(site, name="a"):
     return (site.root / "site" / name / "index.html").read_text(encoding="utf-8")
+
+
+def test_the_four_kinds_are_registered():
+    from lessonkit import kinds
+
+    assert list(kinds.KINDS.fenced)[-2:] == ["snapshot", "figure"]
+    assert list(kinds.KINDS.inline) == ["line", "value"]
+
+
+@pytest.mark.parametrize("text, args", [
+    ('见 [[line: core.py::backward_pass "outgrads[parent]"]] 与 [[value: m a.b|3]]',
+     ['core.py::backward_pass "outgrads[parent]"', "m a.b|3"]),
+    (r'[[line: a.py::f "say \"]]\" now" .. "b"]]', [r'a.py::f "say \"]]\" now" .. "b"']),
+    ('[[line: a.py::f]] `[[line: b.py::g]]`', ["a.py::f"]),
+])
+def test_inline_pattern_allows_brackets_inside_quotes(text, args):
+    from lessonkit.kinds import KINDS
+    from lessonkit.parse import parse_page
+
+    page = parse_page(text, "docs/a.md", kinds=KINDS)
+    assert [i.ref.argument for i in page.inline] == args and page.problems == []
+
+
+def test_an_unclosed_inline_reference_is_a_located_error():
+    from lessonkit.kinds import KINDS
+    from lessonkit.parse import parse_page
+
+    page = parse_page('x\n见 [[line: a.py::f "outgrads[parent]]] 后文', "docs/a.md", kinds=KINDS)
+    assert page.inline == []
+    assert [str(p) for p in page.problems] == [
+        'docs/a.md:2: the inline `line` reference is not closed — end it with ]] on the same line '
+        '(close every "quote"; write \\" for a quote inside one)']
+
+
+def test_build_renders_each_kind(site):
+    _site(site, PAGE + "\n" + REAL + '\n再看 [[line: core.py::backward_pass "outgrad = outgrads.pop(node)" |L]]'
+          '，以及 [[line: core.py::add_outgrads "vs.add(prev_g, g)"]]。\n')
+    r = site.build()
+    assert r.returncode == 0, r.stderr
+    html = _html(site)
+    refs = re.findall(r'<a class="lk-line"[^>]*>[^<]*</a>', html)
+    assert refs == [
+        '<a class="lk-line" id="ref-1" href="#src-backward_pass-L28" title="autograd/core.py · backward_pass · '
+        'outgrad = outgrads.pop(node)">第 28 行</a>',
+        '<a class="lk-line" id="ref-2" href="#src-backward_pass-L30" title="autograd/core.py · backward_pass · '
+        'for parent, ingrad in zip(node.parents, ingrads): / outgrads[parent] = add_outgrads(outgrads.get(parent), '
+        'ingrad)">core.py:30–31</a>',
+        '<a class="lk-line" id="ref-3" href="#src-backward_pass-L28" title="autograd/core.py · backward_pass · '
+        'outgrad = outgrads.pop(node)">L28</a>',
+        '<a class="lk-line" id="ref-4" href="../source/autograd/core.py/#L199" title="autograd/core.py · '
+        'add_outgrads · return vs.add(prev_g, g), True">第 199 行</a>']
+    assert 'id="src-backward_pass-L28"' in html  # the excerpt's line anchor the references land on
+    assert ('<span class="lk-value" title="experiments/multiple_paths.py 本次构建的运行记录：xx.grad">6.0</span>'
+            in html)
+    rows = re.findall(r"<tr>.*?</tr>", html.split('id="snapshot-1"')[1].split("</table>")[0])
+    assert rows == [
+        "<tr><th>对象</th><th>值</th><th>说明</th></tr>",
+        '<tr><td><code>x * x</code> 的梯度</td><td class="lk-generated" title="experiments/multiple_paths.py 的记录 '
+        'xx.grad">6.0</td><td>生成</td></tr>',
+        '<tr><td>同一个值</td><td class="lk-checked" title="experiments/multiple_paths.py 的记录 xx.grad（手写值，'
+        '已与记录比对）">6.0</td><td>手写并比对</td></tr>',
+        '<tr><td>公式</td><td class="lk-checked" title="experiments/multiple_paths.py 的记录 xx.grad（手写值，'
+        '已与记录比对）"><span class="lk-math"><math xmlns="http://www.w3.org/1998/Math/MathML" display="inline">'
+        '<mrow><mi>x</mi><mo>&#x0002B;</mo><mi>x</mi></mrow></math></span></td><td>公式照写</td></tr>',
+        "<tr><td>分支</td><td><code>vs.add(prev_g, g)</code></td><td>手写</td></tr>"]
+    assert '<span class="lk-badge lk-badge-snap" data-search-exclude="chrome">实验观察</span>' in html
+    fig = html.split('<figure class="lk-figure" id="figure-1">')[1].split("</figure>")[0]
+    assert fig.startswith('<svg xmlns="http://www.w3.org/2000/svg" class="lk-fig"')
+    assert re.findall(r"<text [^>]*>([^<]*)</text>", fig) == ["R", "根节点", "M", "multiply"]
+    assert fig.endswith('<figcaption>乘法节点 M 的两个参数都是 R<span class="lk-fig-source" '
+                        'data-search-exclude="chrome">（图由本次构建运行 <code>experiments/multiple_paths.py</code> '
+                        "的记录绘制）</span></figcaption>")
+    src = (site.root / "site" / "source" / "autograd" / "core.py" / "index.html").read_text(encoding="utf-8")
+    assert re.findall(r'<span class="lk-cites"[^>]*>(.*?)</span>', src) == [
+        '被引用：<a href="../../../a/#src-backward_pass">活的课程 · backward_pass</a>',
+        '被引用：<a href="../../../a/#ref-1">活的课程 · backward_pass（正文）</a> '
+        '<a href="../../../a/#ref-3">活的课程 · backward_pass（正文）</a>',
+        '被引用：<a href="../../../a/#ref-2">活的课程 · backward_pass（正文）</a>',
+        '被引用：<a href="../../../a/#ref-4">活的课程 · add_outgrads（正文）</a>']
+
+
+BAD = [
+    ('[[line: core.py::backward_pass "no such text"]]',
+     "docs/a.md:3: 'no such text' does not occur in `backward_pass` (autograd/core.py L25-32) — quote the line "
+     "verbatim"),
+    ('[[line: core.py::backward_pass "outgrads"]]',
+     "docs/a.md:3: 'outgrads' occurs in 3 lines of `backward_pass` (autograd/core.py L25-32) — quote more of the "
+     "line you mean (L26: 'outgrads = {end_node: (g, False)}'; L28: 'outgrad = outgrads.pop(node)'; "
+     "L31: 'outgrads[parent] = add_outgrads(outgrads.get(parent), ingrad')"),
+    ("[[value: multiple_paths xx.nope]]",
+     "docs/a.md:3: experiments/multiple_paths.py recorded no `xx.nope` (no `nope` under xx) — there: R_vjp, calls, "
+     "edge_counts, grad, graph, order, outgrads, parents_types, seed, toposort"),
+    ("[[value: multiple_pathz xx.grad]]",
+     "docs/a.md:3: there is no experiments/multiple_pathz.py — did you mean experiments/multiple_paths.py?"),
+]
+
+
+@pytest.mark.parametrize("prose, message", BAD)
+def test_inline_mistakes_are_located_errors(site, prose, message):
+    _site(site, "# 错误\n\n见 " + prose + "。\n")
+    r = site.verify()
+    assert r.returncode == 1
+    assert r.stderr.splitlines()[0] == message, r.stderr
+
+
+def test_snapshot_mistakes_are_located_at_the_row(site):
+    bad = block("snapshot", "Experiment: experiments/multiple_paths.py", body="""
+                对象 | 值
+                梯度 | @xx.grad = 7.0
+                未知 | @xx.sead
+                """)
+    _site(site, "# 错误\n\n" + bad + "\n" + block("figure", "Experiment: experiments/nothing.py", "Graph: g") + "\n"
+          + block("figure", "Experiment: experiments/multiple_paths.py", "Graph: xx.grad"))
+    r = site.verify()
+    assert r.returncode == 1
+    assert r.stderr.splitlines()[:1] == [
+        "docs/a.md:12: there is no experiments/nothing.py — create the experiment first"]
+    (site.root / "docs" / "a.md").write_text("# 错误\n\n" + bad + "\n" + block(
+        "figure", "Experiment: experiments/multiple_paths.py", "Graph: xx.grad"), encoding="utf-8")
+    r = site.verify()
+    assert r.stderr.splitlines()[:3] == [
+        "docs/a.md:7: snapshot cell says '7.0' but experiments/multiple_paths.py recorded `xx.grad` = 6.0 — fix the "
+        "hand-written value, or write `@xx.grad` to show the recorded one",
+        "docs/a.md:8: experiments/multiple_paths.py recorded no `xx.sead` (no `sead` under xx) — there: R_vjp, calls, "
+        "edge_counts, grad, graph, order, outgrads, parents_types, seed, toposort",
+        "docs/a.md:13: `xx.grad` in experiments/multiple_paths.py's recording is not a recorded graph (record.graph) "
+        "— `Graph:` names a recorded graph (record.graph)"]
+    b = site.build()
+    assert b.returncode == 1 and "docs/a.md:7: snapshot cell says '7.0'" in b.stderr and "Traceback" not in b.stderr
+
+
+GRAPH = """\
+import autograd.numpy as np
+from autograd.tracer import trace_stack, new_box
+from autograd.core import VJPNode
+from _record import record
+
+def f(x):
+    return x * x
+
+with trace_stack.new_trace() as t:
+    start = new_box(3.0, t, VJPNode.new_root())
+    with record.capture() as cap:
+        cap.root(start._node, t, 3.0)
+        end = f(start)
+    record.graph("g", cap, end, labels={start._node: "x", end._node: "y"})
+print("ok")
+"""
+
+
+def test_a_changed_experiment_changes_the_figure_in_the_built_page(site):
+    site.script("g.py", GRAPH)
+    site.page("a.md", "# 图\n\n" + block("figure", "Experiment: experiments/g.py", "Graph: g", "Caption: 计算图"))
+    r = site.build()
+    assert r.returncode == 0, r.stderr
+    before = re.findall(r"<text [^>]*>([^<]*)</text>", _html(site))
+    site.script("g.py", GRAPH.replace("return x * x", "return np.sin(x) * x"))
+    r = site.build()
+    assert r.returncode == 0, r.stderr
+    after = re.findall(r"<text [^>]*>([^<]*)</text>", _html(site))
+    assert before == ["x", "根节点", "y", "multiply"]
+    assert after == ["x", "根节点", "sin", "y", "multiply"]

@@ -202,3 +202,106 @@ def test_a_changed_experiment_changes_the_figure_in_the_built_page(site):
     after = re.findall(r"<text [^>]*>([^<]*)</text>", _html(site))
     assert before == ["x", "根节点", "y", "multiply"]
     assert after == ["x", "根节点", "sin", "y", "multiply"]
+
+
+# -- docs/ prose: no hand-typed source line numbers, and the numbers left ----------------------
+
+DOCS = ROOT / "docs"
+# A source line number typed by hand: 第 28 行, 第 30–31 行, core.py:28, L28, L30–L31 (or L30–31).
+LINE_NUMBER = re.compile(r"第\s*\d+\s*(?:[–\-~～到至]\s*\d+\s*)?行|\b[\w./-]+\.py:\d+|\bL\d+(?:\s*[–\-]\s*L?\d+)?\b")
+# Non-source uses of 「第 N 行」, each with its reason. A match is allowed only on the page named.
+NOT_SOURCE_LINES = [
+    ("lessons/11-operator-composition.md", r"第 \d+ 行 \$\(",
+     "a row of the Jacobian matrix J_F, followed by its entries in a formula: not a line of a file"),
+    ("lessons/13-custom-primitive.md", r"表中第 [\d–]+ 行",
+     "rows of the call table shown just above on the same page: not a line of a file"),
+]
+
+
+def prose_lines(text: str):
+    """(line number, prose) of a page: outside fenced blocks, with inline code, HTML comments and
+    inline references (`[[line: …]]`, `[[value: …]]`, checked by verify) blanked out."""
+    from lessonkit.kinds import INLINE
+
+    fence = None
+    text = re.sub(r"<!--.*?-->", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
+    for n, line in enumerate(text.split("\n"), 1):
+        s = line.lstrip()
+        mark = re.match(r"(`{3,}|~{3,})", s)
+        if fence is None and mark:
+            fence = mark.group(1)
+            continue
+        if fence is not None:
+            if s.startswith(fence) and not s[len(fence):].strip():
+                fence = None
+            continue
+        line = INLINE.sub(lambda m: " " * len(m.group(0)), line)
+        yield n, re.sub(r"(`+)(?:(?!\1).)+?\1", lambda m: " " * len(m.group(0)), line)
+
+
+def test_prose_scan_finds_the_hand_typed_forms():
+    page = ("见第 28 行与第 30–31 行，core.py:28，L28–L29。\n`第 9 行` 与 [[line: core.py::grad]] 不算。\n"
+            "```\n第 7 行\n```\n")
+    hits = [(n, m.group(0)) for n, line in prose_lines(page) for m in LINE_NUMBER.finditer(line)]
+    assert hits == [(1, "第 28 行"), (1, "第 30–31 行"), (1, "core.py:28"), (1, "L28–L29")]
+
+
+def test_docs_prose_has_no_hand_typed_source_line_numbers():
+    found = []
+    for path in sorted(DOCS.rglob("*.md")):
+        rel = path.relative_to(DOCS).as_posix()
+        for n, line in prose_lines(path.read_text(encoding="utf-8")):
+            for m in LINE_NUMBER.finditer(line):
+                allowed = [why for page, pattern, why in NOT_SOURCE_LINES
+                           if page == rel and any(a.start() <= m.start() < a.end() for a in re.finditer(pattern, line))]
+                if not allowed:
+                    found.append(f"docs/{rel}:{n}: {m.group(0)!r} — write [[line: FILE::SYMBOL \"fragment\"]]")
+    assert found == []
+
+
+# A number with a decimal point or an exponent in lesson prose is an observation unless it is one
+# of these (context pattern around the number, reason). Numbers inside $formulas$ are the author's
+# derivation; a snapshot row checks them with {@key = v}.
+NUMBER = re.compile(r"(?<![\w.])-?\d+\.\d+(?:e-?\d+)?(?![\w.])|(?<![\w.])\d+e-?\d+(?![\w.])")
+NOT_FROM_A_RUN = [
+    (r"(?:Python|NumPy|autograd|Material|MkDocs|版本)\s*{n}", "a version number"),
+    (r"{n}\s*(?:节|小节)|§\s*{n}|\[{n}[\s\]]|^\s*\|\s*{n}\s*\||^#+\s*{n}\s", "a section or step number of a lesson"),
+    (r"(?:x|x_0|x0|输入|在|点|at)\s*[=＝]?\s*{n}", "the input the author chooses (the experiment uses the same literal)"),
+    (r"\({n}\)", "the input of a call written in prose, e.g. grad(f)(3.0)"),
+    (r"(?:阈值|容差|tol|rtol|atol|步长|h\s*=)\s*{n}", "a threshold or step size chosen by the author"),
+]
+
+
+def numbers_left(root: Path = DOCS) -> list[tuple[str, int, str, str | None]]:
+    """Every decimal number in lesson prose outside formulas: (page, line, number, reason or None)."""
+    out = []
+    for path in sorted((root / "lessons").glob("*.md")):
+        rel = path.relative_to(root).as_posix()
+        for n, line in prose_lines(path.read_text(encoding="utf-8")):
+            line = re.sub(r"\$[^$]+\$", lambda m: " " * len(m.group(0)), line)
+            for m in NUMBER.finditer(line):
+                num = m.group(0)
+                why = next((reason for pattern, reason in NOT_FROM_A_RUN
+                            if any(a.start() <= m.start() < a.end()
+                                   for a in re.finditer(pattern.format(n=re.escape(num)), line))), None)
+                out.append((f"docs/{rel}", n, num, why))
+    return out
+
+
+def test_numbers_left_in_prose_each_have_a_reason():
+    """Lists the numbers left in lesson prose and why each is not from a run (run with -s to read it)."""
+    left = numbers_left()
+    for page, n, num, why in left:
+        print(f"{page}:{n}: {num} — {why or 'OBSERVED: write [[value: experiment key]]'}")
+    assert [f"{p}:{n}: {num}" for p, n, num, why in left if why is None] == []
+
+
+def test_numbers_left_classifies_by_context(tmp_path):
+    (tmp_path / "lessons").mkdir()
+    (tmp_path / "lessons" / "01.md").write_text(
+        "在 x = 1.5 处，梯度是 6.0；见 5.3 节，Python 3.12；公式 $y = 2.0$ 不算；[[value: m a]]。\n", encoding="utf-8")
+    assert numbers_left(tmp_path) == [
+        ("docs/lessons/01.md", 1, "1.5", "the input the author chooses (the experiment uses the same literal)"),
+        ("docs/lessons/01.md", 1, "6.0", None),
+        ("docs/lessons/01.md", 1, "5.3", "a section or step number of a lesson"),
+        ("docs/lessons/01.md", 1, "3.12", "a version number")]

@@ -623,6 +623,7 @@ def build_report(project: Project, target: Target, pages: list[Path] | None = No
     titles: dict[str, str] = {}
     prose: list[tuple[str, int, str]] = []
     exps: list[tuple[Block, execute.Job]] = []
+    parsed_pages = []
     for path in pages or project.pages():
         rel = project.rel(path)
         try:
@@ -633,6 +634,7 @@ def build_report(project: Project, target: Target, pages: list[Path] | None = No
             continue
         titles[rel] = _title(text, rel)
         parsed = project.parse(path, text)
+        parsed_pages.append(parsed)
         prose += _prose(project, path, text, parsed, pin, target)
         for it in parsed.items:
             if isinstance(it, BrokenBlock):
@@ -655,6 +657,8 @@ def build_report(project: Project, target: Target, pages: list[Path] | None = No
                                       line=block.line, hint="a kind's repin() returns roles from "
                                       "lessonkit.kinds.REPIN_ROLES")
     items += _experiment_items(project, target, exps, vs)
+    from . import repin_prose  # inline references, snapshots, figures and recorded values
+    items += repin_prose.items(project, ttree, target, parsed_pages, vs)
     items.sort(key=lambda i: (i.page, i.line, i.kind))
     return RepinReport(pin, target, items, titles, prose, _tree_files_diff(pin, target),
                   time.perf_counter() - t0)
@@ -683,6 +687,8 @@ def summary_lines(report: RepinReport, diffs: bool = False) -> list[str]:
     out.append(f"real source: {_counts_text(report.counts(('real-source',)), SRC_ORDER)}")
     out.append(f"based-on:    {_counts_text(report.counts(('based-on',)), SRC_ORDER)}")
     out.append(f"experiments: {_counts_text(report.counts(('experiment',)), EXP_ORDER)}")
+    out.append(f"prose refs:  {_counts_text(report.counts(('prose-ref',)), SRC_ORDER)}")
+    out.append(f"recorded:    {_counts_text(report.counts(('snapshot', 'figure', 'value')), EXP_ORDER)}")
     page_errors = report.counts(("page",))
     if page_errors:
         out.append(f"pages:       {page_errors['error']} error(s) at the pin")
@@ -716,7 +722,8 @@ def summary_lines(report: RepinReport, diffs: bool = False) -> list[str]:
     out.append("")
     a = report.attention
     if a:
-        blocks = sum(1 for i in a if i.kind in ("real-source", "based-on", "page"))
+        blocks = sum(1 for i in a if i.kind in ("real-source", "based-on", "page", "prose-ref", "snapshot", "figure",
+                                                 "value"))
         exps = sum(1 for i in a if i.kind == "experiment")
         out.append(f"repin: {blocks} block(s) and {exps} experiment(s) need attention "
                    f"(in {len({i.page for i in a})} page(s)); {report.seconds:.1f} s")
@@ -928,7 +935,7 @@ def apply(project: Project, report: RepinReport, say=print) -> list[str]:
     installed = _install_target(project, new_pin, target)
     sm = project.sourcemap
     toml_path, manifest_path, map_path = sm / "pin.toml", sm / "manifest.sha256", sm / verify.MAP_NAME
-    touched = [toml_path, manifest_path, map_path, *pages]
+    touched = [toml_path, manifest_path, map_path, sm / "prose-refs.json", *pages]
     backup = {p: (p.read_bytes() if p.exists() else None) for p in touched}
     try:
         _write(toml_path, pin_text(toml_path.read_text(encoding="utf-8"), old, target).encode())
@@ -948,6 +955,8 @@ def apply(project: Project, report: RepinReport, say=print) -> list[str]:
                        f"changed; the first: {checked.problems[0]}", hint="repin reports no such problem: "
                                                                          "please report this as a lessonkit bug")
         verify.write_map(fresh, checked)
+        from .living import write_ref_map  # prose references: same content, new numbers
+        write_ref_map(fresh, checked)
         stale = verify.stale_map(fresh, checked)
         if stale:
             raise _err(f"the rewritten excerpt map is stale: {stale[0]}", hint="nothing was changed")

@@ -305,3 +305,36 @@ def test_numbers_left_classifies_by_context(tmp_path):
         ("docs/lessons/01.md", 1, "6.0", None),
         ("docs/lessons/01.md", 1, "5.3", "a section or step number of a lesson"),
         ("docs/lessons/01.md", 1, "3.12", "a version number")]
+
+
+# -- repin ----------------------------------------------------------------------------------
+
+from test_repin import _report, _seed, sdists  # noqa: E402,F401  (the 1.8.0 sdist, fetched once)
+
+
+def test_repin_classifies_prose_references_and_rebuilds_recorded_values(site, monkeypatch, sdists):
+    _seed(site, sdists("1.8.0"))
+    _site(site, "# 重新固定\n\n"
+          '见 [[line: core.py::backward_pass "outgrad = outgrads.pop(node)"]]，'
+          '[[line: tracer.py::Box "type_mappings = {}"]]，'
+          '[[line: tracer.py::primitive "is_ufunc = isinstance(f_raw, np.ufunc)"]]，'
+          "梯度 [[value: multiple_paths xx.grad]]。\n\n" + SNAP + "\n" + FIG)
+    report = _report(site, monkeypatch, "1.8.0")
+    rows = [(i.line, i.kind, i.status, i.detail) for i in report.items if i.kind in
+            ("prose-ref", "snapshot", "figure", "value")]
+    assert rows == [
+        (3, "prose-ref", "unchanged", ""),
+        (3, "prose-ref", "moved", "第 157 行 → 第 109 行 (rendered from the content: no edit needed)"),
+        (3, "prose-ref", "missing", "第 48 行 names nothing at the target: 'is_ufunc = isinstance(f_raw, np.ufunc)' "
+                                    "does not occur in `primitive` (autograd/tracer.py L36-58)"),
+        (3, "value", "unchanged", ""),
+        (5, "snapshot", "unchanged", ""),
+        (18, "figure", "unchanged", ""),
+    ]
+    text = "\n".join(repin.summary_lines(report))
+    assert "prose refs:  1 unchanged, 1 moved, 1 missing" in text
+    assert "recorded:    3 unchanged" in text
+    assert "  :3     moved     prose-ref   tracer.py::Box \"type_mappings = {}\" — 第 157 行 → 第 109 行" in text
+
+
+from lessonkit import repin  # noqa: E402

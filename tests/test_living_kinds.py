@@ -119,6 +119,11 @@ def test_build_renders_each_kind(site):
         '<a href="../../../a/#ref-3">活的课程 · backward_pass（正文）</a>',
         '被引用：<a href="../../../a/#ref-2">活的课程 · backward_pass（正文）</a>',
         '被引用：<a href="../../../a/#ref-4">活的课程 · add_outgrads（正文）</a>']
+    acc = (site.root / "site" / "attachments" / "acceptance" / "index.html").read_text(encoding="utf-8")
+    living = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", acc.split('id="living"')[1].split("</table>")[0]))
+    assert living.endswith("状态快照表 1 快照中由记录生成的值 1 快照中手写、已与记录比对的值 2 快照中手写、未比对的值 1 "
+                           "生成或比对的比例 75.0 %（目标 ≥ 90 %） 由运行记录绘制的图 1 正文中的记录值 1 "
+                           "正文中的源码行引用 4 ")
 
 
 BAD = [

@@ -126,6 +126,15 @@ def check_recorded(project, report: Report, results: dict[str, execute.Result] |
                 continue
             try:
                 if r.kind.name == "snapshot":
+                    from .kinds.snapshot import cell_refs
+                    for ref in cell_refs(r.block):  # inline references in the table's cells
+                        if ref.kind == "value":
+                            value_kind.value(project, ref)
+                            facts.values += 1
+                            row[4] += 1
+                        elif ref.kind == "line":
+                            facts.refs += 1
+                            row[5] += 1
                     g, c, h = count_table(r.kind.table(r, result))
                     facts.generated, facts.checked, facts.hand = facts.generated + g, facts.checked + c, facts.hand + h
                     facts.tables += 1

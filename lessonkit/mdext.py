@@ -97,7 +97,7 @@ def make_renderer(md: Markdown, project: Project, links, deferred: Deferred | No
     hl = Highlight(md, **HIGHLIGHT)
     return Renderer(project.pin, hl.highlight, links, provenance(project), project.site.label,
                     store=Store(project.cache, "render"),
-                    tools=tools(), deferred=deferred)
+                    tools=tools(), deferred=deferred, project=project)
 
 
 def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> tuple[str, list[Problem]]:

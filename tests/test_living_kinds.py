@@ -343,3 +343,23 @@ def test_repin_classifies_prose_references_and_rebuilds_recorded_values(site, mo
 
 
 from lessonkit import repin  # noqa: E402
+
+
+def test_snapshot_cells_may_hold_inline_references(site):
+    table = block("snapshot", "Experiment: experiments/multiple_paths.py", body="""
+                  对象 | 值 | 说明
+                  `outgrad` | @xx.grad | 在 [[line: core.py::backward_pass "outgrad = outgrads.pop(node)"|file]] 取出，等于 [[value: multiple_paths xx.grad]]
+                  """)
+    _site(site, "# 表\n\n" + table)
+    r = site.run("-m", "lessonkit", "render", "docs/a.md")
+    assert r.returncode == 0, r.stderr
+    assert ('<td>在 <span class="lk-line" title="autograd/core.py · backward_pass · outgrad = '
+            'outgrads.pop(node)">core.py:28</span> 取出，等于 <span class="lk-value" title="experiments/multiple_paths.py '
+            '本次构建的运行记录：xx.grad">6.0</span></td>') in r.stdout
+    bad = table.replace("outgrads.pop(node)", "outgrads.popp(node)")
+    site.page("a.md", "# 表\n\n" + bad)
+    v = site.verify()
+    assert v.stderr.splitlines()[0] == (
+        "docs/a.md:7: 'outgrad = outgrads.popp(node)' does not occur in `backward_pass` (autograd/core.py L25-32) — "
+        "closest lines: L27: 'for node in toposort(end_node):'; L28: 'outgrad = outgrads.pop(node)'; "
+        "L31: 'outgrads[parent] = add_outgrads(outgrads.get(parent), ingrad'")

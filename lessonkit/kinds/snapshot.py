@@ -52,6 +52,13 @@ class Snapshot(Kind):
 
     def resolve(self, project, block):
         rel = _recorded.script_rel(project, block.get("Experiment"), block.path, block.line_of("Experiment"))
+        problems = []
+        for ref in cell_refs(block):  # inline references in cells: checked like those in prose
+            kind = project.kinds.inline.get(ref.kind)
+            problems += kind.check(project, ref) if kind else [project.kinds.unknown(
+                ref.kind, ref.path, ref.line, inline=True).problem]
+        if problems:
+            raise LessonError.collect(problems)
         return Resolved(block, None, None, _recorded.job_for(project, rel))
 
     def anchor(self, r, n):
@@ -73,13 +80,14 @@ class Snapshot(Kind):
             meta = [f"<code>{escape(r.job.label)}</code>", "本次构建的运行记录"]
             title = f'<p class="lk-snapshot-title"><strong>{_md(b.get("Title"))}</strong></p>' if b.get("Title") else ""
             head = "".join(f"<th>{_md(c)}</th>" for c in table.columns)
-            rows = "".join("<tr>" + "".join(_cell(c, r.job.label) for c in row) + "</tr>" for row in table.rows)
+            rows = "".join("<tr>" + "".join(_cell(c, r.job.label, renderer, b.line) for c in row) + "</tr>"
+                           for row in table.rows)
             return (f'<div class="lk-block lk-snapshot" id="{anchor}">'
                     + renderer.head(badge, "snap", meta, [("查看脚本", renderer.links.script(r.job.label))])
                     + title + f'<table class="lk-snapshot-table"><thead><tr>{head}</tr></thead>'
                     f"<tbody>{rows}</tbody></table></div>")
 
-        if renderer.store is None:
+        if renderer.store is None or any("[[" in line for line in b.body):  # inline refs: rendered each time
             return make()
         key = digest("snapshot", FORMAT, anchor, repr(table), b.get("Title") or "", b.get("Label") or "",
                      renderer.links.script(r.job.label) or "")
@@ -90,16 +98,61 @@ class Snapshot(Kind):
             table = self.table(r, result)
         except LessonError:
             return []
+        from . import INLINE, InlineRef
+
+        def plain_ref(m):
+            kind = project.kinds.inline.get(m["name"])
+            try:
+                return kind.plain(project, InlineRef(m["name"], m["arg"], r.block.path, r.block.line)) if kind \
+                    else m.group(0)
+            except LessonError:
+                return m.group(0)
+
         title = r.block.get("Title")
         head = [f"**{title}**", ""] if title else []
-        return head + table.markdown().rstrip("\n").split("\n")
+        return head + INLINE.sub(plain_ref, table.markdown()).rstrip("\n").split("\n")
 
 
 
-def _cell(c: recording.Cell, source: str) -> str:
+def cell_refs(block) -> list:
+    """The inline references (``[[line: …]]``, ``[[value: …]]``) written in the table's cells."""
+    from . import INLINE, InlineRef
+
+    out = []
+    for i, line in enumerate(block.body or ()):
+        for m in INLINE.finditer(line):
+            if not line.count("`", 0, m.start()) % 2:
+                out.append(InlineRef(m["name"], m["arg"], block.path, block.body_line + i))
+    return out
+
+
+def _with_refs(text: str, renderer, line: int | None) -> str:
+    """A hand-written cell as HTML, its inline references rendered by their kinds."""
+    from . import INLINE, InlineRef
+
+    project = renderer.project
+    if "[[" not in text or project is None:
+        return _md(text)
+    parts: list[str] = []
+
+    def stash(m):
+        if text.count("`", 0, m.start()) % 2 or m["name"] not in project.kinds.inline:
+            return m.group(0)
+        ref = InlineRef(m["name"], m["arg"], None, line)
+        parts.append(project.kinds.inline[ref.kind].render(project, ref, renderer.links))
+        return f"LKREF{len(parts) - 1}X"
+
+    html = _md(INLINE.sub(stash, text))
+    for n, part in enumerate(parts):
+        html = html.replace(f"LKREF{n}X", part)
+    return html
+
+
+def _cell(c: recording.Cell, source: str, renderer=None, line: int | None = None) -> str:
+    md = (lambda t: _with_refs(t, renderer, line)) if renderer is not None else _md
     if c.mode == "hand":
-        return f"<td>{_md(c.text)}</td>"
-    shown = f"<code>{escape(c.text)}</code>" if c.code else (escape(c.text) if c.mode == "generated" else _md(c.text))
+        return f"<td>{md(c.text)}</td>"
+    shown = f"<code>{escape(c.text)}</code>" if c.code else (escape(c.text) if c.mode == "generated" else md(c.text))
     tip = f"{source} 的记录 {c.key}" + ("（手写值，已与记录比对）" if c.mode == "checked" else "")
     return f'<td class="lk-{c.mode}" title="{escape(tip)}">{shown}</td>'
 

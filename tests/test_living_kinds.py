@@ -224,31 +224,37 @@ NOT_SOURCE_LINES = [
 
 
 def prose_lines(text: str):
-    """(line number, prose) of a page: outside fenced blocks, with inline code, HTML comments and
-    inline references (`[[line: …]]`, `[[value: …]]`, checked by verify) blanked out."""
+    """(line number, prose) of a page: outside fenced blocks (but inside snapshot tables, which are
+    prose), with inline code, HTML comments and inline references (`[[line: …]]`, `[[value: …]]`,
+    checked by verify) blanked out."""
     from lessonkit.kinds import INLINE
 
-    fence = None
+    fence, table = None, False
     text = re.sub(r"<!--.*?-->", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
     for n, line in enumerate(text.split("\n"), 1):
         s = line.lstrip()
-        mark = re.match(r"(`{3,}|~{3,})", s)
+        mark = re.match(r"(`{3,}|~{3,})\s*(\S*)", s)
         if fence is None and mark:
-            fence = mark.group(1)
+            fence, table = mark.group(1), mark.group(2).strip("{.}") == "snapshot"
             continue
         if fence is not None:
             if s.startswith(fence) and not s[len(fence):].strip():
                 fence = None
-            continue
+                continue
+            if not table:
+                continue
+            # checked cells (`@key = v`, `text {@key = v}`) are compared with the run by the build
+            line = re.sub(r"\{@[^{}]*\}|`?@[\w.-]+`?(?:\s*=\s*[^|]*)?", lambda m: " " * len(m.group(0)), line)
         line = INLINE.sub(lambda m: " " * len(m.group(0)), line)
         yield n, re.sub(r"(`+)(?:(?!\1).)+?\1", lambda m: " " * len(m.group(0)), line)
 
 
 def test_prose_scan_finds_the_hand_typed_forms():
     page = ("见第 28 行与第 30–31 行，core.py:28，L28–L29。\n`第 9 行` 与 [[line: core.py::grad]] 不算。\n"
-            "```\n第 7 行\n```\n")
+            "```\n第 7 行\n```\n```snapshot\nExperiment: experiments/x.py\n\n对象 | 值 | 说明\n"
+            "R | @a.b = L30 | 见 L31\n```\n")
     hits = [(n, m.group(0)) for n, line in prose_lines(page) for m in LINE_NUMBER.finditer(line)]
-    assert hits == [(1, "第 28 行"), (1, "第 30–31 行"), (1, "core.py:28"), (1, "L28–L29")]
+    assert hits == [(1, "第 28 行"), (1, "第 30–31 行"), (1, "core.py:28"), (1, "L28–L29"), (10, "L31")]
 
 
 def test_docs_prose_has_no_hand_typed_source_line_numbers():

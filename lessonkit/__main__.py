@@ -51,8 +51,9 @@ def _verify(args) -> int:
         print(p, file=sys.stderr)
     n_pages = len(report.resolved)
     summary = (f"verify: {n_pages} page(s), {report.count('real-source')} real-source, "
-               f"{report.count('teaching-simplification')} teaching, {report.count('experiment')} experiment "
-               f"block(s) against autograd {project.pin.version} ({project.pin.short}, {project.tree.provider}); "
+               f"{report.count('teaching-simplification')} teaching, {report.count('experiment')} experiment, "
+               f"{report.count('snapshot')} snapshot, {report.count('figure')} figure "
+               f"block(s), {sum(len(v) for v in report.inline.values())} inline reference(s) against autograd {project.pin.version} ({project.pin.short}, {project.tree.provider}); "
                f"{len(problems)} problem(s) in {time.perf_counter() - t0:.2f} s")
     print(summary, file=sys.stderr if problems else sys.stdout)
     return 1 if problems else 0

@@ -27,8 +27,12 @@ def _verify(args) -> int:
         print(f"docs: no Markdown pages under {project.rel(project.docs)}/ — there is nothing to verify; "
               "add lessons under docs/", file=sys.stderr)
         return 1
+    from . import living
+
     report = verify.check(project, pages)
     problems = list(report.problems)
+    if not problems:  # snapshots, figures and inline values against this pin's runs (cached when unchanged)
+        problems += living.check_recorded(project, report).problems
     if args.update_map:
         if problems:
             print("not writing the excerpt map while blocks have problems", file=sys.stderr)
@@ -38,14 +42,16 @@ def _verify(args) -> int:
         else:
             verify.write_map(project, report)
             print(f"wrote {project.rel(project.sourcemap / verify.MAP_NAME)}")
+            print(f"wrote {project.rel(living.write_ref_map(project, report))}")
     elif not args.no_map:
         only = {project.rel(p) for p in pages} if pages else None
         problems += verify.stale_map(project, report, only)
+        problems += living.stale_ref_map(project, report, only)
     for p in problems:
         print(p, file=sys.stderr)
     n_pages = len(report.resolved)
     counts = ", ".join(f"{report.count(name)} {name}" for name in project.kinds.fenced)  # every registered kind
-    summary = (f"verify: {n_pages} page(s), {counts} block(s) against {project.pin.name} {project.pin.version} "
+    summary = (f"verify: {n_pages} page(s), {counts} block(s), {sum(len(v) for v in report.inline.values())} inline reference(s) against {project.pin.name} {project.pin.version} "
                f"({project.pin.short}, {project.tree.provider}); "
                f"{len(problems)} problem(s) in {time.perf_counter() - t0:.2f} s")
     print(summary, file=sys.stderr if problems else sys.stdout)
@@ -133,6 +139,8 @@ def _new(args) -> int:
             print(p, file=sys.stderr)
         return 1
     verify.write_map(project, report)
+    from .living import write_ref_map
+    write_ref_map(project, report)
     print("recorded the new excerpts in sourcemap/excerpts.json; next: nox -s build verify")
     return 0
 

@@ -155,7 +155,7 @@ def acceptance(project: Project, report: Report, results: dict[str, execute.Resu
     exp_rows = []
     for page, rs in sorted(report.resolved.items()):
         for r in rs:
-            if r.job is None:
+            if r.job is None or r.kind.name in ("snapshot", "figure"):  # their runs are listed with the blocks
                 continue
             res = results.get(project.runner.key(r.job))
             status = "未运行" if res is None else (f"{res.exit_code}" + ("（超时）" if res.timed_out else ""))
@@ -165,7 +165,9 @@ def acceptance(project: Project, report: Report, results: dict[str, execute.Resu
                         if r.job is None and r.excerpt is not None and r.excerpt.origin == "repo")
     based = sum(1 for rs in report.resolved.values() for r in rs if r.based_on is not None)
     count = {k.name: report.count(k.name) for k in kinds}
-    return project.site.render("acceptance.md", pin=project.pin, provider=project.tree.provider,
+    from .living import check_recorded  # snapshots, figures, inline values and references, from this build's runs
+    facts = check_recorded(project, report, results)
+    return project.site.render("acceptance.md", living=facts, pin=project.pin, provider=project.tree.provider,
                                manifest_files=len(project.pin.manifest), versions=v, count=count,
                                repo_excerpts=repo_excerpts, based=based, head=head, rows=rows, totals=totals,
                                exp_rows=exp_rows)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import attachments, pages, site, verify
+from . import attachments, living, pages, site, verify
 from .errors import LessonError, Problem
 from .mdext import PageContext
 from .project import Project
@@ -186,13 +186,14 @@ class Build:
         self.read_pages(paths)
         project = self.project
         self.report = report = verify.check(project, paths)  # the same map that `nox -s verify` checks
-        jobs = [r.job for rs in report.resolved.values() for r in rs if r.job]
+        jobs = living.all_jobs(project, report)  # experiment blocks, snapshots, figures, inline values
         jobs += pages.diagram_jobs(project)
         # The experiments run in the background, in page order, while the pages render; a page
         # waits only for its own. What needs all of them (attachments, bundle) comes last.
         self.pending = project.runner.start(jobs)
         self.citations = site.citations(report, "docs/", self.texts)
-        with_experiments = [page for page, rs in report.resolved.items() if any(r.job for r in rs)]
+        self.citations += living.citations(project, report, "docs/", self.texts)  # inline `line` references
+        with_experiments = sorted(living.pages_with_runs(project, report))
         if self.pending.to_run:  # a cold build: another process highlights those pages' code meanwhile
             self.prewarm = pages.start_prewarm(project, pages.prewarm_plan(report, with_experiments))
         generated = pages.browser_pages(project, self.citations)

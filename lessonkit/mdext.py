@@ -98,7 +98,7 @@ def make_renderer(md: Markdown, project: Project, links, deferred: Deferred | No
     hl = Highlight(md, **HIGHLIGHT)
     return Renderer(project.pin, hl.highlight, links, provenance(project), project.site.label,
                     store=Store(project.cache, "render"),
-                    tools=tools(), deferred=deferred)
+                    tools=tools(), deferred=deferred, project=project)
 
 
 def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> tuple[str, list[Problem]]:
@@ -109,7 +109,6 @@ def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> 
     lines = text.split("\n")
     renderer = make_renderer(md, project, ctx.links, ctx.deferred)
     problems: list[Problem] = list(page.problems_inline)
-    _render_inline(md, project, page, lines, renderer, ctx.links, problems)
     resolved: dict[int, Resolved] = {}
     failed: dict[int, LessonError] = {}  # the box on the page says what the log says
     for item in page.items:
@@ -121,6 +120,10 @@ def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> 
                 problems += err.problems
     given = ctx.anchors if ctx.anchors is not None and len(ctx.anchors) == len(resolved) else None
     ids = dict(zip(resolved, given if given is not None else anchors(list(resolved.values()))))
+    # inline references after the blocks are resolved: a `line` reference links to an excerpt on the page
+    page_links = PageLinks(ctx.links, [(ids[k], r.excerpt) for k, r in resolved.items()
+                                       if r.excerpt is not None and r.kind.citation == "source"], page.inline)
+    _render_inline(md, project, page, lines, renderer, page_links, problems)
     jobs = [r.job for r in resolved.values() if r.job]
     results = project.runner.run_all(jobs) if jobs else {}
     for item in reversed(page.items):
@@ -164,7 +167,36 @@ def _render_one(renderer, project, r: Resolved, anchor, results, problems) -> st
             err = execute.failure(result, r.job, r.job.timeout).at(r.block.path, r.block.line)
             problems += err.problems
             return renderer.error(err, anchor)
-    return renderer.block(r, anchor, result)
+    try:
+        return renderer.block(r, anchor, result)
+    except LessonError as exc:  # a kind that checks the run (snapshot, figure): its box says what the log says
+        err = exc.at(r.block.path, r.block.line)
+        problems += err.problems
+        return renderer.error(err, anchor)
+
+
+class PageLinks:
+    """The site's links plus what one page knows: its excerpts (``(anchor, Excerpt)``) and the ids
+    of its inline ``line`` references (``ref-1``, ``ref-2``… in page order, as the source browser's
+    backlinks name them)."""
+
+    def __init__(self, links, excerpts, inline):
+        self.links, self.excerpts = links, excerpts
+        self.ids = {id(item.ref): f"ref-{n}" for n, item in
+                    enumerate((i for i in inline if i.ref.kind == "line"), 1)}
+
+    def __getattr__(self, name):
+        return getattr(self.links, name)
+
+    def excerpt_line(self, file: str, start: int, end: int) -> str | None:
+        """``#<block>-L<start>``: the first excerpt on the page (of ``file``) that shows these lines."""
+        for anchor, ex in self.excerpts:
+            if ex.origin == "pinned" and ex.file == file and ex.start <= start and end <= ex.end:
+                return f"#{anchor}-L{start}"
+        return None
+
+    def inline_id(self, ref) -> str | None:
+        return self.ids.get(id(ref))
 
 
 class _Pre(Preprocessor):

@@ -97,7 +97,8 @@ def prewarm_plan(report: Report, pages: list[str]) -> Prewarm:
     from .render import code_of
 
     code = [(*code_of(r), anchor) for page in pages for r, anchor in
-            zip(report.resolved.get(page, []), report.anchors(page))]
+            zip(report.resolved.get(page, []), report.anchors(page))
+            if r.kind.citation is not None]  # blocks that show code (not snapshot or figure)
     return Prewarm(code, pages)
 
 

@@ -213,7 +213,9 @@ def _inline(page, kinds, line, index, path, offset) -> None:
         return
     from .kinds import INLINE, InlineRef
 
+    spans = []
     for m in INLINE.finditer(line):
+        spans.append((m.start(), m.end()))
         if line.count("`", 0, m.start()) % 2:  # inside a code span
             continue
         name = m["name"]
@@ -223,6 +225,11 @@ def _inline(page, kinds, line, index, path, offset) -> None:
             continue
         ref = InlineRef(name, m["arg"], path, offset + index + 1)
         page.inline.append(InlineItem(ref, index, m.start(), m.end()))
+    for m in re.finditer(r"\[\[([a-z][a-z0-9-]*):", line):  # an inline kind's opening that never closes
+        if m[1] in kinds.inline and not any(a <= m.start() < b for a, b in spans) and not line.count("`", 0, m.start()) % 2:
+            page.problems_inline.append(Problem(
+                f"the inline `{m[1]}` reference is not closed", path, offset + index + 1,
+                'end it with ]] on the same line (close every "quote"; write \\" for a quote inside one)'))
 
 
 def _dedent(line: str, indent: str) -> str:

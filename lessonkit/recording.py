@@ -171,8 +171,15 @@ def split_row(line: str) -> list[str]:
         text = text[1:]
     if text.endswith("|") and not text.endswith("\\|"):
         text = text[:-1]
+    from .kinds import INLINE  # here: lessonkit.kinds imports this module
+
     cells, cur, i = [], [], 0
     while i < len(text):
+        ref = INLINE.match(text, i) if text.startswith("[[", i) else None
+        if ref:  # an inline reference ([[line: …|file]], [[value: …|3]]): its bars stay in the cell
+            cur.append(ref.group(0))
+            i = ref.end()
+            continue
         if text[i] == "\\" and i + 1 < len(text) and text[i + 1] == "|":
             cur.append("|")
             i += 2

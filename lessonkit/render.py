@@ -100,6 +100,7 @@ class Renderer:
     tools: str = ""  # versions and options of whatever `highlight` depends on
     deferred: Deferred | None = None
     no_search: str = NO_SEARCH
+    project: object = None  # the project whose pages are rendered (kinds that render inline references)
     code_of = staticmethod(code_of)
 
     def code(self, text: str, start: int, anchor: str, title: str | None = None) -> str:

@@ -130,7 +130,7 @@ def code_html(sf: SourceFile, cites: list[Citation], href: Callable[[Citation], 
                 if c.target in seen:
                     continue
                 seen.add(c.target)
-                text = f"{c.label} · {c.symbol or f'L{c.start}–L{c.end}'}"
+                text = f"{c.label} · {c.symbol or f'L{c.start}–L{c.end}'}" + ("（正文）" if c.role == "prose" else "")
                 links.append(f'<a href="{escape(href(c))}">{escape(text)}</a>')
             back = f'<span class="lk-cites" aria-label="引用此处的块">被引用：{" ".join(links)}</span>'
         return (back + f'<span id="L{n}" class="{cls}">{marks}'

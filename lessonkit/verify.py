@@ -21,6 +21,7 @@ UPDATE_HINT = "run `nox -s verify -- --update-map` to record the new state"
 class Report:
     problems: list[Problem] = field(default_factory=list)
     resolved: dict[str, list[Resolved]] = field(default_factory=dict)  # page -> blocks
+    inline: dict[str, list] = field(default_factory=dict)  # page -> InlineRef, in page order
     _anchors: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     def anchors(self, page: str) -> list[str]:
@@ -73,7 +74,10 @@ def check(project: Project, pages: list[Path] | None = None) -> Report:
             continue
         resolved, problems = project.resolve_page(parsed)
         report.resolved[project.rel(path)] = resolved
-        report.problems += problems
+        report.inline[project.rel(path)] = refs = [item.ref for item in parsed.inline]
+        for ref in refs:  # inline references: `line` resolved, `value` names an experiment
+            problems += project.kinds.inline[ref.kind].check(project, ref)
+        report.problems += sorted(problems, key=lambda p: p.line or 0)
     return report
 
 

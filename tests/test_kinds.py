@@ -27,10 +27,12 @@ SIG = block("signature", "File: autograd/core.py", "Symbol: make_vjp")
 PAGE = "# 签名\n\n`grad` 定义在 [[line-of: autograd/core.py::make_vjp]]。\n\n" + SIG
 
 
-def test_builtin_registry_lists_the_three_kinds():
-    assert list(kinds.KINDS) == ["real-source", "teaching-simplification", "experiment"]
-    assert [k.label for k in kinds.KINDS.fenced.values()] == ["REAL SOURCE", "TEACHING", "EXPERIMENT"]
-    assert kinds.KINDS.inline == {}
+def test_builtin_registry_lists_the_kinds():
+    assert list(kinds.KINDS) == ["real-source", "teaching-simplification", "experiment", "snapshot", "figure",
+                                 "line", "value"]
+    assert [k.label for k in kinds.KINDS.fenced.values()] == ["REAL SOURCE", "TEACHING", "EXPERIMENT", "SNAPSHOT",
+                                                              "FIGURE"]
+    assert list(kinds.KINDS.inline) == ["line", "value"]
 
 
 def test_unknown_kind_is_a_located_error_not_a_fall_through():
@@ -38,7 +40,8 @@ def test_unknown_kind_is_a_located_error_not_a_fall_through():
     with pytest.raises(LessonError) as exc:
         kinds.KINDS.of(b)
     assert str(exc.value) == (
-        "docs/a.md:7: unknown block kind `signatur` — known kinds: real-source, teaching-simplification, experiment"
+        "docs/a.md:7: unknown block kind `signatur` — known kinds: real-source, teaching-simplification, experiment, "
+        "snapshot, figure"
     )
 
 

@@ -27,13 +27,17 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ..errors import LessonError
-from . import experiment, real_source, teaching
+from . import experiment, figure, line, real_source, snapshot, teaching, value
 from .base import CITATION_ROLES, REPIN_ROLES, InlineKind, InlineRef, Kind, Resolved
 
 __all__ = ["KINDS", "Registry", "Kind", "InlineKind", "InlineRef", "Resolved", "for_project", "INLINE"]
 
 # `[[name: argument]]` in prose; `name` must be an inline kind of the registry.
-INLINE = re.compile(r"\[\[(?P<name>[a-z][a-z0-9-]*):[ \t]*(?P<arg>[^\]\n]*?)[ \t]*\]\]")
+# A `]` may appear inside a double-quoted string of the argument (`"outgrads[parent]"`),
+# where `\"` is a quote.
+INLINE = re.compile(
+    r'\[\[(?P<name>[a-z][a-z0-9-]*):[ \t]*(?P<arg>(?:[^\]\n"]|"(?:[^"\\\n]|\\.)*")*?)[ \t]*\]\]'
+)
 
 
 class Registry(Mapping):
@@ -110,6 +114,10 @@ KINDS = Registry(
         real_source.KIND,
         teaching.KIND,
         experiment.KIND,
+        snapshot.KIND,
+        figure.KIND,
+        line.KIND,
+        value.KIND,
     ]
 )
 

@@ -121,3 +121,11 @@ class InlineKind:
     def plain(self, project: "Project", ref: InlineRef) -> str:
         """The plain text that replaces the reference in the bundle."""
         return ref.argument
+
+    def check(self, project: "Project", ref: InlineRef) -> list[Problem]:
+        """What verify checks without running anything (default: :meth:`validate`)."""
+        return self.validate(ref)
+
+    def job(self, project: "Project", ref: InlineRef) -> "Job | None":
+        """The run the reference shows a value of, if any: the build starts it with the page's."""
+        return None

@@ -168,7 +168,7 @@ def apply(project: Project, report: RepinReport, say=print) -> list[str]:
     installed = _install_target(project, new_pin, target)
     sm = project.sourcemap
     toml_path, manifest_path, map_path = sm / "pin.toml", sm / "manifest.sha256", sm / verify.MAP_NAME
-    touched = [toml_path, manifest_path, map_path, *pages]
+    touched = [toml_path, manifest_path, map_path, sm / "prose-refs.json", *pages]
     backup = {p: (p.read_bytes() if p.exists() else None) for p in touched}
     try:
         _write(toml_path, pin_text(toml_path.read_text(encoding="utf-8"), old, target).encode())
@@ -186,6 +186,9 @@ def apply(project: Project, report: RepinReport, say=print) -> list[str]:
                 hint="repin reports no such problem: please report this as a lessonkit bug",
             )
         verify.write_map(fresh, checked)
+        from ..living import write_ref_map  # prose references: same content, new numbers
+
+        write_ref_map(fresh, checked)
         stale = verify.stale_map(fresh, checked)
         if stale:
             raise err(f"the rewritten excerpt map is stale: {stale[0]}", hint="nothing was changed")

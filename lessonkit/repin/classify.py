@@ -316,12 +316,9 @@ def _normalise_output(text: str, name: str) -> str:
     return announce.sub(f"[{name} … · pinned tree]", text)
 
 
-def _experiment_items(project: Project, target: Target, exps: list[tuple[Block, execute.Job]], vs) -> list[Item]:
-    if not exps:
-        return []
-    jobs = [j for _, j in exps]
-    at_pin = project.runner.run_all(jobs)
-    runner = execute.Runner(
+def target_runner(project: Project, target: Target) -> execute.Runner:
+    """A runner for the project's experiments against the target tree (its own cache folder)."""
+    return execute.Runner(
         target.root,
         target.version or "unknown",
         target.digest,
@@ -330,6 +327,14 @@ def _experiment_items(project: Project, target: Target, exps: list[tuple[Block, 
         extra_paths=tuple(project.root / d for d in project.site.teaching),
         env_prefix=project.site.env_prefix,
     )
+
+
+def _experiment_items(project: Project, target: Target, exps: list[tuple[Block, execute.Job]], vs) -> list[Item]:
+    if not exps:
+        return []
+    jobs = [j for _, j in exps]
+    at_pin = project.runner.run_all(jobs)
+    runner = target_runner(project, target)
     at_target = runner.run_all(jobs)
     out = []
     for block, job in exps:
@@ -428,6 +433,7 @@ def build_report(project: Project, target: Target, pages: list[Path] | None = No
     titles: dict[str, str] = {}
     prose: list[tuple[str, int, str]] = []
     exps: list[tuple[Block, execute.Job]] = []
+    parsed_pages = []
     for path in pages or project.pages():
         rel = project.rel(path)
         try:
@@ -438,6 +444,7 @@ def build_report(project: Project, target: Target, pages: list[Path] | None = No
             continue
         titles[rel] = _title(text, rel)
         parsed = project.parse(path, text)
+        parsed_pages.append(parsed)
         prose += _prose(project, path, text, parsed, pin, target)
         for it in parsed.items:
             if isinstance(it, BrokenBlock):
@@ -479,5 +486,8 @@ def build_report(project: Project, target: Target, pages: list[Path] | None = No
                         hint="a kind's repin() returns roles from lessonkit.kinds.REPIN_ROLES",
                     )
     items += _experiment_items(project, target, exps, vs)
+    from . import prose as repin_prose  # inline references, snapshots, figures and recorded values
+
+    items += repin_prose.items(project, ttree, target, parsed_pages, vs)
     items.sort(key=lambda i: (i.page, i.line, i.kind))
     return RepinReport(pin, target, items, titles, prose, _tree_files_diff(pin, target), time.perf_counter() - t0)

@@ -32,6 +32,8 @@ def summary_lines(report: RepinReport, diffs: bool = False) -> list[str]:
     out.append(f"real source: {_counts_text(report.counts(('real-source',)), SRC_ORDER)}")
     out.append(f"based-on:    {_counts_text(report.counts(('based-on',)), SRC_ORDER)}")
     out.append(f"experiments: {_counts_text(report.counts(('experiment',)), EXP_ORDER)}")
+    out.append(f"prose refs:  {_counts_text(report.counts(('prose-ref',)), SRC_ORDER)}")
+    out.append(f"recorded:    {_counts_text(report.counts(('snapshot', 'figure', 'value')), EXP_ORDER)}")
     page_errors = report.counts(("page",))
     if page_errors:
         out.append(f"pages:       {page_errors['error']} error(s) at the pin")
@@ -64,7 +66,9 @@ def summary_lines(report: RepinReport, diffs: bool = False) -> list[str]:
     out.append("")
     a = report.attention
     if a:
-        blocks = sum(1 for i in a if i.kind in ("real-source", "based-on", "page"))
+        blocks = sum(
+            1 for i in a if i.kind in ("real-source", "based-on", "page", "prose-ref", "snapshot", "figure", "value")
+        )
         exps = sum(1 for i in a if i.kind == "experiment")
         out.append(
             f"repin: {blocks} block(s) and {exps} experiment(s) need attention "

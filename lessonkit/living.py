@@ -1,0 +1,255 @@
+"""Living lessons across the site: what the ``line``, ``value``, ``snapshot`` and ``figure``
+kinds add to verify, the build's job list, the reference map and the acceptance page.
+
+Independent of MkDocs; everything is derived from one verify report (the same parse and
+resolve code path as the build) and, for recorded values, from the runner's results
+(the cache when the key matches, else a run: the build's own code path).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from . import execute
+from .errors import LessonError, Problem
+from .fsutil import atomic_write
+from .kinds import line as line_kind
+from .kinds import value as value_kind
+from .verify import Report
+
+REFS_NAME = "prose-refs.json"  # sibling of excerpts.json: every inline `line` reference
+RECORDED = ("snapshot", "figure")  # fenced kinds drawn from a recording
+
+
+def inline_jobs(project, report: Report) -> list[execute.Job]:
+    """The runs that inline references (``value``) show values of, in page order."""
+    out = []
+    for refs in report.inline.values():
+        for ref in refs:
+            try:
+                job = project.kinds.inline[ref.kind].job(project, ref)
+            except LessonError:
+                continue  # reported by verify.check
+            if job is not None:
+                out.append(job)
+    return out
+
+
+def pages_with_runs(project, report: Report) -> set[str]:
+    """Pages whose rendering waits for a run: blocks with a job, or inline values."""
+    out = {page for page, rs in report.resolved.items() if any(r.job for r in rs)}
+    for page, refs in report.inline.items():
+        if inline_jobs(project, Report(inline={page: refs})):
+            out.add(page)
+    return out
+
+
+def all_jobs(project, report: Report) -> list[execute.Job]:
+    """Every run the site needs: experiment blocks win over the recorded kinds for one script
+    (same cache key, so the block's ``Timeout`` applies)."""
+    by_key: dict[str, execute.Job] = {}
+    for rs in report.resolved.values():
+        for r in rs:
+            if r.job is not None:
+                key = project.runner.key(r.job)
+                if r.kind.name in RECORDED:
+                    by_key.setdefault(key, r.job)
+                else:
+                    by_key[key] = r.job
+    for job in inline_jobs(project, report):
+        by_key.setdefault(project.runner.key(job), job)
+    return list(by_key.values())
+
+
+def recorded_jobs(project, report: Report) -> list[execute.Job]:
+    """Only the runs that snapshots, figures and inline values need (what verify runs)."""
+    keys = {project.runner.key(r.job) for rs in report.resolved.values() for r in rs
+            if r.job is not None and r.kind.name in RECORDED}
+    keys |= {project.runner.key(j) for j in inline_jobs(project, report)}
+    return [j for j in all_jobs(project, report) if project.runner.key(j) in keys]
+
+
+@dataclass
+class Facts:
+    """What the living kinds show, counted for the acceptance page."""
+
+    generated: int = 0  # snapshot cells from the recording
+    checked: int = 0  # hand-written snapshot cells checked against it
+    hand: int = 0  # hand-written snapshot cells (explanations excluded: see count_table)
+    tables: int = 0
+    figures: int = 0
+    values: int = 0  # inline recorded values
+    refs: int = 0  # inline source references
+    per_page: dict = field(default_factory=dict)  # page -> [generated, checked, hand, figures, values, refs]
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def share(self) -> float:
+        total = self.generated + self.checked + self.hand
+        return (self.generated + self.checked) / total if total else 1.0
+
+
+EXPLAIN = ("说明", "来源", "为什么", "来自什么", "备注", "解释", "含义")  # columns of the author's prose
+
+
+def count_table(table) -> tuple[int, int, int]:
+    """(generated, checked, hand) value cells: the first column names the row and explanation
+    columns (:data:`EXPLAIN`) are the author's prose, so neither counts; nor does an empty or
+    "—" cell."""
+    g = c = h = 0
+    for row in table.rows:
+        for col, cell in zip(table.columns[1:], row[1:]):
+            if cell.mode == "generated":
+                g += 1
+            elif cell.mode == "checked":
+                c += 1
+            elif not any(w in col for w in EXPLAIN) and cell.text.strip() not in ("", "—", "-"):
+                h += 1
+    return g, c, h
+
+
+def check_recorded(project, report: Report, results: dict[str, execute.Result] | None = None) -> Facts:
+    """Build every snapshot, figure and inline value from its recording (running what is not
+    cached); the problems are located errors, exactly as the build reports them."""
+    if results is None:
+        results = project.runner.run_all(recorded_jobs(project, report))
+    facts = Facts()
+    for page in sorted(set(report.resolved) | set(report.inline)):
+        row = facts.per_page.setdefault(page, [0, 0, 0, 0, 0, 0])
+        for r in report.resolved.get(page, []):
+            if r.kind.name not in RECORDED:
+                continue
+            result = results.get(project.runner.key(r.job))
+            if result is None or not result.ok:
+                facts.problems += execute.failure(result, r.job, r.job.timeout).at(r.block.path, r.block.line).problems
+                continue
+            try:
+                if r.kind.name == "snapshot":
+                    from .kinds.snapshot import cell_refs
+                    for ref in cell_refs(r.block):  # inline references in the table's cells
+                        if ref.kind == "value":
+                            value_kind.value(project, ref)
+                            facts.values += 1
+                            row[4] += 1
+                        elif ref.kind == "line":
+                            facts.refs += 1
+                            row[5] += 1
+                    g, c, h = count_table(r.kind.table(r, result))
+                    facts.generated, facts.checked, facts.hand = facts.generated + g, facts.checked + c, facts.hand + h
+                    facts.tables += 1
+                    row[0], row[1], row[2] = row[0] + g, row[1] + c, row[2] + h
+                else:
+                    r.kind.inputs(r, result)
+                    facts.figures += 1
+                    row[3] += 1
+            except LessonError as exc:
+                facts.problems += exc.at(r.block.path, r.block.line).problems
+        for ref in report.inline.get(page, []):
+            if ref.kind == "line":
+                facts.refs += 1
+                row[5] += 1
+                continue
+            if ref.kind != "value":
+                continue
+            try:
+                value_kind.value(project, ref)  # the runner returns this build's result (run above)
+                facts.values += 1
+                row[4] += 1
+            except LessonError as exc:
+                facts.problems += exc.at(ref.path, ref.line).problems
+    return facts
+
+
+# -- the reference map (sourcemap/prose-refs.json)
+
+def ref_entries(project, report: Report) -> list[dict]:
+    out = []
+    for page, refs in sorted(report.inline.items()):
+        n = 0
+        for ref in refs:
+            if ref.kind != "line":
+                continue
+            n += 1
+            try:
+                r = line_kind.resolve(project, ref)
+            except LessonError:
+                continue
+            out.append({"page": page, "ref": n, "line": ref.line, "argument": ref.argument, "file": r.file,
+                        "symbol": r.ref.symbol, "lines": [r.start, r.end], "text": list(r.text)})
+    return out
+
+
+def build_ref_map(project, report: Report) -> dict:
+    return {"pin": project.pin.commit, "version": project.pin.version, "refs": ref_entries(project, report)}
+
+
+def write_ref_map(project, report: Report):
+    path = project.sourcemap / REFS_NAME
+    data = json.dumps(build_ref_map(project, report), indent=1, ensure_ascii=False) + "\n"
+    atomic_write(path, data.encode("utf-8"), durable=True)
+    return path
+
+
+def stale_ref_map(project, report: Report, only_pages: set[str] | None = None) -> list[Problem]:
+    """Problems when ``sourcemap/prose-refs.json`` does not record the references as they resolve now."""
+    from .verify import UPDATE_HINT
+
+    path = project.sourcemap / REFS_NAME
+    rel = project.rel(path)
+    fresh = build_ref_map(project, report)
+    if not path.is_file():
+        return [Problem("the prose reference map does not exist", rel, None, UPDATE_HINT)] if fresh["refs"] else []
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+        old_refs = recorded["refs"]
+        assert isinstance(old_refs, list) and all(isinstance(e, dict) for e in old_refs)
+    except (ValueError, KeyError, AssertionError, TypeError):
+        return [Problem("the prose reference map is not a JSON object with `refs`", rel, None, UPDATE_HINT)]
+    problems = []
+    if recorded.get("pin") != fresh["pin"]:
+        problems.append(Problem("the prose reference map was made for another pin", rel, None, UPDATE_HINT))
+    key = (lambda e: (e.get("page"), e.get("ref")))
+    old = {key(e): e for e in old_refs if only_pages is None or e.get("page") in only_pages}
+    new = {key(e): e for e in fresh["refs"] if only_pages is None or e["page"] in only_pages}
+    for k in sorted(set(old) | set(new), key=lambda k: (str(k[0]), k[1] or 0)):
+        a, b = old.get(k), new.get(k)
+        if a == b:
+            continue
+        if b is None:
+            problems.append(Problem(f"the prose reference map records reference {k[1]} of {k[0]}, which no longer "
+                                    "exists", rel, None, UPDATE_HINT))
+        elif a is None:
+            problems.append(Problem(f"a new reference ({b['file']} L{b['lines'][0]}-{b['lines'][1]}) is not in the "
+                                    "prose reference map", b["page"], b["line"], UPDATE_HINT))
+        else:
+            problems.append(Problem(f"the prose reference map is stale (recorded {a.get('file')} "
+                                    f"L{a.get('lines')}, now {b['file']} L{b['lines']})", b["page"], b["line"],
+                                    UPDATE_HINT))
+    return problems
+
+
+# -- the source browser's backlinks
+
+def citations(project, report: Report, docs_prefix: str, texts: dict[str, str]) -> list:
+    """A :class:`~lessonkit.site.Citation` for every inline ``line`` reference (role ``"prose"``:
+    the source browser links back to it; the lesson's cited-source list, which lists blocks,
+    does not)."""
+    from .site import Citation, page_label
+
+    out = []
+    for page, refs in sorted(report.inline.items()):
+        rel = page[len(docs_prefix):] if page.startswith(docs_prefix) else page
+        label = page_label(rel, texts.get(page, ""))
+        n = 0
+        for ref in refs:
+            if ref.kind != "line":
+                continue
+            n += 1
+            try:
+                r = line_kind.resolve(project, ref)
+            except LessonError:
+                continue
+            out.append(Citation(rel, label, f"ref-{n}", "line", "prose", "pinned", r.file, r.ref.symbol,
+                                r.start, r.end))
+    return out

@@ -109,7 +109,9 @@ class Figure(Kind):
             need(isinstance(data, list) and all(isinstance(c, list) and len(c) == 2 for c in data), shape,
                  "a chain [[type, trace], …]")
             return shape, (data,)
-        need(isinstance(data, dict) and all(isinstance(v, list) for v in data.values()), shape,
+        # other entries (e.g. the size `n` the run used) are not drawn
+        modes = [v for v in data.values() if isinstance(v, list)] if isinstance(data, dict) else []
+        need(bool(modes) and all(v and all(isinstance(x, int) and x >= 0 for x in v) for v in modes), shape,
              "a dict {mode: [live nodes after each layer]}")
         return shape, (data,)
 

@@ -303,7 +303,6 @@ def test_screenshots_at_1280_and_375(server, browser):
         assert (ARTIFACTS / f"{name}.png").stat().st_size > 10_000
 
 
-@ENGINE
 def test_call_sequence_caller_skips_filtered_frames():
     """A call under a filtered frame (a VJP <lambda>) belongs to the nearest kept caller above
     it, not to the last kept call at a shallower depth (toposort is a sibling, not a caller)."""

@@ -226,8 +226,14 @@ def attachment_pages(project: Project, report: Report, results: dict) -> tuple[l
         out += diagrams
     if "attachments/mini-readme.md" in uris:
         readme = (project.root / project.site.readme).read_text(encoding="utf-8")
-        text = project.site.render("readme.md", path=project.site.readme,
-                                   readme=re.sub(r"^#\s", "## ", readme, count=1))
+        translation, tpath = None, project.site.readme_translation  # optional, shown above the original
+        if tpath is not None:
+            if not (project.root / tpath).is_file():
+                raise LessonError(f"`readme_translation` names `{tpath}`, which does not exist",
+                                  path="sourcemap/site.toml", hint="write the file or remove the key")
+            translation = re.sub(r"^#\s.*\n+", "", (project.root / tpath).read_text(encoding="utf-8"), count=1)
+        text = project.site.render("readme.md", path=project.site.readme, translation=translation,
+                                   translation_path=tpath, readme=re.sub(r"^#\s", "## ", readme, count=1))
         out.append(Generated("attachments/mini-readme.md", text, in_nav=True))
     return out, calls_text
 

@@ -253,3 +253,55 @@ def cites_table_html(cites: list[Citation], href: Callable[[Citation], str]) -> 
         links = "，".join(f'<a href="{escape(href(c))}">{escape(c.label)}</a>' for c in per_page(cs))
         rows.append([f'<a href="#L{start}">L{start}–L{end}</a>', sym, links])
     return _table(["行", "符号", "引用它的页面"], rows)
+
+
+_API_ENTRY = re.compile(r'(<h(\d) id="([\w.]+)" class="doc doc-heading">.*?</h\2>\s*'
+                        r'(?:<div class="language-python doc-signature highlight">.*?</div>)?)', re.S)
+
+
+def api_entry_links(html: str, project, cites: list[Citation], source_href: Callable[[str, int], str | None],
+                    cite_href: Callable[[Citation], str]) -> str:
+    """Under each API entry (mkdocstrings heading and signature): the call signature the page's
+    own table gives for the name (when it differs from the wrapped function's), the entry's lines
+    in the source browser, and one link per page that cites the object. Labels: site.toml [labels]."""
+    labels = project.site.labels
+
+    def where(dotted: str):
+        parts = dotted.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            for file in ("/".join(parts[:i]) + ".py", "/".join(parts[:i]) + "/__init__.py"):
+                if file in project.pin.manifest:
+                    return file, ".".join(parts[i:])
+        return None, None
+
+    def add(m: re.Match) -> str:
+        file, symbol = where(m.group(3))
+        if file is None:
+            return m.group(1)
+        try:
+            defs = {d.name: d for d in _definitions(project.pinned.file(file))}
+        except Exception:  # not a readable Python file: the entry stays as it is
+            return m.group(1)
+        items = []
+        short = symbol.rsplit(".", 1)[-1]
+        sig = re.search(r"<tr>\s*<td><code>" + re.escape(short) + r"</code></td>\s*<td><code>(.*?)</code></td>", html)
+        if sig and f"{short}(" in sig.group(1):
+            items.append(f'{escape(labels["api-call"])}：<code>{sig.group(1)}</code>')
+        d = defs.get(symbol)
+        href = source_href(file, d.start) if d else None
+        if d and href:
+            items.append(f'{escape(labels["api-source"])}：<a href="{escape(href)}"><code>{escape(file)}</code> '
+                         f'L{d.start}–L{d.end}</a>')
+        users = per_page([c for c in cites if c.origin == "pinned" and c.file == file and c.symbol == symbol])
+        if users:
+            seen, links = set(), []
+            for c in users:  # one link per page
+                if c.page not in seen:
+                    seen.add(c.page)
+                    links.append(f'<a href="{escape(cite_href(c))}">{escape(c.label)}</a>')
+            items.append(f'{escape(labels["api-lessons"])}：' + "，".join(links))
+        if not items:
+            return m.group(1)
+        return m.group(1) + f'<p class="lk-api-links" data-search-exclude="chrome">{" · ".join(items)}</p>'
+
+    return _API_ENTRY.sub(add, html)

@@ -70,6 +70,9 @@ LABELS = {
     "from-checkout": "local checkout ({detail})",
     "from-git": "git ({detail})",
     "from-other": "{detail}",
+    "api-call": "Called as",
+    "api-source": "Source",
+    "api-lessons": "Cited by",
 }
 
 

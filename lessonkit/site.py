@@ -275,13 +275,16 @@ def api_entry_links(html: str, project, cites: list[Citation], source_href: Call
         return None, None
 
     def add(m: re.Match) -> str:
+        # every signature is highlighted as block 0: give its line ids the entry's name, so that
+        # ids stay unique on the page (and each copy button targets its own signature)
+        head = re.sub(r"__(codelineno|span)-0-", lambda k: f"{slug(m.group(3))}-sig-{k.group(1)}-", m.group(1))
         file, symbol = where(m.group(3))
         if file is None:
-            return m.group(1)
+            return head
         try:
             defs = {d.name: d for d in _definitions(project.pinned.file(file))}
         except Exception:  # not a readable Python file: the entry stays as it is
-            return m.group(1)
+            return head
         items = []
         short = symbol.rsplit(".", 1)[-1]
         sig = re.search(r"<tr>\s*<td><code>" + re.escape(short) + r"</code></td>\s*<td><code>(.*?)</code></td>", html)
@@ -301,7 +304,7 @@ def api_entry_links(html: str, project, cites: list[Citation], source_href: Call
                     links.append(f'<a href="{escape(cite_href(c))}">{escape(c.label)}</a>')
             items.append(f'{escape(labels["api-lessons"])}：' + "，".join(links))
         if not items:
-            return m.group(1)
-        return m.group(1) + f'<p class="lk-api-links" data-search-exclude="chrome">{" · ".join(items)}</p>'
+            return head
+        return head + f'<p class="lk-api-links" data-search-exclude="chrome">{" · ".join(items)}</p>'
 
     return _API_ENTRY.sub(add, html)

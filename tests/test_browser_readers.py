@@ -290,7 +290,13 @@ def test_screenshots_at_1280_and_375(server, browser):
              ("readers-11-375", "lessons/11-operator-composition/#hand", 375),
              ("readers-11-1280", "lessons/11-operator-composition/#hand", 1280),
              ("readers-core-L25", "source/autograd/core.py/#L25", 1280),
-             ("readers-404", "404.html", 1280)]
+             ("readers-404", "404.html", 1280),
+             ("readers-05-1280", "lessons/05-reverse-mode/#exp-multiple_paths", 1280),
+             ("readers-05-375", "lessons/05-reverse-mode/#exp-multiple_paths", 375),
+             ("readers-core-L25-375", "source/autograd/core.py/#L25", 375),
+             ("readers-symbols-1280", "symbols/", 1280),
+             ("readers-symbols-375", "symbols/", 375),
+             ("readers-api-1280", "api/#autograd.differential_operators.grad", 1280)]
     for name, rel, width in shots:
         v = Visit(browser, f"{server}/{rel}", width=width)
         v.page.wait_for_timeout(300)

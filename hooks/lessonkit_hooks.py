@@ -20,6 +20,7 @@ from mkdocs.utils import get_relative_url
 
 from lessonkit import build as lk_build
 from lessonkit import pages
+from lessonkit import site as lk_site
 from lessonkit.errors import LessonError
 
 if TYPE_CHECKING:
@@ -101,6 +102,12 @@ def on_page_content(html: str, page: "Page", config: "MkDocsConfig", files: "Fil
             return get_relative_url(BUILD.urls[c.page], page.url) + f"#{c.anchor}"
 
         html = pages.fill_code_page(BUILD.project, html, *gen, BUILD.citations, href)
+    elif page.file.src_uri == "api.md":  # each entry: the call signature, its source lines, its lessons
+        html = lk_site.api_entry_links(
+            html, BUILD.project, BUILD.citations,
+            lambda f, n: get_relative_url(BUILD.urls[site_uri], page.url) + f"#L{n}"
+            if (site_uri := lk_site.source_uri(f)) in BUILD.urls else None,
+            lambda c: get_relative_url(BUILD.urls[c.page], page.url) + f"#{c.anchor}")
     # Rendered blocks reach the page through the HTML stash, where MkDocs' anchor
     # collector does not look: register their ids so links to them are validated.
     if page.present_anchor_ids is not None:

@@ -69,12 +69,31 @@ def _short(name: str) -> str:
     return name.replace(".<locals>.", "›")
 
 
+def _module(name: str) -> str:
+    return name.split(".")[0] if not name.startswith("numpy.") else ".".join(name.split(".")[:2])
+
+
 def sequence_svg(calls: list[tuple[int, str]], max_depth: int = 9) -> str:
-    """A sequence diagram (SVG) of the recorded calls: one lifeline per module."""
-    kept = [(d, n) for d, n in calls if not NOISE.search(n) and d <= max_depth]
+    """A sequence diagram (SVG) of the recorded calls: one lifeline per module.
+
+    Filtered frames (``<lambda>``, comprehensions) draw no arrow but still end the calls
+    above them: a call's caller is the nearest *kept* call on the stack at a smaller depth,
+    so ``unbroadcast`` called from a VJP lambda inside ``backward_pass`` is drawn from
+    ``backward_pass``'s module, not from ``toposort`` which returned before."""
+    kept, callers = [], []
+    frames: dict[int, str] = {}  # depth -> module of the kept call open at that depth
+    for d, n in calls:
+        for k in [k for k in frames if k >= d]:
+            del frames[k]
+        if NOISE.search(n) or d > max_depth:
+            continue
+        mod = _module(n)
+        callers.append(frames[max(frames)] if frames else "user")
+        kept.append((d, n))
+        frames[d] = mod
     modules: list[str] = []
     for _, n in kept:
-        mod = n.split(".")[0] if not n.startswith("numpy.") else ".".join(n.split(".")[:2])
+        mod = _module(n)
         if mod not in modules:
             modules.append(mod)
     col, row, top = 190, 22, 60
@@ -90,11 +109,8 @@ def sequence_svg(calls: list[tuple[int, str]], max_depth: int = 9) -> str:
         parts.append(f'<rect x="{x[m] - 85}" y="10" width="170" height="28" rx="4" class="lk-actor"/>'
                      f'<text x="{x[m]}" y="29" text-anchor="middle" class="lk-actor-text">{escape(m)}</text>'
                      f'<line x1="{x[m]}" y1="38" x2="{x[m]}" y2="{height - 10}" class="lk-lifeline"/>')
-    stack: list[str] = ["user"]
-    for i, (depth, name) in enumerate(kept):
-        mod = name.split(".")[0] if not name.startswith("numpy.") else ".".join(name.split(".")[:2])
-        del stack[depth + 1:]
-        caller = stack[-1] if stack else "user"
+    for i, ((depth, name), caller) in enumerate(zip(kept, callers)):
+        mod = _module(name)
         y = top + row * (i + 1)
         x2 = x[mod]
         x1 = x.get(caller, 5)
@@ -108,7 +124,6 @@ def sequence_svg(calls: list[tuple[int, str]], max_depth: int = 9) -> str:
             tx = x1 + 6 if x2 > x1 else x1 - 6
             parts.append(f'<line x1="{x1}" y1="{y}" x2="{x2}" y2="{y}" class="lk-msg" marker-end="url(#lk-arrow)"/>'
                          f'<text x="{tx}" y="{y - 4}" text-anchor="{anchor}" class="lk-msg-text">{label}</text>')
-        stack.append(mod)
     parts.append("</svg>")
     return "".join(parts)
 

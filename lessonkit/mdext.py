@@ -13,6 +13,7 @@ an error box) and are raised as one :class:`LessonError` otherwise, never swallo
 
 from __future__ import annotations
 
+import re
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -77,10 +78,28 @@ def reset() -> None:
     _projects.clear()
 
 
+PROVIDERS = [  # provider text (pin.py, English for logs) -> label key of site.toml [labels], detail
+    (re.compile(r"^sdist (\S+) from the Python package index$"), "from-index"),
+    (re.compile(r"^local archive (\S+)"), "from-archive"),
+    (re.compile(r"^local checkout \((.*)\)$"), "from-checkout"),
+    (re.compile(r"^git clone of (\S+)"), "from-git"),
+]
+
+
+def provider_text(provider: str, labels: dict[str, str]) -> str:
+    """Where the pinned tree came from, in the project's words (``[labels] from-*``)."""
+    for pattern, key in PROVIDERS:
+        m = pattern.match(provider)
+        if m:
+            return labels[key].replace("{detail}", m[1])
+    return labels["from-other"].replace("{detail}", provider)
+
+
 def provenance(project: Project) -> str:
     v = execute.versions()
-    return (f"Python {v['python']} · NumPy {v['numpy']} · {project.site.name} {project.pin.version} "
-            f"({project.pin.short}，来源：{project.tree.provider})")
+    labels = project.site.labels
+    return (f"Python {v['python']} · NumPy {v['numpy']} · {project.site.name} {project.pin.version}"
+            f"（{project.pin.short}，{labels['source']}：{provider_text(project.tree.provider, labels)}）")
 
 
 HIGHLIGHT = {"linenums": True, "anchor_linenums": True, "line_anchors": "__codelineno", "linenums_style": "table",
@@ -97,7 +116,7 @@ def tools() -> str:
 def make_renderer(md: Markdown, project: Project, links, deferred: Deferred | None = None) -> Renderer:
     hl = Highlight(md, **HIGHLIGHT)
     return Renderer(project.pin, hl.highlight, links, provenance(project), project.site.label,
-                    store=Store(project.cache, "render"),
+                    labels=project.site.labels, store=Store(project.cache, "render"),
                     tools=tools(), deferred=deferred, project=project)
 
 

@@ -66,7 +66,9 @@ def browser_pages(project: Project, cites: list[site.Citation]) -> list[Generate
     for file in repo_files:
         uri = site.code_uri(file)
         own = [c for c in cites if c.origin == "repo" and c.file == file]
-        users = sorted({(c.page, c.label, c.anchor) for c in cites if c.role == "script" and c.file == file})
+        users = [(c.page, site.md_text(c.label), c.anchor)  # one link per page, its first block
+                 for c in site.per_page([c for c in cites if c.role == "script" and c.file == file])]
+        users = list({p: (p, lb, a) for p, lb, a in reversed(users)}.values())[::-1]
         sf = repo_file(project, file)
         md = NO_SEARCH + conf.render("code-page.md", file=file, lines=len(sf.lines), up="../" * uri.count("/"),
                                      users=[{"page": p, "label": lb, "anchor": a} for p, lb, a in users],
@@ -229,8 +231,14 @@ def attachment_pages(project: Project, report: Report, results: dict) -> tuple[l
         out += diagrams
     if "attachments/mini-readme.md" in uris:
         readme = (project.root / project.site.readme).read_text(encoding="utf-8")
-        text = project.site.render("readme.md", path=project.site.readme,
-                                   readme=re.sub(r"^#\s", "## ", readme, count=1))
+        translation, tpath = None, project.site.readme_translation  # optional, shown above the original
+        if tpath is not None:
+            if not (project.root / tpath).is_file():
+                raise LessonError(f"`readme_translation` names `{tpath}`, which does not exist",
+                                  path="sourcemap/site.toml", hint="write the file or remove the key")
+            translation = re.sub(r"^#\s.*\n+", "", (project.root / tpath).read_text(encoding="utf-8"), count=1)
+        text = project.site.render("readme.md", path=project.site.readme, translation=translation,
+                                   translation_path=tpath, readme=re.sub(r"^#\s", "## ", readme, count=1))
         out.append(Generated("attachments/mini-readme.md", text, in_nav=True))
     return out, calls_text
 
@@ -272,6 +280,13 @@ def bundle(project: Project, results: dict, texts: dict[str, str], generated: li
     for g in generated:
         entries.setdefault("attachments/" + Path(g.uri).name, g.content if isinstance(g.content, bytes)
                            else g.content.encode())
-    entries["README.md"] = project.site.render("bundle-readme.md", pin=project.pin).encode()
+    top = bundle_folder(project)
+    entries["README.md"] = project.site.render("bundle-readme.md", pin=project.pin, folder=top).encode()
     epoch = int(os.environ.get("SOURCE_DATE_EPOCH", "315532800"))
-    return attachments.zip_bytes(entries, epoch)
+    # one top folder, named like the archive: unzipping never scatters files into the current folder
+    return attachments.zip_bytes({f"{top}/{name}": data for name, data in entries.items()}, epoch)
+
+
+def bundle_folder(project: Project) -> str:
+    """The bundle's top folder: the archive's name without ``.zip`` (``autograd-resources``)."""
+    return Path(project.site.bundle).name.removesuffix(".zip")

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html import escape
 from typing import Callable, Protocol
 
 from .errors import LessonError
 from .execute import Result
 from .pin import Pin
+from .siteconfig import LABELS
 from .project import Resolved
 from .store import Store, digest
 
@@ -96,6 +97,7 @@ class Renderer:
     links: Links
     provenance: str  # "Python 3.11.7 · NumPy 2.4.6 · autograd 1.9.1 (f53a217)"
     upstream: str = ""  # how disclaimers name the pinned project, e.g. "HIPS/autograd"
+    labels: dict[str, str] = field(default_factory=lambda: dict(LABELS))  # site.toml [labels]
     store: Store | None = None  # highlighted code by content (key includes `tools`)
     tools: str = ""  # versions and options of whatever `highlight` depends on
     deferred: Deferred | None = None

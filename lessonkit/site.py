@@ -24,7 +24,7 @@ from .kinds.base import slug
 from .store import Store, digest
 from .verify import Report
 
-FORMAT = "1"  # bump when the HTML of the generated pages changes shape
+FORMAT = "2"  # bump when the HTML of the generated pages changes shape
 SOURCE_DIR = "source"
 CODE_DIR = "code"
 TITLE = re.compile(r"^#\s+(.+?)\s*(\{.*\})?\s*$", re.M)
@@ -125,11 +125,8 @@ def code_html(sf: SourceFile, cites: list[Citation], href: Callable[[Citation], 
         marks = "".join(f'<span class="lk-sym" id="sym-{slug(s)}"></span>' for s in symbol_lines.get(n, []))
         back = ""
         if n in starts:
-            seen, links = set(), []
-            for c in sorted(starts[n], key=lambda c: (c.page, c.anchor)):
-                if c.target in seen:
-                    continue
-                seen.add(c.target)
+            links = []
+            for c in per_page(starts[n]):
                 text = f"{c.label} · {c.symbol or f'L{c.start}–L{c.end}'}" + ("（正文）" if c.role == "prose" else "")
                 links.append(f'<a href="{escape(href(c))}">{escape(text)}</a>')
             back = f'<span class="lk-cites" aria-label="引用此处的块">被引用：{" ".join(links)}</span>'
@@ -158,20 +155,36 @@ def symbol_lines(sf: SourceFile) -> dict[int, list[str]]:
     return by_line
 
 
+def per_page(cites: list[Citation]) -> list[Citation]:
+    """One citation per page and cited range: the page's first block citing it, pages in order."""
+    first: dict[tuple, Citation] = {}
+    for c in cites:  # citations() lists each page's blocks in page order
+        key = (c.page, c.origin, c.file, c.start, c.end)
+        if key not in first:
+            first[key] = c
+    # lessons (numbered labels) first, in their order, then the other pages
+    return sorted(first.values(), key=lambda c: (not c.label.isdigit(), c.page, c.start, c.end))
+
+
+def md_text(text: str) -> str:
+    """``text`` as literal Markdown link text (``__init__`` must not become bold ``init``)."""
+    return re.sub(r"([\\`*_\[\]])", r"\\\1", text)
+
+
 def symbol_index(cites: list[Citation], rel_link: Callable[[str], str]) -> str:
-    """Every cited symbol, grouped by file, with the blocks that cite it."""
-    by_file: dict[tuple[str, str], dict[str, list[Citation]]] = defaultdict(lambda: defaultdict(list))
+    """Every cited symbol, grouped by file: one row per cited range, with one link per citing
+    page (its short label, to the page's first block citing the range)."""
+    by_file: dict[tuple[str, str], dict[tuple, list[Citation]]] = defaultdict(lambda: defaultdict(list))
     for c in cites:
-        key = c.symbol or f"L{c.start}–L{c.end}"
-        by_file[(c.origin, c.file)][key].append(c)
+        by_file[(c.origin, c.file)][(c.symbol or "", c.start, c.end)].append(c)
     parts = []
-    for (origin, file), symbols in sorted(by_file.items(), key=lambda kv: (kv[0][0] != "pinned", kv[0][1])):
+    for (origin, file), ranges in sorted(by_file.items(), key=lambda kv: (kv[0][0] != "pinned", kv[0][1])):
         page = rel_link(source_uri(file) if origin == "pinned" else code_uri(file))
         parts.append(f"## `{file}`\n\n[浏览整个文件]({page})\n\n| 符号 | 行 | 被引用于 |\n|---|---|---|")
-        for sym, cs in sorted(symbols.items(), key=lambda kv: min(c.start for c in kv[1])):
-            first = min(cs, key=lambda c: c.start)
-            where = "，".join(sorted({f"[{c.label} · {c.anchor}]({rel_link(c.page)}#{c.anchor})" for c in cs}))
-            parts.append(f"| `{sym}` | [L{first.start}–L{first.end}]({page}#L{first.start}) | {where} |")
+        for (sym, start, end), cs in sorted(ranges.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
+            where = "，".join(f"[{md_text(c.label)}]({rel_link(c.page)}#{c.anchor})" for c in per_page(cs))
+            shown = f"`{sym}`" if sym else "（片段）"
+            parts.append(f"| {shown} | [L{start}–L{end}]({page}#L{start}) | {where} |")
         parts.append("")
     return "\n".join(parts) + "\n"
 
@@ -227,11 +240,70 @@ def symbol_table_html(sf: SourceFile) -> str:
 
 
 def cites_table_html(cites: list[Citation], href: Callable[[Citation], str]) -> str:
+    """One row per cited range, with one link per citing page (no internal block ids)."""
     if not cites:
         return "<p>本文件没有被任何课程引用；仍可完整浏览。</p>"
+    ranges: dict[tuple, list[Citation]] = defaultdict(list)
+    for c in cites:
+        ranges[(c.start, c.end, c.symbol or "")].append(c)
     rows = []
-    for c in sorted(cites, key=lambda c: (c.start, c.page, c.anchor)):
-        sym = f"<code>{escape(c.symbol)}</code>" if c.symbol else "（片段）"
-        rows.append([f'<a href="#L{c.start}">L{c.start}–L{c.end}</a>', sym,
-                     f'<a href="{escape(href(c))}">{escape(c.label)} · {escape(c.anchor)}</a>'])
-    return _table(["行", "符号", "引用它的块"], rows)
+    for (start, end, symbol), cs in sorted(ranges.items()):
+        sym = f"<code>{escape(symbol)}</code>" if symbol else "（片段）"
+        links = "，".join(f'<a href="{escape(href(c))}">{escape(c.label)}</a>' for c in per_page(cs))
+        rows.append([f'<a href="#L{start}">L{start}–L{end}</a>', sym, links])
+    return _table(["行", "符号", "引用它的页面"], rows)
+
+
+_API_ENTRY = re.compile(r'(<h(\d) id="([\w.]+)" class="doc doc-heading">.*?</h\2>\s*'
+                        r'(?:<div class="language-python doc-signature highlight">.*?</div>)?)', re.S)
+
+
+def api_entry_links(html: str, project, cites: list[Citation], source_href: Callable[[str, int], str | None],
+                    cite_href: Callable[[Citation], str]) -> str:
+    """Under each API entry (mkdocstrings heading and signature): the call signature the page's
+    own table gives for the name (when it differs from the wrapped function's), the entry's lines
+    in the source browser, and one link per page that cites the object. Labels: site.toml [labels]."""
+    labels = project.site.labels
+
+    def where(dotted: str):
+        parts = dotted.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            for file in ("/".join(parts[:i]) + ".py", "/".join(parts[:i]) + "/__init__.py"):
+                if file in project.pin.manifest:
+                    return file, ".".join(parts[i:])
+        return None, None
+
+    def add(m: re.Match) -> str:
+        # every signature is highlighted as block 0: give its line ids the entry's name, so that
+        # ids stay unique on the page (and each copy button targets its own signature)
+        head = re.sub(r"__(codelineno|span)-0-", lambda k: f"{slug(m.group(3))}-sig-{k.group(1)}-", m.group(1))
+        file, symbol = where(m.group(3))
+        if file is None:
+            return head
+        try:
+            defs = {d.name: d for d in _definitions(project.pinned.file(file))}
+        except Exception:  # not a readable Python file: the entry stays as it is
+            return head
+        items = []
+        short = symbol.rsplit(".", 1)[-1]
+        sig = re.search(r"<tr>\s*<td><code>" + re.escape(short) + r"</code></td>\s*<td><code>(.*?)</code></td>", html)
+        if sig and f"{short}(" in sig.group(1):
+            items.append(f'{escape(labels["api-call"])}：<code>{sig.group(1)}</code>')
+        d = defs.get(symbol)
+        href = source_href(file, d.start) if d else None
+        if d and href:
+            items.append(f'{escape(labels["api-source"])}：<a href="{escape(href)}"><code>{escape(file)}</code> '
+                         f'L{d.start}–L{d.end}</a>')
+        users = per_page([c for c in cites if c.origin == "pinned" and c.file == file and c.symbol == symbol])
+        if users:
+            seen, links = set(), []
+            for c in users:  # one link per page
+                if c.page not in seen:
+                    seen.add(c.page)
+                    links.append(f'<a href="{escape(cite_href(c))}">{escape(c.label)}</a>')
+            items.append(f'{escape(labels["api-lessons"])}：' + "，".join(links))
+        if not items:
+            return head
+        return head + f'<p class="lk-api-links" data-search-exclude="chrome">{" · ".join(items)}</p>'
+
+    return _API_ENTRY.sub(add, html)

@@ -22,6 +22,12 @@ project without ``site.toml`` still builds::
 
     [attachments]
     readme = "mini-autograd/README.md"   # optional: shown as attachments/mini-readme.md
+    readme_translation = "mini-autograd/README.zh.md"  # optional: shown above the original
+
+    [labels]                      # what the block chrome says (engine defaults: English, see LABELS)
+    real-source = "真实源码 REAL SOURCE"
+    purpose = "目的（Purpose）"
+    from-index = "来自 Python 包索引的发布包 {detail}"   # {detail}: the provider's file or name
 
 Templates are looked up in the project's ``templates/`` first, then in ``lessonkit/templates/``.
 """
@@ -43,7 +49,30 @@ _KEYS = {
     "repository": {"teaching", "code"},
     "bundle": {"path"},
     "diagrams": {"calls", "nesting"},
-    "attachments": {"readme"},
+    "attachments": {"readme", "readme_translation"},
+    "labels": None,  # keys: LABELS
+}
+# The block chrome's words, by key; a project translates them in `[labels]` of site.toml.
+# `from-*` name where the pinned tree came from (the provider kind); `{detail}` is the archive,
+# variable or remote the provider used.
+LABELS = {
+    "real-source": "REAL SOURCE",
+    "teaching-simplification": "TEACHING SIMPLIFICATION",
+    "experiment": "EXPERIMENT",
+    "snapshot": "STATE SNAPSHOT",
+    "purpose": "Purpose",
+    "output": "Output of this build",
+    "script": "Script",
+    "source": "source",
+    "exit-code": "exit code",
+    "from-index": "sdist {detail} from the Python package index",
+    "from-archive": "local archive ({detail})",
+    "from-checkout": "local checkout ({detail})",
+    "from-git": "git ({detail})",
+    "from-other": "{detail}",
+    "api-call": "Called as",
+    "api-source": "Source",
+    "api-lessons": "Cited by",
 }
 
 
@@ -58,6 +87,8 @@ class SiteConfig:
     bundle: str = ""
     diagrams: dict[str, str] = field(default_factory=dict)
     readme: str | None = None
+    readme_translation: str | None = None
+    labels: dict[str, str] = field(default_factory=lambda: dict(LABELS))
 
     @property
     def env_prefix(self) -> str:
@@ -136,12 +167,12 @@ def load(root: Path, repo_url: str) -> SiteConfig:
                 hint="known tables: " + ", ".join(f"[{t}]" for t in _KEYS),
             )
         for key, value in values.items():
-            if key not in _KEYS[table]:
+            if key not in (_KEYS[table] if _KEYS[table] is not None else LABELS):
                 raise LessonError(
                     f"unknown key `{key}` in `[{table}]`",
                     path=CONFIG,
                     line=_line(path, key),
-                    hint="known keys: " + ", ".join(sorted(_KEYS[table])),
+                    hint="known keys: " + ", ".join(sorted(_KEYS[table] or LABELS)),
                 )
             if not (isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))):
                 raise LessonError(
@@ -162,7 +193,20 @@ def load(root: Path, repo_url: str) -> SiteConfig:
         data.get("bundle", {}).get("path", f"downloads/{name}-resources.zip"),
         dict(data.get("diagrams", {})),
         data.get("attachments", {}).get("readme"),
+        data.get("attachments", {}).get("readme_translation"),
+        {**LABELS, **_labels(data.get("labels", {}), path)},
     )
+
+
+def _labels(values: dict, path: Path) -> dict[str, str]:
+    for key, value in values.items():
+        if not isinstance(value, str):
+            raise LessonError(f"label `{key}` is not text", path=CONFIG, line=_line(path, key),
+                              hint='for example `experiment = "EXPERIMENT"`')
+        if key.startswith("from-") and "{" in value.replace("{detail}", ""):
+            raise LessonError(f"label `{key}` has a placeholder other than {{detail}}", path=CONFIG,
+                              line=_line(path, key), hint="only `{detail}` is filled in")
+    return dict(values)
 
 
 def _line(path: Path, needle: str) -> int:

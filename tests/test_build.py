@@ -63,7 +63,10 @@ def test_bundle_runs_outside_the_site(built_site, tmp_path):
         names = zf.namelist()
         assert names == sorted(names)
         assert {zi.date_time for zi in zf.infolist()} == {(2025, 11, 30, 0, 0, 0)}
+        assert all(n.startswith("autograd-resources/") for n in names), names[:5]  # one top folder
         zf.extractall(tmp_path)
+    tmp_path = tmp_path / "autograd-resources"
+    names = [n.removeprefix("autograd-resources/") for n in names]
     for rel in names:
         if rel.endswith(".py") and (rel.startswith("experiments/") or rel.startswith("mini-autograd/")):
             assert (tmp_path / rel).read_bytes() == (ROOT / rel).read_bytes(), rel

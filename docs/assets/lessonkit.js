@@ -2,6 +2,7 @@
 (function () {
   function mark() {
     document.querySelectorAll(".lk-line.lk-hl").forEach(function (el) { el.classList.remove("lk-hl"); });
+    openFolded();
     var m = /^#L(\d+)(?:-L(\d+))?$/.exec(window.location.hash);
     if (!m) return;
     var a = parseInt(m[1], 10), b = m[2] ? parseInt(m[2], 10) : a, first = null;
@@ -14,6 +15,15 @@
     // line, and scroll-margin-top (lessonkit.css) keeps both below Material's sticky header.
     var prev = first.previousElementSibling;
     (prev && prev.classList.contains("lk-cites") ? prev : first).scrollIntoView({ block: "start" });
+  }
+  /* An anchor inside a folded experiment script (#exp-NAME-L25): open the script, then show the line. */
+  function openFolded() {
+    var id = decodeURIComponent(window.location.hash.slice(1));
+    var el = id && document.getElementById(id);
+    var d = el && el.closest ? el.closest("details.lk-script") : null;
+    if (!d || d.open) return;
+    d.open = true;
+    el.scrollIntoView({ block: "center" });
   }
   window.addEventListener("hashchange", mark);
   if (window.document$) { window.document$.subscribe(mark); } else { document.addEventListener("DOMContentLoaded", mark); }

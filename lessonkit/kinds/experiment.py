@@ -80,16 +80,24 @@ class Experiment(Kind):
         )
 
     def render(self, renderer, r, anchor, result):
+        """Head, purpose, this build's output and provenance, then the script folded: readers
+        come for the output, and a 100-line script before it hides it. The output sits in its own
+        container with an id (``<anchor>-output``), so that Material gives its ``<pre>`` a copy
+        target of its own instead of the script's."""
         b, ex = r.block, r.excerpt
+        labels = renderer.labels
         if ex:
             meta = [f"<code>{escape(ex.file)}</code>"]
             if ex.symbol:
                 meta.append(f"<code>{escape(ex.symbol)}</code>")
             links = [("查看脚本", renderer.links.script(ex.file))]
+            summary = f"{escape(labels['script'])}（<code>{escape(ex.file)}</code>，L{ex.start}–L{ex.end}）"
         else:
             meta, links = ["内联脚本"], []
+            summary = escape(labels["script"])
         code = renderer.code(*renderer.code_of(r), anchor)
-        purpose = f'<p class="lk-purpose"><strong>Purpose：</strong>{escape(b.get("Purpose"))}</p>'
+        purpose = (f'<p class="lk-purpose"><strong>{escape(labels["purpose"])}：</strong>'
+                   f'{escape(b.get("Purpose"))}</p>')
         out = escape(result.stdout) if result.stdout else "（无输出）"
         notice = ""
         if result.truncated:
@@ -100,13 +108,14 @@ class Experiment(Kind):
         no_search = renderer.no_search
         return (
             f'<div class="lk-block lk-experiment" id="{anchor}">'
-            + renderer.head("EXPERIMENT", "exp", meta, links)
+            + renderer.head(labels["experiment"], "exp", meta, links)
             + purpose
-            + code
-            + f'<div class="lk-output-label"{no_search}>本次构建的运行输出</div>'
-            f'<pre class="lk-output"><code>{out}</code></pre>{notice}'
+            + f'<div class="lk-output-label"{no_search}>{escape(labels["output"])}</div>'
+            f'<div class="lk-output-wrap" id="{anchor}-output"><pre class="lk-output"><code>{out}</code></pre></div>'
+            f'{notice}'
             + f'<p class="lk-provenance"{no_search}>{escape(renderer.provenance)} · '
-            f'退出码 {result.exit_code}</p></div>'
+            f'{escape(labels["exit-code"])} {result.exit_code}</p>'
+            + f'<details class="lk-script"><summary>{summary}</summary>{code}</details></div>'
         )
 
     def plain(self, r, project, result):

@@ -77,7 +77,7 @@ class RealSource(Kind):
         ]
         return (
             f'<div class="lk-block lk-real-source" id="{anchor}">'
-            + renderer.head("REAL SOURCE", "real", meta, links)
+            + renderer.head(renderer.labels["real-source"], "real", meta, links)
             + renderer.code(ex.text, ex.start, anchor)
             + "</div>"
         )

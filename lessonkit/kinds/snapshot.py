@@ -76,7 +76,7 @@ class Snapshot(Kind):
         b = r.block
 
         def make() -> str:
-            badge = b.get("Label") or "运行记录"
+            badge = renderer.labels["snapshot"] + (f" · {b.get('Label')}" if b.get("Label") else "")
             meta = [f"<code>{escape(r.job.label)}</code>", "本次构建的运行记录"]
             title = f'<p class="lk-snapshot-title"><strong>{_md(b.get("Title"))}</strong></p>' if b.get("Title") else ""
             head = "".join(f"<th>{_md(c)}</th>" for c in table.columns)

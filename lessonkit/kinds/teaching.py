@@ -83,7 +83,7 @@ class Teaching(Kind):
         body = renderer.code(*renderer.code_of(r), anchor)
         return (
             f'<div class="lk-block lk-teaching" id="{anchor}">'
-            + renderer.head("TEACHING SIMPLIFICATION", "teach", meta, links)
+            + renderer.head(renderer.labels["teaching-simplification"], "teach", meta, links)
             + note
             + body
             + "</div>"

@@ -80,16 +80,16 @@ def test_build_renders_each_kind(site):
     r = site.build()
     assert r.returncode == 0, r.stderr
     html = _html(site)
-    refs = re.findall(r'<a class="lk-line"[^>]*>[^<]*</a>', html)
+    refs = re.findall(r'<a class="lk-ref"[^>]*>[^<]*</a>', html)
     assert refs == [
-        '<a class="lk-line" id="ref-1" href="#src-backward_pass-L28" title="autograd/core.py · backward_pass · '
+        '<a class="lk-ref" id="ref-1" href="#src-backward_pass-L28" title="autograd/core.py · backward_pass · '
         'outgrad = outgrads.pop(node)">第 28 行</a>',
-        '<a class="lk-line" id="ref-2" href="#src-backward_pass-L30" title="autograd/core.py · backward_pass · '
+        '<a class="lk-ref" id="ref-2" href="#src-backward_pass-L30" title="autograd/core.py · backward_pass · '
         'for parent, ingrad in zip(node.parents, ingrads): / outgrads[parent] = add_outgrads(outgrads.get(parent), '
         'ingrad)">core.py:30–31</a>',
-        '<a class="lk-line" id="ref-3" href="#src-backward_pass-L28" title="autograd/core.py · backward_pass · '
+        '<a class="lk-ref" id="ref-3" href="#src-backward_pass-L28" title="autograd/core.py · backward_pass · '
         'outgrad = outgrads.pop(node)">L28</a>',
-        '<a class="lk-line" id="ref-4" href="../source/autograd/core.py/#L199" title="autograd/core.py · '
+        '<a class="lk-ref" id="ref-4" href="../source/autograd/core.py/#L199" title="autograd/core.py · '
         'add_outgrads · return vs.add(prev_g, g), True">第 199 行</a>']
     assert 'id="src-backward_pass-L28"' in html  # the excerpt's line anchor the references land on
     assert ('<span class="lk-value" title="experiments/multiple_paths.py 本次构建的运行记录：xx.grad">6.0</span>'

@@ -137,7 +137,10 @@ class Figure(Kind):
 
         def make() -> str:
             caption = b.get("Caption")
-            cap = (f'<figcaption>{escape(caption)}<span class="lk-fig-source"{renderer.no_search}>'
+            from .snapshot import _with_refs  # the caption's Markdown (code, $math$, references)
+
+            text = _with_refs(caption, renderer, b.line_of("Caption")) if caption else ""
+            cap = (f'<figcaption>{text}<span class="lk-fig-source"{renderer.no_search}>'
                    f'（图由本次构建运行 <code>{escape(r.job.label)}</code> 的记录绘制）</span></figcaption>')
             return (f'<figure class="lk-figure" id="{anchor}">' + self.svg(r, shape, data) + cap + "</figure>")
 

@@ -79,8 +79,8 @@ class Line(InlineKind):
         attr = f' id="{ident}"' if ident else ""
         link = href(links, r)
         if link is None:
-            return f'<span class="lk-line"{attr} title="{title}">{text}</span>'
-        return f'<a class="lk-line"{attr} href="{escape(link)}" title="{title}">{text}</a>'
+            return f'<span class="lk-ref"{attr} title="{title}">{text}</span>'
+        return f'<a class="lk-ref"{attr} href="{escape(link)}" title="{title}">{text}</a>'
 
     def plain(self, project, ref):
         return resolve(project, ref).render()

@@ -78,7 +78,8 @@ class Snapshot(Kind):
         def make() -> str:
             badge = renderer.labels["snapshot"] + (f" · {b.get('Label')}" if b.get("Label") else "")
             meta = [f"<code>{escape(r.job.label)}</code>", "本次构建的运行记录"]
-            title = f'<p class="lk-snapshot-title"><strong>{_md(b.get("Title"))}</strong></p>' if b.get("Title") else ""
+            title = (f'<p class="lk-snapshot-title"><strong>{_with_refs(b.get("Title"), renderer, b.line_of("Title"))}'
+                     "</strong></p>" if b.get("Title") else "")
             head = "".join(f"<th>{_md(c)}</th>" for c in table.columns)
             rows = "".join("<tr>" + "".join(_cell(c, r.job.label, renderer, b.line) for c in row) + "</tr>"
                            for row in table.rows)

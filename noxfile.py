@@ -157,9 +157,9 @@ def new(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none", default=False)
 def serve(session: nox.Session) -> None:
-    """Live preview on http://127.0.0.1:8000 (re-renders edited pages)."""
+    """Live preview on http://127.0.0.1:8000: rebuilds only what an edit affects (INCREMENTAL.md)."""
     _install(session, BUILD_REQS)
-    session.run("mkdocs", "serve", *session.posargs, env=ENV)
+    session.run("python", "-m", "lessonkit", "serve", *session.posargs, env=ENV)
 
 
 @nox.session(venv_backend="none", default=False)

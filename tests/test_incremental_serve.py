@@ -136,4 +136,9 @@ def test_pin_prefetch_needs_only_the_standard_library(tmp_path, pinned_root):
     r = subprocess.run([sys.executable, "-S", "-m", "lessonkit.pin", str(ROOT)], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert len(list((tmp_path / "cache" / "pin").iterdir())) >= 1
+    assert r.stderr == ""
+    env["LESSONKIT_CACHE"] = "relative/cache"  # a problem is one located line, not a traceback
+    r = subprocess.run([sys.executable, "-S", "-m", "lessonkit.pin", str(ROOT)], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert r.returncode == 1
+    assert r.stderr.startswith("LESSONKIT_CACHE") and "Traceback" not in r.stderr, r.stderr

@@ -73,8 +73,11 @@ class Graph:
         return out
 
     def to_json(self) -> str:
-        return json.dumps({"deps": {k: sorted(v) for k, v in sorted(self.deps.items())},
-                           "global": sorted(self.global_inputs)}, ensure_ascii=False, indent=0)
+        return json.dumps(
+            {"deps": {k: sorted(v) for k, v in sorted(self.deps.items())}, "global": sorted(self.global_inputs)},
+            ensure_ascii=False,
+            indent=0,
+        )
 
     @classmethod
     def from_json(cls, text: str) -> Graph:
@@ -164,7 +167,8 @@ def record(build) -> tuple[Graph, dict[str, str]]:
         d["doc:" + uri] = digest(text)
         d["blocks:" + uri] = digest_of(
             [repr(r.block), repr(r.excerpt), repr(r.based_on), runner.key(r.job) if r.job else None]
-            for r in build.report.resolved.get(rel, []))
+            for r in build.report.resolved.get(rel, [])
+        )
         ins |= {"src:" + f for f in srcs if f in text}
         if BUNDLE_TOKEN in text:
             ins.add("bundle")

@@ -131,8 +131,9 @@ class _Jieba:
 class Incremental:
     """The serve builder: :meth:`full` once, then :meth:`rebuild` on every change."""
 
-    def __init__(self, config_file: str | Path, site_dir: str | Path, serve_url: str | None = None,
-                 dev_addr: str | None = None):
+    def __init__(
+        self, config_file: str | Path, site_dir: str | Path, serve_url: str | None = None, dev_addr: str | None = None
+    ):
         self.config_file = str(config_file)
         self.root = Path(self.config_file).resolve().parent
         self.site_dir = str(site_dir)
@@ -212,7 +213,9 @@ class Incremental:
             b = hooks.BUILD
             api = files.get_file_from_path("api.md")
             try:
-                plan = b.plan(self.capture.paths, Path(api.abs_src_path) if api is not None and api.abs_src_path else None)
+                plan = b.plan(
+                    self.capture.paths, Path(api.abs_src_path) if api is not None and api.abs_src_path else None
+                )
                 graph, digests = b.graph()
             except LessonError as exc:
                 for p in exc.problems:
@@ -258,8 +261,9 @@ class Incremental:
                 search.search_index.entries = []
             for f in redo:
                 n = len(search.search_index.entries) if search else 0
-                _build_page(f.page, config, doc_files, self.capture.nav, self.capture.env,
-                            excluded=f.inclusion.is_excluded())
+                _build_page(
+                    f.page, config, doc_files, self.capture.nav, self.capture.env, excluded=f.inclusion.is_excluded()
+                )
                 if search:
                     entries[f.page.url] = search.search_index.entries[n:]
             for f in doc_files:
@@ -273,8 +277,10 @@ class Incremental:
         finally:
             logging.getLogger("mkdocs").removeHandler(counter)
         self.graph, self.digests, self.state, self.last = graph, digests, state, todo
-        log.info(f"lessonkit serve: rebuilt {len(redo)} page(s){' and the bundle' if bundle.src_uri in todo.outputs else ''}"
-                 f" in {time.perf_counter() - t0:.2f} s ({todo.why})")
+        log.info(
+            f"lessonkit serve: rebuilt {len(redo)} page(s){' and the bundle' if bundle.src_uri in todo.outputs else ''}"
+            f" in {time.perf_counter() - t0:.2f} s ({todo.why})"
+        )
         return None
 
 
@@ -298,8 +304,14 @@ def serve(config_file: str = "mkdocs.yml", dev_addr: str | None = None, liverelo
         builder.full()
         config = builder.config
         host, port = config.dev_addr
-        server = LiveReloadServer(builder=builder.rebuild, host=host, port=port, root=site_dir,
-                                  mount_path=urlsplit(config.site_url or "/").path, polling_interval=0.1)
+        server = LiveReloadServer(
+            builder=builder.rebuild,
+            host=host,
+            port=port,
+            root=site_dir,
+            mount_path=urlsplit(config.site_url or "/").path,
+            polling_interval=0.1,
+        )
         server.build_delay = 0.05
 
         def error_handler(code):

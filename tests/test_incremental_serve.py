@@ -32,15 +32,27 @@ UNRELATED = "lessons/07-broadcasting/index.html"
 
 
 def _digests(site: Path) -> dict[str, str]:
-    return {p.relative_to(site).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(site.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(site).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(site.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _full_build(proj: Path, out: Path, env: dict[str, str]) -> None:
-    code = ("import sys; from lessonkit.serve import Incremental; "
-            "Incremental('mkdocs.yml', sys.argv[1], serve_url=sys.argv[2]).full()")
-    r = subprocess.run([sys.executable, "-c", code, str(out), URL], cwd=proj, env=env, capture_output=True,
-                       text=True, timeout=1200, stdin=subprocess.DEVNULL)
+    code = (
+        "import sys; from lessonkit.serve import Incremental; "
+        "Incremental('mkdocs.yml', sys.argv[1], serve_url=sys.argv[2]).full()"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, str(out), URL],
+        cwd=proj,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        stdin=subprocess.DEVNULL,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
 
 
@@ -60,8 +72,13 @@ def project(tmp_path_factory, real_project):
     cache = base / "cache"
     if real_project.cache.is_dir():  # warm experiments; a fresh clone runs them once
         shutil.copytree(real_project.cache, cache, symlinks=True, ignore=shutil.ignore_patterns("repin"))
-    env = {**os.environ, "LESSONKIT_CACHE": str(cache), "AUTOGRAD_SOURCE": str(real_project.tree.root),
-           "NO_MKDOCS_2_WARNING": "1", "SOURCE_DATE_EPOCH": os.environ.get("SOURCE_DATE_EPOCH", "1764460800")}
+    env = {
+        **os.environ,
+        "LESSONKIT_CACHE": str(cache),
+        "AUTOGRAD_SOURCE": str(real_project.tree.root),
+        "NO_MKDOCS_2_WARNING": "1",
+        "SOURCE_DATE_EPOCH": os.environ.get("SOURCE_DATE_EPOCH", "1764460800"),
+    }
     return base, proj, env
 
 
@@ -83,20 +100,35 @@ def test_serve_rebuilds_equal_a_full_build_and_only_what_changed(project, monkey
     docs = proj / "docs"
     edits = [
         # plain prose: that lesson and the search index
-        ("prose", lambda: _edit(docs / "lessons/05-reverse-mode.md", "\n## ", "\n本段只为增量构建测试而加。\n\n## "),
-         {"lessons/05-reverse-mode.md"}),
+        (
+            "prose",
+            lambda: _edit(docs / "lessons/05-reverse-mode.md", "\n## ", "\n本段只为增量构建测试而加。\n\n## "),
+            {"lessons/05-reverse-mode.md"},
+        ),
         # a citation: the lesson, the cited file's source page (backlinks) and the symbol index
-        ("citation", lambda: _edit(docs / "lessons/03-grad-call-chain.md", "Symbol: Node.new_root\n",
-                                   "Symbol: Node.initialize_root\n"),
-         {"lessons/03-grad-call-chain.md", "source/autograd/tracer.py.md", "symbols.md"}),
+        (
+            "citation",
+            lambda: _edit(
+                docs / "lessons/03-grad-call-chain.md", "Symbol: Node.new_root\n", "Symbol: Node.initialize_root\n"
+            ),
+            {"lessons/03-grad-call-chain.md", "source/autograd/tracer.py.md", "symbols.md"},
+        ),
         # an experiment script: its key changes (it runs again), its code page, the bundle, its pages
-        ("experiment", lambda: _edit(proj / "experiments/simple_grad.py", "\n", "\n# edited by the serve test\n"),
-         {"code/experiments/simple_grad.py.md", "downloads/autograd-resources.zip"}),
+        (
+            "experiment",
+            lambda: _edit(proj / "experiments/simple_grad.py", "\n", "\n# edited by the serve test\n"),
+            {"code/experiments/simple_grad.py.md", "downloads/autograd-resources.zip"},
+        ),
         # a source-browser-relevant block: a new citation of another symbol
-        ("new block", lambda: _edit(docs / "lessons/12-gradient-check.md", "\n## ",
-                                    "\n```real-source\nFile: autograd/tracer.py\nSymbol: find_top_boxed_args\n"
-                                    "Commit: f53a217\n```\n\n## "),
-         {"lessons/12-gradient-check.md", "source/autograd/tracer.py.md", "symbols.md"}),
+        (
+            "new block",
+            lambda: _edit(
+                docs / "lessons/12-gradient-check.md",
+                "\n## ",
+                "\n```real-source\nFile: autograd/tracer.py\nSymbol: find_top_boxed_args\nCommit: f53a217\n```\n\n## ",
+            ),
+            {"lessons/12-gradient-check.md", "source/autograd/tracer.py.md", "symbols.md"},
+        ),
     ]
     for n, (name, apply, expected) in enumerate(edits):
         apply()
@@ -105,8 +137,9 @@ def test_serve_rebuilds_equal_a_full_build_and_only_what_changed(project, monkey
         assert expected <= serve.last.outputs, f"{name}: rebuilt {sorted(serve.last.outputs)}"
         assert UNRELATED.replace("/index.html", ".md") not in serve.last.outputs
         after = unrelated.stat()
-        assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), \
+        assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), (
             f"{name}: {UNRELATED} was rewritten"
+        )
         fresh = base / f"full-{n}"
         _full_build(proj, fresh, env)
         a, b = _digests(served), _digests(fresh)
@@ -133,12 +166,26 @@ def test_pin_prefetch_needs_only_the_standard_library(tmp_path, pinned_root):
     """noxfile.py provides the pinned tree with `python -S -m lessonkit.pin ROOT` while the lock
     installs: no site-packages, so an import of a third-party module anywhere on that path fails here."""
     env = {**os.environ, "LESSONKIT_CACHE": str(tmp_path / "cache"), "AUTOGRAD_SOURCE": str(pinned_root)}
-    r = subprocess.run([sys.executable, "-S", "-m", "lessonkit.pin", str(ROOT)], cwd=ROOT, env=env,
-                       capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    r = subprocess.run(
+        [sys.executable, "-S", "-m", "lessonkit.pin", str(ROOT)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stderr == ""
     env["LESSONKIT_CACHE"] = "relative/cache"  # a problem is one located line, not a traceback
-    r = subprocess.run([sys.executable, "-S", "-m", "lessonkit.pin", str(ROOT)], cwd=ROOT, env=env,
-                       capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    r = subprocess.run(
+        [sys.executable, "-S", "-m", "lessonkit.pin", str(ROOT)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
     assert r.returncode == 1
     assert r.stderr.startswith("LESSONKIT_CACHE") and "Traceback" not in r.stderr, r.stderr

@@ -189,3 +189,30 @@ def test_pin_prefetch_needs_only_the_standard_library(tmp_path, pinned_root):
     )
     assert r.returncode == 1
     assert r.stderr.startswith("LESSONKIT_CACHE") and "Traceback" not in r.stderr, r.stderr
+
+
+def test_an_experiment_key_holds_the_scripts_it_names_and_every_helper(site):
+    """Editing one script changes its key and the keys of scripts that name it, not the others';
+    a helper (``_*.py``) is in every key, as is everything for a script that lists files."""
+    from lessonkit.pages import script_job
+
+    site.script("a.py", "print(1)\n")
+    site.script("b.py", "import a\n")
+    site.script("c.py", "print(3)\n")
+    site.script("d.py", "import glob\nprint(glob.glob('*.py'))\n")
+
+    def keys():
+        project = site.project()
+        return {n: project.runner.key(script_job(project, f"experiments/{n}.py")) for n in "abcd"}
+
+    k0 = keys()
+    assert len(set(k0.values())) == 4
+    site.script("a.py", "print(2)\n")
+    k1 = keys()
+    assert [n for n in "abcd" if k1[n] != k0[n]] == ["a", "b", "d"]
+    site.script("c.py", "print(4)\n")
+    k2 = keys()
+    assert [n for n in "abcd" if k2[n] != k1[n]] == ["c", "d"]
+    (site.root / "experiments" / "_helper.py").write_text("X = 1\n", encoding="utf-8")
+    k3 = keys()
+    assert [n for n in "abcd" if k3[n] != k2[n]] == ["a", "b", "c", "d"]

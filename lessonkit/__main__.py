@@ -189,9 +189,15 @@ def _run(args) -> int:
 
 
 def _serve(args) -> int:
+    from mkdocs.exceptions import MkDocsException
+
     from .serve import serve
 
-    serve(args.config_file, args.dev_addr)
+    try:
+        serve(args.config_file, args.dev_addr)
+    except MkDocsException as exc:  # the first build failed: its problems are logged above
+        print(f"lessonkit serve: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 from mkdocs import utils
 from mkdocs.commands.build import _build_page, _populate_page, build
 from mkdocs.config import load_config
-from mkdocs.exceptions import Abort
+from mkdocs.exceptions import Abort, BuildError, PluginError
 from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import Files, InclusionLevel
 
@@ -203,6 +203,15 @@ class Incremental:
             self.config.plugins.on_build_error(error=exc)
             raise
 
+    def rebuild_or_report(self) -> None:
+        """:meth:`rebuild` for the server: a problem in the project is reported as the lines the build
+        already logged plus one summary line, not a traceback; the next change builds everything."""
+        try:
+            self.rebuild()
+        except (Abort, PluginError, BuildError) as exc:
+            self.graph = None
+            log.error(f"lessonkit serve: not rebuilt: {exc} — fix the problem and save again")
+
     def _partial(self, state: dict[str, str], t0: float) -> None:
         config, files, hooks = self.config, self.capture.files, _hooks(self.config)
         counter = utils.CountHandler()
@@ -305,7 +314,7 @@ def serve(config_file: str = "mkdocs.yml", dev_addr: str | None = None, liverelo
         config = builder.config
         host, port = config.dev_addr
         server = LiveReloadServer(
-            builder=builder.rebuild,
+            builder=builder.rebuild_or_report,
             host=host,
             port=port,
             root=site_dir,

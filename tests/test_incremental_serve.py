@@ -161,6 +161,11 @@ def test_serve_rebuilds_equal_a_full_build_and_only_what_changed(project, monkey
     serve.rebuild()
     assert serve.last.nothing
 
+    # an author mistake: reported (the server keeps running), and the next change builds everything
+    _edit(docs / "lessons/12-gradient-check.md", "Symbol: find_top_boxed_args\n", "Symbol: find_top_boxed_argz\n")
+    serve.rebuild_or_report()
+    assert serve.graph is None
+
 
 def test_pin_prefetch_needs_only_the_standard_library(tmp_path, pinned_root):
     """noxfile.py provides the pinned tree with `python -S -m lessonkit.pin ROOT` while the lock

@@ -61,13 +61,12 @@ def _shared_env(session: nox.Session) -> Path:
 def _prefetch_pin(python: str) -> subprocess.Popen:
     """Provide the pinned tree (on a new machine: download the sdist) while the lock installs.
 
-    The pin provider needs only the standard library; it fills the build cache, which every
-    later session reads, so the sdist is fetched once.
+    `lessonkit.pin` needs only the standard library (`-S`: no site-packages, so the prefetch
+    behaves the same before and after the install); it fills the build cache, which every later
+    session reads, so the sdist is fetched once.
     """
-    code = "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); " \
-           "from lessonkit.project import Project; Project(Path(sys.argv[1])).tree"
-    return subprocess.Popen([python, "-c", code, str(ROOT)], cwd=ROOT, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen([python, "-S", "-m", "lessonkit.pin", str(ROOT)], cwd=ROOT, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
 def _install(session: nox.Session, reqs: list[str]) -> None:
@@ -110,7 +109,9 @@ def _install(session: nox.Session, reqs: list[str]) -> None:
         except OSError:  # no symlinks here: put the checkout itself on sys.path
             entry = ROOT.resolve()
         (Path(purelib) / "lessonkit-dev.pth").write_text(f"{entry}\n")
-        fetch.wait()  # its failure is the build's to report, with the pin's file and line
+        _, err = fetch.communicate()
+        if fetch.returncode:  # the build reports it again, located; say here that the prefetch did not help
+            session.log(f"prefetch of the pinned tree failed (the build retries): {err.strip()[-500:]}")
     stamp.write_text(lock)
 
 
@@ -157,9 +158,9 @@ def new(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none", default=False)
 def serve(session: nox.Session) -> None:
-    """Live preview on http://127.0.0.1:8000 (re-renders edited pages)."""
+    """Live preview on http://127.0.0.1:8000: rebuilds only what an edit affects (INCREMENTAL.md)."""
     _install(session, BUILD_REQS)
-    session.run("mkdocs", "serve", *session.posargs, env=ENV)
+    session.run("python", "-m", "lessonkit", "serve", *session.posargs, env=ENV)
 
 
 @nox.session(venv_backend="none", default=False)

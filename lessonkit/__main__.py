@@ -196,6 +196,19 @@ def _run(args) -> int:
     return 1 if failed else 0
 
 
+def _serve(args) -> int:
+    from mkdocs.exceptions import MkDocsException
+
+    from .serve import serve
+
+    try:
+        serve(args.config_file, args.dev_addr)
+    except MkDocsException as exc:  # the first build failed: its problems are logged above
+        print(f"lessonkit serve: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m lessonkit")
     ap.add_argument("--root", default=".", help="project root")
@@ -233,6 +246,10 @@ def main(argv=None) -> int:
     rp.add_argument("--apply", action="store_true",
                     help="when nothing beyond moves happened: rewrite pin, manifest, Lines:/Commit: headers and map")
     rp.set_defaults(func=_repin)
+    s = sub.add_parser("serve", help="live preview that rebuilds only what a change affects (see INCREMENTAL.md)")
+    s.add_argument("-a", "--dev-addr", default=None, metavar="IP:PORT", help="default: mkdocs.yml's dev_addr")
+    s.add_argument("-f", "--config-file", default="mkdocs.yml")
+    s.set_defaults(func=_serve)
     args = ap.parse_args(argv)
     if args.cmd == "run":
         args.timeout_given = args.timeout is not None

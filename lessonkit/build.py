@@ -147,6 +147,7 @@ class Build:
     prewarm: object = None  # a process filling the caches ahead of the source pages
     attached: dict[str, str] | None = None  # uri -> Markdown of the attachments
     calls_text: str | None = None
+    generated_pages: list = field(default_factory=list)  # pages.Generated of the plan (content known early)
     t0: float = field(default_factory=time.perf_counter)
     log: Callable[[str], None] = print  # where problems are written (MkDocs: an error logger)
     log_info: Callable[[str], None] = print
@@ -196,7 +197,7 @@ class Build:
         with_experiments = sorted(living.pages_with_runs(project, report))
         if self.pending.to_run:  # a cold build: another process highlights those pages' code meanwhile
             self.prewarm = pages.start_prewarm(project, pages.prewarm_plan(report, with_experiments))
-        generated = pages.browser_pages(project, self.citations)
+        self.generated_pages = generated = pages.browser_pages(project, self.citations)
         self.generated = {g.uri: g.code for g in generated if g.code}
         if api_page is not None:
             self.api = set(API_ENTRY.findall(api_page.read_text(encoding="utf-8")))
@@ -278,6 +279,13 @@ class Build:
             ):
                 self.report_problem(p)
         return data
+
+    def graph(self):
+        """What every output of this build read, and the digests of those inputs (incremental serve:
+        :func:`lessonkit.incremental.record`). Waits for every experiment."""
+        from .incremental import record
+
+        return record(self)
 
     def cancel(self) -> None:
         """A build that stops early leaves nothing running behind it."""

@@ -30,9 +30,10 @@ OUTPUT_CAP = 64 * 1024  # stdout shown on the page; the rest is counted
 STDERR_CAP = 16 * 1024  # stderr kept (its end)
 FILE_LIMIT = 64 * 1024 * 1024  # largest file a script may write, its stdout included (RLIMIT_FSIZE)
 RECORD_LIMIT = 4 * 1024 * 1024  # the record file (LESSONKIT_RECORD)
-KEY_SCHEMA = "lessonkit-exp-2"
+KEY_SCHEMA = "lessonkit-exp-3"
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
 SKIPPED = {"__pycache__", ".pytest_cache", ".git"}
+LISTING = re.compile(rb"importlib|__import__|\brunpy\b|\bglob\b|iterdir|listdir|scandir|os\.walk|\bexec\(")
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,15 @@ class Runner:
         self._manifest_lines = manifest_lines or {}
         # Every file a script can read from the project is in its box, and in every key.
         self._shared = _shared_files((self.support_dir, *self.extra_paths))
-        shared = b"".join(rel.encode() + b"\0" + p.read_bytes() + b"\0" for rel, p in self._shared)
+        # The experiment scripts themselves (experiments/x.py, not the _helpers): a job's key holds
+        # only those its own source names (imports or reads by name, transitively), so an edited
+        # script runs again alone (incremental serve); helpers and Mini are in every key.
+        self._scripts = {p.stem: (rel, p.read_bytes()) for rel, p in self._shared
+                         if p.parent == self.support_dir and p.suffix == ".py" and not p.name.startswith("_")}
+        scripts = {rel for rel, _ in self._scripts.values()}
+        self._siblings: dict[bytes, bytes] = {}
+        shared = b"".join(rel.encode() + b"\0" + p.read_bytes() + b"\0" for rel, p in self._shared
+                          if rel not in scripts)
         v = versions()
         self._salt = hashlib.sha256(
             b"\0".join([KEY_SCHEMA.encode(), manifest_digest.encode(), v["python"].encode(),
@@ -158,7 +167,25 @@ class Runner:
 
     def key(self, job: Job) -> str:
         return hashlib.sha256(self._salt.encode() + b"\0" + job.name.encode() + b"\0" + str(job.memory).encode()
-                              + b"\0" + job.source).hexdigest()
+                              + b"\0" + job.source + b"\0" + self.siblings(job.source)).hexdigest()
+
+    def siblings(self, source: bytes) -> bytes:
+        """The other experiment scripts ``source`` may read: those it names (a word equal to the
+        script's module name), transitively; all of them if it imports or lists files dynamically."""
+        if source not in self._siblings:
+            if LISTING.search(source):
+                seen = set(self._scripts)
+            else:
+                seen, todo = set(), [source]
+                while todo:
+                    text = todo.pop()
+                    for stem, (_, data) in self._scripts.items():
+                        if stem not in seen and re.search(rb"\b" + re.escape(stem.encode()) + rb"\b", text):
+                            seen.add(stem)
+                            todo.append(data)
+            self._siblings[source] = b"".join(
+                self._scripts[s][0].encode() + b"\0" + self._scripts[s][1] + b"\0" for s in sorted(seen))
+        return self._siblings[source]
 
     def cached(self, job: Job) -> Result | None:
         path = self.cache / f"{self.key(job)}.json"

@@ -73,8 +73,11 @@ class Graph:
         return out
 
     def to_json(self) -> str:
-        return json.dumps({"deps": {k: sorted(v) for k, v in sorted(self.deps.items())},
-                           "global": sorted(self.global_inputs)}, ensure_ascii=False, indent=0)
+        return json.dumps(
+            {"deps": {k: sorted(v) for k, v in sorted(self.deps.items())}, "global": sorted(self.global_inputs)},
+            ensure_ascii=False,
+            indent=0,
+        )
 
     @classmethod
     def from_json(cls, text: str) -> Graph:
@@ -108,3 +111,82 @@ def plan(graph: Graph | None, old: Mapping[str, str] | None, new: Mapping[str, s
         todo |= hit
         frontier = {OUT + o for o in hit}
     return Plan(False, frozenset(todo), changed, why=", ".join(sorted(changed)[:3]))
+
+
+# ---------------------------------------------------------------- what one lessonkit build read
+
+BUNDLE_TOKEN = "[[lessonkit:bundle-"  # a page showing the bundle's digest or size reads the bundle
+
+
+def _file_digests(root, dirs) -> dict[str, str]:
+    out = {}
+    for d in dirs:
+        base = root / d
+        if base.is_dir():
+            for p in sorted(base.rglob("*")):
+                if p.is_file() and "__pycache__" not in p.parts:
+                    out[p.relative_to(root).as_posix()] = digest(p.read_bytes())
+    return out
+
+
+def record(build) -> tuple[Graph, dict[str, str]]:
+    """The dependency graph of a planned :class:`lessonkit.build.Build` and the digests of its inputs.
+
+    Outputs are docs-relative page uris (``lessons/05-reverse-mode.md``, ``source/autograd/core.py.md``,
+    ``symbols.md``, ``attachments/acceptance.md``) and the bundle's uri. Inputs:
+
+    * ``doc:<uri>``: the page's text; ``blocks:<uri>``: what its blocks resolved to (excerpts,
+      ``Based-on``, the experiment's cache key), so an edited script reaches the pages showing it;
+    * ``src:<file>``: a file of this repository's code directories (experiments, Mini), read by its
+      code page, by the bundle and, conservatively, by every page whose text names the file;
+    * ``gen:<uri>``: a generated page's Markdown (source browser, indexes, attachments, which are
+      drawn from experiment output); ``cites:<origin>:<file>``: the citations a source page lists;
+    * ``bundle``: the bundle's bytes (its file and the pages showing its digest or size);
+    * ``api``: the set of documented API objects (every page may link to it).
+
+    Waits for every experiment (attachments and the bundle are drawn from their output). Global
+    inputs (configuration, engine, theme, the pin, the set of pages) are not recorded here: the
+    serve builder compares them before asking the Build (see :mod:`lessonkit.serve`).
+    """
+    from .pages import Generated, bundle
+
+    project = build.project
+    results = build.results()
+    graph, d = Graph(), {}
+    srcs = _file_digests(project.root, project.site.code)
+    d.update({"src:" + k: v for k, v in srcs.items()})
+    d["api"] = digest_of(sorted(build.api))
+    attached = dict(build.attached or {})
+    data = bundle(project, results, build.texts, [Generated(u, t) for u, t in attached.items()], build.calls_text)
+    d["bundle"] = digest(data)
+    graph.record(project.site.bundle, {"bundle"})
+    runner = project.runner
+    for rel, text in build.texts.items():
+        uri = rel.removeprefix("docs/")
+        ins = {"doc:" + uri, "blocks:" + uri, "api"}
+        d["doc:" + uri] = digest(text)
+        d["blocks:" + uri] = digest_of(
+            [repr(r.block), repr(r.excerpt), repr(r.based_on), runner.key(r.job) if r.job else None]
+            for r in build.report.resolved.get(rel, [])
+        )
+        ins |= {"src:" + f for f in srcs if f in text}
+        if BUNDLE_TOKEN in text:
+            ins.add("bundle")
+        graph.record(uri, ins)
+    for uri, text in attached.items():
+        d["gen:" + uri] = digest(text)
+        graph.record(uri, {"gen:" + uri, "api"} | ({"bundle"} if BUNDLE_TOKEN in text else set()))
+    for g in build.generated_pages:
+        d["gen:" + g.uri] = digest(g.content)
+        ins = {"gen:" + g.uri} | ({"bundle"} if BUNDLE_TOKEN in str(g.content) else set())
+        if g.code:
+            origin, file = g.code
+            name = f"cites:{origin}:{file}"
+            d[name] = digest_of(repr(c) for c in build.citations if c.origin == origin and c.file == file)
+            ins.add(name)
+            if origin == "repo":
+                if "src:" + file not in d:
+                    d["src:" + file] = digest((project.root / file).read_bytes())
+                ins.add("src:" + file)
+        graph.record(g.uri, ins)
+    return graph, d

@@ -490,3 +490,18 @@ def provide(pin: Pin, cache: Path) -> PinnedTree:
                           path="LESSONKIT_CACHE" if config.env("LESSONKIT_CACHE") else pin.toml_label,
                           hint="the pinned tree needs a writable cache once (or set LESSONKIT_SOURCE "
                                "to a checkout)") from None
+
+
+def prefetch(root: Path) -> PinnedTree:
+    """Provide the pinned tree of the project at ``root`` into its build cache. Standard library
+    only (this module's imports): ``noxfile.py`` runs it while the lock installs."""
+    root = Path(root)
+    return provide(load_pin(root / "sourcemap"), config.cache_dir(root))
+
+
+if __name__ == "__main__":  # python -S -m lessonkit.pin ROOT (the noxfile's prefetch)
+    try:
+        prefetch(Path(sys.argv[1] if len(sys.argv) > 1 else "."))
+    except LessonError as exc:
+        print(exc, file=sys.stderr)
+        sys.exit(1)

@@ -41,16 +41,18 @@ x10        the warm build with 10x the lesson pages (copies of docs/lessons/ und
 mdexec     the plain site plus one ``python exec="true"`` markdown-exec fence per
            experiment holding the script; markdown-exec runs them in the build process
            with no cache.
-serve-live ratio 7: ``mkdocs serve`` runs as a subprocess on a copy (warm cache); one
-           lesson's prose is edited and the clock runs from the file write until the
-           page the server hands out from its site directory contains the edit. Divided by
-           the plain full build.
+serve-live ratio 7: ``python -m lessonkit serve`` (what ``nox -s serve`` runs: the incremental
+           builder) runs as a subprocess on a copy (warm cache); one lesson's prose is
+           edited and the clock runs from the file write until the page the server hands
+           out from its site directory contains the edit. Divided by the plain full build.
+           ``--only 7`` measures just this ratio (warm-up, plain builds, serve edits).
 fresh      ratio 8: the README's build command (read from README.md) run verbatim in a
            copy of the project with no ``.nox``, ``.cache`` or ``site``, empty pip and uv
            caches (``PIP_CACHE_DIR``/``UV_CACHE_DIR`` point at new temporary directories)
            and a new venv standing in for the machine's Python (created untimed), against
            ``python -m venv`` + ``pip install -r requirements.txt`` with an empty pip cache,
            run right before it. The pinned sdist is downloaded as on a new machine.
+           ``--only 8`` measures just this ratio (``--fresh-reps`` pairs).
 """
 
 from __future__ import annotations
@@ -565,7 +567,7 @@ def _fetch(url: str) -> str | None:
 
 
 def live_serve_series(root: Path, env: dict[str, str], n: int, timeout: float = 300.0) -> Series:
-    """``mkdocs serve`` as a subprocess: wall time from an edit's write until the served page has it.
+    """``python -m lessonkit serve`` as a subprocess: wall time from an edit's write until the served page has it.
 
     The server hands out the files of its build directory, so the page fetched over HTTP is the
     rebuilt page on disk. CPU is not measured (the server keeps running); it is reported as 0.
@@ -574,7 +576,7 @@ def live_serve_series(root: Path, env: dict[str, str], n: int, timeout: float = 
     page = root / EDIT_PAGE
     url = f"http://127.0.0.1:{port}/" + EDIT_PAGE.removeprefix("docs/").removesuffix(".md") + "/"
     original = page.read_text(encoding="utf-8")
-    proc = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", "-a", f"127.0.0.1:{port}",
+    proc = subprocess.Popen([sys.executable, "-m", "lessonkit", "serve", "-a", f"127.0.0.1:{port}",
                              "-f", str(root / "mkdocs.yml")], cwd=root, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
     samples = []
@@ -582,7 +584,7 @@ def live_serve_series(root: Path, env: dict[str, str], n: int, timeout: float = 
         deadline = time.perf_counter() + timeout
         while _fetch(url) is None:
             if proc.poll() is not None or time.perf_counter() > deadline:
-                raise SystemExit(f"bench: mkdocs serve did not come up on {url}")
+                raise SystemExit(f"bench: lessonkit serve did not come up on {url}")
             time.sleep(0.2)
         time.sleep(1.0)  # let the watcher settle after the first build
         for i in range(1, n + 1):
@@ -594,7 +596,7 @@ def live_serve_series(root: Path, env: dict[str, str], n: int, timeout: float = 
                 if body is not None and mark in body:
                     break
                 if proc.poll() is not None or time.perf_counter() - t0 > timeout:
-                    raise SystemExit(f"bench: mkdocs serve never served edit {i} of {EDIT_PAGE}")
+                    raise SystemExit(f"bench: lessonkit serve never served edit {i} of {EDIT_PAGE}")
                 time.sleep(0.02)
             samples.append(Sample(time.perf_counter() - t0, 0.0))
             time.sleep(0.5)
@@ -698,6 +700,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", metavar="FILE", type=Path, help="also write all medians and ratios as JSON")
     ap.add_argument("--fresh-reps", type=int, default=1,
                     help="repetitions of ratio 8 (a fresh install and build each; 0 skips it)")
+    ap.add_argument("--only", choices=["7", "8", "7,8"],
+                    help="measure only ratio 7 (serve edit / plain build) and/or 8 (fresh clone / pip)")
     sub = ap.add_subparsers(dest="cmd")
     d = sub.add_parser("_serve", help=argparse.SUPPRESS)
     d.add_argument("--config", required=True)
@@ -744,7 +748,49 @@ def _load() -> str:
         return "?"
 
 
+def _run_only(args, reps, work: Path, pinned: Path) -> int:
+    """Ratios 7 and/or 8 alone (``--only``): the same measurements as in the full run."""
+    load_start = _load()
+    env = base_env()
+    env["AUTOGRAD_SOURCE"] = os.environ["AUTOGRAD_SOURCE"] = str(pinned)
+    snap = copy_project(work / "snapshot")
+    rows = []
+    if "7" in args.only:
+        warm_cache = work / "cache-warm"
+        lk = copy_project(work / "lessonkit", snap)
+        lk_env = {**env, "LESSONKIT_CACHE": str(warm_cache)}
+        print("bench: warm-up (fills the caches; not measured) …", flush=True)
+        timed(mkdocs_build(lk), lk, lk_env)
+        plain = copy_project(work / "plain", snap)
+        make_plain(plain, plain_generated(lk, warm_cache))
+        timed(mkdocs_build(plain), plain, env)
+        P = Series("plain", [timed(mkdocs_build(plain), plain, env) for _ in range(reps)])
+        print("bench: lessonkit serve subprocess, edit to served page …", flush=True)
+        live = live_serve_series(lk, lk_env, reps)
+        print(f"  plain build wall {P.wall:.2f} s (n={reps}); serve edit-to-page wall {live.wall:.2f} s "
+              f"(samples {', '.join(f'{x.wall:.2f}' for x in live.samples)})")
+        rows.append(("7", "serve: edit to rebuilt page (lessonkit serve) / plain build", live.wall / P.wall, 0.10))
+    if "8" in args.only:
+        pip, readme = Series("pip-lock"), Series("readme-fresh")
+        for rep in range(1, args.fresh_reps + 1):
+            print(f"bench: fresh clone {rep}/{args.fresh_reps} …", flush=True)
+            a, b = fresh_pair(snap, work, env, str(rep))
+            pip.samples.append(a)
+            readme.samples.append(b)
+            print(f"  pip install of the lock {a.wall:.1f} s; README command on a fresh clone {b.wall:.1f} s")
+        rows.append(("8", "README build command, fresh clone / pip install of the lock", readme.wall / pip.wall, 1.00))
+    print(f"load average at start {load_start}, at end {_load()} (other work on the machine inflates wall times)")
+    failed = []
+    for num, label, wall, target in rows:
+        ok = wall <= target
+        failed += [] if ok else [num]
+        print(f"{num:<2} {label:<62} {wall:6.2f}  ≤ {target:.2f}  {'pass' if ok else 'FAIL'}")
+    return 1 if failed else 0
+
+
 def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexec, v) -> int:
+    if args.only:
+        return _run_only(args, reps, work, pinned)
     load_start = _load()
     env = base_env()
     env["AUTOGRAD_SOURCE"] = str(pinned)
@@ -849,7 +895,7 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
     if mdexec is not None:
         rows.append(("6", "warm build / markdown-exec build (no cache)", W.wall / series["mdexec"].wall,
                      W.cpu / series["mdexec"].cpu, None))
-    rows.append(("7", "serve: edit to rebuilt page (mkdocs serve) / plain build", series["serve-live"].wall / P.wall,
+    rows.append(("7", "serve: edit to rebuilt page (lessonkit serve) / plain build", series["serve-live"].wall / P.wall,
                  float("nan"), 0.10))
     if series["readme-fresh"].samples:
         rows.append(("8", "README build command, fresh clone / pip install of the lock",

@@ -21,6 +21,8 @@ serves a wrong site.
 
 from __future__ import annotations
 
+from .errors import LessonError
+
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
@@ -169,6 +171,8 @@ def record(build) -> tuple[Graph, dict[str, str]]:
             [repr(r.block), repr(r.excerpt), repr(r.based_on), runner.key(r.job) if r.job else None]
             for r in build.report.resolved.get(rel, [])
         )
+        d["inline:" + uri] = digest_of(_inline_inputs(project, build.report.inline.get(rel, [])))
+        ins.add("inline:" + uri)
         ins |= {"src:" + f for f in srcs if f in text}
         if BUNDLE_TOKEN in text:
             ins.add("bundle")
@@ -190,3 +194,17 @@ def record(build) -> tuple[Graph, dict[str, str]]:
                 ins.add("src:" + file)
         graph.record(g.uri, ins)
     return graph, d
+
+
+def _inline_inputs(project, refs) -> list:
+    """What a page's inline references show: each reference, and the key of the run a recorded
+    value comes from (an edited experiment changes the value on every page that cites it)."""
+    out = []
+    for ref in refs:
+        kind = project.kinds.inline.get(ref.kind)
+        try:
+            job = kind.job(project, ref) if kind is not None else None
+        except LessonError:  # reported by the build itself
+            job = None
+        out.append([repr(ref), project.runner.key(job) if job is not None else None])
+    return out

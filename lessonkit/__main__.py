@@ -51,7 +51,9 @@ def _verify(args) -> int:
         print(p, file=sys.stderr)
     n_pages = len(report.resolved)
     counts = ", ".join(f"{report.count(name)} {name}" for name in project.kinds.fenced)  # every registered kind
-    summary = (f"verify: {n_pages} page(s), {counts} block(s), {sum(len(v) for v in report.inline.values())} inline reference(s) against {project.pin.name} {project.pin.version} "
+    n_inline = sum(len(v) for v in report.inline.values())
+    summary = (f"verify: {n_pages} page(s), {counts} block(s), {n_inline} inline reference(s) "
+               f"against {project.pin.name} {project.pin.version} "
                f"({project.pin.short}, {project.tree.provider}); "
                f"{len(problems)} problem(s) in {time.perf_counter() - t0:.2f} s")
     print(summary, file=sys.stderr if problems else sys.stdout)

@@ -209,7 +209,9 @@ def stale_ref_map(project, report: Report, only_pages: set[str] | None = None) -
     problems = []
     if recorded.get("pin") != fresh["pin"]:
         problems.append(Problem("the prose reference map was made for another pin", rel, None, UPDATE_HINT))
-    key = (lambda e: (e.get("page"), e.get("ref")))
+    def key(e):
+        return e.get("page"), e.get("ref")
+
     old = {key(e): e for e in old_refs if only_pages is None or e.get("page") in only_pages}
     new = {key(e): e for e in fresh["refs"] if only_pages is None or e["page"] in only_pages}
     for k in sorted(set(old) | set(new), key=lambda k: (str(k[0]), k[1] or 0)):

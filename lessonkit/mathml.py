@@ -38,8 +38,10 @@ def _converter() -> str:
 FUNCTIONS = ("arccos", "arcsin", "arctan", "cosh", "coth", "sinh", "tanh", "cos", "cot", "csc", "det", "exp",
              "lg", "ln", "log", "max", "min", "sec", "sin", "tan", "sup", "inf", "lim", "dim", "ker", "deg",
              "arg", "gcd", "Pr")
-_FUNCTION_MI = re.compile(r"(?<!<msub>)(?<!<msup>)(?<!<msubsup>)(?<!<munder>)(?<!<munderover>)<mi>(%s)</mi>(?!<mo>&#x02061;)(?P<next><mo stretchy=\"false\">&#x00028;)?" %
-                          "|".join(FUNCTIONS))
+_FUNCTION_MI = re.compile(
+    r"(?<!<msub>)(?<!<msup>)(?<!<msubsup>)(?<!<munder>)(?<!<munderover>)<mi>(%s)</mi>(?!<mo>&#x02061;)"
+    r"(?P<next><mo stretchy=\"false\">&#x00028;)?" % "|".join(FUNCTIONS)
+)
 
 
 def _polish(html: str) -> str:

@@ -226,7 +226,8 @@ def _inline(page, kinds, line, index, path, offset) -> None:
         ref = InlineRef(name, m["arg"], path, offset + index + 1)
         page.inline.append(InlineItem(ref, index, m.start(), m.end()))
     for m in re.finditer(r"\[\[([a-z][a-z0-9-]*):", line):  # an inline kind's opening that never closes
-        if m[1] in kinds.inline and not any(a <= m.start() < b for a, b in spans) and not line.count("`", 0, m.start()) % 2:
+        in_code = any(a <= m.start() < b for a, b in spans) or line.count("`", 0, m.start()) % 2
+        if m[1] in kinds.inline and not in_code:
             page.problems_inline.append(Problem(
                 f"the inline `{m[1]}` reference is not closed", path, offset + index + 1,
                 'end it with ]] on the same line (close every "quote"; write \\" for a quote inside one)'))

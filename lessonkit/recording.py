@@ -202,7 +202,9 @@ def build_snapshot(lines: list[str], rec: Recording, *, path: str | None = None,
                    fmt: Format = Format()) -> SnapshotTable:
     """The table model from a spec (header row first); problems located at ``path:line`` per row."""
     rows = [(i, l) for i, l in enumerate(lines) if l.strip() and not re.fullmatch(r"\s*\|?[\s:|-]+\|?\s*", l)]
-    at = (lambda i: None if first_line is None else first_line + i)
+    def at(i):
+        return None if first_line is None else first_line + i
+
     if not rows:
         raise LessonError("a snapshot needs a header row and at least one row", path=path, line=first_line,
                           hint="write `列1 | 列2`, then rows such as `R | @xx.seed`")
@@ -257,7 +259,8 @@ VALUE_REF = re.compile(r"\[\[@(?P<exp>[\w-]+):(?P<key>" + KEY.pattern + r")(?:\s
 
 @dataclass(frozen=True)
 class ValueRef:
-    """An inline recorded value in prose: ``[[@multiple_paths:xx.grad]]`` or ``[[@lesson01_ad_and_graph:steps.2.local|3]]``."""
+    """An inline recorded value in prose: ``[[@multiple_paths:xx.grad]]`` or
+    ``[[@lesson01_ad_and_graph:steps.2.local|3]]``."""
     raw: str
     experiment: str  # experiments/<name>.py
     key: str

@@ -105,7 +105,8 @@ def test_math_font_and_its_licence_are_shipped(built_site):
 
 def test_home_page_starts_with_read_and_download_buttons(server, browser):
     v = Visit(browser, f"{server}/")
-    buttons = v.page.eval_on_selector_all("article .md-button", "els => els.map(e => [e.innerText.trim(), e.getAttribute('href')])")
+    buttons = v.page.eval_on_selector_all(
+        "article .md-button", "els => els.map(e => [e.innerText.trim(), e.getAttribute('href')])")
     first_block = v.page.eval_on_selector("article h1 + p", "e => e.querySelectorAll('.md-button').length")
     v.close()
     assert buttons[:2] == [["开始阅读", "lessons/01-ad-and-graph/"], ["下载资源包", "#bundle"]]
@@ -190,7 +191,8 @@ def test_math_uses_the_shipped_font_and_stretches_brackets(server, browser):
     # the [ of a 3-row matrix is drawn taller than the [ of ordinary text
     heights = p.evaluate("""() => {
         const mo = [...document.querySelectorAll('.lk-math-block math mo')].find(m => m.textContent === '[');
-        return [mo.getBoundingClientRect().height, mo.closest('mrow').querySelector('mtable').getBoundingClientRect().height];
+        return [mo.getBoundingClientRect().height,
+                mo.closest('mrow').querySelector('mtable').getBoundingClientRect().height];
     }""")
     external, failed = v.external, v.failed
     v.close()
@@ -312,7 +314,8 @@ def test_call_sequence_caller_skips_filtered_frames():
     calls = [(0, "core.backward_pass"), (1, "util.toposort"), (1, "numpy_vjps.<lambda>"),
              (2, "numpy_vjps.unbroadcast")]
     svg = sequence_svg(calls)
-    xs = {m: int(x) for x, m in re.findall(r'<text x="(\d+)" y="29" text-anchor="middle" class="lk-actor-text">([^<]+)<', svg)}
+    actor = r'<text x="(\d+)" y="29" text-anchor="middle" class="lk-actor-text">([^<]+)<'
+    xs = {m: int(x) for x, m in re.findall(actor, svg)}
     arrows = re.findall(r'<line x1="(\d+)" y1="\d+" x2="(\d+)" y2="\d+" class="lk-msg"', svg)
     # backward_pass (core) -> toposort (util), then core -> numpy_vjps for unbroadcast
     assert [(int(a), int(b)) for a, b in arrows][-1] == (xs["core"], xs["numpy_vjps"])

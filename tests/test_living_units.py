@@ -81,7 +81,8 @@ def test_sourceref_resolves_and_renders(pinned, raw, text, anchor):
      "`autograd/__init__.py`, `autograd/misc/__init__.py`, `autograd/numpy/__init__.py`, "
      "`autograd/scipy/__init__.py`, `autograd/scipy/stats/__init__.py`"),
     ("[[cor.py::backward_pass]]",
-     "docs/x.md:7: no file named `cor.py` in the pinned autograd 1.9.1 tree — did you mean `core.py`, `norm.py`, `tracer.py`?"),
+     "docs/x.md:7: no file named `cor.py` in the pinned autograd 1.9.1 tree — "
+     "did you mean `core.py`, `norm.py`, `tracer.py`?"),
     ("[[core.py::backward_pas]]",
      "docs/x.md:7: no symbol `backward_pas` in autograd/core.py — did you mean `backward_pass` (L25)?"),
     ("[[core.py::backward_pass outgrad]]",
@@ -123,7 +124,8 @@ def test_record_helper_encodes_deterministically(pinned_root, tmp_path):
     script = tmp_path / "s.py"
     script.write_text(
         "import numpy as np\nfrom _record import record\n"
-        "record.set('a.f', 1.5)\nrecord.set('a.s', np.float64(2.0))\nrecord.set('a.arr', np.arange(4.0).reshape(2, 2))\n"
+        "record.set('a.f', 1.5)\nrecord.set('a.s', np.float64(2.0))\n"
+        "record.set('a.arr', np.arange(4.0).reshape(2, 2))\n"
         "record.set('a.t', (1, None, True))\nrecord.append('rows', {'k': 1})\nrecord.append('rows', {'k': 2})\n"
         "record.count('c')\nrecord.count('c', 2)\nrecord.set('nan', float('nan'))\n"
         "try:\n    record.set('a.f', 2)\nexcept ValueError as e:\n    print(e)\n")
@@ -351,9 +353,12 @@ def test_graph_figure_notes_show_recorded_tangents(pinned_root, tmp_path):
 CONVERSIONS = [
     ("05-reverse-mode.md", "**第 26 行**：`outgrads`", '[[core.py::backward_pass "outgrads = {end_node: (g, False)}"]]',
      "第 26 行"),
-    ("05-reverse-mode.md", "**第 27 行**：按", '[[core.py::backward_pass "for node in toposort(end_node):"]]', "第 27 行"),
-    ("05-reverse-mode.md", "**第 28 行**：`pop`", '[[core.py::backward_pass "outgrad = outgrads.pop(node)"]]', "第 28 行"),
-    ("05-reverse-mode.md", "**第 29 行**：调用", '[[core.py::backward_pass "ingrads = node.vjp(outgrad[0])"]]', "第 29 行"),
+    ("05-reverse-mode.md", "**第 27 行**：按",
+     '[[core.py::backward_pass "for node in toposort(end_node):"]]', "第 27 行"),
+    ("05-reverse-mode.md", "**第 28 行**：`pop`",
+     '[[core.py::backward_pass "outgrad = outgrads.pop(node)"]]', "第 28 行"),
+    ("05-reverse-mode.md", "**第 29 行**：调用",
+     '[[core.py::backward_pass "ingrads = node.vjp(outgrad[0])"]]', "第 29 行"),
     ("05-reverse-mode.md", "**第 30–31 行**：把",
      '[[core.py::backward_pass "for parent, ingrad" .. "outgrads[parent] ="]]', "第 30–31 行"),
     ("05-reverse-mode.md", "**第 32 行**：返回", '[[core.py::backward_pass "return outgrad[0]"]]', "第 32 行"),
@@ -362,7 +367,8 @@ CONVERSIONS = [
      '[[util.py::toposort "child_counts = {}" .. "stack.extend(parents(node))"]]', "第 22–30 行"),
     ("05-reverse-mode.md", "第二阶段（第 32–40 行）",
      '[[util.py::toposort "childless_nodes = [end_node]" .. "child_counts[parent] -= 1"]]', "第 32–40 行"),
-    ("05-reverse-mode.md", "在第 28 行 `pop` 一个节点时", '[[core.py::backward_pass "outgrads.pop(node)"]]', "第 28 行"),
+    ("05-reverse-mode.md", "在第 28 行 `pop` 一个节点时",
+     '[[core.py::backward_pass "outgrads.pop(node)"]]', "第 28 行"),
     ("05-reverse-mode.md", "第 186 行的 `if prev_g_flagged:`", '[[core.py::add_outgrads "if prev_g_flagged:"]]',
      "第 186 行"),
     ("05-reverse-mode.md", "| `None` | 第 204 行", '[[core.py::add_outgrads "return g, False"]]', "第 204 行"),

@@ -81,7 +81,8 @@ def check(site: Path) -> tuple[list[str], list[str]]:
         ok = got == want and errors == 0 and outputs >= want["experiment"] and (maths > 0 or not has_math)
         if sum(want.values()) or has_math or placeholders:
             rows.append(f"| {rel} | {got['real-source']}/{want['real-source']} | {got['teaching-simplification']}/"
-                        f"{want['teaching-simplification']} | {got['experiment']}/{want['experiment']} ({outputs} outputs) "
+                        f"{want['teaching-simplification']} | {got['experiment']}/{want['experiment']} "
+                        f"({outputs} outputs) "
                         f"| {maths} | {placeholders} | {'ok' if ok else 'FAIL'} |")
         if not ok:
             failures.append(f"{rel}: blocks {got} of {want}, {outputs} outputs, {errors} errors, {maths} formulas")
@@ -100,7 +101,8 @@ def main(argv: list[str]) -> int:
             src = ROOT / name
             (shutil.copytree if src.is_dir() else shutil.copy2)(src, tmp / name)
         cfg = tmp / "mkdocs.yml"
-        cfg.write_text(re.sub(r"(?m)^strict: true$", "strict: false", cfg.read_text(encoding="utf-8")), encoding="utf-8")
+        text = re.sub(r"(?m)^strict: true$", "strict: false", cfg.read_text(encoding="utf-8"))
+        cfg.write_text(text, encoding="utf-8")
         env = dict(os.environ, LESSONKIT_CACHE=os.environ.get("LESSONKIT_CACHE", str(ROOT / ".cache")))
         proc = subprocess.run([zensical, "build", "-f", str(cfg)], cwd=tmp, env=env, capture_output=True, text=True)
         log = ANSI.sub("", proc.stdout + proc.stderr)

@@ -172,8 +172,8 @@ def for_project(root: Path) -> Registry:
 
 
 def _line_of(path: Path, needle: str) -> int:
-    for n, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
-        if f'"{needle}"' in line or f"'{needle}'" in line:
+    for n, text in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
+        if f'"{needle}"' in text or f"'{needle}'" in text:
             return n
     return 1
 

@@ -152,7 +152,8 @@ class Figure(Kind):
 
     def plain(self, r, project, result):
         b = r.block
-        return [f"［图：{self.title(r)}，由 {r.job.label} 的运行记录绘制］" + (f" {b.get('Caption')}" if b.get("Caption") else "")]
+        caption = f" {b.get('Caption')}" if b.get("Caption") else ""
+        return [f"［图：{self.title(r)}，由 {r.job.label} 的运行记录绘制］" + caption]
 
 
 KIND = Figure()

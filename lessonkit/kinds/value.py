@@ -17,7 +17,9 @@ from ..errors import LessonError
 from . import _recorded
 from .base import InlineKind
 
-ARG = re.compile(r"(?P<exp>[A-Za-z_][A-Za-z0-9_-]*)\s+(?P<key>" + recording.KEY.pattern + r")(?:\s*\|\s*(?P<prec>\d{1,2}))?")
+ARG = re.compile(
+    r"(?P<exp>[A-Za-z_][A-Za-z0-9_-]*)\s+(?P<key>" + recording.KEY.pattern + r")(?:\s*\|\s*(?P<prec>\d{1,2}))?"
+)
 HINT = "write [[value: experiment_name key.path]] or [[value: experiment_name key.path|3]] (3 decimals)"
 
 

@@ -1545,6 +1545,8 @@ CORRUPTIONS = {
     "other-key": lambda text: json.dumps({**json.loads(text), "key": "0" * 64}),
     "failed-result": lambda text: json.dumps({**json.loads(text), "exit_code": 1}),
     "binary-garbage": lambda text: "\x00\x01garbage",
+    "edited-output": lambda text: json.dumps({**json.loads(text), "stdout": "41\n"}),  # valid shape, wrong value
+    "no-check": lambda text: json.dumps({k: v for k, v in json.loads(text).items() if k != "check"}),
 }
 
 

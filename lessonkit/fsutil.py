@@ -112,11 +112,12 @@ def staging_dir(root: Path, prefix: str) -> Path:
 
 # ---------------------------------------------------------------- owners of leftovers
 #
-# A temporary name carries its owner: ``<pid>.<start time>.<PID namespace>``. A leftover is
+# A temporary name carries its owner: ``<pid>.<start time>-ns<PID namespace>`` (``<pid>.<start>``
+# first, so that the sweepers of older versions, which read only that, still see a live owner). A leftover is
 # removed only when its name has exactly this format and its owner is provably gone as seen
 # from this PID namespace (same namespace; the pid absent, or running another process).
 
-OWNER = r"([1-9][0-9]{0,9})\.([0-9]{1,20})\.([1-9][0-9]{0,19})"
+OWNER = r"([1-9][0-9]{0,9})\.([0-9]{1,20})-ns([1-9][0-9]{0,19})"
 OWNED_NAME = re.compile(rf"^\.?[a-z]+-{OWNER}-[a-z0-9_]{{8}}$")  # mkdtemp/mkstemp add 8 characters
 
 
@@ -145,10 +146,10 @@ _TAGS: dict[int, str] = {}
 
 
 def owner_tag(pid: int | None = None) -> str:
-    """``<pid>.<start time>.<PID namespace>`` of a process (default: this one)."""
+    """``<pid>.<start time>-ns<PID namespace>`` of a process (default: this one)."""
     pid = os.getpid() if pid is None else pid
     if pid not in _TAGS:
-        _TAGS[pid] = f"{pid}.{_start_time(pid) or 0}.{pid_namespace() or 0}"
+        _TAGS[pid] = f"{pid}.{_start_time(pid) or 0}-ns{pid_namespace() or 0}"
     return _TAGS[pid]
 
 

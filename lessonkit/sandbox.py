@@ -138,7 +138,7 @@ def namespaces_available() -> bool:
 
 # ---------------------------------------------------------------- owners, survivors, leftovers
 #
-# A box is named for its owner: ``<pid>.<start time>.<pid namespace>`` of the build process.
+# A box is named for its owner: ``<pid>.<start time>-ns<pid namespace>`` of the build process.
 # The sweeper removes only what carries exactly this format, belongs to our uid, was made in
 # our PID namespace by a process that is provably gone, and has not changed for SWEEP_AGE
 # seconds. Anything else (older formats, other tools, builds in other namespaces) is left alone.

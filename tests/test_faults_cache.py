@@ -159,17 +159,17 @@ def test_stale_staging_of_a_dead_process_is_removed_and_a_live_one_kept(tmp_path
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     ns = fsutil.pid_namespace()
-    (staging / f"x-{dead.pid}.1.{ns}-abcdefgh" / "autograd").mkdir(parents=True)  # exact format, dead owner
+    (staging / f"x-{dead.pid}.1-ns{ns}-abcdefgh" / "autograd").mkdir(parents=True)  # exact format, dead owner
     (staging / f"tree-{fsutil.owner_tag()}-abcdefgh").mkdir()  # alive: this process
-    (staging / f"tree-{dead.pid}.1.{int(ns) + 1}-abcdefgh").mkdir()  # another PID namespace: not provable
+    (staging / f"tree-{dead.pid}.1-ns{int(ns) + 1}-abcdefgh").mkdir()  # another PID namespace: not provable
     (staging / f"x-{dead.pid}-abcdefgh").mkdir()  # an older format, young: not ours to judge
     (staging / "unknown-old").mkdir()
     os.utime(staging / "unknown-old", (0, 0))
     (staging / "unknown-new").mkdir()
     removed = fsutil.clean_stale(staging)
-    assert sorted(removed) == sorted([f"x-{dead.pid}.1.{ns}-abcdefgh", "unknown-old"])
+    assert sorted(removed) == sorted([f"x-{dead.pid}.1-ns{ns}-abcdefgh", "unknown-old"])
     assert sorted(os.listdir(staging)) == sorted([f"tree-{fsutil.owner_tag()}-abcdefgh",
-                                                  f"tree-{dead.pid}.1.{int(ns) + 1}-abcdefgh",
+                                                  f"tree-{dead.pid}.1-ns{int(ns) + 1}-abcdefgh",
                                                   f"x-{dead.pid}-abcdefgh", "unknown-new"])
 
 

@@ -55,16 +55,16 @@ def test_box_folders_only_exact_format_dead_owner_and_old_are_removed(tmp, tmp_p
     try:
         live_tag = fsutil.owner_tag(live.pid)
         names = {
-            "dead-old": f"{sandbox.PREFIX}{dead}.1.{NS}-1-abcdefgh",  # the only one to go
-            "dead-young": f"{sandbox.PREFIX}{dead}.2.{NS}-1-abcdefgh",  # touched less than SWEEP_AGE ago
+            "dead-old": f"{sandbox.PREFIX}{dead}.1-ns{NS}-1-abcdefgh",  # the only one to go
+            "dead-young": f"{sandbox.PREFIX}{dead}.2-ns{NS}-1-abcdefgh",  # touched less than SWEEP_AGE ago
             "live-owner": f"{sandbox.PREFIX}{live_tag}-3-abcdefgh",
             "us": f"{sandbox.PREFIX}{sandbox.owner()}-4-abcdefgh",
-            "reused-pid": f"{sandbox.PREFIX}{live.pid}.{fsutil._start_time(live.pid)}.{NS}-5-abcdefgh",
-            "other-namespace": f"{sandbox.PREFIX}{dead}.1.{int(NS) + 1}-1-abcdefgh",
+            "reused-pid": f"{sandbox.PREFIX}{live.pid}.{fsutil._start_time(live.pid)}-ns{NS}-5-abcdefgh",
+            "other-namespace": f"{sandbox.PREFIX}{dead}.1-ns{int(NS) + 1}-1-abcdefgh",
             "round-1-format": f"{sandbox.PREFIX}{dead}.1-1-abcdefgh",
             "other-tool": f"{sandbox.PREFIX}cache",
             "no-owner": f"{sandbox.PREFIX}{dead}-1-abcdefgh",
-            "longer-suffix": f"{sandbox.PREFIX}{dead}.1.{NS}-1-abcdefghi",
+            "longer-suffix": f"{sandbox.PREFIX}{dead}.1-ns{NS}-1-abcdefghi",
         }
         for key, name in names.items():
             d = tmp / name
@@ -75,7 +75,7 @@ def test_box_folders_only_exact_format_dead_owner_and_old_are_removed(tmp, tmp_p
                     _old(p)
         outside = tmp_path / "outside"
         (outside / "io").mkdir(parents=True)
-        link = tmp / f"{sandbox.PREFIX}{dead}.3.{NS}-1-abcdefgh"
+        link = tmp / f"{sandbox.PREFIX}{dead}.3-ns{NS}-1-abcdefgh"
         link.symlink_to(outside, target_is_directory=True)
         _old(link)
         removed = sandbox.sweep_leftovers()
@@ -90,9 +90,9 @@ def test_box_folders_only_exact_format_dead_owner_and_old_are_removed(tmp, tmp_p
 def test_marked_processes_only_exact_format_and_dead_owner_are_killed():
     dead = _dead_pid()
     marks = {
-        "dead-owner": f"{dead}.1.{NS}-1",  # the only one to die
+        "dead-owner": f"{dead}.1-ns{NS}-1",  # the only one to die
         "live-owner": f"{sandbox.owner()}-1",
-        "other-namespace": f"{dead}.1.{int(NS) + 1}-1",
+        "other-namespace": f"{dead}.1-ns{int(NS) + 1}-1",
         "round-1-format": f"{dead}.1-1",
         "garbage": "x",
     }
@@ -130,10 +130,10 @@ def test_store_sweep_removes_only_dead_owners_temporary_files(tmp_path):
     cache = tmp_path / "cache"
     dead = _dead_pid()
     names = {
-        "render": [f".tmp-{dead}.1.{NS}-abcdefgh", f".tmp-{fsutil.owner_tag()}-abcdefgh",
-                   f".tmp-{dead}.1.{int(NS) + 1}-abcdefgh", f".tmp-{dead}-abcdefgh", "entry"],
-        "symbols": [f".tmp-{dead}.9.{NS}-a_c0e9gh"],
-        "experiments": [f".tmp-{dead}.1.{NS}-abcdefgh"],
+        "render": [f".tmp-{dead}.1-ns{NS}-abcdefgh", f".tmp-{fsutil.owner_tag()}-abcdefgh",
+                   f".tmp-{dead}.1-ns{int(NS) + 1}-abcdefgh", f".tmp-{dead}-abcdefgh", "entry"],
+        "symbols": [f".tmp-{dead}.9-ns{NS}-a_c0e9gh"],
+        "experiments": [f".tmp-{dead}.1-ns{NS}-abcdefgh"],
     }
     for kind, files in names.items():
         (cache / kind).mkdir(parents=True)
@@ -141,13 +141,13 @@ def test_store_sweep_removes_only_dead_owners_temporary_files(tmp_path):
             (cache / kind / n).write_text("partial")
     outside = tmp_path / "outside"
     outside.mkdir()
-    (outside / f".tmp-{dead}.1.{NS}-abcdefgh").write_text("not ours")
+    (outside / f".tmp-{dead}.1-ns{NS}-abcdefgh").write_text("not ours")
     (cache / "links").symlink_to(outside)
     removed = store.sweep(cache)
-    assert sorted(removed) == sorted([f"render/.tmp-{dead}.1.{NS}-abcdefgh", f"symbols/.tmp-{dead}.9.{NS}-a_c0e9gh",
-                                      f"experiments/.tmp-{dead}.1.{NS}-abcdefgh"])
+    assert sorted(removed) == sorted([f"render/.tmp-{dead}.1-ns{NS}-abcdefgh", f"symbols/.tmp-{dead}.9-ns{NS}-a_c0e9gh",
+                                      f"experiments/.tmp-{dead}.1-ns{NS}-abcdefgh"])
     assert sorted(os.listdir(cache / "render")) == sorted(names["render"][1:])
-    assert (outside / f".tmp-{dead}.1.{NS}-abcdefgh").exists()
+    assert (outside / f".tmp-{dead}.1-ns{NS}-abcdefgh").exists()
     assert store.sweep(cache) == []  # once per cache and process
 
 

@@ -99,8 +99,8 @@ def read_toml(path: Path, label: str, hint: str) -> tuple[dict, dict[tuple[str, 
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"\(at line (\d+), column \d+\)", str(exc))
-        raise LessonError(f"not valid TOML: {str(exc).split(' (at ')[0]}", path=label,
-                          line=int(m[1]) if m else None, hint=hint) from None
+        line = int(m[1]) if m else (text.count("\n") + 1 if "(at end of document)" in str(exc) else None)
+        raise LessonError(f"not valid TOML: {str(exc).split(' (at ')[0]}", path=label, line=line, hint=hint) from None
     except RecursionError:
         raise LessonError("not valid TOML: nested too deeply", path=label, hint=hint) from None
     return data, toml_key_lines(text)
@@ -571,6 +571,7 @@ def import_kind_module(root: Path, name: str, line: int) -> list:
     added = real_root not in sys.path
     if added:
         sys.path.insert(0, real_root)
+    bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # the build writes nothing there
     try:
         module = importlib.import_module(name)
     except KeyboardInterrupt:
@@ -580,6 +581,7 @@ def import_kind_module(root: Path, name: str, line: int) -> list:
                           path=KINDS_LABEL, line=line, hint="the module must be importable from the project root") \
             from None
     finally:
+        sys.dont_write_bytecode = bytecode
         if added:
             with contextlib.suppress(ValueError):
                 sys.path.remove(real_root)
@@ -646,7 +648,7 @@ def _site_value_problem(real_root: str, what: str, value: object) -> str | None:
         return None
     if what == "name":
         return None if DIST.fullmatch(value) else "is not a plain name (letters, digits, `._-`)"
-    rel = value[:-1] if what in ("folder", "package") and value.endswith("/") else value
+    rel = (value[:-1] or value) if what in ("folder", "package") and value.endswith("/") else value
     problem = tree_path_problem(rel)
     if problem:
         return problem

@@ -1395,6 +1395,105 @@ def _(ctx):
     return [Expect(str(ctx.tmp / "nowhere"), None, "not a folder with files", "give the folder of the tree")]
 
 
+# -- sourcemap/kinds.toml names modules to import: every shape, name and module failure is located
+KINDS = "sourcemap/kinds.toml"
+KINDS_CASES = {  # name: (kinds.toml text, module source or None, line, message text)
+    "not-toml": ("modules = [\n", None, 2, "not valid TOML"),
+    "modules-text": ('modules = "k"\n', None, 1, "`modules` is a string, not an array of module names"),
+    "unknown-key": ('modules = []\nplugins = ["x"]\n', None, 2, "unknown key `plugins`"),
+    "no-modules": ("\n", None, 1, "no `modules` key"),
+    "number-in-modules": ("modules = [1]\n", None, 1, "`modules` holds an integer 1, not a module name"),
+    "path-as-name": ('modules = [\n  "../../etc/passwd",\n]\n', None, 2, "'../../etc/passwd' is not a module name"),
+    "empty-name": ('modules = [""]\n', None, 1, "'' is not a module name"),
+    "stdlib-module": ('modules = ["antigravity"]\n', None, 1,
+                      "cannot import kind module `antigravity`: ModuleNotFoundError: no `antigravity.py` or "
+                      "`antigravity/` in the project root"),
+    "engine-module": ('modules = ["lessonkit.build"]\n', None, 1,  # the test project has no lessonkit/ of its own
+                      "cannot import kind module `lessonkit.build`: ModuleNotFoundError: no `lessonkit.py`"),
+    "listed-twice": ('modules = ["{m}", "{m}"]\n', "KIND = None\n", 1, "module `{m}` is listed twice"),
+    "module-raises": ('modules = ["{m}"]\n', "raise RuntimeError('boom')\n", 1,
+                      "cannot import kind module `{m}`: RuntimeError: boom"),
+    "module-exits": ('modules = ["{m}"]\n', "import sys\nsys.exit(3)\n", 1,
+                     "cannot import kind module `{m}`: SystemExit: 3"),
+    "module-syntax-error": ('modules = ["{m}"]\n', "def (:\n", 1, "cannot import kind module `{m}`: SyntaxError"),
+    "module-recursion": ('modules = ["{m}"]\n', "def f(): return f()\nf()\n", 1,
+                         "cannot import kind module `{m}`: RecursionError"),
+    "kinds-not-a-list": ('modules = ["{m}"]\n', "KINDS = 5\n", 1,
+                         "`KINDS` of module `{m}` is an integer, not a list of kinds"),
+    "kind-not-an-instance": ('modules = ["{m}"]\n', "KIND = 'note'\n", 1,
+                             "module `{m}` lists 'note', which is not a Kind or InlineKind instance"),
+    "kind-is-the-class": ('modules = ["{m}"]\n', "from lessonkit.kinds import Kind\nclass K(Kind):\n"
+                          "    name = 'k'\nKIND = K\n", 1, "which is not a Kind or InlineKind instance"),
+    "no-kind": ('modules = ["{m}"]\n', "X = 1\n", 1, "module `{m}` defines neither KIND nor KINDS"),
+    "not-utf8": (b'modules = ["\xff"]\n', None, 1, "file is not valid UTF-8 (byte 0xff)"),
+}
+
+
+def _kinds_case(name, toml, module, line, message) -> Case:
+    def setup(ctx: Ctx) -> list[Expect]:
+        m = "lk_kinds_" + name.replace("-", "_")  # one module name per case: imports are cached in-process
+        data = toml.replace(b"{m}", m.encode()) if isinstance(toml, bytes) else toml.replace("{m}", m).encode()
+        (ctx.site.root / KINDS).write_bytes(data)
+        if module is not None:
+            (ctx.site.root / f"{m}.py").write_text(module, encoding="utf-8")
+        ctx.page("# t\n")
+        return [Expect(KINDS, line, message.replace("{m}", m))]
+    return setup
+
+
+for _name, _spec in KINDS_CASES.items():
+    case(f"kinds-toml-{_name}")(_kinds_case(_name, *_spec))
+
+
+# -- sourcemap/site.toml: every field typed, every path plain and inside the project
+SITE = "sourcemap/site.toml"
+SITE_CASES = {  # name: (site.toml text, line, message text)
+    "not-toml": ("[upstream\n", 1, "not valid TOML"),
+    "table-is-a-value": ("upstream = 1\n", 1, "`upstream` is an integer, not a table"),
+    "name-number": ("[upstream]\nname = 5\n", 2, "`name` in `[upstream]` is an integer, not a string"),
+    "name-path": ('[upstream]\nname = "../x"\n', 2, "`name` in `[upstream]` is not a plain name"),
+    "name-empty": ('[upstream]\nname = " "\n', 2, "`name` in `[upstream]` is empty"),
+    "label-bell": ('[upstream]\nlabel = "a\\u0007b"\n', 2, "`label` in `[upstream]` contains the control character U+0007"),
+    "label-huge": ('[upstream]\nlabel = "' + "x" * 1000 + '"\n', 2, "is longer than 300 characters"),
+    "package-absolute": ('[upstream]\npackage = "/etc/"\n', 2, "`package` in `[upstream]` is an absolute path"),
+    "package-no-slash": ('[upstream]\npackage = "autograd"\n', 2, "`package` in `[upstream]` does not end in `/`"),
+    "code-text": ('[repository]\ncode = "experiments"\n', 2,
+                  "`code` in `[repository]` is a string, not an array of folders"),
+    "code-parent": ('[repository]\ncode = ["experiments", ".."]\n', 2,
+                    "`code` in `[repository]` item '..' has an empty, `.` or `..` segment"),
+    "code-root": ('[repository]\ncode = ["/"]\n', 2, "item '/' is an absolute path"),
+    "teaching-number": ("[repository]\nteaching = [1]\n", 2, "`teaching` in `[repository]` is an integer"),
+    "code-link-out": ('[repository]\ncode = ["outside"]\n', 2, "item 'outside' leads outside the project (a link)"),
+    "code-is-a-file": ('[repository]\ncode = ["mkdocs.yml"]\n', 2, "item 'mkdocs.yml' is a file, not a folder"),
+    "bundle-absolute": ('[bundle]\npath = "/tmp/x.zip"\n', 2, "`path` in `[bundle]` is an absolute path"),
+    "bundle-not-zip": ('[bundle]\npath = "downloads/x.tar"\n', 2, "`path` in `[bundle]` does not end in .zip"),
+    "bundle-into-git": ('[bundle]\npath = ".git/x.zip"\n', 2, "is inside .git"),
+    "readme-outside": ('[attachments]\nreadme = "../../../../etc/passwd"\n', 2,
+                       "`readme` in `[attachments]` has an empty, `.` or `..` segment"),
+    "readme-absolute": ('[attachments]\nreadme = "/etc/passwd"\n', 2, "is an absolute path"),
+    "readme-link-out": ('[attachments]\nreadme = "outside/passwd"\n', 2, "leads outside the project (a link)"),
+    "readme-folder": ('[attachments]\nreadme = "docs"\n', 2, "`readme` in `[attachments]` is a folder, not a file"),
+    "diagram-backslash": ('[diagrams]\ncalls = "experiments\\\\x.py"\n', 2, "contains a backslash"),
+    "diagram-table": ("[diagrams]\ncalls = {a = 1}\n", 2, "`calls` in `[diagrams]` is a table, not a string"),
+}
+
+
+def _site_case(text, line, message) -> Case:
+    def setup(ctx: Ctx) -> list[Expect]:
+        outside = ctx.tmp / "outside-target"
+        outside.mkdir()
+        (outside / "passwd").write_text("secret\n")
+        (ctx.site.root / "outside").symlink_to(outside, target_is_directory=True)
+        (ctx.site.root / SITE).write_text(text, encoding="utf-8")
+        ctx.page("# t\n")
+        return [Expect(SITE, line, message)]
+    return setup
+
+
+for _name, (_text, _line, _msg) in SITE_CASES.items():
+    case(f"site-toml-{_name}")(_site_case(_text, _line, _msg))
+
+
 KNOWN_GAPS: dict[str, str] = {}  # cases that are allowed to fail, with the reason; none today
 
 

@@ -665,3 +665,35 @@ def _site_value_problem(real_root: str, what: str, value: object) -> str | None:
     if what == "folder" and os.path.exists(real) and not os.path.isdir(real):
         return "is a file, not a folder"
     return None
+
+
+# ---------------------------------------------------------------- environment of a build
+
+SANDBOX_MODES = ("copy", "namespaces")
+WEB_URL = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~%!$&()*+,;=:@/-]*)?$")
+
+
+def sandbox_mode() -> str:
+    """``LESSONKIT_SANDBOX``: unset (namespaces where they work, else copies), ``copy`` or ``namespaces``."""
+    value = env("LESSONKIT_SANDBOX")
+    if value is None:
+        return ""
+    if value not in SANDBOX_MODES:
+        raise LessonError(f"{show(value)} is not a sandbox mode", path="LESSONKIT_SANDBOX",
+                          hint="set it to `copy` or `namespaces`, or unset it")
+    return value
+
+
+def site_urls() -> dict[str, str]:
+    """``SITE_URL`` and ``LESSONKIT_REPO_URL`` (read by mkdocs.yml): an http(s) address each, or unset.
+    They end up in links of every page, so nothing that could leave the attribute is accepted."""
+    out = {}
+    for name in ("SITE_URL", "LESSONKIT_REPO_URL"):
+        value = env(name)
+        if value is None:
+            continue
+        if not WEB_URL.fullmatch(value) or len(value) > 2000:
+            raise LessonError(f"{show(value)} is not an http(s) address", path=name,
+                              hint="for example https://example.org/lessons/, or unset it")
+        out[name] = value
+    return out

@@ -19,7 +19,7 @@ from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
-from . import sandbox, store
+from . import config, sandbox, store
 from .errors import LessonError, Problem
 from .fsutil import atomic_write, owned_path, remove_owned
 
@@ -152,6 +152,7 @@ class Runner:
         self._digests: dict[str, str] = {}
         self.tampered: list[str] = []  # pinned files that changed while experiments ran
         self._warned_store = False
+        config.sandbox_mode()  # a bad LESSONKIT_SANDBOX is one located error, before any box
         sandbox.BOXES.reset()
         sandbox.sweep_leftovers()
         store.sweep(self.cache_root)  # half-written entries of killed builds (dead owners only)

@@ -112,7 +112,8 @@ _warned = [False]
 @lru_cache(maxsize=1)
 def namespaces_available() -> bool:
     """Whether boxes get namespaces here. ``LESSONKIT_SANDBOX=copy`` forces the fallback."""
-    mode = os.environ.get("LESSONKIT_SANDBOX", "")
+    from .config import sandbox_mode
+    mode = sandbox_mode()
     if mode == "copy":
         return False
     cfg = {"parent": os.getpid(), "namespaces": True, "read_only": [], "hide": [], "box_read_only": [],
@@ -405,7 +406,8 @@ def _zombie(pid: int) -> bool:
 
 
 def _make_cgroup(mark: str) -> Path | None:
-    if os.environ.get("LESSONKIT_SANDBOX") == "copy" or not os.access(PIDS_CGROUP, os.W_OK):
+    from .config import sandbox_mode
+    if sandbox_mode() == "copy" or not os.access(PIDS_CGROUP, os.W_OK):
         return None
     d = PIDS_CGROUP / f"lessonkit-{mark}"
     try:

@@ -49,6 +49,7 @@ def check_config(project: Project) -> None:
     roles = project.sourcemap / "roles.toml"
     if roles.exists() or roles.is_symlink():
         config.read_roles(roles, project.rel(roles))
+    config.sandbox_mode()
     project.kinds  # noqa: B018 (imports the project's kind modules: once, not once per page)
     project.site  # noqa: B018
 

@@ -1280,6 +1280,11 @@ ENV_CASES = {
     "git-remote-helper": ({"AUTOGRAD_SOURCE": "", "LESSONKIT_GIT_REMOTE": "ext::sh -c touch% {tmp}/pwned",
                            "LESSONKIT_CACHE": "{tmp}/cache"}, "LESSONKIT_GIT_REMOTE",
                           lambda c: "uses a git remote helper transport"),
+    "sandbox-unknown-mode": ({"LESSONKIT_SANDBOX": "off"}, "LESSONKIT_SANDBOX",
+                             lambda c: "'off' is not a sandbox mode", "set it to `copy` or `namespaces`"),
+    "sandbox-wrong-case": ({"LESSONKIT_SANDBOX": "Copy"}, "LESSONKIT_SANDBOX", lambda c: "'Copy' is not a sandbox mode"),
+    "sandbox-control-character": ({"LESSONKIT_SANDBOX": "copy\x1b"}, "LESSONKIT_SANDBOX",
+                                  lambda c: "contains the control character U+001B"),
     "git-remote-not-a-url": ({"AUTOGRAD_SOURCE": "", "LESSONKIT_GIT_REMOTE": "no such remote",
                               "LESSONKIT_CACHE": "{tmp}/cache"}, "LESSONKIT_GIT_REMOTE",
                              lambda c: "'no such remote' is neither a URL nor an existing folder"),
@@ -1492,6 +1497,43 @@ def _site_case(text, line, message) -> Case:
 
 for _name, (_text, _line, _msg) in SITE_CASES.items():
     case(f"site-toml-{_name}")(_site_case(_text, _line, _msg))
+
+
+# -- SITE_URL and LESSONKIT_REPO_URL go into links of every page (mkdocs.yml reads them)
+URL_CASES = {  # name: (variable, value, message text)
+    "repo-url-breaks-the-attribute": ("LESSONKIT_REPO_URL", 'https://x.org/"><script>alert(1)</script>',
+                                      "is not an http(s) address"),
+    "repo-url-javascript": ("LESSONKIT_REPO_URL", "javascript:alert(1)", "'javascript:alert(1)' is not an http(s) address"),
+    "repo-url-relative": ("LESSONKIT_REPO_URL", "../x", "'../x' is not an http(s) address"),
+    "site-url-javascript": ("SITE_URL", "javascript:alert(1)//", "is not an http(s) address"),
+    "site-url-space": ("SITE_URL", "https://x.org/a b/", "'https://x.org/a b/' is not an http(s) address"),
+    "site-url-newline": ("SITE_URL", "https://x.org/\nx", "contains the control character U+000A"),
+}
+
+
+def _url_case(var, value, message) -> Case:
+    def setup(ctx: Ctx) -> list[Expect]:
+        ctx.env[var] = value
+        ctx.page("# t\n")
+        return [Expect(var, None, message, "or unset it")]
+    return setup
+
+
+for _name, (_var, _value, _msg) in URL_CASES.items():
+    case(f"env-{_name}", mode="build")(_url_case(_var, _value, _msg))
+
+
+@case("env-good-urls-build", mode="build")
+def _(ctx):
+    ctx.env.update({"SITE_URL": "https://example.org/lessons/", "LESSONKIT_REPO_URL": "https://example.org/repo"})
+    ctx.page("# t\n")
+    ctx.code = 0
+
+    def after():
+        html = (ctx.site.root / "site" / "p" / "index.html").read_text(encoding="utf-8")
+        assert '<link rel="canonical" href="https://example.org/lessons/p/">' in html
+    ctx.after = after
+    return []
 
 
 KNOWN_GAPS: dict[str, str] = {}  # cases that are allowed to fail, with the reason; none today

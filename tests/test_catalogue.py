@@ -1531,6 +1531,80 @@ def _(ctx):
     return []
 
 
+# -- docs/ entries MkDocs would follow somewhere it must not (checked before MkDocs walks docs/)
+OUT_HINT = "replace the link with the file itself"
+DOCS_CASES = {  # name: (make(ctx) -> None, entry, message text, part of the hint)
+    "page-links-outside": (lambda c: (c.site.root / "docs" / "evil.md").symlink_to(c.tmp / "secret.md"), "docs/evil.md",
+                           "is a link that leads outside the project", OUT_HINT),
+    "page-links-to-a-device": (lambda c: (c.site.root / "docs" / "z.md").symlink_to("/dev/zero"), "docs/z.md",
+                               "is a link that leads outside the project ('/dev/zero')", OUT_HINT),
+    "folder-links-outside": (lambda c: (c.site.root / "docs" / "d").symlink_to(c.tmp), "docs/d",
+                             "is a link that leads outside the project", OUT_HINT),
+    "folder-link-loop": (lambda c: (c.site.root / "docs" / "loop").symlink_to(c.site.root / "docs"), "docs/loop",
+                         "is a link to a folder (MkDocs would walk into it, maybe in a loop)", "link single pages"),
+    "page-links-to-itself": (lambda c: (c.site.root / "docs" / "self.md").symlink_to("self.md"), "docs/self.md",
+                             "is a link loop", "remove the link"),
+    "page-link-dangling": (lambda c: (c.site.root / "docs" / "gone.md").symlink_to("nowhere.md"), "docs/gone.md",
+                           "is a link to nothing ('nowhere.md')", "remove the link"),
+    "fifo-page": (lambda c: os.mkfifo(c.site.root / "docs" / "fifo.md"), "docs/fifo.md",
+                  "is not a regular file (a FIFO, socket or device)", "remove it from docs/"),
+}
+
+
+def _docs_case(make, entry, message, hint) -> Case:
+    def setup(ctx: Ctx) -> list[Expect]:
+        (ctx.tmp / "secret.md").write_text("# secret\n\nTOP SECRET\n")
+        ctx.page("# t\n")
+        make(ctx)
+        return [Expect(entry, None, message, hint)]
+    return setup
+
+
+for _name, _spec in DOCS_CASES.items():
+    case(f"docs-{_name}")(_docs_case(*_spec))
+    if _name in ("page-links-outside", "folder-link-loop", "fifo-page"):  # and the build stops before MkDocs reads it
+        case(f"docs-{_name}-in-the-build", mode="build")(_docs_case(*_spec))
+
+
+# -- commands with bad arguments: a located line, exit 2, nothing written
+@case("render-a-page-outside-docs")
+def _(ctx):
+    ctx.args, ctx.code = ["render", "/etc/passwd"], 2
+    return [Expect("/etc/passwd", None, "not a page under docs/", "give the path of a Markdown file under docs/")]
+
+
+@case("render-a-missing-page")
+def _(ctx):
+    ctx.args, ctx.code = ["render", str(ctx.site.root / "docs" / "nope.md")], 2
+    return [Expect(str(ctx.site.root / "docs" / "nope.md"), None, "no such page")]
+
+
+@case("render-a-folder")
+def _(ctx):
+    ctx.args, ctx.code = ["render", str(ctx.site.root / "docs")], 2
+    return [Expect(str(ctx.site.root / "docs"), None, "no such page")]
+
+
+def _manifest_over(target: Callable[[Ctx], Path], message: str) -> Case:
+    def setup(ctx: Ctx) -> list[Expect]:
+        ctx.page("# t\n")
+        (ctx.tmp / "tree").mkdir()
+        (ctx.tmp / "tree" / "f.py").write_text("x = 1\n")
+        out = str(target(ctx))
+        ctx.args, ctx.code = ["manifest", str(ctx.tmp / "tree"), out], 2
+        return [Expect(out, None, message, "write it to sourcemap/manifest.sha256 or outside the project")]
+    return setup
+
+
+case("manifest-over-a-page")(_manifest_over(lambda c: c.site.root / "docs" / "p.md",
+                                             "is inside the project's own files (docs/); not overwritten"))
+case("manifest-over-the-pin")(_manifest_over(lambda c: c.site.root / "sourcemap" / "pin.toml",
+                                             "is inside the project's own files (sourcemap/)"))
+case("manifest-over-a-file-that-is-not-one")(_manifest_over(
+    lambda c: (c.tmp / "notes.txt").write_text("my notes\n") and c.tmp / "notes.txt", "exists and is not a manifest"))
+case("manifest-into-a-folder")(_manifest_over(lambda c: c.tmp, "is a folder"))
+
+
 KNOWN_GAPS: dict[str, str] = {}  # cases that are allowed to fail, with the reason; none today
 
 

@@ -1605,6 +1605,12 @@ case("manifest-over-a-file-that-is-not-one")(_manifest_over(
 case("manifest-into-a-folder")(_manifest_over(lambda c: c.tmp, "is a folder"))
 
 
+@case("new-lesson-number-in-arabic-indic-digits")
+def _(ctx):
+    ctx.args = ["new", "١٥", "t"]  # str.isdigit and \d accept these; a lesson number is two ASCII digits
+    return [Expect("<markdown>", None, "lesson number `١٥` is not two digits")]
+
+
 KNOWN_GAPS: dict[str, str] = {}  # cases that are allowed to fail, with the reason; none today
 
 

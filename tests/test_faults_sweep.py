@@ -11,6 +11,7 @@ removed the live folders of other builds and made their experiments fail.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -87,7 +88,7 @@ def test_box_folders_only_exact_format_dead_owner_and_old_are_removed(tmp, tmp_p
         live.wait()
 
 
-def test_marked_processes_only_exact_format_and_dead_owner_are_killed():
+def test_marked_processes_only_exact_format_and_dead_owner_are_killed(monkeypatch):
     dead = _dead_pid()
     marks = {
         "dead-owner": f"{dead}.1-ns{NS}-1",  # the only one to die
@@ -98,12 +99,19 @@ def test_marked_processes_only_exact_format_and_dead_owner_are_killed():
     }
     procs = {k: subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
                                  env={**os.environ, sandbox.MARK: m}) for k, m in marks.items()}
+    killed = []  # what our sweeper kills (a round-1 sweeper elsewhere on the machine may kill more)
+    real_kill = os.kill
+
+    def kill(pid, sig):
+        if sig == signal.SIGKILL:
+            killed.append(pid)
+        return real_kill(pid, sig)
+
+    monkeypatch.setattr(os, "kill", kill)
     try:
         time.sleep(0.2)
         sandbox.sweep_leftovers()
-        time.sleep(0.2)
-        gone = {k for k, p in procs.items() if p.poll() is not None}
-        assert gone == {"dead-owner"}
+        assert {k for k, p in procs.items() if p.pid in killed} == {"dead-owner"}
     finally:
         for p in procs.values():
             p.kill()

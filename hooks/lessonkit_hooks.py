@@ -19,6 +19,7 @@ from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.utils import get_relative_url
 
 from lessonkit import build as lk_build
+from lessonkit import config as lk_config
 from lessonkit import pages
 from lessonkit import site as lk_site
 from lessonkit.errors import LessonError
@@ -40,6 +41,8 @@ def on_startup(command: str, dirty: bool) -> None:
 def on_config(config: "MkDocsConfig") -> None:
     global BUILD
     try:
+        lk_config.site_urls()  # SITE_URL, LESSONKIT_REPO_URL: http(s) addresses, or a located error
+        lk_config.check_docs(Path(config.config_file_path).parent.resolve())  # before MkDocs walks docs/
         BUILD = b = lk_build.Build(
             Path(config.config_file_path).parent.resolve(), lk_build.COMMAND[0], log=log.error, log_info=log.info
         )

@@ -66,7 +66,7 @@ def _page_problem(project, path: Path) -> str | None:
         return "no such page"
     real = path.resolve()
     if project.docs.resolve() not in real.parents:
-        return "not a page under docs/ (verify checks the site's pages only)"
+        return "not a page under docs/ (only the site's pages are checked)"
     if real.suffix != ".md":
         return "not a Markdown page"
     return None
@@ -79,6 +79,10 @@ def _render(args) -> int:
 
     path = Path(args.page)
     project = mdext.get_project(args.root)
+    problem = _page_problem(project, path)
+    if problem:
+        print(f"{args.page}: {problem} — give the path of a Markdown file under docs/", file=sys.stderr)
+        return 2
     text = project.read_page(path)
     md = markdown.Markdown(extensions=["lessonkit.mdext", "lessonkit.mathml", "tables", "admonition", "attr_list",
                                        "pymdownx.superfences", "md_in_html"],
@@ -114,6 +118,12 @@ def _manifest(args) -> int:
     tree = Path(args.tree)
     if not tree.is_dir() or not any(tree.iterdir()):
         print(f"{tree}: not a folder with files — give the folder of the tree to record", file=sys.stderr)
+        return 2
+    from .config import manifest_output_problem
+    problem = manifest_output_problem(Path(args.root), Path(args.out))
+    if problem:
+        print(f"{args.out}: {problem}; not overwritten — write it to sourcemap/manifest.sha256 or outside the "
+              "project", file=sys.stderr)
         return 2
     n = write_manifest(tree, Path(args.out))
     print(f"wrote {n} entries to {args.out}")
@@ -260,6 +270,10 @@ def main(argv=None) -> int:
         return args.func(args)
     except LessonError as exc:
         print(exc, file=sys.stderr)
+        return 1
+    except OSError as exc:  # a path the command was given or needs: one line, never a traceback
+        print(f"{exc.filename or 'lessonkit'}: {exc.strerror or exc} — check the path and its permissions",
+              file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

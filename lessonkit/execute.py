@@ -19,8 +19,9 @@ from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
-from . import sandbox
+from . import config, sandbox, store
 from .errors import LessonError, Problem
+from .fsutil import atomic_write, owned_path, remove_owned
 
 # Not under "mkdocs": a warning that only costs time must not fail `mkdocs build --strict`.
 log = logging.getLogger("lessonkit.execute")
@@ -162,8 +163,10 @@ class Runner:
         self._digests: dict[str, str] = {}
         self.tampered: list[str] = []  # pinned files that changed while experiments ran
         self._warned_store = False
+        config.sandbox_mode()  # a bad LESSONKIT_SANDBOX is one located error, before any box
         sandbox.BOXES.reset()
         sandbox.sweep_leftovers()
+        store.sweep(self.cache_root)  # half-written entries of killed builds (dead owners only)
 
     def key(self, job: Job) -> str:
         return hashlib.sha256(self._salt.encode() + b"\0" + job.name.encode() + b"\0" + str(job.memory).encode()
@@ -188,12 +191,19 @@ class Runner:
         return self._siblings[source]
 
     def cached(self, job: Job) -> Result | None:
+        """The stored result of a passing run, checked: shape, key and the digest of its value
+        (an entry that fails is dropped and the job runs again)."""
         path = self.cache / f"{self.key(job)}.json"
         try:
+            if path.is_symlink():
+                raise ValueError("a link")
             data = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(data, dict) or set(data) != set(_STORED) or \
+            if not isinstance(data, dict) or set(data) != set(_STORED) | {"check"} or \
                     not all(isinstance(data[k], t) for k, t in _STORED.items()):
                 raise ValueError("not a cache entry")
+            check = data.pop("check")
+            if check != _check(data):
+                raise ValueError("digest")
             result = Result(**{**data, "cached": True})
             if result.key != self.key(job) or not result.ok:
                 raise ValueError("stale")
@@ -201,31 +211,25 @@ class Runner:
         except FileNotFoundError:
             return None
         except (ValueError, TypeError, OSError, RecursionError):
-            with contextlib.suppress(OSError):
-                path.unlink(missing_ok=True)  # corrupted entry: drop it, run again
+            with contextlib.suppress(Exception):
+                remove_owned(self.cache_root, "experiments", path.name)  # damaged: drop it, run again
             return None
 
     def _store(self, result: Result) -> None:
-        tmp = None
+        """Write a passing result atomically (``fsutil.atomic_write``) with a digest of its value;
+        a read-only or full cache only costs time: one warning, the build goes on."""
+        data = {k: v for k, v in asdict(result).items() if k != "cached"}
+        data["check"] = _check(data)
         try:
             self.cache.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.cache, prefix=".tmp-", suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({k: v for k, v in asdict(result).items() if k != "cached"}, fh)
-            os.replace(tmp, self.cache / f"{result.key}.json")  # atomic: readers see all or nothing
-        except OSError as exc:  # a read-only or full cache only costs time
-            if tmp:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
+            path = owned_path(self.cache_root, "experiments", f"{result.key}.json")
+            atomic_write(path, json.dumps(data).encode("utf-8"))
+        except (OSError, LessonError) as exc:
             if not self._warned_store:
                 self._warned_store = True
-                log.warning(f"lessonkit: cannot write the experiment cache ({exc.strerror}); "
+                why = getattr(exc, "strerror", None) or str(exc)
+                log.warning(f"lessonkit: cannot write the experiment cache ({why}); "
                             "experiments will run again next time")
-        except BaseException:
-            if tmp:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-            raise
 
     def run(self, job: Job) -> Result:
         """The job's result: from this build, from a run in flight, from the cache, or run now."""
@@ -381,19 +385,21 @@ class Runner:
         try:
             try:
                 self._fill(box, job)
-            except (sandbox.Cancelled, OSError):
+            except (sandbox.Cancelled, OSError) as exc:
                 if sandbox.BOXES.cancelled:
                     return cancelled
+                if isinstance(exc, OSError):  # the box folder was removed or cannot be written
+                    return self._lost(job, box, exc)
                 raise
             t0 = time.perf_counter()
             # stdout/stderr are files outside work/, read back through these descriptors:
             # a script that empties or removes its folders cannot lose them.
             try:
                 out, err = open(box.io / "stdout", "w+b"), open(box.io / "stderr", "w+b")
-            except OSError:
+            except OSError as exc:
                 if sandbox.BOXES.cancelled:
                     return cancelled
-                raise
+                return self._lost(job, box, exc)
             with out, err:
                 spec = sandbox.Spec([sys.executable, "-B", job.name], self._env(box), job.memory, FILE_LIMIT,
                                     protect=self._protected(), project_root=self.project_root)
@@ -401,6 +407,8 @@ class Runner:
                     proc = sandbox.launch(box, spec, out, err)
                 except sandbox.Cancelled:
                     return cancelled
+                except OSError as exc:  # e.g. its working folder is gone
+                    return self._lost(job, box, exc)
                 code, usage, timed_out = _reap(proc, job.timeout, box)
                 box.kill()  # whatever outlived the script (normally nothing: the box's init took it along)
                 wall = time.perf_counter() - t0
@@ -418,6 +426,9 @@ class Runner:
                 problem = "cancelled"
             elif code == sandbox.BOX_FAILED and "lessonkit-box:" in stderr:
                 problem = "box: " + stderr.split("lessonkit-box:", 1)[1].strip().splitlines()[0]
+            if (code != 0 or problem.startswith("box: ")) and not problem == "cancelled" and not timed_out \
+                    and not (box.work.is_dir() and box.io.is_dir()):
+                problem = "vanished: removed while it ran"  # by another program: its own exit says nothing
             record = None
             if code == 0 and not timed_out and not problem:
                 record, problem = _read_record(box.record)
@@ -426,11 +437,20 @@ class Runner:
         finally:
             sandbox.BOXES.close(box)
 
+    def _lost(self, job: Job, box: sandbox.Box, exc: OSError) -> "Result":
+        why = exc.strerror or type(exc).__name__
+        return Result(self.key(job), -1, "", "", 0, 0.0, 0.0, problem=f"vanished: {why}")
+
     def normalise(self, text: str, box: sandbox.Box) -> str:
         for path, name in ((box.work, "<tmp>"), (box.pinned, "<pinned>"), (box.project, "<project>"),
                            (box.dir, "<box>"), (self.pinned_root, "<pinned>")):
             text = text.replace(str(path), name)
         return ADDRESS.sub("0x…", text)
+
+
+def _check(data: dict) -> str:
+    """Digest of a stored result's value (every field but ``check``), in one canonical form."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=True).encode()).hexdigest()
 
 
 def _read_record(path: Path) -> tuple[dict | None, str]:
@@ -499,6 +519,10 @@ def failure(result: Result | None, job: Job, timeout: int) -> LessonError:
     if result.problem.startswith("record: "):
         return LessonError(f"experiment {label} wrote a bad record to $LESSONKIT_RECORD: {result.problem[8:]}",
                            hint="write one JSON object of at most 4 MiB, or nothing")
+    if result.problem.startswith("vanished: "):
+        return LessonError(f"experiment {label} lost its temporary folder ({result.problem[10:]}); its output "
+                           "is not used",
+                           hint="another program removed or filled it (a /tmp cleaner, a full disk); build again")
     if result.problem.startswith("box: "):
         return LessonError(f"experiment {label} could not be started in its box: {result.problem[5:]}",
                            hint="set LESSONKIT_SANDBOX=copy to run without namespaces")

@@ -88,7 +88,7 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = False) -> None:
     """Replace ``path`` with ``data`` in one step: readers see the old or the new file.
 
     ``durable``: fsync before the rename (for files under version control)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{os.getpid()}-")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{owner_tag()}-")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -104,38 +104,90 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = False) -> None:
 
 
 def staging_dir(root: Path, prefix: str) -> Path:
-    """A new private folder in the owned ``root``, named with this process id so that
-    :func:`clean_stale` can tell leftovers of dead processes from live ones."""
+    """A new private folder in the owned ``root``, named for this process (:func:`owner_tag`) so
+    that :func:`clean_stale` can tell leftovers of dead processes from live ones."""
     root.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=root))
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{owner_tag()}-", dir=root))
 
 
-_PID = re.compile(r"^\.?[a-z]+-(\d+)-")
+# ---------------------------------------------------------------- owners of leftovers
+#
+# A temporary name carries its owner: ``<pid>.<start time>-ns<PID namespace>`` (``<pid>.<start>``
+# first, so that the sweepers of older versions, which read only that, still see a live owner). A leftover is
+# removed only when its name has exactly this format and its owner is provably gone as seen
+# from this PID namespace (same namespace; the pid absent, or running another process).
+
+OWNER = r"([1-9][0-9]{0,9})\.([0-9]{1,20})-ns([1-9][0-9]{0,19})"
+OWNED_NAME = re.compile(rf"^\.?[a-z]+-{OWNER}-[a-z0-9_]{{8}}$")  # mkdtemp/mkstemp add 8 characters
 
 
-def _alive(pid: int) -> bool:
+def _start_time(pid: int) -> str | None:
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+_NS: list = []
+
+
+def pid_namespace() -> str | None:
+    """The inode of our PID namespace, if /proc shows this namespace (else None: nothing is provable)."""
+    if not _NS or _NS[0][0] != os.getpid():  # a forked child asks again
+        try:
+            ns = str(os.stat("/proc/self/ns/pid").st_ino) if os.readlink("/proc/self") == str(os.getpid()) else None
+        except OSError:
+            ns = None
+        _NS[:] = [(os.getpid(), ns)]
+    return _NS[0][1]
+
+
+_TAGS: dict[int, str] = {}
+
+
+def owner_tag(pid: int | None = None) -> str:
+    """``<pid>.<start time>-ns<PID namespace>`` of a process (default: this one)."""
+    pid = os.getpid() if pid is None else pid
+    if pid not in _TAGS:
+        _TAGS[pid] = f"{pid}.{_start_time(pid) or 0}-ns{pid_namespace() or 0}"
+    return _TAGS[pid]
+
+
+def owner_dead(pid: str, start: str, ns: str) -> bool:
+    """The owner named by a tag is provably gone: our PID namespace, and its pid absent or
+    running another process (another start time). Anything unsure counts as alive."""
+    ours = pid_namespace()
+    if ours is None or ns != ours or int(pid) == os.getpid():
         return False
-    except PermissionError:
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
         return True
-    return True
+    except PermissionError:
+        pass
+    except (OverflowError, OSError):
+        return False
+    now = _start_time(int(pid))
+    return now is not None and now != start
 
 
 def clean_stale(root: Path, now: float | None = None, prefix: str = "") -> list[str]:
     """Remove leftovers of killed runs in the folder ``root`` (only names starting with ``prefix``):
-    entries named for a process that no longer runs, and unrecognised entries older than a day.
-    Returns the names."""
+    entries whose name has the exact owner format (:data:`OWNED_NAME`) and whose owner is provably
+    dead, and unrecognised entries older than a day. Links are removed, never followed. Returns the names."""
     if not root.is_dir() or root.is_symlink():
         return []
     now = time.time() if now is None else now
     removed = []
-    for entry in sorted(e for e in os.listdir(root) if e.startswith(prefix)):
-        m = _PID.match(entry)
+    try:
+        names = sorted(e for e in os.listdir(root) if e.startswith(prefix))
+    except OSError:
+        return []
+    for entry in names:
+        m = OWNED_NAME.match(entry)
         try:
             if m:
-                stale = int(m[1]) != os.getpid() and not _alive(int(m[1]))
+                stale = owner_dead(*m.groups())
             else:
                 stale = now - (root / entry).lstat().st_mtime > STALE_SECONDS
             if stale and plain_name(entry) and remove_owned(root, entry):

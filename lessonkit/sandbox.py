@@ -28,6 +28,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -38,6 +39,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .errors import LessonError
+from .fsutil import OWNER, _start_time, owner_dead, owner_tag
 
 # Not under "mkdocs": a warning that only costs time must not fail `mkdocs build --strict`.
 log = logging.getLogger("lessonkit.sandbox")
@@ -110,7 +112,8 @@ _warned = [False]
 @lru_cache(maxsize=1)
 def namespaces_available() -> bool:
     """Whether boxes get namespaces here. ``LESSONKIT_SANDBOX=copy`` forces the fallback."""
-    mode = os.environ.get("LESSONKIT_SANDBOX", "")
+    from .config import sandbox_mode
+    mode = sandbox_mode()
     if mode == "copy":
         return False
     cfg = {"parent": os.getpid(), "namespaces": True, "read_only": [], "hide": [], "box_read_only": [],
@@ -135,39 +138,50 @@ def namespaces_available() -> bool:
 
 
 # ---------------------------------------------------------------- owners, survivors, leftovers
+#
+# A box is named for its owner: ``<pid>.<start time>-ns<pid namespace>`` of the build process.
+# The sweeper removes only what carries exactly this format, belongs to our uid, was made in
+# our PID namespace by a process that is provably gone, and has not changed for SWEEP_AGE
+# seconds. Anything else (older formats, other tools, builds in other namespaces) is left alone.
 
-def _start_time(pid: int) -> str | None:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
-@lru_cache(maxsize=None)
-def _owner(pid: int) -> str:
-    return f"{pid}.{_start_time(pid) or 0}"
+SWEEP_AGE = 60.0  # seconds a dead build's leftover must be untouched before it is removed
+_TAG = OWNER
+MARK_FORMAT = re.compile(rf"^{_TAG}-([1-9][0-9]{{0,9}})$")
+DIR_FORMAT = re.compile(rf"^{re.escape(PREFIX)}{_TAG}-([1-9][0-9]{{0,9}})-[a-z0-9_]{{8}}$")
+CGROUP_FORMAT = re.compile(rf"^lessonkit-{_TAG}-([1-9][0-9]{{0,9}})$")
 
 
 def owner() -> str:
-    """This process, as boxes name it (pid and start time, so a reused pid is not us)."""
-    return _owner(os.getpid())
+    """This process, as boxes name it (pid, start time, PID namespace: a reused pid is not us)."""
+    return owner_tag()
+
+
+_owner_dead = owner_dead
 
 
 def _owner_alive(tag: str) -> bool:
-    pid, _, start = tag.partition(".")
-    return pid.isdigit() and _start_time(int(pid)) == start
+    """Kept for callers of round 1: True unless ``tag`` is our exact format with a dead owner."""
+    m = re.fullmatch(_TAG, tag)
+    return not (m and _owner_dead(*m.groups()))
 
 
-def marked_processes(prefix: str = "") -> list[int]:
-    """Live processes whose environment carries ``LESSONKIT_BOX=<prefix>…``."""
-    needle = f"\0{MARK}={prefix}".encode()
+def _uid_of_process(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
+
+
+def marked_processes(prefix: str = "", exact: bool = False) -> list[int]:
+    """Live processes whose environment carries ``LESSONKIT_BOX=<prefix>…`` (``exact``: that value)."""
+    needle = f"\0{MARK}={prefix}".encode() + (b"\0" if exact else b"")
     out = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
             with open(f"/proc/{entry.name}/environ", "rb") as fh:
-                env = b"\0" + fh.read()
+                env = b"\0" + fh.read() + b"\0"
         except OSError:
             continue
         if needle in env and _start_time(int(entry.name)) is not None:
@@ -175,38 +189,94 @@ def marked_processes(prefix: str = "") -> list[int]:
     return out
 
 
-def sweep_leftovers() -> None:
-    """Remove what boxes of builds that died (kill -9) left: folders, cgroups, processes."""
+def _untouched_for(path: Path, seconds: float) -> bool:
+    now = time.time()
+    for p in (path, path / "io", path / "work"):
+        try:
+            if now - os.lstat(p).st_mtime < seconds:
+                return False
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return False
+    return True
+
+
+def sweep_leftovers(age: float | None = None) -> list[str]:
+    """Remove what boxes of builds that died (kill -9) left: folders, cgroups, processes.
+    Only exact-format names of our uid whose owner is provably dead (see ``_owner_dead``);
+    folders and cgroups also untouched for ``age`` seconds (default SWEEP_AGE). Returns what went."""
+    age = SWEEP_AGE if age is None else age
+    removed = []
+    uid = os.getuid()
     base = Path(tempfile.gettempdir())
-    for d in base.glob(PREFIX + "*"):
-        tag = d.name[len(PREFIX):].split("-", 1)[0]
-        if d.is_dir() and not d.is_symlink() and d.stat().st_uid == os.getuid() and not _owner_alive(tag):
-            _rmtree(d)
-    if PIDS_CGROUP.is_dir():
-        for d in PIDS_CGROUP.glob("lessonkit-*"):
-            tag = d.name[len("lessonkit-"):].split("-", 1)[0]
-            if not _owner_alive(tag):
-                _remove_cgroup(d)
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        entries = []
+    for e in entries:
+        m = DIR_FORMAT.fullmatch(e.name)
+        if not m:
+            continue
+        try:
+            st = os.lstat(e.path)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == uid and _owner_dead(*m.groups()[:3]) \
+                and _untouched_for(Path(e.path), age):
+            _rmtree(Path(e.path))
+            removed.append(e.path)
+    if PIDS_CGROUP.is_dir() and not PIDS_CGROUP.is_symlink():
+        try:
+            groups = list(os.scandir(PIDS_CGROUP))
+        except OSError:
+            groups = []
+        for e in groups:
+            m = CGROUP_FORMAT.fullmatch(e.name)
+            if not m:
+                continue
+            try:
+                st = os.lstat(e.path)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode) and st.st_uid == uid and _owner_dead(*m.groups()[:3]) \
+                    and time.time() - st.st_mtime >= age:
+                _remove_cgroup(Path(e.path))
+                removed.append(e.path)
     for pid in marked_processes():
         try:
             env = Path(f"/proc/{pid}/environ").read_bytes()
-            tag = env.split(f"{MARK}=".encode(), 1)[1].split(b"\0", 1)[0].decode().split("-", 1)[0]
+            value = env.split(f"{MARK}=".encode(), 1)[1].split(b"\0", 1)[0].decode("ascii")
         except (OSError, IndexError, UnicodeDecodeError):
             continue
-        if not _owner_alive(tag):
+        m = MARK_FORMAT.fullmatch(value)
+        if m and _uid_of_process(pid) == uid and _owner_dead(*m.groups()[:3]):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
+            removed.append(f"pid {pid}")
+    return removed
 
 
 def _rmtree(path: Path) -> None:
+    """Remove a box folder; never follows a link (a link is removed, not what it points to)."""
     for _ in range(20):
+        try:
+            if stat.S_ISLNK(os.lstat(path).st_mode):
+                os.unlink(path)
+                return
+        except FileNotFoundError:
+            return
+        except OSError:
+            pass
         shutil.rmtree(path, ignore_errors=True)
-        if not path.exists():
+        if not os.path.lexists(path):
             return
         with contextlib.suppress(OSError):  # a read-only folder left by the experiment
-            for d, dirs, _files in os.walk(path):
+            for d, dirs, _files in os.walk(path):  # does not descend into links
                 for name in dirs:
-                    os.chmod(os.path.join(d, name), 0o700)
+                    p = os.path.join(d, name)
+                    if not os.path.islink(p):
+                        os.chmod(p, 0o700)
             os.chmod(path, 0o700)
         time.sleep(0.01)
 
@@ -263,7 +333,7 @@ class Box:
         if self.proc is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-        for pid in marked_processes(self.mark):  # without namespaces: what escaped the group
+        for pid in marked_processes(self.mark, exact=True):  # without namespaces: what escaped the group
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
 
@@ -336,7 +406,8 @@ def _zombie(pid: int) -> bool:
 
 
 def _make_cgroup(mark: str) -> Path | None:
-    if os.environ.get("LESSONKIT_SANDBOX") == "copy" or not os.access(PIDS_CGROUP, os.W_OK):
+    from .config import sandbox_mode
+    if sandbox_mode() == "copy" or not os.access(PIDS_CGROUP, os.W_OK):
         return None
     d = PIDS_CGROUP / f"lessonkit-{mark}"
     try:

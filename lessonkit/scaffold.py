@@ -10,7 +10,7 @@ from .errors import LessonError
 from .siteconfig import environment, render
 
 def new_lesson(root: Path, nn: str, title: str, slug: str | None, short: str) -> list[Path]:
-    if not re.fullmatch(r"\d\d", nn):
+    if not re.fullmatch(r"[0-9][0-9]", nn):  # ASCII digits only (\d also matches ١٥)
         raise LessonError(f"lesson number `{nn}` is not two digits", hint='use e.g. nox -s new -- 15 "标题"')
     if not title.strip():
         raise LessonError("the title is empty", hint='use e.g. nox -s new -- 15 "标题"')

@@ -147,17 +147,11 @@ def load(root: Path, repo_url: str) -> SiteConfig:
     default_name = m[2] if m else repo_url
     data: dict = {}
     path = root / CONFIG
-    if path.is_file():
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            line = int(n[1]) if (n := re.search(r"line (\d+)", str(exc))) else 1
-            raise LessonError(
-                f"cannot read site configuration: {exc}",
-                path=CONFIG,
-                line=line,
-                hint="see lessonkit/siteconfig.py for the fields",
-            ) from None
+    if path.exists() or path.is_symlink():  # checked field by field (lessonkit.config)
+        from . import config
+
+        data, lines = config.read_toml(path, CONFIG, config.SITE_HINT)
+        config.check_site(root, data, lines)
     for table, values in data.items():
         if table not in _KEYS or not isinstance(values, dict):
             raise LessonError(

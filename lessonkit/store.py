@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -96,6 +97,27 @@ def warn_once(where: str, message: str) -> None:
     log.warning(message)
 
 
+_SWEPT: set[str] = set()
+
+
+def sweep(cache: Path) -> list[str]:
+    """Once per cache and process: remove the half-written ``.tmp-<owner>-…`` files that killed
+    builds left in every kind's folder (exact owner format, owner provably dead; see
+    :func:`fsutil.clean_stale`). Folders that are links are left alone."""
+    key = str(cache)
+    if key in _SWEPT:
+        return []
+    _SWEPT.add(key)
+    removed = []
+    try:
+        kinds = sorted(e.name for e in os.scandir(cache) if e.is_dir(follow_symlinks=False) and KIND.fullmatch(e.name))
+    except OSError:
+        return []
+    for kind in kinds:
+        removed += [f"{kind}/{n}" for n in clean_stale(cache / kind, prefix=".tmp-")]
+    return removed
+
+
 class Store:
     """Entries of one ``kind`` under ``<cache>/<kind>`` (no disk layer when ``cache`` is None)."""
 
@@ -122,7 +144,7 @@ class Store:
                 _CHECKED[where] = False
             else:
                 _CHECKED[where] = True
-                clean_stale(self.dir, prefix=".tmp-")  # half-written files of killed builds
+                sweep(self.cache)
         return self.dir / key if _CHECKED[where] else None
 
     def get(self, key: str) -> str | None:

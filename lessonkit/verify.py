@@ -55,10 +55,15 @@ def build_map(project: Project, report: Report) -> dict:
 
 
 def check_config(project: Project) -> None:
-    """The configuration files besides the pin (which providing the tree checks): roles.toml."""
+    """The configuration files besides the pin (which providing the tree checks): roles.toml,
+    kinds.toml and site.toml, each one located error before any page is read."""
     roles = project.sourcemap / "roles.toml"
     if roles.exists() or roles.is_symlink():
         config.read_roles(roles, project.rel(roles))
+    config.sandbox_mode()
+    config.check_docs(project.root)  # links out of the project, loops, FIFOs: before MkDocs or we read them
+    project.kinds  # noqa: B018 (imports the project's kind modules: once, not once per page)
+    project.site  # noqa: B018
 
 
 def check(project: Project, pages: list[Path] | None = None) -> Report:

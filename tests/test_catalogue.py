@@ -1280,6 +1280,11 @@ ENV_CASES = {
     "git-remote-helper": ({"AUTOGRAD_SOURCE": "", "LESSONKIT_GIT_REMOTE": "ext::sh -c touch% {tmp}/pwned",
                            "LESSONKIT_CACHE": "{tmp}/cache"}, "LESSONKIT_GIT_REMOTE",
                           lambda c: "uses a git remote helper transport"),
+    "sandbox-unknown-mode": ({"LESSONKIT_SANDBOX": "off"}, "LESSONKIT_SANDBOX",
+                             lambda c: "'off' is not a sandbox mode", "set it to `copy` or `namespaces`"),
+    "sandbox-wrong-case": ({"LESSONKIT_SANDBOX": "Copy"}, "LESSONKIT_SANDBOX", lambda c: "'Copy' is not a sandbox mode"),
+    "sandbox-control-character": ({"LESSONKIT_SANDBOX": "copy\x1b"}, "LESSONKIT_SANDBOX",
+                                  lambda c: "contains the control character U+001B"),
     "git-remote-not-a-url": ({"AUTOGRAD_SOURCE": "", "LESSONKIT_GIT_REMOTE": "no such remote",
                               "LESSONKIT_CACHE": "{tmp}/cache"}, "LESSONKIT_GIT_REMOTE",
                              lambda c: "'no such remote' is neither a URL nor an existing folder"),
@@ -1393,6 +1398,217 @@ def _(ctx):
     ctx.code = 2
     ctx.after = lambda: (ctx.tmp / "out.sha256").exists() and pytest.fail("wrote an empty manifest")
     return [Expect(str(ctx.tmp / "nowhere"), None, "not a folder with files", "give the folder of the tree")]
+
+
+# -- sourcemap/kinds.toml names modules to import: every shape, name and module failure is located
+KINDS = "sourcemap/kinds.toml"
+KINDS_CASES = {  # name: (kinds.toml text, module source or None, line, message text)
+    "not-toml": ("modules = [\n", None, 2, "not valid TOML"),
+    "modules-text": ('modules = "k"\n', None, 1, "`modules` is a string, not an array of module names"),
+    "unknown-key": ('modules = []\nplugins = ["x"]\n', None, 2, "unknown key `plugins`"),
+    "no-modules": ("\n", None, 1, "no `modules` key"),
+    "number-in-modules": ("modules = [1]\n", None, 1, "`modules` holds an integer 1, not a module name"),
+    "path-as-name": ('modules = [\n  "../../etc/passwd",\n]\n', None, 2, "'../../etc/passwd' is not a module name"),
+    "empty-name": ('modules = [""]\n', None, 1, "'' is not a module name"),
+    "stdlib-module": ('modules = ["antigravity"]\n', None, 1,
+                      "cannot import kind module `antigravity`: ModuleNotFoundError: no `antigravity.py` or "
+                      "`antigravity/` in the project root"),
+    "engine-module": ('modules = ["lessonkit.build"]\n', None, 1,  # the test project has no lessonkit/ of its own
+                      "cannot import kind module `lessonkit.build`: ModuleNotFoundError: no `lessonkit.py`"),
+    "listed-twice": ('modules = ["{m}", "{m}"]\n', "KIND = None\n", 1, "module `{m}` is listed twice"),
+    "module-raises": ('modules = ["{m}"]\n', "raise RuntimeError('boom')\n", 1,
+                      "cannot import kind module `{m}`: RuntimeError: boom"),
+    "module-exits": ('modules = ["{m}"]\n', "import sys\nsys.exit(3)\n", 1,
+                     "cannot import kind module `{m}`: SystemExit: 3"),
+    "module-syntax-error": ('modules = ["{m}"]\n', "def (:\n", 1, "cannot import kind module `{m}`: SyntaxError"),
+    "module-recursion": ('modules = ["{m}"]\n', "def f(): return f()\nf()\n", 1,
+                         "cannot import kind module `{m}`: RecursionError"),
+    "kinds-not-a-list": ('modules = ["{m}"]\n', "KINDS = 5\n", 1,
+                         "`KINDS` of module `{m}` is an integer, not a list of kinds"),
+    "kind-not-an-instance": ('modules = ["{m}"]\n', "KIND = 'note'\n", 1,
+                             "module `{m}` lists 'note', which is not a Kind or InlineKind instance"),
+    "kind-is-the-class": ('modules = ["{m}"]\n', "from lessonkit.kinds import Kind\nclass K(Kind):\n"
+                          "    name = 'k'\nKIND = K\n", 1, "which is not a Kind or InlineKind instance"),
+    "no-kind": ('modules = ["{m}"]\n', "X = 1\n", 1, "module `{m}` defines neither KIND nor KINDS"),
+    "not-utf8": (b'modules = ["\xff"]\n', None, 1, "file is not valid UTF-8 (byte 0xff)"),
+}
+
+
+def _kinds_case(name, toml, module, line, message) -> Case:
+    def setup(ctx: Ctx) -> list[Expect]:
+        m = "lk_kinds_" + name.replace("-", "_")  # one module name per case: imports are cached in-process
+        data = toml.replace(b"{m}", m.encode()) if isinstance(toml, bytes) else toml.replace("{m}", m).encode()
+        (ctx.site.root / KINDS).write_bytes(data)
+        if module is not None:
+            (ctx.site.root / f"{m}.py").write_text(module, encoding="utf-8")
+        ctx.page("# t\n")
+        return [Expect(KINDS, line, message.replace("{m}", m))]
+    return setup
+
+
+for _name, _spec in KINDS_CASES.items():
+    case(f"kinds-toml-{_name}")(_kinds_case(_name, *_spec))
+
+
+# -- sourcemap/site.toml: every field typed, every path plain and inside the project
+SITE = "sourcemap/site.toml"
+SITE_CASES = {  # name: (site.toml text, line, message text)
+    "not-toml": ("[upstream\n", 1, "not valid TOML"),
+    "table-is-a-value": ("upstream = 1\n", 1, "`upstream` is an integer, not a table"),
+    "name-number": ("[upstream]\nname = 5\n", 2, "`name` in `[upstream]` is an integer, not a string"),
+    "name-path": ('[upstream]\nname = "../x"\n', 2, "`name` in `[upstream]` is not a plain name"),
+    "name-empty": ('[upstream]\nname = " "\n', 2, "`name` in `[upstream]` is empty"),
+    "label-bell": ('[upstream]\nlabel = "a\\u0007b"\n', 2, "`label` in `[upstream]` contains the control character U+0007"),
+    "label-huge": ('[upstream]\nlabel = "' + "x" * 1000 + '"\n', 2, "is longer than 300 characters"),
+    "package-absolute": ('[upstream]\npackage = "/etc/"\n', 2, "`package` in `[upstream]` is an absolute path"),
+    "package-no-slash": ('[upstream]\npackage = "autograd"\n', 2, "`package` in `[upstream]` does not end in `/`"),
+    "code-text": ('[repository]\ncode = "experiments"\n', 2,
+                  "`code` in `[repository]` is a string, not an array of folders"),
+    "code-parent": ('[repository]\ncode = ["experiments", ".."]\n', 2,
+                    "`code` in `[repository]` item '..' has an empty, `.` or `..` segment"),
+    "code-root": ('[repository]\ncode = ["/"]\n', 2, "item '/' is an absolute path"),
+    "teaching-number": ("[repository]\nteaching = [1]\n", 2, "`teaching` in `[repository]` is an integer"),
+    "code-link-out": ('[repository]\ncode = ["outside"]\n', 2, "item 'outside' leads outside the project (a link)"),
+    "code-is-a-file": ('[repository]\ncode = ["mkdocs.yml"]\n', 2, "item 'mkdocs.yml' is a file, not a folder"),
+    "bundle-absolute": ('[bundle]\npath = "/tmp/x.zip"\n', 2, "`path` in `[bundle]` is an absolute path"),
+    "bundle-not-zip": ('[bundle]\npath = "downloads/x.tar"\n', 2, "`path` in `[bundle]` does not end in .zip"),
+    "bundle-into-git": ('[bundle]\npath = ".git/x.zip"\n', 2, "is inside .git"),
+    "readme-outside": ('[attachments]\nreadme = "../../../../etc/passwd"\n', 2,
+                       "`readme` in `[attachments]` has an empty, `.` or `..` segment"),
+    "readme-absolute": ('[attachments]\nreadme = "/etc/passwd"\n', 2, "is an absolute path"),
+    "readme-link-out": ('[attachments]\nreadme = "outside/passwd"\n', 2, "leads outside the project (a link)"),
+    "readme-folder": ('[attachments]\nreadme = "docs"\n', 2, "`readme` in `[attachments]` is a folder, not a file"),
+    "diagram-backslash": ('[diagrams]\ncalls = "experiments\\\\x.py"\n', 2, "contains a backslash"),
+    "diagram-table": ("[diagrams]\ncalls = {a = 1}\n", 2, "`calls` in `[diagrams]` is a table, not a string"),
+}
+
+
+def _site_case(text, line, message) -> Case:
+    def setup(ctx: Ctx) -> list[Expect]:
+        outside = ctx.tmp / "outside-target"
+        outside.mkdir()
+        (outside / "passwd").write_text("secret\n")
+        (ctx.site.root / "outside").symlink_to(outside, target_is_directory=True)
+        (ctx.site.root / SITE).write_text(text, encoding="utf-8")
+        ctx.page("# t\n")
+        return [Expect(SITE, line, message)]
+    return setup
+
+
+for _name, (_text, _line, _msg) in SITE_CASES.items():
+    case(f"site-toml-{_name}")(_site_case(_text, _line, _msg))
+
+
+# -- SITE_URL and LESSONKIT_REPO_URL go into links of every page (mkdocs.yml reads them)
+URL_CASES = {  # name: (variable, value, message text)
+    "repo-url-breaks-the-attribute": ("LESSONKIT_REPO_URL", 'https://x.org/"><script>alert(1)</script>',
+                                      "is not an http(s) address"),
+    "repo-url-javascript": ("LESSONKIT_REPO_URL", "javascript:alert(1)", "'javascript:alert(1)' is not an http(s) address"),
+    "repo-url-relative": ("LESSONKIT_REPO_URL", "../x", "'../x' is not an http(s) address"),
+    "site-url-javascript": ("SITE_URL", "javascript:alert(1)//", "is not an http(s) address"),
+    "site-url-space": ("SITE_URL", "https://x.org/a b/", "'https://x.org/a b/' is not an http(s) address"),
+    "site-url-newline": ("SITE_URL", "https://x.org/\nx", "contains the control character U+000A"),
+}
+
+
+def _url_case(var, value, message) -> Case:
+    def setup(ctx: Ctx) -> list[Expect]:
+        ctx.env[var] = value
+        ctx.page("# t\n")
+        return [Expect(var, None, message, "or unset it")]
+    return setup
+
+
+for _name, (_var, _value, _msg) in URL_CASES.items():
+    case(f"env-{_name}", mode="build")(_url_case(_var, _value, _msg))
+
+
+@case("env-good-urls-build", mode="build")
+def _(ctx):
+    ctx.env.update({"SITE_URL": "https://example.org/lessons/", "LESSONKIT_REPO_URL": "https://example.org/repo"})
+    ctx.page("# t\n")
+    ctx.code = 0  # well-formed addresses build (the test project's mkdocs.yml does not read them)
+    return []
+
+
+# -- docs/ entries MkDocs would follow somewhere it must not (checked before MkDocs walks docs/)
+OUT_HINT = "replace the link with the file itself"
+DOCS_CASES = {  # name: (make(ctx) -> None, entry, message text, part of the hint)
+    "page-links-outside": (lambda c: (c.site.root / "docs" / "evil.md").symlink_to(c.tmp / "secret.md"), "docs/evil.md",
+                           "is a link that leads outside the project", OUT_HINT),
+    "page-links-to-a-device": (lambda c: (c.site.root / "docs" / "z.md").symlink_to("/dev/zero"), "docs/z.md",
+                               "is a link that leads outside the project ('/dev/zero')", OUT_HINT),
+    "folder-links-outside": (lambda c: (c.site.root / "docs" / "d").symlink_to(c.tmp), "docs/d",
+                             "is a link that leads outside the project", OUT_HINT),
+    "folder-link-loop": (lambda c: (c.site.root / "docs" / "loop").symlink_to(c.site.root / "docs"), "docs/loop",
+                         "is a link to a folder (MkDocs would walk into it, maybe in a loop)", "link single pages"),
+    "page-links-to-itself": (lambda c: (c.site.root / "docs" / "self.md").symlink_to("self.md"), "docs/self.md",
+                             "is a link loop", "remove the link"),
+    "page-link-dangling": (lambda c: (c.site.root / "docs" / "gone.md").symlink_to("nowhere.md"), "docs/gone.md",
+                           "is a link to nothing ('nowhere.md')", "remove the link"),
+    "fifo-page": (lambda c: os.mkfifo(c.site.root / "docs" / "fifo.md"), "docs/fifo.md",
+                  "is not a regular file (a FIFO, socket or device)", "remove it from docs/"),
+}
+
+
+def _docs_case(make, entry, message, hint) -> Case:
+    def setup(ctx: Ctx) -> list[Expect]:
+        (ctx.tmp / "secret.md").write_text("# secret\n\nTOP SECRET\n")
+        ctx.page("# t\n")
+        make(ctx)
+        return [Expect(entry, None, message, hint)]
+    return setup
+
+
+for _name, _spec in DOCS_CASES.items():
+    case(f"docs-{_name}")(_docs_case(*_spec))
+    if _name in ("page-links-outside", "folder-link-loop", "fifo-page"):  # and the build stops before MkDocs reads it
+        case(f"docs-{_name}-in-the-build", mode="build")(_docs_case(*_spec))
+
+
+# -- commands with bad arguments: a located line, exit 2, nothing written
+@case("render-a-page-outside-docs")
+def _(ctx):
+    ctx.args, ctx.code = ["render", "/etc/passwd"], 2
+    return [Expect("/etc/passwd", None, "not a page under docs/", "give the path of a Markdown file under docs/")]
+
+
+@case("render-a-missing-page")
+def _(ctx):
+    ctx.args, ctx.code = ["render", str(ctx.site.root / "docs" / "nope.md")], 2
+    return [Expect(str(ctx.site.root / "docs" / "nope.md"), None, "no such page")]
+
+
+@case("render-a-folder")
+def _(ctx):
+    ctx.args, ctx.code = ["render", str(ctx.site.root / "docs")], 2
+    return [Expect(str(ctx.site.root / "docs"), None, "no such page")]
+
+
+def _manifest_over(target: Callable[[Ctx], Path], message: str) -> Case:
+    def setup(ctx: Ctx) -> list[Expect]:
+        ctx.page("# t\n")
+        (ctx.tmp / "tree").mkdir()
+        (ctx.tmp / "tree" / "f.py").write_text("x = 1\n")
+        out = str(target(ctx))
+        ctx.args, ctx.code = ["manifest", str(ctx.tmp / "tree"), out], 2
+        return [Expect(out, None, message, "write it to sourcemap/manifest.sha256 or outside the project")]
+    return setup
+
+
+case("manifest-over-a-page")(_manifest_over(lambda c: c.site.root / "docs" / "p.md",
+                                             "is inside the project's own files (docs/); not overwritten"))
+case("manifest-over-the-pin")(_manifest_over(lambda c: c.site.root / "sourcemap" / "pin.toml",
+                                             "is inside the project's own files (sourcemap/)"))
+case("manifest-over-a-file-that-is-not-one")(_manifest_over(
+    lambda c: (c.tmp / "notes.txt").write_text("my notes\n") and c.tmp / "notes.txt", "exists and is not a manifest"))
+case("manifest-into-a-folder")(_manifest_over(lambda c: c.tmp, "is a folder"))
+
+
+@case("new-lesson-number-in-arabic-indic-digits")
+def _(ctx):
+    ctx.args = ["new", "١٥", "t"]  # str.isdigit and \d accept these; a lesson number is two ASCII digits
+    return [Expect("<markdown>", None, "lesson number `١٥` is not two digits")]
 
 
 KNOWN_GAPS: dict[str, str] = {}  # cases that are allowed to fail, with the reason; none today
@@ -1545,6 +1761,8 @@ CORRUPTIONS = {
     "other-key": lambda text: json.dumps({**json.loads(text), "key": "0" * 64}),
     "failed-result": lambda text: json.dumps({**json.loads(text), "exit_code": 1}),
     "binary-garbage": lambda text: "\x00\x01garbage",
+    "edited-output": lambda text: json.dumps({**json.loads(text), "stdout": "41\n"}),  # valid shape, wrong value
+    "no-check": lambda text: json.dumps({k: v for k, v in json.loads(text).items() if k != "check"}),
 }
 
 

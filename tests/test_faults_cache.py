@@ -158,14 +158,19 @@ def test_stale_staging_of_a_dead_process_is_removed_and_a_live_one_kept(tmp_path
     staging = tmp_path / "pin" / ".staging"
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    (staging / f"x-{dead.pid}-abc" / "autograd").mkdir(parents=True)
-    (staging / f"tree-{os.getpid()}-def").mkdir()
+    ns = fsutil.pid_namespace()
+    (staging / f"x-{dead.pid}.1-ns{ns}-abcdefgh" / "autograd").mkdir(parents=True)  # exact format, dead owner
+    (staging / f"tree-{fsutil.owner_tag()}-abcdefgh").mkdir()  # alive: this process
+    (staging / f"tree-{dead.pid}.1-ns{int(ns) + 1}-abcdefgh").mkdir()  # another PID namespace: not provable
+    (staging / f"x-{dead.pid}-abcdefgh").mkdir()  # an older format, young: not ours to judge
     (staging / "unknown-old").mkdir()
     os.utime(staging / "unknown-old", (0, 0))
     (staging / "unknown-new").mkdir()
     removed = fsutil.clean_stale(staging)
-    assert sorted(removed) == sorted([f"x-{dead.pid}-abc", "unknown-old"])
-    assert sorted(os.listdir(staging)) == sorted([f"tree-{os.getpid()}-def", "unknown-new"])
+    assert sorted(removed) == sorted([f"x-{dead.pid}.1-ns{ns}-abcdefgh", "unknown-old"])
+    assert sorted(os.listdir(staging)) == sorted([f"tree-{fsutil.owner_tag()}-abcdefgh",
+                                                  f"tree-{dead.pid}.1-ns{int(ns) + 1}-abcdefgh",
+                                                  f"x-{dead.pid}-abcdefgh", "unknown-new"])
 
 
 def test_empty_cache_variable_means_the_default_and_writes_nothing_into_the_project(tmp_path, pinned_root):
@@ -344,9 +349,6 @@ def test_full_cache_only_costs_time(tmp_path, pinned_root, mountpoint):
     assert_entries_valid(mountpoint)  # what did fit is whole; nothing half-written is left
 
 
-@pytest.mark.xfail(reason="experiment results are stored by execute.Runner (branch rel-sandbox moves them onto "
-                          "lessonkit.store); until then a read-only cache fails once an experiment must run",
-                   strict=False)
 def test_read_only_cache_with_an_experiment_only_costs_time(tmp_path, pinned_root, mountpoint):
     s = make_site(tmp_path / "proj", pinned_root)
     _mount(mountpoint, "ro,size=1m")

@@ -126,45 +126,13 @@ CONFIG = "sourcemap/kinds.toml"
 
 def for_project(root: Path) -> Registry:
     """The built-in kinds plus those the project lists in ``sourcemap/kinds.toml``."""
-    path = root / CONFIG
-    if not path.is_file():
+    from ..config import import_kind_module, read_kind_modules
+
+    if not (root / CONFIG).exists() and not (root / CONFIG).is_symlink():
         return KINDS
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        line = int(m[1]) if (m := re.search(r"line (\d+)", str(exc))) else 1
-        raise LessonError(
-            f"cannot read kinds: {exc}", path=CONFIG, line=line, hint='write `modules = ["package.module"]`'
-        ) from None
-    modules = data.get("modules")
-    if set(data) != {"modules"} or not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
-        raise LessonError(
-            "expected exactly one key, `modules`, a list of module names",
-            path=CONFIG,
-            line=1,
-            hint='write `modules = ["package.module"]`',
-        )
-    extra = []
-    for name in modules:
-        line = _line_of(path, name)
-        try:
-            module = _import(root, name)
-        except Exception as exc:  # an author's module: any failure is reported at its line
-            raise LessonError(
-                f"cannot import kind module `{name}`: {type(exc).__name__}: {exc}",
-                path=CONFIG,
-                line=line,
-                hint="the module must be importable from the project root",
-            ) from None
-        found = list(getattr(module, "KINDS", ())) or ([module.KIND] if hasattr(module, "KIND") else [])
-        if not found:
-            raise LessonError(
-                f"module `{name}` defines neither KIND nor KINDS",
-                path=CONFIG,
-                line=line,
-                hint="add `KIND = MyKind()` at the end of the module",
-            )
-        extra += found
+    extra = []  # validated names, imported only from the project root (see lessonkit.config)
+    for name, line in read_kind_modules(root):
+        extra += import_kind_module(root, name, line)
     try:
         return KINDS.with_kinds(extra)
     except (TypeError, ValueError) as exc:

@@ -78,8 +78,7 @@ class Snapshot(Kind):
         def make() -> str:
             badge = b.get("Label") or "运行记录"
             meta = [f"<code>{escape(r.job.label)}</code>", "本次构建的运行记录"]
-            title = (f'<p class="lk-snapshot-title"><strong>{_with_refs(b.get("Title"), renderer, b.line_of("Title"))}'
-                     '</strong></p>') if b.get("Title") else ""
+            title = f'<p class="lk-snapshot-title"><strong>{_md(b.get("Title"))}</strong></p>' if b.get("Title") else ""
             head = "".join(f"<th>{_md(c)}</th>" for c in table.columns)
             rows = "".join("<tr>" + "".join(_cell(c, r.job.label, renderer, b.line) for c in row) + "</tr>"
                            for row in table.rows)
@@ -88,7 +87,7 @@ class Snapshot(Kind):
                     + title + f'<table class="lk-snapshot-table"><thead><tr>{head}</tr></thead>'
                     f"<tbody>{rows}</tbody></table></div>")
 
-        if renderer.store is None or any("[[" in line for line in [*b.body, b.get("Title") or ""]):  # inline refs
+        if renderer.store is None or any("[[" in line for line in b.body):  # inline refs: rendered each time
             return make()
         key = digest("snapshot", FORMAT, anchor, repr(table), b.get("Title") or "", b.get("Label") or "",
                      renderer.links.script(r.job.label) or "")
@@ -110,22 +109,20 @@ class Snapshot(Kind):
                 return m.group(0)
 
         title = r.block.get("Title")
-        head = [f"**{INLINE.sub(plain_ref, title)}**", ""] if title else []
+        head = [f"**{title}**", ""] if title else []
         return head + INLINE.sub(plain_ref, table.markdown()).rstrip("\n").split("\n")
 
 
 
 def cell_refs(block) -> list:
-    """The inline references (``[[line: …]]``, ``[[value: …]]``) written in the title and the table's cells."""
+    """The inline references (``[[line: …]]``, ``[[value: …]]``) written in the table's cells."""
     from . import INLINE, InlineRef
 
     out = []
-    lines = [(block.line_of("Title"), block.get("Title") or "")]
-    lines += [(block.body_line + i, line) for i, line in enumerate(block.body or ())]
-    for n, line in lines:
+    for i, line in enumerate(block.body or ()):
         for m in INLINE.finditer(line):
             if not line.count("`", 0, m.start()) % 2:
-                out.append(InlineRef(m["name"], m["arg"], block.path, n))
+                out.append(InlineRef(m["name"], m["arg"], block.path, block.body_line + i))
     return out
 
 

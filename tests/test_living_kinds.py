@@ -396,3 +396,17 @@ def test_snapshot_cells_may_hold_inline_references(site):
         "docs/a.md:7: 'outgrad = outgrads.popp(node)' does not occur in `backward_pass` (autograd/core.py L25-32) — "
         "closest lines: L27: 'for node in toposort(end_node):'; L28: 'outgrad = outgrads.pop(node)'; "
         "L31: 'outgrads[parent] = add_outgrads(outgrads.get(parent), ingrad'")
+
+
+def test_snapshot_title_references_are_checked(site):
+    table = block("snapshot", "Experiment: experiments/multiple_paths.py",
+                  "Title: 第一对 (R, [[value: multiple_paths xx.calls.9.ingrad]])", body="""
+                  对象 | 值 | 说明
+                  `outgrad` | @xx.grad | 最终梯度
+                  """)
+    _site(site, "# 表\n\n" + table)
+    v = site.verify()
+    assert v.returncode != 0 and v.stderr.splitlines()[0].startswith(
+        "docs/a.md:5: experiments/multiple_paths.py recorded no `xx.calls.9.ingrad`"), v.stderr
+    site.page("a.md", "# 表\n\n" + table.replace("xx.calls.9.ingrad", "xx.calls.0.ingrad"))
+    assert site.verify().returncode == 0

@@ -246,9 +246,12 @@ def prose_lines(text: str):
                 continue
             # checked cells (`@key = v`, `text {@key = v}`) are compared with the run by the build;
             # a number the text shows is checked too when the note's value `v` states the same number
-            line = re.sub(r"([^|]*?)(\{@[^{}=]*=([^{}]*)\})", lambda m: re.sub(
-                NUMBER, lambda k: " " * len(k.group(0)) if float(k.group(0)) in map(float, NUMBER.findall(m.group(3))) else k.group(0),
-                m.group(1)) + m.group(2), line)
+            def blank_checked(m):
+                checked = [float(v) for v in NUMBER.findall(m.group(3))]
+                return NUMBER.sub(lambda k: " " * len(k.group(0)) if float(k.group(0)) in checked else k.group(0),
+                                  m.group(1)) + m.group(2)
+
+            line = re.sub(r"([^|]*?)(\{@[^{}=]*=([^{}]*)\})", blank_checked, line)
             line = re.sub(r"\{@[^{}]*\}|`?@[\w.-]+`?(?:\s*=\s*[^|]*)?", lambda m: " " * len(m.group(0)), line)
         line = INLINE.sub(lambda m: " " * len(m.group(0)), line)
         yield n, re.sub(r"(`+)(?:(?!\1).)+?\1", lambda m: " " * len(m.group(0)), line)
@@ -282,7 +285,8 @@ NUMBER = re.compile(r"(?<![\w.])-?\d+\.\d+(?:e-?\d+)?(?![\w.])|(?<![\w.])\d+e-?\
 NOT_FROM_A_RUN = [
     (r"(?:Python|NumPy|autograd|Material|MkDocs|版本)\s*{n}", "a version number"),
     (r"{n}\s*(?:节|小节)|§\s*{n}|\[{n}[\s\]]|^\s*\|\s*{n}\s*\||^#+\s*{n}\s", "a section or step number of a lesson"),
-    (r"(?:x|x_0|x0|输入|传入的|在|点|at)\s*[=＝]?\s*{n}", "the input the author chooses (the experiment uses the same literal)"),
+    (r"(?:x|x_0|x0|输入|传入的|在|点|at)\s*[=＝]?\s*{n}",
+     "the input the author chooses (the experiment uses the same literal)"),
     (r"\({n}\)", "the input of a call written in prose, e.g. grad(f)(3.0)"),
     (r"(?:阈值|容差|tol|rtol|atol|步长|h\s*=)\s*{n}", "a threshold or step size chosen by the author"),
 ]

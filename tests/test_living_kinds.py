@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from support import ROOT, block
+from prose_numbers import PROSE_NUMBERS
 
 EXP = ROOT / "experiments"
 
@@ -243,7 +244,14 @@ def prose_lines(text: str):
                 continue
             if not table:
                 continue
-            # checked cells (`@key = v`, `text {@key = v}`) are compared with the run by the build
+            # checked cells (`@key = v`, `text {@key = v}`) are compared with the run by the build;
+            # a number the text shows is checked too when the note's value `v` states the same number
+            def blank_checked(m):
+                checked = [float(v) for v in NUMBER.findall(m.group(3))]
+                return NUMBER.sub(lambda k: " " * len(k.group(0)) if float(k.group(0)) in checked else k.group(0),
+                                  m.group(1)) + m.group(2)
+
+            line = re.sub(r"([^|]*?)(\{@[^{}=]*=([^{}]*)\})", blank_checked, line)
             line = re.sub(r"\{@[^{}]*\}|`?@[\w.-]+`?(?:\s*=\s*[^|]*)?", lambda m: " " * len(m.group(0)), line)
         line = INLINE.sub(lambda m: " " * len(m.group(0)), line)
         yield n, re.sub(r"(`+)(?:(?!\1).)+?\1", lambda m: " " * len(m.group(0)), line)
@@ -277,7 +285,8 @@ NUMBER = re.compile(r"(?<![\w.])-?\d+\.\d+(?:e-?\d+)?(?![\w.])|(?<![\w.])\d+e-?\
 NOT_FROM_A_RUN = [
     (r"(?:Python|NumPy|autograd|Material|MkDocs|版本)\s*{n}", "a version number"),
     (r"{n}\s*(?:节|小节)|§\s*{n}|\[{n}[\s\]]|^\s*\|\s*{n}\s*\||^#+\s*{n}\s", "a section or step number of a lesson"),
-    (r"(?:x|x_0|x0|输入|在|点|at)\s*[=＝]?\s*{n}", "the input the author chooses (the experiment uses the same literal)"),
+    (r"(?:x|x_0|x0|输入|传入的|在|点|at)\s*[=＝]?\s*{n}",
+     "the input the author chooses (the experiment uses the same literal)"),
     (r"\({n}\)", "the input of a call written in prose, e.g. grad(f)(3.0)"),
     (r"(?:阈值|容差|tol|rtol|atol|步长|h\s*=)\s*{n}", "a threshold or step size chosen by the author"),
 ]
@@ -288,13 +297,19 @@ def numbers_left(root: Path = DOCS) -> list[tuple[str, int, str, str | None]]:
     out = []
     for path in sorted((root / "lessons").glob("*.md")):
         rel = path.relative_to(root).as_posix()
-        for n, line in prose_lines(path.read_text(encoding="utf-8")):
+        text = path.read_text(encoding="utf-8")
+        raw = text.split("\n")
+        listed = [(t, reason) for page, t, reason in PROSE_NUMBERS if page == rel]
+        for n, line in prose_lines(text):
             line = re.sub(r"\$[^$]+\$", lambda m: " " * len(m.group(0)), line)
             for m in NUMBER.finditer(line):
                 num = m.group(0)
                 why = next((reason for pattern, reason in NOT_FROM_A_RUN
                             if any(a.start() <= m.start() < a.end()
                                    for a in re.finditer(pattern.format(n=re.escape(num)), line))), None)
+                why = why or next((reason for t, reason in listed
+                                   if any(a.start() <= m.start() < a.start() + len(t)
+                                          for a in re.finditer(re.escape(t), raw[n - 1]))), None)
                 out.append((f"docs/{rel}", n, num, why))
     return out
 
@@ -307,6 +322,17 @@ def test_numbers_left_in_prose_each_have_a_reason():
     assert [f"{p}:{n}: {num}" for p, n, num, why in left if why is None] == []
 
 
+def test_prose_numbers_entries_each_name_one_place():
+    """Each (page, text, reason) of tests/prose_numbers.py occurs exactly once in its page."""
+    wrong = []
+    for page, t, reason in PROSE_NUMBERS:
+        path = DOCS / page
+        count = path.read_text(encoding="utf-8").count(t) if path.is_file() else -1
+        if count != 1 or not reason.strip():
+            wrong.append(f"docs/{page}: {t!r} occurs {count} times (reason {reason!r})")
+    assert wrong == []
+
+
 def test_numbers_left_classifies_by_context(tmp_path):
     (tmp_path / "lessons").mkdir()
     (tmp_path / "lessons" / "01.md").write_text(
@@ -316,6 +342,11 @@ def test_numbers_left_classifies_by_context(tmp_path):
         ("docs/lessons/01.md", 1, "6.0", None),
         ("docs/lessons/01.md", 1, "5.3", "a section or step number of a lesson"),
         ("docs/lessons/01.md", 1, "3.12", "a version number")]
+    # in a snapshot row, a number shown beside a note that checks the same number is checked; others are not
+    (tmp_path / "lessons" / "01.md").write_text(
+        "```snapshot\nExperiment: experiments/m.py\n\n对象 | 值 | 说明\n"
+        "g | 6.0 {@a.g = 6.000000} | 实验观察\nh | 2.0 {@a.h = 3.0} | 合计 1.0\n```\n", encoding="utf-8")
+    assert [(n, num, why) for _, n, num, why in numbers_left(tmp_path)] == [(6, "2.0", None), (6, "1.0", None)]
 
 
 # -- repin ----------------------------------------------------------------------------------
@@ -369,3 +400,17 @@ def test_snapshot_cells_may_hold_inline_references(site):
         "docs/a.md:7: 'outgrad = outgrads.popp(node)' does not occur in `backward_pass` (autograd/core.py L25-32) — "
         "closest lines: L27: 'for node in toposort(end_node):'; L28: 'outgrad = outgrads.pop(node)'; "
         "L31: 'outgrads[parent] = add_outgrads(outgrads.get(parent), ingrad'")
+
+
+def test_snapshot_title_references_are_checked(site):
+    table = block("snapshot", "Experiment: experiments/multiple_paths.py",
+                  "Title: 第一对 (R, [[value: multiple_paths xx.calls.9.ingrad]])", body="""
+                  对象 | 值 | 说明
+                  `outgrad` | @xx.grad | 最终梯度
+                  """)
+    _site(site, "# 表\n\n" + table)
+    v = site.verify()
+    assert v.returncode != 0 and v.stderr.splitlines()[0].startswith(
+        "docs/a.md:5: experiments/multiple_paths.py recorded no `xx.calls.9.ingrad`"), v.stderr
+    site.page("a.md", "# 表\n\n" + table.replace("xx.calls.9.ingrad", "xx.calls.0.ingrad"))
+    assert site.verify().returncode == 0

@@ -88,7 +88,7 @@ class Snapshot(Kind):
                     + title + f'<table class="lk-snapshot-table"><thead><tr>{head}</tr></thead>'
                     f"<tbody>{rows}</tbody></table></div>")
 
-        if renderer.store is None or any("[[" in line for line in b.body):  # inline refs: rendered each time
+        if renderer.store is None or any("[[" in line for line in [*b.body, b.get("Title") or ""]):  # inline refs
             return make()
         key = digest("snapshot", FORMAT, anchor, repr(table), b.get("Title") or "", b.get("Label") or "",
                      renderer.links.script(r.job.label) or "")
@@ -110,20 +110,22 @@ class Snapshot(Kind):
                 return m.group(0)
 
         title = r.block.get("Title")
-        head = [f"**{title}**", ""] if title else []
+        head = [f"**{INLINE.sub(plain_ref, title)}**", ""] if title else []
         return head + INLINE.sub(plain_ref, table.markdown()).rstrip("\n").split("\n")
 
 
 
 def cell_refs(block) -> list:
-    """The inline references (``[[line: …]]``, ``[[value: …]]``) written in the table's cells."""
+    """The inline references (``[[line: …]]``, ``[[value: …]]``) written in the Title and the table's cells."""
     from . import INLINE, InlineRef
 
     out = []
-    for i, line in enumerate(block.body or ()):
+    lines = [(block.line_of("Title"), block.get("Title") or "")]
+    lines += [(block.body_line + i, line) for i, line in enumerate(block.body or ())]
+    for n, line in lines:
         for m in INLINE.finditer(line):
             if not line.count("`", 0, m.start()) % 2:
-                out.append(InlineRef(m["name"], m["arg"], block.path, block.body_line + i))
+                out.append(InlineRef(m["name"], m["arg"], block.path, n))
     return out
 
 

@@ -33,7 +33,7 @@ def items(project, ttree, target, parsed_pages: list, vs) -> list:
     """The repin rows of every inline reference, snapshot, figure and value of ``parsed_pages``."""
     from .classify import Item
 
-    from .resolve import Tree
+    from ..resolve import Tree
 
     # base names (`core.py`) resolve among the target's files, as they do among the pin's
     ttree = Tree(ttree.root, "target", allowed=set(target.manifest), label=ttree.label)
@@ -134,7 +134,7 @@ def _shown(project, what, result):
             return [[c.text for c in row] for row in table.rows]
         return json.loads(json.dumps(r.kind.inputs(r, result), sort_keys=True))
     rel, key, prec = value_kind.parse(what)
-    from . import recording
+    from .. import recording
     rec = recording.load(result.record, rel)
     fmt = recording.Format() if prec is None else recording.Format(precision=prec)
     return recording.format_value(recording.lookup(rec, key), fmt)

@@ -390,7 +390,7 @@ def test_snapshot_cells_may_hold_inline_references(site):
     _site(site, "# 表\n\n" + table)
     r = site.run("-m", "lessonkit", "render", "docs/a.md")
     assert r.returncode == 0, r.stderr
-    assert ('<td>在 <span class="lk-line" title="autograd/core.py · backward_pass · outgrad = '
+    assert ('<td>在 <span class="lk-ref" title="autograd/core.py · backward_pass · outgrad = '
             'outgrads.pop(node)">core.py:28</span> 取出，等于 <span class="lk-value" title="experiments/multiple_paths.py '
             '本次构建的运行记录：xx.grad">6.0</span></td>') in r.stdout
     bad = table.replace("outgrads.pop(node)", "outgrads.popp(node)")

@@ -5,7 +5,6 @@ differences along 1 and i). holomorphic_grad(fun) is grad(real(fun)), which by t
 Cauchy-Riemann equations equals f'(z) for a holomorphic fun.
 """
 
-import numpy as np
 
 import autograd.numpy as anp
 from autograd import grad, holomorphic_grad

@@ -9,7 +9,6 @@ the module globals that autograd looks up at call time; everything is restored a
 import numpy as np
 
 import autograd.core as core
-import autograd.numpy as anp
 from autograd import grad, hessian, make_hvp, make_jvp
 
 from _provenance import announce

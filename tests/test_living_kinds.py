@@ -106,7 +106,8 @@ def test_build_renders_each_kind(site):
         '已与记录比对）"><span class="lk-math"><math xmlns="http://www.w3.org/1998/Math/MathML" display="inline">'
         '<mrow><mi>x</mi><mo>&#x0002B;</mo><mi>x</mi></mrow></math></span></td><td>公式照写</td></tr>',
         "<tr><td>分支</td><td><code>vs.add(prev_g, g)</code></td><td>手写</td></tr>"]
-    assert '<span class="lk-badge lk-badge-snap" data-search-exclude="chrome">状态快照 STATE SNAPSHOT · 实验观察</span>' in html
+    assert ('<span class="lk-badge lk-badge-snap" data-search-exclude="chrome">'
+            "状态快照 STATE SNAPSHOT · 实验观察</span>") in html
     fig = html.split('<figure class="lk-figure" id="figure-1">')[1].split("</figure>")[0]
     assert fig.startswith('<svg xmlns="http://www.w3.org/2000/svg" class="lk-fig"')
     assert re.findall(r"<text [^>]*>([^<]*)</text>", fig) == ["R", "根节点", "M", "multiply"]
@@ -122,7 +123,8 @@ def test_build_renders_each_kind(site):
         '被引用：<a href="../../../a/#ref-4">活的课程 · add_outgrads（正文）</a>']
     acc = (site.root / "site" / "attachments" / "acceptance" / "index.html").read_text(encoding="utf-8")
     living = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", acc.split('id="living"')[1].split("</table>")[0]))
-    assert living.endswith("状态快照表 1 快照中由记录生成的值 1 快照中手写、已与记录比对的值 2 快照中手写、未比对的值 1 "
+    assert living.endswith("状态快照表 1 快照中由记录生成的值 1 快照中手写、已与记录比对的值 2 "
+                           "快照中手写、未比对的值 1 "
                            "生成或比对的比例 75.0 %（目标 ≥ 90 %） 由运行记录绘制的图 1 正文中的记录值 1 "
                            "正文中的源码行引用 4 ")
 
@@ -351,10 +353,10 @@ def test_numbers_left_classifies_by_context(tmp_path):
 
 # -- repin ----------------------------------------------------------------------------------
 
-from test_repin import _report, _seed, sdists  # noqa: E402,F401  (the 1.8.0 sdist, fetched once)
+from test_repin import _report, _seed, sdists  # noqa: E402,F401,F811  (the 1.8.0 sdist, fetched once)
 
 
-def test_repin_classifies_prose_references_and_rebuilds_recorded_values(site, monkeypatch, sdists):
+def test_repin_classifies_prose_references_and_rebuilds_recorded_values(site, monkeypatch, sdists):  # noqa: F811
     _seed(site, sdists("1.8.0"))
     _site(site, "# 重新固定\n\n"
           '见 [[line: core.py::backward_pass "outgrad = outgrads.pop(node)"]]，'
@@ -383,15 +385,17 @@ from lessonkit import repin  # noqa: E402
 
 
 def test_snapshot_cells_may_hold_inline_references(site):
-    table = block("snapshot", "Experiment: experiments/multiple_paths.py", body="""
+    ref = '[[line: core.py::backward_pass "outgrad = outgrads.pop(node)"|file]]'
+    table = block("snapshot", "Experiment: experiments/multiple_paths.py", body=f"""
                   对象 | 值 | 说明
-                  `outgrad` | @xx.grad | 在 [[line: core.py::backward_pass "outgrad = outgrads.pop(node)"|file]] 取出，等于 [[value: multiple_paths xx.grad]]
+                  `outgrad` | @xx.grad | 在 {ref} 取出，等于 [[value: multiple_paths xx.grad]]
                   """)
     _site(site, "# 表\n\n" + table)
     r = site.run("-m", "lessonkit", "render", "docs/a.md")
     assert r.returncode == 0, r.stderr
     assert ('<td>在 <span class="lk-ref" title="autograd/core.py · backward_pass · outgrad = '
-            'outgrads.pop(node)">core.py:28</span> 取出，等于 <span class="lk-value" title="experiments/multiple_paths.py '
+            'outgrads.pop(node)">core.py:28</span> 取出，等于 '
+            '<span class="lk-value" title="experiments/multiple_paths.py '
             '本次构建的运行记录：xx.grad">6.0</span></td>') in r.stdout
     bad = table.replace("outgrads.pop(node)", "outgrads.popp(node)")
     site.page("a.md", "# 表\n\n" + bad)

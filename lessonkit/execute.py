@@ -21,10 +21,6 @@ from pathlib import Path
 from . import config, sandbox, store
 from .errors import LessonError, Problem
 from .fsutil import atomic_write, owned_path, remove_owned
-from .outcomes import FILE_LIMIT as FILE_LIMIT
-from .outcomes import OUTPUT_CAP as OUTPUT_CAP
-from .outcomes import RECORD_LIMIT as RECORD_LIMIT
-from .outcomes import STDERR_CAP as STDERR_CAP
 from .outcomes import _check, _read_record, _STORED
 from .outcomes import failure as failure
 
@@ -32,6 +28,10 @@ from .outcomes import failure as failure
 log = logging.getLogger("lessonkit.execute")
 
 DEFAULT_TIMEOUT = 60
+OUTPUT_CAP = 64 * 1024  # stdout shown on the page; the rest is counted
+STDERR_CAP = 16 * 1024  # stderr kept (its end)
+FILE_LIMIT = 64 * 1024 * 1024  # largest file a script may write, its stdout included (RLIMIT_FSIZE)
+RECORD_LIMIT = 4 * 1024 * 1024  # the record file (LESSONKIT_RECORD)
 KEY_SCHEMA = "lessonkit-exp-3"
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
 SKIPPED = {"__pycache__", ".pytest_cache", ".git"}

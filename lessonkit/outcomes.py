@@ -1,6 +1,7 @@
-"""What one experiment run leaves behind, and what it means: the size limits of a run, the record
-file a script writes (``$LESSONKIT_RECORD``), the form of a stored result, and the one-line error
-for a run that did not pass. Re-exported by :mod:`lessonkit.execute`."""
+"""What one experiment run leaves behind, and what it means: the record file a script writes
+(``$LESSONKIT_RECORD``), the form of a stored result, and the one-line error for a run that did
+not pass. Re-exported by :mod:`lessonkit.execute`, which keeps the limits
+(read from there at call time, so a test may lower ``execute.FILE_LIMIT``)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,6 @@ from .errors import LessonError
 if TYPE_CHECKING:
     from .execute import Job, Result
 
-OUTPUT_CAP = 64 * 1024  # stdout shown on the page; the rest is counted
-STDERR_CAP = 16 * 1024  # stderr kept (its end)
-FILE_LIMIT = 64 * 1024 * 1024  # largest file a script may write, its stdout included (RLIMIT_FSIZE)
-RECORD_LIMIT = 4 * 1024 * 1024  # the record file (LESSONKIT_RECORD)
-
 
 def _check(data: dict) -> str:
     """Digest of a stored result's value (every field but ``check``), in one canonical form."""
@@ -29,6 +25,8 @@ def _check(data: dict) -> str:
 
 def _read_record(path: Path) -> tuple[dict | None, str]:
     """The record the script left, or a problem saying why it is not one."""
+    from .execute import RECORD_LIMIT
+
     try:
         with open(path, "rb") as fh:
             data = fh.read(RECORD_LIMIT + 1)
@@ -61,6 +59,8 @@ _OOM = ("MemoryError", "Unable to allocate", "Cannot allocate memory", "std::bad
 
 def failure(result: Result | None, job: Job, timeout: int) -> LessonError:
     """The one-line error for a job that did not pass (located by the caller with ``.at``)."""
+    from .execute import FILE_LIMIT, OUTPUT_CAP
+
     label = job.label
     run_hint = "run it by hand: nox -s experiment -- " + label
     if result is None or result.problem == "cancelled":

@@ -9,7 +9,6 @@ link validation, and turn lessonkit problems into MkDocs errors.
 from __future__ import annotations
 
 import logging
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,8 +19,6 @@ from mkdocs.utils import get_relative_url
 
 from lessonkit import build as lk_build
 from lessonkit import config as lk_config
-from lessonkit import pages
-from lessonkit import site as lk_site
 from lessonkit.errors import LessonError
 
 if TYPE_CHECKING:
@@ -29,7 +26,6 @@ if TYPE_CHECKING:
     from mkdocs.structure.pages import Page
 
 log = logging.getLogger("mkdocs.plugins.lessonkit")
-_ID = re.compile(r'\sid="([^"]+)"')
 BUILD: lk_build.Build | None = None  # the build in progress (replaced in on_config)
 
 
@@ -98,26 +94,11 @@ def on_page_markdown(markdown: str, page: "Page", config: "MkDocsConfig", files:
 
 def on_page_content(html: str, page: "Page", config: "MkDocsConfig", files: "Files") -> str:
     BUILD.page_done()
-    gen = BUILD.generated.get(page.file.src_uri)
-    if gen and pages.CODE_MARK in html:
-
-        def href(c):
-            return get_relative_url(BUILD.urls[c.page], page.url) + f"#{c.anchor}"
-
-        html = pages.fill_code_page(BUILD.project, html, *gen, BUILD.citations, href)
-    elif page.file.src_uri == "api.md":  # each entry: the call signature, its source lines, its lessons
-        html = lk_site.api_entry_links(
-            html, BUILD.project, BUILD.citations,
-            lambda f, n: get_relative_url(BUILD.urls[site_uri], page.url) + f"#L{n}"
-            if (site_uri := lk_site.source_uri(f)) in BUILD.urls else None,
-            lambda c: get_relative_url(BUILD.urls[c.page], page.url) + f"#{c.anchor}")
+    html = BUILD.page_html(page.file.src_uri, html, page.url, get_relative_url)
     # Rendered blocks reach the page through the HTML stash, where MkDocs' anchor
     # collector does not look: register their ids so links to them are validated.
     if page.present_anchor_ids is not None:
-        page.present_anchor_ids |= set(_ID.findall(html))
-        deferred = BUILD.deferred.get(page.file.src_uri)
-        for code in deferred.html.values() if deferred else ():
-            page.present_anchor_ids |= set(_ID.findall(code))
+        page.present_anchor_ids |= BUILD.anchor_ids(page.file.src_uri, html)
     return html
 
 

@@ -40,6 +40,7 @@ from .render import Deferred
 COMMAND = ["build"]  # the MkDocs command of this process ("build" or "serve")
 TOKEN = re.compile(r"\[\[lessonkit:([^\]\s]*)\]\]")
 API_ENTRY = re.compile(r"^::: *([\w.]+)", re.M)
+ANCHOR_ID = re.compile(r'\sid="([^"]+)"')
 
 
 def fill_tokens(text: str, tokens: dict[str, str]) -> str:
@@ -239,6 +240,32 @@ class Build:
         for p in ctx.problems if ctx else []:
             self.report_problem(p)
         return ctx
+
+    def page_html(self, uri: str, html: str, page_url: str, relative: Callable[[str, str], str]) -> str:
+        """The rendered HTML of a page with the links only the whole site knows: the lessons citing
+        each line of a generated code page; the source lines and lessons of each API entry."""
+        gen = self.generated.get(uri)
+
+        def lesson(c):
+            return relative(self.urls[c.page], page_url) + f"#{c.anchor}"
+
+        def source(f, n):
+            site_uri = site.source_uri(f)
+            return relative(self.urls[site_uri], page_url) + f"#L{n}" if site_uri in self.urls else None
+
+        if gen and pages.CODE_MARK in html:
+            return pages.fill_code_page(self.project, html, *gen, self.citations, lesson)
+        if uri == "api.md":  # each entry: the call signature, its source lines, its lessons
+            return site.api_entry_links(html, self.project, self.citations, source, lesson)
+        return html
+
+    def anchor_ids(self, uri: str, html: str) -> set[str]:
+        """The ids of a page's HTML and of its highlighted blocks still waiting in the HTML stash."""
+        ids = set(ANCHOR_ID.findall(html))
+        deferred = self.deferred.get(uri)
+        for code in deferred.html.values() if deferred else ():
+            ids |= set(ANCHOR_ID.findall(code))
+        return ids
 
     def report_problem(self, p: Problem) -> None:
         self.log(str(p))

@@ -7,16 +7,15 @@ environment variable). Nothing else in lessonkit reads these inputs raw.
 
 * :func:`load_pin_fields` — ``sourcemap/pin.toml``;
 * :func:`read_manifest` — ``sourcemap/manifest.sha256``;
-* :func:`read_excerpt_map` — ``sourcemap/excerpts.json``;
-* :func:`read_roles` — ``sourcemap/roles.toml``;
+* :func:`read_excerpt_map` — ``sourcemap/excerpts.json`` and :func:`read_roles` —
+  ``sourcemap/roles.toml`` (in :mod:`lessonkit.sourcemaps`, re-exported here);
+* ``kinds.toml``, ``site.toml``, command outputs and ``docs/`` links (in
+  :mod:`lessonkit.projectchecks`, re-exported here);
 * :func:`cache_dir`, :func:`source_dir`, :func:`sdist_path`, :func:`git_remote` — the environment.
 """
 
 from __future__ import annotations
 
-import contextlib
-import stat as stat_module
-import json
 import os
 import re
 import tomllib
@@ -283,123 +282,6 @@ def read_manifest(path: Path, label: str) -> tuple[dict[str, str], dict[str, int
     return manifest, lines
 
 
-# ---------------------------------------------------------------- excerpts.json
-
-MAP_HINT = "run `nox -s verify -- --update-map` to write it again"
-MAP_KEYS = {"page": str, "block": int, "kind": str, "file": str, "symbol": (str, type(None)), "lines": list,
-            "sha256": str}
-
-
-def _entry_lines(text: str) -> list[int]:
-    """Line of each object inside a top-level array (the map's entries, in order)."""
-    out, stack, n, i, in_str = [], [], 1, 0, False
-    while i < len(text):
-        c = text[i]
-        if in_str:
-            if c == "\\":
-                i += 1
-            elif c == '"':
-                in_str = False
-        elif c == '"':
-            in_str = True
-        elif c in "[{":
-            if c == "{" and len(stack) == 2 and stack[-1] == "[":
-                out.append(n)
-            stack.append(c)
-        elif c in "]}":
-            if stack:
-                stack.pop()
-        if c == "\n":
-            n += 1
-        i += 1
-    return out
-
-
-def read_excerpt_map(path: Path, label: str) -> dict:
-    """The recorded excerpt map, its shape checked: pin, version, manifest, excerpts[]."""
-    text = read_text(path, label, MAX_MAP_BYTES, MAP_HINT)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise LessonError(f"the excerpt map is not valid JSON ({exc.msg})", path=label, line=exc.lineno,
-                          hint=MAP_HINT) from None
-    except (RecursionError, ValueError) as exc:
-        raise LessonError(f"the excerpt map is not valid JSON ({'nested too deeply' if isinstance(exc, RecursionError) else exc})",
-                          path=label, hint=MAP_HINT) from None
-    if not isinstance(data, dict):
-        raise LessonError(f"the excerpt map must be a JSON object, got {_type_name(data)}", path=label, line=1,
-                          hint=MAP_HINT)
-    for key in ("pin", "version", "manifest"):
-        if not isinstance(data.get(key), str):
-            raise LessonError(f"the excerpt map's `{key}` must be a string, got {_type_name(data.get(key))}",
-                              path=label, hint=MAP_HINT)
-    entries = data.get("excerpts")
-    if not isinstance(entries, list):
-        raise LessonError(f"the excerpt map's `excerpts` must be an array, got {_type_name(entries)}",
-                          path=label, hint=MAP_HINT)
-    where = _entry_lines(text)
-    seen: dict[tuple, int] = {}
-    for i, e in enumerate(entries):
-        line = where[i] if i < len(where) else None
-        why = None
-        if not isinstance(e, dict):
-            why = f"is {_type_name(e)}, not an object"
-        else:
-            for k, t in MAP_KEYS.items():
-                v = e.get(k)
-                if k not in e or not isinstance(v, t) or isinstance(v, bool):
-                    why = f"has no valid `{k}` ({_type_name(v) if k in e else 'missing'})"
-                    break
-            else:
-                ln = e["lines"]
-                if e["block"] < 0 or len(ln) != 2 or not all(isinstance(x, int) and not isinstance(x, bool)
-                                                              for x in ln) or not 1 <= ln[0] <= ln[1]:
-                    why = "has an invalid `block` or `lines`"
-                elif (e["page"], e["block"]) in seen:
-                    why = f"repeats block {e['block']} of {show(e['page'])} (first on line {seen[e['page'], e['block']]})"
-                else:
-                    seen[e["page"], e["block"]] = line or 0
-        if why:
-            raise LessonError(f"excerpt map entry {i + 1} {why}", path=label, line=line, hint=MAP_HINT)
-    return data
-
-
-# ---------------------------------------------------------------- roles.toml
-
-ROLES_HINT = "sourcemap/roles.toml maps a file of the pinned tree to its role: [roles] \"path\" = \"text\""
-
-
-def read_roles(path: Path, label: str) -> dict[str, str]:
-    data, lines = read_toml(path, label, ROLES_HINT)
-    problems = []
-    for key, value in data.items():
-        if key != "roles":
-            problems.append(Problem(f"unknown section or key `{show(key, 40)[1:-1]}`", label,
-                                    lines.get((key, "")) or lines.get(("", key)), ROLES_HINT))
-    roles = data.get("roles", {})
-    if not isinstance(roles, dict):
-        problems.append(Problem(f"`roles` must be a table, got {_type_name(roles)}", label,
-                                lines.get(("", "roles")), ROLES_HINT))
-        roles = {}
-    out = {}
-    for rel, text in roles.items():
-        line = lines.get(("roles", rel))
-        why = tree_path_problem(rel)
-        if why:
-            problems.append(Problem(f"role key {show(rel)} {why}", label, line, ROLES_HINT))
-        elif not isinstance(text, str):
-            problems.append(Problem(f"the role of {rel} must be a string, got {_type_name(text)}", label, line,
-                                    ROLES_HINT))
-        elif len(text) > 500 or CONTROL.search(text):
-            problems.append(Problem(f"the role of {rel} is longer than 500 characters or has a control character",
-                                    label, line, "write one short line"))
-        else:
-            out[rel] = text
-    if problems:
-        raise LessonError.collect(problems[:SHOWN])
-    return out
-
-
 # ---------------------------------------------------------------- environment
 
 def env(name: str) -> str | None:
@@ -495,179 +377,6 @@ def display_text(value: str, limit: int = 300) -> str:
     return re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029<>&\"'`]", "?", value)[:limit]
 
 
-# ---------------------------------------------------------------- kinds.toml
-
-KINDS_LABEL = "sourcemap/kinds.toml"
-KINDS_HINT = 'write `modules = ["package.module"]`, modules of the project importable from its root'
-MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}(\.[A-Za-z_][A-Za-z0-9_]{0,99}){0,9}$")
-
-
-def _quoted_line(text: str, value: str, default: int) -> int:
-    for n, line in enumerate(text.split("\n"), 1):
-        if f'"{value}"' in line or f"'{value}'" in line:
-            return n
-    return default
-
-
-def read_kind_modules(root: Path) -> list[tuple[str, int]]:
-    """``sourcemap/kinds.toml``: exactly ``modules = [names…]``, each a dotted module name whose
-    top-level package is a file or folder of the project root. (name, line) pairs."""
-    path = root / KINDS_LABEL
-    data, lines = read_toml(path, KINDS_LABEL, KINDS_HINT)
-    text = read_text(path, KINDS_LABEL, MAX_CONFIG_BYTES, KINDS_HINT)
-    at = lines.get(("", "modules"), 1)
-    if set(data) != {"modules"}:
-        extra = sorted(set(data) - {"modules"})
-        raise LessonError(f"unknown key `{extra[0]}`" if extra else "no `modules` key",
-                          path=KINDS_LABEL, line=lines.get(("", extra[0]), 1) if extra else 1, hint=KINDS_HINT)
-    modules = data["modules"]
-    if not isinstance(modules, list):
-        raise LessonError(f"`modules` is {_type_name(modules)}, not an array of module names",
-                          path=KINDS_LABEL, line=at, hint=KINDS_HINT)
-    out = []
-    for name in modules:
-        if not isinstance(name, str):
-            raise LessonError(f"`modules` holds {_type_name(name)} {show(name)}, not a module name",
-                              path=KINDS_LABEL, line=at, hint=KINDS_HINT)
-        line = _quoted_line(text, name, at)
-        if not MODULE_NAME.fullmatch(name):
-            raise LessonError(f"{show(name)} is not a module name", path=KINDS_LABEL, line=line,
-                              hint="dotted Python identifiers, e.g. `lessonkinds.note`")
-        if any(n == name for n, _ in out):
-            raise LessonError(f"module `{name}` is listed twice", path=KINDS_LABEL, line=line,
-                              hint="list each module once")
-        out.append((name, line))
-    return out
-
-
-def import_kind_module(root: Path, name: str, line: int) -> list:
-    """Import one module of ``kinds.toml`` from the project root and return its kinds.
-
-    Refuses (before importing anything) a module whose top-level package is not in the project
-    root, such as a module of the standard library; any failure of the module itself, ``SystemExit``
-    included, is one located error."""
-    import importlib
-    import importlib.machinery
-    import sys
-
-    from .kinds.base import InlineKind, Kind
-
-    top = name.split(".")[0]
-    real_root = os.path.realpath(root)
-    try:
-        spec = importlib.machinery.PathFinder.find_spec(top, [real_root])
-    except (ImportError, ValueError, OSError):
-        spec = None
-    origin = (spec.origin or (list(spec.submodule_search_locations or [""])[0])) if spec else ""
-    if spec is None or not origin or not os.path.realpath(origin).startswith(real_root + os.sep):
-        raise LessonError(f"cannot import kind module `{name}`: ModuleNotFoundError: no `{top}.py` or `{top}/` "
-                          "in the project root", path=KINDS_LABEL, line=line,
-                          hint="kind modules are the project's own, importable from its root")
-    loaded = sys.modules.get(top)  # already imported: from the Python installation it would not be ours
-    where = os.path.realpath(getattr(loaded, "__file__", None) or "/") if loaded is not None else ""
-    installed = {os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix)}
-    if loaded is not None and (where == "/" or any(where.startswith(p) for p in installed)):
-        raise LessonError(f"module `{name}` has the name of a module lessonkit already uses",
-                          path=KINDS_LABEL, line=line, hint="rename the module")
-    added = real_root not in sys.path
-    if added:
-        sys.path.insert(0, real_root)
-    bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # the build writes nothing there
-    try:
-        module = importlib.import_module(name)
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # an author's module: any failure, SystemExit included, at its line
-        raise LessonError(f"cannot import kind module `{name}`: {type(exc).__name__}: {display_text(str(exc), 200)}",
-                          path=KINDS_LABEL, line=line, hint="the module must be importable from the project root") \
-            from None
-    finally:
-        sys.dont_write_bytecode = bytecode
-        if added:
-            with contextlib.suppress(ValueError):
-                sys.path.remove(real_root)
-    many, one = getattr(module, "KINDS", None), getattr(module, "KIND", None)
-    found = list(many) if isinstance(many, (list, tuple)) else ([one] if one is not None else [])
-    if many is not None and not isinstance(many, (list, tuple)):
-        raise LessonError(f"`KINDS` of module `{name}` is {_type_name(many)}, not a list of kinds",
-                          path=KINDS_LABEL, line=line, hint="write `KINDS = [MyKind(), …]`")
-    if not found:
-        raise LessonError(f"module `{name}` defines neither KIND nor KINDS", path=KINDS_LABEL, line=line,
-                          hint="add `KIND = MyKind()` at the end of the module")
-    for k in found:
-        if not isinstance(k, (Kind, InlineKind)):
-            raise LessonError(f"module `{name}` lists {show(k)}, which is not a Kind or InlineKind instance",
-                              path=KINDS_LABEL, line=line, hint="write `KIND = MyKind()` (an instance, not the class)")
-    return found
-
-
-# ---------------------------------------------------------------- site.toml
-
-SITE_LABEL = "sourcemap/site.toml"
-SITE_HINT = "see lessonkit/siteconfig.py for the fields"
-_SITE_FIELDS = {  # (table, key) -> what the value must be
-    ("upstream", "name"): "name", ("upstream", "label"): "text", ("upstream", "package"): "package",
-    ("repository", "teaching"): "folders", ("repository", "code"): "folders", ("bundle", "path"): "output",
-    ("diagrams", "calls"): "file", ("diagrams", "nesting"): "file", ("attachments", "readme"): "file",
-}
-
-
-def check_site(root: Path, data: dict, lines: dict[tuple[str, str], int]) -> None:
-    """Every field of ``site.toml`` has its type and shape; every path is a plain relative path
-    that stays inside the project (files and folders it names exist there, and are not links out)."""
-    real_root = os.path.realpath(root)
-    for table, values in data.items():
-        if not isinstance(values, dict):
-            raise LessonError(f"`{table}` is {_type_name(values)}, not a table", path=SITE_LABEL,
-                              line=lines.get(("", table), 1), hint=f"write `[{table}]` with its keys below")
-        for key, value in values.items():
-            what = _SITE_FIELDS.get((table, key))
-            if what is None:
-                continue  # unknown tables and keys: siteconfig's own messages
-            line = lines.get((table, key), lines.get((table, ""), 1))
-            problem = _site_value_problem(real_root, what, value)
-            if problem:
-                raise LessonError(f"`{key}` in `[{table}]` {problem}", path=SITE_LABEL, line=line, hint=SITE_HINT)
-
-
-def _site_value_problem(real_root: str, what: str, value: object) -> str | None:
-    if what == "folders":
-        if not isinstance(value, list):
-            return f"is {_type_name(value)}, not an array of folders"
-        for v in value:
-            p = _site_value_problem(real_root, "folder", v)
-            if p:
-                return f"item {show(v)} {p}" if isinstance(v, str) else p
-        return None
-    if not isinstance(value, str):
-        return f"is {_type_name(value)}, not a string"
-    if not value.strip() or len(value) > MAX_VALUE:
-        return f"is {'empty' if not value.strip() else 'longer than %d characters' % MAX_VALUE}"
-    if CONTROL.search(value):
-        return f"contains the control character U+{ord(CONTROL.search(value)[0]):04X}"
-    if what == "text":
-        return None
-    if what == "name":
-        return None if DIST.fullmatch(value) else "is not a plain name (letters, digits, `._-`)"
-    rel = (value[:-1] or value) if what in ("folder", "package") and value.endswith("/") else value
-    problem = tree_path_problem(rel)
-    if problem:
-        return problem
-    if what == "output":
-        return None if rel.endswith(".zip") else "does not end in .zip"
-    if what == "package":  # a folder of the pinned tree, not of the project
-        return None if value.endswith("/") else "does not end in `/`"
-    target = os.path.join(real_root, rel)
-    real = os.path.realpath(target)  # a path that does not exist (yet) is the engine's to report
-    if not real.startswith(real_root + os.sep):
-        return "leads outside the project (a link)"
-    if what == "file" and os.path.isdir(real):
-        return "is a folder, not a file"
-    if what == "folder" and os.path.exists(real) and not os.path.isdir(real):
-        return "is a file, not a folder"
-    return None
-
-
 # ---------------------------------------------------------------- environment of a build
 
 SANDBOX_MODES = ("copy", "namespaces")
@@ -700,84 +409,24 @@ def site_urls() -> dict[str, str]:
     return out
 
 
-# ---------------------------------------------------------------- outputs of commands
+# ---------------------------------------------------------------- moved readers and checks
 
-PROJECT_OWN = ("docs", "experiments", "sourcemap", ".git")
-
-
-def manifest_output_problem(root: Path, out: Path) -> str | None:
-    """Why ``python -m lessonkit manifest TREE OUT`` must not write ``out``, or None: not a folder,
-    not one of the project's own files (except ``sourcemap/manifest.sha256``), and an existing file
-    only when it is a manifest (a typo must not replace a page or the pin)."""
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(out)
-    if os.path.isdir(real):
-        return "is a folder"
-    if real != os.path.join(real_root, "sourcemap", "manifest.sha256"):
-        for top in PROJECT_OWN:
-            if real.startswith(os.path.join(real_root, top) + os.sep):
-                return f"is inside the project's own files ({top}/)"
-    if os.path.exists(real):
-        try:
-            with open(real, "rb") as fh:
-                data = fh.read(MAX_MANIFEST_BYTES + 1)
-            text = data.decode("utf-8")
-        except (OSError, UnicodeDecodeError):
-            return "exists and is not a manifest"
-        if len(data) > MAX_MANIFEST_BYTES or any(l and not MANIFEST_LINE.match(l) for l in text.split("\n")):
-            return "exists and is not a manifest"
-    return None
+# The excerpt map and roles readers live in :mod:`lessonkit.sourcemaps`, the checks of kinds.toml,
+# site.toml, command outputs and docs/ in :mod:`lessonkit.projectchecks`; both import from this
+# module, so their names are re-exported lazily (PEP 562) rather than by a circular import.
+_MOVED = {
+    "sourcemaps": ("MAP_HINT", "MAP_KEYS", "read_excerpt_map", "ROLES_HINT", "read_roles"),
+    "projectchecks": ("KINDS_LABEL", "KINDS_HINT", "MODULE_NAME", "read_kind_modules", "import_kind_module",
+                      "SITE_LABEL", "SITE_HINT", "check_site", "PROJECT_OWN", "manifest_output_problem",
+                      "LINK_FIX", "docs_problems", "check_docs"),
+}
+_MOVED_FROM = {name: module for module, names in _MOVED.items() for name in names}
 
 
-# ---------------------------------------------------------------- docs/: links and special files
+def __getattr__(name: str):
+    module = _MOVED_FROM.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-LINK_FIX = "remove the link, or point it at a page inside the project"
-
-
-def docs_problems(root: Path) -> list:
-    """Every entry of ``docs/`` that MkDocs would follow somewhere it must not: a link that is
-    dangling, a loop, leads outside the project, or is a folder (MkDocs walks into it); and
-    anything that is not a regular file or folder (a FIFO would hang the build, a device never ends)."""
-    from .errors import Problem
-
-    docs = Path(root) / "docs"
-    real_root = os.path.realpath(root)
-    out = []
-    hint = "replace the link with the file itself (lessonkit never publishes what lies outside the project)"
-    for dirpath, dirnames, filenames in os.walk(docs, followlinks=False):
-        dirnames.sort()
-        for name in sorted(dirnames + filenames):
-            p = os.path.join(dirpath, name)
-            rel = os.path.relpath(p, root).replace(os.sep, "/")
-            try:
-                st = os.lstat(p)
-            except OSError:
-                continue
-            if stat_module.S_ISLNK(st.st_mode):
-                try:
-                    real = Path(p).resolve(strict=True)
-                except RuntimeError:
-                    out.append(Problem("is a link loop", rel, None, LINK_FIX))
-                    continue
-                except OSError as exc:
-                    what = "a link loop" if exc.errno == 40 else "a link to nothing"
-                    out.append(Problem(f"is {what} ({show(os.readlink(p))})", rel, None, LINK_FIX))
-                    continue
-                if not str(real).startswith(real_root + os.sep):
-                    out.append(Problem(f"is a link that leads outside the project ({show(os.readlink(p))})", rel,
-                                       None, hint))
-                elif real.is_dir():
-                    out.append(Problem("is a link to a folder (MkDocs would walk into it, maybe in a loop)", rel,
-                                       None, "link single pages, or move the folder into docs/"))
-                elif not real.is_file():
-                    out.append(Problem("is a link to something that is not a regular file", rel, None, hint))
-            elif not (stat_module.S_ISREG(st.st_mode) or stat_module.S_ISDIR(st.st_mode)):
-                out.append(Problem("is not a regular file (a FIFO, socket or device)", rel, None,
-                                   "remove it from docs/"))
-    return out
-
-
-def check_docs(root: Path) -> None:
-    problems = docs_problems(root)
-    if problems:
-        raise LessonError(problems[0].message, path=problems[0].path, hint=problems[0].hint, problems=problems)
+    return getattr(importlib.import_module(f".{module}", __package__), name)

@@ -10,7 +10,6 @@ import os
 import re
 import signal
 import sys
-import tempfile
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -22,6 +21,8 @@ from pathlib import Path
 from . import config, sandbox, store
 from .errors import LessonError, Problem
 from .fsutil import atomic_write, owned_path, remove_owned
+from .outcomes import _check, _read_record, _STORED
+from .outcomes import failure as failure
 
 # Not under "mkdocs": a warning that only costs time must not fail `mkdocs build --strict`.
 log = logging.getLogger("lessonkit.execute")
@@ -448,40 +449,6 @@ class Runner:
         return ADDRESS.sub("0x…", text)
 
 
-def _check(data: dict) -> str:
-    """Digest of a stored result's value (every field but ``check``), in one canonical form."""
-    return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=True).encode()).hexdigest()
-
-
-def _read_record(path: Path) -> tuple[dict | None, str]:
-    """The record the script left, or a problem saying why it is not one."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(RECORD_LIMIT + 1)
-    except FileNotFoundError:
-        return None, ""
-    except OSError as exc:
-        return None, f"record: cannot read it ({exc.strerror})"
-    if len(data) > RECORD_LIMIT:
-        return None, f"record: larger than {RECORD_LIMIT >> 20} MiB"
-
-    def no_constant(name):
-        raise ValueError(f"{name} is not JSON")
-
-    try:
-        value = json.loads(data.decode("utf-8"), parse_constant=no_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        return None, f"record: not valid JSON ({str(exc)[:120]})"
-    if not isinstance(value, dict):
-        return None, f"record: a JSON {type(value).__name__}, not an object"
-    return value, ""
-
-
-_STORED = {"key": str, "exit_code": int, "stdout": str, "stderr": str, "truncated": int,
-           "cpu_seconds": (int, float), "wall_seconds": (int, float), "timed_out": bool,
-           "record": (dict, type(None)), "problem": str}
-
-
 def _reap(proc, timeout: float, box: sandbox.Box):
     """Wait for the box's launcher (killing the box at the timeout); return (exit code, rusage, timed out)."""
     deadline = time.monotonic() + timeout
@@ -500,44 +467,6 @@ def _reap(proc, timeout: float, box: sandbox.Box):
         delay = min(delay * 2, 0.05)
     proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here; Popen must not wait again
     return proc.returncode, usage, timed_out
-
-
-_OOM = ("MemoryError", "Unable to allocate", "Cannot allocate memory", "std::bad_alloc")
-
-
-def failure(result: Result | None, job: Job, timeout: int) -> LessonError:
-    """The one-line error for a job that did not pass (located by the caller with ``.at``)."""
-    label = job.label
-    run_hint = "run it by hand: nox -s experiment -- " + label
-    if result is None or result.problem == "cancelled":
-        return LessonError(f"experiment {label} was cancelled before it finished",
-                           hint="the build was interrupted; build again")
-    tail = " | ".join(l for l in result.stderr.strip().splitlines()[-3:]) or "no stderr"
-    if result.problem == "tampered":
-        return LessonError(f"experiment {label} ran while the pinned tree changed; its output is not used",
-                           hint="an experiment of this build wrote into the pinned tree; see the manifest lines")
-    if result.problem.startswith("record: "):
-        return LessonError(f"experiment {label} wrote a bad record to $LESSONKIT_RECORD: {result.problem[8:]}",
-                           hint="write one JSON object of at most 4 MiB, or nothing")
-    if result.problem.startswith("vanished: "):
-        return LessonError(f"experiment {label} lost its temporary folder ({result.problem[10:]}); its output "
-                           "is not used",
-                           hint="another program removed or filled it (a /tmp cleaner, a full disk); build again")
-    if result.problem.startswith("box: "):
-        return LessonError(f"experiment {label} could not be started in its box: {result.problem[5:]}",
-                           hint="set LESSONKIT_SANDBOX=copy to run without namespaces")
-    if result.exit_code == -signal.SIGXFSZ or "File too large" in result.stderr:
-        return LessonError(f"experiment {label} wrote more than {FILE_LIMIT >> 20} MiB to one file, its output "
-                           "included, and was stopped (File too large)",
-                           hint=f"print less: the page shows the first {OUTPUT_CAP >> 10} KiB")
-    if result.timed_out:
-        return LessonError(f"experiment {label} did not finish within {timeout} s and was stopped",
-                           hint="make it faster, or raise `Timeout:` for this block")
-    if result.exit_code != 0 and any(s in result.stderr for s in _OOM):
-        return LessonError(f"experiment {label} ran out of memory (limit {sandbox.show_size(job.memory)}): "
-                           f"{tail[-200:]}", hint="use less memory, or raise `Memory:` for this block")
-    return LessonError(f"experiment {label} failed with exit code {result.exit_code}: {tail[-300:]}",
-                       hint=run_hint)
 
 
 def pin_args(pin, project_root: Path) -> dict:

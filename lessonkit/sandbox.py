@@ -16,7 +16,8 @@ empty read-only mount (so the copies are the only project files an experiment ca
 read), makes the copies read-only, gives the box no network, and runs the script
 under a PID-1 init whose end kills every process of the box. Without namespaces the
 box falls back to the copies and a subreaper launcher, with one warning per process
-(see README, "Experiments in a box", for what that does not stop).
+(see README, "Experiments in a box", for what that does not stop). What builds that died left
+behind is swept by :mod:`lessonkit.sweep`.
 """
 
 from __future__ import annotations
@@ -26,9 +27,7 @@ import json
 import logging
 import os
 import re
-import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -39,7 +38,15 @@ from functools import lru_cache
 from pathlib import Path
 
 from .errors import LessonError
-from .fsutil import OWNER, _start_time, owner_dead, owner_tag
+from .fsutil import _start_time
+from .sweep import MARK, PIDS_CGROUP, PREFIX, _remove_cgroup, _rmtree, marked_processes, owner
+# Moved to lessonkit/sweep.py; importable from here as before.
+from .sweep import CGROUP_FORMAT as CGROUP_FORMAT
+from .sweep import DIR_FORMAT as DIR_FORMAT
+from .sweep import MARK_FORMAT as MARK_FORMAT
+from .sweep import SWEEP_AGE as SWEEP_AGE
+from .sweep import _owner_alive as _owner_alive
+from .sweep import sweep_leftovers as sweep_leftovers
 
 # Not under "mkdocs": a warning that only costs time must not fail `mkdocs build --strict`.
 log = logging.getLogger("lessonkit.sandbox")
@@ -49,11 +56,8 @@ DEFAULT_MEMORY = 2 * GiB  # address space of the script (RLIMIT_AS); `Memory:` c
 MAX_MEMORY = 64 * GiB
 MIN_MEMORY = 256 * MiB
 NPROC = 512  # processes per box (RLIMIT_NPROC for non-root users, pids cgroup where writable)
-PREFIX = "lessonkit-exp-"
-MARK = "LESSONKIT_BOX"  # environment variable naming the box; finds survivors after a crash
 BOOT = Path(__file__).with_name("_boxboot.py")
 BOX_FAILED = 125
-PIDS_CGROUP = Path("/sys/fs/cgroup/pids")
 MEMORY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*(M|MB|MiB|G|GB|GiB)$")
 
 
@@ -135,164 +139,6 @@ def namespaces_available() -> bool:
                     "but could still write into the project — see README, 'Experiments in a box'",
                     " ".join(why) or "unknown reason")
     return ok
-
-
-# ---------------------------------------------------------------- owners, survivors, leftovers
-#
-# A box is named for its owner: ``<pid>.<start time>-ns<pid namespace>`` of the build process.
-# The sweeper removes only what carries exactly this format, belongs to our uid, was made in
-# our PID namespace by a process that is provably gone, and has not changed for SWEEP_AGE
-# seconds. Anything else (older formats, other tools, builds in other namespaces) is left alone.
-
-SWEEP_AGE = 60.0  # seconds a dead build's leftover must be untouched before it is removed
-_TAG = OWNER
-MARK_FORMAT = re.compile(rf"^{_TAG}-([1-9][0-9]{{0,9}})$")
-DIR_FORMAT = re.compile(rf"^{re.escape(PREFIX)}{_TAG}-([1-9][0-9]{{0,9}})-[a-z0-9_]{{8}}$")
-CGROUP_FORMAT = re.compile(rf"^lessonkit-{_TAG}-([1-9][0-9]{{0,9}})$")
-
-
-def owner() -> str:
-    """This process, as boxes name it (pid, start time, PID namespace: a reused pid is not us)."""
-    return owner_tag()
-
-
-_owner_dead = owner_dead
-
-
-def _owner_alive(tag: str) -> bool:
-    """Kept for callers of round 1: True unless ``tag`` is our exact format with a dead owner."""
-    m = re.fullmatch(_TAG, tag)
-    return not (m and _owner_dead(*m.groups()))
-
-
-def _uid_of_process(pid: int) -> int | None:
-    try:
-        return os.stat(f"/proc/{pid}").st_uid
-    except OSError:
-        return None
-
-
-def marked_processes(prefix: str = "", exact: bool = False) -> list[int]:
-    """Live processes whose environment carries ``LESSONKIT_BOX=<prefix>…`` (``exact``: that value)."""
-    needle = f"\0{MARK}={prefix}".encode() + (b"\0" if exact else b"")
-    out = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/environ", "rb") as fh:
-                env = b"\0" + fh.read() + b"\0"
-        except OSError:
-            continue
-        if needle in env and _start_time(int(entry.name)) is not None:
-            out.append(int(entry.name))
-    return out
-
-
-def _untouched_for(path: Path, seconds: float) -> bool:
-    now = time.time()
-    for p in (path, path / "io", path / "work"):
-        try:
-            if now - os.lstat(p).st_mtime < seconds:
-                return False
-        except FileNotFoundError:
-            continue
-        except OSError:
-            return False
-    return True
-
-
-def sweep_leftovers(age: float | None = None) -> list[str]:
-    """Remove what boxes of builds that died (kill -9) left: folders, cgroups, processes.
-    Only exact-format names of our uid whose owner is provably dead (see ``_owner_dead``);
-    folders and cgroups also untouched for ``age`` seconds (default SWEEP_AGE). Returns what went."""
-    age = SWEEP_AGE if age is None else age
-    removed = []
-    uid = os.getuid()
-    base = Path(tempfile.gettempdir())
-    try:
-        entries = list(os.scandir(base))
-    except OSError:
-        entries = []
-    for e in entries:
-        m = DIR_FORMAT.fullmatch(e.name)
-        if not m:
-            continue
-        try:
-            st = os.lstat(e.path)
-        except OSError:
-            continue
-        if stat.S_ISDIR(st.st_mode) and st.st_uid == uid and _owner_dead(*m.groups()[:3]) \
-                and _untouched_for(Path(e.path), age):
-            _rmtree(Path(e.path))
-            removed.append(e.path)
-    if PIDS_CGROUP.is_dir() and not PIDS_CGROUP.is_symlink():
-        try:
-            groups = list(os.scandir(PIDS_CGROUP))
-        except OSError:
-            groups = []
-        for e in groups:
-            m = CGROUP_FORMAT.fullmatch(e.name)
-            if not m:
-                continue
-            try:
-                st = os.lstat(e.path)
-            except OSError:
-                continue
-            if stat.S_ISDIR(st.st_mode) and st.st_uid == uid and _owner_dead(*m.groups()[:3]) \
-                    and time.time() - st.st_mtime >= age:
-                _remove_cgroup(Path(e.path))
-                removed.append(e.path)
-    for pid in marked_processes():
-        try:
-            env = Path(f"/proc/{pid}/environ").read_bytes()
-            value = env.split(f"{MARK}=".encode(), 1)[1].split(b"\0", 1)[0].decode("ascii")
-        except (OSError, IndexError, UnicodeDecodeError):
-            continue
-        m = MARK_FORMAT.fullmatch(value)
-        if m and _uid_of_process(pid) == uid and _owner_dead(*m.groups()[:3]):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-            removed.append(f"pid {pid}")
-    return removed
-
-
-def _rmtree(path: Path) -> None:
-    """Remove a box folder; never follows a link (a link is removed, not what it points to)."""
-    for _ in range(20):
-        try:
-            if stat.S_ISLNK(os.lstat(path).st_mode):
-                os.unlink(path)
-                return
-        except FileNotFoundError:
-            return
-        except OSError:
-            pass
-        shutil.rmtree(path, ignore_errors=True)
-        if not os.path.lexists(path):
-            return
-        with contextlib.suppress(OSError):  # a read-only folder left by the experiment
-            for d, dirs, _files in os.walk(path):  # does not descend into links
-                for name in dirs:
-                    p = os.path.join(d, name)
-                    if not os.path.islink(p):
-                        os.chmod(p, 0o700)
-            os.chmod(path, 0o700)
-        time.sleep(0.01)
-
-
-def _remove_cgroup(d: Path) -> None:
-    for _ in range(50):
-        try:
-            for pid in (d / "cgroup.procs").read_text().split():
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(int(pid), signal.SIGKILL)
-            d.rmdir()
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            time.sleep(0.01)
 
 
 # ---------------------------------------------------------------- the box

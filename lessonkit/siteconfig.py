@@ -35,7 +35,6 @@ Templates are looked up in the project's ``templates/`` first, then in ``lessonk
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path

@@ -191,7 +191,8 @@ def assert_clean_cache(cache: Path) -> None:
     leftovers = [p for p in cache.rglob(".tmp-*")]
     assert not leftovers, f"partial cache entries left: {leftovers}"
     staging = cache / "pin" / ".staging"
-    assert (cache / "pin").is_symlink() or not staging.exists() or not any(staging.iterdir()), f"staging not empty: {list(staging.iterdir())}"
+    assert (cache / "pin").is_symlink() or not staging.exists() or not any(staging.iterdir()), \
+        f"staging not empty: {list(staging.iterdir())}"
     for entry in (cache / "experiments").glob("*.json") if (cache / "experiments").exists() else []:
         data = json.loads(entry.read_text(encoding="utf-8"))  # valid JSON
         assert data["exit_code"] == 0 and not data["timed_out"], f"cache entry for a failed experiment: {entry}"
@@ -1090,7 +1091,8 @@ def set_manifest_line(ctx: Ctx, n: int, text: str) -> None:
 
 
 MANIFEST_CASES = {  # name: (line text, message text)
-    "uppercase-digest": ("D476B9608694D6EB458FBE4F684955F5E8D39BFB1568EA37B5AE464F2EF64A3E  a.py", "malformed manifest line"),
+    "uppercase-digest": ("D476B9608694D6EB458FBE4F684955F5E8D39BFB1568EA37B5AE464F2EF64A3E  a.py",
+                         "malformed manifest line"),
     "one-space": ("d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e a.py", "malformed manifest line"),
     "absolute-path": ("d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e  /etc/passwd",
                       "manifest path '/etc/passwd' is an absolute path"),
@@ -1102,7 +1104,8 @@ MANIFEST_CASES = {  # name: (line text, message text)
     "control-character": ("d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e  a\tb.py",
                           "contains the control character U+0009"),
     "inside-git": ("d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e  .git/config", "is inside .git"),
-    "drive-letter": ("d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e  C:/x.py", "is an absolute path"),
+    "drive-letter": ("d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e  C:/x.py",
+                     "is an absolute path"),
 }
 
 
@@ -1282,7 +1285,8 @@ ENV_CASES = {
                           lambda c: "uses a git remote helper transport"),
     "sandbox-unknown-mode": ({"LESSONKIT_SANDBOX": "off"}, "LESSONKIT_SANDBOX",
                              lambda c: "'off' is not a sandbox mode", "set it to `copy` or `namespaces`"),
-    "sandbox-wrong-case": ({"LESSONKIT_SANDBOX": "Copy"}, "LESSONKIT_SANDBOX", lambda c: "'Copy' is not a sandbox mode"),
+    "sandbox-wrong-case": ({"LESSONKIT_SANDBOX": "Copy"}, "LESSONKIT_SANDBOX",
+                           lambda c: "'Copy' is not a sandbox mode"),
     "sandbox-control-character": ({"LESSONKIT_SANDBOX": "copy\x1b"}, "LESSONKIT_SANDBOX",
                                   lambda c: "contains the control character U+001B"),
     "git-remote-not-a-url": ({"AUTOGRAD_SOURCE": "", "LESSONKIT_GIT_REMOTE": "no such remote",
@@ -1458,7 +1462,8 @@ SITE_CASES = {  # name: (site.toml text, line, message text)
     "name-number": ("[upstream]\nname = 5\n", 2, "`name` in `[upstream]` is an integer, not a string"),
     "name-path": ('[upstream]\nname = "../x"\n', 2, "`name` in `[upstream]` is not a plain name"),
     "name-empty": ('[upstream]\nname = " "\n', 2, "`name` in `[upstream]` is empty"),
-    "label-bell": ('[upstream]\nlabel = "a\\u0007b"\n', 2, "`label` in `[upstream]` contains the control character U+0007"),
+    "label-bell": ('[upstream]\nlabel = "a\\u0007b"\n', 2,
+                   "`label` in `[upstream]` contains the control character U+0007"),
     "label-huge": ('[upstream]\nlabel = "' + "x" * 1000 + '"\n', 2, "is longer than 300 characters"),
     "package-absolute": ('[upstream]\npackage = "/etc/"\n', 2, "`package` in `[upstream]` is an absolute path"),
     "package-no-slash": ('[upstream]\npackage = "autograd"\n', 2, "`package` in `[upstream]` does not end in `/`"),
@@ -1503,7 +1508,8 @@ for _name, (_text, _line, _msg) in SITE_CASES.items():
 URL_CASES = {  # name: (variable, value, message text)
     "repo-url-breaks-the-attribute": ("LESSONKIT_REPO_URL", 'https://x.org/"><script>alert(1)</script>',
                                       "is not an http(s) address"),
-    "repo-url-javascript": ("LESSONKIT_REPO_URL", "javascript:alert(1)", "'javascript:alert(1)' is not an http(s) address"),
+    "repo-url-javascript": ("LESSONKIT_REPO_URL", "javascript:alert(1)",
+                            "'javascript:alert(1)' is not an http(s) address"),
     "repo-url-relative": ("LESSONKIT_REPO_URL", "../x", "'../x' is not an http(s) address"),
     "site-url-javascript": ("SITE_URL", "javascript:alert(1)//", "is not an http(s) address"),
     "site-url-space": ("SITE_URL", "https://x.org/a b/", "'https://x.org/a b/' is not an http(s) address"),

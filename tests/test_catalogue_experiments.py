@@ -150,7 +150,8 @@ CASES["timeout-child-ignores-term"] = Case(
 
 # -- exit codes and signals
 CASES["exit-0"] = Case("import sys\nprint('fine')\nsys.exit(0)\n", 0, stdout="fine\n")
-CASES["exit-3"] = Case("import sys\nprint('partial')\nsys.exit(3)\n", 3, error=fail("failed with exit code 3: no stderr"))
+CASES["exit-3"] = Case("import sys\nprint('partial')\nsys.exit(3)\n", 3,
+                       error=fail("failed with exit code 3: no stderr"))
 CASES["exit-255"] = Case("import sys\nsys.exit(255)\n", 255, error=fail("failed with exit code 255: no stderr"))
 CASES["exit-message"] = Case("import sys\nsys.exit('the claim is wrong')\n", 1,
                              error=fail("failed with exit code 1: the claim is wrong"))
@@ -163,7 +164,8 @@ CASES["sigkill-self"] = Case("import os, signal\nos.kill(os.getpid(), signal.SIG
                              error=fail("failed with exit code -9: no stderr"))
 CASES["sigterm-self"] = Case("import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\n", -15,
                              error=fail("failed with exit code -15: no stderr"))
-CASES["segfault"] = Case("import ctypes\nctypes.string_at(0)\n", -11, error=fail("failed with exit code -11: no stderr"))
+CASES["segfault"] = Case("import ctypes\nctypes.string_at(0)\n", -11,
+                         error=fail("failed with exit code -11: no stderr"))
 CASES["abort"] = Case("import os\nos.abort()\n", -6, error=fail("failed with exit code -6: no stderr"))
 CASES["os-exit-after-output"] = Case("import os, sys\nsys.stdout.write('unflushed')\nos._exit(4)\n", 4,
                                      error=fail("failed with exit code 4: no stderr"))
@@ -212,13 +214,15 @@ CASES["huge-file-in-cwd"] = Case("open('big', 'wb').write(b'x' * (2 << 20))\n", 
 
 # -- memory
 CASES["allocates-3-gib"] = Case(
-    "import sys\ntry:\n    x = bytearray(3 << 30)\nexcept MemoryError:\n    sys.exit('MemoryError: 3 GiB refused')\n", 1,
+    "import sys\ntry:\n    x = bytearray(3 << 30)\nexcept MemoryError:\n"
+    "    sys.exit('MemoryError: 3 GiB refused')\n", 1,
     error=fail("ran out of memory (limit 2 GiB): MemoryError: 3 GiB refused",
                "use less memory, or raise `Memory:` for this block"))
 CASES["allocates-3-gib-with-memory-4-gib"] = Case(  # reserved, not touched: cheap on a shared machine
     "import mmap\nx = mmap.mmap(-1, 3 << 30)\nprint(len(x))\n", 0, stdout="3221225472\n", memory=4 << 30)
 CASES["reserves-3-gib-over-the-limit"] = Case(
-    "import mmap, sys\ntry:\n    mmap.mmap(-1, 3 << 30)\nexcept OSError as exc:\n    sys.exit(f'MemoryError: {exc}')\n", 1,
+    "import mmap, sys\ntry:\n    mmap.mmap(-1, 3 << 30)\nexcept OSError as exc:\n"
+    "    sys.exit(f'MemoryError: {exc}')\n", 1,
     error=fail("ran out of memory (limit 2 GiB): MemoryError: [Errno 12] Cannot allocate memory",
                "use less memory, or raise `Memory:` for this block"))
 CASES["numpy-allocates-too-much"] = Case(
@@ -229,8 +233,9 @@ CASES["numpy-allocates-too-much"] = Case(
 
 # -- the record side channel
 REC = "import json, os\n"
-CASES["record-object"] = Case(REC + "json.dump({'grad': [1.5, 2], 'name': '梯度'}, open(os.environ['LESSONKIT_RECORD'], "
-                              "'w'))\nprint('ok')\n", 0, stdout="ok\n", record={"grad": [1.5, 2], "name": "梯度"})
+CASES["record-object"] = Case(REC + "json.dump({'grad': [1.5, 2], 'name': '梯度'}, "
+                              "open(os.environ['LESSONKIT_RECORD'], 'w'))\nprint('ok')\n", 0,
+                              stdout="ok\n", record={"grad": [1.5, 2], "name": "梯度"})
 CASES["record-absent"] = Case("print('ok')\n", 0, stdout="ok\n", record=None)
 CASES["record-outside-cwd"] = Case(REC + "r = os.environ['LESSONKIT_RECORD']\nprint(os.path.dirname(r) != os.getcwd(), "
                                    "not r.startswith(os.getcwd()))\n", 0, stdout="True True\n", record=None)

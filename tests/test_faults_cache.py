@@ -471,7 +471,8 @@ def test_provider_record_with_markup_or_junk_is_never_shown(tmp_path, real_proje
     store.Store(cache, "pin").put(f"{pin.commit}.provider", text)
     monkeypatch.setattr(store, "_MEMORY", {})
     again = pinmod.provide(pin, cache)
-    assert not again.cached and again.provider == first.provider == "local archive LESSONKIT_SDIST (autograd-1.9.1.tar.gz)"
+    assert not again.cached
+    assert again.provider == first.provider == "local archive LESSONKIT_SDIST (autograd-1.9.1.tar.gz)"
     monkeypatch.setattr(store, "_MEMORY", {})
     assert pinmod.provide(pin, cache).cached
 

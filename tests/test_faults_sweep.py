@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from support import TmpSite, block
+from support import TmpSite
 from lessonkit import execute, fsutil, sandbox, store
 from lessonkit.execute import Job, Runner
 from lessonkit.pin import load_pin

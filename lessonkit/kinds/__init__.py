@@ -19,10 +19,7 @@ kind's inline HTML (``[[lessonkit:…]]`` is reserved for the site's tokens).
 from __future__ import annotations
 
 import difflib
-import importlib
 import re
-import sys
-import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -131,31 +128,12 @@ def for_project(root: Path) -> Registry:
     if not (root / CONFIG).exists() and not (root / CONFIG).is_symlink():
         return KINDS
     extra = []  # validated names, imported only from the project root (see lessonkit.config)
-    for name, line in read_kind_modules(root):
-        extra += import_kind_module(root, name, line)
+    for name, at in read_kind_modules(root):
+        extra += import_kind_module(root, name, at)
     try:
         return KINDS.with_kinds(extra)
     except (TypeError, ValueError) as exc:
         raise LessonError(str(exc), path=CONFIG, line=1, hint="give each kind a new, unique name") from None
-
-
-def _line_of(path: Path, needle: str) -> int:
-    for n, text in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
-        if f'"{needle}"' in text or f"'{needle}'" in text:
-            return n
-    return 1
-
-
-def _import(root: Path, name: str):
-    entry = str(root)
-    added = entry not in sys.path
-    if added:
-        sys.path.insert(0, entry)
-    try:
-        return importlib.import_module(name)
-    finally:
-        if added:
-            sys.path.remove(entry)
 
 
 __all__ += ["REPIN_ROLES", "CITATION_ROLES"]

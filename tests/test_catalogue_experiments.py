@@ -300,7 +300,8 @@ def box_site(tmp_path_factory, pinned_root):
 def make_runner(box_site) -> Runner:
     site, pinned, pin = box_site
     return Runner(pinned, pin.version, pin.manifest_digest, site.root / "experiments", site.cache,
-                  extra_paths=(site.root / "mini-autograd",), **execute.pin_args(pin, site.root))
+                  extra_paths=(site.root / "mini-autograd",), env_prefix="AUTOGRAD",  # site.toml's name
+                  **execute.pin_args(pin, site.root))
 
 
 def _ours_left() -> list[int]:

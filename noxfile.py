@@ -33,6 +33,7 @@ def _uv() -> str | None:
     """The uv next to nox (`pip install uv==0.13.9`, as the README does) or on PATH; None: use pip."""
     try:
         from uv import find_uv_bin
+
         return find_uv_bin()
     except (ImportError, FileNotFoundError):
         return shutil.which("uv")
@@ -65,8 +66,14 @@ def _prefetch_pin(python: str) -> subprocess.Popen:
     behaves the same before and after the install); it fills the build cache, which every later
     session reads, so the sdist is fetched once.
     """
-    return subprocess.Popen([python, "-S", "-m", "lessonkit.pin", str(ROOT)], cwd=ROOT, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [python, "-S", "-m", "lessonkit.pin", str(ROOT)],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _install(session: nox.Session, reqs: list[str]) -> None:
@@ -91,14 +98,14 @@ def _install(session: nox.Session, reqs: list[str]) -> None:
         fetch = _prefetch_pin(python)
         uv = _uv()
         if uv:
-            session.run(uv, "pip", "install", "--quiet", "--python", python, *reqs,
-                        external=True)
+            session.run(uv, "pip", "install", "--quiet", "--python", python, *reqs, external=True)
         else:
             session.run(python, "-m", "pip", "install", "--quiet", *reqs, external=True)
         # The project itself, as an editable install does it, without building a wheel: a .pth
         # naming a folder that holds only a link to lessonkit/ (not the whole checkout).
-        purelib = session.run(python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))",
-                              silent=True, external=True).strip()
+        purelib = session.run(
+            python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))", silent=True, external=True
+        ).strip()
         link_dir = SHARED / "project"
         link_dir.mkdir(exist_ok=True)
         link = link_dir / "lessonkit"
@@ -167,8 +174,10 @@ def serve(session: nox.Session) -> None:
 def repin(session: nox.Session) -> None:
     """What every excerpt and experiment becomes under another autograd: `nox -s repin -- 1.9.0 [--apply]`."""
     if not session.posargs:
-        session.error("usage: nox -s repin -- TARGET [--commit ID] [--html PATH] [--diffs] [--apply]  "
-                      "(TARGET: a released version, a full commit id with LESSONKIT_GIT_REMOTE, or a checkout path)")
+        session.error(
+            "usage: nox -s repin -- TARGET [--commit ID] [--html PATH] [--diffs] [--apply]  "
+            "(TARGET: a released version, a full commit id with LESSONKIT_GIT_REMOTE, or a checkout path)"
+        )
     _install(session, BUILD_REQS)
     session.run("python", "-m", "lessonkit", "repin", *session.posargs, env=ENV)
 

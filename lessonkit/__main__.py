@@ -24,8 +24,11 @@ def _verify(args) -> int:
             print(f"{p}: {problem} — give paths of Markdown files under docs/", file=sys.stderr)
             return 2
     if pages is None and not project.pages():
-        print(f"docs: no Markdown pages under {project.rel(project.docs)}/ — there is nothing to verify; "
-              "add lessons under docs/", file=sys.stderr)
+        print(
+            f"docs: no Markdown pages under {project.rel(project.docs)}/ — there is nothing to verify; "
+            "add lessons under docs/",
+            file=sys.stderr,
+        )
         return 1
     from . import living
 
@@ -52,10 +55,12 @@ def _verify(args) -> int:
     n_pages = len(report.resolved)
     counts = ", ".join(f"{report.count(name)} {name}" for name in project.kinds.fenced)  # every registered kind
     n_inline = sum(len(v) for v in report.inline.values())
-    summary = (f"verify: {n_pages} page(s), {counts} block(s), {n_inline} inline reference(s) "
-               f"against {project.pin.name} {project.pin.version} "
-               f"({project.pin.short}, {project.tree.provider}); "
-               f"{len(problems)} problem(s) in {time.perf_counter() - t0:.2f} s")
+    summary = (
+        f"verify: {n_pages} page(s), {counts} block(s), {n_inline} inline reference(s) "
+        f"against {project.pin.name} {project.pin.version} "
+        f"({project.pin.short}, {project.tree.provider}); "
+        f"{len(problems)} problem(s) in {time.perf_counter() - t0:.2f} s"
+    )
     print(summary, file=sys.stderr if problems else sys.stdout)
     return 1 if problems else 0
 
@@ -84,9 +89,18 @@ def _render(args) -> int:
         print(f"{args.page}: {problem} — give the path of a Markdown file under docs/", file=sys.stderr)
         return 2
     text = project.read_page(path)
-    md = markdown.Markdown(extensions=["lessonkit.mdext", "lessonkit.mathml", "tables", "admonition", "attr_list",
-                                       "pymdownx.superfences", "md_in_html"],
-                           extension_configs={"lessonkit.mdext": {"root": args.root}})
+    md = markdown.Markdown(
+        extensions=[
+            "lessonkit.mdext",
+            "lessonkit.mathml",
+            "tables",
+            "admonition",
+            "attr_list",
+            "pymdownx.superfences",
+            "md_in_html",
+        ],
+        extension_configs={"lessonkit.mdext": {"root": args.root}},
+    )
     problems = []
     token = mdext.CURRENT.set(mdext.PageContext(project.rel(path), 0, problems))
     try:
@@ -115,15 +129,19 @@ def _mutate(args) -> int:
 
 def _manifest(args) -> int:
     from .pin import write_manifest
+
     tree = Path(args.tree)
     if not tree.is_dir() or not any(tree.iterdir()):
         print(f"{tree}: not a folder with files — give the folder of the tree to record", file=sys.stderr)
         return 2
     from .config import manifest_output_problem
+
     problem = manifest_output_problem(Path(args.root), Path(args.out))
     if problem:
-        print(f"{args.out}: {problem}; not overwritten — write it to sourcemap/manifest.sha256 or outside the "
-              "project", file=sys.stderr)
+        print(
+            f"{args.out}: {problem}; not overwritten — write it to sourcemap/manifest.sha256 or outside the project",
+            file=sys.stderr,
+        )
         return 2
     n = write_manifest(tree, Path(args.out))
     print(f"wrote {n} entries to {args.out}")
@@ -132,6 +150,7 @@ def _manifest(args) -> int:
 
 def _repin(args) -> int:
     from . import repin
+
     return repin.main(args)
 
 
@@ -152,6 +171,7 @@ def _new(args) -> int:
         return 1
     verify.write_map(project, report)
     from .living import write_ref_map
+
     write_ref_map(project, report)
     print("recorded the new excerpts in sourcemap/excerpts.json; next: nox -s build verify")
     return 0
@@ -176,15 +196,21 @@ def _run(args) -> int:
         if line:
             blocks = [b for b in blocks if b.line <= int(line) <= b.line + len(b.fields) + len(b.body or ()) + 2]
         if not blocks:
-            print(f"{args.script}: no experiment block {'at this line' if line else 'on this page'} — give "
-                  "docs/PAGE.md, or docs/PAGE.md:LINE with the line of the block's opening fence", file=sys.stderr)
+            print(
+                f"{args.script}: no experiment block {'at this line' if line else 'on this page'} — give "
+                "docs/PAGE.md, or docs/PAGE.md:LINE with the line of the block's opening fence",
+                file=sys.stderr,
+            )
             return 2
         jobs = [(b, project.resolve(b).job) for b in blocks]
     elif rel.startswith("experiments/") and rel.endswith(".py") and path.is_file() and not line:
         jobs = [(None, execute.Job(path.name, path.read_bytes(), args.timeout, rel))]
     else:
-        print(f"{args.script}: no such experiment — give a script such as experiments/multiple_paths.py, "
-              "a page such as docs/lessons/05-reverse-mode.md, or PAGE:LINE", file=sys.stderr)
+        print(
+            f"{args.script}: no such experiment — give a script such as experiments/multiple_paths.py, "
+            "a page such as docs/lessons/05-reverse-mode.md, or PAGE:LINE",
+            file=sys.stderr,
+        )
         return 2
     failed = 0
     for block, job in jobs:
@@ -250,13 +276,19 @@ def main(argv=None) -> int:
     m.add_argument("out")
     m.set_defaults(func=_manifest)
     rp = sub.add_parser("repin", help="report what every excerpt and experiment would become under another release")
-    rp.add_argument("target", help="a released version (1.9.0), a full commit id (fetched from "
-                                    "LESSONKIT_GIT_REMOTE) or a local checkout path")
+    rp.add_argument(
+        "target",
+        help="a released version (1.9.0), a full commit id (fetched from "
+        "LESSONKIT_GIT_REMOTE) or a local checkout path",
+    )
     rp.add_argument("--commit", help="the full commit id of the target tree (sdist or local checkout), for --apply")
     rp.add_argument("--html", help="where to write the HTML report (default: site-repin/index.html)")
     rp.add_argument("--diffs", action="store_true", help="print every diff on stdout too (always in the HTML)")
-    rp.add_argument("--apply", action="store_true",
-                    help="when nothing beyond moves happened: rewrite pin, manifest, Lines:/Commit: headers and map")
+    rp.add_argument(
+        "--apply",
+        action="store_true",
+        help="when nothing beyond moves happened: rewrite pin, manifest, Lines:/Commit: headers and map",
+    )
     rp.set_defaults(func=_repin)
     s = sub.add_parser("serve", help="live preview that rebuilds only what a change affects (see INCREMENTAL.md)")
     s.add_argument("-a", "--dev-addr", default=None, metavar="IP:PORT", help="default: mkdocs.yml's dev_addr")
@@ -272,8 +304,10 @@ def main(argv=None) -> int:
         print(exc, file=sys.stderr)
         return 1
     except OSError as exc:  # a path the command was given or needs: one line, never a traceback
-        print(f"{exc.filename or 'lessonkit'}: {exc.strerror or exc} — check the path and its permissions",
-              file=sys.stderr)
+        print(
+            f"{exc.filename or 'lessonkit'}: {exc.strerror or exc} — check the path and its permissions",
+            file=sys.stderr,
+        )
         return 1
     except KeyboardInterrupt:
         return 130

@@ -84,8 +84,7 @@ def enter_namespaces(cfg: dict) -> None:
     # neither unmount nor remount what this launcher made read-only.
     inner_uid, inner_gid = uid or BOX_ID, gid or BOX_ID
     check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET), "unshare")
-    for name, text in (("setgroups", "deny"), ("uid_map", f"{inner_uid} {uid} 1"),
-                       ("gid_map", f"{inner_gid} {gid} 1")):
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{inner_uid} {uid} 1"), ("gid_map", f"{inner_gid} {gid} 1")):
         with open(f"/proc/self/{name}", "w") as fh:
             fh.write(text)
     check(mount("none", "/", None, MS_REC | MS_PRIVATE), "make mounts private")

@@ -23,6 +23,7 @@ NOISE = re.compile(r"<(genexpr|listcomp|dictcomp|setcomp|lambda)>$")
 
 # ---------------------------------------------------------------- repository map
 
+
 def load_roles(project: Project) -> dict[str, str]:
     path = project.sourcemap / "roles.toml"
     if not (path.exists() or path.is_symlink()):
@@ -37,8 +38,14 @@ def repo_map(project: Project) -> str:
     missing = [f for f in project.pin.manifest if f not in roles]
     groups: "OrderedDict[str, list[dict]]" = OrderedDict()
     for f in sorted(project.pin.manifest, key=lambda p: (p.count("/") > 0 and not p.startswith(package), p)):
-        row = {"file": f, "name": PurePosixPath(f).name, "role": roles.get(f, "").replace("|", "\\|"),
-               "browsable": f.startswith(package) and f.endswith(".py"), "lines": None, "symbols": []}
+        row = {
+            "file": f,
+            "name": PurePosixPath(f).name,
+            "role": roles.get(f, "").replace("|", "\\|"),
+            "browsable": f.startswith(package) and f.endswith(".py"),
+            "lines": None,
+            "symbols": [],
+        }
         groups.setdefault(str(PurePosixPath(f).parent), []).append(row)
         try:
             sf = project.pinned.file(f)
@@ -50,11 +57,17 @@ def repo_map(project: Project) -> str:
                 row["symbols"] = [d.name for d in sf.definitions if d.kind in ("def", "class") and "." not in d.name]
             except LessonError:
                 pass
-    return project.site.render("repo-map.md", pin=project.pin, files=len(project.pin.manifest), missing=len(missing),
-                               groups=list(groups.items()))
+    return project.site.render(
+        "repo-map.md",
+        pin=project.pin,
+        files=len(project.pin.manifest),
+        missing=len(missing),
+        groups=list(groups.items()),
+    )
 
 
 # ---------------------------------------------------------------- diagrams
+
 
 def parse_calls(output: str) -> list[tuple[int, str]]:
     calls = []
@@ -100,15 +113,19 @@ def sequence_svg(calls: list[tuple[int, str]], max_depth: int = 9) -> str:
     width = col * len(modules) + 40
     height = top + row * (len(kept) + 1) + 20
     x = {m: 20 + col * i + col // 2 for i, m in enumerate(modules)}
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="lk-diagram" viewBox="0 0 {width} {height}" '
-             f'width="{width}" height="{height}" role="img" aria-label="grad 调用时序图" font-size="11" '
-             f'font-family="ui-monospace, SFMono-Regular, Menlo, monospace">',
-             '<defs><marker id="lk-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
-             'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="currentColor"/></marker></defs>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="lk-diagram" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" aria-label="grad 调用时序图" font-size="11" '
+        f'font-family="ui-monospace, SFMono-Regular, Menlo, monospace">',
+        '<defs><marker id="lk-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
+        'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="currentColor"/></marker></defs>',
+    ]
     for m in modules:
-        parts.append(f'<rect x="{x[m] - 85}" y="10" width="170" height="28" rx="4" class="lk-actor"/>'
-                     f'<text x="{x[m]}" y="29" text-anchor="middle" class="lk-actor-text">{escape(m)}</text>'
-                     f'<line x1="{x[m]}" y1="38" x2="{x[m]}" y2="{height - 10}" class="lk-lifeline"/>')
+        parts.append(
+            f'<rect x="{x[m] - 85}" y="10" width="170" height="28" rx="4" class="lk-actor"/>'
+            f'<text x="{x[m]}" y="29" text-anchor="middle" class="lk-actor-text">{escape(m)}</text>'
+            f'<line x1="{x[m]}" y1="38" x2="{x[m]}" y2="{height - 10}" class="lk-lifeline"/>'
+        )
     for i, ((depth, name), caller) in enumerate(zip(kept, callers)):
         mod = _module(name)
         y = top + row * (i + 1)
@@ -116,14 +133,18 @@ def sequence_svg(calls: list[tuple[int, str]], max_depth: int = 9) -> str:
         x1 = x.get(caller, 5)
         label = escape(_short(name.split(".", 1 if not name.startswith("numpy.") else 2)[-1]))
         if caller == mod:
-            parts.append(f'<path d="M{x2},{y - 8} h24 v10 h-20" class="lk-msg" fill="none" '
-                         'marker-end="url(#lk-arrow)"/>'
-                         f'<text x="{x2 + 28}" y="{y - 2}" class="lk-msg-text">{label}</text>')
+            parts.append(
+                f'<path d="M{x2},{y - 8} h24 v10 h-20" class="lk-msg" fill="none" '
+                'marker-end="url(#lk-arrow)"/>'
+                f'<text x="{x2 + 28}" y="{y - 2}" class="lk-msg-text">{label}</text>'
+            )
         else:
             anchor = "start" if x2 > x1 else "end"
             tx = x1 + 6 if x2 > x1 else x1 - 6
-            parts.append(f'<line x1="{x1}" y1="{y}" x2="{x2}" y2="{y}" class="lk-msg" marker-end="url(#lk-arrow)"/>'
-                         f'<text x="{tx}" y="{y - 4}" text-anchor="{anchor}" class="lk-msg-text">{label}</text>')
+            parts.append(
+                f'<line x1="{x1}" y1="{y}" x2="{x2}" y2="{y}" class="lk-msg" marker-end="url(#lk-arrow)"/>'
+                f'<text x="{tx}" y="{y - 4}" text-anchor="{anchor}" class="lk-msg-text">{label}</text>'
+            )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -141,21 +162,28 @@ def nesting_svg(levels: list[int], inner: str = "float（原始输入值）") ->
     n = len(levels)
     width = 520
     height = h + 2 * pad * n + 20
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="lk-diagram" viewBox="0 0 {width} {height}" '
-             f'width="{width}" height="{height}" role="img" aria-label="嵌套的 Box 与 trace 编号" font-size="13" '
-             f'font-family="ui-monospace, SFMono-Regular, Menlo, monospace">']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="lk-diagram" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" aria-label="嵌套的 Box 与 trace 编号" font-size="13" '
+        f'font-family="ui-monospace, SFMono-Regular, Menlo, monospace">'
+    ]
     for i, level in enumerate(levels):
         x, y = 10 + pad * i, 10 + pad * i
         w, hh = width - 2 * x, height - 2 * y
-        parts.append(f'<rect x="{x}" y="{y}" width="{w}" height="{hh}" rx="6" class="lk-box lk-box-{i % 3}"/>'
-                     f'<text x="{x + 8}" y="{y + 18}" class="lk-box-text">ArrayBox · _trace = {level}</text>')
+        parts.append(
+            f'<rect x="{x}" y="{y}" width="{w}" height="{hh}" rx="6" class="lk-box lk-box-{i % 3}"/>'
+            f'<text x="{x + 8}" y="{y + 18}" class="lk-box-text">ArrayBox · _trace = {level}</text>'
+        )
     x = 10 + pad * n
-    parts.append(f'<text x="{width / 2}" y="{height / 2 + 5}" text-anchor="middle" class="lk-box-text">'
-                 f'{escape(inner)}</text></svg>')
+    parts.append(
+        f'<text x="{width / 2}" y="{height / 2 + 5}" text-anchor="middle" class="lk-box-text">'
+        f'{escape(inner)}</text></svg>'
+    )
     return "".join(parts)
 
 
 # ---------------------------------------------------------------- acceptance record
+
 
 def acceptance(project: Project, report: Report, results: dict[str, execute.Result]) -> str:
     v = execute.versions()
@@ -176,19 +204,36 @@ def acceptance(project: Project, report: Report, results: dict[str, execute.Resu
             status = "未运行" if res is None else (f"{res.exit_code}" + ("（超时）" if res.timed_out else ""))
             digest = res.digest[:16] if res else "—"
             exp_rows.append(f"| `{page}:{r.block.line}` | `{r.job.label}` | {status} | `{digest}` |")
-    repo_excerpts = sum(1 for rs in report.resolved.values() for r in rs  # quoted from this repository
-                        if r.job is None and r.excerpt is not None and r.excerpt.origin == "repo")
+    repo_excerpts = sum(
+        1
+        for rs in report.resolved.values()
+        for r in rs  # quoted from this repository
+        if r.job is None and r.excerpt is not None and r.excerpt.origin == "repo"
+    )
     based = sum(1 for rs in report.resolved.values() for r in rs if r.based_on is not None)
     count = {k.name: report.count(k.name) for k in kinds}
     from .living import check_recorded  # snapshots, figures, inline values and references, from this build's runs
+
     facts = check_recorded(project, report, results)
-    return project.site.render("acceptance.md", living=facts, pin=project.pin, provider=project.tree.provider,
-                               manifest_files=len(project.pin.manifest), versions=v, count=count,
-                               repo_excerpts=repo_excerpts, based=based, head=head, rows=rows, totals=totals,
-                               exp_rows=exp_rows)
+    return project.site.render(
+        "acceptance.md",
+        living=facts,
+        pin=project.pin,
+        provider=project.tree.provider,
+        manifest_files=len(project.pin.manifest),
+        versions=v,
+        count=count,
+        repo_excerpts=repo_excerpts,
+        based=based,
+        head=head,
+        rows=rows,
+        totals=totals,
+        exp_rows=exp_rows,
+    )
 
 
 # ---------------------------------------------------------------- plain text and bundle
+
 
 def plain_markdown(project: Project, text: str, path: str, results: dict[str, execute.Result]) -> str:
     """The page with every annotation block replaced by an ordinary fence holding what it shows."""
@@ -200,7 +245,7 @@ def plain_markdown(project: Project, text: str, path: str, results: dict[str, ex
         except LessonError:
             continue
         line = lines[ref.index]
-        lines[ref.index] = line[:ref.col] + plain + line[ref.end_col:]
+        lines[ref.index] = line[: ref.col] + plain + line[ref.end_col :]
     for item in reversed(page.items):
         if not isinstance(item, Block):
             continue
@@ -208,7 +253,7 @@ def plain_markdown(project: Project, text: str, path: str, results: dict[str, ex
             r = project.resolve(item)
         except LessonError:
             continue
-        lines[item.start: item.end + 1] = _plain_block(project, r, results)
+        lines[item.start : item.end + 1] = _plain_block(project, r, results)
     return "\n".join(lines)
 
 
@@ -220,6 +265,7 @@ def _plain_block(project: Project, r: Resolved, results) -> list[str]:
 def zip_bytes(entries: dict[str, bytes], epoch: int) -> bytes:
     """A reproducible zip: sorted entries, fixed timestamps and permissions."""
     import time as _time
+
     stamp = _time.gmtime(max(epoch, 315532800))[:6]
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:

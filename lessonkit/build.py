@@ -221,7 +221,13 @@ class Build:
                     problems += exc.problems
         deferred = self.deferred[uri] = Deferred(self.nonce, {})
         self.current = PageContext(
-            rel, line_offset(raw, markdown), problems, links=links, source=raw, deferred=deferred, project=project,
+            rel,
+            line_offset(raw, markdown),
+            problems,
+            links=links,
+            source=raw,
+            deferred=deferred,
+            project=project,
             anchors=self.report.anchors(rel) if self.report is not None else None,
         )
         if uri in pages.ATTACHMENTS:  # generated once every experiment has run

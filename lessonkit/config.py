@@ -53,11 +53,18 @@ def show(value: object, limit: int = 60) -> str:
 
 
 def _type_name(value: object) -> str:
-    return {bool: "a boolean", int: "an integer", float: "a number", list: "an array", dict: "a table",
-            str: "a string"}.get(type(value), type(value).__name__)
+    return {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        list: "an array",
+        dict: "a table",
+        str: "a string",
+    }.get(type(value), type(value).__name__)
 
 
 # ---------------------------------------------------------------- reading files
+
 
 def read_text(path: Path, label: str, limit: int, hint: str, *, allow_cr: bool = True) -> str:
     """The text of a configuration file: present, small enough, UTF-8 without BOM, no NUL."""
@@ -68,27 +75,41 @@ def read_text(path: Path, label: str, limit: int, hint: str, *, allow_cr: bool =
             raise LessonError("is a directory, not a file", path=label, hint=hint)
         size = path.stat().st_size
         if size > limit:
-            raise LessonError(f"is {size} bytes, more than the {limit} a configuration file may have",
-                              path=label, hint=hint)
+            raise LessonError(
+                f"is {size} bytes, more than the {limit} a configuration file may have", path=label, hint=hint
+            )
         data = path.read_bytes()
     except FileNotFoundError:
         raise LessonError("does not exist", path=label, hint=hint) from None
     except OSError as exc:
         raise LessonError(f"cannot be read: {exc.strerror or exc}", path=label, hint=hint) from None
     if data.startswith(b"\xef\xbb\xbf"):
-        raise LessonError("file starts with a UTF-8 byte-order mark", path=label, line=1,
-                          hint="save it as UTF-8 without BOM")
+        raise LessonError(
+            "file starts with a UTF-8 byte-order mark", path=label, line=1, hint="save it as UTF-8 without BOM"
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise LessonError(f"file is not valid UTF-8 (byte 0x{data[exc.start]:02x})", path=label,
-                          line=data[: exc.start].count(b"\n") + 1, hint="save it as UTF-8") from None
+        raise LessonError(
+            f"file is not valid UTF-8 (byte 0x{data[exc.start]:02x})",
+            path=label,
+            line=data[: exc.start].count(b"\n") + 1,
+            hint="save it as UTF-8",
+        ) from None
     if "\x00" in text:
-        raise LessonError("file contains a NUL byte", path=label, line=text[: text.index("\x00")].count("\n") + 1,
-                          hint="this is not a text file; restore it from version control")
+        raise LessonError(
+            "file contains a NUL byte",
+            path=label,
+            line=text[: text.index("\x00")].count("\n") + 1,
+            hint="this is not a text file; restore it from version control",
+        )
     if not allow_cr and "\r" in text:
-        raise LessonError("file has CR (Windows) line endings", path=label,
-                          line=text[: text.index("\r")].count("\n") + 1, hint="save it with LF line endings")
+        raise LessonError(
+            "file has CR (Windows) line endings",
+            path=label,
+            line=text[: text.index("\r")].count("\n") + 1,
+            hint="save it with LF line endings",
+        )
     return text
 
 
@@ -128,6 +149,7 @@ def toml_key_lines(text: str) -> dict[tuple[str, str], int]:
 
 # ---------------------------------------------------------------- pin.toml
 
+
 @dataclass(frozen=True)
 class Field:
     section: str
@@ -145,8 +167,7 @@ PIN_FIELDS = (
     Field("sdist", "sha256", None, "64 lowercase hex digits (or \"none\" when no release archive holds the tree)"),
     Field("sdist", "requirement", None, "a pinned requirement such as NAME==1.2.3"),
     Field("sdist", "root", None, "the plain name of the archive's top folder, such as NAME-1.2.3"),
-    Field("provider", "source_env", ENV_NAME, "an environment variable name such as MY_SOURCE",
-          required=False),
+    Field("provider", "source_env", ENV_NAME, "an environment variable name such as MY_SOURCE", required=False),
 )
 
 
@@ -179,37 +200,52 @@ def load_pin_fields(path: Path, label: str) -> dict[str, str]:
         known[f.section].add(f.key)
     for section, table in data.items():
         if section not in known:
-            problem(f"unknown section [{show(section, 40)[1:-1]}]", section if isinstance(table, dict) else "",
-                    "" if isinstance(table, dict) else section, hint="the pin has [upstream], [sdist] and [provider]")
+            problem(
+                f"unknown section [{show(section, 40)[1:-1]}]",
+                section if isinstance(table, dict) else "",
+                "" if isinstance(table, dict) else section,
+                hint="the pin has [upstream], [sdist] and [provider]",
+            )
         elif not isinstance(table, dict):
             problem(f"`{section}` must be a table [{section}], got {_type_name(table)}", "", section)
         else:
             for key in table:
                 if key not in known[section]:
-                    problem(f"unknown key `{show(key, 40)[1:-1]}` in [{section}]", section, key,
-                            hint="known keys: " + ", ".join(sorted(known[section])))
+                    problem(
+                        f"unknown key `{show(key, 40)[1:-1]}` in [{section}]",
+                        section,
+                        key,
+                        hint="known keys: " + ", ".join(sorted(known[section])),
+                    )
     out: dict[str, str] = {}
     for f in PIN_FIELDS:
         table = data.get(f.section)
         value = table.get(f.key) if isinstance(table, dict) else None
         if value is None:
             if f.required and (isinstance(table, dict) or f.section not in data):
-                problem(f"the pin lacks `{f.key}` in [{f.section}]", f.section,
-                        hint=f"add {f.key} = \"…\": {f.what}")
+                problem(f"the pin lacks `{f.key}` in [{f.section}]", f.section, hint=f"add {f.key} = \"…\": {f.what}")
             continue
         if not isinstance(value, str):
             problem(f"`{f.key}` must be a string, got {_type_name(value)}", f.section, f.key, hint=f.what)
         elif len(value) > MAX_VALUE or not _value_ok(f, value):
-            problem(f"`{f.key} = {show(value)}` is not {f.what}", f.section, f.key,
-                    hint="check the value" + (" (see README, 'The pinned source')" if f.required else ""))
+            problem(
+                f"`{f.key} = {show(value)}` is not {f.what}",
+                f.section,
+                f.key,
+                hint="check the value" + (" (see README, 'The pinned source')" if f.required else ""),
+            )
         else:
             out[f.key] = value
     if not problems:
         req_version = out["requirement"].partition("==")[2]
         if req_version != out["version"]:
-            problem(f"`requirement = {show(out['requirement'])}` pins another version than "
-                    f"`version = {show(out['version'])}`", "sdist", "requirement",
-                    hint=f"write requirement = \"…=={out['version']}\"")
+            problem(
+                f"`requirement = {show(out['requirement'])}` pins another version than "
+                f"`version = {show(out['version'])}`",
+                "sdist",
+                "requirement",
+                hint=f"write requirement = \"…=={out['version']}\"",
+            )
     if problems:
         raise LessonError.collect(problems[:SHOWN])
     return out
@@ -256,11 +292,23 @@ def read_manifest(path: Path, label: str) -> tuple[dict[str, str], dict[str, int
         rel = m[2]
         why = tree_path_problem(rel)
         if why:
-            problems.append(Problem(f"manifest path {show(rel)} {why}", label, n,
-                                    "manifest paths are relative, with forward slashes, inside the tree"))
+            problems.append(
+                Problem(
+                    f"manifest path {show(rel)} {why}",
+                    label,
+                    n,
+                    "manifest paths are relative, with forward slashes, inside the tree",
+                )
+            )
         elif rel in lines:
-            problems.append(Problem(f"duplicate manifest entry for {rel} (first on line {lines[rel]})", label, n,
-                                    "keep one line per file"))
+            problems.append(
+                Problem(
+                    f"duplicate manifest entry for {rel} (first on line {lines[rel]})",
+                    label,
+                    n,
+                    "keep one line per file",
+                )
+            )
         else:
             manifest[rel], lines[rel] = m[1], n
     folders = {}
@@ -269,20 +317,28 @@ def read_manifest(path: Path, label: str) -> tuple[dict[str, str], dict[str, int
         for i in range(1, len(parts)):
             folders.setdefault("/".join(parts[:i]), rel)
     for rel in sorted(set(manifest) & set(folders), key=lambda r: lines[r]):
-        problems.append(Problem(f"{rel} is listed as a file and as a folder (of {folders[rel]})", label, lines[rel],
-                                "a path can be only one of them; regenerate the manifest"))
+        problems.append(
+            Problem(
+                f"{rel} is listed as a file and as a folder (of {folders[rel]})",
+                label,
+                lines[rel],
+                "a path can be only one of them; regenerate the manifest",
+            )
+        )
     if not problems and not manifest:
         problems.append(Problem("the manifest lists no files", label, None, hint))
     if problems:
         shown = problems[:SHOWN]
         if len(problems) > SHOWN:
-            shown.append(Problem(f"… and {len(problems) - SHOWN} more problems in the manifest", label, None,
-                                 MANIFEST_HINT))
+            shown.append(
+                Problem(f"… and {len(problems) - SHOWN} more problems in the manifest", label, None, MANIFEST_HINT)
+            )
         raise LessonError.collect(shown)
     return manifest, lines
 
 
 # ---------------------------------------------------------------- environment
+
 
 def env(name: str) -> str | None:
     """An environment variable's value; set-but-empty (or only spaces) counts as unset."""
@@ -290,11 +346,12 @@ def env(name: str) -> str | None:
     if value is None or not value.strip():
         return None
     if CONTROL.search(value):
-        raise LessonError(f"contains the control character U+{ord(CONTROL.search(value)[0]):04X}", path=name,
-                          hint="set it to one line of text, or unset it")
+        raise LessonError(
+            f"contains the control character U+{ord(CONTROL.search(value)[0]):04X}",
+            path=name,
+            hint="set it to one line of text, or unset it",
+        )
     return value
-
-
 
 
 def cache_dir(root: Path) -> Path:
@@ -314,13 +371,19 @@ def cache_dir(root: Path) -> Path:
             raise LessonError(f"{show(value)} is a relative path", path=name, hint=hint)
     real = Path(os.path.realpath(value))
     if real == root or real in root.parents:
-        raise LessonError(f"{shown} is the project folder or contains it: the cache would be written "
-                          "among the project's files", path=name, hint=hint)
+        raise LessonError(
+            f"{shown} is the project folder or contains it: the cache would be written among the project's files",
+            path=name,
+            hint=hint,
+        )
     if root in real.parents:
         first = real.relative_to(root).parts[0]
         if first == ".git" or not first.startswith("."):  # the project's own files, or its history
-            raise LessonError(f"{shown} is inside the project's own files ({first}/)", path=name,
-                              hint=hint + "; inside the project only a hidden folder such as .cache may hold it")
+            raise LessonError(
+                f"{shown} is inside the project's own files ({first}/)",
+                path=name,
+                hint=hint + "; inside the project only a hidden folder such as .cache may hold it",
+            )
     if real.exists() and not real.is_dir():
         raise LessonError(f"{shown} exists and is not a folder", path=name, hint=hint)
     return real
@@ -336,8 +399,9 @@ def source_dir(legacy: str | None = None) -> tuple[str, Path] | None:
             continue
         p = Path(value).expanduser()
         if not p.is_dir():
-            raise LessonError(f"{value} is not a folder", path=name,
-                              hint="point it at a checkout of the pinned tree, or unset it")
+            raise LessonError(
+                f"{value} is not a folder", path=name, hint="point it at a checkout of the pinned tree, or unset it"
+            )
         return name, p.resolve()
     return None
 
@@ -349,8 +413,11 @@ def sdist_path() -> Path | None:
     p = Path(value).expanduser()
     if not p.is_file():
         what = "is a folder" if p.is_dir() else "is not a regular file" if p.exists() else "does not exist"
-        raise LessonError(f"{value} {what}", path="LESSONKIT_SDIST",
-                          hint="name the release archive file (see pin.toml [sdist] filename), or unset it")
+        raise LessonError(
+            f"{value} {what}",
+            path="LESSONKIT_SDIST",
+            hint="name the release archive file (see pin.toml [sdist] filename), or unset it",
+        )
     return p.resolve()
 
 
@@ -360,15 +427,14 @@ def git_remote() -> str | None:
         return None
     hint = "give an https://, ssh://, git:// or file:// URL, user@host:path, or an existing local repository"
     if value.startswith("-"):
-        raise LessonError(f"{show(value)} starts with `-` (git would read it as an option)",
-                          path="LESSONKIT_GIT_REMOTE", hint=hint)
+        raise LessonError(
+            f"{show(value)} starts with `-` (git would read it as an option)", path="LESSONKIT_GIT_REMOTE", hint=hint
+        )
     if "::" in value.split("/")[0]:
-        raise LessonError(f"{show(value)} uses a git remote helper transport", path="LESSONKIT_GIT_REMOTE",
-                          hint=hint)
+        raise LessonError(f"{show(value)} uses a git remote helper transport", path="LESSONKIT_GIT_REMOTE", hint=hint)
     if REMOTE_URL.fullmatch(value) or SCP_LIKE.fullmatch(value) or Path(value).expanduser().is_dir():
         return value
-    raise LessonError(f"{show(value)} is neither a URL nor an existing folder", path="LESSONKIT_GIT_REMOTE",
-                      hint=hint)
+    raise LessonError(f"{show(value)} is neither a URL nor an existing folder", path="LESSONKIT_GIT_REMOTE", hint=hint)
 
 
 def display_text(value: str, limit: int = 300) -> str:
@@ -389,8 +455,11 @@ def sandbox_mode() -> str:
     if value is None:
         return ""
     if value not in SANDBOX_MODES:
-        raise LessonError(f"{show(value)} is not a sandbox mode", path="LESSONKIT_SANDBOX",
-                          hint="set it to `copy` or `namespaces`, or unset it")
+        raise LessonError(
+            f"{show(value)} is not a sandbox mode",
+            path="LESSONKIT_SANDBOX",
+            hint="set it to `copy` or `namespaces`, or unset it",
+        )
     return value
 
 
@@ -403,8 +472,11 @@ def site_urls() -> dict[str, str]:
         if value is None:
             continue
         if not WEB_URL.fullmatch(value) or len(value) > 2000:
-            raise LessonError(f"{show(value)} is not an http(s) address", path=name,
-                              hint="for example https://example.org/lessons/, or unset it")
+            raise LessonError(
+                f"{show(value)} is not an http(s) address",
+                path=name,
+                hint="for example https://example.org/lessons/, or unset it",
+            )
         out[name] = value
     return out
 
@@ -416,9 +488,21 @@ def site_urls() -> dict[str, str]:
 # module, so their names are re-exported lazily (PEP 562) rather than by a circular import.
 _MOVED = {
     "sourcemaps": ("MAP_HINT", "MAP_KEYS", "read_excerpt_map", "ROLES_HINT", "read_roles"),
-    "projectchecks": ("KINDS_LABEL", "KINDS_HINT", "MODULE_NAME", "read_kind_modules", "import_kind_module",
-                      "SITE_LABEL", "SITE_HINT", "check_site", "PROJECT_OWN", "manifest_output_problem",
-                      "LINK_FIX", "docs_problems", "check_docs"),
+    "projectchecks": (
+        "KINDS_LABEL",
+        "KINDS_HINT",
+        "MODULE_NAME",
+        "read_kind_modules",
+        "import_kind_module",
+        "SITE_LABEL",
+        "SITE_HINT",
+        "check_site",
+        "PROJECT_OWN",
+        "manifest_output_problem",
+        "LINK_FIX",
+        "docs_problems",
+        "check_docs",
+    ),
 }
 _MOVED_FROM = {name: module for module, names in _MOVED.items() for name in names}
 

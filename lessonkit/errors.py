@@ -32,8 +32,16 @@ class LessonError(Exception):
     that does know adds the location once with :meth:`at`.
     """
 
-    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
-                 hint: str | None = None, problems: list[Problem] | None = None, code: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        hint: str | None = None,
+        problems: list[Problem] | None = None,
+        code: str | None = None,
+    ):
         self.problem = Problem(message, path, line, hint, code)
         self.problems = problems or [self.problem]
         super().__init__(str(self))
@@ -43,17 +51,18 @@ class LessonError(Exception):
 
     def at(self, path: str | None, line: int | None) -> "LessonError":
         """Return the same error located at ``path:line`` where not yet located."""
-        fixed = [replace(p, path=p.path or path, line=p.line if p.line is not None else line)
-                 for p in self.problems]
+        fixed = [replace(p, path=p.path or path, line=p.line if p.line is not None else line) for p in self.problems]
         first = fixed[0]
-        return LessonError(first.message, path=first.path, line=first.line, hint=first.hint,
-                           problems=fixed, code=first.code)
+        return LessonError(
+            first.message, path=first.path, line=first.line, hint=first.hint, problems=fixed, code=first.code
+        )
 
     @classmethod
     def collect(cls, problems: list[Problem]) -> "LessonError":
         first = problems[0]
-        return cls(first.message, path=first.path, line=first.line, hint=first.hint,
-                   problems=list(problems), code=first.code)
+        return cls(
+            first.message, path=first.path, line=first.line, hint=first.hint, problems=list(problems), code=first.code
+        )
 
     @property
     def code(self) -> str | None:

@@ -125,11 +125,20 @@ class Runner:
     ``manifest`` (posix path → sha256) is the pinned tree's manifest: every box gets a
     copy checked against it; without it the tree as found when the runner starts."""
 
-    def __init__(self, pinned_root: Path, pinned_version: str, manifest_digest: str,
-                 support_dir: Path, cache: Path, extra_paths: tuple[Path, ...] = (),
-                 manifest: dict[str, str] | None = None, manifest_label: str = "sourcemap/manifest.sha256",
-                 manifest_lines: dict[str, int] | None = None, project_root: Path | None = None,
-                 env_prefix: str = "LESSONKIT"):
+    def __init__(
+        self,
+        pinned_root: Path,
+        pinned_version: str,
+        manifest_digest: str,
+        support_dir: Path,
+        cache: Path,
+        extra_paths: tuple[Path, ...] = (),
+        manifest: dict[str, str] | None = None,
+        manifest_label: str = "sourcemap/manifest.sha256",
+        manifest_lines: dict[str, int] | None = None,
+        project_root: Path | None = None,
+        env_prefix: str = "LESSONKIT",
+    ):
         self.pinned_root = Path(pinned_root)
         self.env_prefix = env_prefix  # scripts read <PREFIX>_PINNED_ROOT and <PREFIX>_PINNED_VERSION
         self.pinned_version = pinned_version
@@ -146,16 +155,22 @@ class Runner:
         # The experiment scripts themselves (experiments/x.py, not the _helpers): a job's key holds
         # only those its own source names (imports or reads by name, transitively), so an edited
         # script runs again alone (incremental serve); helpers and Mini are in every key.
-        self._scripts = {p.stem: (rel, p.read_bytes()) for rel, p in self._shared
-                         if p.parent == self.support_dir and p.suffix == ".py" and not p.name.startswith("_")}
+        self._scripts = {
+            p.stem: (rel, p.read_bytes())
+            for rel, p in self._shared
+            if p.parent == self.support_dir and p.suffix == ".py" and not p.name.startswith("_")
+        }
         scripts = {rel for rel, _ in self._scripts.values()}
         self._siblings: dict[bytes, bytes] = {}
-        shared = b"".join(rel.encode() + b"\0" + p.read_bytes() + b"\0" for rel, p in self._shared
-                          if rel not in scripts)
+        shared = b"".join(
+            rel.encode() + b"\0" + p.read_bytes() + b"\0" for rel, p in self._shared if rel not in scripts
+        )
         v = versions()
         self._salt = hashlib.sha256(
-            b"\0".join([KEY_SCHEMA.encode(), manifest_digest.encode(), v["python"].encode(),
-                        v["numpy"].encode(), shared])).hexdigest()
+            b"\0".join(
+                [KEY_SCHEMA.encode(), manifest_digest.encode(), v["python"].encode(), v["numpy"].encode(), shared]
+            )
+        ).hexdigest()
         self.stats = {"ran": 0, "cached": 0}
         self._done: dict[str, Result] = {}  # this build's results, failures included: each job runs once
         self._inflight: dict[str, Future] = {}  # started in the background, maybe not finished
@@ -170,8 +185,17 @@ class Runner:
         store.sweep(self.cache_root)  # half-written entries of killed builds (dead owners only)
 
     def key(self, job: Job) -> str:
-        return hashlib.sha256(self._salt.encode() + b"\0" + job.name.encode() + b"\0" + str(job.memory).encode()
-                              + b"\0" + job.source + b"\0" + self.siblings(job.source)).hexdigest()
+        return hashlib.sha256(
+            self._salt.encode()
+            + b"\0"
+            + job.name.encode()
+            + b"\0"
+            + str(job.memory).encode()
+            + b"\0"
+            + job.source
+            + b"\0"
+            + self.siblings(job.source)
+        ).hexdigest()
 
     def siblings(self, source: bytes) -> bytes:
         """The other experiment scripts ``source`` may read: those it names (a word equal to the
@@ -188,7 +212,8 @@ class Runner:
                             seen.add(stem)
                             todo.append(data)
             self._siblings[source] = b"".join(
-                self._scripts[s][0].encode() + b"\0" + self._scripts[s][1] + b"\0" for s in sorted(seen))
+                self._scripts[s][0].encode() + b"\0" + self._scripts[s][1] + b"\0" for s in sorted(seen)
+            )
         return self._siblings[source]
 
     def cached(self, job: Job) -> Result | None:
@@ -199,8 +224,11 @@ class Runner:
             if path.is_symlink():
                 raise ValueError("a link")
             data = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(data, dict) or set(data) != set(_STORED) | {"check"} or \
-                    not all(isinstance(data[k], t) for k, t in _STORED.items()):
+            if (
+                not isinstance(data, dict)
+                or set(data) != set(_STORED) | {"check"}
+                or not all(isinstance(data[k], t) for k, t in _STORED.items())
+            ):
                 raise ValueError("not a cache entry")
             check = data.pop("check")
             if check != _check(data):
@@ -229,8 +257,9 @@ class Runner:
             if not self._warned_store:
                 self._warned_store = True
                 why = getattr(exc, "strerror", None) or str(exc)
-                log.warning(f"lessonkit: cannot write the experiment cache ({why}); "
-                            "experiments will run again next time")
+                log.warning(
+                    f"lessonkit: cannot write the experiment cache ({why}); experiments will run again next time"
+                )
 
     def run(self, job: Job) -> Result:
         """The job's result: from this build, from a run in flight, from the cache, or run now."""
@@ -272,8 +301,9 @@ class Runner:
         A job asked for meanwhile (:meth:`run`) waits for its run instead of starting another.
         Until then SIGINT/SIGTERM end the experiments first (see ``sandbox.cancel_on_signals``)."""
         todo = {self.key(j): j for j in jobs}
-        pool = ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1)),
-                                  thread_name_prefix="lessonkit-exp")
+        pool = ThreadPoolExecutor(
+            max_workers=max(1, min(len(todo), os.cpu_count() or 1)), thread_name_prefix="lessonkit-exp"
+        )
         signals = contextlib.ExitStack()  # before the first box exists
         signals.enter_context(sandbox.cancel_on_signals())  # queued jobs then end at once, as cancelled
         futures: dict[str, Future] = {}
@@ -296,8 +326,11 @@ class Runner:
         with self._lock:
             if self._tree is None:
                 tree, digests = {}, {}
-                names = sorted(self._manifest) if self._manifest is not None else \
-                    [rel for rel, _ in _shared_files((self.pinned_root,))]
+                names = (
+                    sorted(self._manifest)
+                    if self._manifest is not None
+                    else [rel for rel, _ in _shared_files((self.pinned_root,))]
+                )
                 for rel in names:
                     rel_in_tree = rel.split("/", 1)[1] if self._manifest is None else rel
                     data = (self.pinned_root / rel_in_tree).read_bytes()
@@ -315,8 +348,11 @@ class Runner:
         for rel, digest in self._digests.items():
             p = self.pinned_root / rel
             try:
-                if p.is_symlink() or p.stat().st_size != len(self._tree[rel]) or \
-                        hashlib.sha256(p.read_bytes()).hexdigest() != digest:
+                if (
+                    p.is_symlink()
+                    or p.stat().st_size != len(self._tree[rel])
+                    or hashlib.sha256(p.read_bytes()).hexdigest() != digest
+                ):
                     changed.append(rel)
             except OSError:
                 changed.append(rel)
@@ -328,11 +364,16 @@ class Runner:
 
     def tree_problems(self) -> list[Problem]:
         """One located problem per pinned file that changed during this build's experiments."""
-        return [Problem(f"the pinned tree changed while experiments ran: {rel}", self._manifest_label,
-                        self._manifest_lines.get(rel),
-                        "an experiment wrote into it; nothing computed from it was cached — "
-                        "find the script that writes there, then rebuild")
-                for rel in sorted(self.tampered)]
+        return [
+            Problem(
+                f"the pinned tree changed while experiments ran: {rel}",
+                self._manifest_label,
+                self._manifest_lines.get(rel),
+                "an experiment wrote into it; nothing computed from it was cached — "
+                "find the script that writes there, then rebuild",
+            )
+            for rel in sorted(self.tampered)
+        ]
 
     # -- one run
 
@@ -402,8 +443,14 @@ class Runner:
                     return cancelled
                 return self._lost(job, box, exc)
             with out, err:
-                spec = sandbox.Spec([sys.executable, "-B", job.name], self._env(box), job.memory, FILE_LIMIT,
-                                    protect=self._protected(), project_root=self.project_root)
+                spec = sandbox.Spec(
+                    [sys.executable, "-B", job.name],
+                    self._env(box),
+                    job.memory,
+                    FILE_LIMIT,
+                    protect=self._protected(),
+                    project_root=self.project_root,
+                )
                 try:
                     proc = sandbox.launch(box, spec, out, err)
                 except sandbox.Cancelled:
@@ -427,14 +474,28 @@ class Runner:
                 problem = "cancelled"
             elif code == sandbox.BOX_FAILED and "lessonkit-box:" in stderr:
                 problem = "box: " + stderr.split("lessonkit-box:", 1)[1].strip().splitlines()[0]
-            if (code != 0 or problem.startswith("box: ")) and not problem == "cancelled" and not timed_out \
-                    and not (box.work.is_dir() and box.io.is_dir()):
+            if (
+                (code != 0 or problem.startswith("box: "))
+                and not problem == "cancelled"
+                and not timed_out
+                and not (box.work.is_dir() and box.io.is_dir())
+            ):
                 problem = "vanished: removed while it ran"  # by another program: its own exit says nothing
             record = None
             if code == 0 and not timed_out and not problem:
                 record, problem = _read_record(box.record)
-            return Result(self.key(job), code, stdout, stderr, truncated, round(cpu, 3), round(wall, 3), timed_out,
-                          record=record, problem=problem)
+            return Result(
+                self.key(job),
+                code,
+                stdout,
+                stderr,
+                truncated,
+                round(cpu, 3),
+                round(wall, 3),
+                timed_out,
+                record=record,
+                problem=problem,
+            )
         finally:
             sandbox.BOXES.close(box)
 
@@ -443,8 +504,13 @@ class Runner:
         return Result(self.key(job), -1, "", "", 0, 0.0, 0.0, problem=f"vanished: {why}")
 
     def normalise(self, text: str, box: sandbox.Box) -> str:
-        for path, name in ((box.work, "<tmp>"), (box.pinned, "<pinned>"), (box.project, "<project>"),
-                           (box.dir, "<box>"), (self.pinned_root, "<pinned>")):
+        for path, name in (
+            (box.work, "<tmp>"),
+            (box.pinned, "<pinned>"),
+            (box.project, "<project>"),
+            (box.dir, "<box>"),
+            (self.pinned_root, "<pinned>"),
+        ):
             text = text.replace(str(path), name)
         return ADDRESS.sub("0x…", text)
 
@@ -472,10 +538,15 @@ def _reap(proc, timeout: float, box: sandbox.Box):
 def pin_args(pin, project_root: Path) -> dict:
     """The Runner arguments that come from the pin: its manifest, where its lines are, the project."""
     from .pin import manifest_lines
+
     path = pin.source.parent / "manifest.sha256"
     try:
         lines = manifest_lines(path)
     except (OSError, ValueError):
         lines = {}
-    return {"manifest": pin.manifest, "manifest_label": pin.manifest_label, "manifest_lines": lines,
-            "project_root": project_root}
+    return {
+        "manifest": pin.manifest,
+        "manifest_label": pin.manifest_label,
+        "manifest_lines": lines,
+        "project_root": project_root,
+    }

@@ -21,25 +21,33 @@ TIMED_OUT = "timed-out"
 
 # ---------------------------------------------------------------- extraction
 
+
 def safe_extract(archive: Path, dest: Path, root_name: str) -> Path:
     """Extract ``archive`` into ``dest``, refusing anything that could leave the tree."""
     try:
         tf = tarfile.open(archive, "r:*")
     except tarfile.ReadError:
-        raise LessonError(f"cannot open archive {archive.name}: not a tar archive (plain, gzip, bz2 or xz)",
-                          hint="the archive is damaged; delete it and fetch it again") from None
+        raise LessonError(
+            f"cannot open archive {archive.name}: not a tar archive (plain, gzip, bz2 or xz)",
+            hint="the archive is damaged; delete it and fetch it again",
+        ) from None
     except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
-        raise LessonError(f"cannot open archive {archive.name}: {_first_line(exc)}",
-                          hint="the archive is damaged; delete it and fetch it again") from None
+        raise LessonError(
+            f"cannot open archive {archive.name}: {_first_line(exc)}",
+            hint="the archive is damaged; delete it and fetch it again",
+        ) from None
     with tf:
         try:
             members = tf.getmembers()
         except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
-            raise LessonError(f"archive {archive.name} is truncated or corrupt: {_first_line(exc)}",
-                              hint="delete it and fetch it again") from None
+            raise LessonError(
+                f"archive {archive.name} is truncated or corrupt: {_first_line(exc)}",
+                hint="delete it and fetch it again",
+            ) from None
         if not any(PurePosixPath(m.name).parts[:1] == (root_name,) for m in members):
-            raise LessonError(f"archive {archive.name} has no {root_name}/ directory",
-                              hint="this is not the pinned release archive")
+            raise LessonError(
+                f"archive {archive.name} has no {root_name}/ directory", hint="this is not the pinned release archive"
+            )
         for m in members:
             name = m.name
             parts = PurePosixPath(name).parts
@@ -48,18 +56,21 @@ def safe_extract(archive: Path, dest: Path, root_name: str) -> Path:
             if ".." in parts or "\\" in name:
                 raise LessonError(f"archive entry escapes the tree: {name}", hint="refusing to extract")
             if m.issym() or m.islnk():
-                raise LessonError(f"archive entry is a link: {name} -> {m.linkname}",
-                                  hint="the pinned sdist has no links; refusing to extract")
+                raise LessonError(
+                    f"archive entry is a link: {name} -> {m.linkname}",
+                    hint="the pinned sdist has no links; refusing to extract",
+                )
             if not (m.isfile() or m.isdir()):
-                raise LessonError(f"archive entry is not a file or directory: {name}",
-                                  hint="refusing to extract")
+                raise LessonError(f"archive entry is not a file or directory: {name}", hint="refusing to extract")
             if parts and parts[0] != root_name:
                 raise LessonError(f"archive entry outside {root_name}/: {name}", hint="refusing to extract")
         try:
             tf.extractall(dest, members=members, filter="data")
         except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
-            raise LessonError(f"archive {archive.name} is truncated or corrupt: {_first_line(exc)}",
-                              hint="delete it and fetch it again") from None
+            raise LessonError(
+                f"archive {archive.name} is truncated or corrupt: {_first_line(exc)}",
+                hint="delete it and fetch it again",
+            ) from None
     return dest / root_name
 
 
@@ -75,8 +86,19 @@ def pip_download(requirement: str, dest: Path, timeout: int = 300) -> list[Path]
     # --no-binary for this project only: with :all: pip also builds the sdist's build backend
     # from source to read its metadata (minutes on an empty cache instead of seconds)
     project = re.split(r"[=<>!~\[ ;]", requirement, maxsplit=1)[0]
-    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", project,
-           "-d", str(dest), requirement]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--no-deps",
+        "--no-binary",
+        project,
+        "-d",
+        str(dest),
+        requirement,
+    ]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
@@ -92,13 +114,14 @@ def git_checkout(remote: str, commit: str, work: Path, timeout: int = 120) -> No
     Raises a :class:`LessonError` whose code is :data:`DOWNLOAD_FAILED` (the message is git's
     last line) or :data:`TIMED_OUT`."""
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ALLOW_PROTOCOL": "https:http:ssh:git:file"}
-    for cmd in (["git", "init", "-q", str(work)],
-                ["git", "-C", str(work), "fetch", "-q", "--depth", "1", "--", remote, commit],
-                ["git", "-C", str(work), "-c", "advice.detachedHead=false", "checkout", "-q", "FETCH_HEAD"],
-                ["git", "-C", str(work), "rev-parse", "HEAD"]):
+    for cmd in (
+        ["git", "init", "-q", str(work)],
+        ["git", "-C", str(work), "fetch", "-q", "--depth", "1", "--", remote, commit],
+        ["git", "-C", str(work), "-c", "advice.detachedHead=false", "checkout", "-q", "FETCH_HEAD"],
+        ["git", "-C", str(work), "rev-parse", "HEAD"],
+    ):
         try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
-                               stdin=subprocess.DEVNULL)
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             raise LessonError("timed out", code=TIMED_OUT) from None
         except OSError as exc:

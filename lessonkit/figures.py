@@ -39,8 +39,10 @@ STYLE = (
 
 
 def _t(x: float, y: float, text: str, cls: str, size: int = 14, anchor: str = "middle") -> str:
-    return (f'<text x="{x:.1f}" y="{y:.1f}" class="{cls}" font-size="{size}" '
-            f'text-anchor="{anchor}" dominant-baseline="central">{escape(text)}</text>')
+    return (
+        f'<text x="{x:.1f}" y="{y:.1f}" class="{cls}" font-size="{size}" '
+        f'text-anchor="{anchor}" dominant-baseline="central">{escape(text)}</text>'
+    )
 
 
 def _svg(width: float, height: float, title: str, body: list[str]) -> str:
@@ -50,9 +52,11 @@ def _svg(width: float, height: float, title: str, body: list[str]) -> str:
     inner = "".join(body)
     suffix = hashlib.sha256(f"{title}\0{inner}".encode()).hexdigest()[:8]
     inner = inner.replace('id="lk-ah', f'id="lk-{suffix}-ah').replace("url(#lk-ah", f"url(#lk-{suffix}-ah")
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="lk-fig" viewBox="0 0 {w} {h}" '
-            f'width="{w}" style="max-width:100%;height:auto" role="img" aria-label="{escape(title)}">'
-            f"<title>{escape(title)}</title>{STYLE}" + inner + "</svg>")
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="lk-fig" viewBox="0 0 {w} {h}" '
+        f'width="{w}" style="max-width:100%;height:auto" role="img" aria-label="{escape(title)}">'
+        f"<title>{escape(title)}</title>{STYLE}" + inner + "</svg>"
+    )
 
 
 class _View:
@@ -66,8 +70,9 @@ def _node_size(node: dict, note: str | None = None) -> tuple[float, float]:
     return max(64.0, chars * 8.6), 46.0
 
 
-def graph_svg(graph: dict, title: str, edge_labels: dict | None = None, root_text: str = "根节点",
-              notes: dict | None = None) -> str:
+def graph_svg(
+    graph: dict, title: str, edge_labels: dict | None = None, root_text: str = "根节点", notes: dict | None = None
+) -> str:
     """SVG of a recorded graph; ``edge_labels[(child, k)]`` labels the edge of argument position k;
     ``notes[node id]`` is one more line in the node (e.g. its tangent ``g = 0.540302``).
 
@@ -105,8 +110,10 @@ def graph_svg(graph: dict, title: str, edge_labels: dict | None = None, root_tex
         P = {k: (x + room, y) for k, (x, y) in P.items()}
     width = max(P[n["id"]][0] + size[n["id"]][0] / 2 for n in nodes) + pad + room
     height = max(P[n["id"]][1] + half for n in nodes) + pad
-    body = ['<defs><marker id="lk-ah" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
-            'orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" class="lk-arrow"/></marker></defs>']
+    body = [
+        '<defs><marker id="lk-ah" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
+        'orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" class="lk-arrow"/></marker></defs>'
+    ]
     edges = [(p, n["id"], k) for n in nodes for k, p in enumerate(n["parents"])]
 
     def ports(key_of, end_of):  # spread the edges leaving (or entering) a node over its side
@@ -126,8 +133,10 @@ def graph_svg(graph: dict, title: str, edge_labels: dict | None = None, root_tex
         bend = (twins.index(e) - (len(twins) - 1) / 2) * 40
         sx, sy, ex, ey = out_x[e], P[p][1] + half, in_x[e], P[c][1] - half
         mx, my = (sx + ex) / 2 + bend, (sy + ey) / 2
-        body.append(f'<path class="lk-edge" marker-end="url(#lk-ah)" '
-                    f'd="M{sx:.1f},{sy:.1f} Q{mx:.1f},{my:.1f} {ex:.1f},{ey:.1f}"/>')
+        body.append(
+            f'<path class="lk-edge" marker-end="url(#lk-ah)" '
+            f'd="M{sx:.1f},{sy:.1f} Q{mx:.1f},{my:.1f} {ex:.1f},{ey:.1f}"/>'
+        )
         label = edge_labels.get((c, k))
         if label is not None:  # on the curve's midpoint, over a halo of the page colour
             lx, ly = (sx + 2 * mx + ex) / 4, (sy + 2 * my + ey) / 4
@@ -140,8 +149,10 @@ def graph_svg(graph: dict, title: str, edge_labels: dict | None = None, root_tex
         root = n["kind"] == "root"
         note = notes.get(n["id"])
         y0 = y - (7 if note else 0)
-        body.append(f'<rect class="lk-node{" lk-root" if root else ""}" x="{x - w / 2:.1f}" y="{y - h / 2:.1f}" '
-                    f'width="{w:.1f}" height="{h:.1f}" rx="8"/>')
+        body.append(
+            f'<rect class="lk-node{" lk-root" if root else ""}" x="{x - w / 2:.1f}" y="{y - h / 2:.1f}" '
+            f'width="{w:.1f}" height="{h:.1f}" rx="8"/>'
+        )
         if not root and n["label"] == n["fun"]:
             body.append(_t(x, y0, n["fun"], "lk-code", 13))
         elif root and n["label"] == "root":  # an unnamed root: just say what it is
@@ -178,11 +189,21 @@ def broadcast_svg(g_in: list, sums: list[dict], title: str, out_label: str = "b 
         if i < len(stages) - 1:
             nxt = sums[i]
             body.append(f'<path class="lk-edge" marker-end="url(#lk-ah2)" d="M{pad + 20},{y + 4} v{gap_y - 8}"/>')
-            body.append(_t(pad + 34, y + gap_y / 2, f"anp.sum(axis={nxt['axis']}, keepdims={nxt['keepdims']})",
-                           "lk-note", 12, "start"))
+            body.append(
+                _t(
+                    pad + 34,
+                    y + gap_y / 2,
+                    f"anp.sum(axis={nxt['axis']}, keepdims={nxt['keepdims']})",
+                    "lk-note",
+                    12,
+                    "start",
+                )
+            )
             y += gap_y
-    defs = ('<defs><marker id="lk-ah2" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
-            'orient="auto"><path d="M0,0L10,5L0,10z" class="lk-arrow"/></marker></defs>')
+    defs = (
+        '<defs><marker id="lk-ah2" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
+        'orient="auto"><path d="M0,0L10,5L0,10z" class="lk-arrow"/></marker></defs>'
+    )
     return _svg(width, y + pad, title, [defs] + body)
 
 
@@ -238,8 +259,9 @@ def nested_svg(chain: list, title: str, value_text: str | None = None) -> str:
         y0 = pad + i * (step + 28)
         w = total_w - 2 * x0
         h = total_h - y0 - pad - i * step
-        body.append(f'<rect class="lk-node{" lk-root" if i % 2 else ""}" x="{x0}" y="{y0}" width="{w}" '
-                    f'height="{h}" rx="8"/>')
+        body.append(
+            f'<rect class="lk-node{" lk-root" if i % 2 else ""}" x="{x0}" y="{y0}" width="{w}" height="{h}" rx="8"/>'
+        )
         body.append(_t(x0 + 10, y0 + 15, f"{kind}", "lk-code", 12, "start"))
         body.append(_t(x0 + w - 10, y0 + 15, f"trace {trace}", "lk-label", 12, "end"))
     n = len(boxes)
@@ -258,8 +280,10 @@ def alive_svg(during: dict, title: str, row_labels: dict | None = None) -> str:
     most = max(max(during[k]) for k in kinds)
     sq, gap, pad, label_w = 12, 3, 16, 74
     col_w = max(most * (sq + gap) + 30, max(7.4 * len(row_labels.get(k, k)) + 14 for k in kinds))
-    body = [_t(pad + label_w + j * col_w, pad + 8, row_labels.get(k, k), "lk-code", 12, "start")
-            for j, k in enumerate(kinds)]
+    body = [
+        _t(pad + label_w + j * col_w, pad + 8, row_labels.get(k, k), "lk-code", 12, "start")
+        for j, k in enumerate(kinds)
+    ]
     y = pad + 30
     for i in range(layers):
         body.append(_t(pad, y + 8, f"第 {i + 1} 层后", "lk-label", 12, "start"))
@@ -267,8 +291,9 @@ def alive_svg(during: dict, title: str, row_labels: dict | None = None) -> str:
             n = during[kind][i]
             x0 = pad + label_w + j * col_w
             for k in range(n):
-                body.append(f'<rect class="lk-node" x="{x0 + k * (sq + gap)}" y="{y + 2}" width="{sq}" '
-                            f'height="{sq}" rx="2"/>')
+                body.append(
+                    f'<rect class="lk-node" x="{x0 + k * (sq + gap)}" y="{y + 2}" width="{sq}" height="{sq}" rx="2"/>'
+                )
             body.append(_t(x0 + n * (sq + gap) + 4, y + 8, str(n), "lk-note", 12, "start"))
         y += 28
     return _svg(pad * 2 + label_w + len(kinds) * col_w, y + pad - 8, title, body)

@@ -43,19 +43,24 @@ def owned_path(root: Path, *parts: str) -> Path:
     Each part must be a plain name (see :func:`plain_name`); no existing component
     below ``root`` may be a symlink; the real path must be below the real root."""
     if not parts:
-        raise NotOwned(f"refusing to touch the owned directory itself: {root}",
-                       hint="this is a lessonkit bug; please report it")
+        raise NotOwned(
+            f"refusing to touch the owned directory itself: {root}", hint="this is a lessonkit bug; please report it"
+        )
     for part in parts:
         if not plain_name(part):
-            raise NotOwned(f"refusing a path outside {root}: part {str(part)[:80]!r} is not a plain file name",
-                           hint="only names of letters, digits and _ . + - are used inside the cache")
+            raise NotOwned(
+                f"refusing a path outside {root}: part {str(part)[:80]!r} is not a plain file name",
+                hint="only names of letters, digits and _ . + - are used inside the cache",
+            )
     real_root = Path(os.path.realpath(root))
     path = Path(root)
     for part in parts:
         path = path / part
         if path.is_symlink():
-            raise NotOwned(f"refusing to follow a symlink inside {root}: {path}",
-                           hint="remove the link; lessonkit never writes through links")
+            raise NotOwned(
+                f"refusing to follow a symlink inside {root}: {path}",
+                hint="remove the link; lessonkit never writes through links",
+            )
     real = Path(os.path.realpath(path))
     if real == real_root or real_root not in real.parents:
         raise NotOwned(f"refusing a path outside {root}: {path}", hint="this is a lessonkit bug; please report it")

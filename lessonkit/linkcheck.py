@@ -20,8 +20,17 @@ TAG = re.compile(r"<(a|link|script|img|iframe|source|video|audio|embed|object)\b
 ATTR = re.compile(r"""\b(href|src|data|rel)\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
 IDS = re.compile(r"""\s(?:id|name)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 STYLE_URL = re.compile(r"""url\(\s*['"]?([^'")]+)""")
-RESOURCE = {"link": "href", "script": "src", "img": "src", "iframe": "src", "source": "src", "video": "src",
-            "audio": "src", "embed": "src", "object": "data"}
+RESOURCE = {
+    "link": "href",
+    "script": "src",
+    "img": "src",
+    "iframe": "src",
+    "source": "src",
+    "video": "src",
+    "audio": "src",
+    "embed": "src",
+    "object": "data",
+}
 
 
 @dataclass(frozen=True)

@@ -64,8 +64,12 @@ def all_jobs(project, report: Report) -> list[execute.Job]:
 
 def recorded_jobs(project, report: Report) -> list[execute.Job]:
     """Only the runs that snapshots, figures and inline values need (what verify runs)."""
-    keys = {project.runner.key(r.job) for rs in report.resolved.values() for r in rs
-            if r.job is not None and r.kind.name in RECORDED}
+    keys = {
+        project.runner.key(r.job)
+        for rs in report.resolved.values()
+        for r in rs
+        if r.job is not None and r.kind.name in RECORDED
+    }
     keys |= {project.runner.key(j) for j in inline_jobs(project, report)}
     return [j for j in all_jobs(project, report) if project.runner.key(j) in keys]
 
@@ -127,6 +131,7 @@ def check_recorded(project, report: Report, results: dict[str, execute.Result] |
             try:
                 if r.kind.name == "snapshot":
                     from .kinds.snapshot import cell_refs
+
                     for ref in cell_refs(r.block):  # inline references in the table's cells
                         if ref.kind == "value":
                             value_kind.value(project, ref)
@@ -163,6 +168,7 @@ def check_recorded(project, report: Report, results: dict[str, execute.Result] |
 
 # -- the reference map (sourcemap/prose-refs.json)
 
+
 def ref_entries(project, report: Report) -> list[dict]:
     out = []
     for page, refs in sorted(report.inline.items()):
@@ -175,8 +181,18 @@ def ref_entries(project, report: Report) -> list[dict]:
                 r = line_kind.resolve(project, ref)
             except LessonError:
                 continue
-            out.append({"page": page, "ref": n, "line": ref.line, "argument": ref.argument, "file": r.file,
-                        "symbol": r.ref.symbol, "lines": [r.start, r.end], "text": list(r.text)})
+            out.append(
+                {
+                    "page": page,
+                    "ref": n,
+                    "line": ref.line,
+                    "argument": ref.argument,
+                    "file": r.file,
+                    "symbol": r.ref.symbol,
+                    "lines": [r.start, r.end],
+                    "text": list(r.text),
+                }
+            )
     return out
 
 
@@ -209,6 +225,7 @@ def stale_ref_map(project, report: Report, only_pages: set[str] | None = None) -
     problems = []
     if recorded.get("pin") != fresh["pin"]:
         problems.append(Problem("the prose reference map was made for another pin", rel, None, UPDATE_HINT))
+
     def key(e):
         return e.get("page"), e.get("ref")
 
@@ -219,19 +236,38 @@ def stale_ref_map(project, report: Report, only_pages: set[str] | None = None) -
         if a == b:
             continue
         if b is None:
-            problems.append(Problem(f"the prose reference map records reference {k[1]} of {k[0]}, which no longer "
-                                    "exists", rel, None, UPDATE_HINT))
+            problems.append(
+                Problem(
+                    f"the prose reference map records reference {k[1]} of {k[0]}, which no longer exists",
+                    rel,
+                    None,
+                    UPDATE_HINT,
+                )
+            )
         elif a is None:
-            problems.append(Problem(f"a new reference ({b['file']} L{b['lines'][0]}-{b['lines'][1]}) is not in the "
-                                    "prose reference map", b["page"], b["line"], UPDATE_HINT))
+            problems.append(
+                Problem(
+                    f"a new reference ({b['file']} L{b['lines'][0]}-{b['lines'][1]}) is not in the prose reference map",
+                    b["page"],
+                    b["line"],
+                    UPDATE_HINT,
+                )
+            )
         else:
-            problems.append(Problem(f"the prose reference map is stale (recorded {a.get('file')} "
-                                    f"L{a.get('lines')}, now {b['file']} L{b['lines']})", b["page"], b["line"],
-                                    UPDATE_HINT))
+            problems.append(
+                Problem(
+                    f"the prose reference map is stale (recorded {a.get('file')} "
+                    f"L{a.get('lines')}, now {b['file']} L{b['lines']})",
+                    b["page"],
+                    b["line"],
+                    UPDATE_HINT,
+                )
+            )
     return problems
 
 
 # -- the source browser's backlinks
+
 
 def citations(project, report: Report, docs_prefix: str, texts: dict[str, str]) -> list:
     """A :class:`~lessonkit.site.Citation` for every inline ``line`` reference (role ``"prose"``:
@@ -241,7 +277,7 @@ def citations(project, report: Report, docs_prefix: str, texts: dict[str, str]) 
 
     out = []
     for page, refs in sorted(report.inline.items()):
-        rel = page[len(docs_prefix):] if page.startswith(docs_prefix) else page
+        rel = page[len(docs_prefix) :] if page.startswith(docs_prefix) else page
         label = page_label(rel, texts.get(page, ""))
         n = 0
         for ref in refs:
@@ -252,6 +288,7 @@ def citations(project, report: Report, docs_prefix: str, texts: dict[str, str]) 
                 r = line_kind.resolve(project, ref)
             except LessonError:
                 continue
-            out.append(Citation(rel, label, f"ref-{n}", "line", "prose", "pinned", r.file, r.ref.symbol,
-                                r.start, r.end))
+            out.append(
+                Citation(rel, label, f"ref-{n}", "line", "prose", "pinned", r.file, r.ref.symbol, r.start, r.end)
+            )
     return out

@@ -28,6 +28,7 @@ STORE: Store | None = None  # set by the build: converted formulas by content, a
 @lru_cache(maxsize=1)
 def _converter() -> str:
     from importlib.metadata import version
+
     return version("latex2mathml")
 
 
@@ -35,9 +36,37 @@ def _converter() -> str:
 # followed by the argument, which browsers draw as "sinx". TeX puts a thin space between an
 # operator name and an ordinary argument, and none before a parenthesis; so do we, and mark
 # the application with U+2061 (FUNCTION APPLICATION) as MathML expects.
-FUNCTIONS = ("arccos", "arcsin", "arctan", "cosh", "coth", "sinh", "tanh", "cos", "cot", "csc", "det", "exp",
-             "lg", "ln", "log", "max", "min", "sec", "sin", "tan", "sup", "inf", "lim", "dim", "ker", "deg",
-             "arg", "gcd", "Pr")
+FUNCTIONS = (
+    "arccos",
+    "arcsin",
+    "arctan",
+    "cosh",
+    "coth",
+    "sinh",
+    "tanh",
+    "cos",
+    "cot",
+    "csc",
+    "det",
+    "exp",
+    "lg",
+    "ln",
+    "log",
+    "max",
+    "min",
+    "sec",
+    "sin",
+    "tan",
+    "sup",
+    "inf",
+    "lim",
+    "dim",
+    "ker",
+    "deg",
+    "arg",
+    "gcd",
+    "Pr",
+)
 _FUNCTION_MI = re.compile(
     r"(?<!<msub>)(?<!<msup>)(?<!<msubsup>)(?<!<munder>)(?<!<munderover>)<mi>(%s)</mi>(?!<mo>&#x02061;)"
     r"(?P<next><mo stretchy=\"false\">&#x00028;)?" % "|".join(FUNCTIONS)
@@ -46,9 +75,11 @@ _FUNCTION_MI = re.compile(
 
 def _polish(html: str) -> str:
     """Post-process latex2mathml output: space after named functions (``\\sin x`` → sin x)."""
+
     def fix(m: re.Match) -> str:
         space = "" if m.group("next") else '<mspace width="0.1667em"></mspace>'
         return f"<mi>{m.group(1)}</mi><mo>&#x02061;</mo>{space}{m.group('next') or ''}"
+
     return _FUNCTION_MI.sub(fix, html)
 
 
@@ -93,9 +124,12 @@ def _convert(tex: str, display: str, md=None) -> str:
     try:
         return _polish(convert(tex.strip(), display=display))
     except Exception as exc:  # latex2mathml raises many types for bad input
-        err = LessonError(f"cannot render formula ${tex.strip()[:60]}$: {exc.__class__.__name__}: {exc}",
-                          hint="check the LaTeX; only standard math commands are supported")
+        err = LessonError(
+            f"cannot render formula ${tex.strip()[:60]}$: {exc.__class__.__name__}: {exc}",
+            hint="check the LaTeX; only standard math commands are supported",
+        )
         from .mdext import CURRENT, page_context
+
         ctx = page_context(md) if md is not None else CURRENT.get()
         if ctx is None or ctx.problems is None:
             raise err from None

@@ -98,26 +98,43 @@ def provider_text(provider: str, labels: dict[str, str]) -> str:
 def provenance(project: Project) -> str:
     v = execute.versions()
     labels = project.site.labels
-    return (f"Python {v['python']} · NumPy {v['numpy']} · {project.site.name} {project.pin.version}"
-            f"（{project.pin.short}，{labels['source']}：{provider_text(project.tree.provider, labels)}）")
+    return (
+        f"Python {v['python']} · NumPy {v['numpy']} · {project.site.name} {project.pin.version}"
+        f"（{project.pin.short}，{labels['source']}：{provider_text(project.tree.provider, labels)}）"
+    )
 
 
-HIGHLIGHT = {"linenums": True, "anchor_linenums": True, "line_anchors": "__codelineno", "linenums_style": "table",
-             "pygments_lang_class": True}
+HIGHLIGHT = {
+    "linenums": True,
+    "anchor_linenums": True,
+    "line_anchors": "__codelineno",
+    "linenums_style": "table",
+    "pygments_lang_class": True,
+}
 
 
 @lru_cache(maxsize=1)
 def tools() -> str:
     """Versions and options that highlighted HTML depends on (part of every cache key for it)."""
     from importlib.metadata import version
+
     return repr((version("pygments"), version("pymdown-extensions"), sorted(HIGHLIGHT.items())))
 
 
 def make_renderer(md: Markdown, project: Project, links, deferred: Deferred | None = None) -> Renderer:
     hl = Highlight(md, **HIGHLIGHT)
-    return Renderer(project.pin, hl.highlight, links, provenance(project), project.site.label,
-                    labels=project.site.labels, store=Store(project.cache, "render"),
-                    tools=tools(), deferred=deferred, project=project)
+    return Renderer(
+        project.pin,
+        hl.highlight,
+        links,
+        provenance(project),
+        project.site.label,
+        labels=project.site.labels,
+        store=Store(project.cache, "render"),
+        tools=tools(),
+        deferred=deferred,
+        project=project,
+    )
 
 
 def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> tuple[str, list[Problem]]:
@@ -140,8 +157,11 @@ def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> 
     given = ctx.anchors if ctx.anchors is not None and len(ctx.anchors) == len(resolved) else None
     ids = dict(zip(resolved, given if given is not None else anchors(list(resolved.values()))))
     # inline references after the blocks are resolved: a `line` reference links to an excerpt on the page
-    page_links = PageLinks(ctx.links, [(ids[k], r.excerpt) for k, r in resolved.items()
-                                       if r.excerpt is not None and r.kind.citation == "source"], page.inline)
+    page_links = PageLinks(
+        ctx.links,
+        [(ids[k], r.excerpt) for k, r in resolved.items() if r.excerpt is not None and r.kind.citation == "source"],
+        page.inline,
+    )
     _render_inline(md, project, page, lines, renderer, page_links, problems)
     jobs = [r.job for r in resolved.values() if r.job]
     results = project.runner.run_all(jobs) if jobs else {}
@@ -155,8 +175,8 @@ def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> 
             r, anchor = resolved[id(item)], ids[id(item)]
             html = _render_one(renderer, project, r, anchor, results, problems)
         placeholder = md.htmlStash.store(html)
-        lines[item.start: item.end + 1] = ["", item.indent + placeholder, ""]
-    problems.sort(key=lambda p: (p.line or 0))
+        lines[item.start : item.end + 1] = ["", item.indent + placeholder, ""]
+    problems.sort(key=lambda p: p.line or 0)
     return "\n".join(lines), problems
 
 
@@ -175,7 +195,7 @@ def _render_inline(md: Markdown, project: Project, page, lines: list[str], rende
             problems += err.problems
             html = renderer.inline_error(err)
         line = lines[item.index]
-        lines[item.index] = line[:item.col] + md.htmlStash.store(html) + line[item.end_col:]
+        lines[item.index] = line[: item.col] + md.htmlStash.store(html) + line[item.end_col :]
 
 
 def _render_one(renderer, project, r: Resolved, anchor, results, problems) -> str:
@@ -201,8 +221,7 @@ class PageLinks:
 
     def __init__(self, links, excerpts, inline):
         self.links, self.excerpts = links, excerpts
-        self.ids = {id(item.ref): f"ref-{n}" for n, item in
-                    enumerate((i for i in inline if i.ref.kind == "line"), 1)}
+        self.ids = {id(item.ref): f"ref-{n}" for n, item in enumerate((i for i in inline if i.ref.kind == "line"), 1)}
 
     def __getattr__(self, name):
         return getattr(self.links, name)
@@ -239,8 +258,10 @@ class _Pre(Preprocessor):
 
 class LessonKitExtension(Extension):
     def __init__(self, **kwargs):
-        self.config = {"root": [".", "project root (holds docs/, sourcemap/, experiments/)"],
-                       "context": ["", "a callable returning the current page's PageContext (set by a build)"]}
+        self.config = {
+            "root": [".", "project root (holds docs/, sourcemap/, experiments/)"],
+            "context": ["", "a callable returning the current page's PageContext (set by a build)"],
+        }
         super().__init__(**kwargs)
 
     def extendMarkdown(self, md: Markdown) -> None:

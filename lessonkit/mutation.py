@@ -101,8 +101,10 @@ def mutate(data: bytes, rel: str, start: int, end: int) -> Mutation:
     text = data.decode("utf-8")
     lines = text.splitlines(keepends=True)
     if not (1 <= start <= end <= len(lines)):
-        raise LessonError(f"L{start}-{end} is outside {rel} ({len(lines)} lines)",
-                          hint="the excerpt map is stale; run `nox -s verify -- --update-map`")
+        raise LessonError(
+            f"L{start}-{end} is outside {rel} ({len(lines)} lines)",
+            hint="the excerpt map is stale; run `nox -s verify -- --update-map`",
+        )
     middle = (start + end) // 2
     order = [middle] + [n for n in range(start, end + 1) if n != middle]
     for n in order:
@@ -114,10 +116,12 @@ def mutate(data: bytes, rel: str, start: int, end: int) -> Mutation:
             continue
         old = body[col]
         new = _swap(old)
-        lines[n - 1] = lines[n - 1][:col] + new + lines[n - 1][col + 1:]
+        lines[n - 1] = lines[n - 1][:col] + new + lines[n - 1][col + 1 :]
         return Mutation(rel, n, col + 1, old, new, "".join(lines).encode("utf-8"))
-    raise LessonError(f"{rel} L{start}-{end} has no visible character to change",
-                      hint="the excerpt map is stale; run `nox -s verify -- --update-map`")
+    raise LessonError(
+        f"{rel} L{start}-{end} has no visible character to change",
+        hint="the excerpt map is stale; run `nox -s verify -- --update-map`",
+    )
 
 
 class MutatedTree(Tree):
@@ -162,13 +166,19 @@ def run(project: Project, pages: set[str] | None = None) -> MutationReport:
                 try:
                     parsed[page] = {b.ordinal: b for b in project.parse(project.root / page).blocks}
                 except (LessonError, OSError) as exc:
-                    report.problems.append(Problem(f"cannot read the page of a map entry: {exc}", map_rel, None,
-                                                   "run `nox -s verify` first"))
+                    report.problems.append(
+                        Problem(
+                            f"cannot read the page of a map entry: {exc}", map_rel, None, "run `nox -s verify` first"
+                        )
+                    )
                     parsed[page] = {}
             block = parsed[page].get(ordinal)
-            stale = Problem(f"the excerpt map entry for block {ordinal} of {page} is stale", page,
-                            block.line if block else None, "run `nox -s verify` first; the mutation check "
-                                                           "needs a map that matches the pages")
+            stale = Problem(
+                f"the excerpt map entry for block {ordinal} of {page} is stale",
+                page,
+                block.line if block else None,
+                "run `nox -s verify` first; the mutation check needs a map that matches the pages",
+            )
             try:
                 if block is None or block.kind != "real-source" or _resolve(pinned, block).sha256 != e["sha256"]:
                     report.problems.append(stale)

@@ -45,37 +45,60 @@ class Generated:
 
 # ---------------------------------------------------------------- source browser and symbol index
 
+
 def browser_pages(project: Project, cites: list[site.Citation]) -> list[Generated]:
     conf = project.site
     pinned_files = {p for p in project.pin.manifest if p.startswith(conf.package) and p.endswith(".py")}
     pinned_files = sorted(pinned_files | {c.file for c in cites if c.origin == "pinned"})
-    repo_files = sorted({p.relative_to(project.root).as_posix()
-                         for d in conf.code for p in (project.root / d).rglob("*.py")
-                         if "__pycache__" not in p.parts} | {c.file for c in cites if c.origin == "repo"})
+    repo_files = sorted(
+        {
+            p.relative_to(project.root).as_posix()
+            for d in conf.code
+            for p in (project.root / d).rglob("*.py")
+            if "__pycache__" not in p.parts
+        }
+        | {c.file for c in cites if c.origin == "repo"}
+    )
     marks = {"cited_mark": CITED_MARK, "symbols_mark": SYMBOLS_MARK, "code_mark": CODE_MARK}
     out, index_rows = [], []
     for file in pinned_files:
         own = [c for c in cites if c.origin == "pinned" and c.file == file]
         sf = project.pinned.file(file)
         github = project.pin.permalink(file, 1, len(sf.lines)).rsplit("#", 1)[0]
-        md = NO_SEARCH + conf.render("source-page.md", file=file, pin=project.pin, lines=len(sf.lines),
-                                     github=github, python=file.endswith(".py"), **marks)
+        md = NO_SEARCH + conf.render(
+            "source-page.md",
+            file=file,
+            pin=project.pin,
+            lines=len(sf.lines),
+            github=github,
+            python=file.endswith(".py"),
+            **marks,
+        )
         out.append(Generated(site.source_uri(file), md, code=("pinned", file)))
         index_rows.append({"file": file, "lines": len(sf.lines), "cited": len(own)})
     out.append(Generated(f"{site.SOURCE_DIR}/index.md", conf.render("source-index.md", rows=index_rows), in_nav=True))
     for file in repo_files:
         uri = site.code_uri(file)
         own = [c for c in cites if c.origin == "repo" and c.file == file]
-        users = [(c.page, site.md_text(c.label), c.anchor)  # one link per page, its first block
-                 for c in site.per_page([c for c in cites if c.role == "script" and c.file == file])]
+        users = [
+            (c.page, site.md_text(c.label), c.anchor)  # one link per page, its first block
+            for c in site.per_page([c for c in cites if c.role == "script" and c.file == file])
+        ]
         users = list({p: (p, lb, a) for p, lb, a in reversed(users)}.values())[::-1]
         sf = repo_file(project, file)
-        md = NO_SEARCH + conf.render("code-page.md", file=file, lines=len(sf.lines), up="../" * uri.count("/"),
-                                     users=[{"page": p, "label": lb, "anchor": a} for p, lb, a in users],
-                                     cited=bool(own), **marks)
+        md = NO_SEARCH + conf.render(
+            "code-page.md",
+            file=file,
+            lines=len(sf.lines),
+            up="../" * uri.count("/"),
+            users=[{"page": p, "label": lb, "anchor": a} for p, lb, a in users],
+            cited=bool(own),
+            **marks,
+        )
         out.append(Generated(uri, md, code=("repo", file)))
-    out.append(Generated("symbols.md", conf.render("symbols.md", index=site.symbol_index(cites, lambda uri: uri)),
-                         in_nav=True))
+    out.append(
+        Generated("symbols.md", conf.render("symbols.md", index=site.symbol_index(cites, lambda uri: uri)), in_nav=True)
+    )
     return out
 
 
@@ -98,9 +121,12 @@ class Prewarm:
 def prewarm_plan(report: Report, pages: list[str]) -> Prewarm:
     from .render import code_of
 
-    code = [(*code_of(r), anchor) for page in pages for r, anchor in
-            zip(report.resolved.get(page, []), report.anchors(page))
-            if r.kind.citation is not None]  # blocks that show code (not snapshot or figure)
+    code = [
+        (*code_of(r), anchor)
+        for page in pages
+        for r, anchor in zip(report.resolved.get(page, []), report.anchors(page))
+        if r.kind.citation is not None
+    ]  # blocks that show code (not snapshot or figure)
     return Prewarm(code, pages)
 
 
@@ -135,8 +161,12 @@ def _prewarm_worker(root: str, cache: str, plan: Prewarm) -> None:
         pass  # the build itself reports it; the prewarm only fills caches
     except Exception as exc:  # a bug here costs time, never the build, and prints one line, not a traceback
         what = (str(exc).strip().splitlines() or [""])[0][:200]
-        print(f"lessonkit: warning: the prewarm process stopped ({type(exc).__name__}: {what}); "
-              "the build does its work itself", file=sys.stderr, flush=True)
+        print(
+            f"lessonkit: warning: the prewarm process stopped ({type(exc).__name__}: {what}); "
+            "the build does its work itself",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def start_prewarm(project: Project, plan: Prewarm):  # -> multiprocessing.Process | None
@@ -146,8 +176,11 @@ def start_prewarm(project: Project, plan: Prewarm):  # -> multiprocessing.Proces
     import multiprocessing
 
     proc = multiprocessing.get_context("spawn").Process(
-        target=_prewarm_worker, args=(str(project.root), str(project.cache), plan), daemon=True,
-        name="lessonkit-prewarm")
+        target=_prewarm_worker,
+        args=(str(project.root), str(project.cache), plan),
+        daemon=True,
+        name="lessonkit-prewarm",
+    )
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})  # a started child or none
     try:
         proc.start()
@@ -158,8 +191,14 @@ def start_prewarm(project: Project, plan: Prewarm):  # -> multiprocessing.Proces
     return proc
 
 
-def fill_code_page(project: Project, html: str, origin: str, file: str, cites: list[site.Citation],
-                   href: Callable[[site.Citation], str]) -> str:
+def fill_code_page(
+    project: Project,
+    html: str,
+    origin: str,
+    file: str,
+    cites: list[site.Citation],
+    href: Callable[[site.Citation], str],
+) -> str:
     """``html`` (a rendered source or script page) with its slots filled: the cited ranges,
     the symbol table and the whole file, highlighted. Cached by all of its inputs."""
     from .mdext import tools
@@ -171,15 +210,18 @@ def fill_code_page(project: Project, html: str, origin: str, file: str, cites: l
     def fill() -> str:
         out = html.replace(CITED_MARK, site.cites_table_html(own, hrefs.__getitem__))
         out = out.replace(SYMBOLS_MARK, site.symbol_table_html(sf))
-        return out.replace(CODE_MARK, site.code_html(sf, own, hrefs.__getitem__, site.symbol_lines(sf),
-                                                     cache=project.cache))
+        return out.replace(
+            CODE_MARK, site.code_html(sf, own, hrefs.__getitem__, site.symbol_lines(sf), cache=project.cache)
+        )
 
-    key = digest("code-page", site.FORMAT, sys.version, tools(), html, sf.rel, sf.data,
-                 repr([(c, hrefs[c]) for c in own]))
+    key = digest(
+        "code-page", site.FORMAT, sys.version, tools(), html, sf.rel, sf.data, repr([(c, hrefs[c]) for c in own])
+    )
     return Store(project.cache, "pages").get_or_make(key, fill)
 
 
 # ---------------------------------------------------------------- attachments drawn from the build
+
 
 def script_job(project: Project, rel: str) -> execute.Job:
     """The job that runs a whole script (the diagrams' data sources)."""
@@ -194,23 +236,33 @@ def diagram_jobs(project: Project) -> list[execute.Job]:
 def _output(project: Project, results: dict, rel: str) -> execute.Result:
     res = results.get(project.runner.key(script_job(project, rel)))
     if res is None or not res.ok:
-        raise LessonError("the diagram source experiment did not run successfully", path=rel,
-                          hint="run it with `nox -s experiment -- " + rel + "` to see its error")
+        raise LessonError(
+            "the diagram source experiment did not run successfully",
+            path=rel,
+            hint="run it with `nox -s experiment -- " + rel + "` to see its error",
+        )
     return res
 
 
-ATTACHMENTS = ("attachments/acceptance.md", "attachments/repo-map.md", "attachments/call-sequence.md",
-               "attachments/nested-traces.md", "attachments/mini-readme.md")
+ATTACHMENTS = (
+    "attachments/acceptance.md",
+    "attachments/repo-map.md",
+    "attachments/call-sequence.md",
+    "attachments/nested-traces.md",
+    "attachments/mini-readme.md",
+)
 
 
 def attachment_uris(project: Project) -> list[str]:
     """The generated attachments this project has (known before any experiment runs)."""
     readme = project.site.readme
-    has = {"attachments/acceptance.md": True,
-           "attachments/repo-map.md": (project.sourcemap / "roles.toml").is_file(),
-           "attachments/call-sequence.md": _has_diagram_sources(project),
-           "attachments/nested-traces.md": _has_diagram_sources(project),
-           "attachments/mini-readme.md": readme is not None and (project.root / readme).is_file()}
+    has = {
+        "attachments/acceptance.md": True,
+        "attachments/repo-map.md": (project.sourcemap / "roles.toml").is_file(),
+        "attachments/call-sequence.md": _has_diagram_sources(project),
+        "attachments/nested-traces.md": _has_diagram_sources(project),
+        "attachments/mini-readme.md": readme is not None and (project.root / readme).is_file(),
+    }
     return [uri for uri in ATTACHMENTS if has[uri]]
 
 
@@ -234,11 +286,19 @@ def attachment_pages(project: Project, report: Report, results: dict) -> tuple[l
         translation, tpath = None, project.site.readme_translation  # optional, shown above the original
         if tpath is not None:
             if not (project.root / tpath).is_file():
-                raise LessonError(f"`readme_translation` names `{tpath}`, which does not exist",
-                                  path="sourcemap/site.toml", hint="write the file or remove the key")
+                raise LessonError(
+                    f"`readme_translation` names `{tpath}`, which does not exist",
+                    path="sourcemap/site.toml",
+                    hint="write the file or remove the key",
+                )
             translation = re.sub(r"^#\s.*\n+", "", (project.root / tpath).read_text(encoding="utf-8"), count=1)
-        text = project.site.render("readme.md", path=project.site.readme, translation=translation,
-                                   translation_path=tpath, readme=re.sub(r"^#\s", "## ", readme, count=1))
+        text = project.site.render(
+            "readme.md",
+            path=project.site.readme,
+            translation=translation,
+            translation_path=tpath,
+            readme=re.sub(r"^#\s", "## ", readme, count=1),
+        )
         out.append(Generated("attachments/mini-readme.md", text, in_nav=True))
     return out, calls_text
 
@@ -250,12 +310,26 @@ def _diagrams(project: Project, results: dict) -> tuple[list[Generated], str]:
     levels = attachments.parse_nesting(nesting.stdout)
     call_list = attachments.parse_calls(calls.stdout)
     pages = [
-        Generated("attachments/call-sequence.md", project.site.render(
-            "call-sequence.md", source=sources["calls"], digest=calls.digest[:16],
-            svg=attachments.sequence_svg(call_list)), in_nav=True),
-        Generated("attachments/nested-traces.md", project.site.render(
-            "nested-traces.md", source=sources["nesting"], levels=" ".join(map(str, levels)),
-            svg=attachments.nesting_svg(levels)), in_nav=True),
+        Generated(
+            "attachments/call-sequence.md",
+            project.site.render(
+                "call-sequence.md",
+                source=sources["calls"],
+                digest=calls.digest[:16],
+                svg=attachments.sequence_svg(call_list),
+            ),
+            in_nav=True,
+        ),
+        Generated(
+            "attachments/nested-traces.md",
+            project.site.render(
+                "nested-traces.md",
+                source=sources["nesting"],
+                levels=" ".join(map(str, levels)),
+                svg=attachments.nesting_svg(levels),
+            ),
+            in_nav=True,
+        ),
     ]
     calls_text = "\n".join(l for l in calls.stdout.splitlines() if l.startswith("CALL: ")) + "\n"
     return pages, calls_text
@@ -263,8 +337,10 @@ def _diagrams(project: Project, results: dict) -> tuple[list[Generated], str]:
 
 # ---------------------------------------------------------------- the downloadable bundle
 
-def bundle(project: Project, results: dict, texts: dict[str, str], generated: list[Generated],
-           calls_text: str | None) -> bytes:
+
+def bundle(
+    project: Project, results: dict, texts: dict[str, str], generated: list[Generated], calls_text: str | None
+) -> bytes:
     """Byte-identical scripts and plain-text attachments in a reproducible zip."""
     entries: dict[str, bytes] = {}
     for d in project.site.code:
@@ -278,8 +354,9 @@ def bundle(project: Project, results: dict, texts: dict[str, str], generated: li
     if calls_text is not None:
         entries["attachments/call-sequence.txt"] = calls_text.encode()
     for g in generated:
-        entries.setdefault("attachments/" + Path(g.uri).name, g.content if isinstance(g.content, bytes)
-                           else g.content.encode())
+        entries.setdefault(
+            "attachments/" + Path(g.uri).name, g.content if isinstance(g.content, bytes) else g.content.encode()
+        )
     top = bundle_folder(project)
     entries["README.md"] = project.site.render("bundle-readme.md", pin=project.pin, folder=top).encode()
     epoch = int(os.environ.get("SOURCE_DATE_EPOCH", "315532800"))

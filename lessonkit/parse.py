@@ -171,8 +171,12 @@ def parse_page(text: str, path: str = "<markdown>", line_offset: int = 0, kinds=
         if word in kinds.fenced:
             stop = end if end is not None else len(lines) - 1
             if end is None:
-                err = LessonError(f"unclosed {word} block: no closing {fence}", path=path, line=lineno,
-                                  hint=f"add a line {fence} after the block")
+                err = LessonError(
+                    f"unclosed {word} block: no closing {fence}",
+                    path=path,
+                    line=lineno,
+                    hint=f"add a line {fence} after the block",
+                )
                 page.items.append(BrokenBlock(err, i, stop, indent))
                 break
             try:
@@ -200,9 +204,13 @@ def _swallowed(page, kinds, lines, start, end, fence, path, offset) -> None:
         m = FENCE.match(lines[j])
         if m and m["fence"][0] == fence[0] and len(m["fence"]) >= len(fence) and kind_word(m["info"]) in kinds.fenced:
             opened = offset + start + 1
-            err = LessonError(f"{kind_word(m['info'])} block inside the code fence opened on line {opened}, "
-                              "which is never closed before it", path=path, line=offset + j + 1,
-                              hint=f"close that fence with a line {fence} before this block")
+            err = LessonError(
+                f"{kind_word(m['info'])} block inside the code fence opened on line {opened}, "
+                "which is never closed before it",
+                path=path,
+                line=offset + j + 1,
+                hint=f"close that fence with a line {fence} before this block",
+            )
             page.items.append(BrokenBlock(err, start, len(lines) - 1 if end is None else end, m["indent"]))
             return
 
@@ -228,19 +236,24 @@ def _inline(page, kinds, line, index, path, offset) -> None:
     for m in re.finditer(r"\[\[([a-z][a-z0-9-]*):", line):  # an inline kind's opening that never closes
         in_code = any(a <= m.start() < b for a, b in spans) or line.count("`", 0, m.start()) % 2
         if m[1] in kinds.inline and not in_code:
-            page.problems_inline.append(Problem(
-                f"the inline `{m[1]}` reference is not closed", path, offset + index + 1,
-                'end it with ]] on the same line (close every "quote"; write \\" for a quote inside one)'))
+            page.problems_inline.append(
+                Problem(
+                    f"the inline `{m[1]}` reference is not closed",
+                    path,
+                    offset + index + 1,
+                    'end it with ]] on the same line (close every "quote"; write \\" for a quote inside one)',
+                )
+            )
 
 
 def _dedent(line: str, indent: str) -> str:
     if line.startswith(indent):
-        return line[len(indent):]
+        return line[len(indent) :]
     return line.lstrip(" ")
 
 
 def _build(spec, lines, start, end, indent, path, offset, ordinal) -> Block:
-    content = [_dedent(l, indent) for l in lines[start + 1:end]]
+    content = [_dedent(l, indent) for l in lines[start + 1 : end]]
     problems: list[Problem] = []
 
     def bad(msg, n, hint=None):
@@ -248,8 +261,7 @@ def _build(spec, lines, start, end, indent, path, offset, ordinal) -> Block:
 
     for k, l in enumerate(content):
         if "\t" in l:
-            bad("tab character in an annotation block", start + 1 + k,
-                "indent with spaces, as the pinned source does")
+            bad("tab character in an annotation block", start + 1 + k, "indent with spaces, as the pinned source does")
     fields: dict[str, Field] = {}
     k = 0
     kind, allowed = spec.name, spec.fields
@@ -257,18 +269,25 @@ def _build(spec, lines, start, end, indent, path, offset, ordinal) -> Block:
         n = start + 1 + k
         m = HEADER.match(content[k])
         if not m:
-            bad(f"expected a `Key: value` header line, got {content[k].strip()[:60]!r}", n,
-                "headers come first; separate the body from them with one blank line")
+            bad(
+                f"expected a `Key: value` header line, got {content[k].strip()[:60]!r}",
+                n,
+                "headers come first; separate the body from them with one blank line",
+            )
             k += 1
             continue
         key, value = m["key"], m["value"].strip()
         ctrl = next((c for c in value if unicodedata.category(c) in ("Cc", "Zl", "Zp") and c != "\t"), None)
         if ctrl is not None:
-            bad(f"control or line-separator character U+{ord(ctrl):04X} in the value of `{key}`", n,
-                "retype the line; header values are plain text")
+            bad(
+                f"control or line-separator character U+{ord(ctrl):04X} in the value of `{key}`",
+                n,
+                "retype the line; header values are plain text",
+            )
         elif key not in allowed:
-            close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.5) or \
-                [a for a in allowed if a.lower() == key.lower()]
+            close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.5) or [
+                a for a in allowed if a.lower() == key.lower()
+            ]
             hint = f"did you mean `{close[0]}`?" if close else f"allowed keys for {kind}: {', '.join(allowed)}"
             bad(f"unknown key `{key}` in a {kind} block", n, hint)
         elif key in fields:
@@ -295,8 +314,11 @@ def _build(spec, lines, start, end, indent, path, offset, ordinal) -> Block:
 
 def _validate(spec, b: Block) -> list[Problem]:
     """Header rules that need no file: required keys, then the kind's own rules."""
-    out = [Problem(f"{b.kind} block without `{key}`", b.path, b.line, f"add a `{key}: …` header line")
-           for key in spec.required if key not in b.fields]
+    out = [
+        Problem(f"{b.kind} block without `{key}`", b.path, b.line, f"add a `{key}: …` header line")
+        for key in spec.required
+        if key not in b.fields
+    ]
     return out + spec.validate(b)
 
 
@@ -308,8 +330,7 @@ def check_rel_path(value: str) -> str:
     if "\\" in v:
         raise LessonError(f"`{v}` contains a backslash", hint="use forward slashes: pkg/module.py")
     if v.startswith("/") or re.match(r"^[A-Za-z]:", v):
-        raise LessonError(f"`{v}` is an absolute path",
-                          hint="write the path relative to the tree, e.g. pkg/module.py")
+        raise LessonError(f"`{v}` is an absolute path", hint="write the path relative to the tree, e.g. pkg/module.py")
     parts = v.split("/")
     if ".." in parts:
         raise LessonError(f"`{v}` has a `..` segment", hint="paths may not leave the tree")

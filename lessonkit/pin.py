@@ -137,10 +137,18 @@ def load_pin(sourcemap: Path) -> Pin:
     fields = config.load_pin_fields(toml_path, f"{sourcemap.name}/pin.toml")
     source_env = fields.pop("source_env", None)
     manifest = read_manifest(sourcemap / "manifest.sha256", f"{sourcemap.name}/manifest.sha256")
-    return Pin(repo=fields["repo"], commit=fields["commit"], version=fields["version"],
-               sdist_filename=fields["filename"], sdist_sha256=fields["sha256"],
-               sdist_requirement=fields["requirement"], sdist_root=fields["root"], manifest=manifest,
-               source=toml_path, source_env=source_env)
+    return Pin(
+        repo=fields["repo"],
+        commit=fields["commit"],
+        version=fields["version"],
+        sdist_filename=fields["filename"],
+        sdist_sha256=fields["sha256"],
+        sdist_requirement=fields["requirement"],
+        sdist_root=fields["root"],
+        manifest=manifest,
+        source=toml_path,
+        source_env=source_env,
+    )
 
 
 def write_manifest(tree: Path, out: Path) -> int:
@@ -200,19 +208,34 @@ def check_tree(root: Path, pin: Pin, where: str | None = None) -> None:
     if not found and not bytecode:
         return
     where = where or f"pinned tree at {root}"
-    hint = ("the excerpts would not be verbatim; supply the pinned "
-            f"{pin.name} {pin.version} bytes (see README, 'The pinned source')")
+    hint = (
+        "the excerpts would not be verbatim; supply the pinned "
+        f"{pin.name} {pin.version} bytes (see README, 'The pinned source')"
+    )
     lines = manifest_lines(pin.source.parent / "manifest.sha256")
-    problems = [Problem(f"{what}: {rel} ({where})", pin.manifest_label, lines.get(rel), hint)
-                for what, rel in found[:SHOWN_PROBLEMS]]
+    problems = [
+        Problem(f"{what}: {rel} ({where})", pin.manifest_label, lines.get(rel), hint)
+        for what, rel in found[:SHOWN_PROBLEMS]
+    ]
     if len(found) > SHOWN_PROBLEMS:
-        problems.append(Problem(f"… and {len(found) - SHOWN_PROBLEMS} more differences from the manifest ({where})",
-                                pin.manifest_label, None, hint))
+        problems.append(
+            Problem(
+                f"… and {len(found) - SHOWN_PROBLEMS} more differences from the manifest ({where})",
+                pin.manifest_label,
+                None,
+                hint,
+            )
+        )
     if bytecode:
-        problems.append(Problem(f"{len(bytecode)} Python bytecode file(s) not in the manifest, e.g. {bytecode[0]} "
-                                f"({where})", pin.manifest_label, None,
-                                f"delete them: find {root} -name __pycache__ -prune -exec rm -rf {{}} + "
-                                "(set PYTHONDONTWRITEBYTECODE=1 to keep the checkout clean)"))
+        problems.append(
+            Problem(
+                f"{len(bytecode)} Python bytecode file(s) not in the manifest, e.g. {bytecode[0]} ({where})",
+                pin.manifest_label,
+                None,
+                f"delete them: find {root} -name __pycache__ -prune -exec rm -rf {{}} + "
+                "(set PYTHONDONTWRITEBYTECODE=1 to keep the checkout clean)",
+            )
+        )
     raise LessonError.collect(problems)
 
 
@@ -296,10 +319,13 @@ def _from_git(pin: Pin, cache: Path) -> PinnedTree | None:
             git_checkout(remote, pin.commit, work)
         except LessonError as exc:
             if exc.code == TIMED_OUT:
-                raise LessonError(f"git fetch from {remote} timed out",
-                                  hint="unset LESSONKIT_GIT_REMOTE to use the sdist") from None
-            raise LessonError(f"git could not provide commit {pin.short} from {remote}: {exc.problem.message}",
-                              hint="unset LESSONKIT_GIT_REMOTE to use the sdist from the package index") from None
+                raise LessonError(
+                    f"git fetch from {remote} timed out", hint="unset LESSONKIT_GIT_REMOTE to use the sdist"
+                ) from None
+            raise LessonError(
+                f"git could not provide commit {pin.short} from {remote}: {exc.problem.message}",
+                hint="unset LESSONKIT_GIT_REMOTE to use the sdist from the package index",
+            ) from None
         return install_tree(pin, cache, work, f"git clone of {remote} at {pin.short}")
     finally:
         remove_owned(area, work.name)
@@ -319,18 +345,25 @@ def _fetch_sdist(pin: Pin, cache: Path) -> tuple[Path, str]:
             pip_download(pin.sdist_requirement, tmp)
         except LessonError as exc:
             if exc.code == TIMED_OUT:
-                raise LessonError(f"downloading {pin.sdist_filename} timed out",
-                                  path=pin.toml_label, line=pin.toml_line("requirement"),
-                                  hint="set LESSONKIT_SDIST=/path/to/" + pin.sdist_filename) from None
+                raise LessonError(
+                    f"downloading {pin.sdist_filename} timed out",
+                    path=pin.toml_label,
+                    line=pin.toml_line("requirement"),
+                    hint="set LESSONKIT_SDIST=/path/to/" + pin.sdist_filename,
+                ) from None
             last = exc.problem.message
         else:
             last = f"pip wrote no {pin.sdist_filename}"
         got = tmp / pin.sdist_filename
         if not got.is_file() or got.is_symlink():
-            raise LessonError(f"cannot download {pin.sdist_filename} from the package index: {last}",
-                              path=pin.toml_label, line=pin.toml_line("requirement"),
-                              hint="offline? set LESSONKIT_SDIST=/path/to/" + pin.sdist_filename +
-                                   f" or {pin.source_env or config.SOURCE_ENV}=/path/to/checkout")
+            raise LessonError(
+                f"cannot download {pin.sdist_filename} from the package index: {last}",
+                path=pin.toml_label,
+                line=pin.toml_line("requirement"),
+                hint="offline? set LESSONKIT_SDIST=/path/to/"
+                + pin.sdist_filename
+                + f" or {pin.source_env or config.SOURCE_ENV}=/path/to/checkout",
+            )
         os.replace(got, archive)
     finally:
         remove_owned(area, tmp.name)
@@ -343,9 +376,12 @@ def _from_sdist(pin: Pin, cache: Path) -> PinnedTree:
     if digest != pin.sdist_sha256:
         if archive.parent == cache / "pin":
             remove_owned(cache, "pin", archive.name)
-        raise LessonError(f"{archive} has sha256 {digest[:16]}…, the pin expects {pin.sdist_sha256[:16]}…",
-                          path=pin.toml_label, line=pin.toml_line("sha256"),
-                          hint="this is not the pinned release archive; fetch it again from the package index")
+        raise LessonError(
+            f"{archive} has sha256 {digest[:16]}…, the pin expects {pin.sdist_sha256[:16]}…",
+            path=pin.toml_label,
+            line=pin.toml_line("sha256"),
+            hint="this is not the pinned release archive; fetch it again from the package index",
+        )
     area = staging(cache)
     tree = staged = None
     try:
@@ -381,10 +417,11 @@ def provide(pin: Pin, cache: Path) -> PinnedTree:
     except LessonError as exc:
         raise exc.at(pin.toml_label, None) from None  # every problem names a file
     except OSError as exc:
-        raise LessonError(f"cannot provide the pinned tree in the cache {cache}: {exc.strerror or exc}",
-                          path="LESSONKIT_CACHE" if config.env("LESSONKIT_CACHE") else pin.toml_label,
-                          hint="the pinned tree needs a writable cache once (or set LESSONKIT_SOURCE "
-                               "to a checkout)") from None
+        raise LessonError(
+            f"cannot provide the pinned tree in the cache {cache}: {exc.strerror or exc}",
+            path="LESSONKIT_CACHE" if config.env("LESSONKIT_CACHE") else pin.toml_label,
+            hint="the pinned tree needs a writable cache once (or set LESSONKIT_SOURCE to a checkout)",
+        ) from None
 
 
 def prefetch(root: Path) -> PinnedTree:

@@ -16,7 +16,6 @@ from .resolve import Tree
 from .siteconfig import SiteConfig
 
 
-
 @dataclass
 class Project:
     root: Path
@@ -74,8 +73,12 @@ class Project:
 
     @cached_property
     def pinned(self) -> Tree:
-        return Tree(self.tree.root, "pinned", allowed=set(self.pin.manifest),
-                    label=f"the pinned {self.site.name} {self.pin.version} tree")
+        return Tree(
+            self.tree.root,
+            "pinned",
+            allowed=set(self.pin.manifest),
+            label=f"the pinned {self.site.name} {self.pin.version} tree",
+        )
 
     @cached_property
     def repo(self) -> Tree:
@@ -89,9 +92,16 @@ class Project:
     @cached_property
     def runner(self) -> execute.Runner:
         extra = tuple(self.root / d for d in self.site.teaching)
-        return execute.Runner(self.tree.root, self.pin.version, self.pin.manifest_digest,
-                              self.experiments, self.cache, extra_paths=extra, env_prefix=self.site.env_prefix,
-                              **execute.pin_args(self.pin, self.root))
+        return execute.Runner(
+            self.tree.root,
+            self.pin.version,
+            self.pin.manifest_digest,
+            self.experiments,
+            self.cache,
+            extra_paths=extra,
+            env_prefix=self.site.env_prefix,
+            **execute.pin_args(self.pin, self.root),
+        )
 
     def install_stores(self) -> None:
         """Point the process's content-keyed caches (symbol tables, formulas) at this project's
@@ -110,18 +120,21 @@ class Project:
         rel = self.rel(path)
         data = path.read_bytes()
         if data.startswith(b"\xef\xbb\xbf"):
-            raise LessonError("file starts with a UTF-8 byte-order mark", path=rel, line=1,
-                              hint="save it as UTF-8 without BOM")
+            raise LessonError(
+                "file starts with a UTF-8 byte-order mark", path=rel, line=1, hint="save it as UTF-8 without BOM"
+            )
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             line = data[: exc.start].count(b"\n") + 1
-            raise LessonError(f"file is not valid UTF-8 (byte 0x{data[exc.start]:02x})", path=rel, line=line,
-                              hint="save it as UTF-8") from None
+            raise LessonError(
+                f"file is not valid UTF-8 (byte 0x{data[exc.start]:02x})", path=rel, line=line, hint="save it as UTF-8"
+            ) from None
         if "\r" in text:
             line = text[: text.index("\r")].count("\n") + 1
-            raise LessonError("file has CR (Windows) line endings", path=rel, line=line,
-                              hint="save it with LF line endings")
+            raise LessonError(
+                "file has CR (Windows) line endings", path=rel, line=line, hint="save it with LF line endings"
+            )
         return text
 
     def parse(self, path: Path, text: str | None = None, offset: int = 0) -> ParsedPage:
@@ -132,8 +145,14 @@ class Project:
     def resolve(self, block: Block) -> Resolved:
         """Resolve one block; a block with the same content and place resolves once per project
         (the build resolves every block for the site map, then again while rendering its page)."""
-        key = (block.path, block.line, block.kind, tuple((k, f.value, f.line) for k, f in block.fields.items()),
-               block.body, block.body_line)
+        key = (
+            block.path,
+            block.line,
+            block.kind,
+            tuple((k, f.value, f.line) for k, f in block.fields.items()),
+            block.body,
+            block.body_line,
+        )
         hit = self._resolved.get(key)
         if hit is not None:
             return replace(hit, block=block)

@@ -12,8 +12,18 @@ import stat as stat_module
 from pathlib import Path
 
 from .config import (
-    CONTROL, DIST, MANIFEST_LINE, MAX_CONFIG_BYTES, MAX_MANIFEST_BYTES, MAX_VALUE, _type_name,
-    display_text, read_text, read_toml, show, tree_path_problem,
+    CONTROL,
+    DIST,
+    MANIFEST_LINE,
+    MAX_CONFIG_BYTES,
+    MAX_MANIFEST_BYTES,
+    MAX_VALUE,
+    _type_name,
+    display_text,
+    read_text,
+    read_toml,
+    show,
+    tree_path_problem,
 )
 from .errors import LessonError, Problem
 
@@ -41,24 +51,41 @@ def read_kind_modules(root: Path) -> list[tuple[str, int]]:
     at = lines.get(("", "modules"), 1)
     if set(data) != {"modules"}:
         extra = sorted(set(data) - {"modules"})
-        raise LessonError(f"unknown key `{extra[0]}`" if extra else "no `modules` key",
-                          path=KINDS_LABEL, line=lines.get(("", extra[0]), 1) if extra else 1, hint=KINDS_HINT)
+        raise LessonError(
+            f"unknown key `{extra[0]}`" if extra else "no `modules` key",
+            path=KINDS_LABEL,
+            line=lines.get(("", extra[0]), 1) if extra else 1,
+            hint=KINDS_HINT,
+        )
     modules = data["modules"]
     if not isinstance(modules, list):
-        raise LessonError(f"`modules` is {_type_name(modules)}, not an array of module names",
-                          path=KINDS_LABEL, line=at, hint=KINDS_HINT)
+        raise LessonError(
+            f"`modules` is {_type_name(modules)}, not an array of module names",
+            path=KINDS_LABEL,
+            line=at,
+            hint=KINDS_HINT,
+        )
     out = []
     for name in modules:
         if not isinstance(name, str):
-            raise LessonError(f"`modules` holds {_type_name(name)} {show(name)}, not a module name",
-                              path=KINDS_LABEL, line=at, hint=KINDS_HINT)
+            raise LessonError(
+                f"`modules` holds {_type_name(name)} {show(name)}, not a module name",
+                path=KINDS_LABEL,
+                line=at,
+                hint=KINDS_HINT,
+            )
         line = _quoted_line(text, name, at)
         if not MODULE_NAME.fullmatch(name):
-            raise LessonError(f"{show(name)} is not a module name", path=KINDS_LABEL, line=line,
-                              hint="dotted Python identifiers, e.g. `lessonkinds.note`")
+            raise LessonError(
+                f"{show(name)} is not a module name",
+                path=KINDS_LABEL,
+                line=line,
+                hint="dotted Python identifiers, e.g. `lessonkinds.note`",
+            )
         if any(n == name for n, _ in out):
-            raise LessonError(f"module `{name}` is listed twice", path=KINDS_LABEL, line=line,
-                              hint="list each module once")
+            raise LessonError(
+                f"module `{name}` is listed twice", path=KINDS_LABEL, line=line, hint="list each module once"
+            )
         out.append((name, line))
     return out
 
@@ -83,15 +110,22 @@ def import_kind_module(root: Path, name: str, line: int) -> list:
         spec = None
     origin = (spec.origin or (list(spec.submodule_search_locations or [""])[0])) if spec else ""
     if spec is None or not origin or not os.path.realpath(origin).startswith(real_root + os.sep):
-        raise LessonError(f"cannot import kind module `{name}`: ModuleNotFoundError: no `{top}.py` or `{top}/` "
-                          "in the project root", path=KINDS_LABEL, line=line,
-                          hint="kind modules are the project's own, importable from its root")
+        raise LessonError(
+            f"cannot import kind module `{name}`: ModuleNotFoundError: no `{top}.py` or `{top}/` in the project root",
+            path=KINDS_LABEL,
+            line=line,
+            hint="kind modules are the project's own, importable from its root",
+        )
     loaded = sys.modules.get(top)  # already imported: from the Python installation it would not be ours
     where = os.path.realpath(getattr(loaded, "__file__", None) or "/") if loaded is not None else ""
     installed = {os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix)}
     if loaded is not None and (where == "/" or any(where.startswith(p) for p in installed)):
-        raise LessonError(f"module `{name}` has the name of a module lessonkit already uses",
-                          path=KINDS_LABEL, line=line, hint="rename the module")
+        raise LessonError(
+            f"module `{name}` has the name of a module lessonkit already uses",
+            path=KINDS_LABEL,
+            line=line,
+            hint="rename the module",
+        )
     added = real_root not in sys.path
     if added:
         sys.path.insert(0, real_root)
@@ -101,9 +135,12 @@ def import_kind_module(root: Path, name: str, line: int) -> list:
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # an author's module: any failure, SystemExit included, at its line
-        raise LessonError(f"cannot import kind module `{name}`: {type(exc).__name__}: {display_text(str(exc), 200)}",
-                          path=KINDS_LABEL, line=line, hint="the module must be importable from the project root") \
-            from None
+        raise LessonError(
+            f"cannot import kind module `{name}`: {type(exc).__name__}: {display_text(str(exc), 200)}",
+            path=KINDS_LABEL,
+            line=line,
+            hint="the module must be importable from the project root",
+        ) from None
     finally:
         sys.dont_write_bytecode = bytecode
         if added:
@@ -112,15 +149,27 @@ def import_kind_module(root: Path, name: str, line: int) -> list:
     many, one = getattr(module, "KINDS", None), getattr(module, "KIND", None)
     found = list(many) if isinstance(many, (list, tuple)) else ([one] if one is not None else [])
     if many is not None and not isinstance(many, (list, tuple)):
-        raise LessonError(f"`KINDS` of module `{name}` is {_type_name(many)}, not a list of kinds",
-                          path=KINDS_LABEL, line=line, hint="write `KINDS = [MyKind(), …]`")
+        raise LessonError(
+            f"`KINDS` of module `{name}` is {_type_name(many)}, not a list of kinds",
+            path=KINDS_LABEL,
+            line=line,
+            hint="write `KINDS = [MyKind(), …]`",
+        )
     if not found:
-        raise LessonError(f"module `{name}` defines neither KIND nor KINDS", path=KINDS_LABEL, line=line,
-                          hint="add `KIND = MyKind()` at the end of the module")
+        raise LessonError(
+            f"module `{name}` defines neither KIND nor KINDS",
+            path=KINDS_LABEL,
+            line=line,
+            hint="add `KIND = MyKind()` at the end of the module",
+        )
     for k in found:
         if not isinstance(k, (Kind, InlineKind)):
-            raise LessonError(f"module `{name}` lists {show(k)}, which is not a Kind or InlineKind instance",
-                              path=KINDS_LABEL, line=line, hint="write `KIND = MyKind()` (an instance, not the class)")
+            raise LessonError(
+                f"module `{name}` lists {show(k)}, which is not a Kind or InlineKind instance",
+                path=KINDS_LABEL,
+                line=line,
+                hint="write `KIND = MyKind()` (an instance, not the class)",
+            )
     return found
 
 
@@ -129,9 +178,15 @@ def import_kind_module(root: Path, name: str, line: int) -> list:
 SITE_LABEL = "sourcemap/site.toml"
 SITE_HINT = "see lessonkit/siteconfig.py for the fields"
 _SITE_FIELDS = {  # (table, key) -> what the value must be
-    ("upstream", "name"): "name", ("upstream", "label"): "text", ("upstream", "package"): "package",
-    ("repository", "teaching"): "folders", ("repository", "code"): "folders", ("bundle", "path"): "output",
-    ("diagrams", "calls"): "file", ("diagrams", "nesting"): "file", ("attachments", "readme"): "file",
+    ("upstream", "name"): "name",
+    ("upstream", "label"): "text",
+    ("upstream", "package"): "package",
+    ("repository", "teaching"): "folders",
+    ("repository", "code"): "folders",
+    ("bundle", "path"): "output",
+    ("diagrams", "calls"): "file",
+    ("diagrams", "nesting"): "file",
+    ("attachments", "readme"): "file",
 }
 
 
@@ -141,8 +196,12 @@ def check_site(root: Path, data: dict, lines: dict[tuple[str, str], int]) -> Non
     real_root = os.path.realpath(root)
     for table, values in data.items():
         if not isinstance(values, dict):
-            raise LessonError(f"`{table}` is {_type_name(values)}, not a table", path=SITE_LABEL,
-                              line=lines.get(("", table), 1), hint=f"write `[{table}]` with its keys below")
+            raise LessonError(
+                f"`{table}` is {_type_name(values)}, not a table",
+                path=SITE_LABEL,
+                line=lines.get(("", table), 1),
+                hint=f"write `[{table}]` with its keys below",
+            )
         for key, value in values.items():
             what = _SITE_FIELDS.get((table, key))
             if what is None:
@@ -254,16 +313,24 @@ def docs_problems(root: Path) -> list:
                     out.append(Problem(f"is {what} ({show(os.readlink(p))})", rel, None, LINK_FIX))
                     continue
                 if not str(real).startswith(real_root + os.sep):
-                    out.append(Problem(f"is a link that leads outside the project ({show(os.readlink(p))})", rel,
-                                       None, hint))
+                    out.append(
+                        Problem(f"is a link that leads outside the project ({show(os.readlink(p))})", rel, None, hint)
+                    )
                 elif real.is_dir():
-                    out.append(Problem("is a link to a folder (MkDocs would walk into it, maybe in a loop)", rel,
-                                       None, "link single pages, or move the folder into docs/"))
+                    out.append(
+                        Problem(
+                            "is a link to a folder (MkDocs would walk into it, maybe in a loop)",
+                            rel,
+                            None,
+                            "link single pages, or move the folder into docs/",
+                        )
+                    )
                 elif not real.is_file():
                     out.append(Problem("is a link to something that is not a regular file", rel, None, hint))
             elif not (stat_module.S_ISREG(st.st_mode) or stat_module.S_ISDIR(st.st_mode)):
-                out.append(Problem("is not a regular file (a FIFO, socket or device)", rel, None,
-                                   "remove it from docs/"))
+                out.append(
+                    Problem("is not a regular file (a FIFO, socket or device)", rel, None, "remove it from docs/")
+                )
     return out
 
 

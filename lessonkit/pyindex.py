@@ -40,6 +40,7 @@ class SourceFile:
     @classmethod
     def of(cls, rel: str, data: bytes) -> "SourceFile":
         import hashlib
+
         key = (rel, hashlib.sha256(data).digest())
         sf = cls._shared.get(key)
         if sf is None:
@@ -54,8 +55,9 @@ class SourceFile:
         try:
             self.text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise LessonError(f"{rel} is not valid UTF-8 (byte {exc.start})",
-                              hint="only text files can be excerpted") from None
+            raise LessonError(
+                f"{rel} is not valid UTF-8 (byte {exc.start})", hint="only text files can be excerpted"
+            ) from None
         self.lines = self.text.splitlines()
 
     @cached_property
@@ -64,11 +66,15 @@ class SourceFile:
             return ast.parse(self.text, filename=self.rel)
         except SyntaxError as exc:
             where = f"line {exc.lineno}" if exc.lineno else exc.msg  # no line: e.g. a NUL byte
-            raise LessonError(f"{self.rel} is not parseable Python ({where})",
-                              hint="Symbol works only in Python files; quote a body without Symbol") from None
+            raise LessonError(
+                f"{self.rel} is not parseable Python ({where})",
+                hint="Symbol works only in Python files; quote a body without Symbol",
+            ) from None
         except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
-            raise LessonError(f"{self.rel} is not parseable Python ({str(exc).splitlines()[0][:80]})",
-                              hint="Symbol works only in Python files; quote a body without Symbol") from None
+            raise LessonError(
+                f"{self.rel} is not parseable Python ({str(exc).splitlines()[0][:80]})",
+                hint="Symbol works only in Python files; quote a body without Symbol",
+            ) from None
 
     @cached_property
     def definitions(self) -> list[Definition]:
@@ -95,8 +101,11 @@ class SourceFile:
                     out += _defs(member, node.name + ".")
             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and node.value.args:
                 call = node.value
-                out.append(Definition(f"{ast.unparse(call.func)}({ast.unparse(call.args[0])})", "call",
-                                      node.lineno, node.end_lineno))
+                out.append(
+                    Definition(
+                        f"{ast.unparse(call.func)}({ast.unparse(call.args[0])})", "call", node.lineno, node.end_lineno
+                    )
+                )
         return out
 
     @cached_property
@@ -113,12 +122,18 @@ class SourceFile:
         if not hits:
             names = sorted({d.name for d in self.definitions if d.kind != "call"})
             close = difflib.get_close_matches(symbol, names, n=4, cutoff=0.6)
-            hint = ("did you mean " + ", ".join(f"`{c}` (L{self._line(c)})" for c in close) + "?") if close \
+            hint = (
+                ("did you mean " + ", ".join(f"`{c}` (L{self._line(c)})" for c in close) + "?")
+                if close
                 else "Symbol names a module-level def/class/assignment, a dotted member, or a call selector f(arg)"
+            )
             raise LessonError(f"no symbol `{symbol}` in {self.rel}", hint=hint, code=MISSING_SYMBOL)
-        raise LessonError(f"symbol `{symbol}` is defined {len(hits)} times in {self.rel}",
-                          hint="candidates: " + ", ".join(f"L{d.start}-{d.end}" for d in hits) +
-                               "; quote the lines you mean as a body without Symbol")
+        raise LessonError(
+            f"symbol `{symbol}` is defined {len(hits)} times in {self.rel}",
+            hint="candidates: "
+            + ", ".join(f"L{d.start}-{d.end}" for d in hits)
+            + "; quote the lines you mean as a body without Symbol",
+        )
 
     def _line(self, name: str) -> int:
         return next(d.start for d in self.definitions if d.name == name)
@@ -127,24 +142,34 @@ class SourceFile:
         try:
             want = ast.unparse(ast.parse(arg, mode="eval").body)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
-            raise LessonError(f"call selector `{func}({arg})` has an unparseable argument",
-                              hint="write it as in the source, e.g. defvjp(anp.multiply)") from None
+            raise LessonError(
+                f"call selector `{func}({arg})` has an unparseable argument",
+                hint="write it as in the source, e.g. defvjp(anp.multiply)",
+            ) from None
         calls = [d for d in self.definitions if d.kind == "call" and d.name.split("(", 1)[0] == func]
         hits = [d for d in calls if d.name == f"{func}({want})"]
         if len(hits) == 1:
             return hits[0]
         if not hits:
             if not calls:
-                raise LessonError(f"no top-level call of `{func}` in {self.rel}", code=MISSING_SYMBOL,
-                                  hint="a call selector matches module-level calls such as defvjp(anp.exp)")
+                raise LessonError(
+                    f"no top-level call of `{func}` in {self.rel}",
+                    code=MISSING_SYMBOL,
+                    hint="a call selector matches module-level calls such as defvjp(anp.exp)",
+                )
             names = [d.name for d in calls]
             close = difflib.get_close_matches(f"{func}({want})", names, n=5, cutoff=0.5) or names[:5]
-            raise LessonError(f"no top-level call `{func}({want})` in {self.rel}", code=MISSING_SYMBOL,
-                              hint="candidates: " + ", ".join(
-                                  f"{c} (L{next(d.start for d in calls if d.name == c)})" for c in close))
-        raise LessonError(f"call selector `{func}({want})` is ambiguous: {len(hits)} calls in {self.rel}",
-                          hint="candidates: " + ", ".join(f"L{d.start}-{d.end}" for d in hits) +
-                               "; quote the one you mean as a body under a Symbol-less block")
+            raise LessonError(
+                f"no top-level call `{func}({want})` in {self.rel}",
+                code=MISSING_SYMBOL,
+                hint="candidates: " + ", ".join(f"{c} (L{next(d.start for d in calls if d.name == c)})" for c in close),
+            )
+        raise LessonError(
+            f"call selector `{func}({want})` is ambiguous: {len(hits)} calls in {self.rel}",
+            hint="candidates: "
+            + ", ".join(f"L{d.start}-{d.end}" for d in hits)
+            + "; quote the one you mean as a body under a Symbol-less block",
+        )
 
 
 def _defs(node: ast.stmt, prefix: str) -> list[Definition]:

@@ -43,18 +43,23 @@ def load(value, source: str) -> Recording:
     """A recording from a ``dict`` (``Result.record``) or JSON text, validated."""
     if isinstance(value, (str, bytes)):
         if len(value) > LIMIT:
-            raise LessonError(f"the recording of {source} is larger than {LIMIT >> 20} MiB",
-                              hint="record less in the experiment")
+            raise LessonError(
+                f"the recording of {source} is larger than {LIMIT >> 20} MiB", hint="record less in the experiment"
+            )
         try:
             value = json.loads(value)
         except (ValueError, RecursionError) as exc:
-            raise LessonError(f"the recording of {source} is not valid JSON ({str(exc)[:60]})",
-                              hint="write it with experiments/_record.py") from None
+            raise LessonError(
+                f"the recording of {source} is not valid JSON ({str(exc)[:60]})",
+                hint="write it with experiments/_record.py",
+            ) from None
     if value is None:
         raise LessonError(f"{source} recorded nothing", hint="record values with `from _record import record`")
     if not isinstance(value, dict):
-        raise LessonError(f"the recording of {source} is a {type(value).__name__}, not an object",
-                          hint="write it with experiments/_record.py")
+        raise LessonError(
+            f"the recording of {source} is a {type(value).__name__}, not an object",
+            hint="write it with experiments/_record.py",
+        )
     return Recording(value, source)
 
 
@@ -76,8 +81,7 @@ def lookup(rec: Recording, key: str):
                 avail = f"indexes 0–{len(node) - 1}" if node else "an empty list"
             else:
                 avail = f"a value ({format_value(node)})"
-            raise LessonError(f"{rec.source} recorded no `{key}` (no `{part}` under {where})",
-                              hint=f"there: {avail}")
+            raise LessonError(f"{rec.source} recorded no `{key}` (no `{part}` under {where})", hint=f"there: {avail}")
         walked.append(part)
     return node
 
@@ -156,9 +160,11 @@ class SnapshotTable:
 
     def markdown(self) -> str:
         """The table as Markdown (a value cell's ``|`` escaped)."""
+
         def show(c: Cell) -> str:
             text = f"`{c.text}`" if c.code else c.text
             return text.replace("|", "\\|") if c.mode != "hand" else text
+
         lines = ["| " + " | ".join(self.columns) + " |", "|" + "---|" * len(self.columns)]
         lines += ["| " + " | ".join(show(c) for c in row) + " |" for row in self.rows]
         return "\n".join(lines) + "\n"
@@ -198,24 +204,35 @@ def _normal(text: str) -> str:
     return re.sub(r"\s+", "", text.strip().strip("`")).replace("−", "-")
 
 
-def build_snapshot(lines: list[str], rec: Recording, *, path: str | None = None, first_line: int | None = None,
-                   fmt: Format = Format()) -> SnapshotTable:
+def build_snapshot(
+    lines: list[str], rec: Recording, *, path: str | None = None, first_line: int | None = None, fmt: Format = Format()
+) -> SnapshotTable:
     """The table model from a spec (header row first); problems located at ``path:line`` per row."""
     rows = [(i, l) for i, l in enumerate(lines) if l.strip() and not re.fullmatch(r"\s*\|?[\s:|-]+\|?\s*", l)]
+
     def at(i):
         return None if first_line is None else first_line + i
 
     if not rows:
-        raise LessonError("a snapshot needs a header row and at least one row", path=path, line=first_line,
-                          hint="write `列1 | 列2`, then rows such as `R | @xx.seed`")
+        raise LessonError(
+            "a snapshot needs a header row and at least one row",
+            path=path,
+            line=first_line,
+            hint="write `列1 | 列2`, then rows such as `R | @xx.seed`",
+        )
     columns = tuple(split_row(rows[0][1]))
     problems, out = [], []
     for i, line in rows[1:]:
         cells = split_row(line)
         if len(cells) != len(columns):
-            problems.append(LessonError(f"row has {len(cells)} cells but the header has {len(columns)}",
-                                        path=path, line=at(i), hint="separate cells with | (a literal bar is \\|)"
-                                        ).problem)
+            problems.append(
+                LessonError(
+                    f"row has {len(cells)} cells but the header has {len(columns)}",
+                    path=path,
+                    line=at(i),
+                    hint="separate cells with | (a literal bar is \\|)",
+                ).problem
+            )
             continue
         row = []
         for text in cells:
@@ -250,8 +267,10 @@ def _cell(text: str, rec: Recording, fmt: Format) -> Cell:
 def _check(hand: str, key: str, rec: Recording, fmt: Format) -> None:
     recorded = format_value(lookup(rec, key), fmt)
     if _normal(hand) != _normal(recorded):
-        raise LessonError(f"snapshot cell says {hand.strip()!r} but {rec.source} recorded `{key}` = {recorded}",
-                          hint="fix the hand-written value, or write `@" + key + "` to show the recorded one")
+        raise LessonError(
+            f"snapshot cell says {hand.strip()!r} but {rec.source} recorded `{key}` = {recorded}",
+            hint="fix the hand-written value, or write `@" + key + "` to show the recorded one",
+        )
 
 
 VALUE_REF = re.compile(r"\[\[@(?P<exp>[\w-]+):(?P<key>" + KEY.pattern + r")(?:\s*\|(?P<prec>\d))?\]\]")
@@ -261,6 +280,7 @@ VALUE_REF = re.compile(r"\[\[@(?P<exp>[\w-]+):(?P<key>" + KEY.pattern + r")(?:\s
 class ValueRef:
     """An inline recorded value in prose: ``[[@multiple_paths:xx.grad]]`` or
     ``[[@lesson01_ad_and_graph:steps.2.local|3]]``."""
+
     raw: str
     experiment: str  # experiments/<name>.py
     key: str
@@ -270,8 +290,10 @@ class ValueRef:
 def parse_value_ref(raw: str) -> ValueRef:
     m = VALUE_REF.fullmatch(raw.strip())
     if not m:
-        raise LessonError(f"cannot read the recorded value {raw[:80]!r}",
-                          hint="write [[@experiment_name:key.path]] or [[@experiment_name:key.path|3]] (3 decimals)")
+        raise LessonError(
+            f"cannot read the recorded value {raw[:80]!r}",
+            hint="write [[@experiment_name:key.path]] or [[@experiment_name:key.path|3]] (3 decimals)",
+        )
     return ValueRef(raw, f"experiments/{m['exp']}.py", m["key"], int(m["prec"]) if m["prec"] else None)
 
 

@@ -73,8 +73,10 @@ class Deferred:
     def slot(self, text: str, highlighted: str) -> str:
         token = f"lk-defer-{self.nonce}-{len(self.html)}"
         self.html[token] = highlighted
-        return f'<!--{token}--><div class="language-python highlight"><pre><code>{escape(text, quote=False)}' \
-               f'</code></pre></div><!--/{token}-->'
+        return (
+            f'<!--{token}--><div class="language-python highlight"><pre><code>{escape(text, quote=False)}'
+            f'</code></pre></div><!--/{token}-->'
+        )
 
     def fill(self, page_html: str) -> tuple[str, list[str]]:
         """``page_html`` with every slot filled, and the tokens that were not found."""
@@ -86,7 +88,7 @@ class Deferred:
             if start < 0 or end < 0:
                 missing.append(token)
                 continue
-            page_html = page_html[:start] + html + page_html[end + len(end_mark):]
+            page_html = page_html[:start] + html + page_html[end + len(end_mark) :]
         return page_html, missing
 
 
@@ -118,9 +120,11 @@ class Renderer:
 
     def head(self, badge: str, kind: str, meta: list[str], links: list[tuple[str, str]]) -> str:
         link_html = " ".join(f'<a class="lk-link" href="{escape(u)}">{escape(t)}</a>' for t, u in links if u)
-        return (f'<div class="lk-head"><span class="lk-badge lk-badge-{kind}"{NO_SEARCH}>{escape(badge)}</span>'
-                f'<span class="lk-meta">{" · ".join(meta)}</span>'
-                f'<span class="lk-links"{NO_SEARCH}>{link_html}</span></div>')
+        return (
+            f'<div class="lk-head"><span class="lk-badge lk-badge-{kind}"{NO_SEARCH}>{escape(badge)}</span>'
+            f'<span class="lk-meta">{" · ".join(meta)}</span>'
+            f'<span class="lk-links"{NO_SEARCH}>{link_html}</span></div>'
+        )
 
     def block(self, r: Resolved, anchor: str, result: Result | None = None) -> str:
         """A resolved block's HTML, as its kind renders it."""

@@ -32,8 +32,14 @@ class Excerpt:
 class Tree:
     """A directory of files that excerpts may come from, each file parsed once."""
 
-    def __init__(self, root: Path, origin: str, allowed: set[str] | None = None,
-                 prefixes: tuple[str, ...] = (), label: str = "the tree"):
+    def __init__(
+        self,
+        root: Path,
+        origin: str,
+        allowed: set[str] | None = None,
+        prefixes: tuple[str, ...] = (),
+        label: str = "the tree",
+    ):
         self.root = root
         self.origin = origin
         self.allowed = allowed  # manifest paths, or None for "any file under prefixes"
@@ -44,15 +50,17 @@ class Tree:
     def file(self, value: str) -> SourceFile:
         rel = check_rel_path(value)
         if self.prefixes and not rel.startswith(self.prefixes):
-            raise LessonError(f"`{rel}` is not under {' or '.join(self.prefixes)}",
-                              hint=f"files of {self.label} live there")
+            raise LessonError(
+                f"`{rel}` is not under {' or '.join(self.prefixes)}", hint=f"files of {self.label} live there"
+            )
         if rel in self._files:
             return self._files[rel]
         try:
             sf = self._read(rel)
         except OSError as exc:  # e.g. a name too long for the file system
-            raise LessonError(f"cannot read `{rel}` in {self.label}: {exc.strerror or exc}",
-                              hint="check the path") from None
+            raise LessonError(
+                f"cannot read `{rel}` in {self.label}: {exc.strerror or exc}", hint="check the path"
+            ) from None
         self._files[rel] = sf
         return sf
 
@@ -74,20 +82,23 @@ class Tree:
             raise LessonError(f"no file `{rel}` in {self.label}", hint=hint)
         return SourceFile.of(rel, p.read_bytes())
 
-
     def _listing(self) -> set[str]:
         """The files under this tree's prefixes (for "did you mean" hints)."""
         out = set()
         for prefix in self.prefixes:
             base = self.root / prefix
             if base.is_dir():
-                out |= {p.relative_to(self.root).as_posix() for p in base.rglob("*")
-                        if p.is_file() and "__pycache__" not in p.parts}
+                out |= {
+                    p.relative_to(self.root).as_posix()
+                    for p in base.rglob("*")
+                    if p.is_file() and "__pycache__" not in p.parts
+                }
         return out
 
 
 def _nearest_path(rel: str, candidates) -> str:
     import difflib
+
     close = difflib.get_close_matches(rel, sorted(candidates), n=3, cutoff=0.6)
     return ("did you mean " + ", ".join(f"`{c}`" for c in close) + "?") if close else "check the path"
 
@@ -129,9 +140,9 @@ def _mismatch(region: list[str], body: tuple[str, ...], first_line: int, body_li
             best_k, best_n = k, n
     if best_n == 0 and region:  # not even the first line matches: point at the most similar line
         import difflib
+
         first = body[0].strip()
-        best_k = max(range(len(region)),
-                     key=lambda k: difflib.SequenceMatcher(None, region[k].strip(), first).ratio())
+        best_k = max(range(len(region)), key=lambda k: difflib.SequenceMatcher(None, region[k].strip(), first).ratio())
     idx = min(best_n, len(body) - 1)
     found = body[idx].strip()
     if best_k + idx < len(region):
@@ -139,8 +150,9 @@ def _mismatch(region: list[str], body: tuple[str, ...], first_line: int, body_li
         hint = f"{where} line {first_line + best_k + idx} reads {expected[:70]!r}"
     else:
         hint = f"the body runs past the end of {where}"
-    return LessonError(f"body is not verbatim: {found[:60]!r} does not match the source", line=body_line + idx,
-                       hint=hint)
+    return LessonError(
+        f"body is not verbatim: {found[:60]!r} does not match the source", line=body_line + idx, hint=hint
+    )
 
 
 def excerpt_of(tree: Tree, block: Block, file_key: str = "File", symbol_key: str = "Symbol") -> Excerpt:
@@ -151,14 +163,18 @@ def excerpt_of(tree: Tree, block: Block, file_key: str = "File", symbol_key: str
         raise exc.at(block.path, block.line_of(file_key))
     symbol = block.get(symbol_key)
     if not sf.lines:
-        raise LessonError(f"`{sf.rel}` is empty: there is nothing to excerpt", path=block.path,
-                          line=block.line_of(file_key), hint="excerpt a file with content")
+        raise LessonError(
+            f"`{sf.rel}` is empty: there is nothing to excerpt",
+            path=block.path,
+            line=block.line_of(file_key),
+            hint="excerpt a file with content",
+        )
     if symbol:
         try:
             d = sf.find(symbol)
         except LessonError as exc:
             raise exc.at(block.path, block.line_of(symbol_key))
-        region = sf.lines[d.start - 1: d.end]
+        region = sf.lines[d.start - 1 : d.end]
         lo = d.start
         where = f"{sf.rel} ({symbol}, L{d.start}-{d.end})"
     else:
@@ -172,17 +188,25 @@ def excerpt_of(tree: Tree, block: Block, file_key: str = "File", symbol_key: str
                 outside = _matches(sf.lines, block.body)
                 if outside:
                     k = outside[0][0]
-                    raise LessonError(f"body is not inside `{symbol}`", path=block.path, line=block.body_line,
-                                      hint=f"it is at {sf.rel} L{k + 1}-{k + len(block.body)}, outside "
-                                           f"{symbol} (L{lo}-{lo + len(region) - 1}); fix the Symbol")
+                    raise LessonError(
+                        f"body is not inside `{symbol}`",
+                        path=block.path,
+                        line=block.body_line,
+                        hint=f"it is at {sf.rel} L{k + 1}-{k + len(block.body)}, outside "
+                        f"{symbol} (L{lo}-{lo + len(region) - 1}); fix the Symbol",
+                    )
             raise _mismatch(region, block.body, lo, block.body_line, where).at(block.path, block.body_line)
         if len(hits) > 1:
             at = ", ".join(f"L{lo + k}" for k, _ in hits[:6])
-            raise LessonError(f"body occurs {len(hits)} times in {where}", path=block.path, line=block.body_line,
-                              hint=f"at {at}; quote more lines or name a Symbol")
+            raise LessonError(
+                f"body occurs {len(hits)} times in {where}",
+                path=block.path,
+                line=block.body_line,
+                hint=f"at {at}; quote more lines or name a Symbol",
+            )
         k, indent = hits[0]
         start, end = lo + k, lo + k + len(block.body) - 1
-        lines = tuple(l[len(indent):] if l.startswith(indent) else l.lstrip() for l in region[k: k + len(block.body)])
+        lines = tuple(l[len(indent) :] if l.startswith(indent) else l.lstrip() for l in region[k : k + len(block.body)])
     lines = _dedent(lines)
     return Excerpt(tree.origin, sf.rel, symbol, start, end, lines)
 
@@ -196,16 +220,23 @@ def _dedent(lines: tuple[str, ...]) -> tuple[str, ...]:
 def check_lines(block: Block, ex: Excerpt) -> None:
     want = block.lines_range
     if want and want != (ex.start, ex.end):
-        raise LessonError(f"`Lines: {want[0]}-{want[1]}` but the excerpt is at L{ex.start}-{ex.end}",
-                          path=block.path, line=block.line_of("Lines"),
-                          hint=f"write `Lines: {ex.start}-{ex.end}` or remove the line (it is only a locator)")
+        raise LessonError(
+            f"`Lines: {want[0]}-{want[1]}` but the excerpt is at L{ex.start}-{ex.end}",
+            path=block.path,
+            line=block.line_of("Lines"),
+            hint=f"write `Lines: {ex.start}-{ex.end}` or remove the line (it is only a locator)",
+        )
 
 
 def check_commit(block: Block, commit: str) -> None:
     c = block.get("Commit")
     if c and not commit.lower().startswith(c.lower()):
-        raise LessonError(f"`Commit: {c}` is not the pinned commit", path=block.path, line=block.line_of("Commit"),
-                          hint=f"this site is pinned to {commit[:7]} ({commit})")
+        raise LessonError(
+            f"`Commit: {c}` is not the pinned commit",
+            path=block.path,
+            line=block.line_of("Commit"),
+            hint=f"this site is pinned to {commit[:7]} ({commit})",
+        )
 
 
 def based_on(tree: Tree, block: Block) -> Excerpt:
@@ -216,4 +247,4 @@ def based_on(tree: Tree, block: Block) -> Excerpt:
         d = sf.find(symbol)
     except LessonError as exc:
         raise exc.at(block.path, block.line_of("Based-on"))
-    return Excerpt(tree.origin, sf.rel, symbol, d.start, d.end, tuple(sf.lines[d.start - 1: d.end]))
+    return Excerpt(tree.origin, sf.rel, symbol, d.start, d.end, tuple(sf.lines[d.start - 1 : d.end]))

@@ -40,6 +40,7 @@ from pathlib import Path
 from .errors import LessonError
 from .fsutil import _start_time
 from .sweep import MARK, PIDS_CGROUP, PREFIX, _remove_cgroup, _rmtree, marked_processes, owner
+
 # Moved to lessonkit/sweep.py; importable from here as before.
 from .sweep import CGROUP_FORMAT as CGROUP_FORMAT
 from .sweep import DIR_FORMAT as DIR_FORMAT
@@ -63,16 +64,22 @@ MEMORY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*(M|MB|MiB|G|GB|GiB)$")
 
 # ---------------------------------------------------------------- the `Memory:` field
 
+
 def parse_memory(value: str) -> int:
     """``512M``, ``1.5 GiB``, ``3G`` → bytes (binary units); LessonError when not a size."""
     m = MEMORY.match(value.strip())
     if not m:
-        raise LessonError(f"`Memory: {value}` is not a size", hint="for example `Memory: 3 GiB` or `Memory: 512 MiB`; "
-                          f"without it the limit is {DEFAULT_MEMORY // GiB} GiB")
+        raise LessonError(
+            f"`Memory: {value}` is not a size",
+            hint="for example `Memory: 3 GiB` or `Memory: 512 MiB`; "
+            f"without it the limit is {DEFAULT_MEMORY // GiB} GiB",
+        )
     n = int(float(m[1]) * (GiB if m[2].startswith("G") else MiB))
     if not MIN_MEMORY <= n <= MAX_MEMORY:
-        raise LessonError(f"`Memory: {value}` is outside {MIN_MEMORY // MiB} MiB … {MAX_MEMORY // GiB} GiB",
-                          hint=f"without it the limit is {DEFAULT_MEMORY // GiB} GiB")
+        raise LessonError(
+            f"`Memory: {value}` is outside {MIN_MEMORY // MiB} MiB … {MAX_MEMORY // GiB} GiB",
+            hint=f"without it the limit is {DEFAULT_MEMORY // GiB} GiB",
+        )
     return n
 
 
@@ -96,8 +103,9 @@ def show_size(n: int) -> str:
 _VISIBLE = {i: chr(0x2400 + i) for i in range(32)}  # ␀ … ␟
 _VISIBLE.update({0x7F: "\u2421"})  # ␡
 _VISIBLE.update({i: f"\\x{i:02x}" for i in range(0x80, 0xA0)})  # C1 controls
-_VISIBLE.update({i: f"\\u{i:04x}" for i in (0x2028, 0x2029, 0x200E, 0x200F, *range(0x202A, 0x202F),
-                                           *range(0x2066, 0x206A), 0xFEFF)})  # line separators, bidi
+_VISIBLE.update(
+    {i: f"\\u{i:04x}" for i in (0x2028, 0x2029, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A), 0xFEFF)}
+)  # line separators, bidi
 del _VISIBLE[0x0A], _VISIBLE[0x09]  # newline and tab stay as they are
 
 
@@ -117,31 +125,50 @@ _warned = [False]
 def namespaces_available() -> bool:
     """Whether boxes get namespaces here. ``LESSONKIT_SANDBOX=copy`` forces the fallback."""
     from .config import sandbox_mode
+
     mode = sandbox_mode()
     if mode == "copy":
         return False
-    cfg = {"parent": os.getpid(), "namespaces": True, "read_only": [], "hide": [], "box_read_only": [],
-           "memory": DEFAULT_MEMORY, "fsize": MiB, "cwd": "/", "env": {},
-           "argv": [sys.executable, "-I", "-S", "-c", "pass"]}
+    cfg = {
+        "parent": os.getpid(),
+        "namespaces": True,
+        "read_only": [],
+        "hide": [],
+        "box_read_only": [],
+        "memory": DEFAULT_MEMORY,
+        "fsize": MiB,
+        "cwd": "/",
+        "env": {},
+        "argv": [sys.executable, "-I", "-S", "-c", "pass"],
+    }
     try:
-        r = subprocess.run([sys.executable, "-I", "-S", str(BOOT), json.dumps(cfg)], capture_output=True,
-                           timeout=30, stdin=subprocess.DEVNULL)
+        r = subprocess.run(
+            [sys.executable, "-I", "-S", str(BOOT), json.dumps(cfg)],
+            capture_output=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        )
         ok = r.returncode == 0
         why = r.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] if not ok else []
     except (OSError, subprocess.TimeoutExpired) as exc:
         ok, why = False, [str(exc)]
     if not ok and mode == "namespaces":
-        raise LessonError("LESSONKIT_SANDBOX=namespaces but user namespaces do not work here: " + " ".join(why),
-                          hint="unset LESSONKIT_SANDBOX to fall back to private copies")
+        raise LessonError(
+            "LESSONKIT_SANDBOX=namespaces but user namespaces do not work here: " + " ".join(why),
+            hint="unset LESSONKIT_SANDBOX to fall back to private copies",
+        )
     if not ok and not _warned[0]:
         _warned[0] = True
-        log.warning("lessonkit: user namespaces are not available (%s): experiments run on private copies "
-                    "but could still write into the project — see README, 'Experiments in a box'",
-                    " ".join(why) or "unknown reason")
+        log.warning(
+            "lessonkit: user namespaces are not available (%s): experiments run on private copies "
+            "but could still write into the project — see README, 'Experiments in a box'",
+            " ".join(why) or "unknown reason",
+        )
     return ok
 
 
 # ---------------------------------------------------------------- the box
+
 
 @dataclass
 class Box:
@@ -216,6 +243,7 @@ class Boxes:
     def kill_all(self, wait: float = 0.5) -> None:
         """Cancel what has not started, kill what runs and remove every box folder."""
         import multiprocessing
+
         with self._lock:
             self.cancelled = True
             live = list(self._live.values())
@@ -225,8 +253,12 @@ class Boxes:
             helper.kill()
         deadline = time.monotonic() + wait
         for box in live:  # the worker threads reap the launchers; wait for them to be gone
-            while box.proc is not None and time.monotonic() < deadline and _start_time(box.proc.pid) is not None \
-                    and not _zombie(box.proc.pid):
+            while (
+                box.proc is not None
+                and time.monotonic() < deadline
+                and _start_time(box.proc.pid) is not None
+                and not _zombie(box.proc.pid)
+            ):
                 time.sleep(0.005)
             if box.cgroup is not None:
                 _remove_cgroup(box.cgroup)
@@ -253,6 +285,7 @@ def _zombie(pid: int) -> bool:
 
 def _make_cgroup(mark: str) -> Path | None:
     from .config import sandbox_mode
+
     if sandbox_mode() == "copy" or not os.access(PIDS_CGROUP, os.W_OK):
         return None
     d = PIDS_CGROUP / f"lessonkit-{mark}"
@@ -295,22 +328,38 @@ def _hidden_entries(root: Path) -> list[str]:
 
 def launch(box: Box, spec: Spec, stdout, stderr) -> subprocess.Popen:
     ns = namespaces_available()
-    cfg = {"parent": os.getpid(), "namespaces": ns, "cgroup": str(box.cgroup) if box.cgroup else None,
-           "read_only": [str(p) for p in spec.protect],
-           "hide": _hidden_entries(spec.project_root) if spec.project_root else [],
-           "box_dir": str(box.dir), "box_read_only": [str(box.pinned), str(box.project)],
-           "memory": spec.memory, "fsize": spec.fsize, "nproc": NPROC, "cwd": str(box.work),
-           "env": {**spec.env, MARK: box.mark}, "argv": spec.argv}
+    cfg = {
+        "parent": os.getpid(),
+        "namespaces": ns,
+        "cgroup": str(box.cgroup) if box.cgroup else None,
+        "read_only": [str(p) for p in spec.protect],
+        "hide": _hidden_entries(spec.project_root) if spec.project_root else [],
+        "box_dir": str(box.dir),
+        "box_read_only": [str(box.pinned), str(box.project)],
+        "memory": spec.memory,
+        "fsize": spec.fsize,
+        "nproc": NPROC,
+        "cwd": str(box.work),
+        "env": {**spec.env, MARK: box.mark},
+        "argv": spec.argv,
+    }
     with BOXES._lock:  # started before a cancel (and so killed by it), or not at all
         if BOXES.cancelled:
             raise Cancelled()
-        box.proc = subprocess.Popen([sys.executable, "-I", "-S", str(BOOT), json.dumps(cfg)], cwd=box.work,
-                                    env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), MARK: box.mark},
-                                    stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, start_new_session=True)
+        box.proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", str(BOOT), json.dumps(cfg)],
+            cwd=box.work,
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), MARK: box.mark},
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
     return box.proc
 
 
 # ---------------------------------------------------------------- signals
+
 
 @contextlib.contextmanager
 def cancel_on_signals(on_cancel=None):
@@ -352,8 +401,10 @@ def die_with_parent() -> None:
     """Ask the kernel to kill this process when its parent ends (Linux; a no-op elsewhere).
     In a multiprocessing child whose parent has already ended, end now."""
     import multiprocessing
+
     try:
         import ctypes
+
         ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         return

@@ -9,6 +9,7 @@ from pathlib import Path
 from .errors import LessonError
 from .siteconfig import environment, render
 
+
 def new_lesson(root: Path, nn: str, title: str, slug: str | None, short: str) -> list[Path]:
     if not re.fullmatch(r"[0-9][0-9]", nn):  # ASCII digits only (\d also matches ١٥)
         raise LessonError(f"lesson number `{nn}` is not two digits", hint='use e.g. nox -s new -- 15 "标题"')
@@ -20,8 +21,9 @@ def new_lesson(root: Path, nn: str, title: str, slug: str | None, short: str) ->
     lessons = root / "docs" / "lessons"
     clash = sorted(lessons.glob(f"{nn}-*.md"))
     if clash:
-        raise LessonError(f"lesson {nn} already exists: {clash[0].relative_to(root).as_posix()}",
-                          hint="pick a free number")
+        raise LessonError(
+            f"lesson {nn} already exists: {clash[0].relative_to(root).as_posix()}", hint="pick a free number"
+        )
     page = lessons / f"{nn}-{slug}.md"
     script = root / "experiments" / f"lesson{nn}_{slug.replace('-', '_')}.py"
     if script.exists():

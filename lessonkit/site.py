@@ -61,13 +61,25 @@ def citations(report: Report, docs_prefix: str, texts: dict[str, str]) -> list[C
     """Every resolved block with an excerpt, labelled and anchored as the page renders it."""
     out = []
     for page, resolved in sorted(report.resolved.items()):
-        rel = page[len(docs_prefix):] if page.startswith(docs_prefix) else page
+        rel = page[len(docs_prefix) :] if page.startswith(docs_prefix) else page
         label = page_label(rel, texts.get(page, ""))
         for r, anchor in zip(resolved, report.anchors(page)):
             ex = r.excerpt
             if ex is not None and r.kind.citation is not None:
-                out.append(Citation(rel, label, anchor, r.block.kind, r.kind.citation, ex.origin, ex.file, ex.symbol,
-                                    ex.start, ex.end))
+                out.append(
+                    Citation(
+                        rel,
+                        label,
+                        anchor,
+                        r.block.kind,
+                        r.kind.citation,
+                        ex.origin,
+                        ex.file,
+                        ex.symbol,
+                        ex.start,
+                        ex.end,
+                    )
+                )
     return out
 
 
@@ -90,6 +102,7 @@ def _lexer(name: str):
         return get_lexer_for_filename(name, stripnl=False, ensurenl=False)
     except ClassNotFound:
         from pygments.lexers import TextLexer
+
         return TextLexer(stripnl=False, ensurenl=False)
 
 
@@ -102,13 +115,18 @@ def highlighted(sf: SourceFile, cache: Path | None = None) -> str:
 
     def make() -> str:
         body = highlight(sf.text, _lexer(sf.rel), HtmlFormatter(linespans="L"))
-        return body[body.index("<pre>") + 5: body.rindex("</pre>")].removeprefix("<span></span>")
+        return body[body.index("<pre>") + 5 : body.rindex("</pre>")].removeprefix("<span></span>")
 
     return Store(cache, "highlight").get_or_make(digest("highlight", pygments.__version__, sf.rel, sf.data), make)
 
 
-def code_html(sf: SourceFile, cites: list[Citation], href: Callable[[Citation], str],
-              symbol_lines: dict[int, list[str]], cache: Path | None = None) -> str:
+def code_html(
+    sf: SourceFile,
+    cites: list[Citation],
+    href: Callable[[Citation], str],
+    symbol_lines: dict[int, list[str]],
+    cache: Path | None = None,
+) -> str:
     """The whole file, highlighted, one anchor per line (#L12), cited ranges marked,
     each range's first line carrying links back to every citing block."""
     cited: dict[int, list[Citation]] = defaultdict(list)
@@ -130,8 +148,7 @@ def code_html(sf: SourceFile, cites: list[Citation], href: Callable[[Citation], 
                 text = f"{c.label} · {c.symbol or f'L{c.start}–L{c.end}'}" + ("（正文）" if c.role == "prose" else "")
                 links.append(f'<a href="{escape(href(c))}">{escape(text)}</a>')
             back = f'<span class="lk-cites" aria-label="引用此处的块">被引用：{" ".join(links)}</span>'
-        return (back + f'<span id="L{n}" class="{cls}">{marks}'
-                f'<a class="lk-ln" href="#L{n}" aria-hidden="true">{n}</a>')
+        return back + f'<span id="L{n}" class="{cls}">{marks}<a class="lk-ln" href="#L{n}" aria-hidden="true">{n}</a>'
 
     body = _LINE.sub(line, body)
     return f'<div class="lk-source highlight"><pre><code>{body}</code></pre></div>'
@@ -200,7 +217,7 @@ def add_section(markdown: str, section: str) -> str:
     m = FOOTER.search(markdown)
     if m is None:
         return markdown + section
-    return markdown[:m.start()] + section + markdown[m.start():]
+    return markdown[: m.start()] + section + markdown[m.start() :]
 
 
 def cited_list(page_cites: list[Citation], rel_link: Callable[[str], str]) -> str:
@@ -220,10 +237,12 @@ def cited_list(page_cites: list[Citation], rel_link: Callable[[str], str]) -> st
     if not rows:
         return ""
     # the table repeats what the blocks above already show: keep it out of the search index
-    return ("\n\n## 本篇引用的源码 {#cited-source}\n\n"
-            "下表由构建根据本篇每个已验证的块自动生成。\n\n"
-            '<div class="lk-cited-list" markdown="1" data-search-exclude="list">\n\n'
-            "| 符号 | 位置 | 本篇 |\n|---|---|---|\n" + "\n".join(rows) + "\n\n</div>\n")
+    return (
+        "\n\n## 本篇引用的源码 {#cited-source}\n\n"
+        "下表由构建根据本篇每个已验证的块自动生成。\n\n"
+        '<div class="lk-cited-list" markdown="1" data-search-exclude="list">\n\n'
+        "| 符号 | 位置 | 本篇 |\n|---|---|---|\n" + "\n".join(rows) + "\n\n</div>\n"
+    )
 
 
 def _table(head: list[str], rows: list[list[str]]) -> str:
@@ -234,8 +253,14 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
 
 def symbol_table_html(sf: SourceFile) -> str:
     """HTML table of a Python file's symbols (built directly: no Markdown pass needed)."""
-    rows = [[f'<a href="#sym-{slug(d.name)}"><code>{escape(d.name)}</code></a>', d.kind,
-             f'<a href="#L{d.start}">L{d.start}–L{d.end}</a>'] for d in _definitions(sf)]
+    rows = [
+        [
+            f'<a href="#sym-{slug(d.name)}"><code>{escape(d.name)}</code></a>',
+            d.kind,
+            f'<a href="#L{d.start}">L{d.start}–L{d.end}</a>',
+        ]
+        for d in _definitions(sf)
+    ]
     return _table(["符号", "类型", "行"], rows) if rows else ""
 
 
@@ -254,12 +279,20 @@ def cites_table_html(cites: list[Citation], href: Callable[[Citation], str]) -> 
     return _table(["行", "符号", "引用它的页面"], rows)
 
 
-_API_ENTRY = re.compile(r'(<h(\d) id="([\w.]+)" class="doc doc-heading">.*?</h\2>\s*'
-                        r'(?:<div class="language-python doc-signature highlight">.*?</div>)?)', re.S)
+_API_ENTRY = re.compile(
+    r'(<h(\d) id="([\w.]+)" class="doc doc-heading">.*?</h\2>\s*'
+    r'(?:<div class="language-python doc-signature highlight">.*?</div>)?)',
+    re.S,
+)
 
 
-def api_entry_links(html: str, project, cites: list[Citation], source_href: Callable[[str, int], str | None],
-                    cite_href: Callable[[Citation], str]) -> str:
+def api_entry_links(
+    html: str,
+    project,
+    cites: list[Citation],
+    source_href: Callable[[str, int], str | None],
+    cite_href: Callable[[Citation], str],
+) -> str:
     """Under each API entry (mkdocstrings heading and signature): the call signature the page's
     own table gives for the name (when it differs from the wrapped function's), the entry's lines
     in the source browser, and one link per page that cites the object. Labels: site.toml [labels]."""
@@ -292,8 +325,10 @@ def api_entry_links(html: str, project, cites: list[Citation], source_href: Call
         d = defs.get(symbol)
         href = source_href(file, d.start) if d else None
         if d and href:
-            items.append(f'{escape(labels["api-source"])}：<a href="{escape(href)}"><code>{escape(file)}</code> '
-                         f'L{d.start}–L{d.end}</a>')
+            items.append(
+                f'{escape(labels["api-source"])}：<a href="{escape(href)}"><code>{escape(file)}</code> '
+                f'L{d.start}–L{d.end}</a>'
+            )
         users = per_page([c for c in cites if c.origin == "pinned" and c.file == file and c.symbol == symbol])
         if users:
             seen, links = set(), []

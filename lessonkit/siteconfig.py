@@ -194,11 +194,19 @@ def load(root: Path, repo_url: str) -> SiteConfig:
 def _labels(values: dict, path: Path) -> dict[str, str]:
     for key, value in values.items():
         if not isinstance(value, str):
-            raise LessonError(f"label `{key}` is not text", path=CONFIG, line=_line(path, key),
-                              hint='for example `experiment = "EXPERIMENT"`')
+            raise LessonError(
+                f"label `{key}` is not text",
+                path=CONFIG,
+                line=_line(path, key),
+                hint='for example `experiment = "EXPERIMENT"`',
+            )
         if key.startswith("from-") and "{" in value.replace("{detail}", ""):
-            raise LessonError(f"label `{key}` has a placeholder other than {{detail}}", path=CONFIG,
-                              line=_line(path, key), hint="only `{detail}` is filled in")
+            raise LessonError(
+                f"label `{key}` has a placeholder other than {{detail}}",
+                path=CONFIG,
+                line=_line(path, key),
+                hint="only `{detail}` is filled in",
+            )
     return dict(values)
 
 

@@ -8,7 +8,14 @@ import json
 from pathlib import Path
 
 from .config import (
-    CONTROL, MAX_MAP_BYTES, SHOWN, _type_name, read_text, read_toml, show, tree_path_problem,
+    CONTROL,
+    MAX_MAP_BYTES,
+    SHOWN,
+    _type_name,
+    read_text,
+    read_toml,
+    show,
+    tree_path_problem,
 )
 from .errors import LessonError, Problem
 
@@ -16,8 +23,15 @@ from .errors import LessonError, Problem
 # ---------------------------------------------------------------- excerpts.json
 
 MAP_HINT = "run `nox -s verify -- --update-map` to write it again"
-MAP_KEYS = {"page": str, "block": int, "kind": str, "file": str, "symbol": (str, type(None)), "lines": list,
-            "sha256": str}
+MAP_KEYS = {
+    "page": str,
+    "block": int,
+    "kind": str,
+    "file": str,
+    "symbol": (str, type(None)),
+    "lines": list,
+    "sha256": str,
+}
 
 
 def _entry_lines(text: str) -> list[int]:
@@ -51,22 +65,28 @@ def read_excerpt_map(path: Path, label: str) -> dict:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise LessonError(f"the excerpt map is not valid JSON ({exc.msg})", path=label, line=exc.lineno,
-                          hint=MAP_HINT) from None
+        raise LessonError(
+            f"the excerpt map is not valid JSON ({exc.msg})", path=label, line=exc.lineno, hint=MAP_HINT
+        ) from None
     except (RecursionError, ValueError) as exc:
         why = "nested too deeply" if isinstance(exc, RecursionError) else exc
         raise LessonError(f"the excerpt map is not valid JSON ({why})", path=label, hint=MAP_HINT) from None
     if not isinstance(data, dict):
-        raise LessonError(f"the excerpt map must be a JSON object, got {_type_name(data)}", path=label, line=1,
-                          hint=MAP_HINT)
+        raise LessonError(
+            f"the excerpt map must be a JSON object, got {_type_name(data)}", path=label, line=1, hint=MAP_HINT
+        )
     for key in ("pin", "version", "manifest"):
         if not isinstance(data.get(key), str):
-            raise LessonError(f"the excerpt map's `{key}` must be a string, got {_type_name(data.get(key))}",
-                              path=label, hint=MAP_HINT)
+            raise LessonError(
+                f"the excerpt map's `{key}` must be a string, got {_type_name(data.get(key))}",
+                path=label,
+                hint=MAP_HINT,
+            )
     entries = data.get("excerpts")
     if not isinstance(entries, list):
-        raise LessonError(f"the excerpt map's `excerpts` must be an array, got {_type_name(entries)}",
-                          path=label, hint=MAP_HINT)
+        raise LessonError(
+            f"the excerpt map's `excerpts` must be an array, got {_type_name(entries)}", path=label, hint=MAP_HINT
+        )
     where = _entry_lines(text)
     seen: dict[tuple, int] = {}
     for i, e in enumerate(entries):
@@ -82,8 +102,12 @@ def read_excerpt_map(path: Path, label: str) -> dict:
                     break
             else:
                 ln = e["lines"]
-                if e["block"] < 0 or len(ln) != 2 or not all(isinstance(x, int) and not isinstance(x, bool)
-                                                              for x in ln) or not 1 <= ln[0] <= ln[1]:
+                if (
+                    e["block"] < 0
+                    or len(ln) != 2
+                    or not all(isinstance(x, int) and not isinstance(x, bool) for x in ln)
+                    or not 1 <= ln[0] <= ln[1]
+                ):
                     why = "has an invalid `block` or `lines`"
                 elif (e["page"], e["block"]) in seen:
                     first = seen[e["page"], e["block"]]
@@ -105,12 +129,19 @@ def read_roles(path: Path, label: str) -> dict[str, str]:
     problems = []
     for key, value in data.items():
         if key != "roles":
-            problems.append(Problem(f"unknown section or key `{show(key, 40)[1:-1]}`", label,
-                                    lines.get((key, "")) or lines.get(("", key)), ROLES_HINT))
+            problems.append(
+                Problem(
+                    f"unknown section or key `{show(key, 40)[1:-1]}`",
+                    label,
+                    lines.get((key, "")) or lines.get(("", key)),
+                    ROLES_HINT,
+                )
+            )
     roles = data.get("roles", {})
     if not isinstance(roles, dict):
-        problems.append(Problem(f"`roles` must be a table, got {_type_name(roles)}", label,
-                                lines.get(("", "roles")), ROLES_HINT))
+        problems.append(
+            Problem(f"`roles` must be a table, got {_type_name(roles)}", label, lines.get(("", "roles")), ROLES_HINT)
+        )
         roles = {}
     out = {}
     for rel, text in roles.items():
@@ -119,11 +150,18 @@ def read_roles(path: Path, label: str) -> dict[str, str]:
         if why:
             problems.append(Problem(f"role key {show(rel)} {why}", label, line, ROLES_HINT))
         elif not isinstance(text, str):
-            problems.append(Problem(f"the role of {rel} must be a string, got {_type_name(text)}", label, line,
-                                    ROLES_HINT))
+            problems.append(
+                Problem(f"the role of {rel} must be a string, got {_type_name(text)}", label, line, ROLES_HINT)
+            )
         elif len(text) > 500 or CONTROL.search(text):
-            problems.append(Problem(f"the role of {rel} is longer than 500 characters or has a control character",
-                                    label, line, "write one short line"))
+            problems.append(
+                Problem(
+                    f"the role of {rel} is longer than 500 characters or has a control character",
+                    label,
+                    line,
+                    "write one short line",
+                )
+            )
         else:
             out[rel] = text
     if problems:

@@ -29,7 +29,8 @@ _Q = r'"(?:[^"\\]|\\.)*"'
 REF = re.compile(
     r"\[\[(?P<file>[\w./-]+\.\w+)::(?P<symbol>[^\s\]\"]+(?:\([^)\]]*\))?)"
     r"(?:\s+(?P<a>" + _Q + r"|[+-]\d+)(?:\s*\.\.\s*(?P<b>" + _Q + r"|[+-]\d+))?)?"
-    r"(?:\s*\|(?P<style>file|L|行))?\s*\]\]")
+    r"(?:\s*\|(?P<style>file|L|行))?\s*\]\]"
+)
 LOOSE = re.compile(r"\[\[[^\[\]\n]*::[^\[\]\n]*\]\]")  # looks like a reference: must parse
 
 
@@ -69,9 +70,11 @@ class Resolved:
 def parse(raw: str) -> SourceRef:
     m = REF.fullmatch(raw.strip())
     if not m:
-        raise LessonError(f"cannot read the source reference {raw[:80]!r}",
-                          hint='write [[core.py::backward_pass "a fragment of the line"]], '
-                               "optionally .. a second fragment, or +N for an offset, and |file or |L")
+        raise LessonError(
+            f"cannot read the source reference {raw[:80]!r}",
+            hint='write [[core.py::backward_pass "a fragment of the line"]], '
+            "optionally .. a second fragment, or +N for an offset, and |file or |L",
+        )
     if m["b"] and not m["a"]:
         raise LessonError(f"{raw!r}: a range needs a first end", hint='write "from" .. "to"')
     return SourceRef(raw, m["file"], m["symbol"], m["a"], m["b"], m["style"] or "行")
@@ -87,7 +90,7 @@ def scan(markdown: str) -> list[tuple[int, str]]:
             fence = mark.group(1)
             continue
         if fence is not None:
-            if stripped.startswith(fence) and not stripped[len(fence):].strip():
+            if stripped.startswith(fence) and not stripped[len(fence) :].strip():
                 fence = None
             continue
         prose = re.sub(r"(`+)(?:(?!\1).)+?\1", lambda m: " " * len(m.group(0)), line)
@@ -104,11 +107,16 @@ def _file(tree: Tree, name: str) -> str:
     if not hits:
         close = difflib.get_close_matches(name, sorted({p.rsplit('/', 1)[-1] for p in tree.allowed}), n=3)
         example = next((p for p in sorted(tree.allowed) if "/" in p and p.endswith(".py")), "package/module.py")
-        raise LessonError(f"no file named `{name}` in {tree.label}",
-                          hint=("did you mean " + ", ".join(f"`{c}`" for c in close) + "?") if close
-                          else f"write the path, e.g. {example}")
-    raise LessonError(f"`{name}` names {len(hits)} files in {tree.label}",
-                      hint="write the path: " + ", ".join(f"`{h}`" for h in hits[:5]))
+        raise LessonError(
+            f"no file named `{name}` in {tree.label}",
+            hint=("did you mean " + ", ".join(f"`{c}`" for c in close) + "?")
+            if close
+            else f"write the path, e.g. {example}",
+        )
+    raise LessonError(
+        f"`{name}` names {len(hits)} files in {tree.label}",
+        hint="write the path: " + ", ".join(f"`{h}`" for h in hits[:5]),
+    )
 
 
 def _unquote(q: str) -> str:
@@ -119,8 +127,10 @@ def _locate(part: str, region: list[str], lo: int, where: str) -> int:
     if part[0] in "+-":
         k = int(part)
         if not 0 <= k < len(region):
-            raise LessonError(f"offset {part} is outside {where} (+0 to +{len(region) - 1})",
-                              hint="offsets count from the symbol's first line, +0")
+            raise LessonError(
+                f"offset {part} is outside {where} (+0 to +{len(region) - 1})",
+                hint="offsets count from the symbol's first line, +0",
+            )
         return lo + k
     frag = _unquote(part)
     if not frag.strip():
@@ -130,13 +140,15 @@ def _locate(part: str, region: list[str], lo: int, where: str) -> int:
         return hits[0]
     if not hits:
         best = difflib.get_close_matches(frag.strip(), [l.strip() for l in region], n=3, cutoff=0.4)
-        cands = [f"L{lo + i}: {region[i].strip()[:60]!r}" for i in range(len(region))
-                 if region[i].strip() in best]
-        raise LessonError(f"{frag!r} does not occur in {where}",
-                          hint=("closest lines: " + "; ".join(cands)) if cands else "quote the line verbatim")
+        cands = [f"L{lo + i}: {region[i].strip()[:60]!r}" for i in range(len(region)) if region[i].strip() in best]
+        raise LessonError(
+            f"{frag!r} does not occur in {where}",
+            hint=("closest lines: " + "; ".join(cands)) if cands else "quote the line verbatim",
+        )
     cands = "; ".join(f"L{n}: {region[n - lo].strip()[:60]!r}" for n in hits[:6])
-    raise LessonError(f"{frag!r} occurs in {len(hits)} lines of {where}",
-                      hint=f"quote more of the line you mean ({cands})")
+    raise LessonError(
+        f"{frag!r} occurs in {len(hits)} lines of {where}", hint=f"quote more of the line you mean ({cands})"
+    )
 
 
 def resolve(tree: Tree, ref: SourceRef) -> Resolved:
@@ -144,7 +156,7 @@ def resolve(tree: Tree, ref: SourceRef) -> Resolved:
     rel = _file(tree, ref.file)
     sf = tree.file(rel)
     d = sf.find(ref.symbol)
-    region = sf.lines[d.start - 1: d.end]
+    region = sf.lines[d.start - 1 : d.end]
     where = f"`{ref.symbol}` ({sf.rel} L{d.start}-{d.end})"
     if ref.first is None:
         start, end = d.start, d.end
@@ -153,7 +165,7 @@ def resolve(tree: Tree, ref: SourceRef) -> Resolved:
         end = _locate(ref.last, region, d.start, where) if ref.last else start
         if end < start:
             raise LessonError(f"the range ends (L{end}) before it starts (L{start})", hint="swap the two ends")
-    return Resolved(ref, sf.rel, start, end, tuple(sf.lines[start - 1: end]))
+    return Resolved(ref, sf.rel, start, end, tuple(sf.lines[start - 1 : end]))
 
 
 def resolve_text(tree: Tree, raw: str, path: str | None = None, line: int | None = None) -> Resolved:

@@ -175,8 +175,10 @@ class Store:
         try:
             remove_owned(self.cache, self.kind, key)
         except Exception as exc:  # cannot remove: the next put replaces it, or the cache is read-only
-            warn_once(str(self.dir), f"lessonkit: cannot remove a damaged cache entry in {self.dir} ({exc}); "
-                                     "the build continues without it")
+            warn_once(
+                str(self.dir),
+                f"lessonkit: cannot remove a damaged cache entry in {self.dir} ({exc}); the build continues without it",
+            )
 
     def put(self, key: str, value: str) -> None:
         self._remember(key, value)
@@ -184,8 +186,11 @@ class Store:
             return
         path = self._path(key)
         if path is None:
-            warn_once(str(self.dir), f"lessonkit: cache folder {self.dir} is not usable (a link, or an invalid key); "
-                                     "the build continues without storing")
+            warn_once(
+                str(self.dir),
+                f"lessonkit: cache folder {self.dir} is not usable (a link, or an invalid key); "
+                "the build continues without storing",
+            )
             return
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
@@ -193,8 +198,11 @@ class Store:
                 remove_owned(self.cache, self.kind, key)
             atomic_write(path, encode_entry(self.kind, key, value))  # replaces a link, never writes through it
         except OSError as exc:
-            warn_once(str(self.dir), f"lessonkit: cannot write the cache {self.dir} ({exc.strerror or exc}); "
-                                     "the build continues without storing (it only costs time)")
+            warn_once(
+                str(self.dir),
+                f"lessonkit: cannot write the cache {self.dir} ({exc.strerror or exc}); "
+                "the build continues without storing (it only costs time)",
+            )
 
     def get_or_make(self, key: str, make: Callable[[], str]) -> str:
         value = self.get(key)

@@ -106,8 +106,12 @@ def sweep_leftovers(age: float | None = None) -> list[str]:
             st = os.lstat(e.path)
         except OSError:
             continue
-        if stat.S_ISDIR(st.st_mode) and st.st_uid == uid and _owner_dead(*m.groups()[:3]) \
-                and _untouched_for(Path(e.path), age):
+        if (
+            stat.S_ISDIR(st.st_mode)
+            and st.st_uid == uid
+            and _owner_dead(*m.groups()[:3])
+            and _untouched_for(Path(e.path), age)
+        ):
             _rmtree(Path(e.path))
             removed.append(e.path)
     if PIDS_CGROUP.is_dir() and not PIDS_CGROUP.is_symlink():
@@ -123,8 +127,12 @@ def sweep_leftovers(age: float | None = None) -> list[str]:
                 st = os.lstat(e.path)
             except OSError:
                 continue
-            if stat.S_ISDIR(st.st_mode) and st.st_uid == uid and _owner_dead(*m.groups()[:3]) \
-                    and time.time() - st.st_mtime >= age:
+            if (
+                stat.S_ISDIR(st.st_mode)
+                and st.st_uid == uid
+                and _owner_dead(*m.groups()[:3])
+                and time.time() - st.st_mtime >= age
+            ):
                 _remove_cgroup(Path(e.path))
                 removed.append(e.path)
     for pid in marked_processes():

@@ -44,14 +44,27 @@ def map_entries(project: Project, report: Report) -> list[dict]:
             ex = r.excerpt
             if ex is None:
                 continue
-            entries.append({"page": page, "block": r.block.ordinal, "kind": r.block.kind, "file": ex.file,
-                            "symbol": ex.symbol, "lines": [ex.start, ex.end], "sha256": ex.sha256})
+            entries.append(
+                {
+                    "page": page,
+                    "block": r.block.ordinal,
+                    "kind": r.block.kind,
+                    "file": ex.file,
+                    "symbol": ex.symbol,
+                    "lines": [ex.start, ex.end],
+                    "sha256": ex.sha256,
+                }
+            )
     return entries
 
 
 def build_map(project: Project, report: Report) -> dict:
-    return {"pin": project.pin.commit, "version": project.pin.version,
-            "manifest": project.pin.manifest_digest, "excerpts": map_entries(project, report)}
+    return {
+        "pin": project.pin.commit,
+        "version": project.pin.version,
+        "manifest": project.pin.manifest_digest,
+        "excerpts": map_entries(project, report),
+    }
 
 
 def check_config(project: Project) -> None:
@@ -100,8 +113,11 @@ def stale_map(project: Project, report: Report, only_pages: set[str] | None = No
     for key in ("pin", "version", "manifest"):
         if recorded.get(key) != fresh[key]:
             problems.append(Problem(f"the excerpt map was made for another {key}", rel, None, UPDATE_HINT))
-    old = {(e["page"], e["block"]): e for e in recorded.get("excerpts", [])
-           if only_pages is None or e["page"] in only_pages}
+    old = {
+        (e["page"], e["block"]): e
+        for e in recorded.get("excerpts", [])
+        if only_pages is None or e["page"] in only_pages
+    }
     new = {(e["page"], e["block"]): e for e in fresh["excerpts"]}
     lines = {(p, r.block.ordinal): r.block.line for p, rs in report.resolved.items() for r in rs}
     for key in sorted(set(old) | set(new)):
@@ -109,16 +125,24 @@ def stale_map(project: Project, report: Report, only_pages: set[str] | None = No
         if a == b:
             continue
         if b is None:
-            problems.append(Problem(f"the excerpt map records block {key[1]} of {key[0]}, which no longer exists",
-                                    rel, None, UPDATE_HINT))
+            problems.append(
+                Problem(
+                    f"the excerpt map records block {key[1]} of {key[0]}, which no longer exists",
+                    rel,
+                    None,
+                    UPDATE_HINT,
+                )
+            )
             continue
         if a is None:
             what = f"a new excerpt ({b['file']} L{b['lines'][0]}-{b['lines'][1]}) is not in the map"
         else:
             changes = [k for k in ("kind", "file", "symbol", "lines", "sha256") if a.get(k) != b.get(k)]
-            what = (f"the excerpt map is stale: {', '.join(changes)} changed "
-                    f"(recorded {a['file']} L{a['lines'][0]}-{a['lines'][1]}, now {b['file']} "
-                    f"L{b['lines'][0]}-{b['lines'][1]})")
+            what = (
+                f"the excerpt map is stale: {', '.join(changes)} changed "
+                f"(recorded {a['file']} L{a['lines'][0]}-{a['lines'][1]}, now {b['file']} "
+                f"L{b['lines'][0]}-{b['lines'][1]})"
+            )
         problems.append(Problem(what, key[0], lines.get(key), UPDATE_HINT))
     return problems
 

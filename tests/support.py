@@ -74,8 +74,12 @@ class TmpSite:
         (root / "docs" / "index.md").write_text("# 首页\n", encoding="utf-8")
         (root / "mkdocs.yml").write_text(SITE_CONFIG.format(hooks=ROOT / "hooks" / "lessonkit_hooks.py"))
         self.cache = root / ".cache"
-        self.env = {**os.environ, "AUTOGRAD_SOURCE": str(pinned_root), "LESSONKIT_CACHE": str(self.cache),
-                    "NO_MKDOCS_2_WARNING": "1"}
+        self.env = {
+            **os.environ,
+            "AUTOGRAD_SOURCE": str(pinned_root),
+            "LESSONKIT_CACHE": str(self.cache),
+            "NO_MKDOCS_2_WARNING": "1",
+        }
 
     def page(self, name: str, text: str) -> Path:
         p = self.root / "docs" / name
@@ -105,8 +109,15 @@ class TmpSite:
         return [str(p) for p in report.problems]
 
     def run(self, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, *args], cwd=self.root, env=self.env, capture_output=True,
-                              text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            [sys.executable, *args],
+            cwd=self.root,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
 
     def verify(self, *args: str) -> subprocess.CompletedProcess:
         return self.run("-m", "lessonkit", "verify", "--no-map", *args)
@@ -129,8 +140,14 @@ def block(kind: str, *header: str, body: str | None = None) -> str:
 
 def build_real_site(out: Path, **env_overrides: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "SOURCE_DATE_EPOCH": "1764460800", **env_overrides}
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=1200)
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -145,8 +162,15 @@ def built_site(tmp_path_factory) -> Path:
 # Browser fixtures, shared by every browser test module through conftest.py (one Playwright
 # instance per session: two sync_playwright loops at once fail).
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                "--no-first-run", "--disable-sync", "--disable-quic"]
+BROWSER_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-quic",
+]
 
 
 @pytest.fixture(scope="session")
@@ -170,6 +194,7 @@ def browser():
             pytest.fail("Chromium is required in CI: apt-get install chromium chromium-driver fonts-noto-cjk")
         pytest.skip("Chromium not found: install it with `apt-get install chromium chromium-driver fonts-noto-cjk`")
     from playwright.sync_api import sync_playwright
+
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
         yield b

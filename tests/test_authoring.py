@@ -22,7 +22,7 @@ def examples() -> list[tuple[str, str]]:
     out = []
     for m in re.finditer(r"^````markdown\n(.*?)\n````\n", text, re.S | re.M):
         shown = m.group(1)
-        rest = text[m.end():].lstrip("\n")
+        rest = text[m.end() :].lstrip("\n")
         out.append((shown, rest[: len(shown)]))
     return out
 
@@ -61,7 +61,7 @@ def test_a_lesson_written_from_the_guide_builds_and_verifies_first_time(site):
 
 def test_error_table_quotes_real_messages():
     text = GUIDE.read_text(encoding="utf-8")
-    table = text[text.index("## 常见错误与修正"):text.index("## 发布")]
+    table = text[text.index("## 常见错误与修正") : text.index("## 发布")]
     code = "".join(p.read_text() for p in sorted((ROOT / "lessonkit").rglob("*.py")))
     rows = re.findall(r"^\| `` (.+?) `` \|", table, re.M)
     assert len(rows) >= 20
@@ -69,8 +69,11 @@ def test_error_table_quotes_real_messages():
         pieces = [p.strip() for p in re.split(r"`|…| — |/", row) if len(p.strip()) >= 8]
         # a piece such as "real-source block without" is built from "{kind} block without"
         plain = re.sub(r"\{[^}]*\}|\d+", "", code)
-        found = [p for p in pieces if p in code or p.split(" ", 1)[-1] in code
-                 or re.sub(r"\d+", "", p).split(" L")[0] in plain]
+        found = [
+            p
+            for p in pieces
+            if p in code or p.split(" ", 1)[-1] in code or re.sub(r"\d+", "", p).split(" L")[0] in plain
+        ]
         assert found, row
 
 
@@ -80,14 +83,25 @@ def test_nox_new_scaffolds_a_lesson_that_builds_and_verifies(tmp_path):
         shutil.copytree(ROOT / name, proj / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "mkdocs.yml", proj / "mkdocs.yml")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "LESSONKIT_CACHE": str(ROOT / ".cache")}
-    r = subprocess.run([sys.executable, "-m", "lessonkit", "new", "15", "新的一课", "new-topic"], cwd=proj, env=env,
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "lessonkit", "new", "15", "新的一课", "new-topic"],
+        cwd=proj,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     assert "created docs/lessons/15-new-topic.md" in r.stdout
     assert "- lessons/15-new-topic.md" in (proj / "mkdocs.yml").read_text()
     v = subprocess.run([sys.executable, "-m", "lessonkit", "verify"], cwd=proj, env=env, capture_output=True, text=True)
     assert v.returncode == 0, v.stderr
-    b = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=proj, env=env, capture_output=True,
-                       text=True, timeout=900)
+    b = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict"],
+        cwd=proj,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert b.returncode == 0, b.stderr[-3000:]
     assert "grad(x*x)(3.0) = 6.0" in (proj / "site" / "lessons" / "15-new-topic" / "index.html").read_text()

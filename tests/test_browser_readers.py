@@ -34,11 +34,15 @@ def _rels(site: Path) -> list[str]:
 
 
 def test_sin_x_has_a_thin_space_and_function_application():
-    html = mathml._polish('<mrow><mi>sin</mi><mi>x</mi><mo>&#x0002B;</mo><mi>log</mi>'
-                          '<mo stretchy="false">&#x00028;</mo><mi>y</mi><mo stretchy="false">&#x00029;</mo></mrow>')
-    assert html == ('<mrow><mi>sin</mi><mo>&#x02061;</mo><mspace width="0.1667em"></mspace><mi>x</mi>'
-                    '<mo>&#x0002B;</mo><mi>log</mi><mo>&#x02061;</mo><mo stretchy="false">&#x00028;</mo>'
-                    '<mi>y</mi><mo stretchy="false">&#x00029;</mo></mrow>')
+    html = mathml._polish(
+        '<mrow><mi>sin</mi><mi>x</mi><mo>&#x0002B;</mo><mi>log</mi>'
+        '<mo stretchy="false">&#x00028;</mo><mi>y</mi><mo stretchy="false">&#x00029;</mo></mrow>'
+    )
+    assert html == (
+        '<mrow><mi>sin</mi><mo>&#x02061;</mo><mspace width="0.1667em"></mspace><mi>x</mi>'
+        '<mo>&#x0002B;</mo><mi>log</mi><mo>&#x02061;</mo><mo stretchy="false">&#x00028;</mo>'
+        '<mi>y</mi><mo stretchy="false">&#x00029;</mo></mrow>'
+    )
 
 
 def test_sub_and_superscripted_function_names_keep_their_two_children():
@@ -50,9 +54,11 @@ def test_sub_and_superscripted_function_names_keep_their_two_children():
 def test_search_separator_splits_full_width_punctuation(built_site):
     config = json.loads((built_site / "search" / "search_index.json").read_text())["config"]
     sep = re.compile(config["separator"])
-    for text, words in [("真实源码：backward_pass", ["真实源码", "backward_pass"]),
-                        ("前向模式（Forward Mode）", ["前向模式", "Forward", "Mode"]),
-                        ("「反向传播」、链式法则", ["反向传播", "链式法则"])]:
+    for text, words in [
+        ("真实源码：backward_pass", ["真实源码", "backward_pass"]),
+        ("前向模式（Forward Mode）", ["前向模式", "Forward", "Mode"]),
+        ("「反向传播」、链式法则", ["反向传播", "链式法则"]),
+    ]:
         assert [w for w in sep.split(text) if w] == words, text
 
 
@@ -106,7 +112,8 @@ def test_math_font_and_its_licence_are_shipped(built_site):
 def test_home_page_starts_with_read_and_download_buttons(server, browser):
     v = Visit(browser, f"{server}/")
     buttons = v.page.eval_on_selector_all(
-        "article .md-button", "els => els.map(e => [e.innerText.trim(), e.getAttribute('href')])")
+        "article .md-button", "els => els.map(e => [e.innerText.trim(), e.getAttribute('href')])"
+    )
     first_block = v.page.eval_on_selector("article h1 + p", "e => e.querySelectorAll('.md-button').length")
     v.close()
     assert buttons[:2] == [["开始阅读", "lessons/01-ad-and-graph/"], ["下载资源包", "#bundle"]]
@@ -146,15 +153,18 @@ def _search(page, term: str) -> list[str]:
     return pages
 
 
-@pytest.mark.parametrize("term, lesson", [
-    ("雅可比", "/lessons/11-operator-composition/"),
-    ("前向模式", "/lessons/08-forward-mode/"),
-    ("反向传播", "/lessons/05-reverse-mode/"),
-    ("make_hvp", "/lessons/11-operator-composition/"),
-    ("unbroadcast", "/lessons/07-broadcasting/"),
-    ("嵌套追踪", "/lessons/10-higher-order/"),
-    ("backward_pass", "/lessons/05-reverse-mode/"),  # lesson 05 carries `search: boost: 2` front matter
-])
+@pytest.mark.parametrize(
+    "term, lesson",
+    [
+        ("雅可比", "/lessons/11-operator-composition/"),
+        ("前向模式", "/lessons/08-forward-mode/"),
+        ("反向传播", "/lessons/05-reverse-mode/"),
+        ("make_hvp", "/lessons/11-operator-composition/"),
+        ("unbroadcast", "/lessons/07-broadcasting/"),
+        ("嵌套追踪", "/lessons/10-higher-order/"),
+        ("backward_pass", "/lessons/05-reverse-mode/"),  # lesson 05 carries `search: boost: 2` front matter
+    ],
+)
 def test_search_finds_the_lesson_in_the_top_3(server, browser, term, lesson):
     v = Visit(browser, f"{server}/")
     found = _search(v.page, term)
@@ -185,8 +195,9 @@ def test_math_uses_the_shipped_font_and_stretches_brackets(server, browser):
     v = Visit(browser, f"{server}/lessons/11-operator-composition/")
     p = v.page
     p.evaluate("() => document.fonts.ready")
-    loaded = p.evaluate("() => [...document.fonts].filter(f => f.family.replace(/\"/g, '') === 'STIX Two Math')"
-                        ".map(f => f.status)")
+    loaded = p.evaluate(
+        "() => [...document.fonts].filter(f => f.family.replace(/\"/g, '') === 'STIX Two Math').map(f => f.status)"
+    )
     family = p.evaluate("() => getComputedStyle(document.querySelector('math')).fontFamily")
     # the [ of a 3-row matrix is drawn taller than the [ of ordinary text
     heights = p.evaluate("""() => {
@@ -213,8 +224,14 @@ def test_sin_x_is_drawn_with_a_gap(server, browser):
 def test_no_page_scrolls_sideways_at_375px_and_none_loads_another_host(built_site, server, browser):
     context = browser.new_context(viewport={"width": 375, "height": 800})
     external = []
-    context.route("**/*", lambda r: (external.append(r.request.url), r.abort()) if
-                  urlsplit(r.request.url).netloc not in (urlsplit(server).netloc, "") else r.continue_())
+    context.route(
+        "**/*",
+        lambda r: (
+            (external.append(r.request.url), r.abort())
+            if urlsplit(r.request.url).netloc not in (urlsplit(server).netloc, "")
+            else r.continue_()
+        ),
+    )
     page = context.new_page()
     wide = {}
     for rel in _rels(built_site):
@@ -288,17 +305,20 @@ def test_line_anchor_keeps_the_backlinks_below_the_header(server, browser):
 
 def test_screenshots_at_1280_and_375(server, browser):
     ARTIFACTS.mkdir(exist_ok=True)
-    shots = [("readers-home", "", 1280), ("readers-home-375", "", 375),
-             ("readers-11-375", "lessons/11-operator-composition/#hand", 375),
-             ("readers-11-1280", "lessons/11-operator-composition/#hand", 1280),
-             ("readers-core-L25", "source/autograd/core.py/#L25", 1280),
-             ("readers-404", "404.html", 1280),
-             ("readers-05-1280", "lessons/05-reverse-mode/#exp-multiple_paths", 1280),
-             ("readers-05-375", "lessons/05-reverse-mode/#exp-multiple_paths", 375),
-             ("readers-core-L25-375", "source/autograd/core.py/#L25", 375),
-             ("readers-symbols-1280", "symbols/", 1280),
-             ("readers-symbols-375", "symbols/", 375),
-             ("readers-api-1280", "api/#autograd.differential_operators.grad", 1280)]
+    shots = [
+        ("readers-home", "", 1280),
+        ("readers-home-375", "", 375),
+        ("readers-11-375", "lessons/11-operator-composition/#hand", 375),
+        ("readers-11-1280", "lessons/11-operator-composition/#hand", 1280),
+        ("readers-core-L25", "source/autograd/core.py/#L25", 1280),
+        ("readers-404", "404.html", 1280),
+        ("readers-05-1280", "lessons/05-reverse-mode/#exp-multiple_paths", 1280),
+        ("readers-05-375", "lessons/05-reverse-mode/#exp-multiple_paths", 375),
+        ("readers-core-L25-375", "source/autograd/core.py/#L25", 375),
+        ("readers-symbols-1280", "symbols/", 1280),
+        ("readers-symbols-375", "symbols/", 375),
+        ("readers-api-1280", "api/#autograd.differential_operators.grad", 1280),
+    ]
     for name, rel, width in shots:
         v = Visit(browser, f"{server}/{rel}", width=width)
         v.page.wait_for_timeout(300)
@@ -311,8 +331,8 @@ def test_call_sequence_caller_skips_filtered_frames():
     """A call under a filtered frame (a VJP <lambda>) belongs to the nearest kept caller above
     it, not to the last kept call at a shallower depth (toposort is a sibling, not a caller)."""
     from lessonkit.attachments import sequence_svg
-    calls = [(0, "core.backward_pass"), (1, "util.toposort"), (1, "numpy_vjps.<lambda>"),
-             (2, "numpy_vjps.unbroadcast")]
+
+    calls = [(0, "core.backward_pass"), (1, "util.toposort"), (1, "numpy_vjps.<lambda>"), (2, "numpy_vjps.unbroadcast")]
     svg = sequence_svg(calls)
     actor = r'<text x="(\d+)" y="29" text-anchor="middle" class="lk-actor-text">([^<]+)<'
     xs = {m: int(x) for x, m in re.findall(actor, svg)}
@@ -362,6 +382,7 @@ def test_block_labels_purpose_and_provenance_are_bilingual_from_site_toml(built_
 def test_engine_labels_default_to_english_and_are_configurable(tmp_path):
     from lessonkit import siteconfig
     from lessonkit.errors import LessonError
+
     plain = siteconfig.load(tmp_path, "https://github.com/o/p")
     assert plain.labels["real-source"] == "REAL SOURCE" and plain.labels["purpose"] == "Purpose"
     (tmp_path / "sourcemap").mkdir()
@@ -376,9 +397,12 @@ def test_engine_labels_default_to_english_and_are_configurable(tmp_path):
 def test_provider_text_is_chosen_by_provider_kind():
     from lessonkit.mdext import provider_text
     from lessonkit.siteconfig import LABELS
+
     zh = {**LABELS, "from-index": "来自 Python 包索引的发布包 {detail}", "from-archive": "本地发布包（{detail}）"}
-    assert provider_text("sdist autograd-1.9.1.tar.gz from the Python package index", zh) == \
-        "来自 Python 包索引的发布包 autograd-1.9.1.tar.gz"
+    assert (
+        provider_text("sdist autograd-1.9.1.tar.gz from the Python package index", zh)
+        == "来自 Python 包索引的发布包 autograd-1.9.1.tar.gz"
+    )
     assert provider_text("local archive LESSONKIT_SDIST (autograd-1.9.1.tar.gz)", zh) == "本地发布包（LESSONKIT_SDIST）"
     assert provider_text("something new", zh) == "something new"
 
@@ -424,6 +448,7 @@ def test_bundle_has_one_top_folder_and_runs_from_it(built_site, tmp_path, pinned
     import subprocess
     import sys
     import zipfile
+
     with zipfile.ZipFile(built_site / "downloads" / "autograd-resources.zip") as zf:
         names = zf.namelist()
         zf.extractall(tmp_path)
@@ -431,8 +456,14 @@ def test_bundle_has_one_top_folder_and_runs_from_it(built_site, tmp_path, pinned
     home = (built_site / "index.html").read_text()
     assert "cd autograd-resources" in home
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(pinned_root), "AUTOGRAD_PINNED_ROOT": str(pinned_root)}
-    r = subprocess.run([sys.executable, "-B", "autograd-resources/experiments/toposort_order.py"], cwd=tmp_path,
-                       env=env, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-B", "autograd-resources/experiments/toposort_order.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr[-800:]
 
 

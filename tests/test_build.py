@@ -19,8 +19,11 @@ from lessonkit.project import Project
 
 
 def _digests(site: Path) -> dict[str, str]:
-    return {p.relative_to(site).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(site.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(site).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(site.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_a_build_with_empty_caches_is_byte_identical(built_site, tmp_path, real_project):
@@ -33,8 +36,16 @@ def test_a_build_with_empty_caches_is_byte_identical(built_site, tmp_path, real_
     r = build_real_site(again, LESSONKIT_CACHE=str(cache))
     assert r.returncode == 0, r.stderr[-2000:]
     assert "0 from cache" in r.stderr  # every experiment ran again
-    assert sorted(p.name for p in cache.iterdir()) == ["experiments", "highlight", "links", "mathml", "pages",
-                                                      "pin", "render", "symbols"]
+    assert sorted(p.name for p in cache.iterdir()) == [
+        "experiments",
+        "highlight",
+        "links",
+        "mathml",
+        "pages",
+        "pin",
+        "render",
+        "symbols",
+    ]
     a, b = _digests(built_site), _digests(again)
     assert sorted(a) == sorted(b)
     differing = [k for k in a if a[k] != b[k]]
@@ -42,8 +53,12 @@ def test_a_build_with_empty_caches_is_byte_identical(built_site, tmp_path, real_
 
 
 def test_docs_and_experiments_untouched_by_the_build(built_site):
-    r = subprocess.run(["git", "status", "--porcelain", "--", "docs", "experiments", "sourcemap"], cwd=ROOT,
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        ["git", "status", "--porcelain", "--", "docs", "experiments", "sourcemap"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     if r.returncode != 0:
         pytest.skip("not a git checkout")
     assert r.stdout == ""
@@ -74,12 +89,25 @@ def test_bundle_runs_outside_the_site(built_site, tmp_path):
     scripts = sorted(p for p in (tmp_path / "experiments").glob("*.py") if not p.name.startswith("_"))
     assert len(scripts) >= 15
     for script in scripts:
-        r = subprocess.run([sys.executable, "-B", str(script.relative_to(tmp_path))], cwd=tmp_path, env=env,
-                           capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+        r = subprocess.run(
+            [sys.executable, "-B", str(script.relative_to(tmp_path))],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            stdin=subprocess.DEVNULL,
+        )
         assert r.returncode == 0, (script.name, r.stderr[-1500:])
         assert r.stdout.splitlines()[0] == "[autograd 1.9.1 · installed copy]", script.name
-    t = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "mini-autograd"],
-                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    t = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "mini-autograd"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert t.returncode == 0, t.stdout[-1500:]
     assert " passed" in t.stdout
 
@@ -87,11 +115,17 @@ def test_bundle_runs_outside_the_site(built_site, tmp_path):
 def test_acceptance_record_counts_equal_verify(built_site, real_project):
     report = verify.check(Project(ROOT))
     html = (built_site / "attachments" / "acceptance" / "index.html").read_text()
-    totals = re.search(r"<strong>合计</strong></td>\s*<td><strong>(\d+)</strong></td>\s*<td><strong>(\d+)</strong>"
-                       r"</td>\s*<td><strong>(\d+)</strong>", html)
+    totals = re.search(
+        r"<strong>合计</strong></td>\s*<td><strong>(\d+)</strong></td>\s*<td><strong>(\d+)</strong>"
+        r"</td>\s*<td><strong>(\d+)</strong>",
+        html,
+    )
     assert totals, "totals row not found"
-    assert tuple(map(int, totals.groups())) == (report.count("real-source"), report.count("teaching-simplification"),
-                                                report.count("experiment"))
+    assert tuple(map(int, totals.groups())) == (
+        report.count("real-source"),
+        report.count("teaching-simplification"),
+        report.count("experiment"),
+    )
 
 
 def test_api_entry_comes_from_the_pinned_tree(built_site, pinned_root):
@@ -100,6 +134,7 @@ def test_api_entry_comes_from_the_pinned_tree(built_site, pinned_root):
     text = re.sub(r"<[^>]+>", "", html)
     assert "grad(fun, x)" in text
     import ast
+
     module = ast.parse((pinned_root / "autograd" / "differential_operators.py").read_text())
     grad = next(n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "grad")
     first = " ".join(ast.get_docstring(grad).replace("`", "").split()[:12])
@@ -115,7 +150,7 @@ def test_autorefs_and_api_title_links(built_site):
 
 def test_lesson_lists_the_source_it_cited(built_site):
     html = (built_site / "lessons" / "05-reverse-mode" / "index.html").read_text()
-    section = html[html.index('id="cited-source"'):]
+    section = html[html.index('id="cited-source"') :]
     assert "backward_pass" in section and "source/autograd/core.py/#L25" in section
     # the generated list comes before the lesson's own previous/next line, which stays last
     assert html.index('id="cited-source"') < html.index(">← 04 · tracer.py")
@@ -144,8 +179,16 @@ def test_home_page_links_every_lesson_attachment_and_the_bundle(built_site):
     assert len(lessons) == 14
     for stem in lessons:
         assert f"lessons/{stem}/" in hrefs, stem
-    for page in ("repo-map", "theory", "design-review", "self-test", "call-sequence", "nested-traces",
-                 "mini-readme", "acceptance"):
+    for page in (
+        "repo-map",
+        "theory",
+        "design-review",
+        "self-test",
+        "call-sequence",
+        "nested-traces",
+        "mini-readme",
+        "acceptance",
+    ):
         assert f"attachments/{page}/" in hrefs, page
     assert "walkthrough/" in hrefs
     assert "downloads/autograd-resources.zip" in hrefs

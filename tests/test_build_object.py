@@ -107,5 +107,7 @@ def test_a_prewarm_bug_is_one_warning_line_and_no_traceback(monkeypatch, capsys,
     pages._prewarm_worker(str(tmp_path), str(tmp_path / "cache"), pages.Prewarm([], []))
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err == ("lessonkit: warning: the prewarm process stopped (NameError: name 'x' is not defined); "
-                            "the build does its work itself\n")
+    assert captured.err == (
+        "lessonkit: warning: the prewarm process stopped (NameError: name 'x' is not defined); "
+        "the build does its work itself\n"
+    )

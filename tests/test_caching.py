@@ -20,8 +20,20 @@ from lessonkit.execute import Job
 from lessonkit.pyindex import SourceFile
 from lessonkit.render import Deferred
 
-EXTENSIONS = ["lessonkit.mdext", "lessonkit.mathml", "abbr", "admonition", "attr_list", "def_list", "footnotes",
-              "md_in_html", "tables", "toc", "pymdownx.details", "pymdownx.superfences"]
+EXTENSIONS = [
+    "lessonkit.mdext",
+    "lessonkit.mathml",
+    "abbr",
+    "admonition",
+    "attr_list",
+    "def_list",
+    "footnotes",
+    "md_in_html",
+    "tables",
+    "toc",
+    "pymdownx.details",
+    "pymdownx.superfences",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -33,6 +45,7 @@ def _fresh_memory(monkeypatch):
 
 
 # ---------------------------------------------------------------- the store itself
+
 
 def test_store_roundtrip_memory_and_disk(tmp_path, monkeypatch):
     s = store.Store(tmp_path, "render")
@@ -49,8 +62,13 @@ def test_store_roundtrip_memory_and_disk(tmp_path, monkeypatch):
 
 
 def test_store_keys_separate_every_input():
-    keys = {store.digest("ab", "c"), store.digest("a", "bc"), store.digest("abc"), store.digest("a", "b", "c"),
-            store.digest(b"ab", "c")}
+    keys = {
+        store.digest("ab", "c"),
+        store.digest("a", "bc"),
+        store.digest("abc"),
+        store.digest("a", "b", "c"),
+        store.digest(b"ab", "c"),
+    }
     assert len(keys) == 4  # bytes and str of the same text are the same input; nothing else collides
     assert store.digest("x") == store.digest("x")
 
@@ -72,6 +90,7 @@ def test_store_without_a_directory_only_remembers(tmp_path):
 
 
 # ---------------------------------------------------------------- symbol tables, formulas, link scans
+
 
 def test_cached_definitions_equal_parsed_ones(tmp_path, real_project):
     sf_plain = SourceFile("autograd/core.py", (real_project.tree.root / "autograd/core.py").read_bytes())
@@ -113,6 +132,7 @@ def test_link_scan_cache_follows_page_content(tmp_path):
 
 
 # ---------------------------------------------------------------- rendered blocks and deferred code
+
 
 def _render(text: str, path: str, deferred: Deferred | None) -> tuple[str, list]:
     md = markdown.Markdown(extensions=EXTENSIONS, extension_configs={"lessonkit.mdext": {"root": str(ROOT)}})
@@ -163,8 +183,16 @@ def test_fill_reports_a_slot_that_went_missing():
 
 
 def test_block_code_is_highlighted_once_and_keyed_by_what_it_shows(site, monkeypatch):
-    site.page("p.md", "# t\n\n" + block("real-source", "File: autograd/core.py", "Symbol: backward_pass",
-                                        "Commit: f53a21734fdfae636f448744d9097d8d35a643a0"))
+    site.page(
+        "p.md",
+        "# t\n\n"
+        + block(
+            "real-source",
+            "File: autograd/core.py",
+            "Symbol: backward_pass",
+            "Commit: f53a21734fdfae636f448744d9097d8d35a643a0",
+        ),
+    )
     text = (site.root / "docs" / "p.md").read_text(encoding="utf-8")
     monkeypatch.setenv("AUTOGRAD_SOURCE", str(site.pinned_root))
     monkeypatch.setenv("LESSONKIT_CACHE", str(site.cache))
@@ -198,6 +226,7 @@ def test_block_code_is_highlighted_once_and_keyed_by_what_it_shows(site, monkeyp
 
 # ---------------------------------------------------------------- experiments start in the background
 
+
 def test_started_jobs_report_what_must_run_and_give_run_all_results(site, monkeypatch):
     monkeypatch.setenv("AUTOGRAD_SOURCE", str(site.pinned_root))
     runner = site.project().runner
@@ -226,8 +255,13 @@ def test_a_job_asked_for_while_in_flight_runs_once(site, monkeypatch):
 def test_prewarm_process_fills_what_the_page_asks_for(site, monkeypatch):
     """A cold build hands the code of its experiment pages and their formulas to another
     process; rendering then finds all of it in the caches, under the keys it asks for."""
-    site.page("p.md", "# t\n\n求导 $\\frac{dy}{dx}$：\n\n" + block(
-        "real-source", "File: autograd/tracer.py", "Symbol: Box", "Commit: f53a21734fdfae636f448744d9097d8d35a643a0"))
+    site.page(
+        "p.md",
+        "# t\n\n求导 $\\frac{dy}{dx}$：\n\n"
+        + block(
+            "real-source", "File: autograd/tracer.py", "Symbol: Box", "Commit: f53a21734fdfae636f448744d9097d8d35a643a0"
+        ),
+    )
     monkeypatch.setenv("AUTOGRAD_SOURCE", str(site.pinned_root))
     monkeypatch.setenv("LESSONKIT_CACHE", str(site.cache))
     from lessonkit import pages, verify
@@ -256,6 +290,7 @@ def test_prewarm_process_fills_what_the_page_asks_for(site, monkeypatch):
 
 # ---------------------------------------------------------------- tokens resolved after the experiments
 
+
 def test_bundle_tokens_are_filled_and_an_unknown_token_is_located(site):
     site.page("index.md", "# 首页\n\n资源包 [[lessonkit:bundle-size]]，sha256 `[[lessonkit:bundle-sha256]]`。\n")
     r = site.build()
@@ -263,6 +298,7 @@ def test_bundle_tokens_are_filled_and_an_unknown_token_is_located(site):
     html = (site.root / "site" / "index.html").read_text(encoding="utf-8")
     assert "[[lessonkit:" not in html
     import hashlib
+
     data = (site.root / "site" / "downloads" / "autograd-resources.zip").read_bytes()
     assert f"<code>{hashlib.sha256(data).hexdigest()}</code>" in html
     site.page("index.md", "# 首页\n\n正文。\n\n资源包 [[lessonkit:bundle-sha]]。\n")
@@ -270,8 +306,13 @@ def test_bundle_tokens_are_filled_and_an_unknown_token_is_located(site):
     assert r.returncode != 0
     lines = [l for l in r.stderr.splitlines() if "unknown token" in l]
     assert len(lines) == 1
-    assert lines[0].split("-  ", 1)[-1].startswith(
-        "docs/index.md:5: unknown token `[[lessonkit:bundle-sha]]` — known tokens: bundle-sha256, bundle-size,")
+    assert (
+        lines[0]
+        .split("-  ", 1)[-1]
+        .startswith(
+            "docs/index.md:5: unknown token `[[lessonkit:bundle-sha]]` — known tokens: bundle-sha256, bundle-size,"
+        )
+    )
     assert "Traceback" not in r.stderr
 
 
@@ -279,8 +320,10 @@ def test_generated_section_goes_before_a_closing_footer_of_links():
     from lessonkit.site import add_section
 
     page = "# t\n\n正文。\n\n---\n\n[← 04 · x](04-x.md) · [06 · y →](06-y.md)\n"
-    assert add_section(page, "\n\n## 列表\n") == \
-        "# t\n\n正文。\n\n\n## 列表\n\n---\n\n[← 04 · x](04-x.md) · [06 · y →](06-y.md)\n"
+    assert (
+        add_section(page, "\n\n## 列表\n")
+        == "# t\n\n正文。\n\n\n## 列表\n\n---\n\n[← 04 · x](04-x.md) · [06 · y →](06-y.md)\n"
+    )
     assert add_section("# t\n\n正文。\n", "\n\n## 列表\n") == "# t\n\n正文。\n\n\n## 列表\n"
     rule_then_prose = "# t\n\n---\n\n结尾的话，没有链接。\n"
     assert add_section(rule_then_prose, "\n## L\n") == rule_then_prose + "\n## L\n"

@@ -60,6 +60,7 @@ PIN_TOML = "sourcemap/pin.toml"
 
 # ---------------------------------------------------------------- the contract
 
+
 @dataclass(frozen=True)
 class Expect:
     """One problem line: at ``path:line`` (``line=None``: no line), message containing ``text``."""
@@ -168,8 +169,15 @@ def run_cli_inprocess(ctx: Ctx, monkeypatch) -> Outcome:
 
 
 def run_cli_subprocess(ctx: Ctx) -> Outcome:
-    r = subprocess.run([sys.executable, "-m", "lessonkit", *ctx.args], cwd=ctx.site.root,
-                       env=env_for(ctx), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    r = subprocess.run(
+        [sys.executable, "-m", "lessonkit", *ctx.args],
+        cwd=ctx.site.root,
+        env=env_for(ctx),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     lines = [l for l in r.stderr.splitlines() if l.strip() and not l.startswith("verify: ")]
     return Outcome(r.returncode, r.stdout + r.stderr, lines)
 
@@ -178,8 +186,15 @@ ERROR = re.compile(r"^(?:ERROR|CRITICAL)\s+-\s+(?P<text>.*)$")
 
 
 def run_build(ctx: Ctx, *args: str) -> Outcome:
-    r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", *args], cwd=ctx.site.root,
-                       env=env_for(ctx), capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    r = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", *args],
+        cwd=ctx.site.root,
+        env=env_for(ctx),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
     problems = [m["text"] for l in r.stderr.splitlines() if (m := ERROR.match(l))]
     return Outcome(r.returncode, r.stdout + r.stderr, problems)
 
@@ -191,8 +206,9 @@ def assert_clean_cache(cache: Path) -> None:
     leftovers = [p for p in cache.rglob(".tmp-*")]
     assert not leftovers, f"partial cache entries left: {leftovers}"
     staging = cache / "pin" / ".staging"
-    assert (cache / "pin").is_symlink() or not staging.exists() or not any(staging.iterdir()), \
+    assert (cache / "pin").is_symlink() or not staging.exists() or not any(staging.iterdir()), (
         f"staging not empty: {list(staging.iterdir())}"
+    )
     for entry in (cache / "experiments").glob("*.json") if (cache / "experiments").exists() else []:
         data = json.loads(entry.read_text(encoding="utf-8"))  # valid JSON
         assert data["exit_code"] == 0 and not data["timed_out"], f"cache entry for a failed experiment: {entry}"
@@ -209,8 +225,9 @@ def experiment_keys(ctx: Ctx, page: Path) -> list[str]:
     return keys
 
 
-def assert_contract(outcome: Outcome, expected: list[Expect], before: dict, ctx: Ctx,
-                    n_problems: int | None = None) -> None:
+def assert_contract(
+    outcome: Outcome, expected: list[Expect], before: dict, ctx: Ctx, n_problems: int | None = None
+) -> None:
     """``n_problems``: all problems of the run, when several cases share it (default: ours)."""
     shown = "\n".join(outcome.problems) + "\n---\n" + outcome.output[-3000:]
     n_problems = len(expected) if n_problems is None else n_problems
@@ -223,14 +240,21 @@ def assert_contract(outcome: Outcome, expected: list[Expect], before: dict, ctx:
         parsed.append(m)
     assert len(parsed) == n_problems, f"expected {n_problems} problem line(s), got {len(parsed)}\n{shown}"
     for e in expected:
-        hits = [m for m in parsed if m["path"] == e.path and m["line"] == (str(e.line) if e.line else None)
-                and e.text in m["msg"] and e.hint in m["hint"]]
+        hits = [
+            m
+            for m in parsed
+            if m["path"] == e.path
+            and m["line"] == (str(e.line) if e.line else None)
+            and e.text in m["msg"]
+            and e.hint in m["hint"]
+        ]
         assert len(hits) == 1, f"no single line for {e}\n{shown}"
     assert snapshot(ctx.site.root) == before, "the project changed"
     assert_clean_cache(cache_dir(ctx))
 
 
 # ---------------------------------------------------------------- helpers to make inputs
+
 
 def fence(kind: str, *header: str, body: str | None = None) -> str:
     return "# t\n\n" + block(kind, *header, body=body)
@@ -278,8 +302,13 @@ def make_tar(path: Path, members: list[tuple]) -> Path:
                 info.size = len(data)
                 tf.addfile(info, io.BytesIO(data))
                 continue
-            info.type = {"dir": tarfile.DIRTYPE, "sym": tarfile.SYMTYPE, "lnk": tarfile.LNKTYPE,
-                         "fifo": tarfile.FIFOTYPE, "chr": tarfile.CHRTYPE}[kind]
+            info.type = {
+                "dir": tarfile.DIRTYPE,
+                "sym": tarfile.SYMTYPE,
+                "lnk": tarfile.LNKTYPE,
+                "fifo": tarfile.FIFOTYPE,
+                "chr": tarfile.CHRTYPE,
+            }[kind]
             if kind in ("sym", "lnk"):
                 info.linkname = payload
             tf.addfile(info)
@@ -288,8 +317,9 @@ def make_tar(path: Path, members: list[tuple]) -> Path:
 
 def use_sdist(ctx: Ctx, archive: Path, match_pin: bool = True) -> None:
     """Provide the pin from ``archive`` only: no checkout, an empty cache, no network."""
-    ctx.env.update({"AUTOGRAD_SOURCE": None, "LESSONKIT_SDIST": str(archive),
-                    "LESSONKIT_CACHE": str(ctx.tmp / "cache")})
+    ctx.env.update(
+        {"AUTOGRAD_SOURCE": None, "LESSONKIT_SDIST": str(archive), "LESSONKIT_CACHE": str(ctx.tmp / "cache")}
+    )
     if match_pin:
         digest = hashlib.sha256(archive.read_bytes()).hexdigest()
         toml = ctx.site.root / PIN_TOML
@@ -297,8 +327,9 @@ def use_sdist(ctx: Ctx, archive: Path, match_pin: bool = True) -> None:
 
 
 def hostile(ctx: Ctx, *members: tuple) -> Path:
-    archive = make_tar(ctx.tmp / "hostile.tar.gz",
-                       [(SDIST_ROOT, "dir", None), (f"{SDIST_ROOT}/setup.py", "file", "x = 1\n"), *members])
+    archive = make_tar(
+        ctx.tmp / "hostile.tar.gz", [(SDIST_ROOT, "dir", None), (f"{SDIST_ROOT}/setup.py", "file", "x = 1\n"), *members]
+    )
     use_sdist(ctx, archive)
     return archive
 
@@ -323,12 +354,14 @@ def case(name: str, mode: str = "cli"):
         assert name not in CASES
         CASES[name] = (mode, fn)
         return fn
+
     return deco
 
 
 P = "docs/p.md"  # every page below: line 1 "# t", line 3 the fence, headers from line 4
 
 # -- annotations
+
 
 @case("unknown-key")
 def _(ctx):
@@ -449,12 +482,25 @@ def _(ctx):
 
 @case("body-not-verbatim")
 def _(ctx):
-    ctx.page(rs("File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217", body="""
+    ctx.page(
+        rs(
+            "File: autograd/core.py",
+            "Symbol: backward_pass",
+            "Commit: f53a217",
+            body="""
         for node in toposort(end_node):
             outgrad = outgrads.pop(nodes)
-    """))
-    return [Expect(P, 9, "body is not verbatim: 'outgrad = outgrads.pop(nodes)'",
-                   "autograd/core.py (backward_pass, L25-32) line 28 reads 'outgrad = outgrads.pop(node)'")]
+    """,
+        )
+    )
+    return [
+        Expect(
+            P,
+            9,
+            "body is not verbatim: 'outgrad = outgrads.pop(nodes)'",
+            "autograd/core.py (backward_pass, L25-32) line 28 reads 'outgrad = outgrads.pop(node)'",
+        )
+    ]
 
 
 @case("body-occurs-twice")
@@ -465,15 +511,27 @@ def _(ctx):
 
 @case("body-spans-outside-symbol")
 def _(ctx):
-    ctx.page(rs("File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217",
-                body="    return outgrad[0]\n\n\nclass VJPNode(Node):"))
+    ctx.page(
+        rs(
+            "File: autograd/core.py",
+            "Symbol: backward_pass",
+            "Commit: f53a217",
+            body="    return outgrad[0]\n\n\nclass VJPNode(Node):",
+        )
+    )
     return [Expect(P, 8, "body is not inside `backward_pass`", "it is at autograd/core.py L32-35")]
 
 
 @case("tab-in-body")
 def _(ctx):
-    ctx.page(rs("File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217",
-                body="for node in toposort(end_node):\n\toutgrad = outgrads.pop(node)"))
+    ctx.page(
+        rs(
+            "File: autograd/core.py",
+            "Symbol: backward_pass",
+            "Commit: f53a217",
+            body="for node in toposort(end_node):\n\toutgrad = outgrads.pop(node)",
+        )
+    )
     return [Expect(P, 9, "tab character in an annotation block", "indent with spaces")]
 
 
@@ -515,8 +573,12 @@ def _(ctx):
 
 @case("crlf-file")
 def _(ctx):
-    ctx.raw_page(rs("File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217")
-                 .replace("# t\n\n", "# t\n\n").replace("```real-source\n", "```real-source\r\n").encode())
+    ctx.raw_page(
+        rs("File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217")
+        .replace("# t\n\n", "# t\n\n")
+        .replace("```real-source\n", "```real-source\r\n")
+        .encode()
+    )
     return [Expect(P, 3, "file has CR (Windows) line endings", "save it with LF line endings")]
 
 
@@ -534,6 +596,7 @@ def _(ctx):
 
 # -- experiments, statically (no build needed)
 
+
 @case("experiment-timeout-not-a-number")
 def _(ctx):
     ctx.page(fence("experiment", "Purpose: p", "Timeout: ²", body="print(1)"))
@@ -550,8 +613,14 @@ def _(ctx):
 def _(ctx):
     ctx.site.script("simple_grad.py", "print(1)\n")
     ctx.page(fence("experiment", "File: experiments/simple_grd.py", "Purpose: p"))
-    return [Expect(P, 4, "no file `experiments/simple_grd.py` in this repository's experiments",
-                   "did you mean `experiments/simple_grad.py`")]
+    return [
+        Expect(
+            P,
+            4,
+            "no file `experiments/simple_grd.py` in this repository's experiments",
+            "did you mean `experiments/simple_grad.py`",
+        )
+    ]
 
 
 @case("experiment-not-python")
@@ -561,6 +630,7 @@ def _(ctx):
 
 
 # -- paths
+
 
 @case("path-dotdot")
 def _(ctx):
@@ -594,8 +664,9 @@ def _(ctx):
 
 @case("path-url")
 def _(ctx):
-    ctx.page(rs("File: https://github.com/HIPS/autograd/blob/master/autograd/core.py", "Symbol: grad",
-                "Commit: f53a217"))
+    ctx.page(
+        rs("File: https://github.com/HIPS/autograd/blob/master/autograd/core.py", "Symbol: grad", "Commit: f53a217")
+    )
     return [Expect(P, 4, "is a URL, not a path in the tree")]
 
 
@@ -625,8 +696,13 @@ def _(ctx):
     (tree / "autograd/util.py").unlink()
     (tree / "autograd/util.py").symlink_to(outside)
     ctx.page(rs("File: autograd/util.py", "Symbol: subvals", "Commit: f53a217"))
-    return [Expect(MANIFEST, manifest_line(ctx, "autograd/util.py"),
-                   "not a regular file inside the tree (link): autograd/util.py (AUTOGRAD_SOURCE=")]
+    return [
+        Expect(
+            MANIFEST,
+            manifest_line(ctx, "autograd/util.py"),
+            "not a regular file inside the tree (link): autograd/util.py (AUTOGRAD_SOURCE=",
+        )
+    ]
 
 
 @case("path-link-in-repository")
@@ -636,8 +712,14 @@ def _(ctx):
     (ctx.site.root / "mini-autograd").mkdir()
     (ctx.site.root / "mini-autograd" / "engine.py").symlink_to(outside)
     ctx.page(fence("teaching-simplification", "File: mini-autograd/engine.py", "Symbol: Value"))
-    return [Expect(P, 4, "`mini-autograd/engine.py` is a link that leaves this repository",
-                   "only regular files can be excerpted")]
+    return [
+        Expect(
+            P,
+            4,
+            "`mini-autograd/engine.py` is a link that leaves this repository",
+            "only regular files can be excerpted",
+        )
+    ]
 
 
 @case("path-link-as-experiment")
@@ -651,14 +733,21 @@ def _(ctx):
 
 # -- the pin
 
+
 @case("pin-tree-file-differs")
 def _(ctx):
     tree = copy_pinned(ctx)
     core = tree / "autograd/core.py"
     core.write_text(core.read_text().replace("outgrads.pop(node)", "outgrads.pop(node) "))
     ctx.page(rs("File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217"))
-    return [Expect(MANIFEST, manifest_line(ctx, "autograd/core.py"),
-                   "content differs from the manifest: autograd/core.py", "the excerpts would not be verbatim")]
+    return [
+        Expect(
+            MANIFEST,
+            manifest_line(ctx, "autograd/core.py"),
+            "content differs from the manifest: autograd/core.py",
+            "the excerpts would not be verbatim",
+        )
+    ]
 
 
 @case("pin-tree-file-missing")
@@ -701,8 +790,10 @@ def _(ctx):
 
 @case("pin-archive-truncated")
 def _(ctx):
-    full = make_tar(ctx.tmp / "full.tar.gz", [(SDIST_ROOT, "dir", None)] +
-                    [(f"{SDIST_ROOT}/f{i}.py", "file", os.urandom(3000).hex()) for i in range(20)])
+    full = make_tar(
+        ctx.tmp / "full.tar.gz",
+        [(SDIST_ROOT, "dir", None)] + [(f"{SDIST_ROOT}/f{i}.py", "file", os.urandom(3000).hex()) for i in range(20)],
+    )
     archive = ctx.tmp / "autograd-1.9.1.tar.gz"
     archive.write_bytes(full.read_bytes()[: full.stat().st_size // 2])
     use_sdist(ctx, archive)
@@ -723,8 +814,9 @@ def _(ctx):
 def _(ctx):
     archive = hostile(ctx, (f"{SDIST_ROOT}/../evil.py", "file", "x = 1\n"))
     ctx.page("# t\n")
-    return [Expect(str(archive), None, f"archive entry escapes the tree: {SDIST_ROOT}/../evil.py",
-                   "refusing to extract")]
+    return [
+        Expect(str(archive), None, f"archive entry escapes the tree: {SDIST_ROOT}/../evil.py", "refusing to extract")
+    ]
 
 
 @case("pin-archive-entry-absolute")
@@ -780,21 +872,42 @@ def _(ctx):
         tf.add(tree, arcname=SDIST_ROOT)
     use_sdist(ctx, archive)
     ctx.page("# t\n")
-    return [Expect(MANIFEST, manifest_line(ctx, "autograd/core.py"),
-                   "content differs from the manifest: autograd/core.py (tree from local archive LESSONKIT_SDIST")]
+    return [
+        Expect(
+            MANIFEST,
+            manifest_line(ctx, "autograd/core.py"),
+            "content differs from the manifest: autograd/core.py (tree from local archive LESSONKIT_SDIST",
+        )
+    ]
 
 
 @case("pin-offline-without-archive", mode="subprocess")
 def _(ctx):
     # no checkout, no cached archive, a package index that does not answer
-    ctx.env.update({"AUTOGRAD_SOURCE": None, "LESSONKIT_SDIST": None, "LESSONKIT_CACHE": str(ctx.tmp / "cache"),
-                    "PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_EXTRA_INDEX_URL": None,
-                    "PIP_FIND_LINKS": None, "PIP_RETRIES": "0", "PIP_TIMEOUT": "2",
-                    "PIP_CONFIG_FILE": os.devnull, "PIP_NO_CACHE_DIR": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+    ctx.env.update(
+        {
+            "AUTOGRAD_SOURCE": None,
+            "LESSONKIT_SDIST": None,
+            "LESSONKIT_CACHE": str(ctx.tmp / "cache"),
+            "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
+            "PIP_EXTRA_INDEX_URL": None,
+            "PIP_FIND_LINKS": None,
+            "PIP_RETRIES": "0",
+            "PIP_TIMEOUT": "2",
+            "PIP_CONFIG_FILE": os.devnull,
+            "PIP_NO_CACHE_DIR": "1",
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        }
+    )
     ctx.page("# t\n")
-    return [Expect(PIN_TOML, pin_line(ctx, "requirement"),
-                   "cannot download autograd-1.9.1.tar.gz from the package index",
-                   "offline? set LESSONKIT_SDIST=/path/to/autograd-1.9.1.tar.gz or AUTOGRAD_SOURCE=/path/to/checkout")]
+    return [
+        Expect(
+            PIN_TOML,
+            pin_line(ctx, "requirement"),
+            "cannot download autograd-1.9.1.tar.gz from the package index",
+            "offline? set LESSONKIT_SDIST=/path/to/autograd-1.9.1.tar.gz or AUTOGRAD_SOURCE=/path/to/checkout",
+        )
+    ]
 
 
 @case("pin-toml-invalid")
@@ -816,6 +929,7 @@ def _(ctx):
 
 
 # -- experiments in the build
+
 
 def _pid_alive(pid: int) -> bool:
     try:
@@ -844,6 +958,7 @@ def _cmd_alive(needle: str) -> bool:
 # These share one `mkdocs build` (one page each): all their problems are reported in
 # the same run, which must print exactly one line per problem of every page.
 
+
 @case("experiment-raises", mode="shared-build")
 def _(ctx):
     ctx.page(fence("experiment", "Purpose: 失败", body="print('before')\nraise ValueError('the claim is wrong')"))
@@ -868,14 +983,21 @@ def _(ctx):
 @case("experiment-hangs-with-a-child", mode="shared-build")
 def _(ctx):
     pidfile, runs = ctx.tmp / "child.pid", ctx.tmp / "runs.log"
-    ctx.page(fence("experiment", "Purpose: 超时", "Timeout: 2", body=f"""
+    ctx.page(
+        fence(
+            "experiment",
+            "Purpose: 超时",
+            "Timeout: 2",
+            body=f"""
         import subprocess, sys, time
         open({str(runs)!r}, "a").write("run\\n")
         child = "import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); time.sleep(300)"
         subprocess.Popen([sys.executable, "-c", child])
         while True:
             time.sleep(0.1)
-    """))
+    """,
+        )
+    )
     ctx.failed_pages.append(ctx.page_name)
 
     def after():
@@ -884,8 +1006,14 @@ def _(ctx):
         assert runs.read_text().count("run") == 1, "the failing experiment ran more than once in one build"
 
     ctx.after = after
-    return [Expect(ctx.path, 3, f"experiment {ctx.path}:3 did not finish within 2 s and was stopped",
-                   "raise `Timeout:` for this block")]
+    return [
+        Expect(
+            ctx.path,
+            3,
+            f"experiment {ctx.path}:3 did not finish within 2 s and was stopped",
+            "raise `Timeout:` for this block",
+        )
+    ]
 
 
 @case("build-misspelt-symbol", mode="shared-build")
@@ -901,6 +1029,7 @@ def _(ctx):
 
 
 # These need a build of their own.
+
 
 @case("experiment-script-fails", mode="build")
 def _(ctx):
@@ -921,8 +1050,9 @@ def _(ctx):
     tree = copy_pinned(ctx)
     (tree / "autograd/core.py").write_text("# tampered\n")
     ctx.page("# t\n")
-    return [Expect(MANIFEST, manifest_line(ctx, "autograd/core.py"),
-                   "content differs from the manifest: autograd/core.py")]
+    return [
+        Expect(MANIFEST, manifest_line(ctx, "autograd/core.py"), "content differs from the manifest: autograd/core.py")
+    ]
 
 
 # ---------------------------------------------------------------- configuration (issue 15)
@@ -988,6 +1118,7 @@ def _pin_value_case(key: str, literal: str, text: str) -> Case:
         line = set_pin(ctx, key, literal)
         ctx.page("# t\n")
         return [Expect(PIN_TOML, line, text)]
+
     return setup
 
 
@@ -1091,21 +1222,33 @@ def set_manifest_line(ctx: Ctx, n: int, text: str) -> None:
 
 
 MANIFEST_CASES = {  # name: (line text, message text)
-    "uppercase-digest": ("D476B9608694D6EB458FBE4F684955F5E8D39BFB1568EA37B5AE464F2EF64A3E  a.py",
-                         "malformed manifest line"),
+    "uppercase-digest": (
+        "D476B9608694D6EB458FBE4F684955F5E8D39BFB1568EA37B5AE464F2EF64A3E  a.py",
+        "malformed manifest line",
+    ),
     "one-space": ("d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e a.py", "malformed manifest line"),
-    "absolute-path": ("d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e  /etc/passwd",
-                      "manifest path '/etc/passwd' is an absolute path"),
-    "dotdot-path": ("d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e  ../../x.py",
-                    "manifest path '../../x.py' has an empty, `.` or `..` segment"),
-    "empty-segment": ("d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e  a//b.py",
-                      "has an empty, `.` or `..` segment"),
+    "absolute-path": (
+        "d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e  /etc/passwd",
+        "manifest path '/etc/passwd' is an absolute path",
+    ),
+    "dotdot-path": (
+        "d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e  ../../x.py",
+        "manifest path '../../x.py' has an empty, `.` or `..` segment",
+    ),
+    "empty-segment": (
+        "d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e  a//b.py",
+        "has an empty, `.` or `..` segment",
+    ),
     "backslash": ("d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e  a\\b.py", "contains a backslash"),
-    "control-character": ("d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e  a\tb.py",
-                          "contains the control character U+0009"),
+    "control-character": (
+        "d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e  a\tb.py",
+        "contains the control character U+0009",
+    ),
     "inside-git": ("d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e  .git/config", "is inside .git"),
-    "drive-letter": ("d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e  C:/x.py",
-                     "is an absolute path"),
+    "drive-letter": (
+        "d476b9608694d6eb458fbe4f684955f5e8d39bfb1568ea37b5ae464f2ef64a3e  C:/x.py",
+        "is an absolute path",
+    ),
 }
 
 
@@ -1114,6 +1257,7 @@ def _manifest_case(line_text: str, text: str) -> Case:
         set_manifest_line(ctx, 3, line_text)
         ctx.page("# t\n")
         return [Expect(MANIFEST, 3, text)]
+
     return setup
 
 
@@ -1125,8 +1269,14 @@ for _name, (_line, _text) in MANIFEST_CASES.items():
 def _(ctx):
     lines = (ctx.site.root / MANIFEST).read_text().splitlines()
     set_manifest_line(ctx, 3, lines[1])
-    return [Expect(MANIFEST, 3, f"duplicate manifest entry for {lines[1].split('  ')[1]} (first on line 2)",
-                   "keep one line per file")]
+    return [
+        Expect(
+            MANIFEST,
+            3,
+            f"duplicate manifest entry for {lines[1].split('  ')[1]} (first on line 2)",
+            "keep one line per file",
+        )
+    ]
 
 
 @case("manifest-file-and-folder")
@@ -1166,11 +1316,13 @@ def _(ctx):
     manifest = ctx.site.root / MANIFEST
     lines = manifest.read_text().splitlines()
     manifest.write_text("\n".join(["junk"] * 20 + lines) + "\n")
-    return [Expect(MANIFEST, n, "malformed manifest line: 'junk'") for n in range(1, 13)] + \
-        [Expect(MANIFEST, None, "… and 8 more problems in the manifest")]
+    return [Expect(MANIFEST, n, "malformed manifest line: 'junk'") for n in range(1, 13)] + [
+        Expect(MANIFEST, None, "… and 8 more problems in the manifest")
+    ]
 
 
 # -- the excerpt map (verify without --no-map)
+
 
 def write_map(ctx: Ctx, text: str | bytes) -> None:
     ctx.args = ["verify"]
@@ -1184,30 +1336,55 @@ MAP_HEAD = f'{{"pin": "{COMMIT}", "version": "1.9.1", "manifest": "x", '
 
 
 def _entry(**kw) -> str:
-    e = {"page": "docs/p.md", "block": 0, "kind": "real-source", "file": "autograd/core.py", "symbol": "grad",
-         "lines": [1, 2], "sha256": "0" * 64, **kw}
+    e = {
+        "page": "docs/p.md",
+        "block": 0,
+        "kind": "real-source",
+        "file": "autograd/core.py",
+        "symbol": "grad",
+        "lines": [1, 2],
+        "sha256": "0" * 64,
+        **kw,
+    }
     return json.dumps(e)
 
 
 MAP_CASES = {  # name: (file text, line, message text)
     "top-level-array": ("[1, 2]\n", 1, "the excerpt map must be a JSON object, got an array"),
-    "pin-not-text": ('{"pin": 1, "version": "1.9.1", "manifest": "x", "excerpts": []}\n', None,
-                     "the excerpt map's `pin` must be a string, got an integer"),
+    "pin-not-text": (
+        '{"pin": 1, "version": "1.9.1", "manifest": "x", "excerpts": []}\n',
+        None,
+        "the excerpt map's `pin` must be a string, got an integer",
+    ),
     "excerpts-not-array": (MAP_HEAD + '"excerpts": {}}\n', None, "`excerpts` must be an array, got a table"),
     "entry-not-object": (MAP_HEAD + '"excerpts": [\n 1\n]}\n', None, "excerpt map entry 1 is an integer"),
-    "entry-block-text": (MAP_HEAD + '"excerpts": [\n' + _entry(block="1") + "\n]}\n", 2,
-                         "excerpt map entry 1 has no valid `block` (a string)"),
-    "entry-block-boolean": (MAP_HEAD + '"excerpts": [\n' + _entry(block=True) + "\n]}\n", 2,
-                            "has no valid `block` (a boolean)"),
-    "entry-lines-reversed": (MAP_HEAD + '"excerpts": [\n' + _entry(lines=[5, 1]) + "\n]}\n", 2,
-                             "has an invalid `block` or `lines`"),
-    "entry-missing-key": (MAP_HEAD + '"excerpts": [\n{"page": "docs/p.md"}\n]}\n', 2,
-                          "has no valid `block` (missing)"),
-    "entry-repeated": (MAP_HEAD + '"excerpts": [\n' + _entry() + ",\n" + _entry() + "\n]}\n", 3,
-                       "excerpt map entry 2 repeats block 0 of 'docs/p.md' (first on line 2)"),
+    "entry-block-text": (
+        MAP_HEAD + '"excerpts": [\n' + _entry(block="1") + "\n]}\n",
+        2,
+        "excerpt map entry 1 has no valid `block` (a string)",
+    ),
+    "entry-block-boolean": (
+        MAP_HEAD + '"excerpts": [\n' + _entry(block=True) + "\n]}\n",
+        2,
+        "has no valid `block` (a boolean)",
+    ),
+    "entry-lines-reversed": (
+        MAP_HEAD + '"excerpts": [\n' + _entry(lines=[5, 1]) + "\n]}\n",
+        2,
+        "has an invalid `block` or `lines`",
+    ),
+    "entry-missing-key": (MAP_HEAD + '"excerpts": [\n{"page": "docs/p.md"}\n]}\n', 2, "has no valid `block` (missing)"),
+    "entry-repeated": (
+        MAP_HEAD + '"excerpts": [\n' + _entry() + ",\n" + _entry() + "\n]}\n",
+        3,
+        "excerpt map entry 2 repeats block 0 of 'docs/p.md' (first on line 2)",
+    ),
     "nested-too-deeply": ("[" * 100_000 + "]" * 100_000, None, "not valid JSON (nested too deeply)"),
-    "huge-number": (MAP_HEAD + '"excerpts": [\n' + _entry().replace('"block": 0', '"block": ' + "9" * 5000) +
-                    "\n]}\n", None, "the excerpt map is not valid JSON (Exceeds the limit"),
+    "huge-number": (
+        MAP_HEAD + '"excerpts": [\n' + _entry().replace('"block": 0', '"block": ' + "9" * 5000) + "\n]}\n",
+        None,
+        "the excerpt map is not valid JSON (Exceeds the limit",
+    ),
     "not-json": ("{\n \"pin\": \n", 3, "the excerpt map is not valid JSON (Expecting value)"),
     "bom": (b"\xef\xbb\xbf{}", 1, "file starts with a UTF-8 byte-order mark"),
     "not-utf8": (b'{"pin": "\xff"}', 1, "file is not valid UTF-8 (byte 0xff)"),
@@ -1218,6 +1395,7 @@ def _map_case(text, line, message) -> Case:
     def setup(ctx: Ctx) -> list[Expect]:
         write_map(ctx, text)
         return [Expect(MAP, line, message)]
+
     return setup
 
 
@@ -1227,8 +1405,14 @@ for _name, (_text, _line, _msg) in MAP_CASES.items():
 
 # -- the environment
 
-def _env_case(env: dict[str, str], var: str, message: Callable[[Ctx], str], hint: str = "",
-              prepare: Callable[[Ctx], None] = lambda ctx: None) -> Case:
+
+def _env_case(
+    env: dict[str, str],
+    var: str,
+    message: Callable[[Ctx], str],
+    hint: str = "",
+    prepare: Callable[[Ctx], None] = lambda ctx: None,
+) -> Case:
     def setup(ctx: Ctx) -> list[Expect]:
         (ctx.site.root / ROOT_SENTINEL).write_text("the project root\n")
         prepare(ctx)
@@ -1236,62 +1420,149 @@ def _env_case(env: dict[str, str], var: str, message: Callable[[Ctx], str], hint
             ctx.env[k] = v.format(root=ctx.site.root, tmp=ctx.tmp)
         ctx.page("# t\n")
         return [Expect(var, None, message(ctx), hint)]
+
     return setup
 
 
 CACHE_HINT = "give an absolute path to a folder outside the project"
 ENV_CASES = {
-    "cache-relative": ({"LESSONKIT_CACHE": "cache"}, "LESSONKIT_CACHE", lambda c: "'cache' is a relative path",
-                       CACHE_HINT),
+    "cache-relative": (
+        {"LESSONKIT_CACHE": "cache"},
+        "LESSONKIT_CACHE",
+        lambda c: "'cache' is a relative path",
+        CACHE_HINT,
+    ),
     "cache-dot": ({"LESSONKIT_CACHE": "."}, "LESSONKIT_CACHE", lambda c: "'.' is a relative path", CACHE_HINT),
-    "cache-project-root": ({"LESSONKIT_CACHE": "{root}"}, "LESSONKIT_CACHE",
-                           lambda c: f"{c.site.root} is the project folder or contains it", CACHE_HINT),
-    "cache-parent-of-root": ({"LESSONKIT_CACHE": "{root}/.."}, "LESSONKIT_CACHE",
-                             lambda c: "is the project folder or contains it", CACHE_HINT),
-    "cache-filesystem-root": ({"LESSONKIT_CACHE": "/"}, "LESSONKIT_CACHE",
-                              lambda c: "/ is the project folder or contains it", CACHE_HINT),
-    "cache-in-docs": ({"LESSONKIT_CACHE": "{root}/docs/cache"}, "LESSONKIT_CACHE",
-                      lambda c: "is inside the project's own files (docs/)", "only a hidden folder such as .cache"),
-    "cache-in-sourcemap": ({"LESSONKIT_CACHE": "{root}/sourcemap"}, "LESSONKIT_CACHE",
-                           lambda c: "is inside the project's own files (sourcemap/)"),
-    "cache-in-experiments": ({"LESSONKIT_CACHE": "{root}/experiments/x"}, "LESSONKIT_CACHE",
-                             lambda c: "is inside the project's own files (experiments/)"),
-    "cache-in-git": ({"LESSONKIT_CACHE": "{root}/.git/cache"}, "LESSONKIT_CACHE",
-                     lambda c: "is inside the project's own files (.git/)"),
-    "cache-is-a-file": ({"LESSONKIT_CACHE": "{tmp}/file"}, "LESSONKIT_CACHE",
-                        lambda c: "exists and is not a folder", CACHE_HINT,
-                        lambda c: (c.tmp / "file").write_text("x")),
-    "cache-link-to-project": ({"LESSONKIT_CACHE": "{tmp}/link"}, "LESSONKIT_CACHE",
-                              lambda c: "is the project folder or contains it", CACHE_HINT,
-                              lambda c: (c.tmp / "link").symlink_to(c.site.root)),
-    "cache-control-character": ({"LESSONKIT_CACHE": "/tmp/a\tb"}, "LESSONKIT_CACHE",
-                                lambda c: "contains the control character U+0009"),
-    "sdist-is-a-fifo": ({"AUTOGRAD_SOURCE": "", "LESSONKIT_SDIST": "{tmp}/fifo", "LESSONKIT_CACHE": "{tmp}/cache"},
-                        "LESSONKIT_SDIST", lambda c: "fifo is not a regular file", "name the release archive file",
-                        lambda c: os.mkfifo(c.tmp / "fifo")),
-    "source-missing": ({"LESSONKIT_SOURCE": "{tmp}/nowhere"}, "LESSONKIT_SOURCE",
-                       lambda c: f"{c.tmp}/nowhere is not a folder", "point it at a checkout"),
-    "source-is-a-file": ({"LESSONKIT_SOURCE": "{tmp}/file"}, "LESSONKIT_SOURCE",
-                         lambda c: "is not a folder", "", lambda c: (c.tmp / "file").write_text("x")),
-    "legacy-source-is-a-file": ({"AUTOGRAD_SOURCE": "{tmp}/file"}, "AUTOGRAD_SOURCE",
-                                lambda c: "is not a folder", "", lambda c: (c.tmp / "file").write_text("x")),
-    "sdist-is-a-folder": ({"AUTOGRAD_SOURCE": "", "LESSONKIT_SDIST": "{tmp}", "LESSONKIT_CACHE": "{tmp}/cache"},
-                          "LESSONKIT_SDIST", lambda c: f"{c.tmp} is a folder", "name the release archive file"),
-    "git-remote-option": ({"AUTOGRAD_SOURCE": "", "LESSONKIT_GIT_REMOTE": "--upload-pack=touch {tmp}/pwned",
-                           "LESSONKIT_CACHE": "{tmp}/cache"}, "LESSONKIT_GIT_REMOTE",
-                          lambda c: "starts with `-` (git would read it as an option)"),
-    "git-remote-helper": ({"AUTOGRAD_SOURCE": "", "LESSONKIT_GIT_REMOTE": "ext::sh -c touch% {tmp}/pwned",
-                           "LESSONKIT_CACHE": "{tmp}/cache"}, "LESSONKIT_GIT_REMOTE",
-                          lambda c: "uses a git remote helper transport"),
-    "sandbox-unknown-mode": ({"LESSONKIT_SANDBOX": "off"}, "LESSONKIT_SANDBOX",
-                             lambda c: "'off' is not a sandbox mode", "set it to `copy` or `namespaces`"),
-    "sandbox-wrong-case": ({"LESSONKIT_SANDBOX": "Copy"}, "LESSONKIT_SANDBOX",
-                           lambda c: "'Copy' is not a sandbox mode"),
-    "sandbox-control-character": ({"LESSONKIT_SANDBOX": "copy\x1b"}, "LESSONKIT_SANDBOX",
-                                  lambda c: "contains the control character U+001B"),
-    "git-remote-not-a-url": ({"AUTOGRAD_SOURCE": "", "LESSONKIT_GIT_REMOTE": "no such remote",
-                              "LESSONKIT_CACHE": "{tmp}/cache"}, "LESSONKIT_GIT_REMOTE",
-                             lambda c: "'no such remote' is neither a URL nor an existing folder"),
+    "cache-project-root": (
+        {"LESSONKIT_CACHE": "{root}"},
+        "LESSONKIT_CACHE",
+        lambda c: f"{c.site.root} is the project folder or contains it",
+        CACHE_HINT,
+    ),
+    "cache-parent-of-root": (
+        {"LESSONKIT_CACHE": "{root}/.."},
+        "LESSONKIT_CACHE",
+        lambda c: "is the project folder or contains it",
+        CACHE_HINT,
+    ),
+    "cache-filesystem-root": (
+        {"LESSONKIT_CACHE": "/"},
+        "LESSONKIT_CACHE",
+        lambda c: "/ is the project folder or contains it",
+        CACHE_HINT,
+    ),
+    "cache-in-docs": (
+        {"LESSONKIT_CACHE": "{root}/docs/cache"},
+        "LESSONKIT_CACHE",
+        lambda c: "is inside the project's own files (docs/)",
+        "only a hidden folder such as .cache",
+    ),
+    "cache-in-sourcemap": (
+        {"LESSONKIT_CACHE": "{root}/sourcemap"},
+        "LESSONKIT_CACHE",
+        lambda c: "is inside the project's own files (sourcemap/)",
+    ),
+    "cache-in-experiments": (
+        {"LESSONKIT_CACHE": "{root}/experiments/x"},
+        "LESSONKIT_CACHE",
+        lambda c: "is inside the project's own files (experiments/)",
+    ),
+    "cache-in-git": (
+        {"LESSONKIT_CACHE": "{root}/.git/cache"},
+        "LESSONKIT_CACHE",
+        lambda c: "is inside the project's own files (.git/)",
+    ),
+    "cache-is-a-file": (
+        {"LESSONKIT_CACHE": "{tmp}/file"},
+        "LESSONKIT_CACHE",
+        lambda c: "exists and is not a folder",
+        CACHE_HINT,
+        lambda c: (c.tmp / "file").write_text("x"),
+    ),
+    "cache-link-to-project": (
+        {"LESSONKIT_CACHE": "{tmp}/link"},
+        "LESSONKIT_CACHE",
+        lambda c: "is the project folder or contains it",
+        CACHE_HINT,
+        lambda c: (c.tmp / "link").symlink_to(c.site.root),
+    ),
+    "cache-control-character": (
+        {"LESSONKIT_CACHE": "/tmp/a\tb"},
+        "LESSONKIT_CACHE",
+        lambda c: "contains the control character U+0009",
+    ),
+    "sdist-is-a-fifo": (
+        {"AUTOGRAD_SOURCE": "", "LESSONKIT_SDIST": "{tmp}/fifo", "LESSONKIT_CACHE": "{tmp}/cache"},
+        "LESSONKIT_SDIST",
+        lambda c: "fifo is not a regular file",
+        "name the release archive file",
+        lambda c: os.mkfifo(c.tmp / "fifo"),
+    ),
+    "source-missing": (
+        {"LESSONKIT_SOURCE": "{tmp}/nowhere"},
+        "LESSONKIT_SOURCE",
+        lambda c: f"{c.tmp}/nowhere is not a folder",
+        "point it at a checkout",
+    ),
+    "source-is-a-file": (
+        {"LESSONKIT_SOURCE": "{tmp}/file"},
+        "LESSONKIT_SOURCE",
+        lambda c: "is not a folder",
+        "",
+        lambda c: (c.tmp / "file").write_text("x"),
+    ),
+    "legacy-source-is-a-file": (
+        {"AUTOGRAD_SOURCE": "{tmp}/file"},
+        "AUTOGRAD_SOURCE",
+        lambda c: "is not a folder",
+        "",
+        lambda c: (c.tmp / "file").write_text("x"),
+    ),
+    "sdist-is-a-folder": (
+        {"AUTOGRAD_SOURCE": "", "LESSONKIT_SDIST": "{tmp}", "LESSONKIT_CACHE": "{tmp}/cache"},
+        "LESSONKIT_SDIST",
+        lambda c: f"{c.tmp} is a folder",
+        "name the release archive file",
+    ),
+    "git-remote-option": (
+        {
+            "AUTOGRAD_SOURCE": "",
+            "LESSONKIT_GIT_REMOTE": "--upload-pack=touch {tmp}/pwned",
+            "LESSONKIT_CACHE": "{tmp}/cache",
+        },
+        "LESSONKIT_GIT_REMOTE",
+        lambda c: "starts with `-` (git would read it as an option)",
+    ),
+    "git-remote-helper": (
+        {
+            "AUTOGRAD_SOURCE": "",
+            "LESSONKIT_GIT_REMOTE": "ext::sh -c touch% {tmp}/pwned",
+            "LESSONKIT_CACHE": "{tmp}/cache",
+        },
+        "LESSONKIT_GIT_REMOTE",
+        lambda c: "uses a git remote helper transport",
+    ),
+    "sandbox-unknown-mode": (
+        {"LESSONKIT_SANDBOX": "off"},
+        "LESSONKIT_SANDBOX",
+        lambda c: "'off' is not a sandbox mode",
+        "set it to `copy` or `namespaces`",
+    ),
+    "sandbox-wrong-case": (
+        {"LESSONKIT_SANDBOX": "Copy"},
+        "LESSONKIT_SANDBOX",
+        lambda c: "'Copy' is not a sandbox mode",
+    ),
+    "sandbox-control-character": (
+        {"LESSONKIT_SANDBOX": "copy\x1b"},
+        "LESSONKIT_SANDBOX",
+        lambda c: "contains the control character U+001B",
+    ),
+    "git-remote-not-a-url": (
+        {"AUTOGRAD_SOURCE": "", "LESSONKIT_GIT_REMOTE": "no such remote", "LESSONKIT_CACHE": "{tmp}/cache"},
+        "LESSONKIT_GIT_REMOTE",
+        lambda c: "'no such remote' is neither a URL nor an existing folder",
+    ),
 }
 
 for _name, _spec in ENV_CASES.items():
@@ -1320,8 +1591,7 @@ def _(ctx):
         for name in ("a", "b", "c", "d", "e"):
             (tree / folder / "__pycache__" / f"{name}.cpython-311.pyc").write_bytes(b"\0")
     ctx.page("# t\n")
-    return [Expect(MANIFEST, None, "15 Python bytecode file(s) not in the manifest",
-                   "delete them: find ")]
+    return [Expect(MANIFEST, None, "15 Python bytecode file(s) not in the manifest", "delete them: find ")]
 
 
 @case("cache-pin-folder-is-a-link")
@@ -1339,13 +1609,17 @@ def _(ctx):
 
 # -- verify's own arguments
 
+
 @case("verify-page-outside-docs")
 def _(ctx):
     (ctx.site.root / "notes.md").write_text("# n\n")
     ctx.args = ["verify", "--no-map", str(ctx.site.root / "notes.md")]
     ctx.code = 2
-    return [Expect(str(ctx.site.root / "notes.md"), None, "not a page under docs/",
-                   "give paths of Markdown files under docs/")]
+    return [
+        Expect(
+            str(ctx.site.root / "notes.md"), None, "not a page under docs/", "give paths of Markdown files under docs/"
+        )
+    ]
 
 
 @case("verify-missing-page")
@@ -1374,8 +1648,14 @@ def _(ctx):
     (ctx.site.root / "mini-autograd" / "engine.py").write_text("class Value:\n    pass\n")
     (ctx.site.root / "mini-autograd" / "alias.py").symlink_to("engine.py")
     ctx.page(fence("teaching-simplification", "File: mini-autograd/alias.py", "Symbol: Value"))
-    return [Expect(P, 4, "`mini-autograd/alias.py` is a link to `mini-autograd/engine.py`",
-                   "name the file itself: `File: mini-autograd/engine.py`")]
+    return [
+        Expect(
+            P,
+            4,
+            "`mini-autograd/alias.py` is a link to `mini-autograd/engine.py`",
+            "name the file itself: `File: mini-autograd/engine.py`",
+        )
+    ]
 
 
 def _default_cache_link(target: Callable[[Ctx], Path], text: str) -> Case:
@@ -1385,15 +1665,19 @@ def _default_cache_link(target: Callable[[Ctx], Path], text: str) -> Case:
         (ctx.site.root / ROOT_SENTINEL).write_text("the project root\n")
         ctx.page("# t\n")
         return [Expect(".cache", None, text, "remove the link .cache")]
+
     return setup
 
 
-case("default-cache-links-to-the-project")(_default_cache_link(lambda c: c.site.root,
-                                                               ".cache is the project folder or contains it"))
-case("default-cache-links-to-docs")(_default_cache_link(lambda c: c.site.root / "docs",
-                                                        ".cache is inside the project's own files (docs/)"))
-case("default-cache-links-above-the-project")(_default_cache_link(lambda c: c.site.root.parent,
-                                                                  ".cache is the project folder or contains it"))
+case("default-cache-links-to-the-project")(
+    _default_cache_link(lambda c: c.site.root, ".cache is the project folder or contains it")
+)
+case("default-cache-links-to-docs")(
+    _default_cache_link(lambda c: c.site.root / "docs", ".cache is inside the project's own files (docs/)")
+)
+case("default-cache-links-above-the-project")(
+    _default_cache_link(lambda c: c.site.root.parent, ".cache is the project folder or contains it")
+)
 
 
 @case("manifest-command-without-a-tree")
@@ -1414,25 +1698,57 @@ KINDS_CASES = {  # name: (kinds.toml text, module source or None, line, message 
     "number-in-modules": ("modules = [1]\n", None, 1, "`modules` holds an integer 1, not a module name"),
     "path-as-name": ('modules = [\n  "../../etc/passwd",\n]\n', None, 2, "'../../etc/passwd' is not a module name"),
     "empty-name": ('modules = [""]\n', None, 1, "'' is not a module name"),
-    "stdlib-module": ('modules = ["antigravity"]\n', None, 1,
-                      "cannot import kind module `antigravity`: ModuleNotFoundError: no `antigravity.py` or "
-                      "`antigravity/` in the project root"),
-    "engine-module": ('modules = ["lessonkit.build"]\n', None, 1,  # the test project has no lessonkit/ of its own
-                      "cannot import kind module `lessonkit.build`: ModuleNotFoundError: no `lessonkit.py`"),
+    "stdlib-module": (
+        'modules = ["antigravity"]\n',
+        None,
+        1,
+        "cannot import kind module `antigravity`: ModuleNotFoundError: no `antigravity.py` or "
+        "`antigravity/` in the project root",
+    ),
+    "engine-module": (
+        'modules = ["lessonkit.build"]\n',
+        None,
+        1,  # the test project has no lessonkit/ of its own
+        "cannot import kind module `lessonkit.build`: ModuleNotFoundError: no `lessonkit.py`",
+    ),
     "listed-twice": ('modules = ["{m}", "{m}"]\n', "KIND = None\n", 1, "module `{m}` is listed twice"),
-    "module-raises": ('modules = ["{m}"]\n', "raise RuntimeError('boom')\n", 1,
-                      "cannot import kind module `{m}`: RuntimeError: boom"),
-    "module-exits": ('modules = ["{m}"]\n', "import sys\nsys.exit(3)\n", 1,
-                     "cannot import kind module `{m}`: SystemExit: 3"),
+    "module-raises": (
+        'modules = ["{m}"]\n',
+        "raise RuntimeError('boom')\n",
+        1,
+        "cannot import kind module `{m}`: RuntimeError: boom",
+    ),
+    "module-exits": (
+        'modules = ["{m}"]\n',
+        "import sys\nsys.exit(3)\n",
+        1,
+        "cannot import kind module `{m}`: SystemExit: 3",
+    ),
     "module-syntax-error": ('modules = ["{m}"]\n', "def (:\n", 1, "cannot import kind module `{m}`: SyntaxError"),
-    "module-recursion": ('modules = ["{m}"]\n', "def f(): return f()\nf()\n", 1,
-                         "cannot import kind module `{m}`: RecursionError"),
-    "kinds-not-a-list": ('modules = ["{m}"]\n', "KINDS = 5\n", 1,
-                         "`KINDS` of module `{m}` is an integer, not a list of kinds"),
-    "kind-not-an-instance": ('modules = ["{m}"]\n', "KIND = 'note'\n", 1,
-                             "module `{m}` lists 'note', which is not a Kind or InlineKind instance"),
-    "kind-is-the-class": ('modules = ["{m}"]\n', "from lessonkit.kinds import Kind\nclass K(Kind):\n"
-                          "    name = 'k'\nKIND = K\n", 1, "which is not a Kind or InlineKind instance"),
+    "module-recursion": (
+        'modules = ["{m}"]\n',
+        "def f(): return f()\nf()\n",
+        1,
+        "cannot import kind module `{m}`: RecursionError",
+    ),
+    "kinds-not-a-list": (
+        'modules = ["{m}"]\n',
+        "KINDS = 5\n",
+        1,
+        "`KINDS` of module `{m}` is an integer, not a list of kinds",
+    ),
+    "kind-not-an-instance": (
+        'modules = ["{m}"]\n',
+        "KIND = 'note'\n",
+        1,
+        "module `{m}` lists 'note', which is not a Kind or InlineKind instance",
+    ),
+    "kind-is-the-class": (
+        'modules = ["{m}"]\n',
+        "from lessonkit.kinds import Kind\nclass K(Kind):\n    name = 'k'\nKIND = K\n",
+        1,
+        "which is not a Kind or InlineKind instance",
+    ),
     "no-kind": ('modules = ["{m}"]\n', "X = 1\n", 1, "module `{m}` defines neither KIND nor KINDS"),
     "not-utf8": (b'modules = ["\xff"]\n', None, 1, "file is not valid UTF-8 (byte 0xff)"),
 }
@@ -1447,6 +1763,7 @@ def _kinds_case(name, toml, module, line, message) -> Case:
             (ctx.site.root / f"{m}.py").write_text(module, encoding="utf-8")
         ctx.page("# t\n")
         return [Expect(KINDS, line, message.replace("{m}", m))]
+
     return setup
 
 
@@ -1462,15 +1779,24 @@ SITE_CASES = {  # name: (site.toml text, line, message text)
     "name-number": ("[upstream]\nname = 5\n", 2, "`name` in `[upstream]` is an integer, not a string"),
     "name-path": ('[upstream]\nname = "../x"\n', 2, "`name` in `[upstream]` is not a plain name"),
     "name-empty": ('[upstream]\nname = " "\n', 2, "`name` in `[upstream]` is empty"),
-    "label-bell": ('[upstream]\nlabel = "a\\u0007b"\n', 2,
-                   "`label` in `[upstream]` contains the control character U+0007"),
+    "label-bell": (
+        '[upstream]\nlabel = "a\\u0007b"\n',
+        2,
+        "`label` in `[upstream]` contains the control character U+0007",
+    ),
     "label-huge": ('[upstream]\nlabel = "' + "x" * 1000 + '"\n', 2, "is longer than 300 characters"),
     "package-absolute": ('[upstream]\npackage = "/etc/"\n', 2, "`package` in `[upstream]` is an absolute path"),
     "package-no-slash": ('[upstream]\npackage = "autograd"\n', 2, "`package` in `[upstream]` does not end in `/`"),
-    "code-text": ('[repository]\ncode = "experiments"\n', 2,
-                  "`code` in `[repository]` is a string, not an array of folders"),
-    "code-parent": ('[repository]\ncode = ["experiments", ".."]\n', 2,
-                    "`code` in `[repository]` item '..' has an empty, `.` or `..` segment"),
+    "code-text": (
+        '[repository]\ncode = "experiments"\n',
+        2,
+        "`code` in `[repository]` is a string, not an array of folders",
+    ),
+    "code-parent": (
+        '[repository]\ncode = ["experiments", ".."]\n',
+        2,
+        "`code` in `[repository]` item '..' has an empty, `.` or `..` segment",
+    ),
     "code-root": ('[repository]\ncode = ["/"]\n', 2, "item '/' is an absolute path"),
     "teaching-number": ("[repository]\nteaching = [1]\n", 2, "`teaching` in `[repository]` is an integer"),
     "code-link-out": ('[repository]\ncode = ["outside"]\n', 2, "item 'outside' leads outside the project (a link)"),
@@ -1478,8 +1804,11 @@ SITE_CASES = {  # name: (site.toml text, line, message text)
     "bundle-absolute": ('[bundle]\npath = "/tmp/x.zip"\n', 2, "`path` in `[bundle]` is an absolute path"),
     "bundle-not-zip": ('[bundle]\npath = "downloads/x.tar"\n', 2, "`path` in `[bundle]` does not end in .zip"),
     "bundle-into-git": ('[bundle]\npath = ".git/x.zip"\n', 2, "is inside .git"),
-    "readme-outside": ('[attachments]\nreadme = "../../../../etc/passwd"\n', 2,
-                       "`readme` in `[attachments]` has an empty, `.` or `..` segment"),
+    "readme-outside": (
+        '[attachments]\nreadme = "../../../../etc/passwd"\n',
+        2,
+        "`readme` in `[attachments]` has an empty, `.` or `..` segment",
+    ),
     "readme-absolute": ('[attachments]\nreadme = "/etc/passwd"\n', 2, "is an absolute path"),
     "readme-link-out": ('[attachments]\nreadme = "outside/passwd"\n', 2, "leads outside the project (a link)"),
     "readme-folder": ('[attachments]\nreadme = "docs"\n', 2, "`readme` in `[attachments]` is a folder, not a file"),
@@ -1497,6 +1826,7 @@ def _site_case(text, line, message) -> Case:
         (ctx.site.root / SITE).write_text(text, encoding="utf-8")
         ctx.page("# t\n")
         return [Expect(SITE, line, message)]
+
     return setup
 
 
@@ -1506,10 +1836,16 @@ for _name, (_text, _line, _msg) in SITE_CASES.items():
 
 # -- SITE_URL and LESSONKIT_REPO_URL go into links of every page (mkdocs.yml reads them)
 URL_CASES = {  # name: (variable, value, message text)
-    "repo-url-breaks-the-attribute": ("LESSONKIT_REPO_URL", 'https://x.org/"><script>alert(1)</script>',
-                                      "is not an http(s) address"),
-    "repo-url-javascript": ("LESSONKIT_REPO_URL", "javascript:alert(1)",
-                            "'javascript:alert(1)' is not an http(s) address"),
+    "repo-url-breaks-the-attribute": (
+        "LESSONKIT_REPO_URL",
+        'https://x.org/"><script>alert(1)</script>',
+        "is not an http(s) address",
+    ),
+    "repo-url-javascript": (
+        "LESSONKIT_REPO_URL",
+        "javascript:alert(1)",
+        "'javascript:alert(1)' is not an http(s) address",
+    ),
     "repo-url-relative": ("LESSONKIT_REPO_URL", "../x", "'../x' is not an http(s) address"),
     "site-url-javascript": ("SITE_URL", "javascript:alert(1)//", "is not an http(s) address"),
     "site-url-space": ("SITE_URL", "https://x.org/a b/", "'https://x.org/a b/' is not an http(s) address"),
@@ -1522,6 +1858,7 @@ def _url_case(var, value, message) -> Case:
         ctx.env[var] = value
         ctx.page("# t\n")
         return [Expect(var, None, message, "or unset it")]
+
     return setup
 
 
@@ -1540,20 +1877,48 @@ def _(ctx):
 # -- docs/ entries MkDocs would follow somewhere it must not (checked before MkDocs walks docs/)
 OUT_HINT = "replace the link with the file itself"
 DOCS_CASES = {  # name: (make(ctx) -> None, entry, message text, part of the hint)
-    "page-links-outside": (lambda c: (c.site.root / "docs" / "evil.md").symlink_to(c.tmp / "secret.md"), "docs/evil.md",
-                           "is a link that leads outside the project", OUT_HINT),
-    "page-links-to-a-device": (lambda c: (c.site.root / "docs" / "z.md").symlink_to("/dev/zero"), "docs/z.md",
-                               "is a link that leads outside the project ('/dev/zero')", OUT_HINT),
-    "folder-links-outside": (lambda c: (c.site.root / "docs" / "d").symlink_to(c.tmp), "docs/d",
-                             "is a link that leads outside the project", OUT_HINT),
-    "folder-link-loop": (lambda c: (c.site.root / "docs" / "loop").symlink_to(c.site.root / "docs"), "docs/loop",
-                         "is a link to a folder (MkDocs would walk into it, maybe in a loop)", "link single pages"),
-    "page-links-to-itself": (lambda c: (c.site.root / "docs" / "self.md").symlink_to("self.md"), "docs/self.md",
-                             "is a link loop", "remove the link"),
-    "page-link-dangling": (lambda c: (c.site.root / "docs" / "gone.md").symlink_to("nowhere.md"), "docs/gone.md",
-                           "is a link to nothing ('nowhere.md')", "remove the link"),
-    "fifo-page": (lambda c: os.mkfifo(c.site.root / "docs" / "fifo.md"), "docs/fifo.md",
-                  "is not a regular file (a FIFO, socket or device)", "remove it from docs/"),
+    "page-links-outside": (
+        lambda c: (c.site.root / "docs" / "evil.md").symlink_to(c.tmp / "secret.md"),
+        "docs/evil.md",
+        "is a link that leads outside the project",
+        OUT_HINT,
+    ),
+    "page-links-to-a-device": (
+        lambda c: (c.site.root / "docs" / "z.md").symlink_to("/dev/zero"),
+        "docs/z.md",
+        "is a link that leads outside the project ('/dev/zero')",
+        OUT_HINT,
+    ),
+    "folder-links-outside": (
+        lambda c: (c.site.root / "docs" / "d").symlink_to(c.tmp),
+        "docs/d",
+        "is a link that leads outside the project",
+        OUT_HINT,
+    ),
+    "folder-link-loop": (
+        lambda c: (c.site.root / "docs" / "loop").symlink_to(c.site.root / "docs"),
+        "docs/loop",
+        "is a link to a folder (MkDocs would walk into it, maybe in a loop)",
+        "link single pages",
+    ),
+    "page-links-to-itself": (
+        lambda c: (c.site.root / "docs" / "self.md").symlink_to("self.md"),
+        "docs/self.md",
+        "is a link loop",
+        "remove the link",
+    ),
+    "page-link-dangling": (
+        lambda c: (c.site.root / "docs" / "gone.md").symlink_to("nowhere.md"),
+        "docs/gone.md",
+        "is a link to nothing ('nowhere.md')",
+        "remove the link",
+    ),
+    "fifo-page": (
+        lambda c: os.mkfifo(c.site.root / "docs" / "fifo.md"),
+        "docs/fifo.md",
+        "is not a regular file (a FIFO, socket or device)",
+        "remove it from docs/",
+    ),
 }
 
 
@@ -1563,6 +1928,7 @@ def _docs_case(make, entry, message, hint) -> Case:
         ctx.page("# t\n")
         make(ctx)
         return [Expect(entry, None, message, hint)]
+
     return setup
 
 
@@ -1599,15 +1965,23 @@ def _manifest_over(target: Callable[[Ctx], Path], message: str) -> Case:
         out = str(target(ctx))
         ctx.args, ctx.code = ["manifest", str(ctx.tmp / "tree"), out], 2
         return [Expect(out, None, message, "write it to sourcemap/manifest.sha256 or outside the project")]
+
     return setup
 
 
-case("manifest-over-a-page")(_manifest_over(lambda c: c.site.root / "docs" / "p.md",
-                                             "is inside the project's own files (docs/); not overwritten"))
-case("manifest-over-the-pin")(_manifest_over(lambda c: c.site.root / "sourcemap" / "pin.toml",
-                                             "is inside the project's own files (sourcemap/)"))
-case("manifest-over-a-file-that-is-not-one")(_manifest_over(
-    lambda c: (c.tmp / "notes.txt").write_text("my notes\n") and c.tmp / "notes.txt", "exists and is not a manifest"))
+case("manifest-over-a-page")(
+    _manifest_over(
+        lambda c: c.site.root / "docs" / "p.md", "is inside the project's own files (docs/); not overwritten"
+    )
+)
+case("manifest-over-the-pin")(
+    _manifest_over(lambda c: c.site.root / "sourcemap" / "pin.toml", "is inside the project's own files (sourcemap/)")
+)
+case("manifest-over-a-file-that-is-not-one")(
+    _manifest_over(
+        lambda c: (c.tmp / "notes.txt").write_text("my notes\n") and c.tmp / "notes.txt", "exists and is not a manifest"
+    )
+)
 case("manifest-into-a-folder")(_manifest_over(lambda c: c.tmp, "is a folder"))
 
 
@@ -1634,8 +2008,12 @@ def shared_build(tmp_path_factory, pinned_root):
             assert not ctx.env, "a shared build has one environment"
     before = snapshot(site.root)
     outcome = run_build(next(iter(cases.values()))[0])
-    return {"cases": cases, "before": before, "outcome": outcome,
-            "n_problems": sum(len(expected) for _, expected in cases.values())}
+    return {
+        "cases": cases,
+        "before": before,
+        "outcome": outcome,
+        "n_problems": sum(len(expected) for _, expected in cases.values()),
+    }
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -1687,9 +2065,11 @@ BENIGN = {
     "megabytes": "import sys\nfor i in range(100_000):\n    sys.stdout.write(f'line {i:06d} ' + 'x' * 40 + '\\n')\n",
     "html": "print('<script>alert(1)</script> & <b>bold</b>')\n",
     "stdin": "import sys\ndata = sys.stdin.read()\nprint('stdin:', repr(data))\n",
-    "writes": ("import os, pathlib\npathlib.Path('written-by-experiment.txt').write_text('x')\n"
-               "pathlib.Path(os.path.expanduser('~/home-file.txt')).write_text('x')\n"
-               "print('cwd', os.getcwd())\n"),
+    "writes": (
+        "import os, pathlib\npathlib.Path('written-by-experiment.txt').write_text('x')\n"
+        "pathlib.Path(os.path.expanduser('~/home-file.txt')).write_text('x')\n"
+        "print('cwd', os.getcwd())\n"
+    ),
     "child": None,  # filled in by the fixture (needs the pid file's path)
 }
 
@@ -1707,7 +2087,8 @@ def benign_build(tmp_path_factory, pinned_root):
         "open(sys.argv[1], \"w\").write(str(os.getpid())); time.sleep(300)', pid])\n"
         "while not os.path.exists(pid) or not open(pid).read():\n"
         "    time.sleep(0.05)\n"
-        "print('child started')\n")
+        "print('child started')\n"
+    )
     for name, body in scripts.items():
         s.page(f"{name}.md", fence("experiment", f"Purpose: {name}", "Timeout: 30", body=body))
     before = snapshot(s.root)
@@ -1818,8 +2199,14 @@ def test_modified_pinned_cache_tree_is_detected_and_reprovided(tmp_path, pinned_
 
 def test_hostile_archive_is_refused_before_anything_is_written(tmp_path):
     """safe_extract checks every entry before extracting any: nothing lands outside or inside."""
-    archive = make_tar(tmp_path / "a.tar.gz", [(SDIST_ROOT, "dir", None), (f"{SDIST_ROOT}/ok.py", "file", "x\n"),
-                                               (f"{SDIST_ROOT}/../../escape.py", "file", "x\n")])
+    archive = make_tar(
+        tmp_path / "a.tar.gz",
+        [
+            (SDIST_ROOT, "dir", None),
+            (f"{SDIST_ROOT}/ok.py", "file", "x\n"),
+            (f"{SDIST_ROOT}/../../escape.py", "file", "x\n"),
+        ],
+    )
     dest = tmp_path / "dest"
     dest.mkdir()
     with pytest.raises(LessonError, match="escapes the tree"):
@@ -1828,6 +2215,7 @@ def test_hostile_archive_is_refused_before_anything_is_written(tmp_path):
 
 
 # ---------------------------------------------------------------- two builds at once
+
 
 def test_two_concurrent_builds_share_the_cache(tmp_path, pinned_root, pinned_sdist):
     s = TmpSite(tmp_path / "proj", pinned_root)
@@ -1838,9 +2226,18 @@ def test_two_concurrent_builds_share_the_cache(tmp_path, pinned_root, pinned_sdi
     env["LESSONKIT_SDIST"] = str(pinned_sdist)  # both builds extract and install the pin into one cache
     for i in range(3):
         s.page(f"e{i}.md", fence("experiment", f"Purpose: {i}", body=f"print('experiment {i}', 'y' * 5000)"))
-    procs = [subprocess.Popen([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / f"out{n}")],
-                              cwd=s.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              stdin=subprocess.DEVNULL) for n in (1, 2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / f"out{n}")],
+            cwd=s.root,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            stdin=subprocess.DEVNULL,
+        )
+        for n in (1, 2)
+    ]
     outs = [p.communicate(timeout=300) for p in procs]
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0, err[-3000:]
@@ -1859,14 +2256,24 @@ def test_two_concurrent_builds_share_the_cache(tmp_path, pinned_root, pinned_sdi
 
 MUTATION_PAGE = (
     "# m\n\n"
-    + block("real-source", "File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217") + "\n"
-    + block("real-source", "File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217",
-            body="for parent, ingrad in zip(node.parents, ingrads):\n"
-                 "    outgrads[parent] = add_outgrads(outgrads.get(parent), ingrad)") + "\n"
+    + block("real-source", "File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217")
+    + "\n"
+    + block(
+        "real-source",
+        "File: autograd/core.py",
+        "Symbol: backward_pass",
+        "Commit: f53a217",
+        body="for parent, ingrad in zip(node.parents, ingrads):\n"
+        "    outgrads[parent] = add_outgrads(outgrads.get(parent), ingrad)",
+    )
+    + "\n"
     + block("real-source", "File: autograd/core.py", "Commit: f53a217", body="outgrads = {end_node: (g, False)}")
-    + "\n" + block("real-source", "File: autograd/numpy/numpy_vjps.py", "Symbol: defvjp(anp.exp)", "Commit: f53a217")
-    + "\n" + block("real-source", "File: autograd/tracer.py", "Symbol: Box.__init__", "Commit: f53a217")
-    + "\n" + block("teaching-simplification", "Based-on: autograd/core.py::backward_pass", body="x = 1")
+    + "\n"
+    + block("real-source", "File: autograd/numpy/numpy_vjps.py", "Symbol: defvjp(anp.exp)", "Commit: f53a217")
+    + "\n"
+    + block("real-source", "File: autograd/tracer.py", "Symbol: Box.__init__", "Commit: f53a217")
+    + "\n"
+    + block("teaching-simplification", "Based-on: autograd/core.py::backward_pass", body="x = 1")
 )
 
 
@@ -1874,6 +2281,7 @@ MUTATION_PAGE = (
 def mapped_site(site, monkeypatch):
     """A project with a few real-source blocks of every form and an up-to-date excerpt map."""
     from lessonkit import verify
+
     monkeypatch.setenv("AUTOGRAD_SOURCE", str(site.pinned_root))
     monkeypatch.setenv("LESSONKIT_CACHE", str(site.cache))
     site.page("m.md", MUTATION_PAGE)
@@ -1899,6 +2307,7 @@ def test_mutate_catches_every_mutation(mapped_site):
 
 def test_mutate_reports_a_mutation_that_is_not_caught(mapped_site, monkeypatch):
     from lessonkit import mutation
+
     real_swap = mutation._swap
     # a "mutation" of one region that changes nothing: neither defence can notice it
     monkeypatch.setattr(mutation, "_swap", lambda ch: ch if ch == "s" else real_swap(ch))
@@ -1924,6 +2333,7 @@ def test_mutate_refuses_a_stale_map(mapped_site):
 def test_mutate_the_real_excerpt_map(real_project):
     """Every cited region of the lessons: one changed character is always caught."""
     from lessonkit import mutation
+
     report = mutation.run(real_project)
     if report.problems:
         pytest.skip(f"the excerpt map is being edited: {report.problems[0]}")
@@ -1936,6 +2346,7 @@ def test_experiment_flooding_its_output_is_stopped_at_the_file_limit(tmp_path, p
     """A script printing in a loop cannot fill the disk before its timeout: writes past the
     limit fail, the experiment fails with one clear line, and nothing is cached."""
     from lessonkit import execute
+
     monkeypatch.setattr(execute, "FILE_LIMIT", 1 << 20)  # 1 MB instead of 256 MB, to keep the test fast
     support = tmp_path / "experiments"
     support.mkdir()

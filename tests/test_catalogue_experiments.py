@@ -57,8 +57,12 @@ def fail(msg: str, hint: str = RUN) -> str:
 
 
 # Paths the escape cases aim at; filled in from the fixture's project.
-TARGETS = {"docs": "docs/p.md", "experiments": "experiments/_provenance.py", "sourcemap": "sourcemap/pin.toml",
-           "cache": ".cache/experiments/planted.json"}
+TARGETS = {
+    "docs": "docs/p.md",
+    "experiments": "experiments/_provenance.py",
+    "sourcemap": "sourcemap/pin.toml",
+    "cache": ".cache/experiments/planted.json",
+}
 
 ESCAPE = """
 import os, sys
@@ -80,192 +84,338 @@ CASES: dict[str, Case] = {}
 
 # -- escape attempts: the project, the cache, the pinned tree and $HOME are read-only
 for what in TARGETS:
-    CASES[f"write-{what}"] = escape("open(os.path.join(os.environ['LK_ROOT'], target), 'w').write('x')",
-                                    TARGETS[what], errno=2 if what == "cache" else 30)
-    CASES[f"delete-{what}"] = escape("os.remove(os.path.join(os.environ['LK_ROOT'], target))", TARGETS[what],
-                                     errno=2 if what == "cache" else 30)
-CASES["write-pinned"] = escape("open(os.path.join(os.environ['LK_PINNED'], target), 'a').write('x')",
-                               "autograd/__init__.py")
-CASES["truncate-pinned"] = escape("os.truncate(os.path.join(os.environ['LK_PINNED'], target), 0)",
-                                  "autograd/core.py")
+    CASES[f"write-{what}"] = escape(
+        "open(os.path.join(os.environ['LK_ROOT'], target), 'w').write('x')",
+        TARGETS[what],
+        errno=2 if what == "cache" else 30,
+    )
+    CASES[f"delete-{what}"] = escape(
+        "os.remove(os.path.join(os.environ['LK_ROOT'], target))", TARGETS[what], errno=2 if what == "cache" else 30
+    )
+CASES["write-pinned"] = escape(
+    "open(os.path.join(os.environ['LK_PINNED'], target), 'a').write('x')", "autograd/__init__.py"
+)
+CASES["truncate-pinned"] = escape("os.truncate(os.path.join(os.environ['LK_PINNED'], target), 0)", "autograd/core.py")
 CASES["write-home"] = escape("open(target, 'w').write('x')", str(HOME_PROBE))
 CASES["mkdir-in-project"] = escape("os.mkdir(os.path.join(os.environ['LK_ROOT'], target))", "docs/new")
 CASES["rename-experiment"] = escape(
     "os.rename(os.path.join(os.environ['LK_ROOT'], target), os.path.join(os.environ['LK_ROOT'], 'x.py'))",
-    "experiments/_provenance.py", errno=18)
-CASES["symlink-into-docs"] = escape("os.symlink('/etc/passwd', os.path.join(os.environ['LK_ROOT'], target))",
-                                    "docs/evil.md")
+    "experiments/_provenance.py",
+    errno=18,
+)
+CASES["symlink-into-docs"] = escape(
+    "os.symlink('/etc/passwd', os.path.join(os.environ['LK_ROOT'], target))", "docs/evil.md"
+)
 CASES["chmod-project"] = escape("os.chmod(os.path.join(os.environ['LK_ROOT'], target), 0o777)", "sourcemap")
-CASES["write-own-pinned-copy"] = escape("open(os.path.join(os.environ['AUTOGRAD_PINNED_ROOT'], target), 'a')",
-                                        "autograd/core.py")
+CASES["write-own-pinned-copy"] = escape(
+    "open(os.path.join(os.environ['AUTOGRAD_PINNED_ROOT'], target), 'a')", "autograd/core.py"
+)
 CASES["write-own-experiments-copy"] = escape(
-    "open(os.path.join(os.environ['PYTHONPATH'].split(':')[1], target), 'a')", "_provenance.py")
-CASES["write-via-proc-root"] = escape("open('/proc/self/root' + os.environ['LK_ROOT'] + '/' + target, 'w')",
-                                      "docs/p.md")
-CASES["project-is-hidden"] = Case("import os\nprint(sorted(os.listdir(os.path.join(os.environ['LK_ROOT'], "
-                                  "'docs'))), sorted(os.listdir(os.path.join(os.environ['LK_ROOT'], '.cache'))))\n",
-                                  0, stdout="[] []\n", needs="ns")
+    "open(os.path.join(os.environ['PYTHONPATH'].split(':')[1], target), 'a')", "_provenance.py"
+)
+CASES["write-via-proc-root"] = escape(
+    "open('/proc/self/root' + os.environ['LK_ROOT'] + '/' + target, 'w')", "docs/p.md"
+)
+CASES["project-is-hidden"] = Case(
+    "import os\nprint(sorted(os.listdir(os.path.join(os.environ['LK_ROOT'], "
+    "'docs'))), sorted(os.listdir(os.path.join(os.environ['LK_ROOT'], '.cache'))))\n",
+    0,
+    stdout="[] []\n",
+    needs="ns",
+)
 CASES["unmount-the-view"] = Case(
     "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-    "print(libc.umount2((os.environ['LK_ROOT'] + '/docs').encode(), 2), ctypes.get_errno())\n", 0,
-    stdout="-1 1\n", needs="ns")
+    "print(libc.umount2((os.environ['LK_ROOT'] + '/docs').encode(), 2), ctypes.get_errno())\n",
+    0,
+    stdout="-1 1\n",
+    needs="ns",
+)
 CASES["remount-read-write"] = Case(
     "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-    "print(libc.mount(None, os.environ['LK_ROOT'].encode(), None, 32 | 4096, None), ctypes.get_errno())\n", 0,
-    stdout="-1 1\n", needs="ns")
+    "print(libc.mount(None, os.environ['LK_ROOT'].encode(), None, 32 | 4096, None), ctypes.get_errno())\n",
+    0,
+    stdout="-1 1\n",
+    needs="ns",
+)
 CASES["no-network"] = Case(
     "import socket\ns = socket.socket()\ns.settimeout(5)\ntry:\n    s.connect(('10.255.255.1', 80))\n"
-    "    print('connected')\nexcept OSError as exc:\n    print('no network', exc.errno)\n", 0,
-    stdout="no network 101\n", needs="ns")
+    "    print('connected')\nexcept OSError as exc:\n    print('no network', exc.errno)\n",
+    0,
+    stdout="no network 101\n",
+    needs="ns",
+)
 CASES["not-root-inside"] = Case("import os\nprint(os.getuid() != 0)\n", 0, stdout="True\n", needs="ns")
 
 # -- processes: nothing outlives the experiment, nothing reaches the build
 CASES["setsid-daemon"] = Case(
     "import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'], "
-    "start_new_session=True)\nprint('daemon started')\n", 0, stdout="daemon started\n")
+    "start_new_session=True)\nprint('daemon started')\n",
+    0,
+    stdout="daemon started\n",
+)
 CASES["double-fork-daemon"] = Case(
     "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(300)\n"
-    "    os._exit(0)\nos.wait()\nprint('daemonised')\n", 0, stdout="daemonised\n")
+    "    os._exit(0)\nos.wait()\nprint('daemonised')\n",
+    0,
+    stdout="daemonised\n",
+)
 CASES["fork-tree-within-limits"] = Case(
     "import os, time\nfor _ in range(5):\n    if os.fork() == 0:\n        time.sleep(300)\n        os._exit(0)\n"
-    "print('forked')\n", 0, stdout="forked\n")
+    "print('forked')\n",
+    0,
+    stdout="forked\n",
+)
 CASES["fork-bomb-hits-the-limit"] = Case(
     "import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.2)\n",
-    -9, error=fail("did not finish within 3 s and was stopped", "make it faster, or raise `Timeout:` for this block"),
-    timeout=3, needs="cgroup")
-CASES["kill-the-parent"] = Case("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nprint('still here')\n",
-                                0, stdout="still here\n", needs="ns")
-CASES["kill-everything"] = Case("import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\n"
-                                "print('still here')\n", 0, stdout="still here\n", needs="ns")
-CASES["cannot-see-the-build"] = Case("import os\nprint(os.getppid() == 1, len([p for p in os.listdir('/proc') "
-                                     "if p.isdigit()]) > 0)\n", 0, stdout="True True\n", needs="ns")
-CASES["timeout"] = Case("import time\nprint('started', flush=True)\ntime.sleep(60)\n", -9,
-                        error=fail("did not finish within 2 s and was stopped",
-                                   "make it faster, or raise `Timeout:` for this block"), timeout=2)
+    -9,
+    error=fail("did not finish within 3 s and was stopped", "make it faster, or raise `Timeout:` for this block"),
+    timeout=3,
+    needs="cgroup",
+)
+CASES["kill-the-parent"] = Case(
+    "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nprint('still here')\n",
+    0,
+    stdout="still here\n",
+    needs="ns",
+)
+CASES["kill-everything"] = Case(
+    "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\nprint('still here')\n",
+    0,
+    stdout="still here\n",
+    needs="ns",
+)
+CASES["cannot-see-the-build"] = Case(
+    "import os\nprint(os.getppid() == 1, len([p for p in os.listdir('/proc') if p.isdigit()]) > 0)\n",
+    0,
+    stdout="True True\n",
+    needs="ns",
+)
+CASES["timeout"] = Case(
+    "import time\nprint('started', flush=True)\ntime.sleep(60)\n",
+    -9,
+    error=fail("did not finish within 2 s and was stopped", "make it faster, or raise `Timeout:` for this block"),
+    timeout=2,
+)
 CASES["timeout-child-ignores-term"] = Case(
     "import signal, subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', 'import signal, time; "
     "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)'], start_new_session=True)\ntime.sleep(60)\n",
-    -9, error=fail("did not finish within 2 s and was stopped", "make it faster, or raise `Timeout:` for this block"),
-    timeout=2)
+    -9,
+    error=fail("did not finish within 2 s and was stopped", "make it faster, or raise `Timeout:` for this block"),
+    timeout=2,
+)
 
 # -- exit codes and signals
 CASES["exit-0"] = Case("import sys\nprint('fine')\nsys.exit(0)\n", 0, stdout="fine\n")
-CASES["exit-3"] = Case("import sys\nprint('partial')\nsys.exit(3)\n", 3,
-                       error=fail("failed with exit code 3: no stderr"))
+CASES["exit-3"] = Case(
+    "import sys\nprint('partial')\nsys.exit(3)\n", 3, error=fail("failed with exit code 3: no stderr")
+)
 CASES["exit-255"] = Case("import sys\nsys.exit(255)\n", 255, error=fail("failed with exit code 255: no stderr"))
-CASES["exit-message"] = Case("import sys\nsys.exit('the claim is wrong')\n", 1,
-                             error=fail("failed with exit code 1: the claim is wrong"))
-CASES["exit-125-is-not-a-box-failure"] = Case("import sys\nsys.exit(125)\n", 125,
-                                              error=fail("failed with exit code 125: no stderr"))
-CASES["raises"] = Case("raise ValueError('the claim is wrong')\n", 1, error=fail(
-    'failed with exit code 1:   File "<tmp>/p_L3.py", line 1, in <module> |     '
-    "raise ValueError('the claim is wrong') | ValueError: the claim is wrong"))
-CASES["sigkill-self"] = Case("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", -9,
-                             error=fail("failed with exit code -9: no stderr"))
-CASES["sigterm-self"] = Case("import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\n", -15,
-                             error=fail("failed with exit code -15: no stderr"))
-CASES["segfault"] = Case("import ctypes\nctypes.string_at(0)\n", -11,
-                         error=fail("failed with exit code -11: no stderr"))
+CASES["exit-message"] = Case(
+    "import sys\nsys.exit('the claim is wrong')\n", 1, error=fail("failed with exit code 1: the claim is wrong")
+)
+CASES["exit-125-is-not-a-box-failure"] = Case(
+    "import sys\nsys.exit(125)\n", 125, error=fail("failed with exit code 125: no stderr")
+)
+CASES["raises"] = Case(
+    "raise ValueError('the claim is wrong')\n",
+    1,
+    error=fail(
+        'failed with exit code 1:   File "<tmp>/p_L3.py", line 1, in <module> |     '
+        "raise ValueError('the claim is wrong') | ValueError: the claim is wrong"
+    ),
+)
+CASES["sigkill-self"] = Case(
+    "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", -9, error=fail("failed with exit code -9: no stderr")
+)
+CASES["sigterm-self"] = Case(
+    "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\n", -15, error=fail("failed with exit code -15: no stderr")
+)
+CASES["segfault"] = Case(
+    "import ctypes\nctypes.string_at(0)\n", -11, error=fail("failed with exit code -11: no stderr")
+)
 CASES["abort"] = Case("import os\nos.abort()\n", -6, error=fail("failed with exit code -6: no stderr"))
-CASES["os-exit-after-output"] = Case("import os, sys\nsys.stdout.write('unflushed')\nos._exit(4)\n", 4,
-                                     error=fail("failed with exit code 4: no stderr"))
+CASES["os-exit-after-output"] = Case(
+    "import os, sys\nsys.stdout.write('unflushed')\nos._exit(4)\n", 4, error=fail("failed with exit code 4: no stderr")
+)
 
 # -- the working folder
-CASES["empties-cwd"] = Case("import os, shutil\nfor n in os.listdir('.'):\n    os.remove(n)\nprint('emptied')\n",
-                            0, stdout="emptied\n")
-CASES["removes-cwd"] = Case("import os, shutil\nshutil.rmtree(os.getcwd())\nprint('removed')\n", 0,
-                            stdout="removed\n")
-CASES["removes-the-box"] = Case("import os, shutil\nshutil.rmtree(os.path.dirname(os.getcwd()), ignore_errors=True)\n"
-                                "print('tried')\n", 0, stdout="tried\n")
+CASES["empties-cwd"] = Case(
+    "import os, shutil\nfor n in os.listdir('.'):\n    os.remove(n)\nprint('emptied')\n", 0, stdout="emptied\n"
+)
+CASES["removes-cwd"] = Case("import os, shutil\nshutil.rmtree(os.getcwd())\nprint('removed')\n", 0, stdout="removed\n")
+CASES["removes-the-box"] = Case(
+    "import os, shutil\nshutil.rmtree(os.path.dirname(os.getcwd()), ignore_errors=True)\nprint('tried')\n",
+    0,
+    stdout="tried\n",
+)
 CASES["chdir-elsewhere"] = Case("import os\nos.chdir('/')\nprint(os.getcwd())\n", 0, stdout="/\n")
 CASES["writes-in-cwd-and-tmp"] = Case(
     "import os, tempfile\nopen('a.txt', 'w').write('x')\nwith tempfile.NamedTemporaryFile() as f:\n"
-    "    print(os.path.dirname(f.name) == os.getcwd(), os.path.expanduser('~') == os.getcwd())\n", 0,
-    stdout="True True\n")
+    "    print(os.path.dirname(f.name) == os.getcwd(), os.path.expanduser('~') == os.getcwd())\n",
+    0,
+    stdout="True True\n",
+)
 CASES["stdin-is-empty"] = Case("import sys\nprint(repr(sys.stdin.read()))\n", 0, stdout="''\n")
 
 # -- what it can read
 CASES["reads-sibling-module"] = Case("import shared_values\nprint(shared_values.VALUE)\n", 0, stdout="41\n")
 CASES["reads-sibling-data-file"] = Case(
     "import os\nfor p in os.environ['PYTHONPATH'].split(':'):\n    f = os.path.join(p, 'table.txt')\n"
-    "    if os.path.exists(f):\n        print(open(f).read().strip())\n", 0, stdout="alpha\n")
-CASES["imports-the-pinned-copy"] = Case("import autograd\nprint(autograd.__file__)\n", 0,
-                                        stdout="<pinned>/autograd/__init__.py\n")
-CASES["provenance-helper"] = Case("import _provenance\n_provenance.announce()\n", 0,
-                                  stdout="[autograd 1.9.1 · pinned tree]\n")
+    "    if os.path.exists(f):\n        print(open(f).read().strip())\n",
+    0,
+    stdout="alpha\n",
+)
+CASES["imports-the-pinned-copy"] = Case(
+    "import autograd\nprint(autograd.__file__)\n", 0, stdout="<pinned>/autograd/__init__.py\n"
+)
+CASES["provenance-helper"] = Case(
+    "import _provenance\n_provenance.announce()\n", 0, stdout="[autograd 1.9.1 · pinned tree]\n"
+)
 
 # -- output
-CASES["control-bytes"] = Case("import sys\nsys.stdout.write('a\\x00b\\x1b[31mc\\x07d\\x08\\x7f\\n')\n", 0,
-                              stdout="a␀b␛[31mc␇d␈\u2421\n")
+CASES["control-bytes"] = Case(
+    "import sys\nsys.stdout.write('a\\x00b\\x1b[31mc\\x07d\\x08\\x7f\\n')\n", 0, stdout="a␀b␛[31mc␇d␈\u2421\n"
+)
 CASES["carriage-return"] = Case("print('10%\\r20%')\n", 0, stdout="10%␍20%\n")
 CASES["non-utf8"] = Case("import sys\nsys.stdout.buffer.write(b'caf\\xe9 \\xff\\n')\n", 0, stdout="caf\ufffd \ufffd\n")
 CASES["c1-and-bidi"] = Case("print('x\\x9by\\u202ez\\u2028w')\n", 0, stdout="x\\x9by\\u202ez\\u2028w\n")
 CASES["tab-and-unicode-kept"] = Case("print('梯度\\t∂f/∂x')\n", 0, stdout="梯度\t∂f/∂x\n")
-CASES["stderr-of-passing-kept"] = Case("import sys\nprint('out')\nprint('warning: slow path', file=sys.stderr)\n", 0,
-                                       stdout="out\n", stderr="warning: slow path\n")
+CASES["stderr-of-passing-kept"] = Case(
+    "import sys\nprint('out')\nprint('warning: slow path', file=sys.stderr)\n",
+    0,
+    stdout="out\n",
+    stderr="warning: slow path\n",
+)
 CASES["stderr-sanitised"] = Case("import sys\nsys.stderr.write('e\\x1b\\n')\n", 0, stdout="", stderr="e␛\n")
 CASES["addresses-normalised"] = Case("print(hex(0x7f3a5c2b1d00))\n", 0, stdout="0x…\n")
-CASES["huge-output"] = Case("import sys\nwhile True:\n    sys.stdout.write('x' * 4096)\n", 1, error=fail(
-    "wrote more than 1 MiB to one file, its output included, and was stopped (File too large)",
-    "print less: the page shows the first 64 KiB"))
-CASES["huge-file-in-cwd"] = Case("open('big', 'wb').write(b'x' * (2 << 20))\n", 1, error=fail(
-    "wrote more than 1 MiB to one file, its output included, and was stopped (File too large)",
-    "print less: the page shows the first 64 KiB"))
+CASES["huge-output"] = Case(
+    "import sys\nwhile True:\n    sys.stdout.write('x' * 4096)\n",
+    1,
+    error=fail(
+        "wrote more than 1 MiB to one file, its output included, and was stopped (File too large)",
+        "print less: the page shows the first 64 KiB",
+    ),
+)
+CASES["huge-file-in-cwd"] = Case(
+    "open('big', 'wb').write(b'x' * (2 << 20))\n",
+    1,
+    error=fail(
+        "wrote more than 1 MiB to one file, its output included, and was stopped (File too large)",
+        "print less: the page shows the first 64 KiB",
+    ),
+)
 
 # -- memory
 CASES["allocates-3-gib"] = Case(
-    "import sys\ntry:\n    x = bytearray(3 << 30)\nexcept MemoryError:\n"
-    "    sys.exit('MemoryError: 3 GiB refused')\n", 1,
-    error=fail("ran out of memory (limit 2 GiB): MemoryError: 3 GiB refused",
-               "use less memory, or raise `Memory:` for this block"))
+    "import sys\ntry:\n    x = bytearray(3 << 30)\nexcept MemoryError:\n    sys.exit('MemoryError: 3 GiB refused')\n",
+    1,
+    error=fail(
+        "ran out of memory (limit 2 GiB): MemoryError: 3 GiB refused",
+        "use less memory, or raise `Memory:` for this block",
+    ),
+)
 CASES["allocates-3-gib-with-memory-4-gib"] = Case(  # reserved, not touched: cheap on a shared machine
-    "import mmap\nx = mmap.mmap(-1, 3 << 30)\nprint(len(x))\n", 0, stdout="3221225472\n", memory=4 << 30)
+    "import mmap\nx = mmap.mmap(-1, 3 << 30)\nprint(len(x))\n", 0, stdout="3221225472\n", memory=4 << 30
+)
 CASES["reserves-3-gib-over-the-limit"] = Case(
-    "import mmap, sys\ntry:\n    mmap.mmap(-1, 3 << 30)\nexcept OSError as exc:\n"
-    "    sys.exit(f'MemoryError: {exc}')\n", 1,
-    error=fail("ran out of memory (limit 2 GiB): MemoryError: [Errno 12] Cannot allocate memory",
-               "use less memory, or raise `Memory:` for this block"))
+    "import mmap, sys\ntry:\n    mmap.mmap(-1, 3 << 30)\nexcept OSError as exc:\n    sys.exit(f'MemoryError: {exc}')\n",
+    1,
+    error=fail(
+        "ran out of memory (limit 2 GiB): MemoryError: [Errno 12] Cannot allocate memory",
+        "use less memory, or raise `Memory:` for this block",
+    ),
+)
 CASES["numpy-allocates-too-much"] = Case(
     "import sys\nimport numpy as np\ntry:\n    np.ones((1 << 31,))\nexcept MemoryError as exc:\n"
-    "    sys.exit(type(exc).__name__ + ': Unable to allocate')\n", 1,
-    error=fail("ran out of memory (limit 2 GiB): MemoryError: Unable to allocate",
-               "use less memory, or raise `Memory:` for this block"))
+    "    sys.exit(type(exc).__name__ + ': Unable to allocate')\n",
+    1,
+    error=fail(
+        "ran out of memory (limit 2 GiB): MemoryError: Unable to allocate",
+        "use less memory, or raise `Memory:` for this block",
+    ),
+)
 
 # -- the record side channel
 REC = "import json, os\n"
-CASES["record-object"] = Case(REC + "json.dump({'grad': [1.5, 2], 'name': '梯度'}, "
-                              "open(os.environ['LESSONKIT_RECORD'], 'w'))\nprint('ok')\n", 0,
-                              stdout="ok\n", record={"grad": [1.5, 2], "name": "梯度"})
+CASES["record-object"] = Case(
+    REC + "json.dump({'grad': [1.5, 2], 'name': '梯度'}, open(os.environ['LESSONKIT_RECORD'], 'w'))\nprint('ok')\n",
+    0,
+    stdout="ok\n",
+    record={"grad": [1.5, 2], "name": "梯度"},
+)
 CASES["record-absent"] = Case("print('ok')\n", 0, stdout="ok\n", record=None)
-CASES["record-outside-cwd"] = Case(REC + "r = os.environ['LESSONKIT_RECORD']\nprint(os.path.dirname(r) != os.getcwd(), "
-                                   "not r.startswith(os.getcwd()))\n", 0, stdout="True True\n", record=None)
+CASES["record-outside-cwd"] = Case(
+    REC + "r = os.environ['LESSONKIT_RECORD']\nprint(os.path.dirname(r) != os.getcwd(), "
+    "not r.startswith(os.getcwd()))\n",
+    0,
+    stdout="True True\n",
+    record=None,
+)
 CASES["record-survives-emptied-cwd"] = Case(
-    REC + "import shutil\njson.dump({'a': 1}, open(os.environ['LESSONKIT_RECORD'], 'w'))\n"
-    "shutil.rmtree(os.getcwd())\n", 0, stdout="", record={"a": 1})
-CASES["record-invalid-json"] = Case(REC + "open(os.environ['LESSONKIT_RECORD'], 'w').write('{oops')\n", 0, error=fail(
-    "wrote a bad record to $LESSONKIT_RECORD: not valid JSON (Expecting property name enclosed in double quotes: "
-    "line 1 column 2 (char 1))", "write one JSON object of at most 4 MiB, or nothing"))
-CASES["record-not-an-object"] = Case(REC + "json.dump([1, 2], open(os.environ['LESSONKIT_RECORD'], 'w'))\n", 0,
-                                     error=fail("wrote a bad record to $LESSONKIT_RECORD: a JSON list, not an object",
-                                                "write one JSON object of at most 4 MiB, or nothing"))
-CASES["record-too-big"] = Case(REC + "json.dump({'x': 'y' * (5 << 20)}, open(os.environ['LESSONKIT_RECORD'], 'w'))\n",
-                               0, error=fail("wrote a bad record to $LESSONKIT_RECORD: larger than 4 MiB",
-                                             "write one JSON object of at most 4 MiB, or nothing"))
-CASES["record-nan"] = Case(REC + "open(os.environ['LESSONKIT_RECORD'], 'w').write('{\"x\": NaN}')\n", 0, error=fail(
-    "wrote a bad record to $LESSONKIT_RECORD: not valid JSON (NaN is not JSON)",
-    "write one JSON object of at most 4 MiB, or nothing"))
-CASES["record-not-utf8"] = Case(REC + "open(os.environ['LESSONKIT_RECORD'], 'wb').write(b'\\xff')\n", 0, error=fail(
-    "wrote a bad record to $LESSONKIT_RECORD: not valid JSON ('utf-8' codec can't decode byte 0xff in position 0: "
-    "invalid start byte)", "write one JSON object of at most 4 MiB, or nothing"))
-CASES["record-is-a-folder"] = Case(REC + "os.mkdir(os.environ['LESSONKIT_RECORD'])\n", 0, error=fail(
-    "wrote a bad record to $LESSONKIT_RECORD: cannot read it (Is a directory)",
-    "write one JSON object of at most 4 MiB, or nothing"))
+    REC + "import shutil\njson.dump({'a': 1}, open(os.environ['LESSONKIT_RECORD'], 'w'))\nshutil.rmtree(os.getcwd())\n",
+    0,
+    stdout="",
+    record={"a": 1},
+)
+CASES["record-invalid-json"] = Case(
+    REC + "open(os.environ['LESSONKIT_RECORD'], 'w').write('{oops')\n",
+    0,
+    error=fail(
+        "wrote a bad record to $LESSONKIT_RECORD: not valid JSON (Expecting property name enclosed in double quotes: "
+        "line 1 column 2 (char 1))",
+        "write one JSON object of at most 4 MiB, or nothing",
+    ),
+)
+CASES["record-not-an-object"] = Case(
+    REC + "json.dump([1, 2], open(os.environ['LESSONKIT_RECORD'], 'w'))\n",
+    0,
+    error=fail(
+        "wrote a bad record to $LESSONKIT_RECORD: a JSON list, not an object",
+        "write one JSON object of at most 4 MiB, or nothing",
+    ),
+)
+CASES["record-too-big"] = Case(
+    REC + "json.dump({'x': 'y' * (5 << 20)}, open(os.environ['LESSONKIT_RECORD'], 'w'))\n",
+    0,
+    error=fail(
+        "wrote a bad record to $LESSONKIT_RECORD: larger than 4 MiB",
+        "write one JSON object of at most 4 MiB, or nothing",
+    ),
+)
+CASES["record-nan"] = Case(
+    REC + "open(os.environ['LESSONKIT_RECORD'], 'w').write('{\"x\": NaN}')\n",
+    0,
+    error=fail(
+        "wrote a bad record to $LESSONKIT_RECORD: not valid JSON (NaN is not JSON)",
+        "write one JSON object of at most 4 MiB, or nothing",
+    ),
+)
+CASES["record-not-utf8"] = Case(
+    REC + "open(os.environ['LESSONKIT_RECORD'], 'wb').write(b'\\xff')\n",
+    0,
+    error=fail(
+        "wrote a bad record to $LESSONKIT_RECORD: not valid JSON ('utf-8' codec can't decode byte 0xff in position 0: "
+        "invalid start byte)",
+        "write one JSON object of at most 4 MiB, or nothing",
+    ),
+)
+CASES["record-is-a-folder"] = Case(
+    REC + "os.mkdir(os.environ['LESSONKIT_RECORD'])\n",
+    0,
+    error=fail(
+        "wrote a bad record to $LESSONKIT_RECORD: cannot read it (Is a directory)",
+        "write one JSON object of at most 4 MiB, or nothing",
+    ),
+)
 CASES["record-of-a-failed-run-ignored"] = Case(
-    REC + "open(os.environ['LESSONKIT_RECORD'], 'w').write('{oops')\nraise SystemExit(2)\n", 2,
-    error=fail("failed with exit code 2: no stderr"))
+    REC + "open(os.environ['LESSONKIT_RECORD'], 'w').write('{oops')\nraise SystemExit(2)\n",
+    2,
+    error=fail("failed with exit code 2: no stderr"),
+)
 
 
 # ---------------------------------------------------------------- fixtures and the contract
+
 
 def _tree_digest(root: Path) -> dict[str, str]:
     out = {}
@@ -299,9 +449,16 @@ def box_site(tmp_path_factory, pinned_root):
 
 def make_runner(box_site) -> Runner:
     site, pinned, pin = box_site
-    return Runner(pinned, pin.version, pin.manifest_digest, site.root / "experiments", site.cache,
-                  extra_paths=(site.root / "mini-autograd",), env_prefix="AUTOGRAD",  # site.toml's name
-                  **execute.pin_args(pin, site.root))
+    return Runner(
+        pinned,
+        pin.version,
+        pin.manifest_digest,
+        site.root / "experiments",
+        site.cache,
+        extra_paths=(site.root / "mini-autograd",),
+        env_prefix="AUTOGRAD",  # site.toml's name
+        **execute.pin_args(pin, site.root),
+    )
 
 
 def _ours_left() -> list[int]:
@@ -326,8 +483,10 @@ def test_experiment_case(name, box_site, monkeypatch):
     runner = make_runner(box_site)
     script = textwrap.dedent(case.script)
     if "LK_" in script:  # the project's paths, for the escape cases (the box's environment has none)
-        script = f"import os\nos.environ['LK_ROOT'] = {str(site.root)!r}\nos.environ['LK_PINNED'] = {str(pinned)!r}\n" \
+        script = (
+            f"import os\nos.environ['LK_ROOT'] = {str(site.root)!r}\nos.environ['LK_PINNED'] = {str(pinned)!r}\n"
             + script
+        )
     job = Job(f"p_L{AT}.py", script.encode(), case.timeout, f"{P}:{AT}", case.memory)
     result = runner.run(job)
 
@@ -362,13 +521,21 @@ def test_catalogue_is_large_enough():
 def test_warm_equals_cold_record_included(box_site):
     """A warm run gives what a cold run gives, the record included."""
     site, pinned, pin = box_site
-    job = Job("w.py", b"import json, os\nimport shared_values\nprint(shared_values.VALUE)\n"
-              b"json.dump({'v': shared_values.VALUE}, open(os.environ['LESSONKIT_RECORD'], 'w'))\n", 30, "docs/w.md:3")
+    job = Job(
+        "w.py",
+        b"import json, os\nimport shared_values\nprint(shared_values.VALUE)\n"
+        b"json.dump({'v': shared_values.VALUE}, open(os.environ['LESSONKIT_RECORD'], 'w'))\n",
+        30,
+        "docs/w.md:3",
+    )
     cold = make_runner(box_site).run(job)
     warm = make_runner(box_site).run(job)
     assert (cold.cached, warm.cached) == (False, True)
-    assert (warm.stdout, warm.record, warm.digest) == (cold.stdout, cold.record, cold.digest) == \
-        ("41\n", {"v": 41}, cold.digest)
+    assert (
+        (warm.stdout, warm.record, warm.digest)
+        == (cold.stdout, cold.record, cold.digest)
+        == ("41\n", {"v": 41}, cold.digest)
+    )
 
 
 def test_editing_a_sibling_module_changes_the_warm_result(box_site):
@@ -393,12 +560,20 @@ def test_record_is_in_the_digest(box_site):
     assert c.digest == hashlib.sha256(b"same\n").hexdigest()
 
 
-@pytest.mark.parametrize("value,message", [
-    ("3 GiB", None), ("512M", None), ("1.5G", None),
-    ("lots", "docs/m.md:6: `Memory: lots` is not a size — for example `Memory: 3 GiB` or `Memory: 512 MiB`; "
-             "without it the limit is 2 GiB"),
-    ("1 MiB", "docs/m.md:6: `Memory: 1 MiB` is outside 256 MiB … 64 GiB — without it the limit is 2 GiB"),
-])
+@pytest.mark.parametrize(
+    "value,message",
+    [
+        ("3 GiB", None),
+        ("512M", None),
+        ("1.5G", None),
+        (
+            "lots",
+            "docs/m.md:6: `Memory: lots` is not a size — for example `Memory: 3 GiB` or `Memory: 512 MiB`; "
+            "without it the limit is 2 GiB",
+        ),
+        ("1 MiB", "docs/m.md:6: `Memory: 1 MiB` is outside 256 MiB … 64 GiB — without it the limit is 2 GiB"),
+    ],
+)
 def test_memory_field(site, value, message):
     site.page("m.md", f"# t\n\n```experiment\nPurpose: p\nTimeout: 5\nMemory: {value}\n\nprint(1)\n```\n")
     problems = site.problems()
@@ -412,13 +587,18 @@ def test_memory_field(site, value, message):
 
 def test_run_accepts_a_page_and_a_line(site):
     """The hint printed for a failing inline experiment works as written."""
-    site.page("x.md", "# t\n\n```experiment\nPurpose: a\n\nprint('first')\n```\n\n"
-                      "```experiment\nPurpose: b\n\nimport sys\nprint('second')\nsys.exit(3)\n```\n")
+    site.page(
+        "x.md",
+        "# t\n\n```experiment\nPurpose: a\n\nprint('first')\n```\n\n"
+        "```experiment\nPurpose: b\n\nimport sys\nprint('second')\nsys.exit(3)\n```\n",
+    )
     r = site.run("-m", "lessonkit", "run", "docs/x.md:9")
     assert (r.returncode, r.stdout, r.stderr) == (
-        1, "== docs/x.md:9\nsecond\n",
+        1,
+        "== docs/x.md:9\nsecond\n",
         "docs/x.md:9: experiment docs/x.md:9 failed with exit code 3: no stderr — "
-        "run it by hand: nox -s experiment -- docs/x.md:9\n")
+        "run it by hand: nox -s experiment -- docs/x.md:9\n",
+    )
     r = site.run("-m", "lessonkit", "run", "docs/x.md")
     assert (r.returncode, r.stdout) == (1, "== docs/x.md:3\nfirst\n== docs/x.md:9\nsecond\n")
     r = site.run("-m", "lessonkit", "run", "docs/x.md:3")

@@ -32,87 +32,142 @@ def one(site, *header, body=None):
 
 # ---------------------------------------------------------------- symbol forms
 
-@pytest.mark.parametrize("file, symbol, start, end, first", [
-    ("autograd/core.py", "backward_pass", 25, 32, "def backward_pass(g, end_node):"),
-    ("autograd/core.py", "VJPNode", 35, 49, "class VJPNode(Node):"),
-    ("autograd/core.py", "VJPNode.__init__", 38, 45,
-     "def __init__(self, value, fun, args, kwargs, parent_argnums, parents):"),
-    ("autograd/core.py", "primitive_vjps", 52, 52, "primitive_vjps = {}"),
-    ("autograd/tracer.py", "Box.type_mappings", 157, 157, "type_mappings = {}"),
-    ("autograd/differential_operators.py", "grad", 23, 36, "@unary_to_nary"),
-    ("autograd/numpy/numpy_vjps.py", "defvjp(anp.multiply)", 79, 83, "defvjp("),
-    ("autograd/numpy/numpy_vjps.py", "defvjp(anp.exp)", 163, 163, "defvjp(anp.exp, lambda ans, x: lambda g: ans * g)"),
-])
+
+@pytest.mark.parametrize(
+    "file, symbol, start, end, first",
+    [
+        ("autograd/core.py", "backward_pass", 25, 32, "def backward_pass(g, end_node):"),
+        ("autograd/core.py", "VJPNode", 35, 49, "class VJPNode(Node):"),
+        (
+            "autograd/core.py",
+            "VJPNode.__init__",
+            38,
+            45,
+            "def __init__(self, value, fun, args, kwargs, parent_argnums, parents):",
+        ),
+        ("autograd/core.py", "primitive_vjps", 52, 52, "primitive_vjps = {}"),
+        ("autograd/tracer.py", "Box.type_mappings", 157, 157, "type_mappings = {}"),
+        ("autograd/differential_operators.py", "grad", 23, 36, "@unary_to_nary"),
+        ("autograd/numpy/numpy_vjps.py", "defvjp(anp.multiply)", 79, 83, "defvjp("),
+        (
+            "autograd/numpy/numpy_vjps.py",
+            "defvjp(anp.exp)",
+            163,
+            163,
+            "defvjp(anp.exp, lambda ans, x: lambda g: ans * g)",
+        ),
+    ],
+)
 def test_symbol_forms_resolve_to_exact_ranges(site, file, symbol, start, end, first):
     ex, problems = one(site, f"File: {file}", f"Symbol: {symbol}", "Commit: f53a217")
     assert problems == []
     assert (ex.start, ex.end, ex.lines[0]) == (start, end, first)
-    real = (site.pinned_root / file).read_text().splitlines()[start - 1:end]
+    real = (site.pinned_root / file).read_text().splitlines()[start - 1 : end]
     assert [l.strip() for l in ex.lines] == [l.strip() for l in real]
 
 
 def test_fragment_keeps_true_line_numbers(site):
-    ex, problems = one(site, "File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217", body="""
+    ex, problems = one(
+        site,
+        "File: autograd/core.py",
+        "Symbol: backward_pass",
+        "Commit: f53a217",
+        body="""
         for parent, ingrad in zip(node.parents, ingrads):
             outgrads[parent] = add_outgrads(outgrads.get(parent), ingrad)
-    """)
+    """,
+    )
     assert problems == []
     assert (ex.start, ex.end) == (30, 31)
-    assert ex.lines == ("for parent, ingrad in zip(node.parents, ingrads):",
-                        "    outgrads[parent] = add_outgrads(outgrads.get(parent), ingrad)")
+    assert ex.lines == (
+        "for parent, ingrad in zip(node.parents, ingrads):",
+        "    outgrads[parent] = add_outgrads(outgrads.get(parent), ingrad)",
+    )
 
 
 def test_body_without_symbol_must_occur_once(site):
-    ex, problems = one(site, "File: autograd/core.py", "Commit: " + COMMIT, body="""
+    ex, problems = one(
+        site,
+        "File: autograd/core.py",
+        "Commit: " + COMMIT,
+        body="""
         outgrads = {end_node: (g, False)}
-    """)
+    """,
+    )
     assert problems == [] and (ex.start, ex.end) == (26, 26)
-    _, problems = one(site, "File: autograd/core.py", "Commit: f53a217",
-                      body='argnums = kwargs.get("argnums", count())')
+    _, problems = one(
+        site, "File: autograd/core.py", "Commit: f53a217", body='argnums = kwargs.get("argnums", count())'
+    )
     assert len(problems) == 1 and "occurs 2 times" in problems[0]
 
 
 def test_one_character_change_in_a_fragment_fails_at_its_line(site):
-    _, problems = one(site, "File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217", body="""
+    _, problems = one(
+        site,
+        "File: autograd/core.py",
+        "Symbol: backward_pass",
+        "Commit: f53a217",
+        body="""
         for node in toposort(end_node):
             outgrad = outgrads.pop(nodes)
-    """)
+    """,
+    )
     # page: line 1 "# t", 2 blank, 3 fence, 4-6 header, 7 blank, 8-9 body
-    assert problems == ["docs/p.md:9: body is not verbatim: 'outgrad = outgrads.pop(nodes)' does not match the "
-                        "source — autograd/core.py (backward_pass, L25-32) line 28 reads "
-                        "'outgrad = outgrads.pop(node)'"]
+    assert problems == [
+        "docs/p.md:9: body is not verbatim: 'outgrad = outgrads.pop(nodes)' does not match the "
+        "source — autograd/core.py (backward_pass, L25-32) line 28 reads "
+        "'outgrad = outgrads.pop(node)'"
+    ]
 
 
 def test_fragment_outside_its_symbol(site):
-    _, problems = one(site, "File: autograd/core.py", "Symbol: VJPNode", "Commit: f53a217",
-                      body="outgrads = {end_node: (g, False)}")
+    _, problems = one(
+        site, "File: autograd/core.py", "Symbol: VJPNode", "Commit: f53a217", body="outgrads = {end_node: (g, False)}"
+    )
     assert len(problems) == 1
     assert problems[0].startswith("docs/p.md:8: body is not inside `VJPNode` — it is at autograd/core.py L26-26")
 
 
 # ---------------------------------------------------------------- clear errors
 
-@pytest.mark.parametrize("header, expected", [
-    (["File: autograd/cor.py", "Symbol: x", "Commit: f53a217"],
-     "docs/p.md:4: no file `autograd/cor.py` in the pinned autograd 1.9.1 tree — did you mean `autograd/core.py`"),
-    (["File: autograd/core.py", "Symbol: backwards_pass", "Commit: f53a217"],
-     "docs/p.md:5: no symbol `backwards_pass` in autograd/core.py — did you mean `backward_pass` (L25)"),
-    (["File: autograd/core.py", "Symbol: backward_pass", "Commit: 1234567"],
-     "docs/p.md:6: `Commit: 1234567` is not the pinned commit — this site is pinned to f53a217"),
-    (["File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217", "Lines: 24-32"],
-     "docs/p.md:7: `Lines: 24-32` but the excerpt is at L25-32 — write `Lines: 25-32`"),
-    (["File: autograd/numpy/numpy_vjps.py", "Symbol: defvjp(anp.multiplyy)", "Commit: f53a217"],
-     "docs/p.md:5: no top-level call `defvjp(anp.multiplyy)` in autograd/numpy/numpy_vjps.py — candidates: "
-     "defvjp(anp.multiply) (L79)"),
-    (["File: ../autograd/core.py", "Symbol: grad", "Commit: f53a217"],
-     "docs/p.md:4: `../autograd/core.py` has a `..` segment — paths may not leave the tree"),
-    (["File: /etc/passwd", "Commit: f53a217"],
-     "docs/p.md:3: real-source block with neither `Symbol` nor a body"),
-    (["File: /etc/passwd", "Symbol: x", "Commit: f53a217"],
-     "docs/p.md:4: `/etc/passwd` is an absolute path"),
-    (["File: autograd", "Symbol: x", "Commit: f53a217"],
-     "docs/p.md:4: `autograd` is a directory in the pinned autograd 1.9.1 tree"),
-])
+
+@pytest.mark.parametrize(
+    "header, expected",
+    [
+        (
+            ["File: autograd/cor.py", "Symbol: x", "Commit: f53a217"],
+            "docs/p.md:4: no file `autograd/cor.py` in the pinned autograd 1.9.1 tree — "
+            "did you mean `autograd/core.py`",
+        ),
+        (
+            ["File: autograd/core.py", "Symbol: backwards_pass", "Commit: f53a217"],
+            "docs/p.md:5: no symbol `backwards_pass` in autograd/core.py — did you mean `backward_pass` (L25)",
+        ),
+        (
+            ["File: autograd/core.py", "Symbol: backward_pass", "Commit: 1234567"],
+            "docs/p.md:6: `Commit: 1234567` is not the pinned commit — this site is pinned to f53a217",
+        ),
+        (
+            ["File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217", "Lines: 24-32"],
+            "docs/p.md:7: `Lines: 24-32` but the excerpt is at L25-32 — write `Lines: 25-32`",
+        ),
+        (
+            ["File: autograd/numpy/numpy_vjps.py", "Symbol: defvjp(anp.multiplyy)", "Commit: f53a217"],
+            "docs/p.md:5: no top-level call `defvjp(anp.multiplyy)` in autograd/numpy/numpy_vjps.py — candidates: "
+            "defvjp(anp.multiply) (L79)",
+        ),
+        (
+            ["File: ../autograd/core.py", "Symbol: grad", "Commit: f53a217"],
+            "docs/p.md:4: `../autograd/core.py` has a `..` segment — paths may not leave the tree",
+        ),
+        (["File: /etc/passwd", "Commit: f53a217"], "docs/p.md:3: real-source block with neither `Symbol` nor a body"),
+        (["File: /etc/passwd", "Symbol: x", "Commit: f53a217"], "docs/p.md:4: `/etc/passwd` is an absolute path"),
+        (
+            ["File: autograd", "Symbol: x", "Commit: f53a217"],
+            "docs/p.md:4: `autograd` is a directory in the pinned autograd 1.9.1 tree",
+        ),
+    ],
+)
 def test_author_mistakes_give_one_located_line(site, header, expected):
     _, problems = one(site, *header)
     assert len(problems) == 1, problems
@@ -131,13 +186,22 @@ def test_ambiguous_selector_lists_candidates(tmp_path):
     b = parse_page(block("real-source", "File: m.py", "Symbol: defvjp(f)", "Commit: f53a217"), "d.md").blocks[0]
     with pytest.raises(LessonError) as err:
         excerpt_of(tree, b)
-    assert str(err.value) == ("d.md:3: call selector `defvjp(f)` is ambiguous: 2 calls in m.py — candidates: "
-                              "L1-1, L3-3; quote the one you mean as a body under a Symbol-less block")
+    assert str(err.value) == (
+        "d.md:3: call selector `defvjp(f)` is ambiguous: 2 calls in m.py — candidates: "
+        "L1-1, L3-3; quote the one you mean as a body under a Symbol-less block"
+    )
 
 
 def test_all_problems_of_a_page_in_one_run(site):
-    site.page("a.md", "# a\n\n" + block("real-source", "File: autograd/core.py", "Symbol: nope", "Commit: f53a217")
-              + "\n" + block("real_source", "File: x") + "\n" + block("experiment", "Purpose: p"))
+    site.page(
+        "a.md",
+        "# a\n\n"
+        + block("real-source", "File: autograd/core.py", "Symbol: nope", "Commit: f53a217")
+        + "\n"
+        + block("real_source", "File: x")
+        + "\n"
+        + block("experiment", "Purpose: p"),
+    )
     r = site.verify()
     assert r.returncode == 1
     lines = r.stderr.strip().splitlines()
@@ -146,6 +210,7 @@ def test_all_problems_of_a_page_in_one_run(site):
 
 
 # ---------------------------------------------------------------- the pin
+
 
 def test_tampered_pinned_file_fails_the_manifest_check(tmp_path, pinned_root):
     copy = tmp_path / "tree"
@@ -201,6 +266,7 @@ def test_sdist_provider_checks_hash_and_extracts(tmp_path, real_project, monkeyp
 
 # ---------------------------------------------------------------- experiments
 
+
 def test_hanging_experiment_is_stopped_by_its_timeout(site):
     site.page("h.md", "# h\n\n" + block("experiment", "Purpose: hang", "Timeout: 2", body="while True:\n    pass"))
     r = site.build()
@@ -214,8 +280,7 @@ def test_failing_experiment_fails_the_build(site):
     site.page("f.md", "# f\n\n" + block("experiment", "File: experiments/boom.py", "Purpose: 失败"))
     r = site.build()
     assert r.returncode != 0
-    assert ("docs/f.md:3: experiment experiments/boom.py failed with exit code 1: the claim is wrong"
-            in r.stderr)
+    assert "docs/f.md:3: experiment experiments/boom.py failed with exit code 1: the claim is wrong" in r.stderr
     assert "Traceback" not in r.stderr
 
 
@@ -238,8 +303,9 @@ def test_second_build_reuses_cached_outputs(site):
 
 
 def test_built_page_shows_real_lines_permalink_and_badge(site):
-    site.page("r.md", "# r\n\n" + block("real-source", "File: autograd/core.py", "Symbol: backward_pass",
-                                         "Commit: f53a217"))
+    site.page(
+        "r.md", "# r\n\n" + block("real-source", "File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217")
+    )
     r = site.build()
     assert r.returncode == 0, r.stderr
     html = (site.root / "site" / "r" / "index.html").read_text()

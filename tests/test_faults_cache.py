@@ -32,10 +32,14 @@ from lessonkit.errors import LessonError
 
 EPOCH = "1764460800"
 KINDS = ["render", "highlight", "pages", "symbols", "mathml", "links", "pin"]
-PAGE = ("# 页\n\n公式 $x^2 + y$ 在这里。\n\n"
-        + block("real-source", "File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217") + "\n"
-        + block("teaching-simplification", "Based-on: autograd/core.py::backward_pass", body="x = 1") + "\n"
-        + block("experiment", "Purpose: 一个实验", body="print(6 * 7)"))
+PAGE = (
+    "# 页\n\n公式 $x^2 + y$ 在这里。\n\n"
+    + block("real-source", "File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217")
+    + "\n"
+    + block("teaching-simplification", "Based-on: autograd/core.py::backward_pass", body="x = 1")
+    + "\n"
+    + block("experiment", "Purpose: 一个实验", body="print(6 * 7)")
+)
 STATIC_PAGE = PAGE.split("```experiment")[0]  # no experiment: nothing but the stores writes to the cache
 
 
@@ -45,14 +49,22 @@ def tree_digest(root: Path, skip=(".cache", "site")) -> dict[str, str]:
         rel = p.relative_to(root)
         if rel.parts[0] in skip:
             continue
-        out[rel.as_posix()] = ("link:" + os.readlink(p)) if p.is_symlink() else \
-            hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+        out[rel.as_posix()] = (
+            ("link:" + os.readlink(p))
+            if p.is_symlink()
+            else hashlib.sha256(p.read_bytes()).hexdigest()
+            if p.is_file()
+            else "dir"
+        )
     return out
 
 
 def site_digest(site: Path) -> dict[str, str]:
-    return {p.relative_to(site).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(site.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(site).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(site.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -81,8 +93,15 @@ def build(s: TmpSite, out: Path, cache: Path | None = None, **env) -> subprocess
     e = {**s.env, **env}
     if cache is not None:
         e["LESSONKIT_CACHE"] = str(cache)
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)], cwd=s.root, env=e,
-                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)],
+        cwd=s.root,
+        env=e,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def assert_entries_valid(cache: Path, skip=()) -> None:
@@ -132,10 +151,19 @@ def test_owned_path_refuses_links_on_the_way_and_removes_a_link_not_its_target(t
         fsutil.owned_path(root)  # the owned folder itself is never a target
 
 
-@pytest.mark.parametrize("field,value", [("commit", "../.."), ("commit", ".."), ("commit", "/"),
-                                         ("sdist_filename", "../../keep-me.txt"), ("sdist_filename", "..")])
-def test_hostile_pin_values_never_reach_the_filesystem_even_unchecked(tmp_path, real_project, pinned_root, sdist,
-                                                                      monkeypatch, field, value):
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("commit", "../.."),
+        ("commit", ".."),
+        ("commit", "/"),
+        ("sdist_filename", "../../keep-me.txt"),
+        ("sdist_filename", ".."),
+    ],
+)
+def test_hostile_pin_values_never_reach_the_filesystem_even_unchecked(
+    tmp_path, real_project, pinned_root, sdist, monkeypatch, field, value
+):
     """A Pin built around lessonkit.config (as a bug might) still cannot remove the project."""
     project = tmp_path / "proj"
     cache = project / ".cache"
@@ -168,9 +196,14 @@ def test_stale_staging_of_a_dead_process_is_removed_and_a_live_one_kept(tmp_path
     (staging / "unknown-new").mkdir()
     removed = fsutil.clean_stale(staging)
     assert sorted(removed) == sorted([f"x-{dead.pid}.1-ns{ns}-abcdefgh", "unknown-old"])
-    assert sorted(os.listdir(staging)) == sorted([f"tree-{fsutil.owner_tag()}-abcdefgh",
-                                                  f"tree-{dead.pid}.1-ns{int(ns) + 1}-abcdefgh",
-                                                  f"x-{dead.pid}-abcdefgh", "unknown-new"])
+    assert sorted(os.listdir(staging)) == sorted(
+        [
+            f"tree-{fsutil.owner_tag()}-abcdefgh",
+            f"tree-{dead.pid}.1-ns{int(ns) + 1}-abcdefgh",
+            f"x-{dead.pid}-abcdefgh",
+            "unknown-new",
+        ]
+    )
 
 
 def test_empty_cache_variable_means_the_default_and_writes_nothing_into_the_project(tmp_path, pinned_root):
@@ -205,13 +238,15 @@ def test_engine_code_names_no_upstream_project():
 
 DAMAGES = {
     "truncate": lambda p, other: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]),
-    "cut-40-bytes": lambda p, other: p.write_bytes(p.read_bytes()[:-40] if len(p.read_bytes()) > 120
-                                                   else p.read_bytes()[:-1]),
+    "cut-40-bytes": lambda p, other: p.write_bytes(
+        p.read_bytes()[:-40] if len(p.read_bytes()) > 120 else p.read_bytes()[:-1]
+    ),
     "flip-a-byte": lambda p, other: p.write_bytes(_flip(p.read_bytes())),
     "empty": lambda p, other: p.write_bytes(b""),
     "directory": lambda p, other: (p.unlink(), p.mkdir(), (p / "x").write_text("x")),
-    "wrong-digest": lambda p, other: p.write_bytes(re.sub(rb"^(\S+) [0-9a-f]{64}", rb"\1 " + b"0" * 64,
-                                                          p.read_bytes())),
+    "wrong-digest": lambda p, other: p.write_bytes(
+        re.sub(rb"^(\S+) [0-9a-f]{64}", rb"\1 " + b"0" * 64, p.read_bytes())
+    ),
     "other-entry": lambda p, other: p.write_bytes(other.read_bytes()),
     "link-to-outside": lambda p, other: (p.unlink(), p.symlink_to(other)),
     "not-utf8": lambda p, other: p.write_bytes(p.read_bytes().split(b"\n", 1)[0] + b"\n\xff\xfe"),
@@ -220,7 +255,7 @@ DAMAGES = {
 
 def _flip(data: bytes) -> bytes:
     i = len(data) - 2 if len(data) > 2 else 0
-    return data[:i] + bytes([data[i] ^ 0x20]) + data[i + 1:]
+    return data[:i] + bytes([data[i] ^ 0x20]) + data[i + 1 :]
 
 
 @pytest.mark.parametrize("damage", list(DAMAGES))
@@ -270,8 +305,7 @@ def test_damaged_cache_entries_never_change_the_site(reference, tmp_path, damage
         if kind == "pin":
             entries = [p for p in entries if p.name.endswith(".provider")]
         target = rng.choice(entries)
-        others = [p for p in entries if p != target] or \
-            sorted(p for p in (cache / "render").iterdir() if p != target)
+        others = [p for p in entries if p != target] or sorted(p for p in (cache / "render").iterdir() if p != target)
         outside = tmp_path / f"outside-{kind}"
         outside.write_bytes(target.read_bytes())
         DAMAGES[damage](target, outside if damage == "link-to-outside" else rng.choice(others))
@@ -292,12 +326,15 @@ def test_damaged_cache_entries_never_change_the_site(reference, tmp_path, damage
 
 # ---------------------------------------------------------------- a cache that cannot be written
 
+
 def _mount(path: Path, options: str) -> None:
     path.mkdir(parents=True, exist_ok=True)
     r = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True, text=True)
     if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.strip() or r.returncode}); "
-                    "the read-only and full-disk cases need root and mount permission")
+        pytest.skip(
+            f"cannot mount a tmpfs here ({r.stderr.strip() or r.returncode}); "
+            "the read-only and full-disk cases need root and mount permission"
+        )
 
 
 @pytest.fixture
@@ -358,13 +395,23 @@ def test_read_only_cache_with_an_experiment_only_costs_time(tmp_path, pinned_roo
 
 # ---------------------------------------------------------------- concurrency and kill -9
 
+
 def test_three_concurrent_cold_builds_on_one_cache(reference, tmp_path):
     s = reference["site"]
     cache = tmp_path / "cache"
     env = {**s.env, "LESSONKIT_CACHE": str(cache)}
-    procs = [subprocess.Popen([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / f"o{i}")],
-                              cwd=s.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              stdin=subprocess.DEVNULL) for i in range(3)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / f"o{i}")],
+            cwd=s.root,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            stdin=subprocess.DEVNULL,
+        )
+        for i in range(3)
+    ]
     for p in procs:
         out, err = p.communicate(timeout=600)
         assert p.returncode == 0, err[-3000:]
@@ -381,13 +428,23 @@ def test_killed_cold_runs_leave_nothing_partial(reference, tmp_path, command):
     s = reference["site"]
     cache = tmp_path / "cache"
     env = {**s.env, "LESSONKIT_CACHE": str(cache)}
-    cmd = ([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "killed")]
-           if command == "build" else [sys.executable, "-m", "lessonkit", "verify", "--no-map"])
+    cmd = (
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "killed")]
+        if command == "build"
+        else [sys.executable, "-m", "lessonkit", "verify", "--no-map"]
+    )
     before = tree_digest(s.root)
     rng = random.Random(command)
     for delay in sorted(rng.uniform(0.3, 4.0) for _ in range(4)):
-        p = subprocess.Popen(cmd, cwd=s.root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             stdin=subprocess.DEVNULL, start_new_session=True)
+        p = subprocess.Popen(
+            cmd,
+            cwd=s.root,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         time.sleep(delay)
         try:
             os.killpg(p.pid, signal.SIGKILL)
@@ -407,15 +464,35 @@ LINE = re.compile(r"^(?P<path>[^\s:][^:]*?)(?::(?P<line>\d+))?: (?P<msg>.+?) —
 
 
 def _mutations(data: bytes, rng: random.Random, n: int):
-    specials = [b"\x00", b"\xff", b"\xef\xbb\xbf", b"\r", b"\n", b'"', b"[", b"]", b"=", b"..", b"/", b"{", b"}",
-                b"9" * 50, b"\\", b"\t", "\u2028".encode(), b"[[a]]", b"1e999", b"true"]
+    specials = [
+        b"\x00",
+        b"\xff",
+        b"\xef\xbb\xbf",
+        b"\r",
+        b"\n",
+        b'"',
+        b"[",
+        b"]",
+        b"=",
+        b"..",
+        b"/",
+        b"{",
+        b"}",
+        b"9" * 50,
+        b"\\",
+        b"\t",
+        "\u2028".encode(),
+        b"[[a]]",
+        b"1e999",
+        b"true",
+    ]
     for _ in range(n):
         d = bytearray(data)
         for _ in range(rng.randint(1, 4)):
             i = rng.randrange(len(d) + 1)
             op = rng.randrange(4)
             if op == 0 and d:
-                del d[i:i + rng.randint(1, 30)]
+                del d[i : i + rng.randint(1, 30)]
             elif op == 1:
                 d[i:i] = rng.choice(specials)
             elif op == 2 and d:

@@ -46,16 +46,22 @@ def _snapshot(root: Path) -> dict[str, str]:
 
 
 def _site_bytes(site_dir: Path) -> dict[str, str]:
-    return {p.relative_to(site_dir).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(site_dir.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(site_dir).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(site_dir.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _make(base: Path, pinned_root: Path) -> TmpSite:
     s = TmpSite(base, pinned_root)
     s.env["SOURCE_DATE_EPOCH"] = "1764460800"
     for n in range(4):
-        s.page(f"e{n}.md", "# e\n\n" + block("experiment", f"Purpose: {n}", "Timeout: 30",
-                                               body=SLOW.format(seconds=1.0 + 0.25 * n, n=n)))
+        s.page(
+            f"e{n}.md",
+            "# e\n\n"
+            + block("experiment", f"Purpose: {n}", "Timeout: 30", body=SLOW.format(seconds=1.0 + 0.25 * n, n=n)),
+        )
     return s
 
 
@@ -102,8 +108,14 @@ def clean_site(tmp_path_factory, pinned_root) -> dict[str, str]:
 
 
 def _start(s: TmpSite) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=s.root, env=s.env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-m", "mkdocs", "build", "--strict"],
+        cwd=s.root,
+        env=s.env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def _wait_running(s: TmpSite, proc: subprocess.Popen, limit: float = 60) -> None:
@@ -151,8 +163,14 @@ def test_signal_during_a_cold_build(tmp_path, pinned_root, clean_site, name, sig
 def test_sigterm_during_a_cold_build_of_the_real_site(tmp_path):
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "LESSONKIT_CACHE": str(tmp_path / "cache")}
     before = _snapshot(ROOT)
-    proc = subprocess.Popen([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
-                            cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     t0 = time.monotonic()
     while not _boxes(proc.pid) and proc.poll() is None and time.monotonic() - t0 < 300:
         time.sleep(0.05)
@@ -171,22 +189,34 @@ def test_tampering_with_the_pinned_tree_fails_the_build_without_namespaces(tmp_p
     """Without namespaces an experiment can write into the pinned tree: the build says so,
     located at the manifest, and caches nothing computed after it."""
     import shutil
+
     tree = tmp_path / "tree"
     shutil.copytree(pinned_root, tree)
     s = TmpSite(tmp_path / "proj", tree)
     s.env["LESSONKIT_SANDBOX"] = "copy"
-    s.page("a.md", "# a\n\n" + block("experiment", "Purpose: a", body=f"""
+    s.page(
+        "a.md",
+        "# a\n\n"
+        + block(
+            "experiment",
+            "Purpose: a",
+            body=f"""
         open({str(tree / 'autograd' / '__init__.py')!r}, "a").write("\\nTAMPERED = 1\\n")
         print("wrote")
-    """))
+    """,
+        ),
+    )
     r = s.build()
     assert r.returncode != 0
     assert "Traceback" not in r.stderr, r.stderr[-3000:]
     lines = [l for l in r.stderr.splitlines() if l.startswith("ERROR")]
     from lessonkit.pin import manifest_lines
+
     n = manifest_lines(s.root / "sourcemap" / "manifest.sha256")["autograd/__init__.py"]
-    assert f"ERROR   -  sourcemap/manifest.sha256:{n}: the pinned tree changed while experiments ran: " \
-           "autograd/__init__.py — an experiment wrote into it; nothing computed from it was cached — " \
-           "find the script that writes there, then rebuild" in lines, r.stderr[-3000:]
+    assert (
+        f"ERROR   -  sourcemap/manifest.sha256:{n}: the pinned tree changed while experiments ran: "
+        "autograd/__init__.py — an experiment wrote into it; nothing computed from it was cached — "
+        "find the script that writes there, then rebuild" in lines
+    ), r.stderr[-3000:]
     assert any("docs/a.md:3: experiment docs/a.md:3 ran while the pinned tree changed" in l for l in lines)
     assert not list((s.cache / "experiments").glob("*.json")) if (s.cache / "experiments").exists() else True

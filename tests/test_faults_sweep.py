@@ -97,8 +97,10 @@ def test_marked_processes_only_exact_format_and_dead_owner_are_killed(monkeypatc
         "round-1-format": f"{dead}.1-1",
         "garbage": "x",
     }
-    procs = {k: subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
-                                 env={**os.environ, sandbox.MARK: m}) for k, m in marks.items()}
+    procs = {
+        k: subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env={**os.environ, sandbox.MARK: m})
+        for k, m in marks.items()
+    }
     killed = []  # what our sweeper kills (a round-1 sweeper elsewhere on the machine may kill more)
     real_kill = os.kill
 
@@ -120,8 +122,13 @@ def test_marked_processes_only_exact_format_and_dead_owner_are_killed(monkeypatc
 
 def test_killing_box_1_does_not_kill_box_10():
     """Box.kill matched marks by prefix: ``…-1`` also matched ``…-10``."""
-    procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
-                              env={**os.environ, sandbox.MARK: f"{sandbox.owner()}-{n}"}) for n in (1, 10)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(60)"],
+            env={**os.environ, sandbox.MARK: f"{sandbox.owner()}-{n}"},
+        )
+        for n in (1, 10)
+    ]
     try:
         time.sleep(0.2)
         assert sandbox.marked_processes(f"{sandbox.owner()}-1", exact=True) == [procs[0].pid]
@@ -138,8 +145,13 @@ def test_store_sweep_removes_only_dead_owners_temporary_files(tmp_path):
     cache = tmp_path / "cache"
     dead = _dead_pid()
     names = {
-        "render": [f".tmp-{dead}.1-ns{NS}-abcdefgh", f".tmp-{fsutil.owner_tag()}-abcdefgh",
-                   f".tmp-{dead}.1-ns{int(NS) + 1}-abcdefgh", f".tmp-{dead}-abcdefgh", "entry"],
+        "render": [
+            f".tmp-{dead}.1-ns{NS}-abcdefgh",
+            f".tmp-{fsutil.owner_tag()}-abcdefgh",
+            f".tmp-{dead}.1-ns{int(NS) + 1}-abcdefgh",
+            f".tmp-{dead}-abcdefgh",
+            "entry",
+        ],
         "symbols": [f".tmp-{dead}.9-ns{NS}-a_c0e9gh"],
         "experiments": [f".tmp-{dead}.1-ns{NS}-abcdefgh"],
     }
@@ -152,8 +164,13 @@ def test_store_sweep_removes_only_dead_owners_temporary_files(tmp_path):
     (outside / f".tmp-{dead}.1-ns{NS}-abcdefgh").write_text("not ours")
     (cache / "links").symlink_to(outside)
     removed = store.sweep(cache)
-    assert sorted(removed) == sorted([f"render/.tmp-{dead}.1-ns{NS}-abcdefgh", f"symbols/.tmp-{dead}.9-ns{NS}-a_c0e9gh",
-                                      f"experiments/.tmp-{dead}.1-ns{NS}-abcdefgh"])
+    assert sorted(removed) == sorted(
+        [
+            f"render/.tmp-{dead}.1-ns{NS}-abcdefgh",
+            f"symbols/.tmp-{dead}.9-ns{NS}-a_c0e9gh",
+            f"experiments/.tmp-{dead}.1-ns{NS}-abcdefgh",
+        ]
+    )
     assert sorted(os.listdir(cache / "render")) == sorted(names["render"][1:])
     assert (outside / f".tmp-{dead}.1-ns{NS}-abcdefgh").exists()
     assert store.sweep(cache) == []  # once per cache and process
@@ -162,8 +179,9 @@ def test_store_sweep_removes_only_dead_owners_temporary_files(tmp_path):
 def test_a_box_removed_from_outside_mid_run_is_a_located_error(tmp_path, pinned_root):
     s = TmpSite(tmp_path / "proj", pinned_root)
     pin = load_pin(s.root / "sourcemap")
-    runner = Runner(pinned_root, pin.version, pin.manifest_digest, s.root / "experiments", s.cache,
-                    **execute.pin_args(pin, s.root))
+    runner = Runner(
+        pinned_root, pin.version, pin.manifest_digest, s.root / "experiments", s.cache, **execute.pin_args(pin, s.root)
+    )
     script = b"import time\ntime.sleep(2)\nopen('out.txt', 'w').write('x')\nprint('done')\n"
     job = Job("late.py", script, 30, "docs/p.md:3")
     before = set(Path(tempfile.gettempdir()).glob(f"{sandbox.PREFIX}{sandbox.owner()}-*"))
@@ -173,8 +191,11 @@ def test_a_box_removed_from_outside_mid_run_is_a_located_error(tmp_path, pinned_
     deadline = time.monotonic() + 30
     boxes = []
     while time.monotonic() < deadline and not boxes:
-        boxes = [b for b in Path(tempfile.gettempdir()).glob(f"{sandbox.PREFIX}{sandbox.owner()}-*")
-                 if b not in before and (b / "work" / "late.py").exists()]
+        boxes = [
+            b
+            for b in Path(tempfile.gettempdir()).glob(f"{sandbox.PREFIX}{sandbox.owner()}-*")
+            if b not in before and (b / "work" / "late.py").exists()
+        ]
         time.sleep(0.02)
     assert boxes, "the box never appeared"
     time.sleep(0.5)
@@ -183,8 +204,10 @@ def test_a_box_removed_from_outside_mid_run_is_a_located_error(tmp_path, pinned_
     result = out["r"]
     assert result.problem.startswith("vanished: ")
     err = execute.failure(result, job, 30).at("docs/p.md", 3)
-    assert str(err.problem) == ("docs/p.md:3: experiment docs/p.md:3 lost its temporary folder (removed while it ran); "
-                                "its output is not used — another program removed or filled it (a /tmp cleaner, "
-                                "a full disk); build again")
+    assert str(err.problem) == (
+        "docs/p.md:3: experiment docs/p.md:3 lost its temporary folder (removed while it ran); "
+        "its output is not used — another program removed or filled it (a /tmp cleaner, "
+        "a full disk); build again"
+    )
     assert not (s.cache / "experiments").exists() or not list((s.cache / "experiments").glob("*.json"))
     assert not boxes[0].exists()

@@ -19,11 +19,19 @@ def site() -> tuple[Graph, dict[str, str]]:
     g.record("symbols/index.html", ["cites:autograd/core.py", "cites:autograd/tracer.py"])
     g.record("attachments/trace/index.html", ["exp:experiments/trace.py"])
     g.record("downloads/autograd-resources.zip", ["out:attachments/trace/index.html", "doc:experiments/trace.py"])
-    g.record("search/search_index.json", ["out:lessons/05-reverse-mode/index.html", "out:lessons/06-vjp/index.html",
-                                         "out:source/autograd/core.py/index.html", "out:symbols/index.html",
-                                         "out:attachments/trace/index.html"])
+    g.record(
+        "search/search_index.json",
+        [
+            "out:lessons/05-reverse-mode/index.html",
+            "out:lessons/06-vjp/index.html",
+            "out:source/autograd/core.py/index.html",
+            "out:symbols/index.html",
+            "out:attachments/trace/index.html",
+        ],
+    )
     digests = {name: digest(name) for deps in g.deps.values() for name in deps} | {
-        name: digest(name) for name in g.global_inputs}
+        name: digest(name) for name in g.global_inputs
+    }
     return g, digests
 
 
@@ -39,30 +47,45 @@ def test_changed_inputs_covers_added_removed_and_modified():
 def test_prose_edit_rebuilds_the_lesson_and_the_search_index_only():
     g, old = site()
     p = plan(g, old, {**old, "doc:" + L6: "edited"})
-    assert p == Plan(False, frozenset({"lessons/06-vjp/index.html", "search/search_index.json"}),
-                     frozenset({"doc:" + L6}), "doc:" + L6)
+    assert p == Plan(
+        False,
+        frozenset({"lessons/06-vjp/index.html", "search/search_index.json"}),
+        frozenset({"doc:" + L6}),
+        "doc:" + L6,
+    )
 
 
 def test_citation_change_rebuilds_source_page_and_symbol_index():
     g, old = site()
     p = plan(g, old, {**old, "doc:" + L5: "edited", "cites:autograd/core.py": "new citations"})
     assert not p.full
-    assert p.outputs == {"lessons/05-reverse-mode/index.html", "source/autograd/core.py/index.html",
-                         "symbols/index.html", "search/search_index.json"}
+    assert p.outputs == {
+        "lessons/05-reverse-mode/index.html",
+        "source/autograd/core.py/index.html",
+        "symbols/index.html",
+        "search/search_index.json",
+    }
 
 
 def test_experiment_key_change_reaches_the_bundle_through_the_attachment():
     g, old = site()
     p = plan(g, old, {**old, "exp:experiments/trace.py": "new key"})
-    assert p.outputs == {"lessons/05-reverse-mode/index.html", "attachments/trace/index.html",
-                         "downloads/autograd-resources.zip", "search/search_index.json"}
+    assert p.outputs == {
+        "lessons/05-reverse-mode/index.html",
+        "attachments/trace/index.html",
+        "downloads/autograd-resources.zip",
+        "search/search_index.json",
+    }
 
 
-@pytest.mark.parametrize("name, why", [
-    ("nav", "global input changed: nav"),
-    ("config", "global input changed: config"),
-    ("doc:lessons/15-new.md", "no output is recorded to read doc:lessons/15-new.md"),
-])
+@pytest.mark.parametrize(
+    "name, why",
+    [
+        ("nav", "global input changed: nav"),
+        ("config", "global input changed: config"),
+        ("doc:lessons/15-new.md", "no output is recorded to read doc:lessons/15-new.md"),
+    ],
+)
 def test_what_the_graph_cannot_tell_is_a_full_rebuild(name, why):
     g, old = site()
     p = plan(g, old, {**old, name: "changed"})
@@ -75,8 +98,12 @@ def test_a_removed_input_nobody_reads_is_full_and_a_read_one_rebuilds_its_reader
     assert plan(g, stray, old).full
     new = dict(old)
     del new["exp:experiments/trace.py"]
-    assert plan(g, old, new).outputs == {"lessons/05-reverse-mode/index.html", "attachments/trace/index.html",
-                                         "downloads/autograd-resources.zip", "search/search_index.json"}
+    assert plan(g, old, new).outputs == {
+        "lessons/05-reverse-mode/index.html",
+        "attachments/trace/index.html",
+        "downloads/autograd-resources.zip",
+        "search/search_index.json",
+    }
 
 
 def test_no_change_and_no_history():

@@ -28,10 +28,22 @@ PAGE = "# 签名\n\n`grad` 定义在 [[line-of: autograd/core.py::make_vjp]]。\
 
 
 def test_builtin_registry_lists_the_kinds():
-    assert list(kinds.KINDS) == ["real-source", "teaching-simplification", "experiment", "snapshot", "figure",
-                                 "line", "value"]
-    assert [k.label for k in kinds.KINDS.fenced.values()] == ["REAL SOURCE", "TEACHING", "EXPERIMENT", "SNAPSHOT",
-                                                              "FIGURE"]
+    assert list(kinds.KINDS) == [
+        "real-source",
+        "teaching-simplification",
+        "experiment",
+        "snapshot",
+        "figure",
+        "line",
+        "value",
+    ]
+    assert [k.label for k in kinds.KINDS.fenced.values()] == [
+        "REAL SOURCE",
+        "TEACHING",
+        "EXPERIMENT",
+        "SNAPSHOT",
+        "FIGURE",
+    ]
     assert list(kinds.KINDS.inline) == ["line", "value"]
 
 

@@ -15,44 +15,156 @@ from lessonkit.errors import LessonError
 from lessonkit.parse import Block, BrokenBlock, parse_page
 
 PATH = "docs/x.md"
-SETTINGS = settings(max_examples=200, deadline=None, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=200,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 # Value pools: the first entries are ordinary, the rest hostile. Hypothesis prefers small
 # draws, so the default of every choice below is the nearly right block that reaches the
 # deeper stages (resolution against the pinned tree), and the hostile values come mixed in.
 KNOWN_FENCES = ["```real-source", "```experiment", "```teaching-simplification"]
-ODD_FENCES = ["~~~real-source", "````real-source", "```real_source", "```Real Source", "```{.real-source}",
-              "```experiments", "```python", "```", "~~~", "````", "   ```real-source", "\t```experiment",
-              "```real-source extra words", "``` real-source", "```teaching_simplification", "```real-source`"]
-FILES = ["autograd/core.py", "autograd/tracer.py", "autograd/numpy/numpy_vjps.py", "autograd/cor.py",
-         "examples/__init__.py", "examples/gmm.png", "README.md", "autograd", "autograd/", "../etc/passwd",
-         "/etc/passwd", "C:\\x.py", "https://example.org/x.py", "autograd//core.py", "./autograd/core.py",
-         "autograd/core.py/x", "a" * 300, "autograd/" + "b" * 260 + ".py", "\x00", "ü/ß.py"]
-REPO_FILES = ["mini-autograd/mini_autograd.py", "mini-autograd/engine.py", "mini-autograd/../x.py",
-              "mini-autograd/" + "c" * 300, "autograd/core.py"]
-SCRIPTS = ["experiments/simple_grad.py", "experiments/_provenance.py", "experiments/nope.py", "experiments/x.txt",
-           "experiments/../setup.py", "experiments/" + "d" * 300 + ".py", "/etc/passwd"]
-SYMBOLS = ["backward_pass", "VJPNode", "VJPNode.__init__", "primitive_vjps", "defvjp(anp.multiply)",
-           "defvjp(anp.exp)", "Box.type_mappings", "grad", "main", "defvjp(", "defvjp()", "defvjp(((((",
-           "defvjp(" + "(" * 200 + ")", "f(" + "[" * 120 + "]" * 120 + ")", "f(\x00)", "f(lambda: (yield))",
-           "a.b.c.d", "nope", "class", "def f():", "x = 1", "defvjp(a, b)", "ü"]
+ODD_FENCES = [
+    "~~~real-source",
+    "````real-source",
+    "```real_source",
+    "```Real Source",
+    "```{.real-source}",
+    "```experiments",
+    "```python",
+    "```",
+    "~~~",
+    "````",
+    "   ```real-source",
+    "\t```experiment",
+    "```real-source extra words",
+    "``` real-source",
+    "```teaching_simplification",
+    "```real-source`",
+]
+FILES = [
+    "autograd/core.py",
+    "autograd/tracer.py",
+    "autograd/numpy/numpy_vjps.py",
+    "autograd/cor.py",
+    "examples/__init__.py",
+    "examples/gmm.png",
+    "README.md",
+    "autograd",
+    "autograd/",
+    "../etc/passwd",
+    "/etc/passwd",
+    "C:\\x.py",
+    "https://example.org/x.py",
+    "autograd//core.py",
+    "./autograd/core.py",
+    "autograd/core.py/x",
+    "a" * 300,
+    "autograd/" + "b" * 260 + ".py",
+    "\x00",
+    "ü/ß.py",
+]
+REPO_FILES = [
+    "mini-autograd/mini_autograd.py",
+    "mini-autograd/engine.py",
+    "mini-autograd/../x.py",
+    "mini-autograd/" + "c" * 300,
+    "autograd/core.py",
+]
+SCRIPTS = [
+    "experiments/simple_grad.py",
+    "experiments/_provenance.py",
+    "experiments/nope.py",
+    "experiments/x.txt",
+    "experiments/../setup.py",
+    "experiments/" + "d" * 300 + ".py",
+    "/etc/passwd",
+]
+SYMBOLS = [
+    "backward_pass",
+    "VJPNode",
+    "VJPNode.__init__",
+    "primitive_vjps",
+    "defvjp(anp.multiply)",
+    "defvjp(anp.exp)",
+    "Box.type_mappings",
+    "grad",
+    "main",
+    "defvjp(",
+    "defvjp()",
+    "defvjp(((((",
+    "defvjp(" + "(" * 200 + ")",
+    "f(" + "[" * 120 + "]" * 120 + ")",
+    "f(\x00)",
+    "f(lambda: (yield))",
+    "a.b.c.d",
+    "nope",
+    "class",
+    "def f():",
+    "x = 1",
+    "defvjp(a, b)",
+    "ü",
+]
 LINES = ["25-32", "1-1", "0-3", "32-25", "9999999999999999999-9999999999999999999", "١-٢", "a-b", "3", "-"]
-COMMITS = ["f53a217", "f53a21734fdfae636f448744d9097d8d35a643a0", "1234567", "F53A217", "main", "f53a2",
-           "f53a21734fdfae636f448744d9097d8d35a643a0ff"]
+COMMITS = [
+    "f53a217",
+    "f53a21734fdfae636f448744d9097d8d35a643a0",
+    "1234567",
+    "F53A217",
+    "main",
+    "f53a2",
+    "f53a21734fdfae636f448744d9097d8d35a643a0ff",
+]
 TIMEOUTS = ["10", "1", "600", "0", "601", "²", "٣", "1e3", "-5", "99999999999999999999"]
-BASED_ON = ["autograd/core.py::backward_pass", "autograd/tracer.py::Box", "autograd/core.py::nope",
-            "autograd/cor.py::x", "autograd/core.py::defvjp(", "::", "a::b::c", "autograd/core.py::",
-            "../x::y", "examples/gmm.png::x", "README.md::x", "a" * 300 + "::x"]
-KEYS = ["File", "Symbol", "Commit", "Lines", "Timeout", "Purpose", "Title", "Based-on", "Fiel", "file",
-        "X-Other", "Based_on"]
+BASED_ON = [
+    "autograd/core.py::backward_pass",
+    "autograd/tracer.py::Box",
+    "autograd/core.py::nope",
+    "autograd/cor.py::x",
+    "autograd/core.py::defvjp(",
+    "::",
+    "a::b::c",
+    "autograd/core.py::",
+    "../x::y",
+    "examples/gmm.png::x",
+    "README.md::x",
+    "a" * 300 + "::x",
+]
+KEYS = [
+    "File",
+    "Symbol",
+    "Commit",
+    "Lines",
+    "Timeout",
+    "Purpose",
+    "Title",
+    "Based-on",
+    "Fiel",
+    "file",
+    "X-Other",
+    "Based_on",
+]
 PLAIN = st.text(st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), min_size=1, max_size=15)
-VALUES = st.one_of(*(st.sampled_from(v) for v in (FILES, SYMBOLS, LINES, COMMITS, TIMEOUTS, BASED_ON)),
-                   st.text(max_size=20))
-REAL_LINES = ["    for node in toposort(end_node):", "        outgrad = outgrads.pop(node)",
-              "def backward_pass(g, end_node):", "    outgrads = {end_node: (g, False)}", "    return outgrad[0]",
-              'argnums = kwargs.get("argnums", count())', "class VJPNode(Node):", "print(1)", "import sys",
-              "raise SystemExit(1)", "    pass", "\tx = 1", ""]
+VALUES = st.one_of(
+    *(st.sampled_from(v) for v in (FILES, SYMBOLS, LINES, COMMITS, TIMEOUTS, BASED_ON)), st.text(max_size=20)
+)
+REAL_LINES = [
+    "    for node in toposort(end_node):",
+    "        outgrad = outgrads.pop(node)",
+    "def backward_pass(g, end_node):",
+    "    outgrads = {end_node: (g, False)}",
+    "    return outgrad[0]",
+    'argnums = kwargs.get("argnums", count())',
+    "class VJPNode(Node):",
+    "print(1)",
+    "import sys",
+    "raise SystemExit(1)",
+    "    pass",
+    "\tx = 1",
+    "",
+]
 body_line = st.one_of(st.sampled_from(REAL_LINES), st.text(max_size=30))
 header_line = st.one_of(
     st.builds(lambda k, v: f"{k}: {v}", st.sampled_from(KEYS), VALUES),
@@ -118,8 +230,9 @@ def block_text(draw) -> str:
 
 @st.composite
 def page_text(draw) -> str:
-    pieces = draw(st.lists(st.one_of(block_text(), st.text(max_size=40), st.sampled_from(["", "# 标题", "正文"])),
-                           max_size=6))
+    pieces = draw(
+        st.lists(st.one_of(block_text(), st.text(max_size=40), st.sampled_from(["", "# 标题", "正文"])), max_size=6)
+    )
     return "\n".join(pieces)
 
 
@@ -180,8 +293,16 @@ VALID = {  # a block of each kind that resolves; one of its values is then repla
     "experiment": ({"Purpose": "p", "Timeout": "10"}, "print(1)"),
     "teaching-simplification": ({"Title": "t", "Based-on": "autograd/core.py::backward_pass"}, "x = 1"),
 }
-POOL = {"File": FILES + REPO_FILES + SCRIPTS, "Symbol": SYMBOLS, "Commit": COMMITS, "Lines": LINES,
-        "Timeout": TIMEOUTS, "Based-on": BASED_ON, "Purpose": ["p"], "Title": ["t"]}
+POOL = {
+    "File": FILES + REPO_FILES + SCRIPTS,
+    "Symbol": SYMBOLS,
+    "Commit": COMMITS,
+    "Lines": LINES,
+    "Timeout": TIMEOUTS,
+    "Based-on": BASED_ON,
+    "Purpose": ["p"],
+    "Title": ["t"],
+}
 
 
 @st.composite

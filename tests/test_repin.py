@@ -39,6 +39,7 @@ SHIFT = "# three comment lines\n# inserted at the top\n# shift every line of cor
 
 # ---------------------------------------------------------------- helpers
 
+
 def _index_unreachable() -> str | None:
     url = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple/").rstrip("/") + "/autograd/"
     try:
@@ -52,6 +53,7 @@ def _index_unreachable() -> str | None:
 @pytest.fixture(scope="session")
 def sdists(real_project):
     """fetch(version) -> the cached sdist under the project cache, or a skip when the index is unreachable."""
+
     def fetch(version: str) -> Path:
         try:
             return repin.fetch_sdist(version, real_project.cache, "autograd")[0]
@@ -60,6 +62,7 @@ def sdists(real_project):
             if reason:
                 pytest.skip(f"the package index is unreachable ({reason}); cannot fetch autograd {version}: {exc}")
             raise
+
     return fetch
 
 
@@ -105,11 +108,11 @@ def _env_without_source(site) -> dict[str, str]:
 
 EXPERIMENTS = {
     "same.py": "from _provenance import announce\nannounce()\nfrom autograd import grad\n"
-               "print(grad(lambda x: x * x)(3.0))\n",
+    "print(grad(lambda x: x * x)(3.0))\n",
     "has_map.py": "from _provenance import announce\nannounce()\nimport autograd.tracer as t\n"
-                  "print('trace_primitives_map' in vars(t))\n",
+    "print('trace_primitives_map' in vars(t))\n",
     "uses_map.py": "from _provenance import announce\nannounce()\n"
-                   "from autograd.tracer import trace_primitives_map\nprint(len(trace_primitives_map) > 0)\n",
+    "from autograd.tracer import trace_primitives_map\nprint(len(trace_primitives_map) > 0)\n",
 }
 
 
@@ -123,21 +126,39 @@ def _experiments(site) -> str:
 
 # ---------------------------------------------------------------- real releases from the package index
 
+
 def test_release_1_8_0_classifications(site, monkeypatch, sdists):
     _seed(site, sdists("1.8.0"))
     c = "Commit: f53a217"
-    site.page("lesson.md", "# 第一课\n\n" + "\n".join([
-        block("real-source", "File: autograd/core.py", "Symbol: backward_pass", c, "Lines: 25-32"),
-        block("real-source", "File: autograd/tracer.py", "Symbol: Box", c, "Lines: 156-179"),
-        block("real-source", "File: autograd/tracer.py", "Symbol: primitive", c),
-        block("real-source", "File: autograd/tracer.py", "Symbol: primitive", c,
-              body="f_wrapped.fun = f_raw\nf_wrapped._is_autograd_primitive = True\n"
-                   "trace_primitives_map[f_raw] = f_wrapped\nreturn f_wrapped"),
-        block("real-source", "File: autograd/tracer.py", "Symbol: trace_primitives_map", c),
-        block("real-source", "File: tests/test_ufunc_dispatch.py",
-              "Symbol: test_grad_through_dataarray_binary_ufunc", c),
-        block("teaching-simplification", "Based-on: autograd/tracer.py::Box", body="class Box: ..."),
-    ]) + "\n" + _experiments(site))
+    site.page(
+        "lesson.md",
+        "# 第一课\n\n"
+        + "\n".join(
+            [
+                block("real-source", "File: autograd/core.py", "Symbol: backward_pass", c, "Lines: 25-32"),
+                block("real-source", "File: autograd/tracer.py", "Symbol: Box", c, "Lines: 156-179"),
+                block("real-source", "File: autograd/tracer.py", "Symbol: primitive", c),
+                block(
+                    "real-source",
+                    "File: autograd/tracer.py",
+                    "Symbol: primitive",
+                    c,
+                    body="f_wrapped.fun = f_raw\nf_wrapped._is_autograd_primitive = True\n"
+                    "trace_primitives_map[f_raw] = f_wrapped\nreturn f_wrapped",
+                ),
+                block("real-source", "File: autograd/tracer.py", "Symbol: trace_primitives_map", c),
+                block(
+                    "real-source",
+                    "File: tests/test_ufunc_dispatch.py",
+                    "Symbol: test_grad_through_dataarray_binary_ufunc",
+                    c,
+                ),
+                block("teaching-simplification", "Based-on: autograd/tracer.py::Box", body="class Box: ..."),
+            ]
+        )
+        + "\n"
+        + _experiments(site),
+    )
     report = _report(site, monkeypatch, "1.8.0")
 
     t = report.target
@@ -181,14 +202,27 @@ def test_release_1_8_0_classifications(site, monkeypatch, sdists):
 def test_release_1_9_0_by_command_line(site, sdists):
     _seed(site, sdists("1.9.0"))
     c = "Commit: f53a217"
-    page = site.page("l.md", "# 一课\n\n" + "\n".join([
-        block("real-source", "File: autograd/core.py", "Symbol: backward_pass", c),
-        block("real-source", "File: autograd/tracer.py", "Symbol: Box", c),
-        block("real-source", "File: autograd/tracer.py", "Symbol: primitive", c),
-        block("real-source", "File: autograd/numpy/numpy_vjps.py", "Symbol: grad_np_sum", c, "Lines: 443-445"),
-        block("real-source", "File: autograd/numpy/numpy_jvps.py", "Symbol: forward_grad_np_var", c,
-              "Lines: 176-185"),
-    ]) + "\n" + _experiments(site))
+    page = site.page(
+        "l.md",
+        "# 一课\n\n"
+        + "\n".join(
+            [
+                block("real-source", "File: autograd/core.py", "Symbol: backward_pass", c),
+                block("real-source", "File: autograd/tracer.py", "Symbol: Box", c),
+                block("real-source", "File: autograd/tracer.py", "Symbol: primitive", c),
+                block("real-source", "File: autograd/numpy/numpy_vjps.py", "Symbol: grad_np_sum", c, "Lines: 443-445"),
+                block(
+                    "real-source",
+                    "File: autograd/numpy/numpy_jvps.py",
+                    "Symbol: forward_grad_np_var",
+                    c,
+                    "Lines: 176-185",
+                ),
+            ]
+        )
+        + "\n"
+        + _experiments(site),
+    )
     text = page.read_text()
     html = site.root / "out" / "report.html"
     r = site.run("-m", "lessonkit", "repin", "1.9.0", "--html", str(html), "--diffs")
@@ -204,8 +238,9 @@ def test_release_1_9_0_by_command_line(site, sdists):
     assert "-def grad_np_sum(ans, x, axis=None, keepdims=False, dtype=None, **kwargs):" in out  # --diffs
     assert "+def grad_np_sum(ans, x, axis=None, keepdims=False, dtype=None):" in out
     n = _lines_of(text, "Symbol: forward_grad_np_var") - 2
-    assert f":{n:<5} moved     real-source autograd/numpy/numpy_jvps.py::forward_grad_np_var — L176-185 → L173-182" \
-           in out
+    assert (
+        f":{n:<5} moved     real-source autograd/numpy/numpy_jvps.py::forward_grad_np_var — L176-185 → L173-182" in out
+    )
     assert "repin: 1 block(s) and 0 experiment(s) need attention" in out
     assert html.is_file() and "grad_np_sum" in html.read_text()
     # --apply is refused while something changed, and nothing is written
@@ -217,21 +252,34 @@ def test_release_1_9_0_by_command_line(site, sdists):
 
 # ---------------------------------------------------------------- local trees (no network)
 
+
 def _apply_a_shift(site, tmp_path, pinned_root):
     """Report, then apply, a tree where only core.py's lines moved; return (page, commit)."""
     tree = _shifted(tmp_path, pinned_root)
     head = _git_repo(tree)  # a checkout whose commit the maintainer names with --commit
     c = "Commit: f53a217"
-    page = site.page("a.md", "# 课\n\n" + "\n".join([
-        block("real-source", "File: autograd/core.py", "Symbol: backward_pass", c, "Lines: 25-32"),
-        block("real-source", "File: autograd/core.py", "Symbol: backward_pass", c, "Lines: 30-31",
-              body="for parent, ingrad in zip(node.parents, ingrads):\n"
-                   "    outgrads[parent] = add_outgrads(outgrads.get(parent), ingrad)"),
-        block("real-source", "File: autograd/core.py", "Symbol: make_vjp", c),
-        block("real-source", "File: autograd/tracer.py", "Symbol: trace", c, "Lines: 13-21"),
-        block("teaching-simplification", "Based-on: autograd/core.py::make_vjp", body="def make_vjp(): ..."),
-        block("experiment", "File: experiments/same.py", "Purpose: 不变"),
-    ]))
+    page = site.page(
+        "a.md",
+        "# 课\n\n"
+        + "\n".join(
+            [
+                block("real-source", "File: autograd/core.py", "Symbol: backward_pass", c, "Lines: 25-32"),
+                block(
+                    "real-source",
+                    "File: autograd/core.py",
+                    "Symbol: backward_pass",
+                    c,
+                    "Lines: 30-31",
+                    body="for parent, ingrad in zip(node.parents, ingrads):\n"
+                    "    outgrads[parent] = add_outgrads(outgrads.get(parent), ingrad)",
+                ),
+                block("real-source", "File: autograd/core.py", "Symbol: make_vjp", c),
+                block("real-source", "File: autograd/tracer.py", "Symbol: trace", c, "Lines: 13-21"),
+                block("teaching-simplification", "Based-on: autograd/core.py::make_vjp", body="def make_vjp(): ..."),
+                block("experiment", "File: experiments/same.py", "Purpose: 不变"),
+            ]
+        ),
+    )
     site.script("same.py", EXPERIMENTS["same.py"])
     html = tmp_path / "r.html"
     r = site.run("-m", "lessonkit", "repin", str(tree), "--html", str(html))
@@ -260,16 +308,28 @@ def test_apply_a_line_shift_rewrites_pin_locators_and_map(site, tmp_path, pinned
     assert "# commit: given with --commit; not checked against the tree" in toml
     assert '"lines": [\n    28,\n    35\n   ]' in (site.root / "sourcemap" / "excerpts.json").read_text()
     # afterwards verify, with the excerpt map, passes from the build cache alone
-    v = subprocess.run([sys.executable, "-m", "lessonkit", "verify"], cwd=site.root, env=_env_without_source(site),
-                       capture_output=True, text=True, timeout=300)
+    v = subprocess.run(
+        [sys.executable, "-m", "lessonkit", "verify"],
+        cwd=site.root,
+        env=_env_without_source(site),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert v.returncode == 0, v.stdout + v.stderr
     assert f"against autograd 1.9.1 ({head[:7]}, " in v.stdout and f"local checkout {tree}" in v.stdout
 
 
 def test_applied_site_builds(site, tmp_path, pinned_root):
     page, head, _ = _apply_a_shift(site, tmp_path, pinned_root)
-    b = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=site.root,
-                       env=_env_without_source(site), capture_output=True, text=True, timeout=300)
+    b = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict"],
+        cwd=site.root,
+        env=_env_without_source(site),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert b.returncode == 0, b.stderr
     built = (site.root / "site" / "a" / "index.html").read_text()
     assert f"https://github.com/HIPS/autograd/blob/{head}/autograd/core.py#L28-L35" in built
@@ -277,8 +337,11 @@ def test_applied_site_builds(site, tmp_path, pinned_root):
 
 def test_apply_is_refused_without_a_commit_or_with_a_change(site, tmp_path, pinned_root):
     tree = _shifted(tmp_path, pinned_root)
-    page = site.page("a.md", "# 课\n\n" + block("real-source", "File: autograd/core.py", "Symbol: backward_pass",
-                                                "Commit: f53a217", "Lines: 25-32"))
+    page = site.page(
+        "a.md",
+        "# 课\n\n"
+        + block("real-source", "File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217", "Lines: 25-32"),
+    )
     text = page.read_text()
     html = str(tmp_path / "r.html")
     r = site.run("-m", "lessonkit", "repin", str(tree), "--apply", "--html", html)
@@ -298,8 +361,9 @@ def test_apply_is_refused_without_a_commit_or_with_a_change(site, tmp_path, pinn
 def test_identical_tree_keeps_the_pinned_commit(site, monkeypatch, tmp_path, pinned_root):
     tree = tmp_path / "same"
     shutil.copytree(pinned_root, tree)
-    site.page("a.md", "# 课\n\n" + block("real-source", "File: autograd/core.py", "Symbol: backward_pass",
-                                         "Commit: f53a217"))
+    site.page(
+        "a.md", "# 课\n\n" + block("real-source", "File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217")
+    )
     report = _report(site, monkeypatch, str(tree))
     assert report.target.commit == COMMIT and "byte-identical" in report.target.commit_note
     assert [i.status for i in report.items] == ["unchanged"] and report.exit_code == 0
@@ -309,9 +373,12 @@ def test_identical_tree_keeps_the_pinned_commit(site, monkeypatch, tmp_path, pin
 def test_git_commit_target(site, monkeypatch, tmp_path, pinned_root):
     tree = _shifted(tmp_path, pinned_root, "remote")
     head = _git_repo(tree)
-    site.page("a.md", "# 课\n\n" + block("real-source", "File: autograd/core.py", "Symbol: backward_pass",
-                                         "Commit: f53a217", "Lines: 25-32") +
-              "\n版本 1.9.1，commit `f53a217`。\n")
+    site.page(
+        "a.md",
+        "# 课\n\n"
+        + block("real-source", "File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217", "Lines: 25-32")
+        + "\n版本 1.9.1，commit `f53a217`。\n",
+    )
     monkeypatch.setenv("LESSONKIT_GIT_REMOTE", str(tree))
     report = _report(site, monkeypatch, head)
     t = report.target
@@ -322,14 +389,17 @@ def test_git_commit_target(site, monkeypatch, tmp_path, pinned_root):
     assert [(p, n) for p, n, _ in report.prose] == [("docs/a.md", 10)]  # the commit changes, the version does not
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["abc1234"], "repin: `abc1234` looks like an abbreviated commit id — give the full 40-digit id"),
-    (["0" * 40], f"repin: `{'0' * 40}` is a commit id, but LESSONKIT_GIT_REMOTE is not set"),
-    (["./no/such/tree"], "repin: `./no/such/tree` is not a directory"),
-    (["not a target"], "repin: `not a target` is neither a released version, a 40-digit commit nor a directory"),
-    ([".", "--commit", "f53a217"], "repin: `--commit f53a217` is not a full 40-digit commit id"),
-    (["docs"], "repin: local checkout"),  # a directory that is not an autograd tree
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["abc1234"], "repin: `abc1234` looks like an abbreviated commit id — give the full 40-digit id"),
+        (["0" * 40], f"repin: `{'0' * 40}` is a commit id, but LESSONKIT_GIT_REMOTE is not set"),
+        (["./no/such/tree"], "repin: `./no/such/tree` is not a directory"),
+        (["not a target"], "repin: `not a target` is neither a released version, a 40-digit commit nor a directory"),
+        ([".", "--commit", "f53a217"], "repin: `--commit f53a217` is not a full 40-digit commit id"),
+        (["docs"], "repin: local checkout"),  # a directory that is not an autograd tree
+    ],
+)
 def test_operator_errors_are_one_line(site, monkeypatch, capsys, argv, message):
     monkeypatch.setenv("AUTOGRAD_SOURCE", str(site.pinned_root))
     monkeypatch.delenv("LESSONKIT_GIT_REMOTE", raising=False)
@@ -339,12 +409,15 @@ def test_operator_errors_are_one_line(site, monkeypatch, capsys, argv, message):
     assert err.startswith(message) and err.count("\n") == 1 and "Traceback" not in err
 
 
-@pytest.mark.parametrize("symbol, code", [
-    ("gone", "missing-symbol"),  # no such definition
-    ("f(9)", "missing-symbol"),  # no such top-level call
-    ("g(1)", "missing-symbol"),  # no call of g at all
-    ("twice", None),  # defined twice: it exists, but not as one definition ("changed" in a repin)
-])
+@pytest.mark.parametrize(
+    "symbol, code",
+    [
+        ("gone", "missing-symbol"),  # no such definition
+        ("f(9)", "missing-symbol"),  # no such top-level call
+        ("g(1)", "missing-symbol"),  # no call of g at all
+        ("twice", None),  # defined twice: it exists, but not as one definition ("changed" in a repin)
+    ],
+)
 def test_repin_classifies_by_error_code_not_message_text(symbol, code):
     from lessonkit.pyindex import MISSING_SYMBOL, SourceFile
 

@@ -57,8 +57,10 @@ def test_link_checker_catches_a_cdn_or_google_fonts_link(built_site, tmp_path):
     shutil.copytree(built_site, copy)
     page = copy / "index.html"
     html = page.read_text()
-    foreign = ('<link rel="stylesheet" href="https://fonts.googleapis.com/css?family=Roboto">'
-               '<script src="https://unpkg.com/mermaid@10/dist/mermaid.min.js"></script></head>')
+    foreign = (
+        '<link rel="stylesheet" href="https://fonts.googleapis.com/css?family=Roboto">'
+        '<script src="https://unpkg.com/mermaid@10/dist/mermaid.min.js"></script></head>'
+    )
     page.write_text(html.replace("</head>", foreign, 1))
     found = {(p.page, p.target) for p in check_site(copy)}
     assert ("index.html", "https://fonts.googleapis.com/css?family=Roboto") in found
@@ -68,7 +70,7 @@ def test_link_checker_catches_a_cdn_or_google_fonts_link(built_site, tmp_path):
 def test_every_page_loads_cleanly_in_chromium(built_site, server, browser):
     bad = []
     for rel in _pages(built_site):
-        v = Visit(browser, f"{server}/{rel[:-len('index.html')]}")
+        v = Visit(browser, f"{server}/{rel[: -len('index.html')]}")
         if v.external or v.failed or v.errors:
             bad.append((rel, v.external, v.failed, v.errors))
         v.close()
@@ -80,8 +82,11 @@ def test_browser_blocks_and_reports_an_added_cdn_link(built_site, server, browse
     page = built_site / "index.html"
     original = page.read_text()
     try:
-        page.write_text(original.replace("</head>", '<link rel="stylesheet" '
-                                         'href="https://fonts.googleapis.com/css?family=Roboto"></head>', 1))
+        page.write_text(
+            original.replace(
+                "</head>", '<link rel="stylesheet" href="https://fonts.googleapis.com/css?family=Roboto"></head>', 1
+            )
+        )
         v = Visit(browser, f"{server}/")
         assert v.external == ["https://fonts.googleapis.com/css?family=Roboto"]
         v.close()
@@ -134,8 +139,10 @@ def test_line_anchor_scrolls_to_that_line(server, browser):
     line = v.page.locator("#L28")
     assert "lk-hl" in line.get_attribute("class")
     assert "lk-hl" not in v.page.locator("#L33").get_attribute("class")
-    in_view = v.page.evaluate("() => { const r = document.getElementById('L25').getBoundingClientRect();"
-                              " return r.top >= 0 && r.bottom <= window.innerHeight; }")
+    in_view = v.page.evaluate(
+        "() => { const r = document.getElementById('L25').getBoundingClientRect();"
+        " return r.top >= 0 && r.bottom <= window.innerHeight; }"
+    )
     v.close()
     assert in_view
 
@@ -163,8 +170,9 @@ def test_dark_mode_toggle(server, browser):
     assert (before, after) == ("default", "slate")
 
 
-@pytest.mark.parametrize("rel", ["", "lessons/05-reverse-mode/", "source/autograd/core.py/",
-                                 "attachments/call-sequence/"])
+@pytest.mark.parametrize(
+    "rel", ["", "lessons/05-reverse-mode/", "source/autograd/core.py/", "attachments/call-sequence/"]
+)
 def test_phone_width_does_not_scroll_sideways(server, browser, rel):
     v = Visit(browser, f"{server}/{rel}", width=375)
     widths = v.page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
@@ -174,8 +182,11 @@ def test_phone_width_does_not_scroll_sideways(server, browser, rel):
 
 def test_screenshots(server, browser):
     ARTIFACTS.mkdir(exist_ok=True)
-    for name, rel, scheme in [("home", "", "light"), ("lesson05-light", "lessons/05-reverse-mode/", "light"),
-                              ("lesson05-dark", "lessons/05-reverse-mode/", "dark")]:
+    for name, rel, scheme in [
+        ("home", "", "light"),
+        ("lesson05-light", "lessons/05-reverse-mode/", "light"),
+        ("lesson05-dark", "lessons/05-reverse-mode/", "dark"),
+    ]:
         v = Visit(browser, f"{server}/{rel}", scheme=scheme)
         v.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=False)
         v.close()

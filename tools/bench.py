@@ -76,14 +76,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 EDIT_PAGE = "docs/lessons/05-reverse-mode.md"
 SCALE = 10
-COPY_IGNORE = shutil.ignore_patterns(".git", ".venv", ".nox", ".cache", "site", ".pytest_cache", "__pycache__",
-                                     "*.egg-info", "test-artifacts", ".hypothesis", ".lessonkit-ready")
+COPY_IGNORE = shutil.ignore_patterns(
+    ".git",
+    ".venv",
+    ".nox",
+    ".cache",
+    "site",
+    ".pytest_cache",
+    "__pycache__",
+    "*.egg-info",
+    "test-artifacts",
+    ".hypothesis",
+    ".lessonkit-ready",
+)
 EXP_LOG = re.compile(r"lessonkit: (\d+) experiment\(s\): (\d+) run \(([\d.]+) s CPU\)")
 VERIFY_SUMMARY = re.compile(r"^verify: .*$", re.M)
 MAIN_GUARD = re.compile(r"^if __name__ == ['\"]__main__['\"]:", re.M)
 
 
 # --------------------------------------------------------------------------- measuring
+
 
 @dataclass
 class Sample:
@@ -129,6 +141,7 @@ def mkdocs_build(root: Path, *extra: str) -> list[str]:
 
 
 # --------------------------------------------------------------------------- variants
+
 
 def copy_project(dest: Path, src: Path = ROOT) -> Path:
     shutil.copytree(src, dest, ignore=COPY_IGNORE, symlinks=True)
@@ -176,7 +189,7 @@ def plain_config(text: str) -> str:
     out = []
     for i, line in enumerate(lines):  # a `hooks:` key left without items goes too
         if line.rstrip() == "hooks:":
-            nxt = next((l for l in lines[i + 1:] if l.strip()), "")
+            nxt = next((l for l in lines[i + 1 :] if l.strip()), "")
             if not re.match(r"^\s+-", nxt):
                 continue
         out.append(line)
@@ -190,12 +203,14 @@ def plain_config(text: str) -> str:
 
 def mdexec_config(text: str) -> str:
     """The plain config with markdown-exec's custom fence on pymdownx.superfences."""
-    fence = ("  - pymdownx.superfences:\n"
-             "      custom_fences:\n"
-             "        - name: python\n"
-             "          class: python\n"
-             "          validator: !!python/name:markdown_exec.validator\n"
-             "          format: !!python/name:markdown_exec.formatter")
+    fence = (
+        "  - pymdownx.superfences:\n"
+        "      custom_fences:\n"
+        "        - name: python\n"
+        "          class: python\n"
+        "          validator: !!python/name:markdown_exec.validator\n"
+        "          format: !!python/name:markdown_exec.formatter"
+    )
     lines = _drop_item(plain_config(text).split("\n"), r"pymdownx\.superfences")
     return "\n".join(_add_extension(lines, fence))
 
@@ -219,7 +234,7 @@ def rewrite_pages(root: Path, convert) -> int:
         for item in reversed(page.items):
             if not isinstance(item, Block):
                 raise SystemExit(f"bench: {item.error}")
-            lines[item.start: item.end + 1] = convert(item, lines[item.start: item.end + 1])
+            lines[item.start : item.end + 1] = convert(item, lines[item.start : item.end + 1])
             count += 1
         path.write_text("\n".join(lines), encoding="utf-8")
     return count
@@ -232,7 +247,7 @@ def plain_fence(block, raw: list[str]) -> list[str]:
     out = [f"{indent}{fence}python", f"{indent}# {block.kind}"]
     k = 1
     while k < len(raw) - 1 and raw[k].strip():
-        out.append(f"{indent}# {raw[k][len(indent):] if raw[k].startswith(indent) else raw[k].strip()}")
+        out.append(f"{indent}# {raw[k][len(indent) :] if raw[k].startswith(indent) else raw[k].strip()}")
         k += 1
     out += raw[k:-1]
     out.append(raw[-1])
@@ -288,17 +303,27 @@ def _plain_slots(project, g, cites) -> str:
     sf = pages.code_file(project, origin, file)
     own = sorted((c for c in cites if c.origin == origin and c.file == file), key=lambda c: (c.start, c.page))
     up = "../" * g.uri.count("/")
-    cited = "本文件没有被任何课程引用；仍可完整浏览。" if not own else (
-        "| 行 | 符号 | 引用它的块 |\n|---|---|---|\n" + "\n".join(
-            f"| [L{c.start}–L{c.end}](#L{c.start}) | {f'`{c.symbol}`' if c.symbol else '（片段）'} | "
-            f"[{c.label} · {c.anchor}]({up}{c.page}#{c.anchor}) |" for c in own))
+    cited = (
+        "本文件没有被任何课程引用；仍可完整浏览。"
+        if not own
+        else (
+            "| 行 | 符号 | 引用它的块 |\n|---|---|---|\n"
+            + "\n".join(
+                f"| [L{c.start}–L{c.end}](#L{c.start}) | {f'`{c.symbol}`' if c.symbol else '（片段）'} | "
+                f"[{c.label} · {c.anchor}]({up}{c.page}#{c.anchor}) |"
+                for c in own
+            )
+        )
+    )
     defs = [d for d in sf.definitions if d.kind != "call"] if file.endswith(".py") else []
     symbols = "| 符号 | 类型 | 行 |\n|---|---|---|\n" + "\n".join(
-        f"| `{d.name}` | {d.kind} | [L{d.start}–L{d.end}](#L{d.start}) |" for d in defs)
+        f"| `{d.name}` | {d.kind} | [L{d.start}–L{d.end}](#L{d.start}) |" for d in defs
+    )
     fence = _fence_for(sf.text, "```")
     code = f'{fence}python linenums="1"\n{sf.text.rstrip(chr(10))}\n{fence}'
-    return (g.content.replace(pages.CITED_MARK, cited).replace(pages.SYMBOLS_MARK, symbols)
-            .replace(pages.CODE_MARK, code))
+    return (
+        g.content.replace(pages.CITED_MARK, cited).replace(pages.SYMBOLS_MARK, symbols).replace(pages.CODE_MARK, code)
+    )
 
 
 def make_plain_full(root: Path, cache: Path, generated: dict[str, str] | None = None) -> int:
@@ -359,8 +384,12 @@ def make_mdexec(root: Path, generated: dict[str, str] | None = None) -> int:
         fence = _fence_for(script, "```")
         ind = block.indent
         runs += 1
-        return out + ["", f'{ind}{fence}python exec="true" result="text"',
-                      *[ind + l if l else "" for l in script.rstrip("\n").split("\n")], f"{ind}{fence}"]
+        return out + [
+            "",
+            f'{ind}{fence}python exec="true" result="text"',
+            *[ind + l if l else "" for l in script.rstrip("\n").split("\n")],
+            f"{ind}{fence}",
+        ]
 
     rewrite_pages(root, convert)
     write_generated(root, generated)
@@ -381,7 +410,7 @@ def make_scaled(root: Path, factor: int) -> int:
     if m is None:
         text = text.rstrip("\n") + "\n\nnot_in_nav: |\n  /lessons-x*/\n"
     elif m[1].strip() in ("|", "|-", "|+"):
-        text = text[:m.end()] + "\n  /lessons-x*/" + text[m.end():]
+        text = text[: m.end()] + "\n  /lessons-x*/" + text[m.end() :]
     else:
         raise SystemExit(f"bench: cannot extend `not_in_nav: {m[1]}` in mkdocs.yml (expected a `|` block)")
     cfg.write_text(text, encoding="utf-8")
@@ -389,6 +418,7 @@ def make_scaled(root: Path, factor: int) -> int:
 
 
 # --------------------------------------------------------------------------- serve driver
+
 
 def _serve_driver(args) -> int:
     """What `mkdocs serve` does on a change: reload the config and rebuild in-process.
@@ -422,9 +452,12 @@ def _serve_driver(args) -> int:
     profiler = None
     try:
         for i in range(args.n):
-            page.write_text(original.rstrip("\n") + f"\n\n编辑第 {i + 1} 次：这一段只为基准测试而加。\n", encoding="utf-8")
+            page.write_text(
+                original.rstrip("\n") + f"\n\n编辑第 {i + 1} 次：这一段只为基准测试而加。\n", encoding="utf-8"
+            )
             if args.profile and i == args.n - 1:
                 from pyinstrument import Profiler
+
                 profiler = Profiler(interval=0.001)
                 profiler.start()
             t0, c0 = time.perf_counter(), time.process_time()
@@ -435,8 +468,9 @@ def _serve_driver(args) -> int:
             cpus.append(time.process_time() - c0)
             if profiler:
                 profiler.stop()
-                Path(args.profile).write_text(profiler.output_text(unicode=True, color=False, show_all=False),
-                                              encoding="utf-8")
+                Path(args.profile).write_text(
+                    profiler.output_text(unicode=True, color=False, show_all=False), encoding="utf-8"
+                )
     finally:
         page.write_text(original, encoding="utf-8")
         config.plugins.on_shutdown()
@@ -479,6 +513,7 @@ def _phases_driver(args) -> int:
                 return fn(page, *a, **k)
             finally:
                 acc[f"{label} · {_page_group(page.file.src_uri)}"] += time.process_time() - c0
+
         return inner
 
     mk._populate_page = wrap(mk._populate_page, "Markdown → HTML (incl. page hooks)")
@@ -493,8 +528,11 @@ def _phases_driver(args) -> int:
             return run_event(self, name, item, **kwargs)
         finally:
             page = kwargs.get("page")
-            key = f"  of which on_page_context (search index) · {_page_group(page.file.src_uri)}" if page \
+            key = (
+                f"  of which on_page_context (search index) · {_page_group(page.file.src_uri)}"
+                if page
                 else f"on_{name} (all plugins and hooks)"
+            )
             acc[key] += time.process_time() - c0
 
     plugins.PluginCollection.run_event = timed_event
@@ -515,8 +553,7 @@ def phases(root: Path, env: dict[str, str]) -> dict[str, float]:
 
 
 def phase_table(columns: dict[str, dict[str, float]]) -> str:
-    keys = sorted({k for c in columns.values() for k in c},
-                  key=lambda k: (-max(c.get(k, 0.0) for c in columns.values())))
+    keys = sorted({k for c in columns.values() for k in c}, key=lambda k: -max(c.get(k, 0.0) for c in columns.values()))
     names = list(columns)
     out = [f"{'CPU seconds, one build each':<62}" + "".join(f"{n:>10}" for n in names)]
     for k in keys:
@@ -528,12 +565,22 @@ def phase_table(columns: dict[str, dict[str, float]]) -> str:
 
 def logging_quiet() -> None:
     import logging
+
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
 
 
 def serve_series(name: str, root: Path, env: dict[str, str], n: int, profile: Path | None = None) -> Series:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "_serve", "--config", str(root / "mkdocs.yml"),
-           "--page", str(root / EDIT_PAGE), "--n", str(n)]
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "_serve",
+        "--config",
+        str(root / "mkdocs.yml"),
+        "--page",
+        str(root / EDIT_PAGE),
+        "--n",
+        str(n),
+    ]
     if profile:
         cmd += ["--profile", str(profile)]
     s = timed(cmd, root, env)
@@ -551,6 +598,7 @@ SERVE_MARK = "实时预览基准编辑第 {i} 次"
 
 def _free_port() -> int:
     import socket
+
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -559,6 +607,7 @@ def _free_port() -> int:
 def _fetch(url: str) -> str | None:
     from urllib.error import URLError
     from urllib.request import urlopen
+
     try:
         with urlopen(url, timeout=5) as resp:
             return resp.read().decode("utf-8", "replace")
@@ -576,9 +625,15 @@ def live_serve_series(root: Path, env: dict[str, str], n: int, timeout: float = 
     page = root / EDIT_PAGE
     url = f"http://127.0.0.1:{port}/" + EDIT_PAGE.removeprefix("docs/").removesuffix(".md") + "/"
     original = page.read_text(encoding="utf-8")
-    proc = subprocess.Popen([sys.executable, "-m", "lessonkit", "serve", "-a", f"127.0.0.1:{port}",
-                             "-f", str(root / "mkdocs.yml")], cwd=root, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lessonkit", "serve", "-a", f"127.0.0.1:{port}", "-f", str(root / "mkdocs.yml")],
+        cwd=root,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     samples = []
     try:
         deadline = time.perf_counter() + timeout
@@ -609,6 +664,7 @@ def live_serve_series(root: Path, env: dict[str, str], n: int, timeout: float = 
 
 # --------------------------------------------------------------------------- ratio 8: fresh clone
 
+
 def readme_build_command(readme: Path) -> str:
     """The README's first command, verbatim (the line that runs `nox -s build verify`)."""
     for line in readme.read_text(encoding="utf-8").splitlines():
@@ -626,17 +682,31 @@ def fresh_pair(snap: Path, work: Path, env: dict[str, str], tag: str) -> tuple[S
     clean["TMPDIR"] = str(base / "tmp")  # a machine of its own: nobody else's /tmp cleanup, no jieba cache
     # pip alone: a new venv and the lock, with an empty pip cache
     pip_env = {**clean, "PIP_CACHE_DIR": str(base / "pip-cache-a")}
-    pip_side = timed(["sh", "-c", f'"{sys.executable}" -m venv venv && venv/bin/python -m pip install --quiet '
-                                  f'-r "{snap / "requirements.txt"}"'], base, pip_env)
+    pip_side = timed(
+        [
+            "sh",
+            "-c",
+            f'"{sys.executable}" -m venv venv && venv/bin/python -m pip install --quiet '
+            f'-r "{snap / "requirements.txt"}"',
+        ],
+        base,
+        pip_env,
+    )
     # the README command on a fresh copy; a new venv stands in for the machine's python3 (untimed)
     clone = copy_project(base / "clone", snap)
     machine = base / "machine"
     subprocess.run([sys.executable, "-m", "venv", str(machine)], check=True)
     bin_dir = machine / "bin"
-    path = os.pathsep.join([str(bin_dir)] + [p for p in clean.get("PATH", "").split(os.pathsep)
-                                            if p and not p.startswith(str(ROOT / ".nox"))])
-    fresh_env = {**clean, "PATH": path, "PIP_CACHE_DIR": str(base / "pip-cache-b"),
-                 "UV_CACHE_DIR": str(base / "uv-cache-b")}
+    path = os.pathsep.join(
+        [str(bin_dir)]
+        + [p for p in clean.get("PATH", "").split(os.pathsep) if p and not p.startswith(str(ROOT / ".nox"))]
+    )
+    fresh_env = {
+        **clean,
+        "PATH": path,
+        "PIP_CACHE_DIR": str(base / "pip-cache-b"),
+        "UV_CACHE_DIR": str(base / "uv-cache-b"),
+    }
     readme_side = timed(["bash", "-c", readme_build_command(clone / "README.md")], clone, fresh_env)
     shutil.rmtree(base, ignore_errors=True)
     return pip_side, readme_side
@@ -644,10 +714,18 @@ def fresh_pair(snap: Path, work: Path, env: dict[str, str], tag: str) -> tuple[S
 
 # --------------------------------------------------------------------------- main
 
+
 def versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
-    for dist in ("mkdocs", "mkdocs-material", "markdown", "pymdown-extensions", "numpy", "markdown-exec",
-                 "pyinstrument"):
+    for dist in (
+        "mkdocs",
+        "mkdocs-material",
+        "markdown",
+        "pymdown-extensions",
+        "numpy",
+        "markdown-exec",
+        "pyinstrument",
+    ):
         try:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
@@ -693,15 +771,23 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="tools/bench.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=5, help="repetitions per variant (medians are compared)")
     ap.add_argument("--scale-reps", type=int, default=None, help="repetitions of the 10x build (default: --reps)")
-    ap.add_argument("--profile", metavar="DIR", type=Path,
-                    help="after measuring, profile (pyinstrument) the lessonkit side of every ratio that "
-                         "misses its target and write the text reports into DIR")
+    ap.add_argument(
+        "--profile",
+        metavar="DIR",
+        type=Path,
+        help="after measuring, profile (pyinstrument) the lessonkit side of every ratio that "
+        "misses its target and write the text reports into DIR",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the temporary project copies")
     ap.add_argument("--json", metavar="FILE", type=Path, help="also write all medians and ratios as JSON")
-    ap.add_argument("--fresh-reps", type=int, default=1,
-                    help="repetitions of ratio 8 (a fresh install and build each; 0 skips it)")
-    ap.add_argument("--only", choices=["7", "8", "7,8"],
-                    help="measure only ratio 7 (serve edit / plain build) and/or 8 (fresh clone / pip)")
+    ap.add_argument(
+        "--fresh-reps", type=int, default=1, help="repetitions of ratio 8 (a fresh install and build each; 0 skips it)"
+    )
+    ap.add_argument(
+        "--only",
+        choices=["7", "8", "7,8"],
+        help="measure only ratio 7 (serve edit / plain build) and/or 8 (fresh clone / pip)",
+    )
     sub = ap.add_subparsers(dest="cmd")
     d = sub.add_parser("_serve", help=argparse.SUPPRESS)
     d.add_argument("--config", required=True)
@@ -729,10 +815,13 @@ def main(argv=None) -> int:
     real = Project(ROOT)
     pinned = real.tree.root  # provided once (cache or download) before anything is timed
     work = Path(tempfile.mkdtemp(prefix="lessonkit-bench-"))
-    print(f"bench: cores {cores} (usable {usable}); Python {v['python']}; MkDocs {v['mkdocs']}; "
-          f"Material {v['mkdocs-material']}; Markdown {v['markdown']}; pymdown-extensions "
-          f"{v['pymdown-extensions']}; NumPy {v['numpy']}; markdown-exec {v['markdown-exec']}; "
-          f"pyinstrument {v['pyinstrument']}", flush=True)
+    print(
+        f"bench: cores {cores} (usable {usable}); Python {v['python']}; MkDocs {v['mkdocs']}; "
+        f"Material {v['mkdocs-material']}; Markdown {v['markdown']}; pymdown-extensions "
+        f"{v['pymdown-extensions']}; NumPy {v['numpy']}; markdown-exec {v['markdown-exec']}; "
+        f"pyinstrument {v['pyinstrument']}",
+        flush=True,
+    )
     print(f"bench: pinned tree {pinned}; work dir {work}; {reps} repetition(s)", flush=True)
     try:
         return _run(args, reps, scale_reps, cores, usable, pinned, real.pin.version, work, has_mdexec, v)
@@ -767,8 +856,10 @@ def _run_only(args, reps, work: Path, pinned: Path) -> int:
         P = Series("plain", [timed(mkdocs_build(plain), plain, env) for _ in range(reps)])
         print("bench: lessonkit serve subprocess, edit to served page …", flush=True)
         live = live_serve_series(lk, lk_env, reps)
-        print(f"  plain build wall {P.wall:.2f} s (n={reps}); serve edit-to-page wall {live.wall:.2f} s "
-              f"(samples {', '.join(f'{x.wall:.2f}' for x in live.samples)})")
+        print(
+            f"  plain build wall {P.wall:.2f} s (n={reps}); serve edit-to-page wall {live.wall:.2f} s "
+            f"(samples {', '.join(f'{x.wall:.2f}' for x in live.samples)})"
+        )
         rows.append(("7", "serve: edit to rebuilt page (lessonkit serve) / plain build", live.wall / P.wall, 0.10))
     if "8" in args.only:
         pip, readme = Series("pip-lock"), Series("readme-fresh")
@@ -821,12 +912,16 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
     timed(mkdocs_build(plain), plain, env)
     n_pages = sum(1 for _ in (plain / "docs").rglob("*.md"))
     n_docs = sum(1 for _ in (lk / "docs").rglob("*.md"))
-    print(f"bench: {n_pages} pages ({n_docs} written in docs/, {len(generated)} generated by the build), "
-          f"{n_blocks} annotation blocks; x10 variant: {n_scaled} lesson pages; "
-          f"markdown-exec variant: {n_exec if mdexec else 0} executed fences", flush=True)
+    print(
+        f"bench: {n_pages} pages ({n_docs} written in docs/, {len(generated)} generated by the build), "
+        f"{n_blocks} annotation blocks; x10 variant: {n_scaled} lesson pages; "
+        f"markdown-exec variant: {n_exec if mdexec else 0} executed fences",
+        flush=True,
+    )
 
-    series: dict[str, Series] = {k: Series(k) for k in
-                                 ("plain", "plain-docs", "plain+", "warm", "cold", "verify", "x10", "mdexec")}
+    series: dict[str, Series] = {
+        k: Series(k) for k in ("plain", "plain-docs", "plain+", "warm", "cold", "verify", "x10", "mdexec")
+    }
     exp_cpu_json, exp_cpu_log = [], []
     mdexec_errors = 0
     for rep in range(1, reps + 1):
@@ -852,9 +947,14 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
         series["plain-docs"].samples.append(timed(mkdocs_build(plain_docs), plain_docs, env))
         if mdexec is not None:
             mx_path = [str(pinned), str(mdexec / "experiments"), str(mdexec / "mini-autograd")]
-            mx_env = {**env, "PYTHONPATH": os.pathsep.join(mx_path + [p for p in [env.get("PYTHONPATH")] if p]),
-                      "AUTOGRAD_PINNED_ROOT": str(pinned), "AUTOGRAD_PINNED_VERSION": version,
-                      "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+            mx_env = {
+                **env,
+                "PYTHONPATH": os.pathsep.join(mx_path + [p for p in [env.get("PYTHONPATH")] if p]),
+                "AUTOGRAD_PINNED_ROOT": str(pinned),
+                "AUTOGRAD_PINNED_VERSION": version,
+                "OMP_NUM_THREADS": "1",
+                "OPENBLAS_NUM_THREADS": "1",
+            }
             s = timed(mkdocs_build(mdexec), mdexec, mx_env)
             series["mdexec"].samples.append(s)
             mdexec_errors = s.log.count("Execution of python code block")
@@ -871,8 +971,10 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
     series["serve-live"] = live_serve_series(lk, lk_env, reps)
     series["pip-lock"], series["readme-fresh"] = Series("pip-lock"), Series("readme-fresh")
     for rep in range(1, args.fresh_reps + 1):
-        print(f"bench: fresh clone {rep}/{args.fresh_reps}: pip install of the lock, then the README command …",
-              flush=True)
+        print(
+            f"bench: fresh clone {rep}/{args.fresh_reps}: pip install of the lock, then the README command …",
+            flush=True,
+        )
         a, b = fresh_pair(snap, work, env, str(rep))
         series["pip-lock"].samples.append(a)
         series["readme-fresh"].samples.append(b)
@@ -884,33 +986,86 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
     P, W, C = series["plain"], series["warm"], series["cold"]
     rows = [
         ("1", "warm build / plain build", W.wall / P.wall, W.cpu / P.cpu, 1.10),
-        ("2", f"cold build / (plain + experiment CPU / {cores} cores)",
-         C.wall / (P.wall + exp_cpu / cores), C.cpu / (P.cpu + exp_cpu), 1.15),
+        (
+            "2",
+            f"cold build / (plain + experiment CPU / {cores} cores)",
+            C.wall / (P.wall + exp_cpu / cores),
+            C.cpu / (P.cpu + exp_cpu),
+            1.15,
+        ),
         ("3", "lessonkit verify / plain build", series["verify"].wall / P.wall, series["verify"].cpu / P.cpu, 0.30),
-        ("4", "serve: one-lesson edit rebuild / plain rebuild", series["serve"].wall / series["serve-plain"].wall,
-         series["serve"].cpu / series["serve-plain"].cpu, 1.20),
-        ("5", f"{SCALE}x lessons build / 1x build (warm)", series["x10"].wall / W.wall,
-         series["x10"].cpu / W.cpu, 10.5),
+        (
+            "4",
+            "serve: one-lesson edit rebuild / plain rebuild",
+            series["serve"].wall / series["serve-plain"].wall,
+            series["serve"].cpu / series["serve-plain"].cpu,
+            1.20,
+        ),
+        (
+            "5",
+            f"{SCALE}x lessons build / 1x build (warm)",
+            series["x10"].wall / W.wall,
+            series["x10"].cpu / W.cpu,
+            10.5,
+        ),
     ]
     if mdexec is not None:
-        rows.append(("6", "warm build / markdown-exec build (no cache)", W.wall / series["mdexec"].wall,
-                     W.cpu / series["mdexec"].cpu, None))
-    rows.append(("7", "serve: edit to rebuilt page (lessonkit serve) / plain build", series["serve-live"].wall / P.wall,
-                 float("nan"), 0.10))
+        rows.append(
+            (
+                "6",
+                "warm build / markdown-exec build (no cache)",
+                W.wall / series["mdexec"].wall,
+                W.cpu / series["mdexec"].cpu,
+                None,
+            )
+        )
+    rows.append(
+        (
+            "7",
+            "serve: edit to rebuilt page (lessonkit serve) / plain build",
+            series["serve-live"].wall / P.wall,
+            float("nan"),
+            0.10,
+        )
+    )
     if series["readme-fresh"].samples:
-        rows.append(("8", "README build command, fresh clone / pip install of the lock",
-                     series["readme-fresh"].wall / series["pip-lock"].wall,
-                     series["readme-fresh"].cpu / series["pip-lock"].cpu, 1.00))
-    rows.append(("-", "supporting: warm build / plain+ build (same code shown)", W.wall / series["plain+"].wall,
-                 W.cpu / series["plain+"].cpu, None))
-    rows.append(("-", "supporting: warm build / plain build of docs/ only", W.wall / series["plain-docs"].wall,
-                 W.cpu / series["plain-docs"].cpu, None))
+        rows.append(
+            (
+                "8",
+                "README build command, fresh clone / pip install of the lock",
+                series["readme-fresh"].wall / series["pip-lock"].wall,
+                series["readme-fresh"].cpu / series["pip-lock"].cpu,
+                1.00,
+            )
+        )
+    rows.append(
+        (
+            "-",
+            "supporting: warm build / plain+ build (same code shown)",
+            W.wall / series["plain+"].wall,
+            W.cpu / series["plain+"].cpu,
+            None,
+        )
+    )
+    rows.append(
+        (
+            "-",
+            "supporting: warm build / plain build of docs/ only",
+            W.wall / series["plain-docs"].wall,
+            W.cpu / series["plain-docs"].cpu,
+            None,
+        )
+    )
 
     print()
-    print(f"machine: {cores} cores (os.cpu_count; {usable} usable) · Python {v['python']} · MkDocs {v['mkdocs']} · "
-          f"Material {v['mkdocs-material']} · markdown-exec {v['markdown-exec']}")
-    print(f"pages: {n_pages}, {len(generated)} of them generated by the build ({n_blocks} annotation blocks); repetitions: {reps} (x10: {scale_reps}); "
-          f"ratios of medians; pass/fail on the wall-time ratio")
+    print(
+        f"machine: {cores} cores (os.cpu_count; {usable} usable) · Python {v['python']} · MkDocs {v['mkdocs']} · "
+        f"Material {v['mkdocs-material']} · markdown-exec {v['markdown-exec']}"
+    )
+    print(
+        f"pages: {n_pages}, {len(generated)} of them generated by the build ({n_blocks} annotation blocks); repetitions: {reps} (x10: {scale_reps}); "
+        f"ratios of medians; pass/fail on the wall-time ratio"
+    )
     print(f"load average at start {load_start}, at end {_load()} (other work on the machine inflates wall times)")
     print()
     print(f"{'#':<2} {'ratio':<58} {'wall':>6} {'cpu':>6} {'target':>8}  result")
@@ -929,20 +1084,36 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
     for name, s in series.items():
         if s.samples:
             print(f"  {name:<12} wall {s.wall:7.2f}  cpu {s.cpu:7.2f}  (n={len(s.samples)})")
-    print(f"  experiment CPU ({n_jobs} scripts run one at a time, used in ratio 2): {exp_cpu:.2f} s; cold - warm "
-          f"build CPU: {cold_minus_warm:.2f} s; sum of the cold cache entries' cpu_seconds: {json_cpu:.2f} s "
-          f"(build log: {log_cpu:.2f} s)")
+    print(
+        f"  experiment CPU ({n_jobs} scripts run one at a time, used in ratio 2): {exp_cpu:.2f} s; cold - warm "
+        f"build CPU: {cold_minus_warm:.2f} s; sum of the cold cache entries' cpu_seconds: {json_cpu:.2f} s "
+        f"(build log: {log_cpu:.2f} s)"
+    )
     print(f"  {verify_summary}")
     if mdexec is not None and mdexec_errors:
         print(f"  markdown-exec: {mdexec_errors} block(s) raised when run in the shared build process")
     if args.json:
-        args.json.write_text(json.dumps({
-            "versions": v, "cores": cores, "reps": reps,
-            "medians": {k: {"wall": s.wall, "cpu": s.cpu, "n": len(s.samples)} for k, s in series.items() if s.samples},
-            "experiment_cpu": {"serial": exp_cpu, "cold_minus_warm": cold_minus_warm, "cache_json": json_cpu,
-                               "log": log_cpu},
-            "ratios": [{"n": n, "what": l, "wall": w, "cpu": c, "target": t} for n, l, w, c, t in rows],
-        }, indent=1), encoding="utf-8")
+        args.json.write_text(
+            json.dumps(
+                {
+                    "versions": v,
+                    "cores": cores,
+                    "reps": reps,
+                    "medians": {
+                        k: {"wall": s.wall, "cpu": s.cpu, "n": len(s.samples)} for k, s in series.items() if s.samples
+                    },
+                    "experiment_cpu": {
+                        "serial": exp_cpu,
+                        "cold_minus_warm": cold_minus_warm,
+                        "cache_json": json_cpu,
+                        "log": log_cpu,
+                    },
+                    "ratios": [{"n": n, "what": l, "wall": w, "cpu": c, "target": t} for n, l, w, c, t in rows],
+                },
+                indent=1,
+            ),
+            encoding="utf-8",
+        )
     if mdexec is None:
         print("  ratio 6 skipped: markdown-exec is not installed here (`nox -s bench` installs it)")
     if failed and args.profile:
@@ -951,8 +1122,9 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
         else:
             profile_failures(failed, args.profile, lk, scaled, lk_env, env)
             if {"1", "2", "4"} & set(failed):
-                table = phase_table({"warm": phases(lk, lk_env), "plain": phases(plain, env),
-                                     "plain+": phases(plain_full, env)})
+                table = phase_table(
+                    {"warm": phases(lk, lk_env), "plain": phases(plain, env), "plain+": phases(plain_full, env)}
+                )
                 (args.profile / "phases.txt").write_text(table + "\n", encoding="utf-8")
                 print(f"bench: where a build's CPU goes, by phase and page group ({args.profile / 'phases.txt'}):")
                 print(table)
@@ -970,8 +1142,7 @@ def profile_failures(failed, out: Path, lk: Path, scaled: Path, lk_env, env) -> 
                 cmd = [*pyi, "-o", str(path), "-m", "lessonkit", "verify"]
                 root, e = lk, lk_env
             elif num == "5":
-                cmd = [*pyi, "-o", str(path), "-m", "mkdocs", "build", "--no-strict", "-f",
-                       str(scaled / "mkdocs.yml")]
+                cmd = [*pyi, "-o", str(path), "-m", "mkdocs", "build", "--no-strict", "-f", str(scaled / "mkdocs.yml")]
                 root, e = scaled, lk_env
             elif num == "2":
                 cache = work / "cache-profile"

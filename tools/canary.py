@@ -47,11 +47,20 @@ def blocks_in(text: str) -> dict[str, int]:
             fence = None
     return counts
 
+
 CLASS = {"real-source": "lk-real-source", "teaching-simplification": "lk-teaching", "experiment": "lk-experiment"}
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 MISSING_PAGE = re.compile(r"Warning: page does not exist")
-HOOK_PAGES = ("source/", "code/", "symbols.md", "attachments/repo-map.md", "attachments/call-sequence.md",
-              "attachments/nested-traces.md", "attachments/mini-readme.md", "attachments/acceptance.md")
+HOOK_PAGES = (
+    "source/",
+    "code/",
+    "symbols.md",
+    "attachments/repo-map.md",
+    "attachments/call-sequence.md",
+    "attachments/nested-traces.md",
+    "attachments/mini-readme.md",
+    "attachments/acceptance.md",
+)
 
 
 def html_of(site: Path, md: Path) -> Path:
@@ -80,10 +89,12 @@ def check(site: Path) -> tuple[list[str], list[str]]:
         placeholders = len(re.findall(r"\[\[lessonkit:[a-z0-9-]+\]\]", html))
         ok = got == want and errors == 0 and outputs >= want["experiment"] and (maths > 0 or not has_math)
         if sum(want.values()) or has_math or placeholders:
-            rows.append(f"| {rel} | {got['real-source']}/{want['real-source']} | {got['teaching-simplification']}/"
-                        f"{want['teaching-simplification']} | {got['experiment']}/{want['experiment']} "
-                        f"({outputs} outputs) "
-                        f"| {maths} | {placeholders} | {'ok' if ok else 'FAIL'} |")
+            rows.append(
+                f"| {rel} | {got['real-source']}/{want['real-source']} | {got['teaching-simplification']}/"
+                f"{want['teaching-simplification']} | {got['experiment']}/{want['experiment']} "
+                f"({outputs} outputs) "
+                f"| {maths} | {placeholders} | {'ok' if ok else 'FAIL'} |"
+            )
         if not ok:
             failures.append(f"{rel}: blocks {got} of {want}, {outputs} outputs, {errors} errors, {maths} formulas")
     return rows, failures
@@ -120,8 +131,10 @@ def main(argv: list[str]) -> int:
         print(f"\nlinks to missing pages (hook-generated pages are not built): {len(MISSING_PAGE.findall(log))}")
         print("hook-generated pages absent: " + (", ".join(generated) or "none"))
         cited = sum("本篇引用的源码" in p.read_text(encoding="utf-8") for p in (site / "lessons").rglob("index.html"))
-        print(f"lessons with the generated cited-source list: {cited} of "
-              f"{len(list((ROOT / 'docs' / 'lessons').glob('*.md')))}")
+        print(
+            f"lessons with the generated cited-source list: {cited} of "
+            f"{len(list((ROOT / 'docs' / 'lessons').glob('*.md')))}"
+        )
         if failures:
             print("\nFAILED:\n" + "\n".join(f"- {f}" for f in failures))
             return 1

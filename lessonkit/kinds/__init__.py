@@ -32,9 +32,7 @@ __all__ = ["KINDS", "Registry", "Kind", "InlineKind", "InlineRef", "Resolved", "
 # `[[name: argument]]` in prose; `name` must be an inline kind of the registry.
 # A `]` may appear inside a double-quoted string of the argument (`"outgrads[parent]"`),
 # where `\"` is a quote.
-INLINE = re.compile(
-    r'\[\[(?P<name>[a-z][a-z0-9-]*):[ \t]*(?P<arg>(?:[^\]\n"]|"(?:[^"\\\n]|\\.)*")*?)[ \t]*\]\]'
-)
+INLINE = re.compile(r'\[\[(?P<name>[a-z][a-z0-9-]*):[ \t]*(?P<arg>(?:[^\]\n"]|"(?:[^"\\\n]|\\.)*")*?)[ \t]*\]\]')
 
 
 class Registry(Mapping):

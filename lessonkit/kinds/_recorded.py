@@ -28,14 +28,23 @@ def script_rel(project, value: str, path: str | None, line: int | None) -> str:
     except LessonError as exc:
         raise exc.at(path, line) from None
     if not (rel.startswith("experiments/") and rel.endswith(".py")):
-        raise LessonError(f"`{rel}` is not an experiment script", path=path, line=line,
-                          hint="name a script such as experiments/multiple_paths.py")
+        raise LessonError(
+            f"`{rel}` is not an experiment script",
+            path=path,
+            line=line,
+            hint="name a script such as experiments/multiple_paths.py",
+        )
     if not (project.root / rel).is_file():
         have = sorted(p.name for p in project.experiments.glob("*.py") if not p.name.startswith("_"))
         import difflib
+
         close = difflib.get_close_matches(Path(rel).name, have, n=1)
-        raise LessonError(f"there is no {rel}", path=path, line=line,
-                          hint=f"did you mean experiments/{close[0]}?" if close else "create the experiment first")
+        raise LessonError(
+            f"there is no {rel}",
+            path=path,
+            line=line,
+            hint=f"did you mean experiments/{close[0]}?" if close else "create the experiment first",
+        )
     return rel
 
 

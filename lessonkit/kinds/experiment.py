@@ -96,8 +96,7 @@ class Experiment(Kind):
             meta, links = ["内联脚本"], []
             summary = escape(labels["script"])
         code = renderer.code(*renderer.code_of(r), anchor)
-        purpose = (f'<p class="lk-purpose"><strong>{escape(labels["purpose"])}：</strong>'
-                   f'{escape(b.get("Purpose"))}</p>')
+        purpose = f'<p class="lk-purpose"><strong>{escape(labels["purpose"])}：</strong>{escape(b.get("Purpose"))}</p>'
         out = escape(result.stdout) if result.stdout else "（无输出）"
         notice = ""
         if result.truncated:
@@ -112,8 +111,7 @@ class Experiment(Kind):
             + purpose
             + f'<div class="lk-output-label"{no_search}>{escape(labels["output"])}</div>'
             f'<div class="lk-output-wrap" id="{anchor}-output"><pre class="lk-output"><code>{out}</code></pre></div>'
-            f'{notice}'
-            + f'<p class="lk-provenance"{no_search}>{escape(renderer.provenance)} · '
+            f'{notice}' + f'<p class="lk-provenance"{no_search}>{escape(renderer.provenance)} · '
             f'{escape(labels["exit-code"])} {result.exit_code}</p>'
             + f'<details class="lk-script"><summary>{summary}</summary>{code}</details></div>'
         )

@@ -37,20 +37,44 @@ class Figure(Kind):
         out = []
         shapes = [s for s in SHAPES if s in b.fields]
         if len(shapes) != 1:
-            out.append(Problem(f"a figure block needs exactly one of {', '.join(SHAPES)}"
-                               + (f" (it has {', '.join(shapes)})" if shapes else ""), b.path, b.line,
-                               "for example `Graph: xx.graph`"))
+            out.append(
+                Problem(
+                    f"a figure block needs exactly one of {', '.join(SHAPES)}"
+                    + (f" (it has {', '.join(shapes)})" if shapes else ""),
+                    b.path,
+                    b.line,
+                    "for example `Graph: xx.graph`",
+                )
+            )
         for extra in ("Edge-labels", "Notes"):
             if extra in b.fields and "Graph" not in b.fields:
-                out.append(Problem(f"`{extra}` belongs to a `Graph:` figure", b.path, b.line_of(extra),
-                                   "remove it, or draw a graph"))
+                out.append(
+                    Problem(
+                        f"`{extra}` belongs to a `Graph:` figure",
+                        b.path,
+                        b.line_of(extra),
+                        "remove it, or draw a graph",
+                    )
+                )
         if b.body is not None:
-            out.append(Problem("a figure block has no body", b.path, b.body_line,
-                               "put the explanation in `Caption:`; the figure is drawn from the recording"))
+            out.append(
+                Problem(
+                    "a figure block has no body",
+                    b.path,
+                    b.body_line,
+                    "put the explanation in `Caption:`; the figure is drawn from the recording",
+                )
+            )
         p = b.get("Precision")
         if p is not None and not (p.isascii() and p.isdigit() and int(p) <= 12):
-            out.append(Problem(f"`Precision: {p}` is not a number of decimals from 0 to 12", b.path,
-                               b.line_of("Precision"), "for example `Precision: 3`"))
+            out.append(
+                Problem(
+                    f"`Precision: {p}` is not a number of decimals from 0 to 12",
+                    b.path,
+                    b.line_of("Precision"),
+                    "for example `Precision: 3`",
+                )
+            )
         return out
 
     def resolve(self, project, block):
@@ -75,20 +99,28 @@ class Figure(Kind):
 
         def need(ok, field, what):
             if not ok:
-                raise LessonError(f"`{b.get(field)}` in {r.job.label}'s recording is not {what}", path=b.path,
-                                  line=b.line_of(field), hint=f"`{field}:` names {what}")
+                raise LessonError(
+                    f"`{b.get(field)}` in {r.job.label}'s recording is not {what}",
+                    path=b.path,
+                    line=b.line_of(field),
+                    hint=f"`{field}:` names {what}",
+                )
 
         data = get(shape)
         if shape == "Graph":
-            need(isinstance(data, dict) and isinstance(data.get("nodes"), list), shape,
-                 "a recorded graph (record.graph)")
+            need(
+                isinstance(data, dict) and isinstance(data.get("nodes"), list), shape, "a recorded graph (record.graph)"
+            )
             labels, notes = {}, {}
             ids = {str(n["label"]): n["id"] for n in data["nodes"]}
             if b.get("Edge-labels"):
                 calls = get("Edge-labels")
-                need(isinstance(calls, list) and all(isinstance(c, dict) and "from" in c and "ingrad" in c
-                                                     for c in calls), "Edge-labels",
-                     'a list of {"from": node label, "ingrad": value}')
+                need(
+                    isinstance(calls, list)
+                    and all(isinstance(c, dict) and "from" in c and "ingrad" in c for c in calls),
+                    "Edge-labels",
+                    'a list of {"from": node label, "ingrad": value}',
+                )
                 seen: dict[int, int] = {}
                 for c in calls:
                     child = ids.get(str(c["from"]))
@@ -97,22 +129,34 @@ class Figure(Kind):
                     labels[f"{child}.{k}"] = recording.format_value(c["ingrad"], fmt)
             if b.get("Notes"):
                 raw = get("Notes")
-                need(isinstance(raw, dict) and all(k in ids for k in raw), "Notes",
-                     "a dict from node labels of the graph to values")
+                need(
+                    isinstance(raw, dict) and all(k in ids for k in raw),
+                    "Notes",
+                    "a dict from node labels of the graph to values",
+                )
                 notes = {str(ids[k]): recording.format_value(v, fmt) for k, v in raw.items()}
             return shape, (data, labels, notes)
         if shape == "Broadcast":
-            need(isinstance(data, dict) and "g_in" in data and isinstance(data.get("sums"), list), shape,
-                 "an object with `g_in` and `sums`")
+            need(
+                isinstance(data, dict) and "g_in" in data and isinstance(data.get("sums"), list),
+                shape,
+                "an object with `g_in` and `sums`",
+            )
             return shape, (data["g_in"], data["sums"])
         if shape == "Nested":
-            need(isinstance(data, list) and all(isinstance(c, list) and len(c) == 2 for c in data), shape,
-                 "a chain [[type, trace], …]")
+            need(
+                isinstance(data, list) and all(isinstance(c, list) and len(c) == 2 for c in data),
+                shape,
+                "a chain [[type, trace], …]",
+            )
             return shape, (data,)
         # other entries (e.g. the size `n` the run used) are not drawn
         modes = [v for v in data.values() if isinstance(v, list)] if isinstance(data, dict) else []
-        need(bool(modes) and all(v and all(isinstance(x, int) and x >= 0 for x in v) for v in modes), shape,
-             "a dict {mode: [live nodes after each layer]}")
+        need(
+            bool(modes) and all(v and all(isinstance(x, int) and x >= 0 for x in v) for v in modes),
+            shape,
+            "a dict {mode: [live nodes after each layer]}",
+        )
         return shape, (data,)
 
     def title(self, r) -> str:
@@ -140,14 +184,24 @@ class Figure(Kind):
             from .snapshot import _with_refs  # the caption's Markdown (code, $math$, references)
 
             text = _with_refs(caption, renderer, b.line_of("Caption")) if caption else ""
-            cap = (f'<figcaption>{text}<span class="lk-fig-source"{renderer.no_search}>'
-                   f'（图由本次构建运行 <code>{escape(r.job.label)}</code> 的记录绘制）</span></figcaption>')
-            return (f'<figure class="lk-figure" id="{anchor}">' + self.svg(r, shape, data) + cap + "</figure>")
+            cap = (
+                f'<figcaption>{text}<span class="lk-fig-source"{renderer.no_search}>'
+                f'（图由本次构建运行 <code>{escape(r.job.label)}</code> 的记录绘制）</span></figcaption>'
+            )
+            return f'<figure class="lk-figure" id="{anchor}">' + self.svg(r, shape, data) + cap + "</figure>"
 
         if renderer.store is None:
             return make()
-        key = digest("figure", FORMAT, anchor, shape, json.dumps(data, sort_keys=True, ensure_ascii=False),
-                     b.get("Title") or "", b.get("Caption") or "", r.job.label)
+        key = digest(
+            "figure",
+            FORMAT,
+            anchor,
+            shape,
+            json.dumps(data, sort_keys=True, ensure_ascii=False),
+            b.get("Title") or "",
+            b.get("Caption") or "",
+            r.job.label,
+        )
         return renderer.store.get_or_make(key, make)
 
     def plain(self, r, project, result):

@@ -73,8 +73,11 @@ class Line(InlineKind):
     def render(self, project, ref, links):
         r = resolve(project, ref)
         text = escape(r.render())
-        title = escape(f"{r.file} · {r.ref.symbol} · " + " / ".join(l.strip() for l in r.text[:2])
-                       + (" …" if len(r.text) > 2 else ""))
+        title = escape(
+            f"{r.file} · {r.ref.symbol} · "
+            + " / ".join(l.strip() for l in r.text[:2])
+            + (" …" if len(r.text) > 2 else "")
+        )
         ident = getattr(links, "inline_id", lambda ref: None)(ref)
         attr = f' id="{ident}"' if ident else ""
         link = href(links, r)

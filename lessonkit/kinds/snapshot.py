@@ -38,16 +38,34 @@ class Snapshot(Kind):
     def validate(self, b):
         out = []
         if b.body is None:
-            out.append(Problem("a snapshot block without a table", b.path, b.line,
-                               "after a blank line write the header row (`对象 | 值 | 说明`) and one row per object"))
+            out.append(
+                Problem(
+                    "a snapshot block without a table",
+                    b.path,
+                    b.line,
+                    "after a blank line write the header row (`对象 | 值 | 说明`) and one row per object",
+                )
+            )
         label = b.get("Label")
         if label is not None and label not in LABELS:
-            out.append(Problem(f"`Label: {label}` is not one of {' / '.join(LABELS)}", b.path, b.line_of("Label"),
-                               "手算推演: worked by hand; 源码推演: read from the source; 实验观察: seen in the run"))
+            out.append(
+                Problem(
+                    f"`Label: {label}` is not one of {' / '.join(LABELS)}",
+                    b.path,
+                    b.line_of("Label"),
+                    "手算推演: worked by hand; 源码推演: read from the source; 实验观察: seen in the run",
+                )
+            )
         p = b.get("Precision")
         if p is not None and not (p.isascii() and p.isdigit() and int(p) <= 12):
-            out.append(Problem(f"`Precision: {p}` is not a number of decimals from 0 to 12", b.path,
-                               b.line_of("Precision"), "for example `Precision: 3`"))
+            out.append(
+                Problem(
+                    f"`Precision: {p}` is not a number of decimals from 0 to 12",
+                    b.path,
+                    b.line_of("Precision"),
+                    "for example `Precision: 3`",
+                )
+            )
         return out
 
     def resolve(self, project, block):
@@ -55,8 +73,11 @@ class Snapshot(Kind):
         problems = []
         for ref in cell_refs(block):  # inline references in cells: checked like those in prose
             kind = project.kinds.inline.get(ref.kind)
-            problems += kind.check(project, ref) if kind else [project.kinds.unknown(
-                ref.kind, ref.path, ref.line, inline=True).problem]
+            problems += (
+                kind.check(project, ref)
+                if kind
+                else [project.kinds.unknown(ref.kind, ref.path, ref.line, inline=True).problem]
+            )
         if problems:
             raise LessonError.collect(problems)
         return Resolved(block, None, None, _recorded.job_for(project, rel))
@@ -68,8 +89,9 @@ class Snapshot(Kind):
         """The table model (located errors for every wrong row)."""
         b = r.block
         rec = _recorded.recording_of(result, r.job.label, b.path, b.line_of("Experiment"))
-        return recording.build_snapshot(list(b.body), rec, path=b.path, first_line=b.body_line,
-                                        fmt=recording.Format(precision=precision(b)))
+        return recording.build_snapshot(
+            list(b.body), rec, path=b.path, first_line=b.body_line, fmt=recording.Format(precision=precision(b))
+        )
 
     def render(self, renderer, r, anchor, result):
         table = self.table(r, result)
@@ -78,20 +100,35 @@ class Snapshot(Kind):
         def make() -> str:
             badge = renderer.labels["snapshot"] + (f" · {b.get('Label')}" if b.get("Label") else "")
             meta = [f"<code>{escape(r.job.label)}</code>", "本次构建的运行记录"]
-            title = (f'<p class="lk-snapshot-title"><strong>{_with_refs(b.get("Title"), renderer, b.line_of("Title"))}'
-                     "</strong></p>" if b.get("Title") else "")
+            title = (
+                f'<p class="lk-snapshot-title"><strong>{_with_refs(b.get("Title"), renderer, b.line_of("Title"))}'
+                "</strong></p>"
+                if b.get("Title")
+                else ""
+            )
             head = "".join(f"<th>{_md(c)}</th>" for c in table.columns)
-            rows = "".join("<tr>" + "".join(_cell(c, r.job.label, renderer, b.line) for c in row) + "</tr>"
-                           for row in table.rows)
-            return (f'<div class="lk-block lk-snapshot" id="{anchor}">'
-                    + renderer.head(badge, "snap", meta, [("查看脚本", renderer.links.script(r.job.label))])
-                    + title + f'<table class="lk-snapshot-table"><thead><tr>{head}</tr></thead>'
-                    f"<tbody>{rows}</tbody></table></div>")
+            rows = "".join(
+                "<tr>" + "".join(_cell(c, r.job.label, renderer, b.line) for c in row) + "</tr>" for row in table.rows
+            )
+            return (
+                f'<div class="lk-block lk-snapshot" id="{anchor}">'
+                + renderer.head(badge, "snap", meta, [("查看脚本", renderer.links.script(r.job.label))])
+                + title
+                + f'<table class="lk-snapshot-table"><thead><tr>{head}</tr></thead>'
+                f"<tbody>{rows}</tbody></table></div>"
+            )
 
         if renderer.store is None or any("[[" in line for line in [*b.body, b.get("Title") or ""]):  # inline refs
             return make()
-        key = digest("snapshot", FORMAT, anchor, repr(table), b.get("Title") or "", b.get("Label") or "",
-                     renderer.links.script(r.job.label) or "")
+        key = digest(
+            "snapshot",
+            FORMAT,
+            anchor,
+            repr(table),
+            b.get("Title") or "",
+            b.get("Label") or "",
+            renderer.links.script(r.job.label) or "",
+        )
         return renderer.store.get_or_make(key, make)
 
     def plain(self, r, project, result):
@@ -104,15 +141,17 @@ class Snapshot(Kind):
         def plain_ref(m):
             kind = project.kinds.inline.get(m["name"])
             try:
-                return kind.plain(project, InlineRef(m["name"], m["arg"], r.block.path, r.block.line)) if kind \
+                return (
+                    kind.plain(project, InlineRef(m["name"], m["arg"], r.block.path, r.block.line))
+                    if kind
                     else m.group(0)
+                )
             except LessonError:
                 return m.group(0)
 
         title = r.block.get("Title")
         head = [f"**{INLINE.sub(plain_ref, title)}**", ""] if title else []
         return head + INLINE.sub(plain_ref, table.markdown()).rstrip("\n").split("\n")
-
 
 
 def cell_refs(block) -> list:

@@ -47,16 +47,33 @@ def items(project, ttree, target, parsed_pages: list, vs) -> list:
                 try:
                     recorded.append((ref, value_kind.job(project, ref)))
                 except LessonError as exc:
-                    out.append(Item(ref.path, ref.line, "value", ref.argument, "error",
-                                    detail=f"does not resolve at the pin: {exc.problem.message}"))
+                    out.append(
+                        Item(
+                            ref.path,
+                            ref.line,
+                            "value",
+                            ref.argument,
+                            "error",
+                            detail=f"does not resolve at the pin: {exc.problem.message}",
+                        )
+                    )
         for block in parsed.blocks:
             if block.kind not in RECORDED:
                 continue
             try:
                 recorded.append((block, project.resolve(block).job))
             except LessonError as exc:
-                out.append(Item(block.path, block.line, block.kind, block.get("Experiment") or "", "error",
-                                detail=f"does not resolve at the pin: {exc.problem.message}", block=block))
+                out.append(
+                    Item(
+                        block.path,
+                        block.line,
+                        block.kind,
+                        block.get("Experiment") or "",
+                        "error",
+                        detail=f"does not resolve at the pin: {exc.problem.message}",
+                        block=block,
+                    )
+                )
     out += _recorded_items(project, target, recorded, vs, Item)
     return out
 
@@ -66,17 +83,34 @@ def _ref_item(project, ttree, ref, Item):
     try:
         old = line_kind.resolve(project, ref)
     except LessonError as exc:
-        return Item(ref.path, ref.line, "prose-ref", label, "error",
-                    detail=f"does not resolve at the pin: {exc.problem.message}")
+        return Item(
+            ref.path,
+            ref.line,
+            "prose-ref",
+            label,
+            "error",
+            detail=f"does not resolve at the pin: {exc.problem.message}",
+        )
     status, new = sourceref.classify(old, ttree)
-    item = Item(ref.path, ref.line, "prose-ref", label, status, old=(old.start, old.end),
-                new=(new.start, new.end) if new else None)
+    item = Item(
+        ref.path,
+        ref.line,
+        "prose-ref",
+        label,
+        status,
+        old=(old.start, old.end),
+        new=(new.start, new.end) if new else None,
+    )
     if status == "moved":
         return replace(item, detail=f"{old.render()} → {new.render()} (rendered from the content: no edit needed)")
     if status == "changed":
         from .classify import _udiff
-        return replace(item, detail=f"{old.render()} → {new.render()}: the lines' text differs; reread the sentence",
-                       diff=_udiff(old.text, new.text, old.start, new.start, "pin", "target"))
+
+        return replace(
+            item,
+            detail=f"{old.render()} → {new.render()}: the lines' text differs; reread the sentence",
+            diff=_udiff(old.text, new.text, old.start, new.start, "pin", "target"),
+        )
     if status == "missing":
         try:
             sourceref.resolve(ttree, old.ref)
@@ -105,8 +139,14 @@ def _recorded_items(project, target, recorded, vs, Item) -> list:
             out.append(replace(item, status="error", detail="its experiment fails at the pin"))
             continue
         if not b.ok:
-            out.append(replace(item, status="fails", detail="its experiment fails against the target: "
-                               + execute.failure(b, job, job.timeout).problem.message))
+            out.append(
+                replace(
+                    item,
+                    status="fails",
+                    detail="its experiment fails against the target: "
+                    + execute.failure(b, job, job.timeout).problem.message,
+                )
+            )
             continue
         try:
             old = _shown(project, what, a)
@@ -135,6 +175,7 @@ def _shown(project, what, result):
         return json.loads(json.dumps(r.kind.inputs(r, result), sort_keys=True))
     rel, key, prec = value_kind.parse(what)
     from .. import recording
+
     rec = recording.load(result.record, rel)
     fmt = recording.Format() if prec is None else recording.Format(precision=prec)
     return recording.format_value(recording.lookup(rec, key), fmt)
@@ -144,7 +185,8 @@ def _difference(kind: str, old, new) -> str:
     if kind == "value":
         return f"the recorded value changes: {old} → {new}"
     if kind == "snapshot":
-        cells = [f"row {i + 1}: {a} → {b}" for i, (ra, rb) in enumerate(zip(old, new)) for a, b in zip(ra, rb)
-                 if a != b]
+        cells = [
+            f"row {i + 1}: {a} → {b}" for i, (ra, rb) in enumerate(zip(old, new)) for a, b in zip(ra, rb) if a != b
+        ]
         return f"{len(cells)} generated value(s) change: " + "; ".join(cells[:6]) + (" …" if len(cells) > 6 else "")
     return "the figure changes: its recorded data differ"

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 from html import escape
 
-from grandalf.graphs import Edge, Graph, Vertex
+from grandalf.graphs import Edge, Vertex, graph_core
 from grandalf.layouts import SugiyamaLayout
 
 MONO = "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace"
@@ -86,10 +86,9 @@ def graph_svg(
         v.view = _View(_node_size(n, notes.get(n["id"]))[0], 2 * half)
         verts.append(v)
     pairs = sorted({(p, n["id"]) for n in nodes for p in n["parents"]})
-    g = Graph(verts, [Edge(verts[a], verts[b]) for a, b in pairs])
     pos = {}
     x_off = 0.0
-    for comp in g.C:  # components side by side, in id order
+    for comp in _components(verts, [Edge(verts[a], verts[b]) for a, b in pairs]):  # side by side, in id order
         sug = SugiyamaLayout(comp)
         sug.xspace, sug.yspace = 60, 80
         sug.init_all(roots=[v for v in comp.sV if not v.e_in()] or None)
@@ -297,3 +296,31 @@ def alive_svg(during: dict, title: str, row_labels: dict | None = None) -> str:
             body.append(_t(x0 + n * (sq + gap) + 4, y + 8, str(n), "lk-note", 12, "start"))
         y += 28
     return _svg(pad * 2 + label_w + len(kinds) * col_w, y + pad - 8, title, body)
+
+
+def _components(verts: list, edges: list) -> list:
+    """The connected components as grandalf graphs, built in a fixed order.
+
+    grandalf's ``Graph`` gathers each component's edges in a ``set``, whose order follows the
+    objects' addresses; the edge order then steers the crossing reduction, so the same graph
+    could be drawn differently from one run to the next. Here every component gets its
+    vertices and edges in id order."""
+    index = {id(v): i for i, v in enumerate(verts)}
+    parent = list(range(len(verts)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for e in edges:
+        parent[find(index[id(e.v[0])])] = find(index[id(e.v[1])])
+    groups: dict[int, list] = {}
+    for i, v in enumerate(verts):
+        groups.setdefault(find(i), []).append(v)
+    out = []
+    for members in sorted(groups.values(), key=lambda m: index[id(m[0])]):
+        ids = {id(v) for v in members}
+        out.append(graph_core(members, [e for e in edges if id(e.v[0]) in ids], directed=True))
+    return out

@@ -656,3 +656,30 @@ CONVERSIONS = [
 def test_each_hand_typed_line_reference_has_a_checked_replacement(pinned, page, context, ref, typed):
     assert typed in context
     assert sourceref.resolve_text(pinned, ref).render() == typed
+
+
+def test_graph_layout_does_not_depend_on_object_addresses():
+    """grandalf collects a component's edges in a set ordered by object address; the figure
+    must not change with it. Lesson 09's graph (a recording of reverse_mode_scaling.py, kept
+    in tests/data), laid out in processes whose allocations differ, gives one SVG."""
+    graph = (ROOT / "tests" / "data" / "vjp_graph_09.json").read_text(encoding="utf-8")
+    code = (
+        "import json, sys, hashlib\n"
+        "junk = [object() for _ in range(int(sys.argv[1]) * 997)]\n"
+        "from lessonkit import figures\n"
+        "svg = figures.graph_svg(json.loads(sys.argv[2]), 't')\n"
+        "print(hashlib.sha256(svg.encode()).hexdigest())\n"
+    )
+    digests = set()
+    for n in range(8):
+        env = {**os.environ, "PYTHONHASHSEED": str(n)}
+        r = subprocess.run(
+            [sys.executable, "-c", code, str(n), graph],
+            env=env,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
+        assert r.returncode == 0, r.stderr
+        digests.add(r.stdout.strip())
+    assert len(digests) == 1

@@ -94,7 +94,9 @@ class Facts:
         return (self.generated + self.checked) / total if total else 1.0
 
 
-EXPLAIN = ("说明", "来源", "为什么", "来自什么", "备注", "解释", "含义")  # columns of the author's prose
+# Columns that hold the author's prose, a rule's name or a code location, not a value of the run
+# (a code location written as [[line: …]] is checked by verify like every inline reference).
+EXPLAIN = ("说明", "来源", "为什么", "来自什么", "备注", "解释", "含义", "局部规则", "代码位置", "下一步")
 
 
 def count_table(table) -> tuple[int, int, int]:

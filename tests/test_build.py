@@ -192,3 +192,22 @@ def test_home_page_links_every_lesson_attachment_and_the_bundle(built_site):
         assert f"attachments/{page}/" in hrefs, page
     assert "walkthrough/" in hrefs
     assert "downloads/autograd-resources.zip" in hrefs
+
+
+def test_acceptance_record_counts_the_living_facts_and_meets_the_target(built_site):
+    """Issue 17: at least 90 % of the snapshot values are generated from a recording or checked
+    against one, at least seven lessons show a figure drawn from this build's runs, and the
+    acceptance page prints the counts the build computed."""
+    acc = re.sub(
+        r"\s+", " ", re.sub(r"<[^>]+>", " ", (built_site / "attachments" / "acceptance" / "index.html").read_text())
+    )
+    generated = int(re.search(r"快照中由记录生成的值 (\d+)", acc)[1])
+    checked = int(re.search(r"快照中手写、已与记录比对的值 (\d+)", acc)[1])
+    hand = int(re.search(r"快照中手写、未比对的值 (\d+)", acc)[1])
+    share = float(re.search(r"生成或比对的比例 ([\d.]+) %", acc)[1])
+    assert share == round(100 * (generated + checked) / (generated + checked + hand), 1)
+    assert share >= 90.0
+    lessons = sorted(
+        p.parent.name for p in (built_site / "lessons").glob("*/index.html") if 'class="lk-figure"' in p.read_text()
+    )
+    assert len(lessons) >= 7, lessons

@@ -3,7 +3,7 @@
 Every experiment runs in its own temporary folder ``lessonkit-exp-<owner>-…`` under
 the system's temporary directory::
 
-    <box>/work/                the working directory, $HOME and $TMPDIR
+    <box>/work                 the working directory, $HOME and $TMPDIR
     <box>/pinned/              a copy of the pinned tree, checked byte for byte
     <box>/project/experiments  a copy of experiments/ (what the cache key covers)
     <box>/project/mini-autograd

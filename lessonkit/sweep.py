@@ -86,6 +86,28 @@ def _untouched_for(path: Path, seconds: float) -> bool:
     return True
 
 
+def _dead_owners_dirs(base: Path, fmt, uid: int, old_enough) -> list[Path]:
+    """Folders in ``base`` (never through a link) whose exact-format name names a provably dead
+    owner, of our uid, and that ``old_enough(path, stat)`` lets go."""
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return []
+    out = []
+    for e in entries:
+        m = fmt.fullmatch(e.name)
+        if not m:
+            continue
+        try:
+            st = os.lstat(e.path)
+        except OSError:
+            continue
+        path = Path(e.path)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == uid and _owner_dead(*m.groups()[:3]) and old_enough(path, st):
+            out.append(path)
+    return out
+
+
 def sweep_leftovers(age: float | None = None) -> list[str]:
     """Remove what boxes of builds that died (kill -9) left: folders, cgroups, processes.
     Only exact-format names of our uid whose owner is provably dead (see ``_owner_dead``);
@@ -93,48 +115,13 @@ def sweep_leftovers(age: float | None = None) -> list[str]:
     age = SWEEP_AGE if age is None else age
     removed = []
     uid = os.getuid()
-    base = Path(tempfile.gettempdir())
-    try:
-        entries = list(os.scandir(base))
-    except OSError:
-        entries = []
-    for e in entries:
-        m = DIR_FORMAT.fullmatch(e.name)
-        if not m:
-            continue
-        try:
-            st = os.lstat(e.path)
-        except OSError:
-            continue
-        if (
-            stat.S_ISDIR(st.st_mode)
-            and st.st_uid == uid
-            and _owner_dead(*m.groups()[:3])
-            and _untouched_for(Path(e.path), age)
-        ):
-            _rmtree(Path(e.path))
-            removed.append(e.path)
+    for path in _dead_owners_dirs(Path(tempfile.gettempdir()), DIR_FORMAT, uid, lambda p, st: _untouched_for(p, age)):
+        _rmtree(path)
+        removed.append(str(path))
     if PIDS_CGROUP.is_dir() and not PIDS_CGROUP.is_symlink():
-        try:
-            groups = list(os.scandir(PIDS_CGROUP))
-        except OSError:
-            groups = []
-        for e in groups:
-            m = CGROUP_FORMAT.fullmatch(e.name)
-            if not m:
-                continue
-            try:
-                st = os.lstat(e.path)
-            except OSError:
-                continue
-            if (
-                stat.S_ISDIR(st.st_mode)
-                and st.st_uid == uid
-                and _owner_dead(*m.groups()[:3])
-                and time.time() - st.st_mtime >= age
-            ):
-                _remove_cgroup(Path(e.path))
-                removed.append(e.path)
+        for path in _dead_owners_dirs(PIDS_CGROUP, CGROUP_FORMAT, uid, lambda p, st: time.time() - st.st_mtime >= age):
+            _remove_cgroup(path)
+            removed.append(str(path))
     for pid in marked_processes():
         try:
             env = Path(f"/proc/{pid}/environ").read_bytes()

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from .. import execute, sandbox
-from ..errors import LessonError
+from ..errors import LessonError, Problem
 from ..parse import check_rel_path
 from ..recording import Recording, load
 
@@ -68,3 +68,18 @@ def run(project, job: execute.Job, path: str | None, line: int | None):
     if not result.ok:
         raise execute.failure(result, job, job.timeout).at(path, line)
     return result
+
+
+def precision_problems(b) -> list[Problem]:
+    """The `Precision:` header of a snapshot or figure: a number of decimals from 0 to 12."""
+    p = b.get("Precision")
+    if p is None or (p.isascii() and p.isdigit() and int(p) <= 12):
+        return []
+    return [
+        Problem(
+            f"`Precision: {p}` is not a number of decimals from 0 to 12",
+            b.path,
+            b.line_of("Precision"),
+            "for example `Precision: 3`",
+        )
+    ]

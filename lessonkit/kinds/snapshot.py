@@ -56,16 +56,7 @@ class Snapshot(Kind):
                     "手算推演: worked by hand; 源码推演: read from the source; 实验观察: seen in the run",
                 )
             )
-        p = b.get("Precision")
-        if p is not None and not (p.isascii() and p.isdigit() and int(p) <= 12):
-            out.append(
-                Problem(
-                    f"`Precision: {p}` is not a number of decimals from 0 to 12",
-                    b.path,
-                    b.line_of("Precision"),
-                    "for example `Precision: 3`",
-                )
-            )
+        out += _recorded.precision_problems(b)
         return out
 
     def resolve(self, project, block):

@@ -81,9 +81,10 @@ def _render(args) -> int:
     import markdown
 
     from . import mdext
+    from .project import Project
 
     path = Path(args.page)
-    project = mdext.get_project(args.root)
+    project = Project(Path(args.root).resolve())
     problem = _page_problem(project, path)
     if problem:
         print(f"{args.page}: {problem} — give the path of a Markdown file under docs/", file=sys.stderr)
@@ -99,14 +100,11 @@ def _render(args) -> int:
             "pymdownx.superfences",
             "md_in_html",
         ],
-        extension_configs={"lessonkit.mdext": {"root": args.root}},
+        extension_configs={"lessonkit.mdext": {"root": args.root, "context": lambda: page}},
     )
     problems = []
-    token = mdext.CURRENT.set(mdext.PageContext(project.rel(path), 0, problems))
-    try:
-        html = md.convert(text)
-    finally:
-        mdext.CURRENT.reset(token)
+    page = mdext.PageContext(project.rel(path), 0, problems, source=text, project=project)
+    html = md.convert(text)
     for p in problems:
         print(p, file=sys.stderr)
     print(html)

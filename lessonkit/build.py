@@ -16,10 +16,10 @@ this is usable and testable without MkDocs:
 Problems reach the user through one channel, :attr:`Build.problems`, as one type,
 :class:`~lessonkit.errors.Problem`.
 
-Process-wide state: only :data:`COMMAND` (the MkDocs command of this process, set once
-by ``on_startup``, which MkDocs does not call again when ``serve`` reloads the hooks) and
-the content-keyed caches installed by :meth:`Project.install_stores` (safe to share across serve
-rebuilds: an entry is found only by the digest of everything it was made from).
+A Build holds no process-wide state: the MkDocs adapter (:mod:`lessonkit.mkdocs_hooks`)
+keeps each Build with the configuration it was made for and tells it the command
+(``build`` checks the written site's links; ``serve`` does not). What does outlive a build
+(content-keyed caches, facts about the process) is listed in :mod:`lessonkit.shared`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ from .mdext import PageContext
 from .project import Project
 from .render import Deferred
 
-COMMAND = ["build"]  # the MkDocs command of this process ("build" or "serve")
 TOKEN = re.compile(r"\[\[lessonkit:([^\]\s]*)\]\]")
 API_ENTRY = re.compile(r"^::: *([\w.]+)", re.M)
 ANCHOR_ID = re.compile(r'\sid="([^"]+)"')
@@ -132,7 +131,7 @@ class SiteLinks:
 @dataclass
 class Build:
     root: Path
-    command: str = "build"
+    command: str = "build"  # "serve" skips the link check of the written site
     problems: list[Problem] = field(default_factory=list)
     tokens: dict[str, str] = field(default_factory=dict)  # [[lessonkit:x]] -> value
     texts: dict[str, str] = field(default_factory=dict)  # project-relative page -> text, read once
@@ -161,7 +160,6 @@ class Build:
         """Provide the pinned tree (checked against the manifest, once per build)."""
         tree = self.project.tree
         verify.check_config(self.project)  # the other sourcemap files, before anything uses them
-        self.project.install_stores()
         pin = self.project.pin
         self.tokens = {
             "provider": tree.provider,

@@ -22,9 +22,6 @@ from .store import Store, digest
 INLINE = r"(?<![\\$])\$(?!\s)(?P<tex>[^$\n]+?)(?<![\s\\])\$(?!\d)"
 
 
-STORE: Store | None = None  # set by the build: converted formulas by content, across builds
-
-
 @lru_cache(maxsize=1)
 def _converter() -> str:
     from importlib.metadata import version
@@ -83,39 +80,47 @@ def _polish(html: str) -> str:
     return _FUNCTION_MI.sub(fix, html)
 
 
-def to_mathml(tex: str, display: str, md=None) -> str:
-    """MathML for ``tex``; a formula that cannot be converted is reported on the page ``md`` converts."""
-    if STORE is None:
+def _store(md) -> Store | None:
+    """Converted formulas by content: the cache of the project whose page ``md`` converts, if any."""
+    from .mdext import page_context
+
+    ctx = page_context(md) if md is not None else None
+    return ctx.project.store("mathml") if ctx is not None and ctx.project is not None else None
+
+
+def to_mathml(tex: str, display: str, md=None, store: Store | None = None) -> str:
+    """MathML for ``tex``; a formula that cannot be converted is reported on the page ``md`` converts.
+    Converted formulas are kept in ``store`` (default: the cache of the page's project)."""
+    store = store if store is not None else _store(md)
+    if store is None:
         return _convert(tex, display, md)
     key = digest("mathml", _converter(), display, tex.strip())
-    html = STORE.get(key)
+    html = store.get(key)
     if html is None:
         html = _convert(tex, display, md)
         if not html.startswith('<span class="lk-error">'):  # problems are reported every build
-            STORE.put(key, html)
+            store.put(key, html)
     return html
 
 
 BLOCK_TEX = re.compile(r"^[ \t]*\$\$(.*?)\$\$[ \t]*$", re.S | re.M)
 
 
-def prewarm(text: str) -> None:
-    """Convert the formulas ``text`` appears to hold into the store ahead of rendering.
+def prewarm(text: str, store: Store) -> None:
+    """Convert the formulas ``text`` appears to hold into ``store`` ahead of rendering.
     A best effort (a page may use ``$`` otherwise): what does not convert is left for the
     rendering pass, which reports it at its line."""
-    if STORE is None:
-        return
     for tex in BLOCK_TEX.findall(text):
-        _prewarm_one(tex, "block")
+        _prewarm_one(tex, "block", store)
     for m in re.finditer(INLINE, BLOCK_TEX.sub("", text)):
-        _prewarm_one(m.group("tex"), "inline")
+        _prewarm_one(m.group("tex"), "inline", store)
 
 
-def _prewarm_one(tex: str, display: str) -> None:
+def _prewarm_one(tex: str, display: str, store: Store) -> None:
     key = digest("mathml", _converter(), display, tex.strip())
-    if STORE.get(key) is None:
+    if store.get(key) is None:
         try:
-            STORE.put(key, _polish(convert(tex.strip(), display=display)))
+            store.put(key, _polish(convert(tex.strip(), display=display)))
         except Exception:  # reported, with its line, when the page renders
             pass
 
@@ -128,9 +133,9 @@ def _convert(tex: str, display: str, md=None) -> str:
             f"cannot render formula ${tex.strip()[:60]}$: {exc.__class__.__name__}: {exc}",
             hint="check the LaTeX; only standard math commands are supported",
         )
-        from .mdext import CURRENT, page_context
+        from .mdext import page_context
 
-        ctx = page_context(md) if md is not None else CURRENT.get()
+        ctx = page_context(md) if md is not None else None
         if ctx is None or ctx.problems is None:
             raise err from None
         ctx.problems.extend(err.at(ctx.path, ctx.locate(tex.strip())).problems)

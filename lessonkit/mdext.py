@@ -5,16 +5,19 @@ Usable by any Python-Markdown based generator::
     markdown.Markdown(extensions=["lessonkit.mdext"], extension_configs={"lessonkit.mdext": {"root": "."}})
 
 The blocks are found by a preprocessor, where the raw lines are still visible, so
-every problem carries its ``path:line``. The page path and the line offset come
-from :data:`CURRENT` (set by the MkDocs hooks); without it errors say ``<markdown>``.
-Problems go to ``CURRENT.problems`` when a sink is given (the block is replaced by
-an error box) and are raised as one :class:`LessonError` otherwise, never swallowed.
+every problem carries its ``path:line``. The page path and the line offset come from
+the page's :class:`PageContext`, which the ``context`` option (a callable) gives: a site
+build passes ``lambda: build.current`` (:mod:`lessonkit.mkdocs_hooks`), ``python -m lessonkit
+render`` the page it renders; without one, errors say ``<markdown>``. Problems go to
+``context.problems`` when a sink is given (the block is replaced by an error box) and are
+raised as one :class:`LessonError` otherwise, never swallowed. The extension keeps no
+process-wide state: without a project in the context, each instance provides its ``root``'s
+project once, for every page it converts.
 """
 
 from __future__ import annotations
 
 import re
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -50,32 +53,10 @@ class PageContext:
         return self.source.count("\n", 0, idx) + 1 if idx >= 0 else None
 
 
-# The page being rendered when the extension is used on its own (``python -m lessonkit render``,
-# a plain ``markdown.Markdown``): context-local, set and reset around one conversion. A site
-# build instead gives the extension a `context` callable (see lessonkit.build.Build.current).
-CURRENT: ContextVar[PageContext | None] = ContextVar("lessonkit_page", default=None)
-# Projects by root for stand-alone use, so that converting many pages provides the pinned tree
-# once. A build passes its own project in the page context and does not use this cache.
-_projects: dict[Path, Project] = {}
-
-
 def page_context(md: Markdown) -> PageContext | None:
-    """The context of the page ``md`` is converting: from the build, else from :data:`CURRENT`."""
+    """The context of the page ``md`` is converting (the extension's ``context`` option), if any."""
     provider = getattr(md, "lessonkit_context", None)
-    ctx = provider() if provider is not None else None
-    return ctx if ctx is not None else CURRENT.get()
-
-
-def get_project(root: str | Path) -> Project:
-    key = Path(root).resolve()
-    if key not in _projects:
-        _projects[key] = Project(key)
-    return _projects[key]
-
-
-def reset() -> None:
-    """Forget every project (and so every parsed file and provided tree): one build, one state."""
-    _projects.clear()
+    return provider() if provider is not None else None
 
 
 PROVIDERS = [  # provider text (pin.py, English for logs) -> label key of site.toml [labels], detail
@@ -241,13 +222,20 @@ class _Pre(Preprocessor):
     def __init__(self, md: Markdown, root: str):
         super().__init__(md)
         self.root = root
+        self.projects: dict[Path, Project] = {}  # by root, when the context gives none
+
+    def project(self, root: str) -> Project:
+        key = Path(root).resolve()
+        if key not in self.projects:
+            self.projects[key] = Project(key)
+        return self.projects[key]
 
     def run(self, lines: list[str]) -> list[str]:
         ctx = page_context(self.md) or PageContext()
         text = "\n".join(lines)
         if "```" not in text and "~~~" not in text and "[[" not in text:
             return lines
-        project = ctx.project or get_project(ctx.root or self.root)
+        project = ctx.project or self.project(ctx.root or self.root)
         out, problems = render_page(self.md, project, text, ctx)
         if problems:
             if ctx.problems is None:

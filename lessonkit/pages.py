@@ -139,12 +139,12 @@ def prewarm(project: Project, plan: Prewarm) -> None:
     from .mdext import make_renderer
     from .render import NoLinks
 
-    project.install_stores()
     renderer = make_renderer(Markdown(), project, NoLinks())
     for text, start, anchor in plan.code:
         renderer.code(text, start, anchor)
+    formulas = project.store("mathml")
     for page in plan.pages:
-        mathml.prewarm((project.root / page).read_text(encoding="utf-8"))
+        mathml.prewarm((project.root / page).read_text(encoding="utf-8"), formulas)
     for rel in sorted(project.pin.manifest):
         if rel.endswith(".py"):
             try:

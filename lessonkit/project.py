@@ -14,6 +14,7 @@ from .parse import Block, ParsedPage, parse_page
 from .pin import Pin, PinnedTree, load_pin, provide
 from .resolve import Tree
 from .siteconfig import SiteConfig
+from .store import Store
 
 
 @dataclass
@@ -78,16 +79,29 @@ class Project:
             "pinned",
             allowed=set(self.pin.manifest),
             label=f"the pinned {self.site.name} {self.pin.version} tree",
+            symbols=self.store("symbols"),
         )
 
     @cached_property
     def repo(self) -> Tree:
         folders = self.site.teaching or self.site.code  # never "any file of the repository"
-        return Tree(self.root, "repo", prefixes=tuple(f"{d}/" for d in folders), label="this repository")
+        return Tree(
+            self.root,
+            "repo",
+            prefixes=tuple(f"{d}/" for d in folders),
+            label="this repository",
+            symbols=self.store("symbols"),
+        )
 
     @cached_property
     def scripts(self) -> Tree:
-        return Tree(self.root, "repo", prefixes=("experiments/",), label="this repository's experiments")
+        return Tree(
+            self.root,
+            "repo",
+            prefixes=("experiments/",),
+            label="this repository's experiments",
+            symbols=self.store("symbols"),
+        )
 
     @cached_property
     def runner(self) -> execute.Runner:
@@ -103,16 +117,9 @@ class Project:
             **execute.pin_args(self.pin, self.root),
         )
 
-    def install_stores(self) -> None:
-        """Point the process's content-keyed caches (symbol tables, formulas) at this project's
-        cache. They are safe to share across serve rebuilds and projects: an entry is found only
-        by the digest of everything it was made from."""
-        from . import mathml
-        from .pyindex import SourceFile
-        from .store import Store
-
-        SourceFile.store = Store(self.cache, "symbols")
-        mathml.STORE = Store(self.cache, "mathml")
+    def store(self, kind: str) -> Store:
+        """This project's content-keyed cache of one kind (``<cache>/<kind>``; see lessonkit.store)."""
+        return Store(self.cache, kind)
 
     # -- pages
     def read_page(self, path: Path) -> str:

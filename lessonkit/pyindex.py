@@ -29,16 +29,15 @@ class Definition:
 class SourceFile:
     """One text file, parsed at most once.
 
-    :meth:`of` shares instances by content, so a file's ``ast`` and symbol table
-    survive MkDocs ``serve`` rebuilds (which start lessonkit from an empty state)
-    until the bytes change.
+    :meth:`of` shares instances by content (a cache listed in :mod:`lessonkit.shared`), so a
+    file's ``ast`` and symbol table survive MkDocs ``serve`` rebuilds until the bytes change.
+    ``store``, when given, keeps symbol tables on disk by content, for the next process.
     """
 
     _shared: "dict[tuple[str, bytes], SourceFile]" = {}
-    store: "Store | None" = None  # set by the build: symbol tables by content, across builds
 
     @classmethod
-    def of(cls, rel: str, data: bytes) -> "SourceFile":
+    def of(cls, rel: str, data: bytes, store: "Store | None" = None) -> "SourceFile":
         import hashlib
 
         key = (rel, hashlib.sha256(data).digest())
@@ -46,12 +45,15 @@ class SourceFile:
         if sf is None:
             if len(cls._shared) > 4096:
                 cls._shared.clear()
-            sf = cls._shared[key] = cls(rel, data)
+            sf = cls._shared[key] = cls(rel, data, store)
+        elif sf.store is None:  # entries are found by content: any project's disk layer will do
+            sf.store = store
         return sf
 
-    def __init__(self, rel: str, data: bytes):
+    def __init__(self, rel: str, data: bytes, store: "Store | None" = None):
         self.rel = rel
         self.data = data
+        self.store = store
         try:
             self.text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -78,7 +80,7 @@ class SourceFile:
 
     @cached_property
     def definitions(self) -> list[Definition]:
-        store = SourceFile.store
+        store = self.store
         if store is None:
             return self._definitions()
         key = digest("definitions", sys.version, self.rel, self.data)

@@ -9,6 +9,7 @@ from pathlib import Path
 from .errors import LessonError
 from .parse import Block, check_rel_path
 from .pyindex import SourceFile
+from .store import Store
 
 
 @dataclass(frozen=True)
@@ -39,8 +40,10 @@ class Tree:
         allowed: set[str] | None = None,
         prefixes: tuple[str, ...] = (),
         label: str = "the tree",
+        symbols: Store | None = None,
     ):
         self.root = root
+        self.symbols = symbols  # symbol tables on disk, by content (lessonkit.store)
         self.origin = origin
         self.allowed = allowed  # manifest paths, or None for "any file under prefixes"
         self.prefixes = prefixes
@@ -80,7 +83,7 @@ class Tree:
             known = self.allowed if self.allowed is not None else self._listing()
             hint = _nearest_path(rel, known) if known else "check the spelling"
             raise LessonError(f"no file `{rel}` in {self.label}", hint=hint)
-        return SourceFile.of(rel, p.read_bytes())
+        return SourceFile.of(rel, p.read_bytes(), self.symbols)
 
     def _listing(self) -> set[str]:
         """The files under this tree's prefixes (for "did you mean" hints)."""

@@ -12,9 +12,9 @@ the graph cannot tell: the configuration, the engine, the theme, the pin, the se
 or a page title (the navigation) changed, or the last build failed.
 
 This module is the MkDocs adapter of the incremental core; the hooks are unchanged: the
-partial build sends the same events to them (``on_config`` makes a new Build, pages go
-through ``on_page_markdown`` / ``on_page_content`` / ``on_page_context``, ``on_env`` and
-``on_post_build``).
+partial build sends the same events to them (:func:`lessonkit.mkdocs_hooks.on_config` gives the
+kept configuration a new Build, pages go through ``on_page_markdown`` / ``on_page_content`` /
+``on_page_context``, ``on_env`` and ``on_post_build`` of its ``BuildEvents``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
-import types
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -33,7 +32,7 @@ from mkdocs.exceptions import Abort, BuildError, PluginError
 from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import Files, InclusionLevel
 
-from . import incremental
+from . import incremental, mkdocs_hooks
 from .build import API_ENTRY
 from .errors import LessonError
 
@@ -46,7 +45,7 @@ class _Capture(BasePlugin):
     """Keeps what ``build()`` does not return: the final file list, the navigation, the environment."""
 
     files = nav = env = None
-    paths: list[Path] = []
+    paths: tuple[Path, ...] = ()  # replaced per build by on_files
 
     @event_priority(100)  # before the lessonkit hooks add the generated pages
     def on_files(self, files, config):
@@ -77,13 +76,6 @@ def scan(root: Path) -> dict[str, str]:
                 if q.is_file() and not SKIP.intersection(q.relative_to(root).parts) and not q.name.endswith(".pyc"):
                     out[q.relative_to(root).as_posix()] = incremental.digest(q.read_bytes())
     return out
-
-
-def _hooks(config) -> types.ModuleType:
-    for plugin in config.plugins.values():
-        if isinstance(plugin, types.ModuleType) and hasattr(plugin, "BUILD") and hasattr(plugin, "on_config"):
-            return plugin
-    raise Abort("lessonkit serve: the lessonkit hooks are not configured in mkdocs.yml")
 
 
 def _search(config):
@@ -173,7 +165,7 @@ class Incremental:
             self.jieba = _Jieba()
         self.jieba.restore()
         build(config, serve_url=self.serve_url)
-        b = _hooks(config).BUILD
+        b = mkdocs_hooks.build_of(config)
         self.graph, self.digests = b.graph()
         self.config, self.capture, self.state, self.urls = config, capture, state, dict(b.urls)
         log.info(f"lessonkit serve: full build ({why}) in {time.perf_counter() - t0:.2f} s")
@@ -190,7 +182,7 @@ class Incremental:
             log.info("lessonkit serve: no file changed")
             return None
         known = {p.relative_to(self.root).as_posix() for p in self.capture.paths if p.is_relative_to(self.root)}
-        code = tuple(d.rstrip("/") + "/" for d in _hooks(self.config).BUILD.project.site.code)
+        code = tuple(d.rstrip("/") + "/" for d in mkdocs_hooks.build_of(self.config).project.site.code)
         outside = [k for k in changed if k not in known and not k.startswith(code)]
         if outside:  # configuration, engine, theme, pin, includes, or a page added or removed
             return self.full(f"{outside[0]} changed")
@@ -213,13 +205,13 @@ class Incremental:
             log.error(f"lessonkit serve: not rebuilt: {exc} — fix the problem and save again")
 
     def _partial(self, state: dict[str, str], t0: float) -> None:
-        config, files, hooks = self.config, self.capture.files, _hooks(self.config)
+        config, files = self.config, self.capture.files
         counter = utils.CountHandler()
         counter.setLevel(logging.WARNING)
         logging.getLogger("mkdocs").addHandler(counter)
         try:
-            hooks.on_config(config)  # a new Build for the new state of the project
-            b = hooks.BUILD
+            mkdocs_hooks.on_config(config)  # a new Build for the new state of the project
+            b = mkdocs_hooks.build_of(config)
             api = files.get_file_from_path("api.md")
             try:
                 plan = b.plan(
@@ -280,7 +272,7 @@ class Incremental:
             if search:  # full-build order: the pages' order, each page's entries in its order
                 search.search_index.entries = [e for f in doc_files for e in entries.get(f.page.url, [])]
                 search.on_post_build(config=config)
-            hooks.on_post_build(config)
+            config.plugins[mkdocs_hooks.PLUGIN].on_post_build(config)
             if config.strict and (counts := counter.get_counts()):
                 raise Abort("Aborted with " + ", ".join(f"{v} {k.lower()}s" for k, v in counts) + " in strict mode!")
         finally:

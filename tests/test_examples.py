@@ -1,6 +1,7 @@
 """The second project, examples/micrograd-lessons, built from configuration alone (issue 16 item 5).
 
-A copy of the example (and the engine's MkDocs hooks it names) is built strict, verified,
+A copy of the example, alone (its hooks file is its own one-line re-export of
+lessonkit.mkdocs_hooks), is built strict, verified,
 mutation-checked (100 %) and repinned to its own release, with every cache under the
 test's tmp. The pinned sdist is downloaded once per session from the package index, as
 the main project's is; its sha256 is checked by the pin like any provider's.
@@ -39,10 +40,9 @@ def micrograd_sdist(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def example(tmp_path, micrograd_sdist):
-    """(project dir, env): a copy of the example beside a copy of the hooks it names."""
+    """(project dir, env): a copy of the example, with nothing of this repository beside it."""
     proj = tmp_path / "examples" / "micrograd-lessons"
     shutil.copytree(EXAMPLE, proj, ignore=shutil.ignore_patterns("site", ".cache", "__pycache__"))
-    shutil.copytree(ROOT / "hooks", tmp_path / "hooks", ignore=shutil.ignore_patterns("__pycache__"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LESSONKIT_", "AUTOGRAD_"))}
     env.update(
         LESSONKIT_SDIST=str(micrograd_sdist),

@@ -38,10 +38,8 @@ EXTENSIONS = [
 
 @pytest.fixture(autouse=True)
 def _fresh_memory(monkeypatch):
-    """Each test starts with an empty memory layer and no build-wide stores."""
+    """Each test starts with an empty memory layer (the one process-wide cache of entries)."""
     monkeypatch.setattr(store, "_MEMORY", {})
-    monkeypatch.setattr(SourceFile, "store", None)
-    monkeypatch.setattr(mathml, "STORE", None)
 
 
 # ---------------------------------------------------------------- the store itself
@@ -95,25 +93,27 @@ def test_store_without_a_directory_only_remembers(tmp_path):
 def test_cached_definitions_equal_parsed_ones(tmp_path, real_project):
     sf_plain = SourceFile("autograd/core.py", (real_project.tree.root / "autograd/core.py").read_bytes())
     expected = sf_plain.definitions
-    SourceFile.store = store.Store(tmp_path, "symbols")
-    first = SourceFile("autograd/core.py", sf_plain.data).definitions  # parsed, then stored
+    symbols = store.Store(tmp_path, "symbols")
+    first = SourceFile("autograd/core.py", sf_plain.data, symbols).definitions  # parsed, then stored
     entries = list((tmp_path / "symbols").iterdir())
     assert len(entries) == 1
-    second = SourceFile("autograd/core.py", sf_plain.data).definitions  # from the store
+    second = SourceFile("autograd/core.py", sf_plain.data, symbols).definitions  # from the store
     assert first == second == expected
     assert any(d.name == "backward_pass" and (d.start, d.end) == (25, 32) for d in second)
     entries[0].write_text("[[\"not\", \"a\", \"definition\"]]", encoding="utf-8")  # wrong shape
     store._MEMORY.clear()
-    assert SourceFile("autograd/core.py", sf_plain.data).definitions == expected
+    assert SourceFile("autograd/core.py", sf_plain.data, symbols).definitions == expected
 
 
 def test_cached_formula_equals_converted_one(tmp_path):
     direct = mathml.to_mathml(r"\frac{\partial y}{\partial x}", "inline")
-    mathml.STORE = store.Store(tmp_path, "mathml")
-    assert mathml.to_mathml(r"\frac{\partial y}{\partial x}", "inline") == direct
+    formulas = store.Store(tmp_path, "mathml")
+    assert mathml.to_mathml(r"\frac{\partial y}{\partial x}", "inline", store=formulas) == direct
+    assert len(list((tmp_path / "mathml").iterdir())) == 1
     store._MEMORY.clear()
-    assert mathml.to_mathml(r"\frac{\partial y}{\partial x}", "inline") == direct  # from disk
-    assert mathml.to_mathml(r"\frac{\partial y}{\partial x}", "block") != direct  # display is part of the key
+    assert mathml.to_mathml(r"\frac{\partial y}{\partial x}", "inline", store=formulas) == direct  # from disk
+    block = mathml.to_mathml(r"\frac{\partial y}{\partial x}", "block", store=formulas)
+    assert block != direct  # display is part of the key
     assert "<math" in direct and "mfrac" in direct
 
 
@@ -135,13 +135,11 @@ def test_link_scan_cache_follows_page_content(tmp_path):
 
 
 def _render(text: str, path: str, deferred: Deferred | None) -> tuple[str, list]:
-    md = markdown.Markdown(extensions=EXTENSIONS, extension_configs={"lessonkit.mdext": {"root": str(ROOT)}})
     ctx = mdext.PageContext(path, 0, [], root=str(ROOT), source=text, deferred=deferred)
-    token = mdext.CURRENT.set(ctx)
-    try:
-        return md.convert(text), ctx.problems
-    finally:
-        mdext.CURRENT.reset(token)
+    md = markdown.Markdown(
+        extensions=EXTENSIONS, extension_configs={"lessonkit.mdext": {"root": str(ROOT), "context": lambda: ctx}}
+    )
+    return md.convert(text), ctx.problems
 
 
 def _search_entries(html: str) -> list[dict]:
@@ -196,7 +194,6 @@ def test_block_code_is_highlighted_once_and_keyed_by_what_it_shows(site, monkeyp
     text = (site.root / "docs" / "p.md").read_text(encoding="utf-8")
     monkeypatch.setenv("AUTOGRAD_SOURCE", str(site.pinned_root))
     monkeypatch.setenv("LESSONKIT_CACHE", str(site.cache))
-    mdext.reset()
     calls = []
     real = mdext.Highlight.highlight
 
@@ -207,13 +204,9 @@ def test_block_code_is_highlighted_once_and_keyed_by_what_it_shows(site, monkeyp
     monkeypatch.setattr(mdext.Highlight, "highlight", counting)
 
     def render(t):
-        md = markdown.Markdown(extensions=EXTENSIONS, extension_configs={"lessonkit.mdext": {"root": str(site.root)}})
         ctx = mdext.PageContext("docs/p.md", 0, [], root=str(site.root), source=t)
-        token = mdext.CURRENT.set(ctx)
-        try:
-            return md.convert(t)
-        finally:
-            mdext.CURRENT.reset(token)
+        config = {"root": str(site.root), "context": lambda: ctx}
+        return markdown.Markdown(extensions=EXTENSIONS, extension_configs={"lessonkit.mdext": config}).convert(t)
 
     first = render(text)
     assert len(calls) == 1 and calls[0].startswith("def backward_pass(g, end_node):")
@@ -274,17 +267,12 @@ def test_prewarm_process_fills_what_the_page_asks_for(site, monkeypatch):
     assert proc.exitcode == 0
     n_py = sum(1 for f in project.pin.manifest if f.endswith(".py"))
     assert len(list((site.cache / "symbols").iterdir())) == n_py  # every pinned Python file's symbols
-    mdext.reset()
-    mathml.STORE = store.Store(site.cache, "mathml")
     monkeypatch.setattr(mdext.Highlight, "highlight", lambda *a, **k: pytest.fail("highlighted again"))
     monkeypatch.setattr(mathml, "convert", lambda *a, **k: pytest.fail("converted again"))
-    md = markdown.Markdown(extensions=EXTENSIONS, extension_configs={"lessonkit.mdext": {"root": str(site.root)}})
     text = (site.root / "docs" / "p.md").read_text(encoding="utf-8")
-    token = mdext.CURRENT.set(mdext.PageContext("docs/p.md", 0, [], root=str(site.root), source=text))
-    try:
-        html = md.convert(text)
-    finally:
-        mdext.CURRENT.reset(token)
+    ctx = mdext.PageContext("docs/p.md", 0, [], source=text, project=site.project())  # the build's project
+    config = {"root": str(site.root), "context": lambda: ctx}
+    html = markdown.Markdown(extensions=EXTENSIONS, extension_configs={"lessonkit.mdext": config}).convert(text)
     assert 'id="src-Box"' in html and '<span class="nc">Box</span>' in html and "<mfrac>" in html
 
 

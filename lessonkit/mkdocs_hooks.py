@@ -137,7 +137,8 @@ class BuildEvents:
         _add(files, config, b.project.site.bundle, b"")
         every = list(files)
         listed = [lk_build.PageFile(f.src_uri, f.abs_src_path) for f in every]
-        files = Files([every[n] for n in lk_build.render_order(listed, b.project, plan.with_experiments, set(plan.late))])
+        order = lk_build.render_order(listed, b.project, plan.with_experiments, set(plan.late))
+        files = Files([every[n] for n in order])
         b.urls = {f.src_uri: f.url for f in files}
         return files
 

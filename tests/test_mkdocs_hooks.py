@@ -1,0 +1,161 @@
+"""The MkDocs adapter, lessonkit.mkdocs_hooks, on MkDocs' own configuration objects, without a site build.
+
+A tiny project (a ``mkdocs.yml``, one page and the one-line hooks file a series writes) is loaded
+with ``mkdocs.config.load_config``, as ``mkdocs build`` and each ``mkdocs serve`` rebuild do; the
+Build is a recording stand-in, so these tests need no pinned tree. The real Build behind these
+events is exercised by the site builds (tests/test_build.py, test_examples.py, test_incremental_serve.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from mkdocs.config import load_config
+from mkdocs.exceptions import Abort, PluginError
+
+from lessonkit import build as lk_build
+from lessonkit import mkdocs_hooks
+from lessonkit.errors import LessonError
+
+ROOT = Path(__file__).resolve().parent.parent
+HOOKS_LINE = (ROOT / "hooks" / "lessonkit_hooks.py").read_text(encoding="utf-8")
+
+
+class FakeBuild:
+    """Records what the adapter asks of a Build."""
+
+    made: list["FakeBuild"] = []
+    fail: LessonError | None = None
+
+    def __init__(self, root, command="build", log=print, log_info=print):
+        self.root, self.command, self.cancelled, self.current = root, command, 0, None
+        self.project = SimpleNamespace(pin=SimpleNamespace(version="1.0", short="abc1234"))
+        FakeBuild.made.append(self)
+
+    def start(self):
+        if FakeBuild.fail is not None:
+            raise FakeBuild.fail
+        return SimpleNamespace(cached=False, provider="a test tree", root=self.root / "pinned")
+
+    def cancel(self):
+        self.cancelled += 1
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# 首页\n", encoding="utf-8")
+    (tmp_path / "hooks").mkdir()
+    (tmp_path / "hooks" / "lessonkit_hooks.py").write_text(HOOKS_LINE, encoding="utf-8")
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: t\nhooks:\n  - hooks/lessonkit_hooks.py\nmarkdown_extensions:\n  - lessonkit.mdext\n",
+        encoding="utf-8",
+    )
+    for name in ("SITE_URL", "LESSONKIT_REPO_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(lk_build, "Build", FakeBuild)
+    monkeypatch.setattr(FakeBuild, "made", [])
+    monkeypatch.setattr(FakeBuild, "fail", None)
+    monkeypatch.setattr(mkdocs_hooks, "SESSION", mkdocs_hooks.Session())
+    return tmp_path
+
+
+def _load(project: Path):
+    return load_config(config_file=str(project / "mkdocs.yml"), site_dir=str(project / "site"))
+
+
+def test_the_one_line_hooks_file_registers_the_adapter():
+    assert HOOKS_LINE.startswith("from lessonkit.mkdocs_hooks import *") and HOOKS_LINE.count("\n") == 1
+    example = ROOT / "examples" / "micrograd-lessons" / "hooks" / "lessonkit_hooks.py"
+    assert example.read_text(encoding="utf-8") == HOOKS_LINE
+    assert "../" not in (ROOT / "examples" / "micrograd-lessons" / "mkdocs.yml").read_text(encoding="utf-8")
+
+
+def test_mkdocs_registers_the_exported_functions_and_loads_the_hooks_file_once(project):
+    first, second = _load(project), _load(project)
+    hooks = first.plugins["hooks/lessonkit_hooks.py"]
+    # MkDocs 1.6.1 keeps the module (Hooks._load_hook is an lru_cache): its globals outlive every rebuild.
+    assert second.plugins["hooks/lessonkit_hooks.py"] is hooks
+    assert first.plugins is not second.plugins
+    assert first.plugins.events["startup"] == [mkdocs_hooks.on_startup]
+    assert first.plugins.events["shutdown"] == [mkdocs_hooks.on_shutdown]
+    assert mkdocs_hooks.on_config in first.plugins.events["config"]
+    assert mkdocs_hooks.PLUGIN not in first.plugins  # until on_config
+    assert first.plugins.events["files"] == []  # search (MkDocs' default plugin) has no on_files
+
+
+def test_on_config_gives_each_configuration_its_own_build_and_events(project):
+    a, b = _load(project), _load(project)  # a build, then a serve rebuild
+    a.plugins.on_config(a)
+    b.plugins.on_config(b)
+    build_a, build_b = mkdocs_hooks.build_of(a), mkdocs_hooks.build_of(b)
+    assert FakeBuild.made == [build_a, build_b] and build_a.root == project.resolve()
+    for config, build in ((a, build_a), (b, build_b)):
+        events = config.plugins[mkdocs_hooks.PLUGIN]
+        assert events.build is build
+        for name in ("files", "page_markdown", "page_content", "env", "page_context", "build_error", "post_build"):
+            assert [m for m in config.plugins.events[name] if getattr(m, "__self__", None) is events] == [
+                getattr(events, f"on_{name}")
+            ], name
+        assert not any(getattr(m, "__self__", None) is events for m in config.plugins.events["config"])
+        assert config.plugins.events["page_context"][-1].mkdocs_priority == -100  # after the search index
+        assert config.mdx_configs["lessonkit.mdext"]["context"]() is None  # the build's page: none yet
+        build.current = "page"
+        assert config.mdx_configs["lessonkit.mdext"]["context"]() == "page"
+
+
+def test_a_second_on_config_on_the_same_configuration_replaces_its_build(project):
+    config = _load(project)
+    config.plugins.on_config(config)
+    events = config.plugins[mkdocs_hooks.PLUGIN]
+    registered = {name: list(methods) for name, methods in config.plugins.events.items()}
+    mkdocs_hooks.on_config(config)  # the incremental serve, on the kept configuration
+    assert config.plugins[mkdocs_hooks.PLUGIN] is events and events.build is FakeBuild.made[1]
+    assert {name: list(methods) for name, methods in config.plugins.events.items()} == registered
+
+
+def test_a_build_error_cancels_the_build_of_its_own_configuration_only(project):
+    a, b = _load(project), _load(project)
+    a.plugins.on_config(a)
+    b.plugins.on_config(b)
+    a.plugins.on_build_error(error=RuntimeError("a page failed"))
+    assert [x.cancelled for x in FakeBuild.made] == [1, 0]
+
+
+def test_the_command_comes_from_the_mkdocs_session(project):
+    commands = []
+    for startup in (None, "build", "serve", "gh-deploy"):
+        config = _load(project)
+        if startup is not None:
+            config.plugins.on_startup(command=startup, dirty=False)
+        config.plugins.on_config(config)
+        commands.append(mkdocs_hooks.build_of(config).command)
+        if startup == "serve":  # a rebuild of that session: no on_startup, same command
+            again = _load(project)
+            again.plugins.on_config(again)
+            commands.append(mkdocs_hooks.build_of(again).command)
+        config.plugins.on_shutdown()
+        assert mkdocs_hooks.SESSION.command is None
+    assert commands == ["build", "build", "serve", "serve", "build"]
+
+
+def test_a_project_problem_in_on_config_is_one_mkdocs_error_line(project, caplog):
+    FakeBuild.fail = LessonError("no pin", path="sourcemap/pin.toml", line=1, hint="write one")
+    config = _load(project)
+    with pytest.raises(PluginError) as err:
+        config.plugins.on_config(config)
+    assert str(err.value) == "sourcemap/pin.toml:1: no pin — write one"
+    assert mkdocs_hooks.PLUGIN not in config.plugins
+    config.plugins.on_build_error(error=err.value)  # nothing was started: nothing to cancel
+    with pytest.raises(Abort, match="hooks are not configured"):
+        mkdocs_hooks.build_of(config)
+
+
+def test_on_config_logs_where_the_pinned_tree_came_from(project, caplog):
+    config = _load(project)
+    with caplog.at_level(logging.INFO, logger="mkdocs.plugins.lessonkit"):
+        config.plugins.on_config(config)
+    assert caplog.messages == ["lessonkit: pinned 1.0 (abc1234) from a test tree"]

@@ -17,6 +17,11 @@ The kinds of entry:
   for every build the process runs), or a "once per process" memo of a warning or a check;
 * ``session`` — what MkDocs told this process at startup (one object, see the adapter);
 * ``fixed`` — built once at import and never changed afterwards.
+
+Not lessonkit's own, and so not in the list: the interpreter's module table. A project's block
+kind modules (``sourcemap/kinds.toml``) are imported once per process, like any module, so a
+``serve`` session keeps the version of a kind module it first imported (restart serve after
+editing one); MkDocs likewise keeps each hooks file it loaded.
 """
 
 from __future__ import annotations

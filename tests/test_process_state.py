@@ -99,7 +99,6 @@ class _Scanner(ast.NodeVisitor):
         self.module = module
         self.imports = _imports(tree, module, is_package)
         self.top = set()  # module-level names
-        self.classes = {}  # class name -> names assigned in its body
         for node in tree.body:
             targets = (
                 node.targets
@@ -114,15 +113,6 @@ class _Scanner(ast.NodeVisitor):
                         self.top.add(n.id)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.top.add(node.name)
-            if isinstance(node, ast.ClassDef):
-                self.classes[node.name] = {
-                    n.id
-                    for stmt in node.body
-                    if isinstance(stmt, (ast.Assign, ast.AnnAssign))
-                    for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
-                    for n in ast.walk(t)
-                    if isinstance(n, ast.Name)
-                }
         self.found: dict[str, str] = {}
         self.class_stack: list[str] = []
         self.local_stack: list[set[str]] = []

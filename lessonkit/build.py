@@ -237,7 +237,9 @@ class Build:
         if uri.startswith("lessons/"):
             own = [c for c in self.citations if c.page == uri]
             depth = uri.count("/")
-            markdown = site.add_section(markdown, site.cited_list(own, lambda u: "../" * depth + u))
+            markdown = site.add_section(
+                markdown, site.cited_list(own, lambda u: "../" * depth + u, self.project.site.labels)
+            )
         return markdown
 
     def page_done(self) -> PageContext | None:

@@ -4,7 +4,7 @@
   out by grandalf's Sugiyama layered layout; edges point from parent to child,
   one edge per argnum (``x * x`` shows two edges R → M), optional edge labels
   (cotangents) keyed by ``(child id, argument position)``.
-- :func:`broadcast_svg`: ``unbroadcast``'s sums, shape by shape.
+- :func:`broadcast_svg`: a gradient summed back to a shape (e.g. ``unbroadcast``), step by step.
 - :func:`nested_svg`: boxes nested across traces (outermost first).
 
 All text is in ``<text>`` (selectable, searchable); colours come from
@@ -71,7 +71,7 @@ def _node_size(node: dict, note: str | None = None) -> tuple[float, float]:
 
 
 def graph_svg(
-    graph: dict, title: str, edge_labels: dict | None = None, root_text: str = "根节点", notes: dict | None = None
+    graph: dict, title: str, edge_labels: dict | None = None, root_text: str = "root", notes: dict | None = None
 ) -> str:
     """SVG of a recorded graph; ``edge_labels[(child, k)]`` labels the edge of argument position k;
     ``notes[node id]`` is one more line in the node (e.g. its tangent ``g = 0.540302``).
@@ -165,9 +165,18 @@ def graph_svg(
     return _svg(width, height, title, body)
 
 
-def broadcast_svg(g_in: list, sums: list[dict], title: str, out_label: str = "b 的梯度") -> str:
-    """``unbroadcast`` step by step: the incoming g, then each recorded ``anp.sum``."""
-    stages = [(_shape(g_in), g_in, "上游 g")]
+def broadcast_svg(
+    g_in: list,
+    sums: list[dict],
+    title: str,
+    out_label: str = "gradient",
+    in_label: str = "upstream g",
+    step: str = "sum(axis={axis}, keepdims={keepdims})",
+) -> str:
+    """A gradient summed back to an operand's shape, step by step: the incoming g, then each
+    recorded sum (``step`` names it, with ``{axis}`` and ``{keepdims}``); the words come from the
+    project's ``[labels]`` (``figure-upstream``, ``figure-result``, ``figure-sum-step``)."""
+    stages = [(_shape(g_in), g_in, in_label)]
     for s in sums:
         stages.append((tuple(s["out_shape"]), _plain(s["out"]), "g"))
     cell, gap_y, pad = 40, 34, 20
@@ -192,7 +201,7 @@ def broadcast_svg(g_in: list, sums: list[dict], title: str, out_label: str = "b 
                 _t(
                     pad + 34,
                     y + gap_y / 2,
-                    f"anp.sum(axis={nxt['axis']}, keepdims={nxt['keepdims']})",
+                    step.replace("{axis}", str(nxt["axis"])).replace("{keepdims}", str(nxt["keepdims"])),
                     "lk-note",
                     12,
                     "start",
@@ -269,7 +278,7 @@ def nested_svg(chain: list, title: str, value_text: str | None = None) -> str:
     return _svg(total_w, total_h, title, body)
 
 
-def alive_svg(during: dict, title: str, row_labels: dict | None = None) -> str:
+def alive_svg(during: dict, title: str, row_labels: dict | None = None, layer: str = "after layer {n}") -> str:
     """Live nodes after each layer, one square per node: ``{"JVPNode": [2, 2, 2], "VJPNode": [3, 5, 7]}``.
 
     One column per mode (labelled by ``row_labels``), one row per layer: narrow enough for a phone."""
@@ -285,7 +294,7 @@ def alive_svg(during: dict, title: str, row_labels: dict | None = None) -> str:
     ]
     y = pad + 30
     for i in range(layers):
-        body.append(_t(pad, y + 8, f"第 {i + 1} 层后", "lk-label", 12, "start"))
+        body.append(_t(pad, y + 8, layer.replace("{n}", str(i + 1)), "lk-label", 12, "start"))
         for j, kind in enumerate(kinds):
             n = during[kind][i]
             x0 = pad + label_w + j * col_w

@@ -98,9 +98,11 @@ def provider_text(provider: str, labels: dict[str, str]) -> str:
 def provenance(project: Project) -> str:
     v = execute.versions()
     labels = project.site.labels
-    return (
-        f"Python {v['python']} · NumPy {v['numpy']} · {project.site.name} {project.pin.version}"
-        f"（{project.pin.short}，{labels['source']}：{provider_text(project.tree.provider, labels)}）"
+    return f"Python {v['python']} · NumPy {v['numpy']} · {project.site.name} {project.pin.version}" + labels.fill(
+        "provenance",
+        commit=project.pin.short,
+        source=labels["source"],
+        provider=provider_text(project.tree.provider, labels),
     )
 
 

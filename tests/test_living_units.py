@@ -68,7 +68,7 @@ def pinned(real_project):
 )
 def test_sourceref_resolves_and_renders(pinned, raw, text, anchor):
     r = sourceref.resolve_text(pinned, raw)
-    assert (r.render(), r.anchor) == (text, anchor)
+    assert (r.render(line="第 {span} 行"), r.anchor) == (text, anchor)
 
 
 @pytest.mark.parametrize(
@@ -655,7 +655,7 @@ CONVERSIONS = [
 @pytest.mark.parametrize("page, context, ref, typed", CONVERSIONS, ids=[f"{c[0]}:{c[3]}" for c in CONVERSIONS])
 def test_each_hand_typed_line_reference_has_a_checked_replacement(pinned, page, context, ref, typed):
     assert typed in context
-    assert sourceref.resolve_text(pinned, ref).render() == typed
+    assert sourceref.resolve_text(pinned, ref).render(line="第 {span} 行") == typed
 
 
 def test_graph_layout_does_not_depend_on_object_addresses():

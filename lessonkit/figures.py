@@ -253,8 +253,9 @@ def _num(v) -> str:
     return str(int(v)) if isinstance(v, float) and v == int(v) else (f"{v:.4g}" if isinstance(v, float) else str(v))
 
 
-def nested_svg(chain: list, title: str, value_text: str | None = None) -> str:
-    """Boxes nested across traces: ``chain`` is ``[[type, trace], ..., [type, None]]`` outermost first."""
+def nested_svg(chain: list, title: str, value_text: str | None = None, trace: str = "trace {trace}") -> str:
+    """Boxes nested across traces: ``chain`` is ``[[type, trace], ..., [type, None]]`` outermost first;
+    ``trace`` labels a box's level (``[labels] figure-trace``)."""
     boxes = [c for c in chain if c[1] is not None]
     inner = chain[-1][0]
     step, pad = 22, 16
@@ -262,7 +263,7 @@ def nested_svg(chain: list, title: str, value_text: str | None = None) -> str:
     total_w = inner_w + 2 * step * len(boxes) + 2 * pad
     total_h = 50 + 2 * step * len(boxes) + 28 * len(boxes) + 2 * pad
     body = []
-    for i, (kind, trace) in enumerate(boxes):
+    for i, (kind, level) in enumerate(boxes):
         x0 = pad + i * step
         y0 = pad + i * (step + 28)
         w = total_w - 2 * x0
@@ -271,7 +272,7 @@ def nested_svg(chain: list, title: str, value_text: str | None = None) -> str:
             f'<rect class="lk-node{" lk-root" if i % 2 else ""}" x="{x0}" y="{y0}" width="{w}" height="{h}" rx="8"/>'
         )
         body.append(_t(x0 + 10, y0 + 15, f"{kind}", "lk-code", 12, "start"))
-        body.append(_t(x0 + w - 10, y0 + 15, f"trace {trace}", "lk-label", 12, "end"))
+        body.append(_t(x0 + w - 10, y0 + 15, trace.replace("{trace}", str(level)), "lk-label", 12, "end"))
     n = len(boxes)
     cy = pad + n * (step + 28) + 25
     body.append(_t(total_w / 2, cy, value_text or inner, "lk-code", 13))

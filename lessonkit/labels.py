@@ -70,6 +70,7 @@ LABELS = {
     "figure-result": "gradient",
     "figure-sum-step": "sum(axis={axis}, keepdims={keepdims})",
     "figure-after-layer": "after layer {n}",
+    "figure-trace": "trace {trace}",
     "calls-diagram": "call sequence diagram",
     "nesting-diagram": "nested boxes and their trace numbers",
     "nesting-box": "Box · trace {level}",

@@ -174,7 +174,7 @@ class Figure(Kind):
                 data[0], data[1], title, words["figure-result"], words["figure-upstream"], words["figure-sum-step"]
             )
         if shape == "Nested":
-            return figures.nested_svg(data[0], title)
+            return figures.nested_svg(data[0], title, trace=words["figure-trace"])
         return figures.alive_svg(data[0], title, layer=words["figure-after-layer"])
 
     def render(self, renderer, r, anchor, result):

@@ -128,13 +128,13 @@ class Labels(dict):
             else f"labels of a project's own kinds and templates start with `{OWN}`; known: lessonkit/labels.py",
         )
 
-    def fill(self, key: str, **values) -> str:
+    def fill(self, name: str, /, **values) -> str:
         """The label's text with its placeholders filled in (plain text)."""
-        return PLACEHOLDER.sub(lambda m: str(values[m[1]]) if m[1] in values else m[0], self[key])
+        return PLACEHOLDER.sub(lambda m: str(values[m[1]]) if m[1] in values else m[0], self[name])
 
-    def html(self, key: str, **markup) -> str:
+    def html(self, name: str, /, **markup) -> str:
         """The label as HTML: its text escaped, placeholders filled with ``markup`` (already HTML)."""
-        return PLACEHOLDER.sub(lambda m: str(markup[m[1]]) if m[1] in markup else m[0], escape(self[key]))
+        return PLACEHOLDER.sub(lambda m: str(markup[m[1]]) if m[1] in markup else m[0], escape(self[name]))
 
     @property
     def fingerprint(self) -> str:

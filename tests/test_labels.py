@@ -156,6 +156,7 @@ def test_a_key_that_only_begins_like_another_is_located_at_its_own_line(tmp_path
 def test_fill_and_html_replace_only_the_named_placeholders():
     words = Labels({**LABELS, "x-a": "<b>{file}</b> & {other}"})
     assert words.fill("x-a", file="a.py") == "<b>a.py</b> & {other}"
+    assert words.fill("value-title", script="s.py", key="a.b") == "s.py, recorded by this build's run: a.b"
     assert words.html("x-a", file="<code>a.py</code>") == "&lt;b&gt;<code>a.py</code>&lt;/b&gt; &amp; {other}"
     assert words.fingerprint != Labels(LABELS).fingerprint
 

@@ -24,6 +24,7 @@ from .errors import LessonError
 CONFIG = "sourcemap/site.toml"
 PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
 OWN = "x-"  # the prefix of a project's own label keys
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 # The defaults. `from-*` name where the pinned tree came from (the provider kind); `{detail}` is
 # the archive, variable or remote the provider used.
@@ -160,6 +161,12 @@ def problem(key: str, value: object) -> tuple[str, str] | None:
         )
     if not isinstance(value, str):
         return f"label `{key}` is not text", 'for example `experiment = "EXPERIMENT"`'
+    bad = CONTROL.search(value)
+    if bad:
+        return (
+            f"label `{key}` contains the control character U+{ord(bad[0]):04X}",
+            "a label is one line of text (tables and badges show it as is)",
+        )
     if key in LABELS:
         allowed = set(PLACEHOLDER.findall(LABELS[key]))
         extra = sorted(set(PLACEHOLDER.findall(value)) - allowed)

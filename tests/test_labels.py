@@ -134,6 +134,7 @@ def test_a_missing_label_without_site_toml_points_at_line_1(tmp_path):
         ('[labels]\nline-ref = "第 {line} 行"\n', 2, "label `line-ref` has the placeholder {line}", "{span}"),
         ("[labels]\ntotal = 3\n", 2, "label `total` is not text", "EXPERIMENT"),
         ('[labels]\nfrom-index = "{detail} {x}"\n', 2, "label `from-index` has the placeholder {x}", "{detail}"),
+        ('[labels]\ntotal = "a\\nb"\n', 2, "label `total` contains the control character U+000A", "one line"),
         ('[snapshots]\nbadges = "手算"\n', 2, "`badges` in `[snapshots]` is not a list of words", "badges ="),
         ('[snapshots]\nbadges = []\n', 2, "`badges` in `[snapshots]` is not a list of words", "badges ="),
         ('[snapshots]\ncolumns = ["a"]\n', 2, "unknown key `columns` in `[snapshots]`", "prose-columns"),

@@ -14,6 +14,7 @@ from pathlib import PurePosixPath
 
 from . import config, execute
 from .errors import LessonError
+from .labels import provider_text
 from .parse import Block, parse_page
 from .project import Project, Resolved
 from .verify import Report
@@ -232,7 +233,8 @@ def acceptance(project: Project, report: Report, results: dict[str, execute.Resu
         "acceptance.md",
         living=facts,
         pin=project.pin,
-        provider=project.tree.provider,
+        provider=project.tree.provider,  # as pin.py says it (English), and in the project's words:
+        provider_text=provider_text(project.tree.provider, labels),
         manifest_files=len(project.pin.manifest),
         versions=v,
         count=count,

@@ -177,3 +177,20 @@ def problem(key: str, value: object) -> tuple[str, str] | None:
                 f"placeholders of `{key}`: {shown}",
             )
     return None
+
+
+PROVIDERS = [  # provider text (pin.py, English for logs) -> label key of site.toml [labels], detail
+    (re.compile(r"^sdist (\S+) from the Python package index$"), "from-index"),
+    (re.compile(r"^local archive (\S+)"), "from-archive"),
+    (re.compile(r"^local checkout \((.*)\)$"), "from-checkout"),
+    (re.compile(r"^git clone of (\S+)"), "from-git"),
+]
+
+
+def provider_text(provider: str, labels: dict[str, str]) -> str:
+    """Where the pinned tree came from, in the project's words (``[labels] from-*``)."""
+    for pattern, key in PROVIDERS:
+        m = pattern.match(provider)
+        if m:
+            return labels[key].replace("{detail}", m[1])
+    return labels["from-other"].replace("{detail}", provider)

@@ -13,7 +13,6 @@ an error box) and are raised as one :class:`LessonError` otherwise, never swallo
 
 from __future__ import annotations
 
-import re
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -25,6 +24,7 @@ from pymdownx.highlight import Highlight
 
 from . import execute
 from .errors import LessonError, Problem
+from .labels import PROVIDERS, provider_text  # noqa: F401 (where the pinned tree came from, in labels)
 from .parse import Block, BrokenBlock, parse_page
 from .project import Project, Resolved
 from .render import Deferred, NoLinks, Renderer, anchors
@@ -76,23 +76,6 @@ def get_project(root: str | Path) -> Project:
 def reset() -> None:
     """Forget every project (and so every parsed file and provided tree): one build, one state."""
     _projects.clear()
-
-
-PROVIDERS = [  # provider text (pin.py, English for logs) -> label key of site.toml [labels], detail
-    (re.compile(r"^sdist (\S+) from the Python package index$"), "from-index"),
-    (re.compile(r"^local archive (\S+)"), "from-archive"),
-    (re.compile(r"^local checkout \((.*)\)$"), "from-checkout"),
-    (re.compile(r"^git clone of (\S+)"), "from-git"),
-]
-
-
-def provider_text(provider: str, labels: dict[str, str]) -> str:
-    """Where the pinned tree came from, in the project's words (``[labels] from-*``)."""
-    for pattern, key in PROVIDERS:
-        m = pattern.match(provider)
-        if m:
-            return labels[key].replace("{detail}", m[1])
-    return labels["from-other"].replace("{detail}", provider)
 
 
 def provenance(project: Project) -> str:

@@ -96,6 +96,7 @@ def test_the_micrograd_example_builds_verifies_mutates_and_repins_to_itself(exam
     assert "<h1" in symbols and "符号索引" in symbols
     acceptance = (site / "attachments" / "acceptance" / "index.html").read_text(encoding="utf-8")
     assert "构建验收记录" in acceptance and "合计" in acceptance and "本次构建验收记录" not in acceptance
+    assert "本地发布包 LESSONKIT_SDIST" in acceptance  # where the tree came from, in the example's words
 
     verify = _run(proj, env, "-m", "lessonkit", "verify")
     assert verify.returncode == 0, verify.stderr

@@ -67,7 +67,6 @@ class TmpSite:
         (root / "sourcemap").mkdir(parents=True)
         for name in ("pin.toml", "manifest.sha256", "site.toml"):
             shutil.copy(ROOT / "sourcemap" / name, root / "sourcemap" / name)
-        shutil.copytree(ROOT / "templates", root / "templates")  # the series' page prose (site.toml's words)
         (root / "experiments").mkdir()
         for helper in sorted((ROOT / "experiments").glob("_*.py")):  # _provenance, _record
             shutil.copy(helper, root / "experiments" / helper.name)

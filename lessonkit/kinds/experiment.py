@@ -109,7 +109,6 @@ class Experiment(Kind):
         if result.truncated:
             limit = len(result.stdout.encode())
             notice = f'<p class="lk-truncated">{labels.html("truncated", bytes=result.truncated, limit=limit)}</p>'
-
         no_search = renderer.no_search
         return (
             f'<div class="lk-block lk-experiment" id="{anchor}">'

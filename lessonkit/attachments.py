@@ -14,6 +14,7 @@ from pathlib import PurePosixPath
 
 from . import config, execute
 from .errors import LessonError
+from .labels import provider_text
 from .parse import Block, parse_page
 from .project import Project, Resolved
 from .verify import Report
@@ -86,13 +87,14 @@ def _module(name: str) -> str:
     return name.split(".")[0] if not name.startswith("numpy.") else ".".join(name.split(".")[:2])
 
 
-def sequence_svg(calls: list[tuple[int, str]], max_depth: int = 9) -> str:
+def sequence_svg(calls: list[tuple[int, str]], max_depth: int = 9, title: str = "call sequence diagram") -> str:
     """A sequence diagram (SVG) of the recorded calls: one lifeline per module.
 
     Filtered frames (``<lambda>``, comprehensions) draw no arrow but still end the calls
     above them: a call's caller is the nearest *kept* call on the stack at a smaller depth,
     so ``unbroadcast`` called from a VJP lambda inside ``backward_pass`` is drawn from
-    ``backward_pass``'s module, not from ``toposort`` which returned before."""
+    ``backward_pass``'s module, not from ``toposort`` which returned before. ``title`` is the
+    figure's accessible name (``[labels] calls-diagram``)."""
     kept, callers = [], []
     frames: dict[int, str] = {}  # depth -> module of the kept call open at that depth
     for d, n in calls:
@@ -115,7 +117,7 @@ def sequence_svg(calls: list[tuple[int, str]], max_depth: int = 9) -> str:
     x = {m: 20 + col * i + col // 2 for i, m in enumerate(modules)}
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="lk-diagram" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" role="img" aria-label="grad 调用时序图" font-size="11" '
+        f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}" font-size="11" '
         f'font-family="ui-monospace, SFMono-Regular, Menlo, monospace">',
         '<defs><marker id="lk-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
         'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="currentColor"/></marker></defs>',
@@ -156,15 +158,22 @@ def parse_nesting(output: str) -> list[int]:
     return []
 
 
-def nesting_svg(levels: list[int], inner: str = "float（原始输入值）") -> str:
-    """Nested boxes: the outermost trace's Box contains the next one, down to the raw value."""
+def nesting_svg(
+    levels: list[int],
+    inner: str = "raw value",
+    box: str = "Box · trace {level}",
+    title: str = "nested boxes and their trace numbers",
+) -> str:
+    """Nested boxes: the outermost level's box contains the next one, down to the raw value.
+    The words come from the project (``[labels] nesting-inner``, ``nesting-box`` with ``{level}``,
+    ``nesting-diagram``)."""
     pad, h = 28, 46
     n = len(levels)
     width = 520
     height = h + 2 * pad * n + 20
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="lk-diagram" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" role="img" aria-label="嵌套的 Box 与 trace 编号" font-size="13" '
+        f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}" font-size="13" '
         f'font-family="ui-monospace, SFMono-Regular, Menlo, monospace">'
     ]
     for i, level in enumerate(levels):
@@ -172,7 +181,7 @@ def nesting_svg(levels: list[int], inner: str = "float（原始输入值）") ->
         w, hh = width - 2 * x, height - 2 * y
         parts.append(
             f'<rect x="{x}" y="{y}" width="{w}" height="{hh}" rx="6" class="lk-box lk-box-{i % 3}"/>'
-            f'<text x="{x + 8}" y="{y + 18}" class="lk-box-text">ArrayBox · _trace = {level}</text>'
+            f'<text x="{x + 8}" y="{y + 18}" class="lk-box-text">{escape(box.replace("{level}", str(level)))}</text>'
         )
     x = 10 + pad * n
     parts.append(
@@ -187,21 +196,26 @@ def nesting_svg(levels: list[int], inner: str = "float（原始输入值）") ->
 
 def acceptance(project: Project, report: Report, results: dict[str, execute.Result]) -> str:
     v = execute.versions()
+    labels = project.site.labels
     kinds = list(project.kinds.fenced.values())
     rows = []
     for page, rs in sorted(report.resolved.items()):
         counts = [sum(1 for r in rs if r.kind is k) for k in kinds]
         if any(counts):
             rows.append(f"| `{page}` | " + " | ".join(map(str, counts)) + " |")
-    head = "| 页面 | " + " | ".join(k.label for k in kinds) + " |\n|---|" + "---|" * len(kinds)
-    totals = "| **合计** | " + " | ".join(f"**{report.count(k.name)}**" for k in kinds) + " |"
+    head = f"| {labels['col-page']} | " + " | ".join(k.label for k in kinds) + " |\n|---|" + "---|" * len(kinds)
+    totals = f"| **{labels['total']}** | " + " | ".join(f"**{report.count(k.name)}**" for k in kinds) + " |"
     exp_rows = []
     for page, rs in sorted(report.resolved.items()):
         for r in rs:
             if r.job is None or r.kind.name in ("snapshot", "figure"):  # their runs are listed with the blocks
                 continue
             res = results.get(project.runner.key(r.job))
-            status = "未运行" if res is None else (f"{res.exit_code}" + ("（超时）" if res.timed_out else ""))
+            status = (
+                labels["not-run"]
+                if res is None
+                else f"{res.exit_code}" + (labels["timed-out"] if res.timed_out else "")
+            )
             digest = res.digest[:16] if res else "—"
             exp_rows.append(f"| `{page}:{r.block.line}` | `{r.job.label}` | {status} | `{digest}` |")
     repo_excerpts = sum(
@@ -219,7 +233,8 @@ def acceptance(project: Project, report: Report, results: dict[str, execute.Resu
         "acceptance.md",
         living=facts,
         pin=project.pin,
-        provider=project.tree.provider,
+        provider=project.tree.provider,  # as pin.py says it (English), and in the project's words:
+        provider_text=provider_text(project.tree.provider, labels),
         manifest_files=len(project.pin.manifest),
         versions=v,
         count=count,

@@ -235,7 +235,8 @@ class Build:
         if uri.startswith("lessons/"):
             own = [c for c in self.citations if c.page == uri]
             depth = uri.count("/")
-            markdown = site.add_section(markdown, site.cited_list(own, lambda u: "../" * depth + u))
+            words = self.project.site.labels
+            markdown = site.add_section(markdown, site.cited_list(own, lambda u: "../" * depth + u, words))
         return markdown
 
     def page_done(self) -> PageContext | None:

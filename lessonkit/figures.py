@@ -4,7 +4,7 @@
   out by grandalf's Sugiyama layered layout; edges point from parent to child,
   one edge per argnum (``x * x`` shows two edges R → M), optional edge labels
   (cotangents) keyed by ``(child id, argument position)``.
-- :func:`broadcast_svg`: ``unbroadcast``'s sums, shape by shape.
+- :func:`broadcast_svg`: a gradient summed back to a shape (e.g. ``unbroadcast``), step by step.
 - :func:`nested_svg`: boxes nested across traces (outermost first).
 
 All text is in ``<text>`` (selectable, searchable); colours come from
@@ -71,7 +71,7 @@ def _node_size(node: dict, note: str | None = None) -> tuple[float, float]:
 
 
 def graph_svg(
-    graph: dict, title: str, edge_labels: dict | None = None, root_text: str = "根节点", notes: dict | None = None
+    graph: dict, title: str, edge_labels: dict | None = None, root_text: str = "root", notes: dict | None = None
 ) -> str:
     """SVG of a recorded graph; ``edge_labels[(child, k)]`` labels the edge of argument position k;
     ``notes[node id]`` is one more line in the node (e.g. its tangent ``g = 0.540302``).
@@ -165,9 +165,18 @@ def graph_svg(
     return _svg(width, height, title, body)
 
 
-def broadcast_svg(g_in: list, sums: list[dict], title: str, out_label: str = "b 的梯度") -> str:
-    """``unbroadcast`` step by step: the incoming g, then each recorded ``anp.sum``."""
-    stages = [(_shape(g_in), g_in, "上游 g")]
+def broadcast_svg(
+    g_in: list,
+    sums: list[dict],
+    title: str,
+    out_label: str = "gradient",
+    in_label: str = "upstream g",
+    step: str = "sum(axis={axis}, keepdims={keepdims})",
+) -> str:
+    """A gradient summed back to an operand's shape, step by step: the incoming g, then each
+    recorded sum (``step`` names it, with ``{axis}`` and ``{keepdims}``); the words come from the
+    project's ``[labels]`` (``figure-upstream``, ``figure-result``, ``figure-sum-step``)."""
+    stages = [(_shape(g_in), g_in, in_label)]
     for s in sums:
         stages.append((tuple(s["out_shape"]), _plain(s["out"]), "g"))
     cell, gap_y, pad = 40, 34, 20
@@ -192,7 +201,7 @@ def broadcast_svg(g_in: list, sums: list[dict], title: str, out_label: str = "b 
                 _t(
                     pad + 34,
                     y + gap_y / 2,
-                    f"anp.sum(axis={nxt['axis']}, keepdims={nxt['keepdims']})",
+                    step.replace("{axis}", str(nxt["axis"])).replace("{keepdims}", str(nxt["keepdims"])),
                     "lk-note",
                     12,
                     "start",
@@ -244,8 +253,9 @@ def _num(v) -> str:
     return str(int(v)) if isinstance(v, float) and v == int(v) else (f"{v:.4g}" if isinstance(v, float) else str(v))
 
 
-def nested_svg(chain: list, title: str, value_text: str | None = None) -> str:
-    """Boxes nested across traces: ``chain`` is ``[[type, trace], ..., [type, None]]`` outermost first."""
+def nested_svg(chain: list, title: str, value_text: str | None = None, trace: str = "trace {trace}") -> str:
+    """Boxes nested across traces: ``chain`` is ``[[type, trace], ..., [type, None]]`` outermost first;
+    ``trace`` labels a box's level (``[labels] figure-trace``)."""
     boxes = [c for c in chain if c[1] is not None]
     inner = chain[-1][0]
     step, pad = 22, 16
@@ -253,7 +263,7 @@ def nested_svg(chain: list, title: str, value_text: str | None = None) -> str:
     total_w = inner_w + 2 * step * len(boxes) + 2 * pad
     total_h = 50 + 2 * step * len(boxes) + 28 * len(boxes) + 2 * pad
     body = []
-    for i, (kind, trace) in enumerate(boxes):
+    for i, (kind, level) in enumerate(boxes):
         x0 = pad + i * step
         y0 = pad + i * (step + 28)
         w = total_w - 2 * x0
@@ -262,14 +272,14 @@ def nested_svg(chain: list, title: str, value_text: str | None = None) -> str:
             f'<rect class="lk-node{" lk-root" if i % 2 else ""}" x="{x0}" y="{y0}" width="{w}" height="{h}" rx="8"/>'
         )
         body.append(_t(x0 + 10, y0 + 15, f"{kind}", "lk-code", 12, "start"))
-        body.append(_t(x0 + w - 10, y0 + 15, f"trace {trace}", "lk-label", 12, "end"))
+        body.append(_t(x0 + w - 10, y0 + 15, trace.replace("{trace}", str(level)), "lk-label", 12, "end"))
     n = len(boxes)
     cy = pad + n * (step + 28) + 25
     body.append(_t(total_w / 2, cy, value_text or inner, "lk-code", 13))
     return _svg(total_w, total_h, title, body)
 
 
-def alive_svg(during: dict, title: str, row_labels: dict | None = None) -> str:
+def alive_svg(during: dict, title: str, row_labels: dict | None = None, layer: str = "after layer {n}") -> str:
     """Live nodes after each layer, one square per node: ``{"JVPNode": [2, 2, 2], "VJPNode": [3, 5, 7]}``.
 
     One column per mode (labelled by ``row_labels``), one row per layer: narrow enough for a phone."""
@@ -285,7 +295,7 @@ def alive_svg(during: dict, title: str, row_labels: dict | None = None) -> str:
     ]
     y = pad + 30
     for i in range(layers):
-        body.append(_t(pad, y + 8, f"第 {i + 1} 层后", "lk-label", 12, "start"))
+        body.append(_t(pad, y + 8, layer.replace("{n}", str(i + 1)), "lk-label", 12, "start"))
         for j, kind in enumerate(kinds):
             n = during[kind][i]
             x0 = pad + label_w + j * col_w

@@ -16,6 +16,7 @@ from .errors import LessonError, Problem
 from .fsutil import atomic_write
 from .kinds import line as line_kind
 from .kinds import value as value_kind
+from .siteconfig import PROSE_COLUMNS
 from .verify import Report
 
 REFS_NAME = "prose-refs.json"  # sibling of excerpts.json: every inline `line` reference
@@ -94,15 +95,14 @@ class Facts:
         return (self.generated + self.checked) / total if total else 1.0
 
 
-# Columns that hold the author's prose, a rule's name or a code location, not a value of the run
-# (a code location written as [[line: …]] is checked by verify like every inline reference).
-EXPLAIN = ("说明", "来源", "为什么", "来自什么", "备注", "解释", "含义", "局部规则", "代码位置", "下一步")
-
-
-def count_table(table) -> tuple[int, int, int]:
+def count_table(table, prose_columns=PROSE_COLUMNS) -> tuple[int, int, int]:
     """(generated, checked, hand) value cells: the first column names the row and explanation
-    columns (:data:`EXPLAIN`) are the author's prose, so neither counts; nor does an empty or
-    "—" cell."""
+    columns are the author's prose, so neither counts; nor does an empty or "—" cell.
+
+    A column is prose when its name contains one of ``prose_columns``: the project's words
+    (``prose-columns`` of ``[snapshots]`` in site.toml), columns that hold the author's prose,
+    a rule's name or a code location, not a value of the run (a code location written as
+    [[line: …]] is checked by verify like every inline reference)."""
     g = c = h = 0
     for row in table.rows:
         for col, cell in zip(table.columns[1:], row[1:]):
@@ -110,7 +110,7 @@ def count_table(table) -> tuple[int, int, int]:
                 g += 1
             elif cell.mode == "checked":
                 c += 1
-            elif not any(w in col for w in EXPLAIN) and cell.text.strip() not in ("", "—", "-"):
+            elif not any(w in col for w in prose_columns) and cell.text.strip() not in ("", "—", "-"):
                 h += 1
     return g, c, h
 
@@ -142,7 +142,7 @@ def check_recorded(project, report: Report, results: dict[str, execute.Result] |
                         elif ref.kind == "line":
                             facts.refs += 1
                             row[5] += 1
-                    g, c, h = count_table(r.kind.table(r, result))
+                    g, c, h = count_table(r.kind.table(r, result), project.site.prose_columns)
                     facts.generated, facts.checked, facts.hand = facts.generated + g, facts.checked + c, facts.hand + h
                     facts.tables += 1
                     row[0], row[1], row[2] = row[0] + g, row[1] + c, row[2] + h

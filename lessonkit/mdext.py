@@ -17,7 +17,6 @@ project once, for every page it converts.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -28,6 +27,7 @@ from pymdownx.highlight import Highlight
 
 from . import execute
 from .errors import LessonError, Problem
+from .labels import PROVIDERS, provider_text  # noqa: F401 (where the pinned tree came from, in labels)
 from .parse import Block, BrokenBlock, parse_page
 from .project import Project, Resolved
 from .render import Deferred, NoLinks, Renderer, anchors
@@ -59,29 +59,14 @@ def page_context(md: Markdown) -> PageContext | None:
     return provider() if provider is not None else None
 
 
-PROVIDERS = [  # provider text (pin.py, English for logs) -> label key of site.toml [labels], detail
-    (re.compile(r"^sdist (\S+) from the Python package index$"), "from-index"),
-    (re.compile(r"^local archive (\S+)"), "from-archive"),
-    (re.compile(r"^local checkout \((.*)\)$"), "from-checkout"),
-    (re.compile(r"^git clone of (\S+)"), "from-git"),
-]
-
-
-def provider_text(provider: str, labels: dict[str, str]) -> str:
-    """Where the pinned tree came from, in the project's words (``[labels] from-*``)."""
-    for pattern, key in PROVIDERS:
-        m = pattern.match(provider)
-        if m:
-            return labels[key].replace("{detail}", m[1])
-    return labels["from-other"].replace("{detail}", provider)
-
-
 def provenance(project: Project) -> str:
     v = execute.versions()
     labels = project.site.labels
-    return (
-        f"Python {v['python']} · NumPy {v['numpy']} · {project.site.name} {project.pin.version}"
-        f"（{project.pin.short}，{labels['source']}：{provider_text(project.tree.provider, labels)}）"
+    return f"Python {v['python']} · NumPy {v['numpy']} · {project.site.name} {project.pin.version}" + labels.fill(
+        "provenance",
+        commit=project.pin.short,
+        source=labels["source"],
+        provider=provider_text(project.tree.provider, labels),
     )
 
 

@@ -97,7 +97,11 @@ def browser_pages(project: Project, cites: list[site.Citation]) -> list[Generate
         )
         out.append(Generated(uri, md, code=("repo", file)))
     out.append(
-        Generated("symbols.md", conf.render("symbols.md", index=site.symbol_index(cites, lambda uri: uri)), in_nav=True)
+        Generated(
+            "symbols.md",
+            conf.render("symbols.md", index=site.symbol_index(cites, lambda uri: uri, conf.labels)),
+            in_nav=True,
+        )
     )
     return out
 
@@ -207,15 +211,24 @@ def fill_code_page(
     own = [c for c in cites if c.origin == origin and c.file == file]
     hrefs = {c: href(c) for c in own}
 
+    labels = project.site.labels
+
     def fill() -> str:
-        out = html.replace(CITED_MARK, site.cites_table_html(own, hrefs.__getitem__))
-        out = out.replace(SYMBOLS_MARK, site.symbol_table_html(sf))
-        return out.replace(
-            CODE_MARK, site.code_html(sf, own, hrefs.__getitem__, site.symbol_lines(sf), cache=project.cache)
-        )
+        out = html.replace(CITED_MARK, site.cites_table_html(own, hrefs.__getitem__, labels))
+        out = out.replace(SYMBOLS_MARK, site.symbol_table_html(sf, labels))
+        lines = site.symbol_lines(sf)
+        return out.replace(CODE_MARK, site.code_html(sf, own, hrefs.__getitem__, lines, project.cache, labels))
 
     key = digest(
-        "code-page", site.FORMAT, sys.version, tools(), html, sf.rel, sf.data, repr([(c, hrefs[c]) for c in own])
+        "code-page",
+        site.FORMAT,
+        sys.version,
+        tools(),
+        html,
+        sf.rel,
+        sf.data,
+        repr([(c, hrefs[c]) for c in own]),
+        labels.fingerprint,
     )
     return Store(project.cache, "pages").get_or_make(key, fill)
 
@@ -304,7 +317,7 @@ def attachment_pages(project: Project, report: Report, results: dict) -> tuple[l
 
 
 def _diagrams(project: Project, results: dict) -> tuple[list[Generated], str]:
-    sources = project.site.diagrams
+    sources, labels = project.site.diagrams, project.site.labels
     calls = _output(project, results, sources["calls"])
     nesting = _output(project, results, sources["nesting"])
     levels = attachments.parse_nesting(nesting.stdout)
@@ -316,7 +329,7 @@ def _diagrams(project: Project, results: dict) -> tuple[list[Generated], str]:
                 "call-sequence.md",
                 source=sources["calls"],
                 digest=calls.digest[:16],
-                svg=attachments.sequence_svg(call_list),
+                svg=attachments.sequence_svg(call_list, title=labels["calls-diagram"]),
             ),
             in_nav=True,
         ),
@@ -326,7 +339,9 @@ def _diagrams(project: Project, results: dict) -> tuple[list[Generated], str]:
                 "nested-traces.md",
                 source=sources["nesting"],
                 levels=" ".join(map(str, levels)),
-                svg=attachments.nesting_svg(levels),
+                svg=attachments.nesting_svg(
+                    levels, labels["nesting-inner"], labels["nesting-box"], labels["nesting-diagram"]
+                ),
             ),
             in_nav=True,
         ),

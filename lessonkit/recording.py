@@ -218,7 +218,7 @@ def build_snapshot(
             "a snapshot needs a header row and at least one row",
             path=path,
             line=first_line,
-            hint="write `列1 | 列2`, then rows such as `R | @xx.seed`",
+            hint="write `column 1 | column 2`, then rows such as `R | @xx.seed`",
         )
     columns = tuple(split_row(rows[0][1]))
     problems, out = [], []

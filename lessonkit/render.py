@@ -9,12 +9,12 @@ from typing import Callable, Protocol
 from .errors import LessonError
 from .execute import Result
 from .pin import Pin
-from .siteconfig import LABELS
+from .labels import Labels, defaults
 from .project import Resolved
 from .store import Store, digest
 
 # Block chrome (badges, link rows, labels, provenance) stays out of the search index: a search
-# for "GitHub" or "运行输出" should not match every block. Material drops the attribute itself.
+# for "GitHub" or a badge's word should not match every block. Material drops the attribute itself.
 NO_SEARCH = ' data-search-exclude="chrome"'
 
 
@@ -99,7 +99,7 @@ class Renderer:
     links: Links
     provenance: str  # "Python 3.11.7 · NumPy 2.4.6 · autograd 1.9.1 (f53a217)"
     upstream: str = ""  # how disclaimers name the pinned project, e.g. "HIPS/autograd"
-    labels: dict[str, str] = field(default_factory=lambda: dict(LABELS))  # site.toml [labels]
+    labels: Labels = field(default_factory=defaults)  # lessonkit.labels, then site.toml [labels]
     store: Store | None = None  # highlighted code by content (key includes `tools`)
     tools: str = ""  # versions and options of whatever `highlight` depends on
     deferred: Deferred | None = None
@@ -133,9 +133,11 @@ class Renderer:
     def error(self, err: LessonError, anchor: str | None = None) -> str:
         items = "".join(f"<li><code>{escape(str(p))}</code></li>" for p in err.problems)
         ident = f' id="{anchor}"' if anchor else ""  # links to the failed block still land here
-        return f'<div class="lk-block lk-error"{ident}><strong>注解错误</strong><ul>{items}</ul></div>'
+        word = escape(self.labels["annotation-error"])
+        return f'<div class="lk-block lk-error"{ident}><strong>{word}</strong><ul>{items}</ul></div>'
 
     def inline_error(self, err: LessonError) -> str:
         """The error box for an inline reference: a span, so the paragraph stays a paragraph."""
         text = "; ".join(str(p) for p in err.problems)
-        return f'<span class="lk-error lk-inline-error"><strong>注解错误</strong> <code>{escape(text)}</code></span>'
+        word = escape(self.labels["annotation-error"])
+        return f'<span class="lk-error lk-inline-error"><strong>{word}</strong> <code>{escape(text)}</code></span>'

@@ -21,6 +21,7 @@ from pygments.util import ClassNotFound
 
 from .pyindex import SourceFile
 from .kinds.base import slug
+from .labels import Labels, defaults
 from .store import Store, digest
 from .verify import Report
 
@@ -126,6 +127,7 @@ def code_html(
     href: Callable[[Citation], str],
     symbol_lines: dict[int, list[str]],
     cache: Path | None = None,
+    labels: Labels | None = None,
 ) -> str:
     """The whole file, highlighted, one anchor per line (#L12), cited ranges marked,
     each range's first line carrying links back to every citing block."""
@@ -136,6 +138,9 @@ def code_html(
         for n in range(c.start, c.end + 1):
             cited[n].append(c)
     body = highlighted(sf, cache)
+    labels = labels or defaults()
+    prose, cited_by = labels["cite-prose"], labels.html("cited-by")
+    aria = escape(labels["cited-by-aria"])
 
     def line(m: re.Match) -> str:
         n = int(m.group(1))
@@ -145,9 +150,9 @@ def code_html(
         if n in starts:
             links = []
             for c in per_page(starts[n]):
-                text = f"{c.label} · {c.symbol or f'L{c.start}–L{c.end}'}" + ("（正文）" if c.role == "prose" else "")
+                text = f"{c.label} · {c.symbol or f'L{c.start}–L{c.end}'}" + (prose if c.role == "prose" else "")
                 links.append(f'<a href="{escape(href(c))}">{escape(text)}</a>')
-            back = f'<span class="lk-cites" aria-label="引用此处的块">被引用：{" ".join(links)}</span>'
+            back = f'<span class="lk-cites" aria-label="{aria}">{cited_by}{" ".join(links)}</span>'
         return back + f'<span id="L{n}" class="{cls}">{marks}<a class="lk-ln" href="#L{n}" aria-hidden="true">{n}</a>'
 
     body = _LINE.sub(line, body)
@@ -188,19 +193,26 @@ def md_text(text: str) -> str:
     return re.sub(r"([\\`*_\[\]])", r"\\\1", text)
 
 
-def symbol_index(cites: list[Citation], rel_link: Callable[[str], str]) -> str:
+def symbol_index(cites: list[Citation], rel_link: Callable[[str], str], labels: Labels | None = None) -> str:
     """Every cited symbol, grouped by file: one row per cited range, with one link per citing
     page (its short label, to the page's first block citing the range)."""
     by_file: dict[tuple[str, str], dict[tuple, list[Citation]]] = defaultdict(lambda: defaultdict(list))
+    labels = labels or defaults()
+    word = {k: md_text(labels[k]) for k in ("browse-file", "col-symbol", "col-lines", "col-cited-in", "fragment")}
     for c in cites:
         by_file[(c.origin, c.file)][(c.symbol or "", c.start, c.end)].append(c)
     parts = []
     for (origin, file), ranges in sorted(by_file.items(), key=lambda kv: (kv[0][0] != "pinned", kv[0][1])):
         page = rel_link(source_uri(file) if origin == "pinned" else code_uri(file))
-        parts.append(f"## `{file}`\n\n[浏览整个文件]({page})\n\n| 符号 | 行 | 被引用于 |\n|---|---|---|")
+        parts.append(
+            f"## `{file}`\n\n[{word['browse-file']}]({page})\n\n"
+            f"| {word['col-symbol']} | {word['col-lines']} | {word['col-cited-in']} |\n|---|---|---|"
+        )
         for (sym, start, end), cs in sorted(ranges.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
-            where = "，".join(f"[{md_text(c.label)}]({rel_link(c.page)}#{c.anchor})" for c in per_page(cs))
-            shown = f"`{sym}`" if sym else "（片段）"
+            where = labels["list-separator"].join(
+                f"[{md_text(c.label)}]({rel_link(c.page)}#{c.anchor})" for c in per_page(cs)
+            )
+            shown = f"`{sym}`" if sym else word["fragment"]
             parts.append(f"| {shown} | [L{start}–L{end}]({page}#L{start}) | {where} |")
         parts.append("")
     return "\n".join(parts) + "\n"
@@ -220,9 +232,11 @@ def add_section(markdown: str, section: str) -> str:
     return markdown[: m.start()] + section + markdown[m.start() :]
 
 
-def cited_list(page_cites: list[Citation], rel_link: Callable[[str], str]) -> str:
+def cited_list(page_cites: list[Citation], rel_link: Callable[[str], str], labels: Labels | None = None) -> str:
     """The list appended to a lesson: the source it cited, in page order."""
     rows, seen = [], set()
+    labels = labels or defaults()
+    word = {k: md_text(labels[k]) for k in labels if k.startswith(("col-", "cited-", "jump-", "fragment"))}
     for c in page_cites:
         if c.role != "source":
             continue
@@ -231,17 +245,19 @@ def cited_list(page_cites: list[Citation], rel_link: Callable[[str], str]) -> st
             continue
         seen.add(key)
         uri = source_uri(c.file) if c.origin == "pinned" else code_uri(c.file)
-        sym = f"`{c.symbol}`" if c.symbol else "（片段）"
+        sym = f"`{c.symbol}`" if c.symbol else word["fragment"]
         where = f"[`{c.file}` L{c.start}–L{c.end}]({rel_link(uri)}#L{c.start})"
-        rows.append(f"| {sym} | {where} | [跳到本篇的块](#{c.anchor}) |")
+        rows.append(f"| {sym} | {where} | [{word['jump-to-block']}](#{c.anchor}) |")
     if not rows:
         return ""
     # the table repeats what the blocks above already show: keep it out of the search index
     return (
-        "\n\n## 本篇引用的源码 {#cited-source}\n\n"
-        "下表由构建根据本篇每个已验证的块自动生成。\n\n"
+        f"\n\n## {word['cited-heading']} {{#cited-source}}\n\n"
+        f"{word['cited-intro']}\n\n"
         '<div class="lk-cited-list" markdown="1" data-search-exclude="list">\n\n'
-        "| 符号 | 位置 | 本篇 |\n|---|---|---|\n" + "\n".join(rows) + "\n\n</div>\n"
+        f"| {word['col-symbol']} | {word['col-location']} | {word['col-this-page']} |\n|---|---|---|\n"
+        + "\n".join(rows)
+        + "\n\n</div>\n"
     )
 
 
@@ -251,7 +267,7 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def symbol_table_html(sf: SourceFile) -> str:
+def symbol_table_html(sf: SourceFile, labels: Labels | None = None) -> str:
     """HTML table of a Python file's symbols (built directly: no Markdown pass needed)."""
     rows = [
         [
@@ -261,22 +277,26 @@ def symbol_table_html(sf: SourceFile) -> str:
         ]
         for d in _definitions(sf)
     ]
-    return _table(["符号", "类型", "行"], rows) if rows else ""
+    labels = labels or defaults()
+    return _table([escape(labels[k]) for k in ("col-symbol", "col-type", "col-lines")], rows) if rows else ""
 
 
-def cites_table_html(cites: list[Citation], href: Callable[[Citation], str]) -> str:
+def cites_table_html(cites: list[Citation], href: Callable[[Citation], str], labels: Labels | None = None) -> str:
     """One row per cited range, with one link per citing page (no internal block ids)."""
+    labels = labels or defaults()
     if not cites:
-        return "<p>本文件没有被任何课程引用；仍可完整浏览。</p>"
+        return f"<p>{escape(labels['not-cited'])}</p>"
     ranges: dict[tuple, list[Citation]] = defaultdict(list)
     for c in cites:
         ranges[(c.start, c.end, c.symbol or "")].append(c)
     rows = []
     for (start, end, symbol), cs in sorted(ranges.items()):
-        sym = f"<code>{escape(symbol)}</code>" if symbol else "（片段）"
-        links = "，".join(f'<a href="{escape(href(c))}">{escape(c.label)}</a>' for c in per_page(cs))
+        sym = f"<code>{escape(symbol)}</code>" if symbol else escape(labels["fragment"])
+        links = escape(labels["list-separator"]).join(
+            f'<a href="{escape(href(c))}">{escape(c.label)}</a>' for c in per_page(cs)
+        )
         rows.append([f'<a href="#L{start}">L{start}–L{end}</a>', sym, links])
-    return _table(["行", "符号", "引用它的页面"], rows)
+    return _table([escape(labels[k]) for k in ("col-lines", "col-symbol", "col-citing-pages")], rows)
 
 
 _API_ENTRY = re.compile(
@@ -297,6 +317,7 @@ def api_entry_links(
     own table gives for the name (when it differs from the wrapped function's), the entry's lines
     in the source browser, and one link per page that cites the object. Labels: site.toml [labels]."""
     labels = project.site.labels
+    colon, sep = escape(labels["colon"]), escape(labels["list-separator"])
 
     def where(dotted: str):
         parts = dotted.split(".")
@@ -321,12 +342,12 @@ def api_entry_links(
         short = symbol.rsplit(".", 1)[-1]
         sig = re.search(r"<tr>\s*<td><code>" + re.escape(short) + r"</code></td>\s*<td><code>(.*?)</code></td>", html)
         if sig and f"{short}(" in sig.group(1):
-            items.append(f'{escape(labels["api-call"])}：<code>{sig.group(1)}</code>')
+            items.append(f'{escape(labels["api-call"])}{colon}<code>{sig.group(1)}</code>')
         d = defs.get(symbol)
         href = source_href(file, d.start) if d else None
         if d and href:
             items.append(
-                f'{escape(labels["api-source"])}：<a href="{escape(href)}"><code>{escape(file)}</code> '
+                f'{escape(labels["api-source"])}{colon}<a href="{escape(href)}"><code>{escape(file)}</code> '
                 f'L{d.start}–L{d.end}</a>'
             )
         users = per_page([c for c in cites if c.origin == "pinned" and c.file == file and c.symbol == symbol])
@@ -336,7 +357,7 @@ def api_entry_links(
                 if c.page not in seen:
                     seen.add(c.page)
                     links.append(f'<a href="{escape(cite_href(c))}">{escape(c.label)}</a>')
-            items.append(f'{escape(labels["api-lessons"])}：' + "，".join(links))
+            items.append(f'{escape(labels["api-lessons"])}{colon}' + sep.join(links))
         if not items:
             return head
         return head + f'<p class="lk-api-links" data-search-exclude="chrome">{" · ".join(items)}</p>'

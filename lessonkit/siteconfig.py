@@ -24,7 +24,12 @@ project without ``site.toml`` still builds::
     readme = "mini-autograd/README.md"   # optional: shown as attachments/mini-readme.md
     readme_translation = "mini-autograd/README.zh.md"  # optional: shown above the original
 
-    [labels]                      # what the block chrome says (engine defaults: English, see LABELS)
+    [snapshots]                   # optional: the vocabulary of snapshot tables
+    badges = ["手算推演", "源码推演", "实验观察"]  # the values `Label:` may take (default: English)
+    prose-columns = ["说明", "来源"]  # columns whose cells are the author's prose, not values of a
+                                  # run (a column counts when its name contains one of these)
+
+    [labels]                      # every word the engine shows (defaults: English, lessonkit/labels.py)
     real-source = "真实源码 REAL SOURCE"
     purpose = "目的（Purpose）"
     from-index = "来自 Python 包索引的发布包 {detail}"   # {detail}: the provider's file or name
@@ -40,6 +45,8 @@ from functools import cached_property
 from pathlib import Path
 
 from .errors import LessonError
+from .labels import LABELS, Labels
+from .labels import problem as label_problem
 
 CONFIG = "sourcemap/site.toml"
 ENGINE_TEMPLATES = Path(__file__).parent / "templates"
@@ -49,30 +56,12 @@ _KEYS = {
     "bundle": {"path"},
     "diagrams": {"calls", "nesting"},
     "attachments": {"readme", "readme_translation"},
-    "labels": None,  # keys: LABELS
+    "snapshots": {"badges", "prose-columns"},
+    "labels": None,  # keys: lessonkit.labels.LABELS, or the project's own (`x-…`)
 }
-# The block chrome's words, by key; a project translates them in `[labels]` of site.toml.
-# `from-*` name where the pinned tree came from (the provider kind); `{detail}` is the archive,
-# variable or remote the provider used.
-LABELS = {
-    "real-source": "REAL SOURCE",
-    "teaching-simplification": "TEACHING SIMPLIFICATION",
-    "experiment": "EXPERIMENT",
-    "snapshot": "STATE SNAPSHOT",
-    "purpose": "Purpose",
-    "output": "Output of this build",
-    "script": "Script",
-    "source": "source",
-    "exit-code": "exit code",
-    "from-index": "sdist {detail} from the Python package index",
-    "from-archive": "local archive ({detail})",
-    "from-checkout": "local checkout ({detail})",
-    "from-git": "git ({detail})",
-    "from-other": "{detail}",
-    "api-call": "Called as",
-    "api-source": "Source",
-    "api-lessons": "Cited by",
-}
+# The defaults of [snapshots]: which `Label:` a snapshot may carry, which columns are prose.
+BADGES = ("by hand", "from the source", "observed")
+PROSE_COLUMNS = ("Note", "Source", "Why", "Meaning", "Explanation", "Rule", "Location", "Next step")
 
 
 @dataclass(frozen=True)
@@ -87,7 +76,9 @@ class SiteConfig:
     diagrams: dict[str, str] = field(default_factory=dict)
     readme: str | None = None
     readme_translation: str | None = None
-    labels: dict[str, str] = field(default_factory=lambda: dict(LABELS))
+    labels: Labels = field(default_factory=lambda: Labels(LABELS))
+    badges: tuple[str, ...] = BADGES
+    prose_columns: tuple[str, ...] = PROSE_COLUMNS
 
     @property
     def env_prefix(self) -> str:
@@ -160,12 +151,14 @@ def load(root: Path, repo_url: str) -> SiteConfig:
                 hint="known tables: " + ", ".join(f"[{t}]" for t in _KEYS),
             )
         for key, value in values.items():
-            if key not in (_KEYS[table] if _KEYS[table] is not None else LABELS):
+            if _KEYS[table] is None:
+                continue  # [labels]: checked by _labels
+            if key not in _KEYS[table]:
                 raise LessonError(
                     f"unknown key `{key}` in `[{table}]`",
                     path=CONFIG,
                     line=_line(path, key),
-                    hint="known keys: " + ", ".join(sorted(_KEYS[table] or LABELS)),
+                    hint="known keys: " + ", ".join(sorted(_KEYS[table])),
                 )
             if not (isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))):
                 raise LessonError(
@@ -174,6 +167,14 @@ def load(root: Path, repo_url: str) -> SiteConfig:
                     line=_line(path, key),
                     hint='for example `code = ["experiments"]`',
                 )
+    for key, value in data.get("snapshots", {}).items():
+        if not isinstance(value, list) or not value or not all(v.strip() for v in value):
+            raise LessonError(
+                f"`{key}` in `[snapshots]` is not a list of words",
+                path=CONFIG,
+                line=_line(path, key),
+                hint='for example `badges = ["by hand", "observed"]`',
+            )
     up, repo = data.get("upstream", {}), data.get("repository", {})
     name = up.get("name", default_name)
     return SiteConfig(
@@ -187,31 +188,26 @@ def load(root: Path, repo_url: str) -> SiteConfig:
         dict(data.get("diagrams", {})),
         data.get("attachments", {}).get("readme"),
         data.get("attachments", {}).get("readme_translation"),
-        {**LABELS, **_labels(data.get("labels", {}), path)},
+        Labels({**LABELS, **_labels(data.get("labels", {}), path)}, line=_line(path, "[labels]")),
+        tuple(data.get("snapshots", {}).get("badges", BADGES)),
+        tuple(data.get("snapshots", {}).get("prose-columns", PROSE_COLUMNS)),
     )
 
 
 def _labels(values: dict, path: Path) -> dict[str, str]:
     for key, value in values.items():
-        if not isinstance(value, str):
-            raise LessonError(
-                f"label `{key}` is not text",
-                path=CONFIG,
-                line=_line(path, key),
-                hint='for example `experiment = "EXPERIMENT"`',
-            )
-        if key.startswith("from-") and "{" in value.replace("{detail}", ""):
-            raise LessonError(
-                f"label `{key}` has a placeholder other than {{detail}}",
-                path=CONFIG,
-                line=_line(path, key),
-                hint="only `{detail}` is filled in",
-            )
+        wrong = label_problem(key, value)
+        if wrong:
+            raise LessonError(wrong[0], path=CONFIG, line=_line(path, key), hint=wrong[1])
     return dict(values)
 
 
 def _line(path: Path, needle: str) -> int:
+    """The line of ``[table]``, or of the first ``key = …`` (exactly that key)."""
+    if not path.exists():
+        return 1
+    key = re.compile(r'\s*["\']?' + re.escape(needle) + r'["\']?\s*=')
     for n, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
-        if line.strip().startswith(needle):
+        if line.strip().startswith(needle) if needle.startswith("[") else key.match(line):
             return n
     return 1

@@ -29,7 +29,7 @@ _Q = r'"(?:[^"\\]|\\.)*"'
 REF = re.compile(
     r"\[\[(?P<file>[\w./-]+\.\w+)::(?P<symbol>[^\s\]\"]+(?:\([^)\]]*\))?)"
     r"(?:\s+(?P<a>" + _Q + r"|[+-]\d+)(?:\s*\.\.\s*(?P<b>" + _Q + r"|[+-]\d+))?)?"
-    r"(?:\s*\|(?P<style>file|L|行))?\s*\]\]"
+    r"(?:\s*\|(?P<style>file|L|line))?\s*\]\]"
 )
 LOOSE = re.compile(r"\[\[[^\[\]\n]*::[^\[\]\n]*\]\]")  # looks like a reference: must parse
 
@@ -41,7 +41,7 @@ class SourceRef:
     symbol: str
     first: str | None  # a quoted fragment ("...") or a relative offset ("+3"), or None: whole symbol
     last: str | None
-    style: str = "行"
+    style: str = "line"
 
 
 @dataclass(frozen=True)
@@ -52,14 +52,16 @@ class Resolved:
     end: int
     text: tuple[str, ...]  # the lines, for repin comparison
 
-    def render(self, style: str | None = None) -> str:
+    def render(self, style: str | None = None, line: str = "line {span}") -> str:
+        """The reference as the page shows it; ``line`` is the project's words for the default
+        style (``[labels] line-ref``, e.g. ``第 {span} 行``)."""
         style = style or self.ref.style
         span = f"{self.start}" if self.start == self.end else f"{self.start}–{self.end}"
         if style == "file":
             return f"{self.file.rsplit('/', 1)[-1]}:{span}"
         if style == "L":
             return f"L{self.start}" if self.start == self.end else f"L{self.start}–L{self.end}"
-        return f"第 {span} 行"
+        return line.replace("{span}", span)
 
     @property
     def anchor(self) -> str:
@@ -77,7 +79,7 @@ def parse(raw: str) -> SourceRef:
         )
     if m["b"] and not m["a"]:
         raise LessonError(f"{raw!r}: a range needs a first end", hint='write "from" .. "to"')
-    return SourceRef(raw, m["file"], m["symbol"], m["a"], m["b"], m["style"] or "行")
+    return SourceRef(raw, m["file"], m["symbol"], m["a"], m["b"], m["style"] or "line")
 
 
 def scan(markdown: str) -> list[tuple[int, str]]:

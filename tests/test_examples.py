@@ -87,6 +87,16 @@ def test_the_micrograd_example_builds_verifies_mutates_and_repins_to_itself(exam
         if re.search("autograd", p.read_text(encoding="utf-8"), re.I)
     )
     assert named == ["source/micrograd/engine.py/index.html"]
+    # the example's own words ([labels] and templates/ of the example), not the autograd series'
+    badges = re.findall(r'<span class="lk-badge lk-badge-\w+"[^>]*>([^<]*)</span>', lesson)
+    assert sorted(set(badges)) == ["原样源码 REAL SOURCE", "实验 EXPERIMENT", "教学简化版 TEACHING SIMPLIFICATION"]
+    assert "以下不是 karpathy/micrograd 的原样源码。" in lesson and "本篇用到的源码" in lesson
+    engine = (site / "source" / "micrograd" / "engine.py" / "index.html").read_text(encoding="utf-8")
+    assert "引用处：" in engine and "课程引用的范围" in engine and "被引用：" not in engine
+    assert "<h1" in symbols and "符号索引" in symbols
+    acceptance = (site / "attachments" / "acceptance" / "index.html").read_text(encoding="utf-8")
+    assert "构建验收记录" in acceptance and "合计" in acceptance and "本次构建验收记录" not in acceptance
+    assert "本地发布包 LESSONKIT_SDIST" in acceptance  # where the tree came from, in the example's words
 
     verify = _run(proj, env, "-m", "lessonkit", "verify")
     assert verify.returncode == 0, verify.stderr

@@ -68,7 +68,7 @@ def pinned(real_project):
 )
 def test_sourceref_resolves_and_renders(pinned, raw, text, anchor):
     r = sourceref.resolve_text(pinned, raw)
-    assert (r.render(), r.anchor) == (text, anchor)
+    assert (r.render(line="第 {span} 行"), r.anchor) == (text, anchor)
 
 
 @pytest.mark.parametrize(
@@ -354,7 +354,9 @@ def _texts(svg: str) -> list[str]:
 
 
 def test_graph_figure_from_the_recorded_xx_graph(rec05):
-    svg = figures.graph_svg(rec05["xx"]["graph"], "x·x 的计算图", edge_labels={(1, 0): "参数 0", (1, 1): "参数 1"})
+    svg = figures.graph_svg(
+        rec05["xx"]["graph"], "x·x 的计算图", edge_labels={(1, 0): "参数 0", (1, 1): "参数 1"}, root_text="根节点"
+    )
     assert svg.startswith('<svg xmlns="http://www.w3.org/2000/svg" class="lk-fig" viewBox="0 0 ')
     assert 'style="max-width:100%;height:auto"' in svg and "<title>x·x 的计算图</title>" in svg
     assert _texts(svg) == ["参数 0", "参数 1", "R", "根节点", "M", "multiply"]
@@ -414,7 +416,8 @@ def test_broadcast_and_nested_and_alive_figures():
         {"axis": 0, "keepdims": False, "in_shape": [3], "out_shape": [], "out": {"scalar": 21.0, "dtype": "float64"}},
     ]
     g = {"array": [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], "shape": [2, 3], "dtype": "float64"}
-    assert _texts(figures.broadcast_svg(g, sums, "标量 b")) == [
+    words = ("b 的梯度", "上游 g", "anp.sum(axis={axis}, keepdims={keepdims})")  # the series' [labels]
+    assert _texts(figures.broadcast_svg(g, sums, "标量 b", *words)) == [
         "上游 g  shape=(2, 3)",
         "1",
         "2",
@@ -441,7 +444,7 @@ def test_broadcast_and_nested_and_alive_figures():
         "trace 0",
         "1.5 (float)",
     ]
-    svg = figures.alive_svg({"JVPNode": [2, 2, 2], "VJPNode": [3, 5, 7]}, "存活节点")
+    svg = figures.alive_svg({"JVPNode": [2, 2, 2], "VJPNode": [3, 5, 7]}, "存活节点", layer="第 {n} 层后")
     assert svg.count('class="lk-node"') == 6 + 15
     assert _texts(svg) == ["JVPNode", "VJPNode", "第 1 层后", "2", "3", "第 2 层后", "2", "5", "第 3 层后", "2", "7"]
 
@@ -463,8 +466,8 @@ def test_a_changed_experiment_changes_the_figure(pinned_root, tmp_path):
     after = run_recorded(pinned_root, tmp_path / "b" / "lesson01_ad_and_graph.py", tmp_path / "b")
     t_before = _texts(figures.graph_svg(before["graph"], "f"))
     t_after = _texts(figures.graph_svg(after["graph"], "f"))
-    assert t_before == ["x", "根节点", "a", "power", "b", "sin", "y", "exp"]
-    assert t_after == ["x", "根节点", "a", "power", "b", "cos", "y", "exp"]
+    assert t_before == ["x", "root", "a", "power", "b", "sin", "y", "exp"]  # the engine's default word
+    assert t_after == ["x", "root", "a", "power", "b", "cos", "y", "exp"]
 
 
 def test_snapshot_formula_cell_checks_its_number(rec05):
@@ -498,7 +501,7 @@ def test_graph_figure_notes_show_recorded_tangents(pinned_root, tmp_path):
     rec = run_recorded(pinned_root, EXPERIMENTS / "forward_mode.py", tmp_path)
     graph = rec["jvp_graph"]
     notes = {n["id"]: "g = " + format_value(n["g"]) for n in graph["nodes"]}
-    svg = figures.graph_svg(graph, "forward mode", notes=notes)
+    svg = figures.graph_svg(graph, "forward mode", notes=notes, root_text="根节点")
     assert _texts(svg) == [
         "根节点",
         "g = 1.0",
@@ -655,7 +658,7 @@ CONVERSIONS = [
 @pytest.mark.parametrize("page, context, ref, typed", CONVERSIONS, ids=[f"{c[0]}:{c[3]}" for c in CONVERSIONS])
 def test_each_hand_typed_line_reference_has_a_checked_replacement(pinned, page, context, ref, typed):
     assert typed in context
-    assert sourceref.resolve_text(pinned, ref).render() == typed
+    assert sourceref.resolve_text(pinned, ref).render(line="第 {span} 行") == typed
 
 
 def test_graph_layout_does_not_depend_on_object_addresses():

@@ -194,7 +194,7 @@ def test_release_1_8_0_classifications(site, monkeypatch, sdists):
     assert report.exit_code == 1
 
     out = "\n".join(repin.summary_lines(report))
-    assert "sha256 " + t.sdist["sha256"] in out and "docs/lesson.md  《第一课》 — revisit" in out
+    assert "sha256 " + t.sdist["sha256"] in out and 'docs/lesson.md  "第一课" — revisit' in out
     html = repin.render_html(report)
     assert "Repin report: autograd 1.9.1 (f53a217) → autograd 1.8.0" in html and t.sdist["sha256"] in html
 

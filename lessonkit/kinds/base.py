@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
-from ..errors import Problem
+from ..errors import LessonError, Problem
 
 if TYPE_CHECKING:
     from ..execute import Job, Result
@@ -106,13 +106,35 @@ class InlineRef:
     line: int  # 1-based line in the page file
 
 
+def problems_of(step, *args) -> list[Problem]:
+    """The problems ``step(*args)`` raises as a :class:`LessonError` (none when it returns)."""
+    try:
+        step(*args)
+    except LessonError as exc:
+        return list(exc.problems)
+    return []
+
+
 class InlineKind:
-    """A kind written inline in prose as ``[[name: argument]]`` and rendered in place."""
+    """A kind written inline in prose as ``[[name: argument]]`` and rendered in place.
+
+    Most kinds override :meth:`read` (the argument alone) and :meth:`look_up` (the argument
+    against the project, running nothing); :meth:`validate` and :meth:`check` turn what
+    those raise into problems."""
 
     name: ClassVar[str] = ""
 
+    def read(self, ref: InlineRef):
+        """Read the argument; raise a located :class:`LessonError` when it cannot be read."""
+        return None
+
+    def look_up(self, project: "Project", ref: InlineRef):
+        """Find what the argument names in the project, without running anything; raise a
+        located :class:`LessonError` when it names nothing."""
+        return None
+
     def validate(self, ref: InlineRef) -> list[Problem]:
-        return []
+        return problems_of(self.read, ref)
 
     def render(self, project: "Project", ref: InlineRef, links) -> str:
         """The inline HTML that replaces the reference."""
@@ -123,8 +145,8 @@ class InlineKind:
         return ref.argument
 
     def check(self, project: "Project", ref: InlineRef) -> list[Problem]:
-        """What verify checks without running anything (default: :meth:`validate`)."""
-        return self.validate(ref)
+        """What verify checks without running anything: :meth:`validate`, then :meth:`look_up`."""
+        return self.validate(ref) or problems_of(self.look_up, project, ref)
 
     def job(self, project: "Project", ref: InlineRef) -> "Job | None":
         """The run the reference shows a value of, if any: the build starts it with the page's."""

@@ -90,20 +90,25 @@ class Experiment(Kind):
             meta = [f"<code>{escape(ex.file)}</code>"]
             if ex.symbol:
                 meta.append(f"<code>{escape(ex.symbol)}</code>")
-            links = [("查看脚本", renderer.links.script(ex.file))]
-            summary = f"{escape(labels['script'])}（<code>{escape(ex.file)}</code>，L{ex.start}–L{ex.end}）"
+            links = [(labels["view-script"], renderer.links.script(ex.file))]
+            summary = labels.html(
+                "script-summary",
+                script=escape(labels["script"]),
+                file=f"<code>{escape(ex.file)}</code>",
+                start=ex.start,
+                end=ex.end,
+            )
         else:
-            meta, links = ["内联脚本"], []
+            meta, links = [escape(labels["inline-script"])], []
             summary = escape(labels["script"])
         code = renderer.code(*renderer.code_of(r), anchor)
-        purpose = f'<p class="lk-purpose"><strong>{escape(labels["purpose"])}：</strong>{escape(b.get("Purpose"))}</p>'
-        out = escape(result.stdout) if result.stdout else "（无输出）"
+        purpose = escape(labels["purpose"]) + escape(labels["colon"])
+        purpose = f'<p class="lk-purpose"><strong>{purpose}</strong>{escape(b.get("Purpose"))}</p>'
+        out = escape(result.stdout) if result.stdout else escape(labels["no-output"])
         notice = ""
         if result.truncated:
-            notice = (
-                f'<p class="lk-truncated">输出过长：另有 {result.truncated} 字节未显示'
-                f'（上限 {len(result.stdout.encode())} 字节）。</p>'
-            )
+            limit = len(result.stdout.encode())
+            notice = f'<p class="lk-truncated">{labels.html("truncated", bytes=result.truncated, limit=limit)}</p>'
         no_search = renderer.no_search
         return (
             f'<div class="lk-block lk-experiment" id="{anchor}">'
@@ -125,7 +130,7 @@ class Experiment(Kind):
             *code,
             "```",
             "",
-            "输出：",
+            project.site.labels["output-plain"],
             "",
             "```text",
             *out,

@@ -18,6 +18,7 @@ from html import escape
 
 from .. import figures, recording
 from ..errors import LessonError, Problem
+from ..labels import defaults
 from ..store import digest
 from . import _recorded
 from .base import Kind, Resolved
@@ -150,21 +151,31 @@ class Figure(Kind):
         )
         return shape, (data,)
 
-    def title(self, r) -> str:
+    def title(self, r, words=None) -> str:
         b = r.block
-        return b.get("Title") or b.get("Caption") or f"{r.job.label}：{next(b.get(s) for s in SHAPES if s in b.fields)}"
+        colon = (words or defaults())["colon"]
+        return (
+            b.get("Title")
+            or b.get("Caption")
+            or f"{r.job.label}{colon}{next(b.get(s) for s in SHAPES if s in b.fields)}"
+        )
 
-    def svg(self, r, shape: str, data: tuple) -> str:
-        title = self.title(r)
+    def svg(self, r, shape: str, data: tuple, words=None) -> str:
+        """The figure; ``words`` are the project's labels (``figure-*``)."""
+        words = words or defaults()
+        title = self.title(r, words)
         if shape == "Graph":
             graph, labels, notes = data
             edge_labels = {tuple(int(x) for x in k.split(".")): v for k, v in labels.items()}
-            return figures.graph_svg(graph, title, edge_labels=edge_labels, notes={int(k): v for k, v in notes.items()})
+            notes = {int(k): v for k, v in notes.items()}
+            return figures.graph_svg(graph, title, edge_labels, words["figure-root"], notes)
         if shape == "Broadcast":
-            return figures.broadcast_svg(data[0], data[1], title)
+            return figures.broadcast_svg(
+                data[0], data[1], title, words["figure-result"], words["figure-upstream"], words["figure-sum-step"]
+            )
         if shape == "Nested":
-            return figures.nested_svg(data[0], title)
-        return figures.alive_svg(data[0], title)
+            return figures.nested_svg(data[0], title, trace=words["figure-trace"])
+        return figures.alive_svg(data[0], title, layer=words["figure-after-layer"])
 
     def render(self, renderer, r, anchor, result):
         shape, data = self.inputs(r, result)
@@ -175,11 +186,10 @@ class Figure(Kind):
             from .snapshot import _with_refs  # the caption's Markdown (code, $math$, references)
 
             text = _with_refs(caption, renderer, b.line_of("Caption")) if caption else ""
-            cap = (
-                f'<figcaption>{text}<span class="lk-fig-source"{renderer.no_search}>'
-                f'（图由本次构建运行 <code>{escape(r.job.label)}</code> 的记录绘制）</span></figcaption>'
-            )
-            return f'<figure class="lk-figure" id="{anchor}">' + self.svg(r, shape, data) + cap + "</figure>"
+            drawn = renderer.labels.html("figure-source", script=f"<code>{escape(r.job.label)}</code>")
+            cap = f'<figcaption>{text}<span class="lk-fig-source"{renderer.no_search}>{drawn}</span></figcaption>'
+            svg = self.svg(r, shape, data, renderer.labels)
+            return f'<figure class="lk-figure" id="{anchor}">' + svg + cap + "</figure>"
 
         if renderer.store is None:
             return make()
@@ -192,13 +202,15 @@ class Figure(Kind):
             b.get("Title") or "",
             b.get("Caption") or "",
             r.job.label,
+            renderer.labels.fingerprint,
         )
         return renderer.store.get_or_make(key, make)
 
     def plain(self, r, project, result):
         b = r.block
         caption = f" {b.get('Caption')}" if b.get("Caption") else ""
-        return [f"［图：{self.title(r)}，由 {r.job.label} 的运行记录绘制］" + caption]
+        words = project.site.labels
+        return [words.fill("figure-plain", title=self.title(r, words), script=r.job.label) + caption]
 
 
 KIND = Figure()

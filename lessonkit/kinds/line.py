@@ -1,6 +1,7 @@
 """``line`` (inline): a line or range of the pinned source named by its content.
 
-``[[line: core.py::backward_pass "outgrad = outgrads.pop(node)"]]`` renders 「第 28 行」;
+``[[line: core.py::backward_pass "outgrad = outgrads.pop(node)"]]`` renders ``line 28`` (the project's
+``[labels] line-ref``, e.g. 「第 28 行」);
 the argument grammar is :mod:`lessonkit.sourceref`'s (``FILE::SYMBOL``, a quoted fragment
 or ``+N``, ``..`` for a range, ``|file`` or ``|L`` for the style). The reference links to
 the line anchor of an excerpt on the same page that covers it, else to the source
@@ -56,23 +57,15 @@ def href(links, r: sourceref.Resolved) -> str | None:
 class Line(InlineKind):
     name = "line"
 
-    def validate(self, ref):
-        try:
-            parse(ref)
-        except LessonError as exc:
-            return exc.problems
-        return []
+    def read(self, ref):
+        return parse(ref)
 
-    def check(self, project, ref):
-        try:
-            resolve(project, ref)
-        except LessonError as exc:
-            return exc.problems
-        return []
+    def look_up(self, project, ref):
+        return resolve(project, ref)
 
     def render(self, project, ref, links):
         r = resolve(project, ref)
-        text = escape(r.render())
+        text = escape(r.render(line=project.site.labels["line-ref"]))
         title = escape(
             f"{r.file} · {r.ref.symbol} · "
             + " / ".join(l.strip() for l in r.text[:2])
@@ -86,7 +79,7 @@ class Line(InlineKind):
         return f'<a class="lk-ref"{attr} href="{escape(link)}" title="{title}">{text}</a>'
 
     def plain(self, project, ref):
-        return resolve(project, ref).render()
+        return resolve(project, ref).render(line=project.site.labels["line-ref"])
 
 
 KIND = Line()

@@ -72,8 +72,8 @@ class RealSource(Kind):
             meta.append(f'<a href="{escape(api)}">{sym}</a>' if api else sym)
         meta += [f"<code>{renderer.pin.short}</code>", f"L{ex.start}–L{ex.end}"]
         links = [
-            ("在站内源码中查看", renderer.links.source(ex.file, ex.start, ex.end)),
-            ("GitHub", renderer.pin.permalink(ex.file, ex.start, ex.end)),
+            (renderer.labels["view-source"], renderer.links.source(ex.file, ex.start, ex.end)),
+            (renderer.labels["permalink"], renderer.pin.permalink(ex.file, ex.start, ex.end)),
         ]
         return (
             f'<div class="lk-block lk-real-source" id="{anchor}">'
@@ -84,7 +84,8 @@ class RealSource(Kind):
 
     def plain(self, r, project, result):
         ex = r.excerpt
-        head = f"# [REAL SOURCE] {ex.file} · {ex.symbol or '片段'} · {project.pin.short} · L{ex.start}-L{ex.end}"
+        symbol = ex.symbol or project.site.labels["fragment-plain"]
+        head = f"# [REAL SOURCE] {ex.file} · {symbol} · {project.pin.short} · L{ex.start}-L{ex.end}"
         return ["```python", head, *ex.lines, "```"]
 
     def repin(self, block):

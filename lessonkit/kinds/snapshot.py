@@ -1,7 +1,8 @@
 """``snapshot``: a STATE SNAPSHOT table built from an experiment's recording.
 
-Header: ``Experiment: experiments/x.py`` (required), ``Title:``, ``Label:`` (手算推演 /
-源码推演 / 实验观察, the table's badge), ``Precision:`` (decimals, default 6). The body is
+Header: ``Experiment: experiments/x.py`` (required), ``Title:``, ``Label:`` (the table's
+badge: one of ``badges`` in ``[snapshots]`` of site.toml, e.g. 手算推演 / 源码推演 / 实验观察),
+``Precision:`` (decimals, default 6). The body is
 :func:`lessonkit.recording.build_snapshot`'s table: the first row names the columns;
 ``@key`` is generated from the run, ``@key = text`` is written by hand and checked,
 ``text {@key = v}`` shows ``text`` and checks ``v``, anything else is the author's text.
@@ -15,11 +16,11 @@ from html import escape
 
 from .. import recording
 from ..errors import LessonError, Problem
+from ..labels import defaults
 from ..store import digest
 from . import _recorded
 from .base import Kind, Resolved
 
-LABELS = ("手算推演", "源码推演", "实验观察")
 FORMAT = "1"  # bump when the HTML changes shape
 
 
@@ -43,17 +44,7 @@ class Snapshot(Kind):
                     "a snapshot block without a table",
                     b.path,
                     b.line,
-                    "after a blank line write the header row (`对象 | 值 | 说明`) and one row per object",
-                )
-            )
-        label = b.get("Label")
-        if label is not None and label not in LABELS:
-            out.append(
-                Problem(
-                    f"`Label: {label}` is not one of {' / '.join(LABELS)}",
-                    b.path,
-                    b.line_of("Label"),
-                    "手算推演: worked by hand; 源码推演: read from the source; 实验观察: seen in the run",
+                    "after a blank line write the header row (`object | value | note`) and one row per object",
                 )
             )
         out += _recorded.precision_problems(b)
@@ -62,6 +53,16 @@ class Snapshot(Kind):
     def resolve(self, project, block):
         rel = _recorded.script_rel(project, block.get("Experiment"), block.path, block.line_of("Experiment"))
         problems = []
+        label, badges = block.get("Label"), project.site.badges
+        if label is not None and label not in badges:  # the series' words: site.toml [snapshots] badges
+            problems.append(
+                Problem(
+                    f"`Label: {label}` is not one of {' / '.join(badges)}",
+                    block.path,
+                    block.line_of("Label"),
+                    "the badges are `badges` of [snapshots] in sourcemap/site.toml",
+                )
+            )
         for ref in cell_refs(block):  # inline references in cells: checked like those in prose
             kind = project.kinds.inline.get(ref.kind)
             problems += (
@@ -90,7 +91,7 @@ class Snapshot(Kind):
 
         def make() -> str:
             badge = renderer.labels["snapshot"] + (f" · {b.get('Label')}" if b.get("Label") else "")
-            meta = [f"<code>{escape(r.job.label)}</code>", "本次构建的运行记录"]
+            meta = [f"<code>{escape(r.job.label)}</code>", escape(renderer.labels["run-record"])]
             title = (
                 f'<p class="lk-snapshot-title"><strong>{_with_refs(b.get("Title"), renderer, b.line_of("Title"))}'
                 "</strong></p>"
@@ -103,7 +104,9 @@ class Snapshot(Kind):
             )
             return (
                 f'<div class="lk-block lk-snapshot" id="{anchor}">'
-                + renderer.head(badge, "snap", meta, [("查看脚本", renderer.links.script(r.job.label))])
+                + renderer.head(
+                    badge, "snap", meta, [(renderer.labels["view-script"], renderer.links.script(r.job.label))]
+                )
                 + title
                 + f'<table class="lk-snapshot-table"><thead><tr>{head}</tr></thead>'
                 f"<tbody>{rows}</tbody></table></div>"
@@ -119,6 +122,7 @@ class Snapshot(Kind):
             b.get("Title") or "",
             b.get("Label") or "",
             renderer.links.script(r.job.label) or "",
+            renderer.labels.fingerprint,
         )
         return renderer.store.get_or_make(key, make)
 
@@ -183,10 +187,11 @@ def _with_refs(text: str, renderer, line: int | None) -> str:
 
 def _cell(c: recording.Cell, source: str, renderer=None, line: int | None = None) -> str:
     md = (lambda t: _with_refs(t, renderer, line)) if renderer is not None else _md
+    words = renderer.labels if renderer is not None else defaults()
     if c.mode == "hand":
         return f"<td>{md(c.text)}</td>"
     shown = f"<code>{escape(c.text)}</code>" if c.code else (escape(c.text) if c.mode == "generated" else md(c.text))
-    tip = f"{source} 的记录 {c.key}" + ("（手写值，已与记录比对）" if c.mode == "checked" else "")
+    tip = words.fill("cell-recorded", script=source, key=c.key) + (words["cell-checked"] if c.mode == "checked" else "")
     return f'<td class="lk-{c.mode}" title="{escape(tip)}">{shown}</td>'
 
 

@@ -9,8 +9,6 @@ from ..errors import Problem
 from ..resolve import based_on, excerpt_of
 from .base import Kind, Resolved
 
-NOT_VERBATIM = "以下不是 {upstream} verbatim source。"  # upstream: the project's [upstream] label
-
 
 class Teaching(Kind):
     name = "teaching-simplification"
@@ -65,21 +63,20 @@ class Teaching(Kind):
         if ex:
             symbol = f" · <code>{escape(ex.symbol)}</code>" if ex.symbol else ""
             meta.append(f"<code>{escape(ex.file)}</code>{symbol} · L{ex.start}–L{ex.end}")
-            links.append(("查看文件", renderer.links.script(ex.file)))
+            links.append((renderer.labels["view-file"], renderer.links.script(ex.file)))
         if r.based_on:
             base = r.based_on
             target = renderer.links.source(base.file, base.start, base.end) or renderer.pin.permalink(
                 base.file, base.start, base.end
             )
-            meta.append(f'依据 <a href="{escape(target)}"><code>{escape(base.file)}::{escape(base.symbol)}</code></a>')
+            link = f'<a href="{escape(target)}"><code>{escape(base.file)}::{escape(base.symbol)}</code></a>'
+            meta.append(renderer.labels.html("based-on", target=link))
         no_search = renderer.no_search
-        not_verbatim = NOT_VERBATIM.format(upstream=escape(renderer.upstream))
+        not_verbatim = renderer.labels.html("not-verbatim", upstream=escape(renderer.upstream))
         note = f'<p class="lk-disclaimer"{no_search}>{not_verbatim}</p>'
         if ex:
-            note = (
-                f'<p class="lk-disclaimer"{no_search}>{not_verbatim}这是本系列的独立教学实现，'
-                f'代码逐字取自本仓库的 <code>{escape(ex.file)}</code>，并由测试覆盖。</p>'
-            )
+            own = renderer.labels.html("teaching-file", file=f"<code>{escape(ex.file)}</code>")
+            note = f'<p class="lk-disclaimer"{no_search}>{not_verbatim}{own}</p>'
         body = renderer.code(*renderer.code_of(r), anchor)
         return (
             f'<div class="lk-block lk-teaching" id="{anchor}">'
@@ -91,7 +88,7 @@ class Teaching(Kind):
 
     def plain(self, r, project, result):
         body = list(r.excerpt.lines) if r.excerpt else list(r.block.body)
-        note = NOT_VERBATIM.format(upstream=project.site.label)
+        note = project.site.labels.fill("not-verbatim", upstream=project.site.label)
         return ["```python", f"# [TEACHING SIMPLIFICATION] {note}", *body, "```"]
 
     def repin(self, block):

@@ -51,26 +51,18 @@ def value(project, ref) -> tuple[str, str, str]:
 class Value(InlineKind):
     name = "value"
 
-    def validate(self, ref):
-        try:
-            parse(ref)
-        except LessonError as exc:
-            return exc.problems
-        return []
+    def read(self, ref):
+        return parse(ref)
 
-    def check(self, project, ref):
-        try:
-            job(project, ref)
-        except LessonError as exc:
-            return exc.problems
-        return []
+    def look_up(self, project, ref):
+        return job(project, ref)
 
     def job(self, project, ref):
         return job(project, ref)
 
     def render(self, project, ref, links):
         rel, key, text = value(project, ref)
-        title = f"{rel} 本次构建的运行记录：{key}"
+        title = project.site.labels.fill("value-title", script=rel, key=key)
         return f'<span class="lk-value" title="{escape(title)}">{escape(text)}</span>'
 
     def plain(self, project, ref):

@@ -92,6 +92,7 @@ def _ref_item(project, ttree, ref, Item):
             detail=f"does not resolve at the pin: {exc.problem.message}",
         )
     status, new = sourceref.classify(old, ttree)
+    words = project.site.labels["line-ref"]  # as the page shows the reference
     item = Item(
         ref.path,
         ref.line,
@@ -102,20 +103,23 @@ def _ref_item(project, ttree, ref, Item):
         new=(new.start, new.end) if new else None,
     )
     if status == "moved":
-        return replace(item, detail=f"{old.render()} → {new.render()} (rendered from the content: no edit needed)")
+        return replace(
+            item,
+            detail=f"{old.render(line=words)} → {new.render(line=words)} (rendered from the content: no edit needed)",
+        )
     if status == "changed":
         from .classify import _udiff
 
         return replace(
             item,
-            detail=f"{old.render()} → {new.render()}: the lines' text differs; reread the sentence",
+            detail=f"{old.render(line=words)} → {new.render(line=words)}: the lines' text differs; reread the sentence",
             diff=_udiff(old.text, new.text, old.start, new.start, "pin", "target"),
         )
     if status == "missing":
         try:
             sourceref.resolve(ttree, old.ref)
         except LessonError as exc:
-            return replace(item, detail=f"{old.render()} names nothing at the target: {exc.problem.message}")
+            return replace(item, detail=f"{old.render(line=words)} names nothing at the target: {exc.problem.message}")
     return item
 
 

@@ -46,7 +46,7 @@ def summary_lines(report: RepinReport, diffs: bool = False) -> list[str]:
         todo = [i for i in its if i.attention]
         moved = [i for i in its if i.status == "moved"]
         same = sum(1 for i in its if i.status == "unchanged")
-        head = f"{page}  《{report.titles[page]}》"
+        head = f"{page}  \"{report.titles[page]}\""
         if not todo and not moved:
             out.append(f"{head} — nothing to revisit ({same} unchanged)")
             continue

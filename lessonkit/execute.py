@@ -397,6 +397,10 @@ class Runner:
         for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "SYSTEMROOT"):
             if name in os.environ:
                 env[name] = os.environ[name]
+        if sys.pycache_prefix and os.path.isabs(sys.pycache_prefix):
+            # The build's bytecode folder (see noxfile.py): the script reads NumPy & co. compiled
+            # from it; `-B` keeps it from writing there, and the box makes the project read-only.
+            env["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix
         return env
 
     def _fill(self, box: sandbox.Box, job: Job) -> None:

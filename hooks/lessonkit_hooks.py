@@ -34,6 +34,7 @@ def on_startup(command: str, dirty: bool) -> None:
     lk_build.COMMAND[0] = command
 
 
+@event_priority(100)  # before the other plugins: the experiments start while they configure
 def on_config(config: "MkDocsConfig") -> None:
     global BUILD
     try:
@@ -43,6 +44,7 @@ def on_config(config: "MkDocsConfig") -> None:
             Path(config.config_file_path).parent.resolve(), lk_build.COMMAND[0], log=log.error, log_info=log.info
         )
         tree = b.start()
+        b.prestart()
     except LessonError as exc:
         raise PluginError(str(exc)) from None
     cached = " (build cache)" if tree.cached else ""

@@ -62,7 +62,11 @@ def _verify(args) -> int:
         f"{len(problems)} problem(s) in {time.perf_counter() - t0:.2f} s"
     )
     print(summary, file=sys.stderr if problems else sys.stdout)
-    return 1 if problems else 0
+    if problems:
+        return 1
+    if args.mutate:  # the same process: the pinned tree is provided and checked once
+        return _mutation_check(project, {project.rel(p) for p in pages} if pages else None)
+    return 0
 
 
 def _page_problem(project, path: Path) -> str | None:
@@ -112,12 +116,16 @@ def _render(args) -> int:
 
 
 def _mutate(args) -> int:
-    from . import mutation
     from .project import Project
 
-    t0 = time.perf_counter()
     project = Project(Path(args.root))
-    pages = {project.rel(p) for p in args.pages} or None
+    return _mutation_check(project, {project.rel(p) for p in args.pages} or None)
+
+
+def _mutation_check(project, pages: set[str] | None) -> int:
+    from . import mutation
+
+    t0 = time.perf_counter()
     report = mutation.run(project, pages)
     for p in report.problems + [o.problem() for o in report.outcomes if not o.caught]:
         print(p, file=sys.stderr)
@@ -253,6 +261,7 @@ def main(argv=None) -> int:
     v.add_argument("pages", nargs="*", help="only these pages (default: all of docs/)")
     v.add_argument("--update-map", action="store_true", help="rewrite sourcemap/excerpts.json")
     v.add_argument("--no-map", action="store_true", help="skip the excerpt-map check")
+    v.add_argument("--mutate", action="store_true", help="then run the mutation check (`mutate`) in the same process")
     v.set_defaults(func=_verify)
     r = sub.add_parser("render", help="render one page to HTML on stdout (runs its experiments)")
     r.add_argument("page")

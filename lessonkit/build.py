@@ -144,6 +144,8 @@ class Build:
     nonce: str = field(default_factory=lambda: secrets.token_hex(4))
     current: PageContext | None = None  # the page whose Markdown is being rendered
     pending: object = None  # the experiments, running in the background
+    early: tuple | None = None  # (sorted pages, report, Pending) of prestart(), until plan() takes it
+    extra: object = None  # prestart()'s Pending when plan() saw other pages: closed after `pending`
     prewarm: object = None  # a process filling the caches ahead of the source pages
     attached: dict[str, str] | None = None  # uri -> Markdown of the attachments
     calls_text: str | None = None
@@ -169,6 +171,24 @@ class Build:
         }
         return tree
 
+    def prestart(self) -> None:
+        """Start the experiments of every page under docs/ now, while MkDocs and its other plugins
+        are still being configured (Material's search loads its dictionary for about a second, on
+        one core): on a cold build the experiments are the longest part. :meth:`plan` takes them
+        over when MkDocs lists the same pages; otherwise it plans again and the runs it shares
+        with this start are not run twice (see :meth:`Runner.start`)."""
+        project = self.project
+        self.t0 = time.perf_counter()
+        try:
+            paths = project.pages()
+            self.read_pages(paths)
+            report = verify.check(project, paths)
+            jobs = living.all_jobs(project, report) + pages.diagram_jobs(project)
+        except LessonError:
+            self.texts.clear()
+            return  # plan() reads the pages again and reports every problem, located
+        self.early = (sorted(paths), report, project.runner.start(jobs))
+
     # -- on_files
     def read_pages(self, paths: list[Path]) -> None:
         """Read every page once; an unreadable page is a problem (raised together, before anything runs)."""
@@ -182,15 +202,24 @@ class Build:
             raise LessonError.collect(unreadable)
 
     def plan(self, paths: list[Path], api_page: Path | None = None) -> Plan:
-        self.t0 = time.perf_counter()
-        self.read_pages(paths)
         project = self.project
-        self.report = report = verify.check(project, paths)  # the same map that `nox -s verify` checks
-        jobs = living.all_jobs(project, report)  # experiment blocks, snapshots, figures, inline values
-        jobs += pages.diagram_jobs(project)
-        # The experiments run in the background, in page order, while the pages render; a page
-        # waits only for its own. What needs all of them (attachments, bundle) comes last.
-        self.pending = project.runner.start(jobs)
+        early, self.early = self.early, None
+        if early is not None and early[0] == sorted(paths):  # prestart() read these pages
+            _, report, self.pending = early
+            self.report = report
+        else:
+            self.t0 = time.perf_counter()
+            self.texts.clear()
+            self.read_pages(paths)
+            self.report = report = verify.check(project, paths)  # the same map that `nox -s verify` checks
+            jobs = living.all_jobs(project, report)  # experiment blocks, snapshots, figures, inline values
+            jobs += pages.diagram_jobs(project)
+            # The experiments run in the background, in page order, while the pages render; a page
+            # waits only for its own. What needs all of them (attachments, bundle) comes last.
+            self.pending = project.runner.start(jobs)
+            if early is not None:
+                self.extra = early[2]
+                self.pending.to_run += early[2].to_run
         self.citations = site.citations(report, "docs/", self.texts)
         self.citations += living.citations(project, report, "docs/", self.texts)  # inline `line` references
         with_experiments = sorted(living.pages_with_runs(project, report))
@@ -279,6 +308,9 @@ class Build:
     # -- what waits for every experiment
     def results(self) -> dict:
         results = self.pending.results()
+        if self.extra is not None:
+            self.extra.results()
+            self.extra = None
         if self.attached is None:
             for p in self.project.runner.tree_problems():  # the pinned tree changed during the run
                 self.report_problem(p)
@@ -321,8 +353,9 @@ class Build:
 
     def cancel(self) -> None:
         """A build that stops early leaves nothing running behind it."""
-        if self.pending is not None:
-            self.pending.cancel()
+        for running in (self.pending, self.extra, self.early[2] if self.early else None):
+            if running is not None:
+                running.cancel()
         if self.prewarm is not None:
             self.prewarm.terminate()
             self.prewarm = None

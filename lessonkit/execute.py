@@ -152,19 +152,19 @@ class Runner:
         self._manifest_lines = manifest_lines or {}
         # Every file a script can read from the project is in its box, and in every key.
         self._shared = _shared_files((self.support_dir, *self.extra_paths))
+        # Read once: the bytes in every key are the bytes written into every box.
+        self._shared_data = [(rel, p.read_bytes()) for rel, p in self._shared]
         # The experiment scripts themselves (experiments/x.py, not the _helpers): a job's key holds
         # only those its own source names (imports or reads by name, transitively), so an edited
         # script runs again alone (incremental serve); helpers and Mini are in every key.
         self._scripts = {
-            p.stem: (rel, p.read_bytes())
-            for rel, p in self._shared
+            p.stem: (rel, data)
+            for (rel, p), (_, data) in zip(self._shared, self._shared_data)
             if p.parent == self.support_dir and p.suffix == ".py" and not p.name.startswith("_")
         }
         scripts = {rel for rel, _ in self._scripts.values()}
         self._siblings: dict[bytes, bytes] = {}
-        shared = b"".join(
-            rel.encode() + b"\0" + p.read_bytes() + b"\0" for rel, p in self._shared if rel not in scripts
-        )
+        shared = b"".join(rel.encode() + b"\0" + data + b"\0" for rel, data in self._shared_data if rel not in scripts)
         v = versions()
         self._salt = hashlib.sha256(
             b"\0".join(
@@ -176,6 +176,7 @@ class Runner:
         self._inflight: dict[str, Future] = {}  # started in the background, maybe not finished
         self._lock = threading.Lock()
         self._tree: dict[str, bytes] | None = None  # the pinned files, checked, copied into each box
+        self._box_layout: tuple[list[str], list[tuple[str, bytes]]] | None = None
         self._digests: dict[str, str] = {}
         self.tampered: list[str] = []  # pinned files that changed while experiments ran
         self._warned_store = False
@@ -397,21 +398,40 @@ class Runner:
         for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "SYSTEMROOT"):
             if name in os.environ:
                 env[name] = os.environ[name]
+        if sys.pycache_prefix and os.path.isabs(sys.pycache_prefix):
+            # The build's bytecode folder (see noxfile.py): the script reads NumPy & co. compiled
+            # from it; `-B` keeps it from writing there, and the box makes the project read-only.
+            env["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix
         return env
+
+    def _layout(self) -> tuple[list[str], list[tuple[str, bytes]]]:
+        """What every box holds besides the script, relative to the box folder: the folders to
+        make (each after its parent) and the files (the checked pinned tree, the shared folders)."""
+        if self._box_layout is None:
+            files = [(f"pinned/{rel}", data) for rel, data in self._pinned_files().items()]
+            files += [(f"project/{rel}", data) for rel, data in self._shared_data]
+            dirs = {"pinned"}
+            for rel, _ in files:
+                parts = rel.split("/")[:-1]
+                dirs.update("/".join(parts[:n]) for n in range(2, len(parts) + 1))
+            self._box_layout = (sorted(dirs, key=lambda d: (d.count("/"), d)), files)
+        return self._box_layout
 
     def _fill(self, box: sandbox.Box, job: Job) -> None:
         """Write the copies. Folders are made one level at a time (never ``parents=True``):
         once a cancel has removed the box, writing fails instead of re-creating it."""
-        files = [(box.pinned / rel, data) for rel, data in self._pinned_files().items()]
-        files += [(box.project / rel, src.read_bytes()) for rel, src in self._shared]
-        made = {box.project}  # made by BOXES.open; pinned/ is made here
-        for dest, data in files:
-            for d in reversed([p for p in dest.parents if p not in made and box.dir in p.parents]):
-                d.mkdir(exist_ok=True)
-                made.add(d)
+        dirs, files = self._layout()
+        base = str(box.dir)
+        for d in dirs:  # project/ is made by BOXES.open
             if sandbox.BOXES.cancelled:
                 raise sandbox.Cancelled()
-            dest.write_bytes(data)
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(os.path.join(base, d))
+        for rel, data in files:
+            if sandbox.BOXES.cancelled:
+                raise sandbox.Cancelled()
+            with open(os.path.join(base, rel), "xb") as f:  # a new file in a new folder, never followed
+                f.write(data)
         (box.work / job.name).write_bytes(job.source)
 
     def _protected(self) -> list[Path]:

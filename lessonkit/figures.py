@@ -17,8 +17,6 @@ from __future__ import annotations
 import hashlib
 from html import escape
 
-from grandalf.graphs import Edge, Vertex, graph_core
-from grandalf.layouts import SugiyamaLayout
 
 MONO = "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace"
 SANS = "system-ui, -apple-system, 'Noto Sans CJK SC', 'PingFang SC', sans-serif"
@@ -77,6 +75,11 @@ def graph_svg(
     ``notes[node id]`` is one more line in the node (e.g. its tangent ``g = 0.540302``).
 
     Prose that explains the figure belongs in the page's ``<figcaption>``, which wraps on a phone."""
+    # grandalf is imported here, not at the top: its layouts module imports NumPy (≈ 0.2 s), which
+    # every lessonkit process (verify, mutate, serve) would pay for without drawing a figure.
+    from grandalf.graphs import Edge, Vertex
+    from grandalf.layouts import SugiyamaLayout
+
     nodes = graph["nodes"]
     edge_labels, notes = edge_labels or {}, notes or {}
     half = 30.0 if notes else 23.0  # half a node's height
@@ -315,6 +318,8 @@ def _components(verts: list, edges: list) -> list:
     objects' addresses; the edge order then steers the crossing reduction, so the same graph
     could be drawn differently from one run to the next. Here every component gets its
     vertices and edges in id order."""
+    from grandalf.graphs import graph_core
+
     index = {id(v): i for i, v in enumerate(verts)}
     parent = list(range(len(verts)))
 

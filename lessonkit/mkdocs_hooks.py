@@ -71,8 +71,10 @@ def on_shutdown() -> None:
     SESSION.command = None
 
 
+@event_priority(100)  # before the other plugins: the experiments start while they configure
 def on_config(config: "MkDocsConfig") -> None:
-    """Make this configuration's Build: provide the pinned tree, point the API reference at it."""
+    """Make this configuration's Build: provide the pinned tree, start the experiments
+    (:meth:`~lessonkit.build.Build.prestart`), point the API reference at the tree."""
     root = Path(config.config_file_path).parent.resolve()
     try:
         lk_config.site_urls()  # SITE_URL, LESSONKIT_REPO_URL: http(s) addresses, or a located error
@@ -80,6 +82,7 @@ def on_config(config: "MkDocsConfig") -> None:
         command = "serve" if SESSION.command == "serve" else "build"
         b = lk_build.Build(root, command, log=log.error, log_info=log.info)
         tree = b.start()
+        b.prestart()
     except LessonError as exc:
         raise PluginError(str(exc)) from None
     events = config.plugins.get(PLUGIN)

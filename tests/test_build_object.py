@@ -3,6 +3,7 @@ links, and one page from plan to problems."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from support import block
@@ -111,3 +112,93 @@ def test_a_prewarm_bug_is_one_warning_line_and_no_traceback(monkeypatch, capsys,
         "lessonkit: warning: the prewarm process stopped (NameError: name 'x' is not defined); "
         "the build does its work itself\n"
     )
+
+
+def _two_experiment_pages(site, monkeypatch):
+    monkeypatch.setenv("AUTOGRAD_SOURCE", str(site.pinned_root))
+    monkeypatch.setenv("LESSONKIT_CACHE", str(site.cache))
+    site.script("one.py", "print(1 + 1)\n")
+    site.script("two.py", "print(2 + 2)\n")
+    a = site.page("a.md", "# a\n\n" + block("experiment", "File: experiments/one.py", "Purpose: p"))
+    b = site.page("b.md", "# b\n\n" + block("experiment", "File: experiments/two.py", "Purpose: p"))
+    return [site.root / "docs" / "index.md", a, b]
+
+
+def test_prestart_starts_the_experiments_and_plan_takes_them_over(site, monkeypatch):
+    paths = _two_experiment_pages(site, monkeypatch)
+    b = Build(site.root, log=lambda s: None, log_info=lambda s: None)
+    b.start()
+    b.prestart()
+    started = b.early[2]
+    assert started.to_run == 2
+    b.plan(paths)  # MkDocs lists the same pages: the running experiments are the build's
+    assert b.pending is started and b.early is None and b.extra is None
+    outputs = sorted(r.stdout.strip() for r in b.results().values())
+    assert outputs == ["2", "4"] and b.project.runner.stats["ran"] == 2
+
+
+def test_plan_with_other_pages_shares_the_prestarted_runs(site, monkeypatch):
+    paths = _two_experiment_pages(site, monkeypatch)
+    b = Build(site.root, log=lambda s: None, log_info=lambda s: None)
+    b.start()
+    b.prestart()
+    started = b.early[2]
+    b.plan(paths[:2])  # MkDocs left out b.md (say, exclude_docs): plan again, from its own list
+    assert b.pending is not started and b.extra is started
+    assert b.pending.to_run == 2  # counts the runs prestart began (a cold build: prewarm starts)
+    assert [r.stdout.strip() for r in b.results().values()] == ["2"]
+    assert b.extra is None and b.project.runner.stats["ran"] == 2  # one.py ran once, not twice
+
+
+def test_prestart_leaves_a_broken_page_to_plan(site, monkeypatch):
+    monkeypatch.setenv("AUTOGRAD_SOURCE", str(site.pinned_root))
+    monkeypatch.setenv("LESSONKIT_CACHE", str(site.cache))
+    bad = site.root / "docs" / "bad.md"
+    bad.write_bytes(b"\xef\xbb\xbf# t\n")
+    b = Build(site.root, log=lambda s: None, log_info=lambda s: None)
+    b.start()
+    b.prestart()  # no error here: plan() reports it, located, once
+    assert b.early is None and b.texts == {}
+    try:
+        b.plan([site.root / "docs" / "index.md", bad])
+    except Exception as exc:  # LessonError
+        assert str(exc) == "docs/bad.md:1: file starts with a UTF-8 byte-order mark — save it as UTF-8 without BOM"
+    else:
+        raise AssertionError("no error")
+    b.cancel()
+
+
+def test_experiments_read_the_builds_bytecode_folder_and_write_nothing_there(site, tmp_path):
+    prefix = tmp_path / "pycache"
+    prefix.mkdir()
+    site.script(
+        "flags.py",
+        "import sys\nprint(sys.pycache_prefix, sys.flags.dont_write_bytecode)\nimport json, colorsys\n",
+    )
+    site.env["PYTHONDONTWRITEBYTECODE"] = ""  # the build process writes its own bytecode there
+    r = site.run("-X", f"pycache_prefix={prefix}", "-m", "lessonkit", "run", "experiments/flags.py")
+    assert r.returncode == 0, r.stderr
+    assert f"{prefix} 1" in r.stdout  # the box's Python looks there, with -B
+    written = {p.name for p in prefix.rglob("*.pyc")}
+    assert f"execute.{sys.implementation.cache_tag}.pyc" in written
+    assert not any(n.startswith("colorsys.") for n in written)  # imported only in the box: not written
+
+
+def test_verify_mutate_runs_the_mutation_check_in_the_same_process(site, monkeypatch):
+    site.page(
+        "a.md",
+        "# a\n\n" + block("real-source", "File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217"),
+    )
+    r = site.verify("--mutate")
+    assert r.returncode == 1  # --no-map: the mutation check needs the excerpt map
+    mapped = site.run("-m", "lessonkit", "verify", "--update-map")
+    assert mapped.returncode == 0, mapped.stderr
+    r = site.verify("--mutate")
+    assert r.returncode == 0, r.stderr
+    assert "0 problem(s)" in r.stdout and "mutations: 1/1 caught (100%)" in r.stdout
+
+
+def test_verify_mutate_skips_the_mutation_check_when_verify_fails(site):
+    site.page("a.md", "# a\n\n" + block("real-source", "File: autograd/core.py", "Symbol: nope", "Commit: f53a217"))
+    r = site.verify("--mutate")
+    assert r.returncode == 1 and "mutations:" not in r.stdout + r.stderr

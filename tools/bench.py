@@ -677,7 +677,9 @@ def fresh_pair(snap: Path, work: Path, env: dict[str, str], tag: str) -> tuple[S
     """One side-by-side pair for ratio 8: (pip install of the lock, README build command on a fresh copy)."""
     base = work / f"fresh-{tag}"
     base.mkdir()
-    clean = {k: v for k, v in env.items() if k not in ("AUTOGRAD_SOURCE", "VIRTUAL_ENV", "PYTHONPATH")}
+    # PYTHONPYCACHEPREFIX: the bench's own environment's bytecode folder (noxfile.py), not a new machine's
+    dropped = ("AUTOGRAD_SOURCE", "VIRTUAL_ENV", "PYTHONPATH", "PYTHONPYCACHEPREFIX")
+    clean = {k: v for k, v in env.items() if k not in dropped}
     (base / "tmp").mkdir()
     clean["TMPDIR"] = str(base / "tmp")  # a machine of its own: nobody else's /tmp cleanup, no jieba cache
     # pip alone: a new venv and the lock, with an empty pip cache

@@ -74,7 +74,7 @@ STATE: tuple[tuple[str, tuple[str, str]], ...] = (
         ),
     ),
     (
-        "lessonkit.execute.versions",
+        "lessonkit.jobs.versions",
         ("process", "The Python and NumPy versions the experiments run with (installed tools, part of their keys)."),
     ),
     (

@@ -32,13 +32,18 @@ class FakeBuild:
 
     def __init__(self, root, command="build", log=print, log_info=print):
         self.root, self.command, self.cancelled, self.current = root, command, 0, None
+        self.calls: list[str] = []
         self.project = SimpleNamespace(pin=SimpleNamespace(version="1.0", short="abc1234"))
         FakeBuild.made.append(self)
 
     def start(self):
+        self.calls.append("start")
         if FakeBuild.fail is not None:
             raise FakeBuild.fail
         return SimpleNamespace(cached=False, provider="a test tree", root=self.root / "pinned")
+
+    def prestart(self):
+        self.calls.append("prestart")
 
     def cancel(self):
         self.cancelled += 1
@@ -93,7 +98,10 @@ def test_on_config_gives_each_configuration_its_own_build_and_events(project):
     b.plugins.on_config(b)
     build_a, build_b = mkdocs_hooks.build_of(a), mkdocs_hooks.build_of(b)
     assert FakeBuild.made == [build_a, build_b] and build_a.root == project.resolve()
+    assert build_a.calls == build_b.calls == ["start", "prestart"]  # the experiments start in on_config
     for config, build in ((a, build_a), (b, build_b)):
+        # first of all on_config handlers (Material's search then loads jieba while experiments run)
+        assert config.plugins.events["config"][0] is mkdocs_hooks.on_config
         events = config.plugins[mkdocs_hooks.PLUGIN]
         assert events.build is build
         for name in ("files", "page_markdown", "page_content", "env", "page_context", "build_error", "post_build"):

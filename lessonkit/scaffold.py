@@ -1,4 +1,4 @@
-"""``nox -s new -- NN "标题" [slug]``: a new lesson that builds and verifies as created, from the
+"""``nox -s new -- NN "TITLE" [slug]``: a new lesson that builds and verifies as created, from the
 project's templates ``templates/new-lesson.md`` and ``templates/new-experiment.py``."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from .siteconfig import environment, render
 
 def new_lesson(root: Path, nn: str, title: str, slug: str | None, short: str) -> list[Path]:
     if not re.fullmatch(r"[0-9][0-9]", nn):  # ASCII digits only (\d also matches ١٥)
-        raise LessonError(f"lesson number `{nn}` is not two digits", hint='use e.g. nox -s new -- 15 "标题"')
+        raise LessonError(f"lesson number `{nn}` is not two digits", hint='use e.g. nox -s new -- 15 "Title"')
     if not title.strip():
-        raise LessonError("the title is empty", hint='use e.g. nox -s new -- 15 "标题"')
+        raise LessonError("the title is empty", hint='use e.g. nox -s new -- 15 "Title"')
     slug = slug or f"lesson-{nn}"
     if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", slug):
         raise LessonError(f"slug `{slug}` is not lowercase-words-with-dashes", hint="e.g. my-topic")

@@ -172,9 +172,8 @@ class Build:
         return tree
 
     def prestart(self) -> None:
-        """Start the experiments of every page under docs/ now, while MkDocs and its other plugins
-        are still being configured (Material's search loads its dictionary for about a second, on
-        one core): on a cold build the experiments are the longest part. :meth:`plan` takes them
+        """Start the experiments of every page under docs/ in ``on_config``, as soon as the pinned
+        tree is provided: on a cold build they are the longest part. :meth:`plan` takes them
         over when MkDocs lists the same pages; otherwise it plans again and the runs it shares
         with this start are not run twice (see :meth:`Runner.start`)."""
         project = self.project

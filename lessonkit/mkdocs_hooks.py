@@ -71,7 +71,9 @@ def on_shutdown() -> None:
     SESSION.command = None
 
 
-@event_priority(100)  # before the other plugins: the experiments start while they configure
+# Not first among the plugins (an earlier start overlapped Material's search loading jieba's
+# dictionary, one long C call during which a SIGINT/SIGTERM cannot run its handler, so a build
+# could take over 2 s to stop): the experiments start here, after the other plugins' on_config.
 def on_config(config: "MkDocsConfig") -> None:
     """Make this configuration's Build: provide the pinned tree, start the experiments
     (:meth:`~lessonkit.build.Build.prestart`), point the API reference at the tree."""

@@ -157,10 +157,15 @@ def prewarm(project: Project, plan: Prewarm) -> None:
                 pass
 
 
-def _prewarm_worker(root: str, cache: str, plan: Prewarm) -> None:
+def _prewarm_worker(root: str, cache: str, plan: Prewarm | list[str]) -> None:
     sandbox.die_with_parent()  # a build killed by a signal leaves no prewarm behind
     try:
-        prewarm(Project(Path(root), cache=Path(cache)), plan)
+        project = Project(Path(root), cache=Path(cache))
+        if not isinstance(plan, Prewarm):  # the pages' names (see start_prewarm): resolve them here
+            from .verify import check
+
+            plan = prewarm_plan(check(project, [project.root / page for page in plan]), plan)
+        prewarm(project, plan)
     except LessonError:
         pass  # the build itself reports it; the prewarm only fills caches
     except Exception as exc:  # a bug here costs time, never the build, and prints one line, not a traceback
@@ -181,7 +186,10 @@ def start_prewarm(project: Project, plan: Prewarm):  # -> multiprocessing.Proces
 
     proc = multiprocessing.get_context("spawn").Process(
         target=_prewarm_worker,
-        args=(str(project.root), str(project.cache), plan),
+        # Only the pages' names: the child resolves them again. The whole plan (every block's
+        # code) is larger than a pipe's buffer, so start() would wait, with SIGINT and SIGTERM
+        # blocked, until the new interpreter is up and reading: a signal then waited too.
+        args=(str(project.root), str(project.cache), list(plan.pages)),
         daemon=True,
         name="lessonkit-prewarm",
     )

@@ -94,6 +94,11 @@ def render_order(files: list[PageFile], project: Project, with_experiments: set[
     return first + then + last
 
 
+def _jobs(project: Project, report: verify.Report) -> list:
+    """Every run a build needs: experiment blocks, snapshots, figures, inline values, diagrams."""
+    return living.all_jobs(project, report) + pages.diagram_jobs(project)
+
+
 @dataclass
 class Plan:
     """What :meth:`Build.plan` decided: pages to add and the late pages to fill in."""
@@ -182,7 +187,7 @@ class Build:
             paths = project.pages()
             self.read_pages(paths)
             report = verify.check(project, paths)
-            jobs = living.all_jobs(project, report) + pages.diagram_jobs(project)
+            jobs = _jobs(project, report)
         except LessonError:
             self.texts.clear()
             return  # plan() reads the pages again and reports every problem, located
@@ -211,8 +216,7 @@ class Build:
             self.texts.clear()
             self.read_pages(paths)
             self.report = report = verify.check(project, paths)  # the same map that `nox -s verify` checks
-            jobs = living.all_jobs(project, report)  # experiment blocks, snapshots, figures, inline values
-            jobs += pages.diagram_jobs(project)
+            jobs = _jobs(project, report)
             # The experiments run in the background, in page order, while the pages render; a page
             # waits only for its own. What needs all of them (attachments, bundle) comes last.
             self.pending = project.runner.start(jobs)

@@ -7,8 +7,9 @@ is checked file by file against the manifest before anything reads it:
    in pin.toml): a local checkout named by the environment;
 2. the build cache (``<cache>/pin/<commit>``), filled by a previous provider;
 3. a git clone at the pinned commit, when ``LESSONKIT_GIT_REMOTE`` names a remote;
-4. the sdist: ``LESSONKIT_SDIST`` (a local archive) or ``pip download`` from the
-   package index; its sha256 is checked, then it is extracted safely.
+4. the sdist: ``LESSONKIT_SDIST`` (a local archive), else the file read straight from the
+   package index's simple API, else ``pip download``; its sha256 is checked, then it is
+   extracted safely.
 
 Every value of pin.toml, the manifest and the environment is checked by
 :mod:`lessonkit.config` before it is used, and every write or removal in the cache
@@ -27,7 +28,7 @@ from pathlib import Path
 from . import config
 from .errors import LessonError, Problem
 from .fetch import DOWNLOAD_FAILED as DOWNLOAD_FAILED
-from .fetch import TIMED_OUT, extract_sdist, git_checkout, pip_download
+from .fetch import TIMED_OUT, extract_sdist, git_checkout, index_download, pip_download
 from .fetch import safe_extract as safe_extract
 from .fsutil import NotOwned, atomic_write, clean_stale, owned_path, remove_owned, staging_dir
 from .store import Store
@@ -342,7 +343,10 @@ def _fetch_sdist(pin: Pin, cache: Path) -> tuple[Path, str]:
     tmp = staging_dir(area, "dl-")
     try:
         try:
-            pip_download(pin.sdist_requirement, tmp)
+            try:  # straight from the index's simple API: seconds faster than pip on a new machine
+                index_download(pin.name, pin.sdist_filename, pin.sdist_sha256, tmp)
+            except LessonError:  # other indexes, find-links, credentials: pip knows them
+                pip_download(pin.sdist_requirement, tmp)
         except LessonError as exc:
             if exc.code == TIMED_OUT:
                 raise LessonError(

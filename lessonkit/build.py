@@ -79,18 +79,21 @@ class PageFile:
     path: str | None = None
 
 
-def render_order(files: list[PageFile], project: Project, with_experiments: set[str], late: set[str]) -> list[int]:
+def render_order(files: list[PageFile], project: Project, with_experiments: list[str], late: set[str]) -> list[int]:
     """Indices of ``files`` in render order: pages without experiments first, then those with
-    experiments (by then their experiments have had time to run), then the pages that need
-    all of them (``late``). The order of the site's navigation is not affected."""
+    experiments in the order their runs end (``with_experiments``; by then they have had time
+    to run), then the pages that need all of them (``late``). The site's navigation is not
+    affected."""
     first, then, last = [], [], []
+    place = {page: n for n, page in enumerate(with_experiments)}
     for n, f in enumerate(files):
         if f.uri in late:
             last.append(n)
-        elif f.path and project.rel(f.path) in with_experiments:
+        elif f.path and project.rel(f.path) in place:
             then.append(n)
         else:
             first.append(n)
+    then.sort(key=lambda n: place[project.rel(files[n].path)])
     return first + then + last
 
 
@@ -105,7 +108,7 @@ class Plan:
 
     generated: list[pages.Generated]  # source browser, code pages, indexes: content known now
     late: list[str]  # attachments, written once every experiment has run
-    with_experiments: set[str]  # project-relative pages that show experiments
+    with_experiments: list[str]  # project-relative pages that show experiments, in the order their runs end
 
 
 class SiteLinks:
@@ -225,14 +228,14 @@ class Build:
                 self.pending.to_run += early[2].to_run
         self.citations = site.citations(report, "docs/", self.texts)
         self.citations += living.citations(project, report, "docs/", self.texts)  # inline `line` references
-        with_experiments = sorted(living.pages_with_runs(project, report))
+        with_experiments = living.pages_with_runs(project, report)
         if self.pending.to_run:  # a cold build: another process highlights those pages' code meanwhile
             self.prewarm = pages.start_prewarm(project, pages.prewarm_plan(report, with_experiments))
         self.generated_pages = generated = pages.browser_pages(project, self.citations)
         self.generated = {g.uri: g.code for g in generated if g.code}
         if api_page is not None:
             self.api = set(API_ENTRY.findall(api_page.read_text(encoding="utf-8")))
-        return Plan(generated, pages.attachment_uris(project), set(with_experiments))
+        return Plan(generated, pages.attachment_uris(project), with_experiments)
 
     # -- pages
     def page(self, uri: str, path: str | None, markdown: str, links) -> str:

@@ -21,7 +21,9 @@ from .errors import LessonError, Problem
 from .fsutil import atomic_write, owned_path, remove_owned
 from .jobs import SKIPPED as SKIPPED
 from .jobs import Job, Pending, Result, _shared_files, versions
+from .jobs import pin_args as pin_args
 from .outcomes import _check, _read_record, _STORED
+from .siteconfig import pinned_match
 from .outcomes import failure as failure
 
 # Not under "mkdocs": a warning that only costs time must not fail `mkdocs build --strict`.
@@ -41,7 +43,9 @@ class Runner:
     """Runs jobs against one pinned tree; results cached under ``cache/experiments``.
 
     ``manifest`` (posix path → sha256) is the pinned tree's manifest: every box gets a
-    copy checked against it; without it the tree as found when the runner starts."""
+    copy checked against it; without it the tree as found when the runner starts.
+    ``box_pinned`` (``site.toml [experiments] pinned``: folders, files, patterns) limits the copy
+    to those parts of the tree; empty: all of it. Every key holds it and the manifest's digest."""
 
     def __init__(
         self,
@@ -56,8 +60,10 @@ class Runner:
         manifest_lines: dict[str, int] | None = None,
         project_root: Path | None = None,
         env_prefix: str = "LESSONKIT",
+        box_pinned: tuple[str, ...] = (),
     ):
         self.pinned_root = Path(pinned_root)
+        self.box_pinned = tuple(box_pinned)
         self.env_prefix = env_prefix  # scripts read <PREFIX>_PINNED_ROOT and <PREFIX>_PINNED_VERSION
         self.pinned_version = pinned_version
         self.support_dir = Path(support_dir)
@@ -86,7 +92,14 @@ class Runner:
         v = versions()
         self._salt = hashlib.sha256(
             b"\0".join(
-                [KEY_SCHEMA.encode(), manifest_digest.encode(), v["python"].encode(), v["numpy"].encode(), shared]
+                [
+                    KEY_SCHEMA.encode(),
+                    manifest_digest.encode(),
+                    repr(self.box_pinned).encode(),  # what of the tree the box holds
+                    v["python"].encode(),
+                    v["numpy"].encode(),
+                    shared,
+                ]
             )
         ).hexdigest()
         self.stats = {"ran": 0, "cached": 0}
@@ -96,6 +109,7 @@ class Runner:
         self._tree: dict[str, bytes] | None = None  # the pinned files, checked, copied into each box
         self._box_layout: tuple[list[str], list[tuple[str, bytes]]] | None = None
         self._digests: dict[str, str] = {}
+        self._others: dict[str, tuple[int, int, int]] = {}  # pinned files not in the boxes: their stat
         self.tampered: list[str] = []  # pinned files that changed while experiments ran
         self._warned_store = False
         config.sandbox_mode()  # a bad LESSONKIT_SANDBOX is one located error, before any box
@@ -252,6 +266,10 @@ class Runner:
                 )
                 for rel in names:
                     rel_in_tree = rel.split("/", 1)[1] if self._manifest is None else rel
+                    if not self._in_box(rel_in_tree):  # not copied: watched by its stat (recheck)
+                        st = (self.pinned_root / rel_in_tree).lstat()
+                        self._others[rel_in_tree] = (st.st_size, st.st_mtime_ns, st.st_ino)
+                        continue
                     data = (self.pinned_root / rel_in_tree).read_bytes()
                     digest = hashlib.sha256(data).hexdigest()
                     if self._manifest is not None and digest != self._manifest[rel]:
@@ -260,8 +278,12 @@ class Runner:
                 self._tree, self._digests = tree, digests
             return self._tree
 
+    def _in_box(self, rel: str) -> bool:
+        return not self.box_pinned or any(pinned_match(entry, rel) for entry in self.box_pinned)
+
     def recheck(self) -> list[str]:
-        """Pinned files that differ from the checked copy now (cheap: sizes, then sha256)."""
+        """Pinned files that differ from the checked copy now (cheap: sizes, then sha256; files
+        that no box holds: size, mtime and inode)."""
         self._pinned_files()
         changed = []
         for rel, digest in self._digests.items():
@@ -272,6 +294,14 @@ class Runner:
                     or p.stat().st_size != len(self._tree[rel])
                     or hashlib.sha256(p.read_bytes()).hexdigest() != digest
                 ):
+                    changed.append(rel)
+            except OSError:
+                changed.append(rel)
+        for rel, seen in self._others.items():
+            p = self.pinned_root / rel
+            try:
+                st = p.lstat()
+                if p.is_symlink() or (st.st_size, st.st_mtime_ns, st.st_ino) != seen:
                     changed.append(rel)
             except OSError:
                 changed.append(rel)
@@ -395,7 +425,7 @@ class Runner:
                     return cancelled
                 except OSError as exc:  # e.g. its working folder is gone
                     return self._lost(job, box, exc)
-                code, usage, timed_out = _reap(proc, job.timeout, box)
+                code, usage, timed_out = sandbox.reap(proc, job.timeout, box)
                 box.kill()  # whatever outlived the script (normally nothing: the box's init took it along)
                 wall = time.perf_counter() - t0
                 cpu = usage.ru_utime + usage.ru_stime  # this box's own CPU, even with jobs in parallel
@@ -451,40 +481,3 @@ class Runner:
         ):
             text = text.replace(str(path), name)
         return ADDRESS.sub("0x…", text)
-
-
-def _reap(proc, timeout: float, box: sandbox.Box):
-    """Wait for the box's launcher (killing the box at the timeout); return (exit code, rusage, timed out)."""
-    deadline = time.monotonic() + timeout
-    delay = 0.002
-    timed_out = False
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() >= deadline:
-            timed_out = True
-            box.kill()
-            pid, status, usage = os.wait4(proc.pid, 0)
-            break
-        time.sleep(delay)
-        delay = min(delay * 2, 0.05)
-    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here; Popen must not wait again
-    return proc.returncode, usage, timed_out
-
-
-def pin_args(pin, project_root: Path) -> dict:
-    """The Runner arguments that come from the pin: its manifest, where its lines are, the project."""
-    from .pin import manifest_lines
-
-    path = pin.source.parent / "manifest.sha256"
-    try:
-        lines = manifest_lines(path)
-    except (OSError, ValueError):
-        lines = {}
-    return {
-        "manifest": pin.manifest,
-        "manifest_label": pin.manifest_label,
-        "manifest_lines": lines,
-        "project_root": project_root,
-    }

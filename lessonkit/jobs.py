@@ -99,3 +99,20 @@ def _shared_files(dirs: tuple[Path, ...]) -> list[tuple[str, Path]]:
                 if p.is_file() and not p.is_symlink() and not name.endswith((".pyc", ".pyo")):
                     out.append((f"{top.name}/{p.relative_to(top).as_posix()}", p))
     return out
+
+
+def pin_args(pin, project_root: Path) -> dict:
+    """The Runner arguments that come from the pin: its manifest, where its lines are, the project."""
+    from .pin import manifest_lines
+
+    path = pin.source.parent / "manifest.sha256"
+    try:
+        lines = manifest_lines(path)
+    except (OSError, ValueError):
+        lines = {}
+    return {
+        "manifest": pin.manifest,
+        "manifest_label": pin.manifest_label,
+        "manifest_lines": lines,
+        "project_root": project_root,
+    }

@@ -37,29 +37,38 @@ def inline_jobs(project, report: Report) -> list[execute.Job]:
     return out
 
 
-def pages_with_runs(project, report: Report) -> set[str]:
-    """Pages whose rendering waits for a run: blocks with a job, or inline values."""
-    out = {page for page, rs in report.resolved.items() if any(r.job for r in rs)}
-    for page, refs in report.inline.items():
-        if inline_jobs(project, Report(inline={page: refs})):
-            out.add(page)
+def _page_jobs(project, report: Report) -> dict[str, list[execute.Job]]:
+    """Each page's runs: its blocks' jobs, then its inline values' jobs (pages in report order)."""
+    out: dict[str, list[execute.Job]] = {}
+    for page in dict.fromkeys([*report.resolved, *report.inline]):
+        jobs = [r.job for r in report.resolved.get(page, []) if r.job is not None]
+        jobs += inline_jobs(project, Report(inline={page: report.inline.get(page, [])}))
+        if jobs:
+            out[page] = jobs
     return out
 
 
+def pages_with_runs(project, report: Report) -> list[str]:
+    """Pages whose rendering waits for a run (blocks with a job, or inline values), in the order
+    their runs end: by the place in :func:`all_jobs` of the last run each page waits for."""
+    place = {project.runner.key(j): n for n, j in enumerate(all_jobs(project, report))}
+    last = {page: max(place[project.runner.key(j)] for j in jobs) for page, jobs in _page_jobs(project, report).items()}
+    return sorted(last, key=lambda page: (last[page], page))
+
+
 def all_jobs(project, report: Report) -> list[execute.Job]:
-    """Every run the site needs: experiment blocks win over the recorded kinds for one script
-    (same cache key, so the block's ``Timeout`` applies)."""
+    """Every run the site needs, page by page (a page's blocks, then its inline values): the
+    order they start in. Experiment blocks win over the recorded kinds for one script (same
+    cache key, so the block's ``Timeout`` applies)."""
     by_key: dict[str, execute.Job] = {}
-    for rs in report.resolved.values():
-        for r in rs:
-            if r.job is not None:
-                key = project.runner.key(r.job)
-                if r.kind.name in RECORDED:
-                    by_key.setdefault(key, r.job)
-                else:
-                    by_key[key] = r.job
-    for job in inline_jobs(project, report):
-        by_key.setdefault(project.runner.key(job), job)
+    for page, jobs in _page_jobs(project, report).items():
+        kinds = [r.kind.name for r in report.resolved.get(page, []) if r.job is not None]
+        for n, job in enumerate(jobs):
+            key = project.runner.key(job)
+            if n < len(kinds) and kinds[n] not in RECORDED:
+                by_key[key] = job
+            else:
+                by_key.setdefault(key, job)
     return list(by_key.values())
 
 

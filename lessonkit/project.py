@@ -114,6 +114,7 @@ class Project:
             self.cache,
             extra_paths=extra,
             env_prefix=self.site.env_prefix,
+            box_pinned=self.site.box_pinned,
             **execute.pin_args(self.pin, self.root),
         )
 

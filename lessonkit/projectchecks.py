@@ -187,6 +187,7 @@ _SITE_FIELDS = {  # (table, key) -> what the value must be
     ("diagrams", "calls"): "file",
     ("diagrams", "nesting"): "file",
     ("attachments", "readme"): "file",
+    ("experiments", "pinned"): "pinned-paths",
 }
 
 
@@ -213,6 +214,18 @@ def check_site(root: Path, data: dict, lines: dict[tuple[str, str], int]) -> Non
 
 
 def _site_value_problem(real_root: str, what: str, value: object) -> str | None:
+    if what == "pinned-paths":  # files or folders of the pinned tree; siteconfig matches them to the manifest
+        if not isinstance(value, list):
+            return f"is {_type_name(value)}, not an array of paths"
+        if not value:
+            return "is empty (leave it out for the whole tree)"
+        for v in value:
+            if not isinstance(v, str):
+                return f"has an item that is {_type_name(v)}, not a string"
+            p = _site_value_problem(real_root, "package", v if v.endswith("/") else v + "/")
+            if p:
+                return f"item {show(v)} {p}"
+        return None
     if what == "folders":
         if not isinstance(value, list):
             return f"is {_type_name(value)}, not an array of folders"

@@ -27,6 +27,7 @@ import json
 import logging
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -356,6 +357,41 @@ def launch(box: Box, spec: Spec, stdout, stderr) -> subprocess.Popen:
             start_new_session=True,
         )
     return box.proc
+
+
+def reap(proc: subprocess.Popen, timeout: float, box: Box):
+    """Wait for the box's launcher, killing the box at the timeout: (exit code, rusage, timed out).
+
+    Woken by the launcher's pidfd as soon as it exits (no polling delay per experiment); where
+    pidfds are missing (Linux < 5.3), by polling that backs off to 50 ms."""
+    deadline = time.monotonic() + timeout
+    timed_out = False
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    try:
+        delay = 0.002
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                box.kill()
+                pid, status, usage = os.wait4(proc.pid, 0)
+                break
+            if pidfd is not None:
+                select.select([pidfd], [], [], left)  # readable once the launcher has exited
+            else:
+                time.sleep(min(delay, left))
+                delay = min(delay * 2, 0.05)
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here; Popen must not wait again
+    return proc.returncode, usage, timed_out
 
 
 # ---------------------------------------------------------------- signals

@@ -24,6 +24,10 @@ project without ``site.toml`` still builds::
     readme = "mini-autograd/README.md"   # optional: shown as attachments/mini-readme.md
     readme_translation = "mini-autograd/README.zh.md"  # optional: shown above the original
 
+    [experiments]                 # optional: what of the pinned tree each experiment's box holds
+    pinned = ["autograd/", "examples/*.py"]  # files, folders or patterns of the manifest
+                                  # (default: the whole tree)
+
     [snapshots]                   # optional: the vocabulary of snapshot tables
     badges = ["手算推演", "源码推演", "实验观察"]  # the values `Label:` may take (default: English)
     prose-columns = ["说明", "来源"]  # columns whose cells are the author's prose, not values of a
@@ -39,6 +43,7 @@ Templates are looked up in the project's ``templates/`` first, then in ``lessonk
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -57,6 +62,7 @@ _KEYS = {
     "diagrams": {"calls", "nesting"},
     "attachments": {"readme", "readme_translation"},
     "snapshots": {"badges", "prose-columns"},
+    "experiments": {"pinned"},
     "labels": None,  # keys: lessonkit.labels.LABELS, or the project's own (`x-…`)
 }
 # The defaults of [snapshots]: which `Label:` a snapshot may carry, which columns are prose.
@@ -79,6 +85,7 @@ class SiteConfig:
     labels: Labels = field(default_factory=lambda: Labels(LABELS))
     badges: tuple[str, ...] = BADGES
     prose_columns: tuple[str, ...] = PROSE_COLUMNS
+    box_pinned: tuple[str, ...] = ()  # [experiments] pinned: what each box copies (empty: the whole tree)
 
     @property
     def env_prefix(self) -> str:
@@ -191,7 +198,28 @@ def load(root: Path, repo_url: str) -> SiteConfig:
         Labels({**LABELS, **_labels(data.get("labels", {}), path)}, line=_line(path, "[labels]")),
         tuple(data.get("snapshots", {}).get("badges", BADGES)),
         tuple(data.get("snapshots", {}).get("prose-columns", PROSE_COLUMNS)),
+        tuple(data.get("experiments", {}).get("pinned", ())),
     )
+
+
+def pinned_match(entry: str, rel: str) -> bool:
+    """Whether the pinned file ``rel`` is one that ``[experiments] pinned``'s ``entry`` names: a
+    folder (``autograd/``), a file, or a shell-style pattern (``examples/*.py``; ``*`` crosses ``/``)."""
+    if any(c in entry for c in "*?["):
+        return fnmatch.fnmatchcase(rel, entry)
+    return rel == entry or rel.startswith(entry.rstrip("/") + "/")
+
+
+def check_box_pinned(site: SiteConfig, manifest: dict[str, str]) -> None:
+    """Each ``[experiments] pinned`` entry names at least one file of the pinned tree."""
+    for entry in site.box_pinned:
+        if not any(pinned_match(entry, rel) for rel in manifest):
+            raise LessonError(
+                f"`pinned` in `[experiments]` names `{entry}`, which matches no file of the pinned tree",
+                path=CONFIG,
+                line=_line(site.root / CONFIG, "pinned"),
+                hint=f'name files, folders or patterns of sourcemap/manifest.sha256, e.g. "{site.package}"',
+            )
 
 
 def _labels(values: dict, path: Path) -> dict[str, str]:

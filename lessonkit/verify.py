@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import config
+from . import config, siteconfig
 from .errors import LessonError, Problem
 from .fsutil import atomic_write
 from .project import Project, Resolved
@@ -76,7 +76,7 @@ def check_config(project: Project) -> None:
     config.sandbox_mode()
     config.check_docs(project.root)  # links out of the project, loops, FIFOs: before MkDocs or we read them
     project.kinds  # noqa: B018 (imports the project's kind modules: once, not once per page)
-    project.site  # noqa: B018
+    siteconfig.check_box_pinned(project.site, project.pin.manifest)
 
 
 def check(project: Project, pages: list[Path] | None = None) -> Report:

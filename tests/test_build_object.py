@@ -38,8 +38,13 @@ def test_render_order_puts_experiment_pages_then_late_pages_last(real_project):
         PageFile("a.md", str(root / "docs" / "a.md")),
         PageFile("b.md", str(root / "docs" / "b.md")),
         PageFile("c.md", str(root / "docs" / "c.md")),
+        PageFile("d.md", str(root / "docs" / "d.md")),
     ]
-    assert render_order(files, real_project, {"docs/b.md"}, {"attachments/acceptance.md"}) == [1, 3, 2, 0]
+    late = {"attachments/acceptance.md"}
+    assert render_order(files, real_project, ["docs/b.md"], late) == [1, 3, 4, 2, 0]
+    assert render_order(files, real_project, ["docs/b.md", "docs/d.md"], late) == [1, 3, 2, 4, 0]
+    # pages with experiments: in the order their runs end, not in the order MkDocs lists them
+    assert render_order(files, real_project, ["docs/d.md", "docs/b.md"], late) == [1, 3, 4, 2, 0]
 
 
 def test_site_links_are_relative_and_absent_without_a_page(tmp_path):
@@ -70,7 +75,7 @@ def test_one_page_from_plan_to_problems(site, monkeypatch):
     b = Build(site.root, log=logged.append, log_info=lambda s: None)
     b.start()
     plan = b.plan([site.root / "docs" / "index.md", page])
-    assert plan.with_experiments == set() and "source/autograd/core.py.md" in {g.uri for g in plan.generated}
+    assert plan.with_experiments == [] and "source/autograd/core.py.md" in {g.uri for g in plan.generated}
     md = b.page("lessons/01-a.md", str(page), page.read_text(encoding="utf-8"), links=None)
     assert "v1.9.1" in md and "```real-source" in md
     assert b.current.path == "docs/lessons/01-a.md" and b.current.line_offset == 0

@@ -1814,6 +1814,19 @@ SITE_CASES = {  # name: (site.toml text, line, message text)
     "readme-folder": ('[attachments]\nreadme = "docs"\n', 2, "`readme` in `[attachments]` is a folder, not a file"),
     "diagram-backslash": ('[diagrams]\ncalls = "experiments\\\\x.py"\n', 2, "contains a backslash"),
     "diagram-table": ("[diagrams]\ncalls = {a = 1}\n", 2, "`calls` in `[diagrams]` is a table, not a string"),
+    "box-pinned-text": (
+        '[experiments]\npinned = "autograd/"\n',
+        2,
+        "`pinned` in `[experiments]` is a string, not an array of paths",
+    ),
+    "box-pinned-empty": ("[experiments]\npinned = []\n", 2, "`pinned` in `[experiments]` is empty (leave it out"),
+    "box-pinned-parent": ('[experiments]\npinned = ["../x"]\n', 2, "item '../x' has an empty, `.` or `..` segment"),
+    "box-pinned-number": ("[experiments]\npinned = [3]\n", 2, "has an item that is an integer, not a string"),
+    "box-pinned-nothing": (
+        '[experiments]\n\npinned = ["autograd/", "autgrad/*.py"]\n',
+        3,
+        "`pinned` in `[experiments]` names `autgrad/*.py`, which matches no file of the pinned tree",
+    ),
 }
 
 

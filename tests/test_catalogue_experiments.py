@@ -447,7 +447,7 @@ def box_site(tmp_path_factory, pinned_root):
     return site, pinned, pin
 
 
-def make_runner(box_site) -> Runner:
+def make_runner(box_site, **options) -> Runner:
     site, pinned, pin = box_site
     return Runner(
         pinned,
@@ -458,6 +458,7 @@ def make_runner(box_site) -> Runner:
         extra_paths=(site.root / "mini-autograd",),
         env_prefix="AUTOGRAD",  # site.toml's name
         **execute.pin_args(pin, site.root),
+        **options,
     )
 
 
@@ -536,6 +537,33 @@ def test_warm_equals_cold_record_included(box_site):
         == (cold.stdout, cold.record, cold.digest)
         == ("41\n", {"v": 41}, cold.digest)
     )
+
+
+LIST_PINNED = b"""import os
+root = os.environ["AUTOGRAD_PINNED_ROOT"]
+print(sorted(os.listdir(root)))
+print(sorted(os.listdir(os.path.join(root, "examples")))[:3])
+import autograd, examples.define_gradient
+print(autograd.__file__[len(root):], examples.define_gradient.__name__)
+"""
+
+
+def test_a_box_holds_what_experiments_pinned_names(box_site):
+    """``site.toml [experiments] pinned``: the box copies only those parts of the pinned tree, and
+    the choice is part of every key (a result made with more of the tree is not reused)."""
+    job = Job("l.py", LIST_PINNED, 30, "docs/l.md:3")
+    some = make_runner(box_site, box_pinned=("autograd/", "examples/define_*.py")).run(job)
+    assert (some.ok, some.cached) == (True, False), some.stderr[-1500:]
+    assert some.stdout.splitlines() == [
+        "['autograd', 'examples']",
+        "['define_gradient.py']",
+        "/autograd/__init__.py examples.define_gradient",
+    ]
+    whole = make_runner(box_site).run(job)
+    assert (whole.ok, whole.cached) == (True, False), whole.stderr[-1500:]
+    tops = sorted({rel.split("/")[0] for rel in box_site[2].manifest})
+    assert whole.stdout.splitlines()[0] == repr(tops)
+    assert make_runner(box_site, box_pinned=("autograd/", "examples/define_*.py")).run(job).cached
 
 
 def test_editing_a_sibling_module_changes_the_warm_result(box_site):

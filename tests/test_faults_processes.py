@@ -185,9 +185,11 @@ def test_sigterm_during_a_cold_build_of_the_real_site(tmp_path):
     _assert_no_partial_cache(tmp_path / "cache", killed=True)
 
 
-def test_tampering_with_the_pinned_tree_fails_the_build_without_namespaces(tmp_path, pinned_root):
+@pytest.mark.parametrize("target", ["autograd/__init__.py", "README.md"])  # in the boxes / not copied
+def test_tampering_with_the_pinned_tree_fails_the_build_without_namespaces(tmp_path, pinned_root, target):
     """Without namespaces an experiment can write into the pinned tree: the build says so,
-    located at the manifest, and caches nothing computed after it."""
+    located at the manifest, and caches nothing computed after it. README.md is not in any box
+    (site.toml's `[experiments] pinned`): its size and time are watched instead of its bytes."""
     import shutil
 
     tree = tmp_path / "tree"
@@ -201,7 +203,7 @@ def test_tampering_with_the_pinned_tree_fails_the_build_without_namespaces(tmp_p
             "experiment",
             "Purpose: a",
             body=f"""
-        open({str(tree / 'autograd' / '__init__.py')!r}, "a").write("\\nTAMPERED = 1\\n")
+        open({str(tree / target)!r}, "a").write("\\nTAMPERED = 1\\n")
         print("wrote")
     """,
         ),
@@ -212,10 +214,10 @@ def test_tampering_with_the_pinned_tree_fails_the_build_without_namespaces(tmp_p
     lines = [l for l in r.stderr.splitlines() if l.startswith("ERROR")]
     from lessonkit.pin import manifest_lines
 
-    n = manifest_lines(s.root / "sourcemap" / "manifest.sha256")["autograd/__init__.py"]
+    n = manifest_lines(s.root / "sourcemap" / "manifest.sha256")[target]
     assert (
         f"ERROR   -  sourcemap/manifest.sha256:{n}: the pinned tree changed while experiments ran: "
-        "autograd/__init__.py — an experiment wrote into it; nothing computed from it was cached — "
+        f"{target} — an experiment wrote into it; nothing computed from it was cached — "
         "find the script that writes there, then rebuild" in lines
     ), r.stderr[-3000:]
     assert any("docs/a.md:3: experiment docs/a.md:3 ran while the pinned tree changed" in l for l in lines)

@@ -179,15 +179,16 @@ class Build:
         }
         return tree
 
-    def prestart(self) -> None:
-        """Start the experiments of every page under docs/ in ``on_config``, as soon as the pinned
-        tree is provided: on a cold build they are the longest part. :meth:`plan` takes them
-        over when MkDocs lists the same pages; otherwise it plans again and the runs it shares
-        with this start are not run twice (see :meth:`Runner.start`)."""
+    def prestart(self, paths: list[Path] | None = None) -> None:
+        """Start the experiments of ``paths`` (default: every page under docs/) in ``on_config``,
+        as soon as the pinned tree is provided: on a cold build they are the longest part.
+        :meth:`plan` takes them over when MkDocs lists the same pages (the adapter passes the
+        pages MkDocs will list); otherwise it plans again and the runs it shares with this start
+        are not run twice (see :meth:`Runner.start`)."""
         project = self.project
         self.t0 = time.perf_counter()
         try:
-            paths = project.pages()
+            paths = project.pages() if paths is None else paths
             self.read_pages(paths)
             report = verify.check(project, paths)
             jobs = _jobs(project, report)

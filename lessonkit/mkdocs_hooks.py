@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from mkdocs.exceptions import Abort, PluginError
 from mkdocs.plugins import event_priority
-from mkdocs.structure.files import File, Files, InclusionLevel
+from mkdocs.structure.files import File, Files, InclusionLevel, get_files
 from mkdocs.utils import get_relative_url
 
 from . import build as lk_build
@@ -84,7 +84,7 @@ def on_config(config: "MkDocsConfig") -> None:
         command = "serve" if SESSION.command == "serve" else "build"
         b = lk_build.Build(root, command, log=log.error, log_info=log.info)
         tree = b.start()
-        b.prestart()
+        b.prestart(_pages(config))
     except LessonError as exc:
         raise PluginError(str(exc)) from None
     events = config.plugins.get(PLUGIN)
@@ -98,6 +98,16 @@ def on_config(config: "MkDocsConfig") -> None:
     if plugin is not None:
         plugin.config.setdefault("handlers", {}).setdefault("python", {})["paths"] = [str(tree.root)]
     config.mdx_configs.setdefault("lessonkit.mdext", {})["context"] = lambda: b.current
+
+
+def _pages(config: "MkDocsConfig") -> list[Path] | None:
+    """The Markdown pages MkDocs will list in ``on_files`` (``exclude_docs`` applied), so that
+    the plan takes over the experiments started in ``on_config``; None: let the Build list them."""
+    try:
+        files = get_files(config)
+    except Exception:  # MkDocs reports its own problems with docs/ later, in its own words
+        return None
+    return [Path(f.abs_src_path) for f in files.documentation_pages() if f.abs_src_path]
 
 
 def build_of(config: "MkDocsConfig") -> lk_build.Build:

@@ -42,8 +42,9 @@ class FakeBuild:
             raise FakeBuild.fail
         return SimpleNamespace(cached=False, provider="a test tree", root=self.root / "pinned")
 
-    def prestart(self):
+    def prestart(self, paths=None):
         self.calls.append("prestart")
+        self.prestarted = paths
 
     def cancel(self):
         self.cancelled += 1
@@ -113,6 +114,21 @@ def test_on_config_gives_each_configuration_its_own_build_and_events(project):
         assert config.mdx_configs["lessonkit.mdext"]["context"]() is None  # the build's page: none yet
         build.current = "page"
         assert config.mdx_configs["lessonkit.mdext"]["context"]() == "page"
+
+
+def test_the_experiments_start_on_the_pages_mkdocs_will_list(project):
+    """``exclude_docs`` applied: else the plan in on_files sees other pages than on_config did,
+    and reads, checks and plans every page a second time."""
+    (project / "docs" / "includes").mkdir()
+    (project / "docs" / "includes" / "abbreviations.md").write_text("*[AD]: x\n", encoding="utf-8")
+    (project / "docs" / "b.md").write_text("# b\n", encoding="utf-8")
+    (project / "docs" / "notes.txt").write_text("not a page\n", encoding="utf-8")
+    yml = project / "mkdocs.yml"
+    yml.write_text(yml.read_text(encoding="utf-8") + "exclude_docs: |\n  /includes/\n", encoding="utf-8")
+    config = _load(project)
+    config.plugins.on_config(config)
+    docs = project.resolve() / "docs"
+    assert sorted(mkdocs_hooks.build_of(config).prestarted) == [docs / "b.md", docs / "index.md"]
 
 
 def test_a_second_on_config_on_the_same_configuration_replaces_its_build(project):

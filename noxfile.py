@@ -61,8 +61,8 @@ def _shared_env(session: nox.Session) -> Path:
     bin_dir = SHARED / ("Scripts" if os.name == "nt" else "bin")
     if not (SHARED / "pyvenv.cfg").exists():
         uv = _uv()
-        if uv:  # --seed: the build's sdist provider runs `python -m pip download`
-            session.run(uv, "venv", "--quiet", "--seed", "--python", sys.executable, str(SHARED), external=True)
+        if uv:  # no pip in it: the sdist is read from the index directly (pip of nox's Python is the fallback)
+            session.run(uv, "venv", "--quiet", "--python", sys.executable, str(SHARED), external=True)
         else:
             session.run(sys.executable, "-m", "venv", str(SHARED), external=True)
     if not os.environ.get("PATH", "").startswith(str(bin_dir) + os.pathsep):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import configparser
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -87,6 +88,15 @@ def _first_line(exc: BaseException) -> str:
     return lines[0].rstrip(":") if lines else type(exc).__name__
 
 
+def _pip() -> list[str]:
+    """pip of this interpreter, else of the Python its environment was made from: uv makes
+    environments without pip, and the README's first command installed nox with that pip."""
+    if importlib.util.find_spec("pip") is not None:
+        return [sys.executable, "-m", "pip"]
+    base = Path(sys.base_prefix) / ("python.exe" if os.name == "nt" else "bin/python3")
+    return [str(base) if base.is_file() else sys.executable, "-m", "pip"]
+
+
 def pip_download(requirement: str, dest: Path, timeout: int = 300) -> list[Path]:
     """The sdist of ``requirement`` from the package index, downloaded into the empty folder
     ``dest``: the files pip wrote there. Raises a :class:`LessonError` whose code is
@@ -95,9 +105,7 @@ def pip_download(requirement: str, dest: Path, timeout: int = 300) -> list[Path]
     # from source to read its metadata (minutes on an empty cache instead of seconds)
     project = re.split(r"[=<>!~\[ ;]", requirement, maxsplit=1)[0]
     cmd = [
-        sys.executable,
-        "-m",
-        "pip",
+        *_pip(),
         "download",
         "--quiet",
         "--no-deps",

@@ -167,3 +167,19 @@ def test_the_provider_falls_back_to_pip(index, tmp_path, monkeypatch):
     archive, _ = pinning._fetch_sdist(demo_pin(), tmp_path)
     assert calls == [("demo-pkg==1.0", [])]
     assert archive.read_bytes() == ARCHIVE
+
+
+def test_pip_comes_from_the_base_python_where_the_environment_has_none(monkeypatch):
+    """uv makes the shared environment without pip; ``pip download`` (the fallback) then runs
+    with the pip of the Python the environment was made from."""
+    import importlib.util
+    import sys
+
+    assert fetch._pip() == [sys.executable, "-m", "pip"]  # this environment has pip
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    base = Path(sys.base_prefix) / "bin" / "python3"
+    assert fetch._pip() == [str(base), "-m", "pip"]
+    import subprocess
+
+    r = subprocess.run([*fetch._pip(), "--version"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith("pip "), r.stderr

@@ -279,6 +279,8 @@ def local_tree(ctx: Ctx, files: dict[str, bytes]) -> Path:
         (root / rel).write_bytes(data)
     write_manifest(root, ctx.site.root / MANIFEST)
     ctx.env["AUTOGRAD_SOURCE"] = str(root)
+    site_toml = ctx.site.root / SITE  # the real series' [experiments] names autograd/: not in this tree
+    site_toml.write_text(re.sub(r"\[experiments\]\npinned = .*\n", "", site_toml.read_text(encoding="utf-8")))
     return root
 
 

@@ -11,6 +11,7 @@ import ast
 import atexit
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -71,21 +72,34 @@ def _shared_env(session: nox.Session) -> Path:
     return bin_dir
 
 
-def _prefetch_pin(python: str) -> subprocess.Popen:
-    """Provide the pinned tree (on a new machine: download the sdist) while the lock installs.
-
-    `lessonkit.pin` needs only the standard library (`-S`: no site-packages, so the prefetch
-    behaves the same before and after the install); it fills the build cache, which every later
-    session reads, so the sdist is fetched once.
+def _prefill(python: str, imports: list[str]) -> subprocess.Popen:
+    """Fill the build cache while the rest of the lock installs: the pinned tree (on a new machine,
+    the sdist download), the bytecode of what the experiments import, and every experiment's result
+    (`lessonkit/prefill.py`, standard library only; its results are ordinary cache entries, which
+    the build checks like any other). `-I`: only the environment's modules (the checkout is reached
+    through the project's .pth); `-X pycache_prefix` because `-I` ignores PYTHON* variables.
     """
     return subprocess.Popen(
-        [python, "-S", "-m", "lessonkit.pin", str(ROOT)],
+        [python, "-I", "-X", f"pycache_prefix={PYCACHE}", "-m", "lessonkit.prefill", str(ROOT), *imports],
         cwd=ROOT,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def _first_requirements(imports: list[str]) -> list[str]:
+    """The lines of requirements.txt that the experiments import (NumPy here): installed first, so
+    that the prefill can run the experiments while the rest of the lock installs."""
+    wanted = {re.sub(r"[-_.]+", "-", n).lower() for n in imports if n not in sys.stdlib_module_names}
+    out = []
+    for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        name = re.split(r"[=<>!~\[ ;]", line, maxsplit=1)[0]
+        if name and re.sub(r"[-_.]+", "-", name).lower() in wanted:
+            out.append(line)
+    return out
 
 
 def _experiment_imports() -> list[str]:
@@ -144,6 +158,24 @@ def _warm_bytecode(python: str) -> None:
     atexit.register(done)  # nox waits for it before exiting; nothing is left running
 
 
+def _link_project(session: nox.Session, python: str) -> None:
+    """The project itself, as an editable install does it, without building a wheel: a .pth naming
+    a folder that holds only a link to lessonkit/ (not the whole checkout)."""
+    purelib = session.run(
+        python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))", silent=True, external=True
+    ).strip()
+    link_dir = SHARED / "project"
+    link_dir.mkdir(exist_ok=True)
+    link = link_dir / "lessonkit"
+    try:
+        if not link.is_symlink():
+            link.symlink_to(ROOT.resolve() / "lessonkit", target_is_directory=True)
+        entry = link_dir
+    except OSError:  # no symlinks here: put the checkout itself on sys.path
+        entry = ROOT.resolve()
+    (Path(purelib) / "lessonkit-dev.pth").write_text(f"{entry}\n")
+
+
 def _install(session: nox.Session, reqs: list[str]) -> None:
     """Install pinned requirements once per environment; later runs skip the installer when nothing changed.
 
@@ -165,31 +197,30 @@ def _install(session: nox.Session, reqs: list[str]) -> None:
         session.install("--no-deps", "-e", ".")
     else:
         python = str(bin_dir / "python")
-        fetch = _prefetch_pin(python)
+        _link_project(session, python)
         uv = _uv()
-        if uv:
-            session.run(uv, "pip", "install", "--quiet", "--python", python, *reqs, external=True)
-        else:
-            session.run(python, "-m", "pip", "install", "--quiet", *reqs, external=True)
-        # The project itself, as an editable install does it, without building a wheel: a .pth
-        # naming a folder that holds only a link to lessonkit/ (not the whole checkout).
-        purelib = session.run(
-            python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))", silent=True, external=True
-        ).strip()
-        link_dir = SHARED / "project"
-        link_dir.mkdir(exist_ok=True)
-        link = link_dir / "lessonkit"
+
+        def install(*args: str) -> None:
+            if uv:
+                session.run(uv, "pip", "install", "--quiet", "--python", python, *args, external=True)
+            else:
+                session.run(python, "-m", "pip", "install", "--quiet", *args, external=True)
+
+        imports = _experiment_imports()
+        first = _first_requirements(imports)
+        if first:
+            install(*first)
+        fill = _prefill(python, imports)
         try:
-            if not link.is_symlink():
-                link.symlink_to(ROOT.resolve() / "lessonkit", target_is_directory=True)
-            entry = link_dir
-        except OSError:  # no symlinks here: put the checkout itself on sys.path
-            entry = ROOT.resolve()
-        (Path(purelib) / "lessonkit-dev.pth").write_text(f"{entry}\n")
+            install(*reqs)
+        except BaseException:  # the install failed or was interrupted: nothing may run on without us
+            fill.terminate()  # SIGTERM: its runner ends its boxes (see lessonkit.sandbox)
+            fill.wait()
+            raise
         _warm_bytecode(python)
-        _, err = fetch.communicate()
-        if fetch.returncode:  # the build reports it again, located; say here that the prefetch did not help
-            session.log(f"prefetch of the pinned tree failed (the build retries): {err.strip()[-500:]}")
+        _, err = fill.communicate()
+        if fill.returncode:  # the build reports it again, located; say here that the prefill did not help
+            session.log(f"prefill of the build cache failed (the build does the work): {err.strip()[-500:]}")
     stamp.write_text(lock)
 
 

@@ -99,7 +99,7 @@ def render_order(files: list[PageFile], project: Project, with_experiments: list
 
 def _jobs(project: Project, report: verify.Report) -> list:
     """Every run a build needs: experiment blocks, snapshots, figures, inline values, diagrams."""
-    return living.all_jobs(project, report) + pages.diagram_jobs(project)
+    return living.build_jobs(project, report)
 
 
 @dataclass

@@ -9,6 +9,7 @@ resolve code path as the build) and, for recorded values, from the runner's resu
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from dataclasses import dataclass, field
 
 from . import execute
@@ -70,6 +71,28 @@ def all_jobs(project, report: Report) -> list[execute.Job]:
             else:
                 by_key.setdefault(key, job)
     return list(by_key.values())
+
+
+def script_job(project, rel: str) -> execute.Job:
+    """The job that runs a whole script (the diagrams' data sources)."""
+    return execute.Job(Path(rel).name, (project.root / rel).read_bytes(), execute.DEFAULT_TIMEOUT, rel)
+
+
+def diagram_jobs(project) -> list[execute.Job]:
+    diagrams = project.site.diagrams
+    return [script_job(project, rel) for rel in diagrams.values()] if _has_diagram_sources(project) else []
+
+
+def _has_diagram_sources(project) -> bool:
+    diagrams = project.site.diagrams
+    return set(diagrams) == {"calls", "nesting"} and all((project.root / rel).is_file() for rel in diagrams.values())
+
+
+def build_jobs(project, report: Report) -> list[execute.Job]:
+    """Every run a build needs: experiment blocks, snapshots, figures, inline values, diagram
+    sources. Standard library only, like everything it calls: the noxfile's prefill runs it
+    while the lock installs (``python -m lessonkit.prefill``)."""
+    return all_jobs(project, report) + diagram_jobs(project)
 
 
 def recorded_jobs(project, report: Report) -> list[execute.Job]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import attachments, execute, sandbox, site
+from .living import _has_diagram_sources, diagram_jobs, script_job  # noqa: F401 (pages' API)
 from .errors import LessonError
 from .project import Project
 from .store import Store, digest
@@ -244,16 +245,6 @@ def fill_code_page(
 # ---------------------------------------------------------------- attachments drawn from the build
 
 
-def script_job(project: Project, rel: str) -> execute.Job:
-    """The job that runs a whole script (the diagrams' data sources)."""
-    return execute.Job(Path(rel).name, (project.root / rel).read_bytes(), execute.DEFAULT_TIMEOUT, rel)
-
-
-def diagram_jobs(project: Project) -> list[execute.Job]:
-    diagrams = project.site.diagrams
-    return [script_job(project, rel) for rel in diagrams.values()] if _has_diagram_sources(project) else []
-
-
 def _output(project: Project, results: dict, rel: str) -> execute.Result:
     res = results.get(project.runner.key(script_job(project, rel)))
     if res is None or not res.ok:
@@ -285,11 +276,6 @@ def attachment_uris(project: Project) -> list[str]:
         "attachments/mini-readme.md": readme is not None and (project.root / readme).is_file(),
     }
     return [uri for uri in ATTACHMENTS if has[uri]]
-
-
-def _has_diagram_sources(project: Project) -> bool:
-    diagrams = project.site.diagrams
-    return set(diagrams) == {"calls", "nesting"} and all((project.root / rel).is_file() for rel in diagrams.values())
 
 
 def attachment_pages(project: Project, report: Report, results: dict) -> tuple[list[Generated], str | None]:

@@ -430,12 +430,13 @@ def provide(pin: Pin, cache: Path) -> PinnedTree:
 
 def prefetch(root: Path) -> PinnedTree:
     """Provide the pinned tree of the project at ``root`` into its build cache. Standard library
-    only (this module's imports): ``noxfile.py`` runs it while the lock installs."""
+    only (this module's imports): it runs before anything else is installed (``lessonkit.prefill``,
+    which ``noxfile.py`` starts while the lock installs, provides the tree the same way)."""
     root = Path(root)
     return provide(load_pin(root / "sourcemap"), config.cache_dir(root))
 
 
-if __name__ == "__main__":  # python -S -m lessonkit.pin ROOT (the noxfile's prefetch)
+if __name__ == "__main__":  # python -S -m lessonkit.pin ROOT: provide the pinned tree, nothing else
     try:
         prefetch(Path(sys.argv[1] if len(sys.argv) > 1 else "."))
     except LessonError as exc:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from support import ROOT
+from support import ROOT, block
 
 URL = "http://127.0.0.1:8000/"
 PARTS = ["docs", "experiments", "mini-autograd", "sourcemap", "overrides", "hooks", "templates"]
@@ -168,8 +168,8 @@ def test_serve_rebuilds_equal_a_full_build_and_only_what_changed(project, monkey
 
 
 def test_pin_prefetch_needs_only_the_standard_library(tmp_path, pinned_root):
-    """noxfile.py provides the pinned tree with `python -S -m lessonkit.pin ROOT` while the lock
-    installs: no site-packages, so an import of a third-party module anywhere on that path fails here."""
+    """`python -S -m lessonkit.pin ROOT` provides the pinned tree before anything is installed: no
+    site-packages, so an import of a third-party module anywhere on that path fails here."""
     env = {**os.environ, "LESSONKIT_CACHE": str(tmp_path / "cache"), "AUTOGRAD_SOURCE": str(pinned_root)}
     r = subprocess.run(
         [sys.executable, "-S", "-m", "lessonkit.pin", str(ROOT)],
@@ -194,6 +194,41 @@ def test_pin_prefetch_needs_only_the_standard_library(tmp_path, pinned_root):
     )
     assert r.returncode == 1
     assert r.stderr.startswith("LESSONKIT_CACHE") and "Traceback" not in r.stderr, r.stderr
+
+
+def test_prefill_runs_the_builds_experiments_into_its_cache_with_the_standard_library(site):
+    """noxfile.py runs `python -I -m lessonkit.prefill ROOT numpy` while the lock installs. It needs
+    only the standard library (`-S` here: no site-packages; the boxes' own interpreter has NumPy),
+    and what it stores is what the build reads: every experiment from the cache, none run again."""
+    site.script("ok.py", "from _provenance import announce\nannounce()\nprint(2 * 3)\n")
+    site.page("o.md", "# o\n\n" + block("experiment", "File: experiments/ok.py", "Purpose: 预填"))
+    site.page("p.md", "# p\n\n" + block("experiment", "Purpose: 内联", body="print(6 * 7)\n"))
+
+    def prefill(*flags: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, *flags, "-m", "lessonkit.prefill", str(site.root), "json"],
+            cwd=ROOT,  # with -S the checkout is how lessonkit is found; -I finds it through site-packages
+            env=site.env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            stdin=subprocess.DEVNULL,
+        )
+
+    r = prefill("-S")  # no site-packages: NumPy's version is "missing", so these keys are not the build's
+    assert (r.returncode, r.stderr) == (0, ""), r.stderr[-2000:]
+    assert len(list((site.cache / "experiments").glob("*.json"))) == 2
+    r = prefill("-I")  # as noxfile.py runs it
+    assert (r.returncode, r.stderr) == (0, ""), r.stderr[-2000:]
+    assert len(list((site.cache / "experiments").glob("*.json"))) == 4
+    first = site.build()
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "2 experiment(s): 0 run (0.0 s CPU), 2 from cache" in first.stderr
+    assert "[autograd 1.9.1 · pinned tree]\n6" in (site.root / "site" / "o" / "index.html").read_text()
+    site.page("q.md", "# q\n\n" + block("experiment", "Purpose: 错", body="raise SystemExit('no')\n"))
+    r = prefill("-I")
+    assert (r.returncode, r.stderr) == (0, "")  # a failing experiment is the build's to report
+    assert len(list((site.cache / "experiments").glob("*.json"))) == 4  # and is never cached
 
 
 def test_an_experiment_key_holds_the_scripts_it_names_and_every_helper(site):

@@ -98,6 +98,28 @@ def on_config(config: "MkDocsConfig") -> None:
     if plugin is not None:
         plugin.config.setdefault("handlers", {}).setdefault("python", {})["paths"] = [str(tree.root)]
     config.mdx_configs.setdefault("lessonkit.mdext", {})["context"] = lambda: b.current
+    _use_assets(config)
+
+
+ASSETS = Path(__file__).with_name("assets")  # the stylesheet, script and math font of lessonkit's HTML
+STYLESHEET, SCRIPT = "assets/lessonkit.css", "assets/lessonkit.js"
+
+
+def _use_assets(config: "MkDocsConfig") -> None:
+    """Every site gets the engine's stylesheet and script (its blocks, source pages and formulas
+    need them), listed once; a project that names them itself keeps its order."""
+    for option, uri in (("extra_css", STYLESHEET), ("extra_javascript", SCRIPT)):
+        if uri not in [str(x) for x in config[option]]:
+            config[option].append(uri)
+
+
+def _add_assets(files: "Files", config) -> None:
+    """The engine's assets as site files, under ``assets/``; a file of the project's docs/ at the
+    same path wins (a series may restyle)."""
+    for path in sorted(ASSETS.rglob("*")):
+        uri = "assets/" + path.relative_to(ASSETS).as_posix()
+        if path.is_file() and files.get_file_from_path(uri) is None:
+            files.append(File.generated(config, uri, abs_src_path=str(path)))
 
 
 def _pages(config: "MkDocsConfig") -> list[Path] | None:
@@ -150,6 +172,7 @@ class BuildEvents:
         for uri in plan.late:  # written once every experiment has run
             _add(files, config, uri, "", in_nav=True)
         _add(files, config, b.project.site.bundle, b"")
+        _add_assets(files, config)
         every = list(files)
         listed = [lk_build.PageFile(f.src_uri, f.abs_src_path) for f in every]
         order = lk_build.render_order(listed, b.project, plan.with_experiments, set(plan.late))

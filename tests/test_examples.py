@@ -70,6 +70,12 @@ def test_the_micrograd_example_builds_verifies_mutates_and_repins_to_itself(exam
     )
     site = proj / "site"
     lesson = (site / "lessons" / "01-mul-and-backward" / "index.html").read_text(encoding="utf-8")
+    # the engine's stylesheet, script and math font, which the example's mkdocs.yml does not name
+    assert "lessonkit.css" not in (EXAMPLE / "mkdocs.yml").read_text(encoding="utf-8")
+    engine_css = (ROOT / "lessonkit" / "assets" / "lessonkit.css").read_bytes()
+    assert (site / "assets" / "lessonkit.css").read_bytes() == engine_css
+    assert (site / "assets" / "fonts" / "STIXTwoMath-Regular.woff2").is_file()
+    assert 'href="../../assets/lessonkit.css"' in lesson and 'src="../../assets/lessonkit.js"' in lesson
     assert "dd/da = -12.0  (2ab = 2*2*(-3))" in lesson and "dd/db = 4.0  (a^2 = 4)" in lesson
     assert "TinyValue gives the same: True" in lesson
     assert "[micrograd 0.1.0 · pinned tree]" in lesson

@@ -67,6 +67,15 @@ def test_engine_templates_are_in_english():
         assert not CJK.search(t.read_text(encoding="utf-8")), t.name
 
 
+def test_engine_assets_name_no_series_and_no_language():
+    """The stylesheet and script every site gets (lessonkit/assets/): no CJK, no project name."""
+    texts = [p for p in (ROOT / "lessonkit" / "assets").rglob("*") if p.suffix in (".css", ".js")]
+    assert sorted(p.name for p in texts) == ["lessonkit.css", "lessonkit.js"]
+    for p in texts:
+        text = p.read_text(encoding="utf-8")
+        assert not CJK.search(text) and "autograd" not in text.lower(), p.name
+
+
 def test_no_autograd_in_engine_code_outside_docstrings_and_comments():
     for path in ENGINE:
         source = path.read_text(encoding="utf-8")

@@ -131,6 +131,27 @@ def test_the_experiments_start_on_the_pages_mkdocs_will_list(project):
     assert sorted(mkdocs_hooks.build_of(config).prestarted) == [docs / "b.md", docs / "index.md"]
 
 
+def test_every_site_gets_the_engine_stylesheet_script_and_font_once(project):
+    from mkdocs.structure.files import get_files
+
+    config = _load(project)
+    config.plugins.on_config(config)
+    mkdocs_hooks.on_config(config)  # a serve rebuild on the kept configuration: still listed once
+    assert [str(x) for x in config.extra_css] == ["assets/lessonkit.css"]
+    assert [str(x) for x in config.extra_javascript] == ["assets/lessonkit.js"]
+    (project / "docs" / "assets").mkdir()
+    own = project / "docs" / "assets" / "lessonkit.css"
+    own.write_text("/* the series' own */\n", encoding="utf-8")
+    files = get_files(config)
+    mkdocs_hooks._add_assets(files, config)
+    assert files.get_file_from_path("assets/lessonkit.css").abs_src_path == str(own)  # the project's wins
+    script = files.get_file_from_path("assets/lessonkit.js")
+    font = files.get_file_from_path("assets/fonts/STIXTwoMath-Regular.woff2")
+    assert script.abs_src_path == str(mkdocs_hooks.ASSETS / "lessonkit.js")
+    assert font.abs_src_path == str(mkdocs_hooks.ASSETS / "fonts" / "STIXTwoMath-Regular.woff2")
+    assert (font.url, font.is_documentation_page()) == ("assets/fonts/STIXTwoMath-Regular.woff2", False)
+
+
 def test_a_second_on_config_on_the_same_configuration_replaces_its_build(project):
     config = _load(project)
     config.plugins.on_config(config)

@@ -11,7 +11,7 @@
       if (el) { el.classList.add("lk-hl"); if (!first) first = el; }
     }
     if (!first) return;
-    // Show the 「被引用」 line that belongs to the range too: it sits right above the first
+    // Show the "cited by" line that belongs to the range too: it sits right above the first
     // line, and scroll-margin-top (lessonkit.css) keeps both below Material's sticky header.
     var prev = first.previousElementSibling;
     (prev && prev.classList.contains("lk-cites") ? prev : first).scrollIntoView({ block: "start" });

@@ -203,8 +203,9 @@ def check_recorded(project, report: Report, results: dict[str, execute.Result] |
 # -- the reference map (sourcemap/prose-refs.json)
 
 
-def ref_entries(project, report: Report) -> list[dict]:
-    out = []
+def _line_refs(project, report: Report):
+    """(page, n, ref, resolved) of every inline ``line`` reference that resolves, pages sorted;
+    ``n`` counts a page's ``line`` references from 1 (one that does not resolve still counts)."""
     for page, refs in sorted(report.inline.items()):
         n = 0
         for ref in refs:
@@ -212,22 +213,25 @@ def ref_entries(project, report: Report) -> list[dict]:
                 continue
             n += 1
             try:
-                r = line_kind.resolve(project, ref)
+                yield page, n, ref, line_kind.resolve(project, ref)
             except LessonError:
                 continue
-            out.append(
-                {
-                    "page": page,
-                    "ref": n,
-                    "line": ref.line,
-                    "argument": ref.argument,
-                    "file": r.file,
-                    "symbol": r.ref.symbol,
-                    "lines": [r.start, r.end],
-                    "text": list(r.text),
-                }
-            )
-    return out
+
+
+def ref_entries(project, report: Report) -> list[dict]:
+    return [
+        {
+            "page": page,
+            "ref": n,
+            "line": ref.line,
+            "argument": ref.argument,
+            "file": r.file,
+            "symbol": r.ref.symbol,
+            "lines": [r.start, r.end],
+            "text": list(r.text),
+        }
+        for page, n, ref, r in _line_refs(project, report)
+    ]
 
 
 def build_ref_map(project, report: Report) -> dict:
@@ -310,19 +314,8 @@ def citations(project, report: Report, docs_prefix: str, texts: dict[str, str]) 
     from .site import Citation, page_label
 
     out = []
-    for page, refs in sorted(report.inline.items()):
+    for page, n, _, r in _line_refs(project, report):
         rel = page[len(docs_prefix) :] if page.startswith(docs_prefix) else page
         label = page_label(rel, texts.get(page, ""))
-        n = 0
-        for ref in refs:
-            if ref.kind != "line":
-                continue
-            n += 1
-            try:
-                r = line_kind.resolve(project, ref)
-            except LessonError:
-                continue
-            out.append(
-                Citation(rel, label, f"ref-{n}", "line", "prose", "pinned", r.file, r.ref.symbol, r.start, r.end)
-            )
+        out.append(Citation(rel, label, f"ref-{n}", "line", "prose", "pinned", r.file, r.ref.symbol, r.start, r.end))
     return out

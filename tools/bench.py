@@ -33,6 +33,8 @@ cold       the real configuration with an empty ``LESSONKIT_CACHE`` (every exper
            runs, everything is highlighted and converted again); the pinned tree comes from ``AUTOGRAD_SOURCE`` so nothing is downloaded.
            Ratio 2 compares it with plain + the experiments' total CPU / cores, that CPU
            measured by running every script once, one at a time (``experiment_cpu_serial``).
+           ``--only 2`` measures just this ratio (plain and cold builds interleaved, then the
+           experiments' CPU), so that more repetitions fit in a few minutes.
 verify     ``python -m lessonkit verify``.
 serve      a driver process does what ``mkdocs serve`` does on a change: reload the config
            and rebuild in the same process after one lesson's prose was edited.
@@ -787,8 +789,9 @@ def main(argv=None) -> int:
     )
     ap.add_argument(
         "--only",
-        choices=["7", "8", "7,8"],
-        help="measure only ratio 7 (serve edit / plain build) and/or 8 (fresh clone / pip)",
+        type=_only,
+        help="measure only some of ratios 2 (cold build), 7 (serve edit) and 8 (fresh clone), "
+        "comma-separated, e.g. `2` or `7,8`",
     )
     sub = ap.add_subparsers(dest="cmd")
     d = sub.add_parser("_serve", help=argparse.SUPPRESS)
@@ -839,14 +842,21 @@ def _load() -> str:
         return "?"
 
 
-def _run_only(args, reps, work: Path, pinned: Path) -> int:
-    """Ratios 7 and/or 8 alone (``--only``): the same measurements as in the full run."""
+def _only(value: str) -> set[str]:
+    ratios = {v.strip() for v in value.split(",")}
+    if not ratios or not ratios <= {"2", "7", "8"}:
+        raise argparse.ArgumentTypeError(f"{value!r}: ratios 2, 7 and 8 can be measured alone, e.g. `2` or `7,8`")
+    return ratios
+
+
+def _run_only(args, reps, work: Path, pinned: Path, cores: int) -> int:
+    """Ratios 2, 7 and/or 8 alone (``--only``): the same measurements as in the full run."""
     load_start = _load()
     env = base_env()
     env["AUTOGRAD_SOURCE"] = os.environ["AUTOGRAD_SOURCE"] = str(pinned)
     snap = copy_project(work / "snapshot")
     rows = []
-    if "7" in args.only:
+    if args.only & {"2", "7"}:
         warm_cache = work / "cache-warm"
         lk = copy_project(work / "lessonkit", snap)
         lk_env = {**env, "LESSONKIT_CACHE": str(warm_cache)}
@@ -855,6 +865,24 @@ def _run_only(args, reps, work: Path, pinned: Path) -> int:
         plain = copy_project(work / "plain", snap)
         make_plain(plain, plain_generated(lk, warm_cache))
         timed(mkdocs_build(plain), plain, env)
+    if "2" in args.only:  # plain and cold builds interleaved, then the experiments one at a time
+        P, C = Series("plain"), Series("cold")
+        for rep in range(reps):
+            P.samples.append(timed(mkdocs_build(plain), plain, env))
+            cold_cache = work / f"cache-cold-{rep}"
+            cold_cache.mkdir()
+            C.samples.append(timed(mkdocs_build(lk), lk, {**env, "LESSONKIT_CACHE": str(cold_cache)}))
+            shutil.rmtree(cold_cache, ignore_errors=True)
+        print("bench: experiments once more, one at a time, for their total CPU …", flush=True)
+        n_jobs, exp_cpu = experiment_cpu_serial(lk, work / "cache-serial")
+        print(
+            f"  plain wall {P.wall:.2f} s, cold wall {C.wall:.2f} s (n={reps}; cold samples "
+            f"{', '.join(f'{x.wall:.2f}' for x in C.samples)}); experiment CPU ({n_jobs} scripts) {exp_cpu:.2f} s"
+        )
+        rows.append(
+            ("2", f"cold build / (plain + experiment CPU / {cores} cores)", C.wall / (P.wall + exp_cpu / cores), 1.15)
+        )
+    if "7" in args.only:
         P = Series("plain", [timed(mkdocs_build(plain), plain, env) for _ in range(reps)])
         print("bench: lessonkit serve subprocess, edit to served page …", flush=True)
         live = live_serve_series(lk, lk_env, reps)
@@ -883,7 +911,7 @@ def _run_only(args, reps, work: Path, pinned: Path) -> int:
 
 def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexec, v) -> int:
     if args.only:
-        return _run_only(args, reps, work, pinned)
+        return _run_only(args, reps, work, pinned, cores)
     load_start = _load()
     env = base_env()
     env["AUTOGRAD_SOURCE"] = str(pinned)

@@ -130,6 +130,11 @@ for name in sys.argv[1:]:
 """
 
 
+def _warm_stamp(names: list[str]) -> Path:
+    """Marks that the bytecode of ``names`` (the experiments' imports) is in PYCACHE."""
+    return SHARED / f".warm-{hashlib.sha256(repr(names).encode()).hexdigest()[:12]}"
+
+
 def _warm_bytecode(python: str) -> None:
     """Write the bytecode of what the experiments import (NumPy and the standard library modules
     it needs) into PYCACHE once. Experiments run with `-B` in a read-only box and cannot write it
@@ -141,7 +146,7 @@ def _warm_bytecode(python: str) -> None:
     here; `-X pycache_prefix` because `-I` ignores PYTHON* variables.
     """
     names = _experiment_imports()
-    stamp = SHARED / f".warm-{hashlib.sha256(repr(names).encode()).hexdigest()[:12]}"
+    stamp = _warm_stamp(names)
     if not names or stamp.exists():
         return
     proc = subprocess.Popen(
@@ -217,10 +222,12 @@ def _install(session: nox.Session, reqs: list[str]) -> None:
             fill.terminate()  # SIGTERM: its runner ends its boxes (see lessonkit.sandbox)
             fill.wait()
             raise
-        _warm_bytecode(python)
         _, err = fill.communicate()
         if fill.returncode:  # the build reports it again, located; say here that the prefill did not help
             session.log(f"prefill of the build cache failed (the build does the work): {err.strip()[-500:]}")
+            _warm_bytecode(python)
+        elif imports:  # the prefill imported them (what the lock has of them was installed first)
+            _warm_stamp(imports).touch()
     stamp.write_text(lock)
 
 

@@ -94,6 +94,13 @@ def _external(url: str) -> bool:
     return SCHEME_HOST.match(url) is not None
 
 
+def _anchor_missing(fragment: str, ids: set) -> bool:
+    """A fragment the page does not have; a range ``#L12-L20`` needs its first line."""
+    frag = unquote(fragment)
+    m = RANGE.match(frag)
+    return bool(frag) and (f"L{m.group(1)}" if m else frag) not in ids
+
+
 def check_site(site: Path, cache: Path | None = None) -> list[LinkProblem]:
     """Every problem of the built ``site``. With ``cache``, each page's scan (its ids,
     links and resources) is reused while the page's bytes are unchanged."""
@@ -114,9 +121,7 @@ def check_site(site: Path, cache: Path | None = None) -> list[LinkProblem]:
         here = posixpath.dirname(page)
         for href in c.links:
             if href.startswith("#") and "?" not in href:  # this page: most links of a source page (#L12)
-                frag = unquote(href[1:])
-                m = RANGE.match(frag)
-                if frag and (f"L{m.group(1)}" if m else frag) not in c.ids:
+                if _anchor_missing(href[1:], c.ids):
                     problems.append(LinkProblem(page, href, "broken anchor"))
                 continue
             if not href or href.startswith(("mailto:", "javascript:", "data:")) or _external(href):
@@ -137,11 +142,6 @@ def check_site(site: Path, cache: Path | None = None) -> list[LinkProblem]:
                 if target not in files:
                     problems.append(LinkProblem(page, href, "broken link"))
                     continue
-            if fragment and target.endswith(".html"):
-                frag = unquote(fragment)
-                m = RANGE.match(frag)
-                if m:
-                    frag = f"L{m.group(1)}"
-                if frag not in (pages[target].ids if target in pages else set()):
-                    problems.append(LinkProblem(page, href, "broken anchor"))
+            if target.endswith(".html") and _anchor_missing(fragment, pages[target].ids if target in pages else set()):
+                problems.append(LinkProblem(page, href, "broken anchor"))
     return problems

@@ -52,8 +52,12 @@ def _page_jobs(project, report: Report) -> dict[str, list[execute.Job]]:
 def pages_with_runs(project, report: Report) -> list[str]:
     """Pages whose rendering waits for a run (blocks with a job, or inline values), in the order
     their runs end: by the place in :func:`all_jobs` of the last run each page waits for."""
-    place = {project.runner.key(j): n for n, j in enumerate(all_jobs(project, report))}
-    last = {page: max(place[project.runner.key(j)] for j in jobs) for page, jobs in _page_jobs(project, report).items()}
+    page_jobs = _page_jobs(project, report)
+    place: dict[str, int] = {}  # a run's place in all_jobs: where its key first appears
+    for jobs in page_jobs.values():
+        for job in jobs:
+            place.setdefault(project.runner.key(job), len(place))
+    last = {page: max(place[project.runner.key(j)] for j in jobs) for page, jobs in page_jobs.items()}
     return sorted(last, key=lambda page: (last[page], page))
 
 

@@ -222,7 +222,7 @@ def _site_value_problem(real_root: str, what: str, value: object) -> str | None:
         for v in value:
             if not isinstance(v, str):
                 return f"has an item that is {_type_name(v)}, not a string"
-            p = _site_value_problem(real_root, "package", v if v.endswith("/") else v + "/")
+            p = _site_value_problem(real_root, "pinned-path", v)
             if p:
                 return f"item {show(v)} {p}"
         return None
@@ -242,6 +242,8 @@ def _site_value_problem(real_root: str, what: str, value: object) -> str | None:
         return f"contains the control character U+{ord(CONTROL.search(value)[0]):04X}"
     if what == "text":
         return None
+    if what == "pinned-path":  # a folder, file or pattern of the pinned tree (not of the project)
+        return tree_path_problem(value.rstrip("/") or value)
     if what == "name":
         return None if DIST.fullmatch(value) else "is not a plain name (letters, digits, `._-`)"
     rel = (value[:-1] or value) if what in ("folder", "package") and value.endswith("/") else value

@@ -129,12 +129,17 @@ def _two_experiment_pages(site, monkeypatch):
     return [site.root / "docs" / "index.md", a, b]
 
 
-def test_prestart_starts_the_experiments_and_plan_takes_them_over(site, monkeypatch):
+def _prestarted(site, monkeypatch):
+    """(the pages, a Build whose experiments prestart began, those runs)."""
     paths = _two_experiment_pages(site, monkeypatch)
     b = Build(site.root, log=lambda s: None, log_info=lambda s: None)
     b.start()
     b.prestart()
-    started = b.early[2]
+    return paths, b, b.early[2]
+
+
+def test_prestart_starts_the_experiments_and_plan_takes_them_over(site, monkeypatch):
+    paths, b, started = _prestarted(site, monkeypatch)
     assert started.to_run == 2
     b.plan(paths)  # MkDocs lists the same pages: the running experiments are the build's
     assert b.pending is started and b.early is None and b.extra is None
@@ -143,11 +148,7 @@ def test_prestart_starts_the_experiments_and_plan_takes_them_over(site, monkeypa
 
 
 def test_plan_with_other_pages_shares_the_prestarted_runs(site, monkeypatch):
-    paths = _two_experiment_pages(site, monkeypatch)
-    b = Build(site.root, log=lambda s: None, log_info=lambda s: None)
-    b.start()
-    b.prestart()
-    started = b.early[2]
+    paths, b, started = _prestarted(site, monkeypatch)
     b.plan(paths[:2])  # MkDocs left out b.md (say, exclude_docs): plan again, from its own list
     assert b.pending is not started and b.extra is started
     assert b.pending.to_run == 2  # counts the runs prestart began (a cold build: prewarm starts)

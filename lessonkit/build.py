@@ -24,6 +24,7 @@ keeps each Build with the configuration it was made for and tells it the command
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import time
@@ -137,6 +138,16 @@ class SiteLinks:
 
 
 @dataclass
+class Early:
+    """What :meth:`Build.prestart` read, checked and listed, and the runs it started."""
+
+    paths: list[Path]  # sorted
+    report: object  # verify.Report
+    jobs: list  # execute.Job, in run order
+    pending: object = None  # the Pending of Runner.start, once started
+
+
+@dataclass
 class Build:
     root: Path
     command: str = "build"  # "serve" skips the link check of the written site
@@ -152,9 +163,11 @@ class Build:
     nonce: str = field(default_factory=lambda: secrets.token_hex(4))
     current: PageContext | None = None  # the page whose Markdown is being rendered
     pending: object = None  # the experiments, running in the background
-    early: tuple | None = None  # (sorted pages, report, Pending) of prestart(), until plan() takes it
+    early: Early | None = None  # what prestart() found and started, until plan() takes it
     extra: object = None  # prestart()'s Pending when plan() saw other pages: closed after `pending`
     prewarm: object = None  # a process filling the caches ahead of the source pages
+    scanner: object = None  # a linkcheck.SiteScanner reading the pages as they are written
+    to_scan: Path | None = None  # the page file MkDocs writes next (then handed to the scanner)
     attached: dict[str, str] | None = None  # uri -> Markdown of the attachments
     calls_text: str | None = None
     generated_pages: list = field(default_factory=list)  # pages.Generated of the plan (content known early)
@@ -180,11 +193,15 @@ class Build:
         return tree
 
     def prestart(self, paths: list[Path] | None = None) -> None:
-        """Start the experiments of ``paths`` (default: every page under docs/) in ``on_config``,
-        as soon as the pinned tree is provided: on a cold build they are the longest part.
-        :meth:`plan` takes them over when MkDocs lists the same pages (the adapter passes the
-        pages MkDocs will list); otherwise it plans again and the runs it shares with this start
-        are not run twice (see :meth:`Runner.start`)."""
+        """``on_config``, first of the plugins: read and check ``paths`` (default: every page
+        under docs/) and list their experiments; on a cold build, start the prewarm process
+        now, so that it works while the other plugins configure (Material's search loads
+        jieba's dictionary for about a second, on one core). The experiments themselves start
+        in :meth:`start_experiments`, after that load: it is one C call during which a signal
+        cannot be handled, and experiments competing for the cores would stretch it.
+        :meth:`plan` takes all of it over when MkDocs lists the same pages (the adapter passes
+        the pages MkDocs will list); otherwise it plans again and the runs it shares with this
+        start are not run twice (see :meth:`Runner.start`)."""
         project = self.project
         self.t0 = time.perf_counter()
         try:
@@ -195,7 +212,22 @@ class Build:
         except LessonError:
             self.texts.clear()
             return  # plan() reads the pages again and reports every problem, located
-        self.early = (sorted(paths), report, project.runner.start(jobs))
+        self.early = Early(sorted(paths), report, jobs)
+        if project.runner.uncached(jobs):
+            self._start_prewarm(report)
+
+    def start_experiments(self) -> None:
+        """``on_pre_build``: start the experiments :meth:`prestart` listed (once)."""
+        early = self.early
+        if early is not None and early.pending is None:
+            early.pending = self.project.runner.start(early.jobs)
+
+    def _start_prewarm(self, report) -> None:
+        """On a cold build (experiments to run), another process highlights the code of the
+        pages with experiments, converts their formulas and indexes the pinned symbols meanwhile."""
+        if self.prewarm is None:
+            with_experiments = living.pages_with_runs(self.project, report)
+            self.prewarm = pages.start_prewarm(self.project, pages.prewarm_plan(report, with_experiments))
 
     # -- on_files
     def read_pages(self, paths: list[Path]) -> None:
@@ -211,10 +243,11 @@ class Build:
 
     def plan(self, paths: list[Path], api_page: Path | None = None) -> Plan:
         project = self.project
+        self.start_experiments()  # unless on_pre_build did
         early, self.early = self.early, None
-        if early is not None and early[0] == sorted(paths):  # prestart() read these pages
-            _, report, self.pending = early
-            self.report = report
+        if early is not None and early.paths == sorted(paths):  # prestart() read these pages
+            self.report = report = early.report
+            self.pending = early.pending
         else:
             self.t0 = time.perf_counter()
             self.texts.clear()
@@ -225,13 +258,13 @@ class Build:
             # waits only for its own. What needs all of them (attachments, bundle) comes last.
             self.pending = project.runner.start(jobs)
             if early is not None:
-                self.extra = early[2]
-                self.pending.to_run += early[2].to_run
+                self.extra = early.pending
+                self.pending.to_run += early.pending.to_run
         self.citations = site.citations(report, "docs/", self.texts)
         self.citations += living.citations(project, report, "docs/", self.texts)  # inline `line` references
         with_experiments = living.pages_with_runs(project, report)
-        if self.pending.to_run:  # a cold build: another process highlights those pages' code meanwhile
-            self.prewarm = pages.start_prewarm(project, pages.prewarm_plan(report, with_experiments))
+        if self.pending.to_run:
+            self._start_prewarm(report)  # unless prestart() did
         self.generated_pages = generated = pages.browser_pages(project, self.citations)
         self.generated = {g.uri: g.code for g in generated if g.code}
         if api_page is not None:
@@ -360,18 +393,42 @@ class Build:
 
     def cancel(self) -> None:
         """A build that stops early leaves nothing running behind it."""
-        for running in (self.pending, self.extra, self.early[2] if self.early else None):
+        for running in (self.pending, self.extra, self.early.pending if self.early else None):
             if running is not None:
                 running.cancel()
         if self.prewarm is not None:
             self.prewarm.terminate()
             self.prewarm = None
+        if self.scanner is not None:
+            self.scanner.close()
+            self.scanner = None
+
+    # -- the written site (``build`` only; ``serve`` keeps rebuilds fast)
+    def watch_site(self, site_dir: Path) -> None:
+        """Before MkDocs writes the pages: where there is a core to spare, another process
+        scans each page for the link check as soon as it is written (:meth:`page_written`)."""
+        from .linkcheck import SiteScanner
+
+        if self.command == "build" and self.scanner is None and len(os.sched_getaffinity(0)) > 1:
+            self.scanner = SiteScanner(site_dir, cache=self.project.cache)
+
+    def page_written(self, dest: Path | None) -> None:
+        """MkDocs is about to write ``dest`` (None: nothing): the page before it is complete."""
+        if self.scanner is not None and self.to_scan is not None:
+            self.scanner.written(self.to_scan)
+        self.to_scan = dest
 
     def check_links(self, site_dir: Path) -> None:
-        """Check every link of the written site (``build`` only; ``serve`` keeps rebuilds fast)."""
+        """Check every link of the written site."""
         from .linkcheck import check_site
 
         if self.command != "build":
             return
-        for p in check_site(site_dir, cache=self.project.cache):
+        scanner, self.scanner = self.scanner, None
+        if scanner is not None:
+            self.page_written(None)
+            found = scanner.finish()
+        else:
+            found = check_site(site_dir, cache=self.project.cache)
+        for p in found:
             self.report_problem(Problem(f"{p.what}: {p.target}", f"site/{p.page}"))

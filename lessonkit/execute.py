@@ -227,6 +227,10 @@ class Runner:
         """Run every distinct job, uncached ones in parallel over the cores."""
         return self.start(jobs).results()
 
+    def uncached(self, jobs: list[Job]) -> int:
+        """How many distinct jobs have no stored result (a cold build runs them)."""
+        return sum(not (self.cache / f"{k}.json").exists() for k in {self.key(j) for j in jobs})
+
     def start(self, jobs: list[Job]) -> "Pending":
         """Start every distinct job in the background, in the given order, over the cores.
 

@@ -1,5 +1,12 @@
 """Check a built site: every internal link and anchor resolves, and no page loads
-anything from another host (scripts, styles, images, fonts, frames)."""
+anything from another host (scripts, styles, images, fonts, frames).
+
+Scanning the pages (their ids, links and resources) is most of the work. A build hands it
+to a :class:`SiteScanner`, another process that scans each page as soon as MkDocs has
+written it, so the scan overlaps the rest of MkDocs' second pass instead of following it;
+:meth:`SiteScanner.finish` then scans what it was not told about, or what changed since,
+and resolves the links. Anything wrong with that process only costs time: the check then
+runs here, in full."""
 
 from __future__ import annotations
 
@@ -101,10 +108,30 @@ def _anchor_missing(fragment: str, ids: set) -> bool:
     return bool(frag) and (f"L{m.group(1)}" if m else frag) not in ids
 
 
-def check_site(site: Path, cache: Path | None = None) -> list[LinkProblem]:
+Signature = tuple[int, int, int]  # (size, mtime in ns, inode) of a scanned file
+
+
+def _signature(st: os.stat_result) -> Signature:
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def _scan_file(path: Path, store: Store | None) -> tuple[Signature | None, _Page]:
+    """The scan of the file at ``path`` and its signature (None when the file changed while read)."""
+    before = os.stat(path)
+    page = _scan_cached(path.read_bytes(), store)
+    after = os.stat(path)
+    return (_signature(after) if _signature(before) == _signature(after) else None), page
+
+
+def check_site(
+    site: Path, cache: Path | None = None, scanned: dict[str, tuple[Signature | None, _Page]] | None = None
+) -> list[LinkProblem]:
     """Every problem of the built ``site``. With ``cache``, each page's scan (its ids,
-    links and resources) is reused while the page's bytes are unchanged."""
+    links and resources) is reused while the page's bytes are unchanged. ``scanned`` holds
+    scans made earlier (:class:`SiteScanner`): one is used while its file still has the
+    size, modification time and inode it had when it was scanned."""
     store = Store(cache, "links") if cache is not None else None
+    scanned = scanned or {}
     files: set[str] = set()
     dirs: set[str] = {""}
     for dirpath, dirnames, filenames in os.walk(site):
@@ -112,7 +139,13 @@ def check_site(site: Path, cache: Path | None = None) -> list[LinkProblem]:
         rel = "" if rel == "." else rel
         dirs.update(posixpath.join(rel, d) for d in dirnames)
         files.update(posixpath.join(rel, f) for f in filenames)
-    pages = {page: _scan_cached((site / page).read_bytes(), store) for page in sorted(files) if page.endswith(".html")}
+    pages = {}
+    for page in sorted(f for f in files if f.endswith(".html")):
+        sig, early = scanned.get(page, (None, None))
+        if early is not None and sig is not None and _signature(os.stat(site / page)) == sig:
+            pages[page] = early
+        else:
+            pages[page] = _scan_cached((site / page).read_bytes(), store)
     problems = []
     for page, c in pages.items():
         for res in c.resources:
@@ -145,3 +178,97 @@ def check_site(site: Path, cache: Path | None = None) -> list[LinkProblem]:
             if target.endswith(".html") and _anchor_missing(fragment, pages[target].ids if target in pages else set()):
                 problems.append(LinkProblem(page, href, "broken anchor"))
     return problems
+
+
+# ---------------------------------------------------------------- scanning in another process
+
+
+def _scanner_worker(conn, site: str, cache: str | None) -> None:
+    """The scanning process: a page's name → its scan; ``finish`` → every problem of the site."""
+    from .sandbox import helper_process
+
+    helper_process()  # a build that dies leaves no scanner behind
+    root = Path(site)
+    store = Store(Path(cache), "links") if cache is not None else None
+    scanned: dict[str, tuple[Signature | None, _Page]] = {}
+    while True:
+        try:
+            what, value = conn.recv()
+        except (EOFError, OSError):  # the build has gone
+            return
+        if what == "page":
+            try:
+                scanned[value] = _scan_file(root / value, store)
+            except OSError:
+                pass  # finish() looks again
+        elif what == "finish":
+            conn.send(check_site(root, Path(cache) if cache is not None else None, scanned))
+            return
+
+
+class SiteScanner:
+    """Scans the written pages of ``site`` in another process while the build goes on.
+
+    :meth:`written` names a page whose file is complete; :meth:`finish` returns what
+    :func:`check_site` would. A scanner that cannot start, stops, or fails makes
+    :meth:`finish` run :func:`check_site` here; :meth:`close` ends the process."""
+
+    def __init__(self, site: Path, cache: Path | None = None):
+        import multiprocessing
+
+        from .sandbox import start_helper
+
+        self.site, self.cache = Path(site), cache
+        self._conn = self._proc = None
+        ctx = multiprocessing.get_context("spawn")
+        ours, theirs = ctx.Pipe()
+        proc = ctx.Process(
+            target=_scanner_worker,
+            args=(theirs, str(self.site), str(cache) if cache is not None else None),
+            daemon=True,
+            name="lessonkit-links",
+        )
+        started = start_helper(proc)
+        theirs.close()
+        if not started:  # finish() does the work here
+            ours.close()
+            return
+        self._conn, self._proc = ours, proc
+
+    def written(self, page: Path) -> None:
+        """``page`` (a file under the site) is written and will not change."""
+        if self._conn is None:
+            return
+        try:
+            rel = Path(page).resolve().relative_to(self.site.resolve()).as_posix()
+        except ValueError:  # not a file of this site
+            return
+        try:
+            self._conn.send(("page", rel))
+        except OSError:  # the scanner has stopped: finish() checks here
+            self.close()
+
+    def finish(self, timeout: float = 120.0) -> list[LinkProblem]:
+        conn = self._conn
+        try:
+            if conn is not None:
+                conn.send(("finish", None))
+                if conn.poll(timeout):
+                    found = conn.recv()
+                    if isinstance(found, list) and all(isinstance(p, LinkProblem) for p in found):
+                        return found
+        except (EOFError, OSError):
+            pass
+        finally:
+            self.close()
+        return check_site(self.site, self.cache)
+
+    def close(self) -> None:
+        conn, proc, self._conn, self._proc = self._conn, self._proc, None, None
+        if conn is not None:
+            conn.close()
+        if proc is not None:
+            proc.join(timeout=1)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()

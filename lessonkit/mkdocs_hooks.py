@@ -71,12 +71,11 @@ def on_shutdown() -> None:
     SESSION.command = None
 
 
-# Not first among the plugins (an earlier start overlapped Material's search loading jieba's
-# dictionary, one long C call during which a SIGINT/SIGTERM cannot run its handler, so a build
-# could take over 2 s to stop): the experiments start here, after the other plugins' on_config.
+@event_priority(100)  # before the other plugins: the prewarm process works while they configure
 def on_config(config: "MkDocsConfig") -> None:
-    """Make this configuration's Build: provide the pinned tree, start the experiments
-    (:meth:`~lessonkit.build.Build.prestart`), point the API reference at the tree."""
+    """Make this configuration's Build: provide the pinned tree, check the pages and list
+    their experiments (:meth:`~lessonkit.build.Build.prestart`; they start in
+    ``on_pre_build``), point the API reference at the tree."""
     root = Path(config.config_file_path).parent.resolve()
     try:
         lk_config.site_urls()  # SITE_URL, LESSONKIT_REPO_URL: http(s) addresses, or a located error
@@ -157,6 +156,11 @@ class BuildEvents:
     def __init__(self, build: lk_build.Build):
         self.build = build
 
+    def on_pre_build(self, config: "MkDocsConfig") -> None:
+        """Every plugin is configured (Material's search has loaded its dictionary): the
+        experiments start."""
+        self.build.start_experiments()
+
     def on_files(self, files: "Files", config: "MkDocsConfig") -> "Files":
         b = self.build
         paths = [Path(f.abs_src_path) for f in files.documentation_pages() if f.abs_src_path]
@@ -204,6 +208,7 @@ class BuildEvents:
             files.get_file_from_path(self.build.project.site.bundle).content_bytes = self.build.finish(rendered)
         except LessonError as exc:
             raise PluginError(str(exc)) from None
+        self.build.watch_site(Path(config.site_dir))  # MkDocs writes the pages next
         return env
 
     @event_priority(-100)  # after every plugin, the search index in particular, has read the page
@@ -217,6 +222,11 @@ class BuildEvents:
                     "put back into the page — a plugin changed the page HTML after lessonkit"
                 )
         return context
+
+    @event_priority(-100)  # the page's final HTML: MkDocs writes it once this returns
+    def on_post_page(self, output: str, page: "Page", config: "MkDocsConfig") -> str:
+        self.build.page_written(Path(page.file.abs_dest_path))
+        return output
 
     def on_build_error(self, error: Exception) -> None:
         """A build that stops early leaves nothing running behind it (serve goes on to the next)."""

@@ -15,9 +15,9 @@ everything they show.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,14 +158,18 @@ def prewarm(project: Project, plan: Prewarm) -> None:
                 pass
 
 
-def _prewarm_worker(root: str, cache: str, plan: Prewarm | list[str]) -> None:
-    sandbox.die_with_parent()  # a build killed by a signal leaves no prewarm behind
+def _prewarm_worker(root: str, cache: str, plan) -> None:
+    """``plan``: the :class:`Prewarm`, or the end of a pipe it arrives through (start_prewarm)."""
+    sandbox.helper_process()  # a build killed by a signal leaves no prewarm behind
     try:
         project = Project(Path(root), cache=Path(cache))
-        if not isinstance(plan, Prewarm):  # the pages' names (see start_prewarm): resolve them here
-            from .verify import check
-
-            plan = prewarm_plan(check(project, [project.root / page for page in plan]), plan)
+        if not isinstance(plan, Prewarm):
+            try:
+                plan = plan.recv()
+            except (EOFError, OSError):  # the build has gone, or could not send it
+                return
+            if not isinstance(plan, Prewarm):
+                return
         prewarm(project, plan)
     except LessonError:
         pass  # the build itself reports it; the prewarm only fills caches
@@ -184,23 +188,31 @@ def start_prewarm(project: Project, plan: Prewarm):  # -> multiprocessing.Proces
     Its results reach the build only through the content-keyed caches, so a failed or
     slow prewarm only costs time."""
     import multiprocessing
+    import threading
 
-    proc = multiprocessing.get_context("spawn").Process(
+    ctx = multiprocessing.get_context("spawn")
+    theirs, ours = ctx.Pipe(duplex=False)
+    proc = ctx.Process(
         target=_prewarm_worker,
-        # Only the pages' names: the child resolves them again. The whole plan (every block's
-        # code) is larger than a pipe's buffer, so start() would wait, with SIGINT and SIGTERM
-        # blocked, until the new interpreter is up and reading: a signal then waited too.
-        args=(str(project.root), str(project.cache), list(plan.pages)),
+        # The plan (every block's code) is larger than a pipe's buffer: passed here, start()
+        # would wait, with SIGINT and SIGTERM blocked, until the new interpreter is up and
+        # reading. It goes through its own pipe instead, from a thread, once the child runs.
+        args=(str(project.root), str(project.cache), theirs),
         daemon=True,
         name="lessonkit-prewarm",
     )
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})  # a started child or none
-    try:
-        proc.start()
-    except OSError:  # no processes to spare: the build does the work itself
+    started = sandbox.start_helper(proc)
+    theirs.close()
+    if not started:
+        ours.close()
         return None
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+    def send() -> None:
+        with contextlib.suppress(OSError, ValueError):  # the child died or was ended: it only cost time
+            ours.send(plan)
+        ours.close()
+
+    threading.Thread(target=send, name="lessonkit-prewarm-plan", daemon=True).start()
     return proc
 
 

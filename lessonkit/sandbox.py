@@ -447,3 +447,25 @@ def die_with_parent() -> None:
     parent = multiprocessing.parent_process()
     if parent is not None and os.getppid() != parent.pid:
         os._exit(1)
+
+
+def helper_process() -> None:
+    """In a helper process of the build (prewarm, link scanner): die with the build, and
+    leave Ctrl-C, which the terminal sends to every process of the group, to the build,
+    which ends its helpers itself (no second traceback from here)."""
+    die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def start_helper(proc) -> bool:
+    """Start a helper (a ``multiprocessing`` process) with SIGINT and SIGTERM blocked meanwhile,
+    so that a signal finds either a started child, which the build then ends, or none.
+    False: no process to spare (the build does the helper's work itself)."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        proc.start()
+    except OSError:
+        return False
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    return True

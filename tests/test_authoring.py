@@ -105,3 +105,15 @@ def test_nox_new_scaffolds_a_lesson_that_builds_and_verifies(tmp_path):
     )
     assert b.returncode == 0, b.stderr[-3000:]
     assert "grad(x*x)(3.0) = 6.0" in (proj / "site" / "lessons" / "15-new-topic" / "index.html").read_text()
+
+
+def test_a_broken_link_in_the_written_site_fails_the_build_located(site):
+    """The link check reads the pages as MkDocs writes them (in another process where a core is
+    spare): a link MkDocs does not check itself (raw HTML) still fails `mkdocs build`."""
+    site.page("a.md", '# a\n\n<a href="../nowhere/">哪里也不是</a> <a href="#nothing">无</a>\n')
+    b = site.build()
+    assert b.returncode != 0
+    lines = [ln for ln in b.stderr.splitlines() if "site/a/index.html" in ln]
+    assert any(ln.endswith("site/a/index.html: broken link: ../nowhere/") for ln in lines), b.stderr
+    assert any(ln.endswith("site/a/index.html: broken anchor: #nothing") for ln in lines), b.stderr
+    assert "Traceback" not in b.stderr

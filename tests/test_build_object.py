@@ -108,7 +108,7 @@ def test_a_prewarm_bug_is_one_warning_line_and_no_traceback(monkeypatch, capsys,
         raise NameError("name 'x' is not defined")
 
     monkeypatch.setattr(pages, "prewarm", broken)
-    monkeypatch.setattr(pages.sandbox, "die_with_parent", lambda: None)
+    monkeypatch.setattr(pages.sandbox, "helper_process", lambda: None)
     monkeypatch.setattr(pages, "Project", lambda root, cache: None)
     pages._prewarm_worker(str(tmp_path), str(tmp_path / "cache"), pages.Prewarm([], []))
     captured = capsys.readouterr()
@@ -135,7 +135,9 @@ def _prestarted(site, monkeypatch):
     b = Build(site.root, log=lambda s: None, log_info=lambda s: None)
     b.start()
     b.prestart()
-    return paths, b, b.early[2]
+    assert b.early.pending is None and b.prewarm is not None  # a cold build: the prewarm works meanwhile
+    b.start_experiments()  # on_pre_build
+    return paths, b, b.early.pending
 
 
 def test_prestart_starts_the_experiments_and_plan_takes_them_over(site, monkeypatch):

@@ -9,6 +9,8 @@ the index. Timing itself is measured by ``nox -s bench``, not here.
 from __future__ import annotations
 
 import json
+import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import markdown
@@ -316,3 +318,55 @@ def test_generated_section_goes_before_a_closing_footer_of_links():
     rule_then_prose = "# t\n\n---\n\n结尾的话，没有链接。\n"
     assert add_section(rule_then_prose, "\n## L\n") == rule_then_prose + "\n## L\n"
     assert add_section(page, "") == page
+
+
+A_PAGE = '<h1 id="{}">x</h1> <script src="https://cdn.example/x.js"></script>'
+
+
+def _small_site(site: Path) -> None:
+    (site / "a").mkdir(parents=True)
+    links = '<a href="a/">a</a> <a href="a/#x">x</a> <a href="gone.html">g</a>'
+    (site / "index.html").write_text(links, encoding="utf-8")
+    (site / "a" / "index.html").write_text(A_PAGE.format("x"), encoding="utf-8")
+    (site / "404.html").write_text('<p id="top"><a href="#top">top</a></p>', encoding="utf-8")
+
+
+def test_the_link_scanner_process_finds_what_check_site_finds(tmp_path, monkeypatch):
+    """Pages handed over as they are written, pages it was not told about (404.html), a page
+    rewritten after its scan (a/index.html: its anchor goes away): the same problems as the
+    check of the finished site, found by the scanner process, not by the fallback here."""
+    site, cache = tmp_path / "site", tmp_path / "cache"
+    _small_site(site)
+    scanner = linkcheck.SiteScanner(site, cache=cache)
+    scanner.written(site / "index.html")
+    scanner.written(site / "a" / "index.html")
+    scanner.written(tmp_path / "elsewhere.html")  # not under the site: ignored
+    assert scanner._proc is not None and scanner._proc.is_alive()
+    deadline = time.monotonic() + 60
+    while len(list((cache / "links").glob("*"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)  # until both pages are scanned (each scan lands in the cache)
+    (site / "a" / "index.html").write_text(A_PAGE.format("y"), encoding="utf-8")  # same size, new time
+    check_site = linkcheck.check_site
+    monkeypatch.setattr(linkcheck, "check_site", lambda *a, **k: pytest.fail("checked here, not by the scanner"))
+    found = [str(p) for p in scanner.finish()]
+    assert (
+        found
+        == [str(p) for p in check_site(site)]
+        == [
+            "site/a/index.html: loads a resource from another host: https://cdn.example/x.js",
+            "site/index.html: broken anchor: a/#x",
+            "site/index.html: broken link: gone.html",
+        ]
+    )
+    assert scanner._proc is None  # finished and joined
+
+
+def test_a_link_scanner_that_dies_costs_time_not_the_check(tmp_path):
+    site = tmp_path / "site"
+    _small_site(site)
+    scanner = linkcheck.SiteScanner(site)
+    scanner.written(site / "index.html")
+    scanner._proc.kill()
+    scanner._proc.join()
+    assert [str(p) for p in scanner.finish()] == [str(p) for p in linkcheck.check_site(site)]
+    assert len(linkcheck.check_site(site)) == 2  # the resource and gone.html

@@ -148,6 +148,7 @@ def namespaces_available() -> bool:
             capture_output=True,
             timeout=30,
             stdin=subprocess.DEVNULL,
+            process_group=0,  # like the boxes: a Ctrl-C at the terminal is the build's, not the probe's
         )
         ok = r.returncode == 0
         why = r.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] if not ok else []

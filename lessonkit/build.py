@@ -409,7 +409,8 @@ class Build:
         scans each page for the link check as soon as it is written (:meth:`page_written`)."""
         from .linkcheck import SiteScanner
 
-        if self.command == "build" and self.scanner is None and len(os.sched_getaffinity(0)) > 1:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        if self.command == "build" and self.scanner is None and cores > 1:
             self.scanner = SiteScanner(site_dir, cache=self.project.cache)
 
     def page_written(self, dest: Path | None) -> None:

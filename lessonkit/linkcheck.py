@@ -202,7 +202,11 @@ def _scanner_worker(conn, site: str, cache: str | None) -> None:
             except OSError:
                 pass  # finish() looks again
         elif what == "finish":
-            conn.send(check_site(root, Path(cache) if cache is not None else None, scanned))
+            try:
+                found = check_site(root, Path(cache) if cache is not None else None, scanned)
+            except Exception:  # noqa: BLE001 - the build checks again, itself, and reports it there
+                found = None
+            conn.send(found)
             return
 
 

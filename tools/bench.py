@@ -32,8 +32,9 @@ warm       the real configuration with filled caches (experiments, highlighted c
 cold       the real configuration with an empty ``LESSONKIT_CACHE`` (every experiment
            runs, everything is highlighted and converted again); the pinned tree comes from ``AUTOGRAD_SOURCE`` so nothing is downloaded.
            Ratio 2 compares it with plain + the experiments' total CPU / cores, that CPU
-           measured by running every script once, one at a time (``experiment_cpu_serial``).
-           ``--only 2`` measures just this ratio (plain and cold builds interleaved, then the
+           measured by running every script once, one at a time (``experiment_cpu_serial``),
+           in every repetition right after the cold build (the median is used).
+           ``--only 2`` measures just this ratio (per repetition: plain, cold, the
            experiments' CPU), so that more repetitions fit in a few minutes.
 verify     ``python -m lessonkit verify``.
 serve      a driver process does what ``mkdocs serve`` does on a change: reload the config
@@ -758,6 +759,17 @@ def experiment_cpu_serial(root: Path, cache: Path) -> tuple[int, float]:
     return len(jobs), (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def experiment_cpu_serial_fresh(root: Path, cache: Path) -> tuple[int, float]:
+    """:func:`experiment_cpu_serial` into a new, then removed, cache folder: measured once per
+    repetition, right after the cold build, so the reference of ratio 2 drifts with the
+    machine as the builds do (its median is used)."""
+    shutil.rmtree(cache, ignore_errors=True)
+    try:
+        return experiment_cpu_serial(root, cache)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
 def experiment_cpu_from_cache(cache: Path) -> tuple[int, float]:
     entries = [json.loads(p.read_text(encoding="utf-8")) for p in (cache / "experiments").glob("*.json")]
     return len(entries), sum(e["cpu_seconds"] for e in entries)
@@ -865,19 +877,21 @@ def _run_only(args, reps, work: Path, pinned: Path, cores: int) -> int:
         plain = copy_project(work / "plain", snap)
         make_plain(plain, plain_generated(lk, warm_cache))
         timed(mkdocs_build(plain), plain, env)
-    if "2" in args.only:  # plain and cold builds interleaved, then the experiments one at a time
-        P, C = Series("plain"), Series("cold")
+    if "2" in args.only:  # per repetition: a plain build, a cold build, the experiments one at a time
+        P, C, E = Series("plain"), Series("cold"), []
         for rep in range(reps):
             P.samples.append(timed(mkdocs_build(plain), plain, env))
             cold_cache = work / f"cache-cold-{rep}"
             cold_cache.mkdir()
             C.samples.append(timed(mkdocs_build(lk), lk, {**env, "LESSONKIT_CACHE": str(cold_cache)}))
             shutil.rmtree(cold_cache, ignore_errors=True)
-        print("bench: experiments once more, one at a time, for their total CPU …", flush=True)
-        n_jobs, exp_cpu = experiment_cpu_serial(lk, work / "cache-serial")
+            n_jobs, cpu = experiment_cpu_serial_fresh(lk, work / "cache-serial")
+            E.append(cpu)
+        exp_cpu = statistics.median(E)
         print(
             f"  plain wall {P.wall:.2f} s, cold wall {C.wall:.2f} s (n={reps}; cold samples "
-            f"{', '.join(f'{x.wall:.2f}' for x in C.samples)}); experiment CPU ({n_jobs} scripts) {exp_cpu:.2f} s"
+            f"{', '.join(f'{x.wall:.2f}' for x in C.samples)}); experiment CPU ({n_jobs} scripts) {exp_cpu:.2f} s "
+            f"(samples {', '.join(f'{x:.2f}' for x in E)})"
         )
         rows.append(
             ("2", f"cold build / (plain + experiment CPU / {cores} cores)", C.wall / (P.wall + exp_cpu / cores), 1.15)
@@ -952,7 +966,7 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
     series: dict[str, Series] = {
         k: Series(k) for k in ("plain", "plain-docs", "plain+", "warm", "cold", "verify", "x10", "mdexec")
     }
-    exp_cpu_json, exp_cpu_log = [], []
+    exp_cpu_json, exp_cpu_log, exp_cpu_serial = [], [], []
     mdexec_errors = 0
     for rep in range(1, reps + 1):
         t_rep = time.perf_counter()
@@ -966,6 +980,8 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
         m = EXP_LOG.search(s.log)
         exp_cpu_log.append(float(m[3]) if m else float("nan"))
         shutil.rmtree(cold_cache, ignore_errors=True)
+        n_jobs, cpu = experiment_cpu_serial_fresh(lk, work / "cache-serial")
+        exp_cpu_serial.append(cpu)
         # verify does all its work and then exits 1 if it found problems (a stale excerpt
         # map in a working tree mid-edit, say): that run still counts, and is reported.
         s = timed([sys.executable, "-m", "lessonkit", "verify"], lk, lk_env, ok=(0, 1))
@@ -992,8 +1008,7 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
             series["x10"].samples.append(timed(mkdocs_build(scaled), scaled, lk_env))
         print(f"bench: repetition {rep}/{reps} done in {time.perf_counter() - t_rep:.0f} s", flush=True)
 
-    print("bench: experiments once more, one at a time, for their total CPU …", flush=True)
-    n_jobs, exp_cpu = experiment_cpu_serial(lk, work / "cache-serial")
+    exp_cpu = statistics.median(exp_cpu_serial)
     print("bench: serve rebuilds (one driver process per variant) …", flush=True)
     series["serve"] = serve_series("serve", lk, lk_env, reps)
     series["serve-plain"] = serve_series("serve-plain", plain, {**env}, reps)
@@ -1115,7 +1130,8 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
         if s.samples:
             print(f"  {name:<12} wall {s.wall:7.2f}  cpu {s.cpu:7.2f}  (n={len(s.samples)})")
     print(
-        f"  experiment CPU ({n_jobs} scripts run one at a time, used in ratio 2): {exp_cpu:.2f} s; cold - warm "
+        f"  experiment CPU ({n_jobs} scripts run one at a time, used in ratio 2): {exp_cpu:.2f} s (samples "
+        f"{', '.join(f'{x:.2f}' for x in exp_cpu_serial)}); cold - warm "
         f"build CPU: {cold_minus_warm:.2f} s; sum of the cold cache entries' cpu_seconds: {json_cpu:.2f} s "
         f"(build log: {log_cpu:.2f} s)"
     )

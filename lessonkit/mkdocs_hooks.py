@@ -41,6 +41,7 @@ from mkdocs.utils import get_relative_url
 
 from . import build as lk_build
 from . import config as lk_config
+from . import themecache
 from .errors import LessonError
 
 if TYPE_CHECKING:
@@ -202,7 +203,9 @@ class BuildEvents:
         return html
 
     def on_env(self, env, config: "MkDocsConfig", files: "Files"):
-        """Every page has its Markdown rendered: finish the bundle and the tokens that name it."""
+        """Every page has its Markdown rendered: finish the bundle and the tokens that name it.
+        The theme's templates come compiled from :mod:`lessonkit.themecache`."""
+        themecache.use(env, self.build.project.cache)
         rendered = [(f.src_uri, f.page) for f in files.documentation_pages() if f.page is not None]
         try:
             files.get_file_from_path(self.build.project.site.bundle).content_bytes = self.build.finish(rendered)

@@ -370,3 +370,56 @@ def test_a_link_scanner_that_dies_costs_time_not_the_check(tmp_path):
     scanner._proc.join()
     assert [str(p) for p in scanner.finish()] == [str(p) for p in linkcheck.check_site(site)]
     assert len(linkcheck.check_site(site)) == 2  # the resource and gone.html
+
+
+# ---------------------------------------------------------------- the theme's compiled templates
+
+
+def _theme_env(tmp_path, cache_dir):
+    import jinja2
+
+    from lessonkit import themecache
+
+    if not (tmp_path / "t").exists():
+        (tmp_path / "t").mkdir()
+        page = "<h1>{{ title | upper }}</h1>{% for x in xs %}<i>{{ x }}</i>{% endfor %}"
+        (tmp_path / "t" / "page.html").write_text(page)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(tmp_path / "t")))
+    env.bytecode_cache = themecache.TemplateCache(cache_dir)
+    return env
+
+
+def test_the_theme_templates_are_compiled_once_and_a_damaged_entry_is_compiled_again(tmp_path, monkeypatch):
+    cache = tmp_path / "templates"
+    first = _theme_env(tmp_path, cache).get_template("page.html").render(title="a", xs=[1, 2])
+    assert first == "<h1>A</h1><i>1</i><i>2</i>"
+    (entry,) = cache.iterdir()
+    again = _theme_env(tmp_path, cache)
+    monkeypatch.setattr(again, "compile", lambda *a, **k: pytest.fail("compiled again"))
+    assert again.get_template("page.html").render(title="a", xs=[1, 2]) == first  # from the cache
+    monkeypatch.undo()
+    good = entry.read_bytes()
+    for damaged in (good[:-7], good[:40] + bytes([good[40] ^ 1]) + good[41:], b"", good[32:]):
+        entry.write_bytes(damaged)
+        assert _theme_env(tmp_path, cache).get_template("page.html").render(title="a", xs=[1, 2]) == first
+        assert entry.read_bytes() == good  # compiled again and replaced
+    (tmp_path / "t" / "page.html").write_text("<h2>{{ title }}</h2>")  # the template changed: its new code
+    assert _theme_env(tmp_path, cache).get_template("page.html").render(title="a") == "<h2>a</h2>"
+
+
+def test_an_unwritable_template_cache_only_costs_time(tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    env = _theme_env(tmp_path, blocked / "templates")
+    assert env.get_template("page.html").render(title="x", xs=[]) == "<h1>X</h1>"
+
+
+def test_compiled_templates_live_with_python_bytecode_when_it_is_kept_apart(tmp_path, monkeypatch):
+    import sys
+
+    from lessonkit import themecache
+
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "pyc"))
+    assert themecache.folder(tmp_path / "cache") == tmp_path / "pyc" / "lessonkit-templates"
+    monkeypatch.setattr(sys, "pycache_prefix", None)
+    assert themecache.folder(tmp_path / "cache") == tmp_path / "cache" / "templates"

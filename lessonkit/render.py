@@ -60,7 +60,7 @@ def code_of(r: Resolved) -> tuple[str, int]:
 
 @dataclass
 class Deferred:
-    """Highlighted code kept out of the page until after the search index has read it.
+    """Highlighted code and MathML kept out of the page until after the search index has read it.
 
     The page first carries the same code as plain text between two comment markers
     (the search index extracts exactly the same text from either form, and plain
@@ -77,6 +77,13 @@ class Deferred:
             f'<!--{token}--><div class="language-python highlight"><pre><code>{escape(text, quote=False)}'
             f'</code></pre></div><!--/{token}-->'
         )
+
+    def slot_text(self, text_html: str, html: str) -> str:
+        """``html`` (a formula's MathML) held back like code; the page carries ``text_html``, the
+        text the search index would take from ``html``, meanwhile (see :func:`mathml.search_text`)."""
+        token = f"lk-defer-{self.nonce}-{len(self.html)}"
+        self.html[token] = html
+        return f"<!--{token}-->{text_html}<!--/{token}-->"
 
     def fill(self, page_html: str) -> tuple[str, list[str]]:
         """``page_html`` with every slot filled, and the tokens that were not found."""

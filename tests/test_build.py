@@ -28,12 +28,14 @@ def _digests(site: Path) -> dict[str, str]:
 
 def test_a_build_with_empty_caches_is_byte_identical(built_site, tmp_path, real_project):
     """Nothing a cache holds (experiment output, highlighted code, symbol tables, formulas,
-    link scans) changes the site: a build that redoes all of it writes the same bytes.
-    Only the provided pinned tree is carried over, so its origin label stays the same."""
+    link scans, the theme's compiled templates) changes the site: a build that redoes all of
+    it writes the same bytes. Only the provided pinned tree is carried over, so its origin
+    label stays the same. No bytecode folder apart (an empty PYTHONPYCACHEPREFIX is unset):
+    the templates are compiled into this cache too."""
     cache = tmp_path / "cache"
     shutil.copytree(real_project.cache / "pin", cache / "pin", symlinks=True)
     again = tmp_path / "again"
-    r = build_real_site(again, LESSONKIT_CACHE=str(cache))
+    r = build_real_site(again, LESSONKIT_CACHE=str(cache), PYTHONPYCACHEPREFIX="", PYTHONDONTWRITEBYTECODE="1")
     assert r.returncode == 0, r.stderr[-2000:]
     assert "0 from cache" in r.stderr  # every experiment ran again
     assert sorted(p.name for p in cache.iterdir()) == [
@@ -45,7 +47,9 @@ def test_a_build_with_empty_caches_is_byte_identical(built_site, tmp_path, real_
         "pin",
         "render",
         "symbols",
+        "templates",
     ]
+    assert all(p.suffix == ".jinja" for p in (cache / "templates").iterdir())
     a, b = _digests(built_site), _digests(again)
     assert sorted(a) == sorted(b)
     differing = [k for k in a if a[k] != b[k]]

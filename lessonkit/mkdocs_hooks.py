@@ -221,8 +221,8 @@ class BuildEvents:
             page.content, missing = deferred.fill(page.content)
             if missing:  # another plugin rewrote the page between on_page_content and here
                 raise PluginError(
-                    f"docs/{page.file.src_uri}: {len(missing)} highlighted code block(s) could not be "
-                    "put back into the page — a plugin changed the page HTML after lessonkit"
+                    f"docs/{page.file.src_uri}: {len(missing)} highlighted code block(s) or formula(s) could "
+                    "not be put back into the page — a plugin changed the page HTML after lessonkit"
                 )
         return context
 

@@ -207,3 +207,24 @@ def test_on_config_logs_where_the_pinned_tree_came_from(project, caplog):
     with caplog.at_level(logging.INFO, logger="mkdocs.plugins.lessonkit"):
         config.plugins.on_config(config)
     assert caplog.messages == ["lessonkit: pinned 1.0 (abc1234) from a test tree"]
+
+
+def test_a_page_rewritten_before_its_code_and_formulas_are_put_back_is_one_located_error():
+    from lessonkit.render import Deferred
+
+    held = Deferred("n", {})
+    early = "<p>" + held.slot_text("x2", "<math><msup><mi>x</mi><mn>2</mn></msup></math>") + "</p>"
+    events = mkdocs_hooks.BuildEvents(SimpleNamespace(deferred={"a.md": held}))
+    page = SimpleNamespace(file=SimpleNamespace(src_uri="a.md"), content=early)
+    events.on_page_context({}, page, None, None)
+    assert page.content == "<p><math><msup><mi>x</mi><mn>2</mn></msup></math></p>"  # put back
+    held = Deferred("n", {})
+    held.slot_text("x2", "<math><mi>x</mi></math>")
+    events = mkdocs_hooks.BuildEvents(SimpleNamespace(deferred={"a.md": held}))
+    page = SimpleNamespace(file=SimpleNamespace(src_uri="a.md"), content="<p>rewritten by another plugin</p>")
+    with pytest.raises(PluginError) as caught:
+        events.on_page_context({}, page, None, None)
+    assert str(caught.value) == (
+        "docs/a.md: 1 highlighted code block(s) or formula(s) could not be put back into the page"
+        " — a plugin changed the page HTML after lessonkit"
+    )

@@ -49,6 +49,8 @@ def main(argv: list[str]) -> int:
     except LessonError as exc:
         print(exc, file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole group: the boxes are already ended, nox says the rest
+        return 130
     return 0
 
 

@@ -222,3 +222,36 @@ def test_tampering_with_the_pinned_tree_fails_the_build_without_namespaces(tmp_p
     ), r.stderr[-3000:]
     assert any("docs/a.md:3: experiment docs/a.md:3 ran while the pinned tree changed" in l for l in lines)
     assert not list((s.cache / "experiments").glob("*.json")) if (s.cache / "experiments").exists() else True
+
+
+@pytest.mark.parametrize("name,signum", SIGNALS[:2], ids=[n for n, _ in SIGNALS[:2]])
+def test_a_signal_to_the_prefill_leaves_no_box_process_or_partial_entry(tmp_path, pinned_root, name, signum):
+    """`lessonkit.prefill` (what the noxfile runs while the lock installs; it ends it with SIGTERM
+    when the install fails, and a terminal's Ctrl-C reaches it too) runs the build's experiments
+    through the build's runner: a signal ends it within 2 s, with no box, process or partial
+    cache entry left, and no traceback."""
+    s = _make(tmp_path / "proj", pinned_root)
+    before = _snapshot(s.root)
+    proc = subprocess.Popen(
+        [sys.executable, "-I", "-m", "lessonkit.prefill", str(s.root)],
+        cwd=s.root,
+        env=s.env,  # -I: lessonkit comes from the environment's .pth, like in the noxfile
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    _wait_running(s, proc)
+    assert _boxes(proc.pid), "the prefill started no experiment"
+    time.sleep(0.3)
+    sent = time.monotonic()
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=30)
+    assert time.monotonic() - sent < 2.0
+    assert b"Traceback" not in err, err.decode()[-2000:]
+    assert proc.returncode == (130 if signum == signal.SIGINT else -signal.SIGTERM)
+    deadline = time.monotonic() + 3
+    while _ours(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not _ours(proc.pid) and not _boxes(proc.pid)
+    assert _snapshot(s.root) == before
+    _assert_no_partial_cache(s.cache, killed=True)

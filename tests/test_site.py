@@ -191,3 +191,23 @@ def test_screenshots(server, browser):
         v.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=False)
         v.close()
         assert (ARTIFACTS / f"{name}.png").stat().st_size > 10_000
+
+
+def test_the_readme_and_site_toml_counts_of_the_pinned_sdist_are_the_pins(real_project):
+    """Facts about the pin typed into prose (README, sourcemap/site.toml): derived here, so that a
+    new pin that changes them fails until the prose says so."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    site_toml = (ROOT / "sourcemap" / "site.toml").read_text(encoding="utf-8")
+    manifest = real_project.pin.manifest
+    runner = real_project.runner
+    held = [rel for rel in manifest if runner._in_box(rel)]
+    images = sum(
+        (real_project.tree.root / rel).stat().st_size
+        for rel in manifest
+        if rel.lower().endswith((".png", ".jpg", ".jpeg", ".gif", ".svg"))
+    )
+    mb = f"{images / 1e6:.1f} MB"
+    assert f"all {len(manifest)} files of the sdist, {mb}" in " ".join(readme.split())
+    assert f"the sdist's other {len(manifest) - len(held)} files, {mb} of them images" in " ".join(readme.split())
+    assert f"holds {mb} of images" in site_toml
+    assert f"only the {len(real_project.pages())} pages of `docs/`" in " ".join(readme.split())

@@ -5,13 +5,16 @@ the build computes; the MkDocs hooks only translate events into calls on it, so 
 this is usable and testable without MkDocs:
 
 * :meth:`Build.start` provides the pinned tree and the tokens pages may use;
-* :meth:`Build.plan` reads and verifies every page once (the same map as ``verify``),
-  starts the experiments in the background, lists the generated pages and the order
-  in which to render pages (:func:`render_order`);
+* :meth:`Build.prestart` reads and verifies every page once (the same map as ``verify``)
+  and, on a cold build, starts the prewarm process; :meth:`Build.start_experiments`
+  starts the experiments in the background;
+* :meth:`Build.plan` takes that over (or does it again for another list of pages), lists
+  the generated pages and the order in which to render pages (:func:`render_order`);
 * :meth:`Build.page` gives each page's Markdown its context (path, line offset, links,
-  deferred code) and :meth:`Build.page_done` collects its problems;
+  deferred code and formulas) and :meth:`Build.page_done` collects its problems;
 * :meth:`Build.finish` completes the attachments and the bundle once every experiment
-  has run, :meth:`Build.check_links` checks the written site.
+  has run; :meth:`Build.watch_site` and :meth:`Build.page_written` hand each written
+  page to the link scanner, and :meth:`Build.check_links` checks the written site.
 
 Problems reach the user through one channel, :attr:`Build.problems`, as one type,
 :class:`~lessonkit.errors.Problem`.

@@ -147,6 +147,7 @@ class Early:
     paths: list[Path]  # sorted
     report: object  # verify.Report
     jobs: list  # execute.Job, in run order
+    with_experiments: list | None = None  # living.pages_with_runs of the report (when computed)
     pending: object = None  # the Pending of Runner.start, once started
 
 
@@ -217,7 +218,8 @@ class Build:
             return  # plan() reads the pages again and reports every problem, located
         self.early = Early(sorted(paths), report, jobs)
         if project.runner.uncached(jobs):
-            self._start_prewarm(report)
+            self.early.with_experiments = living.pages_with_runs(project, report)
+            self._start_prewarm(report, self.early.with_experiments)
 
     def start_experiments(self) -> None:
         """``on_pre_build``: start the experiments :meth:`prestart` listed (once)."""
@@ -225,11 +227,10 @@ class Build:
         if early is not None and early.pending is None:
             early.pending = self.project.runner.start(early.jobs)
 
-    def _start_prewarm(self, report) -> None:
+    def _start_prewarm(self, report, with_experiments: list[str]) -> None:
         """On a cold build (experiments to run), another process highlights the code of the
         pages with experiments, converts their formulas and indexes the pinned symbols meanwhile."""
         if self.prewarm is None:
-            with_experiments = living.pages_with_runs(self.project, report)
             self.prewarm = pages.start_prewarm(self.project, pages.prewarm_plan(report, with_experiments))
 
     # -- on_files
@@ -248,9 +249,11 @@ class Build:
         project = self.project
         self.start_experiments()  # unless on_pre_build did
         early, self.early = self.early, None
+        with_experiments = None
         if early is not None and early.paths == sorted(paths):  # prestart() read these pages
             self.report = report = early.report
             self.pending = early.pending
+            with_experiments = early.with_experiments
         else:
             self.t0 = time.perf_counter()
             self.texts.clear()
@@ -265,9 +268,10 @@ class Build:
                 self.pending.to_run += early.pending.to_run
         self.citations = site.citations(report, "docs/", self.texts)
         self.citations += living.citations(project, report, "docs/", self.texts)  # inline `line` references
-        with_experiments = living.pages_with_runs(project, report)
+        if with_experiments is None:
+            with_experiments = living.pages_with_runs(project, report)
         if self.pending.to_run:
-            self._start_prewarm(report)  # unless prestart() did
+            self._start_prewarm(report, with_experiments)  # unless prestart() did
         self.generated_pages = generated = pages.browser_pages(project, self.citations)
         self.generated = {g.uri: g.code for g in generated if g.code}
         if api_page is not None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import config, sandbox, store
 from .errors import LessonError, Problem
-from .fsutil import atomic_write, owned_path, remove_owned
+from .fsutil import atomic_write, owned_path, remove_owned, signature
 from .jobs import SKIPPED as SKIPPED
 from .jobs import Job, Pending, Result, _shared_files, versions
 from .jobs import pin_args as pin_args
@@ -227,9 +227,13 @@ class Runner:
         """Run every distinct job, uncached ones in parallel over the cores."""
         return self.start(jobs).results()
 
+    def _stored(self, key: str) -> bool:
+        """A result file exists for ``key`` (whether it passes :meth:`cached` is decided when run)."""
+        return (self.cache / f"{key}.json").exists()
+
     def uncached(self, jobs: list[Job]) -> int:
         """How many distinct jobs have no stored result (a cold build runs them)."""
-        return sum(not (self.cache / f"{k}.json").exists() for k in {self.key(j) for j in jobs})
+        return sum(not self._stored(k) for k in {self.key(j) for j in jobs})
 
     def start(self, jobs: list[Job]) -> "Pending":
         """Start every distinct job in the background, in the given order, over the cores.
@@ -253,7 +257,7 @@ class Runner:
                 elif k in self._inflight:
                     futures[k] = self._inflight[k]
                 else:
-                    to_run += not (self.cache / f"{k}.json").exists()
+                    to_run += not self._stored(k)
                     futures[k] = self._inflight[k] = pool.submit(self._run, k, j)
         return Pending(futures, pool, to_run, signals)
 
@@ -272,7 +276,7 @@ class Runner:
                     rel_in_tree = rel.split("/", 1)[1] if self._manifest is None else rel
                     if not self._in_box(rel_in_tree):  # not copied: watched by its stat (recheck)
                         st = (self.pinned_root / rel_in_tree).lstat()
-                        self._others[rel_in_tree] = (st.st_size, st.st_mtime_ns, st.st_ino)
+                        self._others[rel_in_tree] = signature(st)
                         continue
                     data = (self.pinned_root / rel_in_tree).read_bytes()
                     digest = hashlib.sha256(data).hexdigest()
@@ -305,7 +309,7 @@ class Runner:
             p = self.pinned_root / rel
             try:
                 st = p.lstat()
-                if p.is_symlink() or (st.st_size, st.st_mtime_ns, st.st_ino) != seen:
+                if p.is_symlink() or signature(st) != seen:
                     changed.append(rel)
             except OSError:
                 changed.append(rel)

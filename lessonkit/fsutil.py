@@ -89,6 +89,14 @@ def remove_owned(root: Path, *parts: str) -> bool:
     return True
 
 
+Signature = tuple[int, int, int]  # (size, mtime in ns, inode): a file seen unchanged since
+
+
+def signature(st: os.stat_result) -> Signature:
+    """What says a file is the one seen before (``lstat``/``stat`` result), short of reading it."""
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
 def atomic_write(path: Path, data: bytes, *, durable: bool = False) -> None:
     """Replace ``path`` with ``data`` in one step: readers see the old or the new file.
 

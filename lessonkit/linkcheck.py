@@ -19,6 +19,7 @@ from html import unescape
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from .fsutil import Signature, signature
 from .store import Store, digest
 
 SCAN_FORMAT = "1"  # bump when _scan changes what it finds
@@ -108,19 +109,12 @@ def _anchor_missing(fragment: str, ids: set) -> bool:
     return bool(frag) and (f"L{m.group(1)}" if m else frag) not in ids
 
 
-Signature = tuple[int, int, int]  # (size, mtime in ns, inode) of a scanned file
-
-
-def _signature(st: os.stat_result) -> Signature:
-    return (st.st_size, st.st_mtime_ns, st.st_ino)
-
-
 def _scan_file(path: Path, store: Store | None) -> tuple[Signature | None, _Page]:
     """The scan of the file at ``path`` and its signature (None when the file changed while read)."""
     before = os.stat(path)
     page = _scan_cached(path.read_bytes(), store)
     after = os.stat(path)
-    return (_signature(after) if _signature(before) == _signature(after) else None), page
+    return (signature(after) if signature(before) == signature(after) else None), page
 
 
 def check_site(
@@ -142,7 +136,7 @@ def check_site(
     pages = {}
     for page in sorted(f for f in files if f.endswith(".html")):
         sig, early = scanned.get(page, (None, None))
-        if early is not None and sig is not None and _signature(os.stat(site / page)) == sig:
+        if early is not None and sig is not None and signature(os.stat(site / page)) == sig:
             pages[page] = early
         else:
             pages[page] = _scan_cached((site / page).read_bytes(), store)

@@ -70,9 +70,13 @@ class Deferred:
     nonce: str
     html: dict[str, str]
 
-    def slot(self, text: str, highlighted: str) -> str:
+    def _hold(self, html: str) -> str:
         token = f"lk-defer-{self.nonce}-{len(self.html)}"
-        self.html[token] = highlighted
+        self.html[token] = html
+        return token
+
+    def slot(self, text: str, highlighted: str) -> str:
+        token = self._hold(highlighted)
         return (
             f'<!--{token}--><div class="language-python highlight"><pre><code>{escape(text, quote=False)}'
             f'</code></pre></div><!--/{token}-->'
@@ -81,8 +85,7 @@ class Deferred:
     def slot_text(self, text_html: str, html: str) -> str:
         """``html`` (a formula's MathML) held back like code; the page carries ``text_html``, the
         text the search index would take from ``html``, meanwhile (see :func:`mathml.search_text`)."""
-        token = f"lk-defer-{self.nonce}-{len(self.html)}"
-        self.html[token] = html
+        token = self._hold(html)
         return f"<!--{token}-->{text_html}<!--/{token}-->"
 
     def fill(self, page_html: str) -> tuple[str, list[str]]:

@@ -7,7 +7,8 @@ for what the box guarantees; this file only carries it out:
 1. die with the runner (``PR_SET_PDEATHSIG``) and join the box's pids cgroup if given;
 2. with namespaces: a new user, mount, PID and network namespace; the project,
    the cache and ``$HOME`` read-only, the project's folders hidden behind empty
-   read-only mounts, the box's own copies read-only; then a PID-1 ``init`` whose
+   read-only mounts, the copies it reads (the build's common copy) mounted read-only in
+   the box; then a PID-1 ``init`` whose
    exit kills every process left in the namespace, ``setsid`` daemons included;
    without namespaces: this launcher is a child subreaper and kills every
    descendant it finds once the script has ended;
@@ -63,8 +64,9 @@ def kept_flags(path: str) -> int:
     return out | (MS_RELATIME if f & 4096 else 0)
 
 
-def read_only(path: str) -> None:
-    check(mount(path, path, None, MS_BIND | MS_REC), f"bind {path}")
+def read_only(path: str, source: str | None = None) -> None:
+    """Make ``path`` read-only: itself, or ``source`` mounted there."""
+    check(mount(source or path, path, None, MS_BIND | MS_REC), f"bind {source or path}")
     check(mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | kept_flags(path)), f"read-only {path}")
 
 
@@ -96,8 +98,8 @@ def enter_namespaces(cfg: dict) -> None:
     box = cfg.get("box_dir")
     if box:  # writable even when the temporary folder lies inside a read-only path
         check(mount(box, box, None, MS_BIND | MS_REC), f"bind {box}")
-    for path in cfg["box_read_only"]:
-        read_only(path)
+    for source, path in cfg["box_read_only"]:  # the box's copies, or the common copy
+        read_only(path, source)
 
 
 def limit(cfg: dict) -> None:

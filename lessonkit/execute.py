@@ -111,6 +111,10 @@ class Runner:
         self._digests: dict[str, str] = {}
         self._others: dict[str, tuple[int, int, int]] = {}  # pinned files not in the boxes: their stat
         self.tampered: list[str] = []  # pinned files that changed while experiments ran
+        # With namespaces, one read-only copy for all boxes (see _common_copy) while jobs run.
+        self._common: sandbox.Box | None = None
+        self._leases = 0
+        self._ran = False  # an experiment ran since the last recheck
         self._warned_store = False
         config.sandbox_mode()  # a bad LESSONKIT_SANDBOX is one located error, before any box
         sandbox.BOXES.reset()
@@ -214,7 +218,11 @@ class Runner:
         else:
             result = self._execute(job)
             self.stats["ran"] += 1
-            changed = self.recheck()
+            self._ran = True
+            # A box with namespaces cannot write the pinned tree (it is read-only there) and reads
+            # the checked copy: what changes the tree meanwhile is reported once, by tree_problems.
+            # Without them a script can write it: checked after every run.
+            changed = [] if self._namespaces() else self.recheck()
             if changed:  # computed while the pinned tree was not the pinned tree: never cached
                 result = replace(result, problem=result.problem or "tampered")
             if result.ok:
@@ -259,7 +267,39 @@ class Runner:
                 else:
                     to_run += not self._stored(k)
                     futures[k] = self._inflight[k] = pool.submit(self._run, k, j)
+            self._leases += 1  # the common copy lives until the batch's results (or cancel)
+        signals.callback(self._release)
         return Pending(futures, pool, to_run, signals)
+
+    # -- the common copy: with namespaces, every box mounts one read-only copy of the tree
+
+    def _namespaces(self) -> bool:
+        return sandbox.namespaces_available()
+
+    def _common_copy(self) -> "sandbox.Box":
+        """The checked pinned tree and the shared folders, written once into a box folder of
+        their own while jobs run (a batch from :meth:`start`, or one :meth:`_execute`); each box
+        mounts it read-only instead of receiving its own copy. Removed with the last lease."""
+        self._layout()  # takes the lock itself
+        with self._lock:
+            if self._common is None or not self._common.dir.is_dir():
+                box = sandbox.BOXES.open()
+                try:
+                    self._write_layout(box)
+                except BaseException:
+                    sandbox.BOXES.close(box)
+                    raise
+                self._common = box
+            return self._common
+
+    def _release(self) -> None:
+        with self._lock:
+            self._leases -= 1
+            common = self._common if self._leases <= 0 else None
+            if common is not None:
+                self._common, self._leases = None, 0
+        if common is not None:
+            sandbox.BOXES.close(common)
 
     # -- the pinned tree: one checked copy in memory, written into every box
 
@@ -321,6 +361,9 @@ class Runner:
 
     def tree_problems(self) -> list[Problem]:
         """One located problem per pinned file that changed during this build's experiments."""
+        if self._ran and self._namespaces():  # not checked after each run (see _run)
+            self._ran = False
+            self.recheck()
         return [
             Problem(
                 f"the pinned tree changed while experiments ran: {rel}",
@@ -373,9 +416,17 @@ class Runner:
             self._box_layout = (sorted(dirs, key=lambda d: (d.count("/"), d)), files)
         return self._box_layout
 
-    def _fill(self, box: sandbox.Box, job: Job) -> None:
-        """Write the copies. Folders are made one level at a time (never ``parents=True``):
-        once a cancel has removed the box, writing fails instead of re-creating it."""
+    def _fill(self, box: sandbox.Box, job: Job, common: "sandbox.Box | None") -> None:
+        """Write the script, and the copies unless the box mounts the common copy. Folders are
+        made one level at a time (never ``parents=True``): once a cancel has removed the box,
+        writing fails instead of re-creating it."""
+        if common is not None:
+            os.mkdir(box.pinned)  # where the common copy is mounted (box.project exists)
+        else:
+            self._write_layout(box)
+        (box.work / job.name).write_bytes(job.source)
+
+    def _write_layout(self, box: sandbox.Box) -> None:
         dirs, files = self._layout()
         base = str(box.dir)
         for d in dirs:  # project/ is made by BOXES.open
@@ -388,7 +439,6 @@ class Runner:
                 raise sandbox.Cancelled()
             with open(os.path.join(base, rel), "xb") as f:  # a new file in a new folder, never followed
                 f.write(data)
-        (box.work / job.name).write_bytes(job.source)
 
     def _protected(self) -> list[Path]:
         out = [self.project_root, self.cache_root, self.pinned_root, Path.home()]
@@ -396,13 +446,24 @@ class Runner:
 
     def _execute(self, job: Job) -> Result:
         cancelled = Result(self.key(job), -int(signal.SIGTERM), "", "", 0, 0.0, 0.0, problem="cancelled")
+        with self._lock:
+            self._leases += 1
         try:
+            return self._execute_leased(job, cancelled)
+        finally:
+            self._release()
+
+    def _execute_leased(self, job: Job, cancelled: Result) -> Result:
+        try:
+            common = self._common_copy() if self._namespaces() else None
             box = sandbox.BOXES.open()
         except sandbox.Cancelled:
             return cancelled
+        except OSError as exc:  # the temporary folder is full or cannot be written
+            return self._lost(job, None, exc)
         try:
             try:
-                self._fill(box, job)
+                self._fill(box, job, common)
             except (sandbox.Cancelled, OSError) as exc:
                 if sandbox.BOXES.cancelled:
                     return cancelled
@@ -424,8 +485,11 @@ class Runner:
                     self._env(box),
                     job.memory,
                     FILE_LIMIT,
-                    protect=self._protected(),
+                    protect=self._protected() + ([common.dir] if common is not None else []),
                     project_root=self.project_root,
+                    mounts=[(common.pinned, box.pinned), (common.project, box.project)]
+                    if common is not None
+                    else [(box.pinned, box.pinned), (box.project, box.project)],
                 )
                 try:
                     proc = sandbox.launch(box, spec, out, err)
@@ -475,7 +539,7 @@ class Runner:
         finally:
             sandbox.BOXES.close(box)
 
-    def _lost(self, job: Job, box: sandbox.Box, exc: OSError) -> "Result":
+    def _lost(self, job: Job, box: "sandbox.Box | None", exc: OSError) -> "Result":
         why = exc.strerror or type(exc).__name__
         return Result(self.key(job), -1, "", "", 0, 0.0, 0.0, problem=f"vanished: {why}")
 

@@ -9,11 +9,13 @@ the system's temporary directory::
     <box>/project/mini-autograd
     <box>/io/                  stdout, stderr, the record file (outside work/)
 
-With Linux user namespaces (the default where they work) the launcher
-(``_boxboot.py``) also makes the project, the cache and ``$HOME`` read-only, hides
-every top-level entry of the project except the interpreter's own folder behind an
-empty read-only mount (so the copies are the only project files an experiment can
-read), makes the copies read-only, gives the box no network, and runs the script
+With Linux user namespaces (the default where they work) the copies are written once
+per batch of experiments, into a box folder of their own (the runner's common copy),
+and mounted read-only at ``pinned/`` and ``project/`` of every box; the launcher
+(``_boxboot.py``) also makes the project, the cache, ``$HOME`` and the common copy
+read-only, hides every top-level entry of the project except the interpreter's own
+folder behind an empty read-only mount (so the copies are the only project files an
+experiment can read), gives the box no network, and runs the script
 under a PID-1 init whose end kills every process of the box. Without namespaces the
 box falls back to the copies and a subreaper launcher, with one warning per process
 (see README, "Experiments in a box", for what that does not stop). What builds that died left
@@ -311,6 +313,7 @@ class Spec:
     fsize: int
     protect: list[Path] = field(default_factory=list)  # made read-only in the box
     project_root: Path | None = None  # its entries are hidden, except the interpreter's folder
+    mounts: list[tuple[Path, Path]] = field(default_factory=list)  # (copy, place in the box), read-only
 
 
 def _hidden_entries(root: Path) -> list[str]:
@@ -337,7 +340,7 @@ def launch(box: Box, spec: Spec, stdout, stderr) -> subprocess.Popen:
         "read_only": [str(p) for p in spec.protect],
         "hide": _hidden_entries(spec.project_root) if spec.project_root else [],
         "box_dir": str(box.dir),
-        "box_read_only": [str(box.pinned), str(box.project)],
+        "box_read_only": [[str(src), str(dst)] for src, dst in spec.mounts],
         "memory": spec.memory,
         "fsize": spec.fsize,
         "nproc": NPROC,

@@ -113,6 +113,30 @@ CASES["write-own-pinned-copy"] = escape(
 CASES["write-own-experiments-copy"] = escape(
     "open(os.path.join(os.environ['PYTHONPATH'].split(':')[1], target), 'a')", "_provenance.py"
 )
+# The boxes of one build mount one common copy of the tree (execute.Runner._common_copy): the
+# script finds it next to its own box (exactly one folder of this build holds the files) and
+# cannot write it.
+CASES["write-common-copy"] = Case(
+    """
+import glob, os
+own = os.path.dirname(os.environ["AUTOGRAD_PINNED_ROOT"])
+owner = os.environ["LESSONKIT_BOX"].rsplit("-", 1)[0]
+found = [
+    p for p in glob.glob(os.path.join(os.path.dirname(own), f"lessonkit-exp-{owner}-*", "pinned", "autograd", "core.py"))
+    if not p.startswith(own + "/")
+]
+print(len(found))
+for p in found:
+    try:
+        open(p, "a").write("x")
+        print("escaped")
+    except OSError as exc:
+        print("blocked", exc.errno)
+""",
+    0,
+    stdout="1\nblocked 30\n",
+    needs="ns",
+)
 CASES["write-via-proc-root"] = escape(
     "open('/proc/self/root' + os.environ['LK_ROOT'] + '/' + target, 'w')", "docs/p.md"
 )

@@ -7,8 +7,8 @@ for what the box guarantees; this file only carries it out:
 1. die with the runner (``PR_SET_PDEATHSIG``) and join the box's pids cgroup if given;
 2. with namespaces: a new user, mount, PID and network namespace; the project,
    the cache and ``$HOME`` read-only, the project's folders hidden behind empty
-   read-only mounts, the copies it reads (the build's common copy) mounted read-only in
-   the box; then a PID-1 ``init`` whose
+   read-only mounts, the folder of boxes covered except for this box, the copies it
+   reads (the build's common copy) mounted read-only in the box; then a PID-1 ``init`` whose
    exit kills every process left in the namespace, ``setsid`` daemons included;
    without namespaces: this launcher is a child subreaper and kills every
    descendant it finds once the script has ended;
@@ -65,9 +65,17 @@ def kept_flags(path: str) -> int:
 
 
 def read_only(path: str, source: str | None = None) -> None:
-    """Make ``path`` read-only: itself, or ``source`` mounted there."""
-    check(mount(source or path, path, None, MS_BIND | MS_REC), f"bind {source or path}")
+    """Make ``path`` read-only: itself, or ``source`` (a held folder, see ``hold``) mounted there."""
+    check(mount(source or path, path, None, MS_BIND | MS_REC), f"bind {path}")
     check(mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | kept_flags(path)), f"read-only {path}")
+
+
+def hold(path: str) -> int:
+    """A handle on a folder as it is now, for a bind mount after its place is covered."""
+    try:
+        return os.open(path, os.O_PATH | os.O_DIRECTORY)
+    except OSError as exc:
+        fail(f"open {path}: {exc.strerror}")
 
 
 def hide(path: str) -> None:
@@ -90,16 +98,32 @@ def enter_namespaces(cfg: dict) -> None:
         with open(f"/proc/self/{name}", "w") as fh:
             fh.write(text)
     check(mount("none", "/", None, MS_REC | MS_PRIVATE), "make mounts private")
+    box, root = cfg.get("box_dir"), cfg.get("box_root")
+    # Held before anything is covered: the box and the copies it mounts, as they are now.
+    held = {path: hold(path) for path in [box] if box and root}
+    for source, _ in cfg["box_read_only"]:
+        held[source] = hold(source)
+    via = {path: f"/proc/self/fd/{fd}" for path, fd in held.items()}
     for path in cfg["read_only"]:
         if os.path.isdir(path):
             read_only(path)
     for path in cfg["hide"]:
         hide(path)
-    box = cfg.get("box_dir")
-    if box:  # writable even when the temporary folder lies inside a read-only path
+    if box and root:  # the folder of boxes shows this box alone (other boxes and the common copy
+        # are covered), and the box stays writable even inside a read-only path
+        check(mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=4k,mode=0755"), f"cover {root}")
+        try:
+            os.mkdir(box)
+        except OSError as exc:
+            fail(f"mkdir {box}: {exc.strerror}")
+        check(mount(via[box], box, None, MS_BIND | MS_REC), f"bind {box}")
+        check(mount(None, root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV), f"read-only {root}")
+    elif box:
         check(mount(box, box, None, MS_BIND | MS_REC), f"bind {box}")
     for source, path in cfg["box_read_only"]:  # the box's copies, or the common copy
-        read_only(path, source)
+        read_only(path, via[source])
+    for fd in held.values():
+        os.close(fd)
 
 
 def limit(cfg: dict) -> None:

@@ -485,7 +485,7 @@ class Runner:
                     self._env(box),
                     job.memory,
                     FILE_LIMIT,
-                    protect=self._protected() + ([common.dir] if common is not None else []),
+                    protect=self._protected(),
                     project_root=self.project_root,
                     mounts=[(common.pinned, box.pinned), (common.project, box.project)]
                     if common is not None

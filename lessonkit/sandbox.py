@@ -1,7 +1,7 @@
 """Experiments in a box: a private copy, a read-only project, limits, and no survivors.
 
-Every experiment runs in its own temporary folder ``lessonkit-exp-<owner>-…`` under
-the system's temporary directory::
+Every experiment runs in its own folder ``box-<n>`` inside its process's folder of boxes,
+``lessonkit-exp-<owner>-…`` under the system's temporary directory::
 
     <box>/work                 the working directory, $HOME and $TMPDIR
     <box>/pinned/              a copy of the pinned tree, checked byte for byte
@@ -15,7 +15,8 @@ and mounted read-only at ``pinned/`` and ``project/`` of every box; the launcher
 (``_boxboot.py``) also makes the project, the cache, ``$HOME`` and the common copy
 read-only, hides every top-level entry of the project except the interpreter's own
 folder behind an empty read-only mount (so the copies are the only project files an
-experiment can read), gives the box no network, and runs the script
+experiment can read), shows the box nothing of the folder of boxes but itself,
+gives the box no network, and runs the script
 under a PID-1 init whose end kills every process of the box. Without namespaces the
 box falls back to the copies and a subreaper launcher, with one warning per process
 (see README, "Experiments in a box", for what that does not stop). What builds that died left
@@ -180,6 +181,7 @@ class Box:
 
     dir: Path
     mark: str
+    root: Path | None = None  # the process's folder of boxes that holds it (see Boxes.open)
     cgroup: Path | None = None
     proc: subprocess.Popen | None = None
     killed: bool = False
@@ -222,15 +224,23 @@ class Boxes:
         self._lock = threading.RLock()  # a signal handler in the main thread may take it again
         self._live: dict[str, Box] = {}
         self._n = 0
+        self._root: Path | None = None
         self.cancelled = False
 
     def open(self) -> Box:
+        """A new box: a folder inside this process's folder of boxes, which is made with the first
+        live box and removed with the last. A box with namespaces sees only itself in that folder
+        (``_boxboot.py``), so no script reaches another box's script, copies or output."""
         with self._lock:  # a folder exists only once kill_all can see it
             if self.cancelled:
                 raise Cancelled()
             self._n += 1
             mark = f"{owner()}-{self._n}"
-            box = self._live[mark] = Box(Path(tempfile.mkdtemp(prefix=f"{PREFIX}{mark}-")), mark)
+            if self._root is None or not self._root.is_dir():
+                self._root = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{mark}-"))
+            folder = self._root / f"box-{self._n}"
+            folder.mkdir()
+            box = self._live[mark] = Box(folder, mark, self._root)
         for sub in ("work", "io", "project"):
             (box.dir / sub).mkdir()
         box.cgroup = _make_cgroup(mark)
@@ -243,6 +253,11 @@ class Boxes:
         _rmtree(box.dir)
         with self._lock:
             self._live.pop(box.mark, None)
+            root = None if self._live else self._root
+            if root is not None:
+                self._root = None
+        if root is not None:
+            _rmtree(root)
 
     def kill_all(self, wait: float = 0.5) -> None:
         """Cancel what has not started, kill what runs and remove every box folder."""
@@ -267,6 +282,10 @@ class Boxes:
             if box.cgroup is not None:
                 _remove_cgroup(box.cgroup)
             _rmtree(box.dir)
+        with self._lock:
+            root, self._root = self._root, None
+        if root is not None:
+            _rmtree(root)
 
     def reset(self) -> None:
         with self._lock:
@@ -340,6 +359,7 @@ def launch(box: Box, spec: Spec, stdout, stderr) -> subprocess.Popen:
         "read_only": [str(p) for p in spec.protect],
         "hide": _hidden_entries(spec.project_root) if spec.project_root else [],
         "box_dir": str(box.dir),
+        "box_root": str(box.root) if box.root else None,
         "box_read_only": [[str(src), str(dst)] for src, dst in spec.mounts],
         "memory": spec.memory,
         "fsize": spec.fsize,

@@ -113,28 +113,25 @@ CASES["write-own-pinned-copy"] = escape(
 CASES["write-own-experiments-copy"] = escape(
     "open(os.path.join(os.environ['PYTHONPATH'].split(':')[1], target), 'a')", "_provenance.py"
 )
-# The boxes of one build mount one common copy of the tree (execute.Runner._common_copy): the
-# script finds it next to its own box (exactly one folder of this build holds the files) and
-# cannot write it.
-CASES["write-common-copy"] = Case(
+# A box sees nothing of its process's folder of boxes but itself (sandbox.Boxes.open): not the
+# common copy of the tree its pinned/ is mounted from (execute.Runner._common_copy), not another
+# experiment's box; and it cannot add anything there.
+CASES["other-boxes-are-hidden"] = Case(
     """
 import glob, os
 own = os.path.dirname(os.environ["AUTOGRAD_PINNED_ROOT"])
+folder = os.path.dirname(own)
 owner = os.environ["LESSONKIT_BOX"].rsplit("-", 1)[0]
-found = [
-    p for p in glob.glob(os.path.join(os.path.dirname(own), f"lessonkit-exp-{owner}-*", "pinned", "autograd", "core.py"))
-    if not p.startswith(own + "/")
-]
-print(len(found))
-for p in found:
-    try:
-        open(p, "a").write("x")
-        print("escaped")
-    except OSError as exc:
-        print("blocked", exc.errno)
+print(os.listdir(folder) == [os.path.basename(own)])
+print(glob.glob(os.path.join(os.path.dirname(folder), f"lessonkit-exp-{owner}-*", "*")) == [own])
+try:
+    open(os.path.join(folder, "planted"), "w")
+    print("escaped")
+except OSError as exc:
+    print("blocked", exc.errno)
 """,
     0,
-    stdout="1\nblocked 30\n",
+    stdout="True\nTrue\nblocked 30\n",
     needs="ns",
 )
 CASES["write-via-proc-root"] = escape(
@@ -602,6 +599,44 @@ def test_editing_a_sibling_module_changes_the_warm_result(box_site):
         assert make_runner(box_site).run(job).cached  # and warm from then on
     finally:
         sibling.write_text("VALUE = 41\n")
+
+
+VICTIM = b"""import os, time
+open("secret.txt", "w").write("mine")
+time.sleep(3)
+print(open("secret.txt").read())
+"""
+
+# Looks for the other box for 2 s (while it sleeps) along every path a box folder can have, and
+# writes into whatever it finds.
+ATTACKER = b"""import glob, os, time
+tmp = os.environ["AUTOGRAD_PINNED_ROOT"]
+while not os.path.basename(tmp).startswith("lessonkit-exp-"):
+    tmp = os.path.dirname(tmp)
+tmp = os.path.dirname(tmp)  # the system's temporary folder, whatever the layout of the boxes
+found, end = [], time.monotonic() + 2
+while not found and time.monotonic() < end:
+    found = glob.glob(os.path.join(tmp, "lessonkit-exp-*", "*", "work", "secret.txt"))
+    found += glob.glob(os.path.join(tmp, "lessonkit-exp-*", "work", "secret.txt"))
+    time.sleep(0.05)
+for p in found:
+    open(p, "w").write("theirs")
+print(len(found))
+"""
+
+
+@pytest.mark.skipif(not sandbox.namespaces_available(), reason="needs the namespaces of the box")
+def test_an_experiment_cannot_reach_another_running_box(box_site):
+    """Two experiments of one build run side by side: the second looks for the first's box while
+    it runs and finds nothing, so the first's output is its own."""
+    runner = make_runner(box_site)
+    victim = Job("victim.py", VICTIM, 30, "docs/v.md:3")
+    attacker = Job("attacker.py", ATTACKER, 30, "docs/a.md:3")
+    results = runner.start([victim, attacker]).results()
+    got = {name: results[runner.key(job)] for name, job in (("victim", victim), ("attacker", attacker))}
+    assert all(r.ok for r in got.values()), {k: r.stderr[-800:] for k, r in got.items()}
+    assert (got["victim"].stdout, got["attacker"].stdout) == ("mine\n", "0\n")
+    assert not list(Path(tempfile.gettempdir()).glob(f"{sandbox.PREFIX}{sandbox.owner()}-*")), "a box folder is left"
 
 
 def test_record_is_in_the_digest(box_site):

@@ -184,7 +184,7 @@ def test_a_box_removed_from_outside_mid_run_is_a_located_error(tmp_path, pinned_
     )
     script = b"import time\ntime.sleep(2)\nopen('out.txt', 'w').write('x')\nprint('done')\n"
     job = Job("late.py", script, 30, "docs/p.md:3")
-    before = set(Path(tempfile.gettempdir()).glob(f"{sandbox.PREFIX}{sandbox.owner()}-*"))
+    before = set(Path(tempfile.gettempdir()).glob(f"{sandbox.PREFIX}{sandbox.owner()}-*/*"))
     out = {}
     t = threading.Thread(target=lambda: out.setdefault("r", runner.run(job)))
     t.start()
@@ -193,7 +193,7 @@ def test_a_box_removed_from_outside_mid_run_is_a_located_error(tmp_path, pinned_
     while time.monotonic() < deadline and not boxes:
         boxes = [
             b
-            for b in Path(tempfile.gettempdir()).glob(f"{sandbox.PREFIX}{sandbox.owner()}-*")
+            for b in Path(tempfile.gettempdir()).glob(f"{sandbox.PREFIX}{sandbox.owner()}-*/*")  # the boxes
             if b not in before and (b / "work" / "late.py").exists()
         ]
         time.sleep(0.02)

@@ -99,6 +99,22 @@ def on_config(config: "MkDocsConfig") -> None:
         plugin.config.setdefault("handlers", {}).setdefault("python", {})["paths"] = [str(tree.root)]
     config.mdx_configs.setdefault("lessonkit.mdext", {})["context"] = lambda: b.current
     _use_assets(config)
+    _paths_from_the_project(config, root)
+
+
+def _paths_from_the_project(config: "MkDocsConfig", root: Path) -> None:
+    """Snippets' ``base_path`` and the search's jieba dictionaries are read relative to the
+    working folder; MkDocs reads its own paths relative to ``mkdocs.yml``. Relative ones are
+    made the project's, so ``mkdocs build -f path/to/mkdocs.yml`` works from anywhere."""
+    snippets = config.mdx_configs.get("pymdownx.snippets")
+    if snippets and "base_path" in snippets:
+        paths = snippets["base_path"]
+        snippets["base_path"] = [str(root / p) for p in ([paths] if isinstance(paths, str) else paths)]
+    search = config.plugins.get("material/search")
+    for option in ("jieba_dict", "jieba_dict_user"):
+        value = getattr(getattr(search, "config", None), option, None)
+        if isinstance(value, str) and value:
+            search.config[option] = str(root / value)
 
 
 ASSETS = Path(__file__).with_name("assets")  # the stylesheet, script and math font of lessonkit's HTML

@@ -155,6 +155,25 @@ def test_every_site_gets_the_engine_stylesheet_script_and_font_once(project):
     assert (font.url, font.is_documentation_page()) == ("assets/fonts/STIXTwoMath-Regular.woff2", False)
 
 
+def test_paths_read_from_the_working_folder_become_the_projects(project, monkeypatch, tmp_path_factory):
+    """`mkdocs build -f path/mkdocs.yml` from another folder: snippets and jieba's dictionaries
+    are found in the project (pymdownx and Material read them relative to the working folder)."""
+    (project / "docs" / "words.txt").write_text("反向传播 3 n\n", encoding="utf-8")
+    (project / "mkdocs.yml").write_text(
+        "site_name: t\nhooks:\n  - hooks/lessonkit_hooks.py\n"
+        "theme:\n  name: material\n"
+        "plugins:\n  - search:\n      jieba_dict_user: docs/words.txt\n"
+        "markdown_extensions:\n  - lessonkit.mdext\n"
+        "  - pymdownx.snippets:\n      base_path: [docs, /abs/place]\n",
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(tmp_path_factory.mktemp("elsewhere"))
+    config = _load(project)
+    config.plugins.on_config(config)  # ours first (priority 100), then Material's search, which checks the file
+    assert config.mdx_configs["pymdownx.snippets"]["base_path"] == [str(project / "docs"), "/abs/place"]
+    assert config.plugins["material/search"].config.jieba_dict_user == str(project / "docs" / "words.txt")
+
+
 def test_a_second_on_config_on_the_same_configuration_replaces_its_build(project):
     config = _load(project)
     config.plugins.on_config(config)

@@ -12,11 +12,11 @@ Every experiment runs in its own folder ``box-<n>`` inside its process's folder 
 With Linux user namespaces (the default where they work) the copies are written once
 per batch of experiments, into a box folder of their own (the runner's common copy),
 and mounted read-only at ``pinned/`` and ``project/`` of every box; the launcher
-(``_boxboot.py``) also makes the project, the cache, ``$HOME`` and the common copy
-read-only, hides every top-level entry of the project except the interpreter's own
-folder behind an empty read-only mount (so the copies are the only project files an
-experiment can read), shows the box nothing of the folder of boxes but itself,
-gives the box no network, and runs the script
+(``_boxboot.py``) also makes the project, the cache and ``$HOME`` read-only, hides
+every top-level entry of the project except the interpreter's own folder behind an
+empty read-only mount (so the copies are the only project files an experiment can
+read), covers the folder of boxes so that the box sees only itself there (not the
+common copy's folder, not another box), gives the box no network, and runs the script
 under a PID-1 init whose end kills every process of the box. Without namespaces the
 box falls back to the copies and a subreaper launcher, with one warning per process
 (see README, "Experiments in a box", for what that does not stop). What builds that died left
@@ -25,6 +25,7 @@ behind is swept by :mod:`lessonkit.sweep`.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import logging
@@ -282,14 +283,19 @@ class Boxes:
             if box.cgroup is not None:
                 _remove_cgroup(box.cgroup)
             _rmtree(box.dir)
-        with self._lock:
-            root, self._root = self._root, None
-        if root is not None:
-            _rmtree(root)
+        self.remove_folder()
 
     def reset(self) -> None:
         with self._lock:
             self.cancelled = False
+
+    def remove_folder(self) -> None:
+        """Remove this process's folder of boxes with whatever it holds (after kill_all; at the
+        process's exit, should a batch of experiments never have been collected)."""
+        with self._lock:
+            root, self._root = self._root, None
+        if root is not None:
+            _rmtree(root)
 
 
 class Cancelled(Exception):
@@ -297,6 +303,7 @@ class Cancelled(Exception):
 
 
 BOXES = Boxes()
+atexit.register(BOXES.remove_folder)
 
 
 def _zombie(pid: int) -> bool:

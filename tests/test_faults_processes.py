@@ -76,9 +76,14 @@ def _boxes(pid: int) -> list[Path]:
 def _assert_no_partial_cache(cache: Path, killed: bool = False) -> None:
     """No half-written file; right after a SIGKILL (``killed``), only ``.tmp-<owner>-…`` files of
     the killed build's own, now dead, processes may remain: the next build removes them all."""
-    left = list(cache.rglob(".tmp-*"))
-    if killed:
-        left = [p for p in left if not _dead_owner(p.name)]
+    deadline = time.monotonic() + 3  # a helper (prewarm, scanner) killed with the build may be still dying
+    while True:
+        left = list(cache.rglob(".tmp-*"))
+        if killed:
+            left = [p for p in left if not _dead_owner(p.name)]
+        if not left or not killed or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
     assert not left, f"a partial cache entry is left: {left}"
     for entry in (cache / "experiments").glob("*.json") if (cache / "experiments").exists() else []:
         data = json.loads(entry.read_text(encoding="utf-8"))

@@ -17,13 +17,13 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from . import config, sandbox, store
+from .boxtree import CheckedTree
 from .errors import LessonError, Problem
-from .fsutil import atomic_write, owned_path, remove_owned, signature
+from .fsutil import atomic_write, owned_path, remove_owned
 from .jobs import SKIPPED as SKIPPED
 from .jobs import Job, Pending, Result, _shared_files, versions
 from .jobs import pin_args as pin_args
 from .outcomes import _check, _read_record, _STORED
-from .siteconfig import pinned_match
 from .outcomes import failure as failure
 
 # Not under "mkdocs": a warning that only costs time must not fail `mkdocs build --strict`.
@@ -71,9 +71,6 @@ class Runner:
         self.cache_root = Path(cache)
         self.cache = self.cache_root / "experiments"
         self.project_root = Path(project_root) if project_root else self.support_dir.parent
-        self._manifest = manifest
-        self._manifest_label = manifest_label
-        self._manifest_lines = manifest_lines or {}
         # Every file a script can read from the project is in its box, and in every key.
         self._shared = _shared_files((self.support_dir, *self.extra_paths))
         # Read once: the bytes in every key are the bytes written into every box.
@@ -106,14 +103,10 @@ class Runner:
         self._done: dict[str, Result] = {}  # this build's results, failures included: each job runs once
         self._inflight: dict[str, Future] = {}  # started in the background, maybe not finished
         self._lock = threading.Lock()
-        self._tree: dict[str, bytes] | None = None  # the pinned files, checked, copied into each box
-        self._box_layout: tuple[list[str], list[tuple[str, bytes]]] | None = None
-        self._digests: dict[str, str] = {}
-        self._others: dict[str, tuple[int, int, int]] = {}  # pinned files not in the boxes: their stat
-        self.tampered: list[str] = []  # pinned files that changed while experiments ran
-        # With namespaces, one read-only copy for all boxes (see _common_copy) while jobs run.
-        self._common: sandbox.Box | None = None
-        self._leases = 0
+        # The pinned files, checked, and what every box holds (boxtree.CheckedTree).
+        self.tree = CheckedTree(
+            self.pinned_root, manifest, self.box_pinned, self._shared_data, manifest_label, manifest_lines
+        )
         self._ran = False  # an experiment ran since the last recheck
         self._warned_store = False
         config.sandbox_mode()  # a bad LESSONKIT_SANDBOX is one located error, before any box
@@ -222,7 +215,7 @@ class Runner:
             # A box with namespaces cannot write the pinned tree (it is read-only there) and reads
             # the checked copy: what changes the tree meanwhile is reported once, by tree_problems.
             # Without them a script can write it: checked after every run.
-            changed = [] if self._namespaces() else self.recheck()
+            changed = [] if sandbox.namespaces_available() else self.recheck()
             if changed:  # computed while the pinned tree was not the pinned tree: never cached
                 result = replace(result, problem=result.problem or "tampered")
             if result.ok:
@@ -267,113 +260,29 @@ class Runner:
                 else:
                     to_run += not self._stored(k)
                     futures[k] = self._inflight[k] = pool.submit(self._run, k, j)
-            self._leases += 1  # the common copy lives until the batch's results (or cancel)
-        signals.callback(self._release)
+        self.tree.lease()  # the common copy lives until the batch's results (or cancel)
+        signals.callback(self.tree.release)
         return Pending(futures, pool, to_run, signals)
 
-    # -- the common copy: with namespaces, every box mounts one read-only copy of the tree
+    # -- the pinned tree (lessonkit.boxtree)
 
-    def _namespaces(self) -> bool:
-        return sandbox.namespaces_available()
-
-    def _common_copy(self) -> "sandbox.Box":
-        """The checked pinned tree and the shared folders, written once into a box folder of
-        their own while jobs run (a batch from :meth:`start`, or one :meth:`_execute`); each box
-        mounts it read-only instead of receiving its own copy. Removed with the last lease."""
-        self._layout()  # takes the lock itself
-        with self._lock:
-            if self._common is None or not self._common.dir.is_dir():
-                box = sandbox.BOXES.open()
-                try:
-                    self._write_layout(box)
-                except BaseException:
-                    sandbox.BOXES.close(box)
-                    raise
-                self._common = box
-            return self._common
-
-    def _release(self) -> None:
-        with self._lock:
-            self._leases -= 1
-            common = self._common if self._leases <= 0 else None
-            if common is not None:
-                self._common, self._leases = None, 0
-        if common is not None:
-            sandbox.BOXES.close(common)
-
-    # -- the pinned tree: one checked copy in memory, written into every box
-
-    def _pinned_files(self) -> dict[str, bytes]:
-        with self._lock:
-            if self._tree is None:
-                tree, digests = {}, {}
-                names = (
-                    sorted(self._manifest)
-                    if self._manifest is not None
-                    else [rel for rel, _ in _shared_files((self.pinned_root,))]
-                )
-                for rel in names:
-                    rel_in_tree = rel.split("/", 1)[1] if self._manifest is None else rel
-                    if not self._in_box(rel_in_tree):  # not copied: watched by its stat (recheck)
-                        st = (self.pinned_root / rel_in_tree).lstat()
-                        self._others[rel_in_tree] = signature(st)
-                        continue
-                    data = (self.pinned_root / rel_in_tree).read_bytes()
-                    digest = hashlib.sha256(data).hexdigest()
-                    if self._manifest is not None and digest != self._manifest[rel]:
-                        self.tampered.append(rel)
-                    tree[rel_in_tree], digests[rel_in_tree] = data, digest
-                self._tree, self._digests = tree, digests
-            return self._tree
+    @property
+    def tampered(self) -> list[str]:
+        """Pinned files that changed while experiments ran."""
+        return self.tree.tampered
 
     def _in_box(self, rel: str) -> bool:
-        return not self.box_pinned or any(pinned_match(entry, rel) for entry in self.box_pinned)
+        return self.tree.in_box(rel)
 
     def recheck(self) -> list[str]:
-        """Pinned files that differ from the checked copy now (cheap: sizes, then sha256; files
-        that no box holds: size, mtime and inode)."""
-        self._pinned_files()
-        changed = []
-        for rel, digest in self._digests.items():
-            p = self.pinned_root / rel
-            try:
-                if (
-                    p.is_symlink()
-                    or p.stat().st_size != len(self._tree[rel])
-                    or hashlib.sha256(p.read_bytes()).hexdigest() != digest
-                ):
-                    changed.append(rel)
-            except OSError:
-                changed.append(rel)
-        for rel, seen in self._others.items():
-            p = self.pinned_root / rel
-            try:
-                st = p.lstat()
-                if p.is_symlink() or signature(st) != seen:
-                    changed.append(rel)
-            except OSError:
-                changed.append(rel)
-        with self._lock:
-            for rel in changed:
-                if rel not in self.tampered:
-                    self.tampered.append(rel)
-        return changed
+        return self.tree.recheck()
 
     def tree_problems(self) -> list[Problem]:
         """One located problem per pinned file that changed during this build's experiments."""
-        if self._ran and self._namespaces():  # not checked after each run (see _run)
+        if self._ran and sandbox.namespaces_available():  # not checked after each run (see _run)
             self._ran = False
             self.recheck()
-        return [
-            Problem(
-                f"the pinned tree changed while experiments ran: {rel}",
-                self._manifest_label,
-                self._manifest_lines.get(rel),
-                "an experiment wrote into it; nothing computed from it was cached — "
-                "find the script that writes there, then rebuild",
-            )
-            for rel in sorted(self.tampered)
-        ]
+        return self.tree.problems()
 
     # -- one run
 
@@ -403,19 +312,6 @@ class Runner:
             env["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix
         return env
 
-    def _layout(self) -> tuple[list[str], list[tuple[str, bytes]]]:
-        """What every box holds besides the script, relative to the box folder: the folders to
-        make (each after its parent) and the files (the checked pinned tree, the shared folders)."""
-        if self._box_layout is None:
-            files = [(f"pinned/{rel}", data) for rel, data in self._pinned_files().items()]
-            files += [(f"project/{rel}", data) for rel, data in self._shared_data]
-            dirs = {"pinned"}
-            for rel, _ in files:
-                parts = rel.split("/")[:-1]
-                dirs.update("/".join(parts[:n]) for n in range(2, len(parts) + 1))
-            self._box_layout = (sorted(dirs, key=lambda d: (d.count("/"), d)), files)
-        return self._box_layout
-
     def _fill(self, box: sandbox.Box, job: Job, common: "sandbox.Box | None") -> None:
         """Write the script, and the copies unless the box mounts the common copy. Folders are
         made one level at a time (never ``parents=True``): once a cancel has removed the box,
@@ -423,22 +319,8 @@ class Runner:
         if common is not None:
             os.mkdir(box.pinned)  # where the common copy is mounted (box.project exists)
         else:
-            self._write_layout(box)
+            self.tree.write_into(box)
         (box.work / job.name).write_bytes(job.source)
-
-    def _write_layout(self, box: sandbox.Box) -> None:
-        dirs, files = self._layout()
-        base = str(box.dir)
-        for d in dirs:  # project/ is made by BOXES.open
-            if sandbox.BOXES.cancelled:
-                raise sandbox.Cancelled()
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(os.path.join(base, d))
-        for rel, data in files:
-            if sandbox.BOXES.cancelled:
-                raise sandbox.Cancelled()
-            with open(os.path.join(base, rel), "xb") as f:  # a new file in a new folder, never followed
-                f.write(data)
 
     def _protected(self) -> list[Path]:
         out = [self.project_root, self.cache_root, self.pinned_root, Path.home()]
@@ -446,16 +328,15 @@ class Runner:
 
     def _execute(self, job: Job) -> Result:
         cancelled = Result(self.key(job), -int(signal.SIGTERM), "", "", 0, 0.0, 0.0, problem="cancelled")
-        with self._lock:
-            self._leases += 1
+        self.tree.lease()
         try:
             return self._execute_leased(job, cancelled)
         finally:
-            self._release()
+            self.tree.release()
 
     def _execute_leased(self, job: Job, cancelled: Result) -> Result:
         try:
-            common = self._common_copy() if self._namespaces() else None
+            common = self.tree.common_copy() if sandbox.namespaces_available() else None
             box = sandbox.BOXES.open()
         except sandbox.Cancelled:
             return cancelled

@@ -44,11 +44,12 @@ from pathlib import Path
 
 from .errors import LessonError
 from .fsutil import _start_time
-from .sweep import MARK, PIDS_CGROUP, PREFIX, _remove_cgroup, _rmtree, marked_processes, owner
+from .sweep import MARK, PREFIX, _make_cgroup, _remove_cgroup, _rmtree, marked_processes, owner
 
 # Moved to lessonkit/sweep.py; importable from here as before.
 from .sweep import CGROUP_FORMAT as CGROUP_FORMAT
 from .sweep import DIR_FORMAT as DIR_FORMAT
+from .sweep import PIDS_CGROUP as PIDS_CGROUP
 from .sweep import MARK_FORMAT as MARK_FORMAT
 from .sweep import SWEEP_AGE as SWEEP_AGE
 from .sweep import _owner_alive as _owner_alive
@@ -244,7 +245,7 @@ class Boxes:
             box = self._live[mark] = Box(folder, mark, self._root)
         for sub in ("work", "io", "project"):
             (box.dir / sub).mkdir()
-        box.cgroup = _make_cgroup(mark)
+        box.cgroup = _make_cgroup(mark, NPROC)
         return box
 
     def close(self, box: Box) -> None:
@@ -311,22 +312,6 @@ def _zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
     except (OSError, IndexError):
         return True
-
-
-def _make_cgroup(mark: str) -> Path | None:
-    from .config import sandbox_mode
-
-    if sandbox_mode() == "copy" or not os.access(PIDS_CGROUP, os.W_OK):
-        return None
-    d = PIDS_CGROUP / f"lessonkit-{mark}"
-    try:
-        d.mkdir()
-        (d / "pids.max").write_text(str(NPROC))
-        return d
-    except OSError:
-        with contextlib.suppress(OSError):
-            d.rmdir()
-        return None
 
 
 @dataclass

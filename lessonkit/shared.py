@@ -101,8 +101,9 @@ STATE: tuple[tuple[str, tuple[str, str]], ...] = (
         "lessonkit.sandbox.BOXES",
         (
             "process",
-            "The sandbox boxes this process is running, so that a cancelled or failed build kills them all "
-            "and removes their folders (Runner.cancel, signals); empty between builds.",
+            "The sandbox boxes this process is running and their folder of boxes, so that a cancelled or "
+            "failed build kills them all and removes their folders (Runner.cancel, signals, process exit); "
+            "empty between builds.",
         ),
     ),
     (

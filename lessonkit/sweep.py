@@ -160,6 +160,23 @@ def _rmtree(path: Path) -> None:
         time.sleep(0.01)
 
 
+def _make_cgroup(mark: str, nproc: int) -> Path | None:
+    """A pids cgroup for one box, where the cgroup folder is writable (None elsewhere)."""
+    from .config import sandbox_mode
+
+    if sandbox_mode() == "copy" or not os.access(PIDS_CGROUP, os.W_OK):
+        return None
+    d = PIDS_CGROUP / f"lessonkit-{mark}"
+    try:
+        d.mkdir()
+        (d / "pids.max").write_text(str(nproc))
+        return d
+    except OSError:
+        with contextlib.suppress(OSError):
+            d.rmdir()
+        return None
+
+
 def _remove_cgroup(d: Path) -> None:
     for _ in range(50):
         try:

@@ -114,7 +114,7 @@ CASES["write-own-experiments-copy"] = escape(
     "open(os.path.join(os.environ['PYTHONPATH'].split(':')[1], target), 'a')", "_provenance.py"
 )
 # A box sees nothing of its process's folder of boxes but itself (sandbox.Boxes.open): not the
-# common copy of the tree its pinned/ is mounted from (execute.Runner._common_copy), not another
+# common copy of the tree its pinned/ is mounted from (boxtree.CheckedTree.common_copy), not another
 # experiment's box; and it cannot add anything there.
 CASES["other-boxes-are-hidden"] = Case(
     """

@@ -118,9 +118,7 @@ def enter_namespaces(cfg: dict) -> None:
             fail(f"mkdir {box}: {exc.strerror}")
         check(mount(via[box], box, None, MS_BIND | MS_REC), f"bind {box}")
         check(mount(None, root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV), f"read-only {root}")
-    elif box:
-        check(mount(box, box, None, MS_BIND | MS_REC), f"bind {box}")
-    for source, path in cfg["box_read_only"]:  # the box's copies, or the common copy
+    for source, path in cfg["box_read_only"]:  # the common copy
         read_only(path, via[source])
     for fd in held.values():
         os.close(fd)

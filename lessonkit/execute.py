@@ -368,9 +368,7 @@ class Runner:
                     FILE_LIMIT,
                     protect=self._protected(),
                     project_root=self.project_root,
-                    mounts=[(common.pinned, box.pinned), (common.project, box.project)]
-                    if common is not None
-                    else [(box.pinned, box.pinned), (box.project, box.project)],
+                    mounts=[(common.pinned, box.pinned), (common.project, box.project)] if common else [],
                 )
                 try:
                     proc = sandbox.launch(box, spec, out, err)

@@ -540,6 +540,14 @@ def test_catalogue_is_large_enough():
     assert len(CASES) >= 50
 
 
+def test_the_readme_counts_the_catalogue():
+    """README's "runs N hostile or unlucky scripts" is this catalogue's size, not a number typed once."""
+    import re
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    assert [int(n) for n in re.findall(r"runs (\d+) hostile or unlucky", readme)] == [len(CASES)]
+
+
 def test_warm_equals_cold_record_included(box_site):
     """A warm run gives what a cold run gives, the record included."""
     site, pinned, pin = box_site

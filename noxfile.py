@@ -75,12 +75,12 @@ def _shared_env(session: nox.Session) -> Path:
 def _prefill(python: str, imports: list[str]) -> subprocess.Popen:
     """Fill the build cache while the rest of the lock installs: the pinned tree (on a new machine,
     the sdist download), the bytecode of what the experiments import, and every experiment's result
-    (`lessonkit/prefill.py`, standard library only; its results are ordinary cache entries, which
+    (`lessonkit/cli/prefill.py`, standard library only; its results are ordinary cache entries, which
     the build checks like any other). `-I`: only the environment's modules (the checkout is reached
     through the project's .pth); `-X pycache_prefix` because `-I` ignores PYTHON* variables.
     """
     return subprocess.Popen(
-        [python, "-I", "-X", f"pycache_prefix={PYCACHE}", "-m", "lessonkit.prefill", str(ROOT), *imports],
+        [python, "-I", "-X", f"pycache_prefix={PYCACHE}", "-m", "lessonkit.cli.prefill", str(ROOT), *imports],
         cwd=ROOT,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -219,7 +219,7 @@ def _install(session: nox.Session, reqs: list[str]) -> None:
         try:
             install(*reqs)
         except BaseException:  # the install failed or was interrupted: nothing may run on without us
-            fill.terminate()  # SIGTERM: its runner ends its boxes (see lessonkit.sandbox)
+            fill.terminate()  # SIGTERM: its runner ends its boxes (see lessonkit.run.box.sandbox)
             fill.wait()
             raise
         _, err = fill.communicate()

@@ -1,1 +1,1 @@
-from lessonkit.mkdocs_hooks import *  # noqa: F403  (MkDocs hooks: see lessonkit/mkdocs_hooks.py)
+from lessonkit.integrations.mkdocs.hooks import *  # noqa: F403  (MkDocs hooks: see lessonkit/integrations/mkdocs/hooks.py)

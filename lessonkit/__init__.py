@@ -9,4 +9,4 @@ core into Python-Markdown; the MkDocs hooks in ``hooks/`` only adapt events.
 
 __all__ = ["LessonError"]
 
-from .errors import LessonError
+from lessonkit.errors import LessonError

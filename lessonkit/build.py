@@ -19,10 +19,10 @@ this is usable and testable without MkDocs:
 Problems reach the user through one channel, :attr:`Build.problems`, as one type,
 :class:`~lessonkit.errors.Problem`.
 
-A Build holds no process-wide state: the MkDocs adapter (:mod:`lessonkit.mkdocs_hooks`)
+A Build holds no process-wide state: the MkDocs adapter (:mod:`lessonkit.integrations.mkdocs.hooks`)
 keeps each Build with the configuration it was made for and tells it the command
 (``build`` checks the written site's links; ``serve`` does not). What does outlive a build
-(content-keyed caches, facts about the process) is listed in :mod:`lessonkit.shared`.
+(content-keyed caches, facts about the process) is listed in :mod:`lessonkit.util.shared`.
 """
 
 from __future__ import annotations
@@ -35,11 +35,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import attachments, living, pages, site, verify
-from .errors import LessonError, Problem
-from .mdext import PageContext
-from .project import Project
-from .render import Deferred
+from lessonkit.site import attachments
+from lessonkit.checks import living
+from lessonkit.site import pages
+from lessonkit.site import citations as site
+from lessonkit.checks import verify
+from lessonkit.errors import LessonError, Problem
+from lessonkit.pipeline.markdown import PageContext
+from lessonkit.project import Project
+from lessonkit.pipeline.render import Deferred
 
 TOKEN = re.compile(r"\[\[lessonkit:([^\]\s]*)\]\]")
 API_ENTRY = re.compile(r"^::: *([\w.]+)", re.M)
@@ -394,7 +398,7 @@ class Build:
     def graph(self):
         """What every output of this build read, and the digests of those inputs (incremental serve:
         :func:`lessonkit.incremental.record`). Waits for every experiment."""
-        from .incremental import record
+        from lessonkit.incremental import record
 
         return record(self)
 
@@ -414,7 +418,7 @@ class Build:
     def watch_site(self, site_dir: Path) -> None:
         """Before MkDocs writes the pages: where there is a core to spare, another process
         scans each page for the link check as soon as it is written (:meth:`page_written`)."""
-        from .linkcheck import SiteScanner
+        from lessonkit.site.links import SiteScanner
 
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         if self.command == "build" and self.scanner is None and cores > 1:
@@ -428,7 +432,7 @@ class Build:
 
     def check_links(self, site_dir: Path) -> None:
         """Check every link of the written site."""
-        from .linkcheck import check_site
+        from lessonkit.site.links import check_site
 
         if self.command != "build":
             return

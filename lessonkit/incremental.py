@@ -21,7 +21,7 @@ serves a wrong site.
 
 from __future__ import annotations
 
-from .errors import LessonError
+from lessonkit.errors import LessonError
 
 import hashlib
 import json
@@ -148,9 +148,9 @@ def record(build) -> tuple[Graph, dict[str, str]]:
 
     Waits for every experiment (attachments and the bundle are drawn from their output). Global
     inputs (configuration, engine, theme, the pin, the set of pages) are not recorded here: the
-    serve builder compares them before asking the Build (see :mod:`lessonkit.serve`).
+    serve builder compares them before asking the Build (see :mod:`lessonkit.integrations.mkdocs.serve`).
     """
-    from .pages import Generated, bundle
+    from lessonkit.site.pages import Generated, bundle
 
     project = build.project
     results = build.results()

@@ -7,14 +7,16 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
-from . import config, execute, siteconfig
-from .errors import LessonError, Problem
-from .kinds import Registry, Resolved, for_project
-from .parse import Block, ParsedPage, parse_page
-from .pin import Pin, PinnedTree, load_pin, provide
-from .resolve import Tree
-from .siteconfig import SiteConfig
-from .store import Store
+from lessonkit.config import environment
+from lessonkit.run import runner as execute
+from lessonkit.config import site as siteconfig
+from lessonkit.errors import LessonError, Problem
+from lessonkit.kinds import Registry, Resolved, for_project
+from lessonkit.pipeline.parse import Block, ParsedPage, parse_page
+from lessonkit.source.pin import Pin, PinnedTree, load_pin, provide
+from lessonkit.source.resolve import Tree
+from lessonkit.config.site import SiteConfig
+from lessonkit.util.store import Store
 
 
 @dataclass
@@ -28,7 +30,7 @@ class Project:
     def __post_init__(self):
         self.root = self.root.resolve()
         if self.cache is None:
-            self.cache = config.cache_dir(self.root)  # LESSONKIT_CACHE, checked
+            self.cache = environment.cache_dir(self.root)  # LESSONKIT_CACHE, checked
 
     # -- locations
     @property
@@ -119,7 +121,7 @@ class Project:
         )
 
     def store(self, kind: str) -> Store:
-        """This project's content-keyed cache of one kind (``<cache>/<kind>``; see lessonkit.store)."""
+        """This project's content-keyed cache of one kind (``<cache>/<kind>``; see lessonkit.util.store)."""
         return Store(self.cache, kind)
 
     # -- pages

@@ -14,7 +14,7 @@ from html import escape
 from lessonkit.errors import LessonError, Problem
 from lessonkit.kinds import InlineKind, Kind, Resolved
 from lessonkit.kinds.base import slug
-from lessonkit.resolve import excerpt_of
+from lessonkit.source.resolve import excerpt_of
 
 
 class Signature(Kind):

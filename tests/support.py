@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from lessonkit import verify
+from lessonkit.checks import verify
 from lessonkit.project import Project
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,8 +34,8 @@ hooks:
   - {hooks}
 plugins: []
 markdown_extensions:
-  - lessonkit.mdext
-  - lessonkit.mathml
+  - lessonkit.pipeline.markdown
+  - lessonkit.pipeline.mathml
   - admonition
   - attr_list
   - md_in_html

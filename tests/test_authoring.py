@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lessonkit.parse import parse_page
+from lessonkit.pipeline.parse import parse_page
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "docs" / "authoring.md"

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 from test_site import ARTIFACTS, Visit  # the browser and server fixtures come from conftest.py
 
-from lessonkit import mathml
+from lessonkit.pipeline import mathml
 
 ENGINE = pytest.mark.xfail(reason="engine fix pending", strict=True)
 
@@ -330,7 +330,7 @@ def test_screenshots_at_1280_and_375(server, browser):
 def test_call_sequence_caller_skips_filtered_frames():
     """A call under a filtered frame (a VJP <lambda>) belongs to the nearest kept caller above
     it, not to the last kept call at a shallower depth (toposort is a sibling, not a caller)."""
-    from lessonkit.attachments import sequence_svg
+    from lessonkit.site.attachments import sequence_svg
 
     calls = [(0, "core.backward_pass"), (1, "util.toposort"), (1, "numpy_vjps.<lambda>"), (2, "numpy_vjps.unbroadcast")]
     svg = sequence_svg(calls)
@@ -380,7 +380,7 @@ def test_block_labels_purpose_and_provenance_are_bilingual_from_site_toml(built_
 
 
 def test_engine_labels_default_to_english_and_are_configurable(tmp_path):
-    from lessonkit import siteconfig
+    from lessonkit.config import site as siteconfig
     from lessonkit.errors import LessonError
 
     plain = siteconfig.load(tmp_path, "https://github.com/o/p")
@@ -395,8 +395,8 @@ def test_engine_labels_default_to_english_and_are_configurable(tmp_path):
 
 
 def test_provider_text_is_chosen_by_provider_kind():
-    from lessonkit.mdext import provider_text
-    from lessonkit.siteconfig import LABELS
+    from lessonkit.pipeline.markdown import provider_text
+    from lessonkit.config.site import LABELS
 
     zh = {**LABELS, "from-index": "来自 Python 包索引的发布包 {detail}", "from-archive": "本地发布包（{detail}）"}
     assert (

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from support import ROOT, build_real_site
-from lessonkit import verify
+from lessonkit.checks import verify
 from lessonkit.project import Project
 
 

@@ -102,7 +102,7 @@ def test_unreadable_pages_are_one_error_each(tmp_path):
 def test_a_prewarm_bug_is_one_warning_line_and_no_traceback(monkeypatch, capsys, tmp_path):
     """Seen in round 1: a NameError in the prewarm child printed a full traceback while the
     build stayed green. The worker contains it: one line; the build does the work itself."""
-    from lessonkit import pages
+    from lessonkit.site import pages
 
     def broken(project, plan):
         raise NameError("name 'x' is not defined")

@@ -17,14 +17,17 @@ import markdown
 import pytest
 
 from support import ROOT, block
-from lessonkit import linkcheck, mathml, mdext, store
-from lessonkit.execute import Job
-from lessonkit.pyindex import SourceFile
-from lessonkit.render import Deferred
+from lessonkit.site import links as linkcheck
+from lessonkit.pipeline import mathml
+from lessonkit.pipeline import markdown as mdext
+from lessonkit.util import store
+from lessonkit.run.runner import Job
+from lessonkit.source.pyindex import SourceFile
+from lessonkit.pipeline.render import Deferred
 
 EXTENSIONS = [
-    "lessonkit.mdext",
-    "lessonkit.mathml",
+    "lessonkit.pipeline.markdown",
+    "lessonkit.pipeline.mathml",
     "abbr",
     "admonition",
     "attr_list",
@@ -139,7 +142,8 @@ def test_link_scan_cache_follows_page_content(tmp_path):
 def _render(text: str, path: str, deferred: Deferred | None) -> tuple[str, list]:
     ctx = mdext.PageContext(path, 0, [], root=str(ROOT), source=text, deferred=deferred)
     md = markdown.Markdown(
-        extensions=EXTENSIONS, extension_configs={"lessonkit.mdext": {"root": str(ROOT), "context": lambda: ctx}}
+        extensions=EXTENSIONS,
+        extension_configs={"lessonkit.pipeline.markdown": {"root": str(ROOT), "context": lambda: ctx}},
     )
     return md.convert(text), ctx.problems
 
@@ -209,7 +213,9 @@ def test_block_code_is_highlighted_once_and_keyed_by_what_it_shows(site, monkeyp
     def render(t):
         ctx = mdext.PageContext("docs/p.md", 0, [], root=str(site.root), source=t)
         config = {"root": str(site.root), "context": lambda: ctx}
-        return markdown.Markdown(extensions=EXTENSIONS, extension_configs={"lessonkit.mdext": config}).convert(t)
+        return markdown.Markdown(
+            extensions=EXTENSIONS, extension_configs={"lessonkit.pipeline.markdown": config}
+        ).convert(t)
 
     first = render(text)
     assert len(calls) == 1 and calls[0].startswith("def backward_pass(g, end_node):")
@@ -260,7 +266,8 @@ def test_prewarm_process_fills_what_the_page_asks_for(site, monkeypatch):
     )
     monkeypatch.setenv("AUTOGRAD_SOURCE", str(site.pinned_root))
     monkeypatch.setenv("LESSONKIT_CACHE", str(site.cache))
-    from lessonkit import pages, verify
+    from lessonkit.site import pages
+    from lessonkit.checks import verify
 
     project = site.project()
     plan = pages.prewarm_plan(verify.check(project), ["docs/p.md"])
@@ -275,7 +282,9 @@ def test_prewarm_process_fills_what_the_page_asks_for(site, monkeypatch):
     text = (site.root / "docs" / "p.md").read_text(encoding="utf-8")
     ctx = mdext.PageContext("docs/p.md", 0, [], source=text, project=site.project())  # the build's project
     config = {"root": str(site.root), "context": lambda: ctx}
-    html = markdown.Markdown(extensions=EXTENSIONS, extension_configs={"lessonkit.mdext": config}).convert(text)
+    html = markdown.Markdown(extensions=EXTENSIONS, extension_configs={"lessonkit.pipeline.markdown": config}).convert(
+        text
+    )
     assert 'id="src-Box"' in html and '<span class="nc">Box</span>' in html and "<mfrac>" in html
 
 
@@ -308,7 +317,7 @@ def test_bundle_tokens_are_filled_and_an_unknown_token_is_located(site):
 
 
 def test_generated_section_goes_before_a_closing_footer_of_links():
-    from lessonkit.site import add_section
+    from lessonkit.site.citations import add_section
 
     page = "# t\n\n正文。\n\n---\n\n[← 04 · x](04-x.md) · [06 · y →](06-y.md)\n"
     assert (
@@ -379,7 +388,7 @@ def test_a_link_scanner_that_dies_costs_time_not_the_check(tmp_path):
 def _theme_env(tmp_path, cache_dir):
     import jinja2
 
-    from lessonkit import themecache
+    from lessonkit.integrations.mkdocs import themecache
 
     if not (tmp_path / "t").exists():
         (tmp_path / "t").mkdir()
@@ -418,7 +427,7 @@ def test_an_unwritable_template_cache_only_costs_time(tmp_path):
 def test_compiled_templates_live_with_python_bytecode_when_it_is_kept_apart(tmp_path, monkeypatch):
     import sys
 
-    from lessonkit import themecache
+    from lessonkit.integrations.mkdocs import themecache
 
     monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "pyc"))
     assert themecache.folder(tmp_path / "cache") == tmp_path / "pyc" / "lessonkit-templates"
@@ -447,7 +456,7 @@ def test_deferred_formulas_give_every_page_the_same_page_and_search_index(real_p
 
 
 def test_search_text_is_the_mathml_text_or_nothing():
-    from lessonkit.mathml import search_text
+    from lessonkit.pipeline.mathml import search_text
 
     assert search_text("<math><mi>x</mi><mo>&lt;</mo><msup><mi>y</mi><mn>2</mn></msup></math>") == "x&lt;y2"
     assert search_text("<math><mi>x</mi>\n<mo>+</mo></math>") is None  # a whitespace-only node

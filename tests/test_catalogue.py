@@ -46,10 +46,10 @@ from typing import Callable
 import pytest
 
 from support import COMMIT, ROOT, TmpSite, block
-from lessonkit.__main__ import main as lessonkit_main
+from lessonkit.cli.main import main as lessonkit_main
 from lessonkit.errors import LessonError
-from lessonkit.execute import Job, Runner
-from lessonkit.pin import check_tree, load_pin, manifest_lines, provide, safe_extract, write_manifest
+from lessonkit.run.runner import Job, Runner
+from lessonkit.source.pin import check_tree, load_pin, manifest_lines, provide, safe_extract, write_manifest
 
 # path[:line]: message — hint   (the path never contains ": ")
 LINE = re.compile(r"^(?P<path>[^\s:][^:]*?)(?::(?P<line>\d+))?: (?P<msg>.+?) — (?P<hint>\S.*)$")
@@ -2295,7 +2295,7 @@ MUTATION_PAGE = (
 @pytest.fixture
 def mapped_site(site, monkeypatch):
     """A project with a few real-source blocks of every form and an up-to-date excerpt map."""
-    from lessonkit import verify
+    from lessonkit.checks import verify
 
     monkeypatch.setenv("AUTOGRAD_SOURCE", str(site.pinned_root))
     monkeypatch.setenv("LESSONKIT_CACHE", str(site.cache))
@@ -2321,7 +2321,7 @@ def test_mutate_catches_every_mutation(mapped_site):
 
 
 def test_mutate_reports_a_mutation_that_is_not_caught(mapped_site, monkeypatch):
-    from lessonkit import mutation
+    from lessonkit.checks import mutation
 
     real_swap = mutation._swap
     # a "mutation" of one region that changes nothing: neither defence can notice it
@@ -2347,7 +2347,7 @@ def test_mutate_refuses_a_stale_map(mapped_site):
 
 def test_mutate_the_real_excerpt_map(real_project):
     """Every cited region of the lessons: one changed character is always caught."""
-    from lessonkit import mutation
+    from lessonkit.checks import mutation
 
     report = mutation.run(real_project)
     if report.problems:
@@ -2360,7 +2360,7 @@ def test_mutate_the_real_excerpt_map(real_project):
 def test_experiment_flooding_its_output_is_stopped_at_the_file_limit(tmp_path, pinned_root, monkeypatch):
     """A script printing in a loop cannot fill the disk before its timeout: writes past the
     limit fail, the experiment fails with one clear line, and nothing is cached."""
-    from lessonkit import execute
+    from lessonkit.run import runner as execute
 
     monkeypatch.setattr(execute, "FILE_LIMIT", 1 << 20)  # 1 MB instead of 256 MB, to keep the test fast
     support = tmp_path / "experiments"

@@ -29,9 +29,10 @@ from pathlib import Path
 import pytest
 
 from support import TmpSite
-from lessonkit import execute, sandbox
-from lessonkit.execute import Job, Runner
-from lessonkit.pin import load_pin
+from lessonkit.run import runner as execute
+from lessonkit.run.box import sandbox
+from lessonkit.run.runner import Job, Runner
+from lessonkit.source.pin import load_pin
 
 P = "docs/p.md"
 AT = 3  # the block's fence line

@@ -17,7 +17,7 @@ from html import unescape
 import pytest
 
 from support import block
-from lessonkit.parse import parse_page
+from lessonkit.pipeline.parse import parse_page
 
 SRC = ("File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217")
 GOOD = block("real-source", *SRC)

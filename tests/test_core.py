@@ -12,9 +12,9 @@ import pytest
 
 from support import COMMIT, block
 from lessonkit.errors import LessonError
-from lessonkit.parse import parse_page
-from lessonkit.pin import check_tree, load_pin, provide
-from lessonkit.resolve import Tree, excerpt_of
+from lessonkit.pipeline.parse import parse_page
+from lessonkit.source.pin import check_tree, load_pin, provide
+from lessonkit.source.resolve import Tree, excerpt_of
 
 ROOT = Path(__file__).resolve().parents[1]
 LINE = re.compile(r"^docs/[\w/.-]+\.md:\d+: .+ — .+$")

@@ -1,7 +1,7 @@
 """The second project, examples/micrograd-lessons, built from configuration alone (issue 16 item 5).
 
 A copy of the example, alone (its hooks file is its own one-line re-export of
-lessonkit.mkdocs_hooks), is built strict, verified,
+lessonkit.integrations.mkdocs.hooks), is built strict, verified,
 mutation-checked (100 %) and repinned to its own release, with every cache under the
 test's tmp. The pinned sdist is downloaded once per session from the package index, as
 the main project's is; its sha256 is checked by the pin like any provider's.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from lessonkit import pin as pinning
+from lessonkit.source import pin as pinning
 from lessonkit.errors import LessonError
 
 ROOT = Path(__file__).resolve().parent.parent

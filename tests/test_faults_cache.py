@@ -1,6 +1,6 @@
 """Fault injection for configuration, paths and caches (issue 15).
 
-* every path-forming value, even one that bypassed lessonkit.config, stays inside the cache;
+* every path-forming value, even one that bypassed lessonkit.config.files, stays inside the cache;
 * a damaged cache entry of any kind, damaged in any way, is dropped and made again and the
   site is byte-identical to a clean build;
 * a read-only or full cache (a real read-only or tiny tmpfs mount; skipped with the reason
@@ -27,7 +27,11 @@ from pathlib import Path
 import pytest
 
 from support import COMMIT, ROOT, TmpSite, block
-from lessonkit import config, fsutil, pin as pinmod, store
+from lessonkit.config import files as config
+from lessonkit.config import maps
+from lessonkit.util import fs as fsutil
+from lessonkit.source import pin as pinmod
+from lessonkit.util import store
 from lessonkit.errors import LessonError
 
 EPOCH = "1764460800"
@@ -164,7 +168,7 @@ def test_owned_path_refuses_links_on_the_way_and_removes_a_link_not_its_target(t
 def test_hostile_pin_values_never_reach_the_filesystem_even_unchecked(
     tmp_path, real_project, pinned_root, sdist, monkeypatch, field, value
 ):
-    """A Pin built around lessonkit.config (as a bug might) still cannot remove the project."""
+    """A Pin built around lessonkit.config.files (as a bug might) still cannot remove the project."""
     project = tmp_path / "proj"
     cache = project / ".cache"
     (cache / "pin").mkdir(parents=True)
@@ -506,8 +510,8 @@ def _mutations(data: bytes, rng: random.Random, n: int):
 READERS = {
     "pin.toml": lambda p: config.load_pin_fields(p, "sourcemap/pin.toml"),
     "manifest.sha256": lambda p: config.read_manifest(p, "sourcemap/manifest.sha256"),
-    "excerpts.json": lambda p: config.read_excerpt_map(p, "sourcemap/excerpts.json"),
-    "roles.toml": lambda p: config.read_roles(p, "sourcemap/roles.toml"),
+    "excerpts.json": lambda p: maps.read_excerpt_map(p, "sourcemap/excerpts.json"),
+    "roles.toml": lambda p: maps.read_roles(p, "sourcemap/roles.toml"),
 }
 
 

@@ -26,7 +26,8 @@ from pathlib import Path
 import pytest
 
 from support import ROOT, TmpSite, block
-from lessonkit import fsutil, sandbox
+from lessonkit.util import fs as fsutil
+from lessonkit.run.box import sandbox
 
 SLOW = """\
 import subprocess, sys, time
@@ -217,7 +218,7 @@ def test_tampering_with_the_pinned_tree_fails_the_build_without_namespaces(tmp_p
     assert r.returncode != 0
     assert "Traceback" not in r.stderr, r.stderr[-3000:]
     lines = [l for l in r.stderr.splitlines() if l.startswith("ERROR")]
-    from lessonkit.pin import manifest_lines
+    from lessonkit.source.pin import manifest_lines
 
     n = manifest_lines(s.root / "sourcemap" / "manifest.sha256")[target]
     assert (
@@ -231,14 +232,14 @@ def test_tampering_with_the_pinned_tree_fails_the_build_without_namespaces(tmp_p
 
 @pytest.mark.parametrize("name,signum", SIGNALS[:2], ids=[n for n, _ in SIGNALS[:2]])
 def test_a_signal_to_the_prefill_leaves_no_box_process_or_partial_entry(tmp_path, pinned_root, name, signum):
-    """`lessonkit.prefill` (what the noxfile runs while the lock installs; it ends it with SIGTERM
+    """`lessonkit.cli.prefill` (what the noxfile runs while the lock installs; it ends it with SIGTERM
     when the install fails, and a terminal's Ctrl-C reaches it too) runs the build's experiments
     through the build's runner: a signal ends it within 2 s, with no box, process or partial
     cache entry left, and no traceback."""
     s = _make(tmp_path / "proj", pinned_root)
     before = _snapshot(s.root)
     proc = subprocess.Popen(
-        [sys.executable, "-I", "-m", "lessonkit.prefill", str(s.root)],
+        [sys.executable, "-I", "-m", "lessonkit.cli.prefill", str(s.root)],
         cwd=s.root,
         env=s.env,  # -I: lessonkit comes from the environment's .pth, like in the noxfile
         stdin=subprocess.DEVNULL,

@@ -22,9 +22,12 @@ from pathlib import Path
 import pytest
 
 from support import TmpSite
-from lessonkit import execute, fsutil, sandbox, store
-from lessonkit.execute import Job, Runner
-from lessonkit.pin import load_pin
+from lessonkit.run import runner as execute
+from lessonkit.util import fs as fsutil
+from lessonkit.run.box import sandbox
+from lessonkit.util import store
+from lessonkit.run.runner import Job, Runner
+from lessonkit.source.pin import load_pin
 
 NS = fsutil.pid_namespace()
 pytestmark = pytest.mark.skipif(NS is None, reason="/proc does not show this PID namespace")

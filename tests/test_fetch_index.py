@@ -1,4 +1,4 @@
-"""The sdist read straight from a package index's simple API (lessonkit.fetch.index_download),
+"""The sdist read straight from a package index's simple API (lessonkit.source.fetch.index_download),
 against a local index served on loopback: JSON and HTML pages, relative links, a wrong hash, a
 missing file, and the provider's fallback to ``pip download``."""
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from lessonkit import fetch
-from lessonkit import pin as pinning
+from lessonkit.source import fetch
+from lessonkit.source import pin as pinning
 from lessonkit.errors import LessonError
 from support import ROOT
 

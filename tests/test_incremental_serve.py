@@ -41,7 +41,7 @@ def _digests(site: Path) -> dict[str, str]:
 
 def _full_build(proj: Path, out: Path, env: dict[str, str]) -> None:
     code = (
-        "import sys; from lessonkit.serve import Incremental; "
+        "import sys; from lessonkit.integrations.mkdocs.serve import Incremental; "
         "Incremental('mkdocs.yml', sys.argv[1], serve_url=sys.argv[2]).full()"
     )
     r = subprocess.run(
@@ -83,7 +83,7 @@ def project(tmp_path_factory, real_project):
 
 
 def test_serve_rebuilds_equal_a_full_build_and_only_what_changed(project, monkeypatch):
-    from lessonkit.serve import Incremental
+    from lessonkit.integrations.mkdocs.serve import Incremental
 
     base, proj, env = project
     for key in ("LESSONKIT_CACHE", "AUTOGRAD_SOURCE", "NO_MKDOCS_2_WARNING", "SOURCE_DATE_EPOCH"):
@@ -168,11 +168,11 @@ def test_serve_rebuilds_equal_a_full_build_and_only_what_changed(project, monkey
 
 
 def test_pin_prefetch_needs_only_the_standard_library(tmp_path, pinned_root):
-    """`python -S -m lessonkit.pin ROOT` provides the pinned tree before anything is installed: no
+    """`python -S -m lessonkit.source.pin ROOT` provides the pinned tree before anything is installed: no
     site-packages, so an import of a third-party module anywhere on that path fails here."""
     env = {**os.environ, "LESSONKIT_CACHE": str(tmp_path / "cache"), "AUTOGRAD_SOURCE": str(pinned_root)}
     r = subprocess.run(
-        [sys.executable, "-S", "-m", "lessonkit.pin", str(ROOT)],
+        [sys.executable, "-S", "-m", "lessonkit.source.pin", str(ROOT)],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -184,7 +184,7 @@ def test_pin_prefetch_needs_only_the_standard_library(tmp_path, pinned_root):
     assert r.stderr == ""
     env["LESSONKIT_CACHE"] = "relative/cache"  # a problem is one located line, not a traceback
     r = subprocess.run(
-        [sys.executable, "-S", "-m", "lessonkit.pin", str(ROOT)],
+        [sys.executable, "-S", "-m", "lessonkit.source.pin", str(ROOT)],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -197,7 +197,7 @@ def test_pin_prefetch_needs_only_the_standard_library(tmp_path, pinned_root):
 
 
 def test_prefill_runs_the_builds_experiments_into_its_cache_with_the_standard_library(site):
-    """noxfile.py runs `python -I -m lessonkit.prefill ROOT numpy` while the lock installs. It needs
+    """noxfile.py runs `python -I -m lessonkit.cli.prefill ROOT numpy` while the lock installs. It needs
     only the standard library (`-S` here: no site-packages; the boxes' own interpreter has NumPy),
     and what it stores is what the build reads: every experiment from the cache, none run again."""
     site.script("ok.py", "from _provenance import announce\nannounce()\nprint(2 * 3)\n")
@@ -206,7 +206,7 @@ def test_prefill_runs_the_builds_experiments_into_its_cache_with_the_standard_li
 
     def prefill(*flags: str) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, *flags, "-m", "lessonkit.prefill", str(site.root), "json"],
+            [sys.executable, *flags, "-m", "lessonkit.cli.prefill", str(site.root), "json"],
             cwd=ROOT,  # with -S the checkout is how lessonkit is found; -I finds it through site-packages
             env=site.env,
             capture_output=True,
@@ -234,7 +234,7 @@ def test_prefill_runs_the_builds_experiments_into_its_cache_with_the_standard_li
 def test_an_experiment_key_holds_the_scripts_it_names_and_every_helper(site):
     """Editing one script changes its key and the keys of scripts that name it, not the others';
     a helper (``_*.py``) is in every key, as is everything for a script that lists files."""
-    from lessonkit.pages import script_job
+    from lessonkit.site.pages import script_job
 
     site.script("a.py", "print(1)\n")
     site.script("b.py", "import a\n")

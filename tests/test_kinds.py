@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from support import block
-from lessonkit import kinds, repin
+from lessonkit import kinds
+from lessonkit import repin
 from lessonkit.errors import LessonError
-from lessonkit.parse import Block, parse_page
-from lessonkit.render import anchors
+from lessonkit.pipeline.parse import Block, parse_page
+from lessonkit.pipeline.render import anchors
 
 HERE = Path(__file__).resolve().parent
 

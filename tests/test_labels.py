@@ -10,10 +10,13 @@ import tokenize
 
 import pytest
 
-from lessonkit import figures, labels, siteconfig, sourceref
+from lessonkit.pipeline import svg as figures
+from lessonkit.config import labels
+from lessonkit.config import site as siteconfig
+from lessonkit.source import refs as sourceref
 from lessonkit.errors import LessonError
 from lessonkit.kinds.base import InlineKind, InlineRef, problems_of
-from lessonkit.labels import LABELS, Labels
+from lessonkit.config.labels import LABELS, Labels
 from support import ROOT
 
 CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]")
@@ -59,7 +62,7 @@ def test_no_cjk_text_in_engine_code(path):
     if rel in EXEMPT:
         assert found, f"{rel} is clean now: drop it from EXEMPT"
         return
-    assert found == [], f"{rel}: move these words into lessonkit/labels.py (and the series' site.toml)"
+    assert found == [], f"{rel}: move these words into lessonkit/config/labels.py (and the series' site.toml)"
 
 
 def test_engine_templates_are_in_english():
@@ -206,7 +209,7 @@ def test_figures_take_their_words_from_the_caller():
 
 
 def test_diagram_words_come_from_the_caller():
-    from lessonkit.attachments import nesting_svg, sequence_svg
+    from lessonkit.site.attachments import nesting_svg, sequence_svg
 
     svg = nesting_svg([2, 1], "float", "ArrayBox · _trace = {level}", "嵌套")
     assert 'aria-label="嵌套"' in svg and _texts(svg)[:2] == ["ArrayBox · _trace = 2", "ArrayBox · _trace = 1"]
@@ -235,8 +238,8 @@ def test_inline_kinds_turn_read_and_look_up_into_problems():
 
 
 def test_prose_columns_decide_what_counts_as_a_hand_value():
-    from lessonkit.living import count_table
-    from lessonkit.recording import build_snapshot, load
+    from lessonkit.checks.living import count_table
+    from lessonkit.pipeline.recording import build_snapshot, load
 
     rec = load({"xx": {"grad": 6.0}}, "experiments/x.py")
     table = build_snapshot(["对象 | 值 | 说明 | Note", "a | @xx.grad | 手写 | typed", "b | 7 | — | x"], rec)
@@ -247,7 +250,7 @@ def test_prose_columns_decide_what_counts_as_a_hand_value():
 
 def test_readme_documents_the_new_configuration():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "[snapshots]" in readme and "lessonkit/labels.py" in readme
+    assert "[snapshots]" in readme and "lessonkit/config/labels.py" in readme
 
 
 def test_a_series_without_labels_builds_in_the_engines_english(site):

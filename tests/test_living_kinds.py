@@ -75,7 +75,7 @@ def test_the_four_kinds_are_registered():
 )
 def test_inline_pattern_allows_brackets_inside_quotes(text, args):
     from lessonkit.kinds import KINDS
-    from lessonkit.parse import parse_page
+    from lessonkit.pipeline.parse import parse_page
 
     page = parse_page(text, "docs/a.md", kinds=KINDS)
     assert [i.ref.argument for i in page.inline] == args and page.problems == []
@@ -83,7 +83,7 @@ def test_inline_pattern_allows_brackets_inside_quotes(text, args):
 
 def test_an_unclosed_inline_reference_is_a_located_error():
     from lessonkit.kinds import KINDS
-    from lessonkit.parse import parse_page
+    from lessonkit.pipeline.parse import parse_page
 
     page = parse_page('x\n见 [[line: a.py::f "outgrads[parent]]] 后文', "docs/a.md", kinds=KINDS)
     assert page.inline == []

@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from lessonkit import figures, recording, sourceref
+from lessonkit.pipeline import svg as figures
+from lessonkit.pipeline import recording
+from lessonkit.source import refs as sourceref
 from lessonkit.errors import LessonError
-from lessonkit.recording import Format, build_snapshot, format_value, lookup
+from lessonkit.pipeline.recording import Format, build_snapshot, format_value, lookup
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENTS = ROOT / "experiments"
@@ -135,7 +137,7 @@ def test_sourceref_scan_skips_code():
 
 
 def test_sourceref_classify_under_another_tree(pinned, tmp_path):
-    from lessonkit.resolve import Tree
+    from lessonkit.source.resolve import Tree
 
     r = sourceref.resolve_text(pinned, '[[core.py::backward_pass "outgrad = outgrads.pop(node)"]]')
     core = (pinned.root / "autograd/core.py").read_text()
@@ -387,7 +389,7 @@ def test_graph_figure_diamond_labels_every_edge(rec05):
 def test_figures_are_deterministic_across_processes(rec05, tmp_path):
     (tmp_path / "g.json").write_text(json.dumps(rec05["diamond"]["graph"]))
     code = (
-        "import json,sys; from lessonkit.figures import graph_svg; "
+        "import json,sys; from lessonkit.pipeline.svg import graph_svg; "
         "sys.stdout.write(graph_svg(json.load(open('g.json')), 't'))"
     )
     outs = {

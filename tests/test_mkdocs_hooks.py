@@ -1,4 +1,4 @@
-"""The MkDocs adapter, lessonkit.mkdocs_hooks, on MkDocs' own configuration objects, without a site build.
+"""The MkDocs adapter, lessonkit.integrations.mkdocs.hooks, on MkDocs' own configuration objects, without a site build.
 
 A tiny project (a ``mkdocs.yml``, one page and the one-line hooks file a series writes) is loaded
 with ``mkdocs.config.load_config``, as ``mkdocs build`` and each ``mkdocs serve`` rebuild do; the
@@ -17,7 +17,7 @@ from mkdocs.config import load_config
 from mkdocs.exceptions import Abort, PluginError
 
 from lessonkit import build as lk_build
-from lessonkit import mkdocs_hooks
+from lessonkit.integrations.mkdocs import hooks as mkdocs_hooks
 from lessonkit.errors import LessonError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,7 +57,7 @@ def project(tmp_path, monkeypatch):
     (tmp_path / "hooks").mkdir()
     (tmp_path / "hooks" / "lessonkit_hooks.py").write_text(HOOKS_LINE, encoding="utf-8")
     (tmp_path / "mkdocs.yml").write_text(
-        "site_name: t\nhooks:\n  - hooks/lessonkit_hooks.py\nmarkdown_extensions:\n  - lessonkit.mdext\n",
+        "site_name: t\nhooks:\n  - hooks/lessonkit_hooks.py\nmarkdown_extensions:\n  - lessonkit.pipeline.markdown\n",
         encoding="utf-8",
     )
     for name in ("SITE_URL", "LESSONKIT_REPO_URL"):
@@ -74,7 +74,7 @@ def _load(project: Path):
 
 
 def test_the_one_line_hooks_file_registers_the_adapter():
-    assert HOOKS_LINE.startswith("from lessonkit.mkdocs_hooks import *") and HOOKS_LINE.count("\n") == 1
+    assert HOOKS_LINE.startswith("from lessonkit.integrations.mkdocs.hooks import *") and HOOKS_LINE.count("\n") == 1
     example = ROOT / "examples" / "micrograd-lessons" / "hooks" / "lessonkit_hooks.py"
     assert example.read_text(encoding="utf-8") == HOOKS_LINE
     assert "../" not in (ROOT / "examples" / "micrograd-lessons" / "mkdocs.yml").read_text(encoding="utf-8")
@@ -113,9 +113,9 @@ def test_on_config_gives_each_configuration_its_own_build_and_events(project):
         assert not any(getattr(m, "__self__", None) is events for m in config.plugins.events["config"])
         assert config.plugins.events["page_context"][-1].mkdocs_priority == -100  # after the search index
         assert config.plugins.events["post_page"][-1].mkdocs_priority == -100  # the HTML MkDocs writes
-        assert config.mdx_configs["lessonkit.mdext"]["context"]() is None  # the build's page: none yet
+        assert config.mdx_configs["lessonkit.pipeline.markdown"]["context"]() is None  # the build's page: none yet
         build.current = "page"
-        assert config.mdx_configs["lessonkit.mdext"]["context"]() == "page"
+        assert config.mdx_configs["lessonkit.pipeline.markdown"]["context"]() == "page"
 
 
 def test_the_experiments_start_on_the_pages_mkdocs_will_list(project):
@@ -163,7 +163,7 @@ def test_paths_read_from_the_working_folder_become_the_projects(project, monkeyp
         "site_name: t\nhooks:\n  - hooks/lessonkit_hooks.py\n"
         "theme:\n  name: material\n"
         "plugins:\n  - search:\n      jieba_dict_user: docs/words.txt\n"
-        "markdown_extensions:\n  - lessonkit.mdext\n"
+        "markdown_extensions:\n  - lessonkit.pipeline.markdown\n"
         "  - pymdownx.snippets:\n      base_path: [docs, /abs/place]\n",
         encoding="utf-8",
     )
@@ -229,7 +229,7 @@ def test_on_config_logs_where_the_pinned_tree_came_from(project, caplog):
 
 
 def test_a_page_rewritten_before_its_code_and_formulas_are_put_back_is_one_located_error():
-    from lessonkit.render import Deferred
+    from lessonkit.pipeline.render import Deferred
 
     held = Deferred("n", {})
     early = "<p>" + held.slot_text("x2", "<math><msup><mi>x</mi><mn>2</mn></msup></math>") + "</p>"

@@ -1,8 +1,8 @@
-"""lessonkit keeps no process-wide mutable state but what :mod:`lessonkit.shared` lists (issue 16).
+"""lessonkit keeps no process-wide mutable state but what :mod:`lessonkit.util.shared` lists (issue 16).
 
 A build's state lives in its :class:`lessonkit.build.Build`, which the MkDocs adapter keeps with
 the configuration it was made for. Everything else that outlives a build must be listed, with its
-reason, in ``lessonkit.shared.STATE``. The audit finds, in every module of the package:
+reason, in ``lessonkit.util.shared.STATE``. The audit finds, in every module of the package:
 
 * from the source (``ast``): a module-level name or class attribute that code rebinds
   (``global X``, ``module.X = …``, ``Class.X = …``, ``cls.X = …``) or changes in place
@@ -30,10 +30,10 @@ from pathlib import Path
 import pytest
 
 import lessonkit
-from lessonkit import shared
+from lessonkit.util import shared
 
 PACKAGE = Path(lessonkit.__file__).resolve().parent
-NOT_IMPORTED = {"lessonkit._boxboot"}  # run as a script inside each sandbox box, never imported
+NOT_IMPORTED = {"lessonkit.run.box._boot"}  # run as a script inside each sandbox box, never imported
 MUTATORS = {
     "append",
     "appendleft",
@@ -316,7 +316,7 @@ def audit() -> dict[str, str]:
 def test_every_module_of_the_package_is_audited():
     modules = {m.name for m in pkgutil.walk_packages(lessonkit.__path__, "lessonkit.")}
     assert modules <= {module for _, module in _sources()} | {"lessonkit"}
-    assert "lessonkit.mkdocs_hooks" in modules and "lessonkit.kinds.snapshot" in modules
+    assert "lessonkit.integrations.mkdocs.hooks" in modules and "lessonkit.kinds.snapshot" in modules
 
 
 def test_process_wide_state_is_exactly_what_lessonkit_shared_lists():
@@ -324,8 +324,8 @@ def test_process_wide_state_is_exactly_what_lessonkit_shared_lists():
     listed = dict(shared.STATE)
     unlisted = {k: v for k, v in found.items() if k not in listed}
     gone = sorted(set(listed) - set(found))
-    assert not unlisted, f"process-wide state not listed in lessonkit/shared.py: {unlisted}"
-    assert not gone, f"lessonkit/shared.py lists state that no longer exists: {gone}"
+    assert not unlisted, f"process-wide state not listed in lessonkit/util/shared.py: {unlisted}"
+    assert not gone, f"lessonkit/util/shared.py lists state that no longer exists: {gone}"
 
 
 def test_each_listed_state_says_what_it_is_and_why_it_may_outlive_a_build():
@@ -334,8 +334,10 @@ def test_each_listed_state_says_what_it_is_and_why_it_may_outlive_a_build():
         assert kind in shared.KINDS, name
         assert len(reason) >= 40 and reason.endswith("."), name
     caches = [name for name, (kind, _) in shared.STATE if kind == "cache"]
-    assert "lessonkit.store._MEMORY" in caches and "lessonkit.pyindex.SourceFile._shared" in caches
-    assert [name for name, (kind, _) in shared.STATE if kind == "session"] == ["lessonkit.mkdocs_hooks.SESSION"]
+    assert "lessonkit.util.store._MEMORY" in caches and "lessonkit.source.pyindex.SourceFile._shared" in caches
+    assert [name for name, (kind, _) in shared.STATE if kind == "session"] == [
+        "lessonkit.integrations.mkdocs.hooks.SESSION"
+    ]
 
 
 SAMPLE = """
@@ -398,7 +400,7 @@ def test_the_audit_finds_each_kind_of_process_wide_state():
         "lessonkit.sample.CURRENT": "memoised function or context variable",
         "lessonkit.sample.LATEST": "rebound in a function",
         "lessonkit.other.STORE": "set from code",
-        "lessonkit.pyindex.SourceFile.store": "set from code",
+        "lessonkit.source.pyindex.SourceFile.store": "set from code",
         "lessonkit.sample.Files._shared": "changed in place",
         "lessonkit.sample.version": "memoised function",
     }

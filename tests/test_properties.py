@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lessonkit.errors import LessonError
-from lessonkit.parse import Block, BrokenBlock, parse_page
+from lessonkit.pipeline.parse import Block, BrokenBlock, parse_page
 
 PATH = "docs/x.md"
 SETTINGS = settings(

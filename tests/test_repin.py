@@ -29,9 +29,9 @@ import pytest
 
 from support import COMMIT, block
 from lessonkit import repin
-from lessonkit.__main__ import main as cli
+from lessonkit.cli.main import main as cli
 from lessonkit.errors import LessonError
-from lessonkit.pin import load_pin, sha256_file
+from lessonkit.source.pin import load_pin, sha256_file
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIFT = "# three comment lines\n# inserted at the top\n# shift every line of core.py by 3\n"
@@ -419,7 +419,7 @@ def test_operator_errors_are_one_line(site, monkeypatch, capsys, argv, message):
     ],
 )
 def test_repin_classifies_by_error_code_not_message_text(symbol, code):
-    from lessonkit.pyindex import MISSING_SYMBOL, SourceFile
+    from lessonkit.source.pyindex import MISSING_SYMBOL, SourceFile
 
     text = b"def f(x):\n    return x\n\nf(1)\n\ndef twice():\n    pass\n\ndef twice():\n    pass\n"
     sf = SourceFile("pkg/m.py", text)

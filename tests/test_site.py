@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from lessonkit.linkcheck import check_site
+from lessonkit.site.links import check_site
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"

@@ -183,7 +183,7 @@ def plain_config(text: str) -> str:
     """mkdocs.yml without the project's hooks and Markdown extensions.
 
     Math goes the way a plain Material site does it: ``pymdownx.arithmatex`` (generic),
-    leaving the formulas to a script in the browser, instead of lessonkit.mathml's
+    leaving the formulas to a script in the browser, instead of lessonkit.pipeline.mathml's
     build-time MathML."""
     lines = _drop_item(text.split("\n"), r"(\./)?hooks/lessonkit_hooks\.py")
     lines = _drop_item(lines, r"lessonkit\.mdext")
@@ -225,7 +225,7 @@ def _fence_for(text: str, indent_fence: str) -> str:
 
 def rewrite_pages(root: Path, convert) -> int:
     """Replace every annotation block of every page with ``convert(block, raw_lines)``."""
-    from lessonkit.parse import Block, parse_page
+    from lessonkit.pipeline.parse import Block, parse_page
 
     count = 0
     for path in sorted((root / "docs").rglob("*.md")):
@@ -277,7 +277,9 @@ def plain_generated(lk_root: Path, cache: Path) -> dict[str, str]:
     generated attachments) as ordinary Markdown files: the page text as the build
     generates it, with each slot as plain Markdown (the whole file as a fenced code
     block with line numbers, the tables as Markdown tables). Needs a warm cache."""
-    from lessonkit import pages, site, verify
+    from lessonkit.site import pages
+    from lessonkit.site import citations as site
+    from lessonkit.checks import verify
     from lessonkit.project import Project
 
     project = Project(lk_root, cache=cache)
@@ -300,7 +302,7 @@ def plain_generated(lk_root: Path, cache: Path) -> dict[str, str]:
 
 
 def _plain_slots(project, g, cites) -> str:
-    from lessonkit import pages
+    from lessonkit.site import pages
 
     origin, file = g.code
     sf = pages.code_file(project, origin, file)
@@ -744,7 +746,7 @@ def experiment_cpu_serial(root: Path, cache: Path) -> tuple[int, float]:
     Run serially so that the RUSAGE_CHILDREN delta is exactly the experiments' CPU (the
     per-entry ``cpu_seconds`` that the build records are process-wide deltas taken while
     other experiments finish in parallel, so their sum over-counts)."""
-    from lessonkit import verify
+    from lessonkit.checks import verify
     from lessonkit.project import Project
 
     project = Project(root, cache=cache)

@@ -23,9 +23,15 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ..errors import LessonError
-from . import experiment, figure, line, real_source, snapshot, teaching, value
-from .base import CITATION_ROLES, REPIN_ROLES, InlineKind, InlineRef, Kind, Resolved
+from lessonkit.errors import LessonError
+from lessonkit.kinds import experiment
+from lessonkit.kinds import figure
+from lessonkit.kinds import line
+from lessonkit.kinds import real_source
+from lessonkit.kinds import snapshot
+from lessonkit.kinds import teaching
+from lessonkit.kinds import value
+from lessonkit.kinds.base import CITATION_ROLES, REPIN_ROLES, InlineKind, InlineRef, Kind, Resolved
 
 __all__ = ["KINDS", "Registry", "Kind", "InlineKind", "InlineRef", "Resolved", "for_project", "INLINE"]
 
@@ -121,11 +127,11 @@ CONFIG = "sourcemap/kinds.toml"
 
 def for_project(root: Path) -> Registry:
     """The built-in kinds plus those the project lists in ``sourcemap/kinds.toml``."""
-    from ..config import import_kind_module, read_kind_modules
+    from lessonkit.config.checks import import_kind_module, read_kind_modules
 
     if not (root / CONFIG).exists() and not (root / CONFIG).is_symlink():
         return KINDS
-    extra = []  # validated names, imported only from the project root (see lessonkit.config)
+    extra = []  # validated names, imported only from the project root (see lessonkit.config.files)
     for name, at in read_kind_modules(root):
         extra += import_kind_module(root, name, at)
     try:

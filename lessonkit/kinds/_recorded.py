@@ -1,6 +1,6 @@
 """Shared by the kinds that show a recorded run (``snapshot``, ``figure``, ``value``).
 
-An experiment named by these kinds becomes a :class:`~lessonkit.execute.Job` exactly
+An experiment named by these kinds becomes a :class:`~lessonkit.run.runner.Job` exactly
 like an ``experiment`` block with ``File:`` (same name, source and memory, so the same
 cache key): the build runs it once, whether or not a page also shows it as an
 experiment block. A script that no page shows is still run (and listed on the
@@ -13,10 +13,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .. import execute, sandbox
-from ..errors import LessonError, Problem
-from ..parse import check_rel_path
-from ..recording import Recording, load
+from lessonkit.run import runner as execute
+from lessonkit.run.box import sandbox
+from lessonkit.errors import LessonError, Problem
+from lessonkit.pipeline.parse import check_rel_path
+from lessonkit.pipeline.recording import Recording, load
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 

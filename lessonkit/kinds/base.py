@@ -27,14 +27,14 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
-from ..errors import LessonError, Problem
+from lessonkit.errors import LessonError, Problem
 
 if TYPE_CHECKING:
-    from ..execute import Job, Result
-    from ..parse import Block
-    from ..project import Project
-    from ..render import Renderer
-    from ..resolve import Excerpt
+    from lessonkit.run.runner import Job, Result
+    from lessonkit.pipeline.parse import Block
+    from lessonkit.project import Project
+    from lessonkit.pipeline.render import Renderer
+    from lessonkit.source.resolve import Excerpt
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,12 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from .. import execute, sandbox
-from ..errors import LessonError, Problem
-from ..parse import check_rel_path
-from ..resolve import excerpt_of
-from .base import Kind, Resolved, slug
+from lessonkit.run import runner as execute
+from lessonkit.run.box import sandbox
+from lessonkit.errors import LessonError, Problem
+from lessonkit.pipeline.parse import check_rel_path
+from lessonkit.source.resolve import excerpt_of
+from lessonkit.kinds.base import Kind, Resolved, slug
 
 
 class Experiment(Kind):

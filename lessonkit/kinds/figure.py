@@ -1,7 +1,7 @@
 """``figure``: an SVG figure drawn at build time from an experiment's recording.
 
 Header: ``Experiment: experiments/x.py`` (required) and exactly one of ``Graph: key``
-(a recorded node graph, :func:`lessonkit.figures.graph_svg`), ``Broadcast: key`` (an
+(a recorded node graph, :func:`lessonkit.pipeline.svg.graph_svg`), ``Broadcast: key`` (an
 object with ``g_in`` and ``sums``), ``Nested: key`` (a chain ``[[type, trace], …]``) or
 ``Alive: key`` (``{mode: [live nodes per layer]}``); optional ``Title:``, ``Caption:``
 (Chinese prose, the ``<figcaption>``), ``Precision:`` (decimals of labels, default 3)
@@ -16,12 +16,13 @@ from __future__ import annotations
 import json
 from html import escape
 
-from .. import figures, recording
-from ..errors import LessonError, Problem
-from ..labels import defaults
-from ..store import digest
-from . import _recorded
-from .base import Kind, Resolved
+from lessonkit.pipeline import svg as figures
+from lessonkit.pipeline import recording
+from lessonkit.errors import LessonError, Problem
+from lessonkit.config.labels import defaults
+from lessonkit.util.store import digest
+from lessonkit.kinds import _recorded
+from lessonkit.kinds.base import Kind, Resolved
 
 SHAPES = ("Graph", "Broadcast", "Nested", "Alive")
 FORMAT = "1"  # bump when the HTML or the drawing changes shape
@@ -183,7 +184,7 @@ class Figure(Kind):
 
         def make() -> str:
             caption = b.get("Caption")
-            from .snapshot import _with_refs  # the caption's Markdown (code, $math$, references)
+            from lessonkit.kinds.snapshot import _with_refs  # the caption's Markdown (code, $math$, references)
 
             text = _with_refs(caption, renderer, b.line_of("Caption")) if caption else ""
             drawn = renderer.labels.html("figure-source", script=f"<code>{escape(r.job.label)}</code>")

@@ -2,7 +2,7 @@
 
 ``[[line: core.py::backward_pass "outgrad = outgrads.pop(node)"]]`` renders ``line 28`` (the project's
 ``[labels] line-ref``, e.g. 「第 28 行」);
-the argument grammar is :mod:`lessonkit.sourceref`'s (``FILE::SYMBOL``, a quoted fragment
+the argument grammar is :mod:`lessonkit.source.refs`'s (``FILE::SYMBOL``, a quoted fragment
 or ``+N``, ``..`` for a range, ``|file`` or ``|L`` for the style). The reference links to
 the line anchor of an excerpt on the same page that covers it, else to the source
 browser (``#L28``, ``#L30-L31``).
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from html import escape
 
-from .. import sourceref
-from ..errors import LessonError
-from .base import InlineKind
+from lessonkit.source import refs as sourceref
+from lessonkit.errors import LessonError
+from lessonkit.kinds.base import InlineKind
 
 
 def parse(ref) -> sourceref.SourceRef:

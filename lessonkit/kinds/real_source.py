@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from html import escape
 
-from ..errors import Problem
-from ..parse import LINES
-from ..resolve import check_commit, check_lines, excerpt_of
-from .base import Kind, Resolved, slug
+from lessonkit.errors import Problem
+from lessonkit.pipeline.parse import LINES
+from lessonkit.source.resolve import check_commit, check_lines, excerpt_of
+from lessonkit.kinds.base import Kind, Resolved, slug
 
 COMMIT = re.compile(r"^[0-9a-fA-F]{7,40}$")
 

@@ -3,7 +3,7 @@
 Header: ``Experiment: experiments/x.py`` (required), ``Title:``, ``Label:`` (the table's
 badge: one of ``badges`` in ``[snapshots]`` of site.toml, e.g. 手算推演 / 源码推演 / 实验观察),
 ``Precision:`` (decimals, default 6). The body is
-:func:`lessonkit.recording.build_snapshot`'s table: the first row names the columns;
+:func:`lessonkit.pipeline.recording.build_snapshot`'s table: the first row names the columns;
 ``@key`` is generated from the run, ``@key = text`` is written by hand and checked,
 ``text {@key = v}`` shows ``text`` and checks ``v``, anything else is the author's text.
 A mismatch is a located error at the row's line.
@@ -14,12 +14,12 @@ from __future__ import annotations
 from functools import lru_cache
 from html import escape
 
-from .. import recording
-from ..errors import LessonError, Problem
-from ..labels import defaults
-from ..store import digest
-from . import _recorded
-from .base import Kind, Resolved
+from lessonkit.pipeline import recording
+from lessonkit.errors import LessonError, Problem
+from lessonkit.config.labels import defaults
+from lessonkit.util.store import digest
+from lessonkit.kinds import _recorded
+from lessonkit.kinds.base import Kind, Resolved
 
 FORMAT = "1"  # bump when the HTML changes shape
 
@@ -131,7 +131,7 @@ class Snapshot(Kind):
             table = self.table(r, result)
         except LessonError:
             return []
-        from . import INLINE, InlineRef
+        from lessonkit.kinds import INLINE, InlineRef
 
         def plain_ref(m):
             kind = project.kinds.inline.get(m["name"])
@@ -151,7 +151,7 @@ class Snapshot(Kind):
 
 def cell_refs(block) -> list:
     """The inline references (``[[line: …]]``, ``[[value: …]]``) written in the Title and the table's cells."""
-    from . import INLINE, InlineRef
+    from lessonkit.kinds import INLINE, InlineRef
 
     out = []
     lines = [(block.line_of("Title"), block.get("Title") or "")]
@@ -165,7 +165,7 @@ def cell_refs(block) -> list:
 
 def _with_refs(text: str, renderer, line: int | None) -> str:
     """A hand-written cell as HTML, its inline references rendered by their kinds."""
-    from . import INLINE, InlineRef
+    from lessonkit.kinds import INLINE, InlineRef
 
     project = renderer.project
     if "[[" not in text or project is None:
@@ -200,7 +200,7 @@ def _md(text: str) -> str:
     """A cell's Markdown (code, emphasis, $math$) as inline HTML."""
     import markdown
 
-    html = markdown.Markdown(extensions=["lessonkit.mathml"]).convert(text).strip()
+    html = markdown.Markdown(extensions=["lessonkit.pipeline.mathml"]).convert(text).strip()
     if html.startswith("<p>") and html.endswith("</p>") and html.count("<p>") == 1:
         html = html[3:-4]
     return html

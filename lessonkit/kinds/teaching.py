@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from html import escape
 
-from ..errors import Problem
-from ..resolve import based_on, excerpt_of
-from .base import Kind, Resolved
+from lessonkit.errors import Problem
+from lessonkit.source.resolve import based_on, excerpt_of
+from lessonkit.kinds.base import Kind, Resolved
 
 
 class Teaching(Kind):

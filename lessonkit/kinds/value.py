@@ -3,7 +3,7 @@
 ``[[value: multiple_paths xx.grad]]`` renders ``6.0``; ``[[value: multiple_paths
 diamond.calls.2.ingrad|3]]`` renders it with 3 decimals. ``multiple_paths`` is
 ``experiments/multiple_paths.py``; the key is a dotted path into its recording
-(:mod:`lessonkit.recording`). The page waits for that run; hovering shows which
+(:mod:`lessonkit.pipeline.recording`). The page waits for that run; hovering shows which
 experiment and key the number comes from.
 """
 
@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 from html import escape
 
-from .. import recording
-from ..errors import LessonError
-from . import _recorded
-from .base import InlineKind
+from lessonkit.pipeline import recording
+from lessonkit.errors import LessonError
+from lessonkit.kinds import _recorded
+from lessonkit.kinds.base import InlineKind
 
 ARG = re.compile(
     r"(?P<exp>[A-Za-z_][A-Za-z0-9_-]*)\s+(?P<key>" + recording.KEY.pattern + r")(?:\s*\|\s*(?P<prec>\d{1,2}))?"

@@ -4,7 +4,7 @@
 version on the package index (``1.9.0``), a full 40-digit commit fetched from
 ``LESSONKIT_GIT_REMOTE``, or a local checkout (a directory). Four steps, one module each:
 
-* :mod:`.acquire`: the target tree, with the pin's own providers (:mod:`lessonkit.pin`);
+* :mod:`.acquire`: the target tree, with the pin's own providers (:mod:`lessonkit.source.pin`);
 * :mod:`.classify`: every block and experiment as unchanged / moved / changed / missing
   (experiments: unchanged / differs / fails), by error codes, never by message text;
 * :mod:`.report`: the summary on stdout and the HTML page (``lessonkit/templates/repin.html``);
@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import LessonError
-from ..project import Project
-from .acquire import WHERE, Target, acquire, classify_target, err, fetch_sdist, tree_version
-from .apply import apply, page_edits, pin_text
-from .classify import Item, RepinReport, build_report
-from .report import render_html, summary_lines
+from lessonkit.errors import LessonError
+from lessonkit.project import Project
+from lessonkit.repin.acquire import WHERE, Target, acquire, classify_target, err, fetch_sdist, tree_version
+from lessonkit.repin.apply import apply, page_edits, pin_text
+from lessonkit.repin.classify import Item, RepinReport, build_report
+from lessonkit.repin.report import render_html, summary_lines
 
 __all__ = [
     "Item",

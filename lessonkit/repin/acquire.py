@@ -1,10 +1,10 @@
-"""Acquire the target tree of a repin with the pin's own providers (:mod:`lessonkit.pin`).
+"""Acquire the target tree of a repin with the pin's own providers (:mod:`lessonkit.source.pin`).
 
 TARGET is a released version (its sdist from the package index, cached under
 ``<cache>/repin/sdist`` with its sha256), a full 40-digit commit (fetched from
 ``LESSONKIT_GIT_REMOTE``, cached under ``<cache>/repin/git``) or a local checkout.
 Every temporary folder is a pid-named private folder of ``<cache>/repin/.staging``;
-every write in the cache is atomic and strictly inside it (:mod:`lessonkit.fsutil`).
+every write in the cache is atomic and strictly inside it (:mod:`lessonkit.util.fs`).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .. import config
-from .. import pin as pinning
-from ..errors import LessonError
-from ..fsutil import atomic_write, owned_path, remove_owned, staging_dir
-from ..pin import Pin
+from lessonkit.config import environment
+from lessonkit.source import pin as pinning
+from lessonkit.errors import LessonError
+from lessonkit.util.fs import atomic_write, owned_path, remove_owned, staging_dir
+from lessonkit.source.pin import Pin
 
 WHERE = "repin"  # the location operator errors are reported at
 AREA = "repin"  # the cache area of repin: <cache>/repin
@@ -160,7 +160,7 @@ def _sdist_target(spec: str, cache: Path, name: str) -> Target:
 
 def _git_target(spec: str, cache: Path, name: str) -> Target:
     commit = spec.lower()
-    remote = config.git_remote()  # checked: a URL or a folder, never an option
+    remote = environment.git_remote()  # checked: a URL or a folder, never an option
     if not remote:
         raise err(
             f"`{spec}` is a commit id, but LESSONKIT_GIT_REMOTE is not set",

@@ -10,13 +10,14 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
-from .. import config, verify
-from .. import pin as pinning
-from ..fsutil import atomic_write, remove_owned, staging_dir
-from ..pin import Pin, PinnedTree, write_manifest
-from ..project import Project
-from .acquire import Target, err
-from .classify import RepinReport
+from lessonkit.config import files as config
+from lessonkit.checks import verify
+from lessonkit.source import pin as pinning
+from lessonkit.util.fs import atomic_write, remove_owned, staging_dir
+from lessonkit.source.pin import Pin, PinnedTree, write_manifest
+from lessonkit.project import Project
+from lessonkit.repin.acquire import Target, err
+from lessonkit.repin.classify import RepinReport
 
 
 def _sdist_record(target: Target) -> dict[str, str]:
@@ -186,7 +187,7 @@ def apply(project: Project, report: RepinReport, say=print) -> list[str]:
                 hint="repin reports no such problem: please report this as a lessonkit bug",
             )
         verify.write_map(fresh, checked)
-        from ..living import write_ref_map  # prose references: same content, new numbers
+        from lessonkit.checks.living import write_ref_map  # prose references: same content, new numbers
 
         write_ref_map(fresh, checked)
         stale = verify.stale_map(fresh, checked)

@@ -2,7 +2,7 @@
 
 Every block is resolved against the pin with the build's code path
 (:meth:`Project.resolve`) and against the target with the same
-:func:`~lessonkit.resolve.excerpt_of` / :func:`~lessonkit.resolve.based_on`, and
+:func:`~lessonkit.source.resolve.excerpt_of` / :func:`~lessonkit.source.resolve.based_on`, and
 classified as **unchanged** (same text, same lines), **moved** (same text, other
 lines), **changed** (still resolves, text differs; with a diff) or **missing**
 (file or symbol gone, by the error's code; with the closest candidates). Every
@@ -20,14 +20,14 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .. import execute
-from ..errors import LessonError
-from ..parse import Block, BrokenBlock
-from ..pin import Pin
-from ..project import Project
-from ..pyindex import MISSING_SYMBOL, SELECTOR, SourceFile
-from ..resolve import Excerpt, Tree, based_on, excerpt_of
-from .acquire import Target
+from lessonkit.run import runner as execute
+from lessonkit.errors import LessonError
+from lessonkit.pipeline.parse import Block, BrokenBlock
+from lessonkit.source.pin import Pin
+from lessonkit.project import Project
+from lessonkit.source.pyindex import MISSING_SYMBOL, SELECTOR, SourceFile
+from lessonkit.source.resolve import Excerpt, Tree, based_on, excerpt_of
+from lessonkit.repin.acquire import Target
 
 HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
@@ -486,7 +486,7 @@ def build_report(project: Project, target: Target, pages: list[Path] | None = No
                         hint="a kind's repin() returns roles from lessonkit.kinds.REPIN_ROLES",
                     )
     items += _experiment_items(project, target, exps, vs)
-    from . import prose as repin_prose  # inline references, snapshots, figures and recorded values
+    from lessonkit.repin import prose as repin_prose  # inline references, snapshots, figures and recorded values
 
     items += repin_prose.items(project, ttree, target, parsed_pages, vs)
     items.sort(key=lambda i: (i.page, i.line, i.kind))

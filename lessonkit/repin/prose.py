@@ -2,7 +2,7 @@
 tables, figures and inline recorded values (``value``).
 
 * A ``line`` reference names its lines by content, so it is classified like an excerpt
-  (:func:`lessonkit.sourceref.classify`): ``unchanged``, ``moved`` (the new numbers are
+  (:func:`lessonkit.source.refs.classify`): ``unchanged``, ``moved`` (the new numbers are
   shown; the page needs no edit, the build renders the new number), ``changed`` (the
   lines' text differs: reread the sentence) or ``missing`` (the fragment or the symbol
   is gone: rewrite the reference).
@@ -19,21 +19,22 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from .. import execute, sourceref
-from ..errors import LessonError
-from ..kinds import line as line_kind
-from ..kinds import value as value_kind
-from ..living import RECORDED
-from ..parse import Block
+from lessonkit.run import runner as execute
+from lessonkit.source import refs as sourceref
+from lessonkit.errors import LessonError
+from lessonkit.kinds import line as line_kind
+from lessonkit.kinds import value as value_kind
+from lessonkit.checks.living import RECORDED
+from lessonkit.pipeline.parse import Block
 
 KINDS = ("prose-ref", "snapshot", "figure", "value")
 
 
 def items(project, ttree, target, parsed_pages: list, vs) -> list:
     """The repin rows of every inline reference, snapshot, figure and value of ``parsed_pages``."""
-    from .classify import Item
+    from lessonkit.repin.classify import Item
 
-    from ..resolve import Tree
+    from lessonkit.source.resolve import Tree
 
     # base names (`core.py`) resolve among the target's files, as they do among the pin's
     ttree = Tree(ttree.root, "target", allowed=set(target.manifest), label=ttree.label)
@@ -108,7 +109,7 @@ def _ref_item(project, ttree, ref, Item):
             detail=f"{old.render(line=words)} → {new.render(line=words)} (rendered from the content: no edit needed)",
         )
     if status == "changed":
-        from .classify import _udiff
+        from lessonkit.repin.classify import _udiff
 
         return replace(
             item,
@@ -128,7 +129,7 @@ def _recorded_items(project, target, recorded, vs, Item) -> list:
         return []
     jobs = [j for _, j in recorded]
     at_pin = project.runner.run_all(jobs)
-    from .classify import target_runner
+    from lessonkit.repin.classify import target_runner
 
     runner = target_runner(project, target)
     at_target = runner.run_all(jobs)
@@ -178,7 +179,7 @@ def _shown(project, what, result):
             return [[c.text for c in row] for row in table.rows]
         return json.loads(json.dumps(r.kind.inputs(r, result), sort_keys=True))
     rel, key, prec = value_kind.parse(what)
-    from .. import recording
+    from lessonkit.pipeline import recording
 
     rec = recording.load(result.record, rel)
     fmt = recording.Format() if prec is None else recording.Format(precision=prec)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from ..siteconfig import ENGINE_TEMPLATES
-from .classify import ORDER, Item, RepinReport
+from lessonkit.config.site import ENGINE_TEMPLATES
+from lessonkit.repin.classify import ORDER, Item, RepinReport
 
 
 def _counts_text(c: Counter, order: tuple[str, ...]) -> str:

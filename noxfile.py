@@ -164,21 +164,14 @@ def _warm_bytecode(python: str) -> None:
 
 
 def _link_project(session: nox.Session, python: str) -> None:
-    """The project itself, as an editable install does it, without building a wheel: a .pth naming
-    a folder that holds only a link to lessonkit/ (not the whole checkout)."""
-    purelib = session.run(
-        python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))", silent=True, external=True
-    ).strip()
-    link_dir = SHARED / "project"
-    link_dir.mkdir(exist_ok=True)
-    link = link_dir / "lessonkit"
-    try:
-        if not link.is_symlink():
-            link.symlink_to(ROOT.resolve() / "lessonkit", target_is_directory=True)
-        entry = link_dir
-    except OSError:  # no symlinks here: put the checkout itself on sys.path
-        entry = ROOT.resolve()
-    (Path(purelib) / "lessonkit-dev.pth").write_text(f"{entry}\n")
+    """The project itself, installed editable without its dependencies (the lock has them): its
+    entry points (the `lessonkit` MkDocs plugin, the `lessonkit` command) are registered, and
+    lessonkit/ is imported from the checkout."""
+    uv = _uv()
+    if uv:
+        session.run(uv, "pip", "install", "--quiet", "--python", python, "--no-deps", "-e", ".", external=True)
+    else:
+        session.run(python, "-m", "pip", "install", "--quiet", "--no-deps", "-e", ".", external=True)
 
 
 def _install(session: nox.Session, reqs: list[str]) -> None:
@@ -202,7 +195,6 @@ def _install(session: nox.Session, reqs: list[str]) -> None:
         session.install("--no-deps", "-e", ".")
     else:
         python = str(bin_dir / "python")
-        _link_project(session, python)
         uv = _uv()
 
         def install(*args: str) -> None:
@@ -211,6 +203,7 @@ def _install(session: nox.Session, reqs: list[str]) -> None:
             else:
                 session.run(python, "-m", "pip", "install", "--quiet", *args, external=True)
 
+        _link_project(session, python)  # the prefill imports lessonkit
         imports = _experiment_imports()
         first = _first_requirements(imports)
         if first:

@@ -75,9 +75,76 @@ def _load(project: Path):
 
 def test_the_one_line_hooks_file_registers_the_adapter():
     assert HOOKS_LINE.startswith("from lessonkit.integrations.mkdocs.hooks import *") and HOOKS_LINE.count("\n") == 1
-    example = ROOT / "examples" / "micrograd-lessons" / "hooks" / "lessonkit_hooks.py"
-    assert example.read_text(encoding="utf-8") == HOOKS_LINE
-    assert "../" not in (ROOT / "examples" / "micrograd-lessons" / "mkdocs.yml").read_text(encoding="utf-8")
+    example = (ROOT / "examples" / "micrograd-lessons" / "mkdocs.yml").read_text(encoding="utf-8")
+    assert "../" not in example and "hooks:" not in example  # the example uses the plugin
+    assert "\n  - lessonkit\n" in example and "lessonkit.pipeline" not in example
+
+
+def _plugin_project(project: Path, extra: str = "") -> Path:
+    (project / "mkdocs.yml").write_text(f"site_name: t\nplugins:\n  - lessonkit{extra}\n", encoding="utf-8")
+    return project
+
+
+def test_the_plugin_is_the_entry_point_and_the_same_code_path(project):
+    from lessonkit.integrations.mkdocs.plugin import LessonkitPlugin
+
+    config = _load(_plugin_project(project))
+    plugin = config.plugins["lessonkit"]
+    assert type(plugin) is LessonkitPlugin and plugin.config.add_extensions is True
+    config.plugins.on_config(config)
+    build = mkdocs_hooks.build_of(config)
+    assert FakeBuild.made == [build] and build.calls == ["start", "prestart"]
+    # the extensions lessonkit needs were added, its own two first
+    names = config.markdown_extensions
+    assert names[:2] == ["lessonkit.pipeline.markdown", "lessonkit.pipeline.mathml"]
+    for name in ("attr_list", "md_in_html", "tables", "toc", "pymdownx.highlight", "pymdownx.superfences"):
+        assert names.count(name) == 1, name
+    assert config.mdx_configs["pymdownx.highlight"] == {
+        "anchor_linenums": True,
+        "line_spans": "__span",
+        "pygments_lang_class": True,
+    }
+    assert config.mdx_configs["lessonkit.pipeline.markdown"]["root"] == str(project.resolve())
+    names = ["pre_build", "files", "page_markdown", "page_content", "env", "page_context", "post_page"]
+    events = config.plugins[mkdocs_hooks.PLUGIN]
+    for name in names:
+        assert any(getattr(m, "__self__", None) is events for m in config.plugins.events[name]), name
+
+
+def test_the_plugin_reports_what_the_site_configuration_lacks(project):
+    from mkdocs.exceptions import PluginError
+
+    _plugin_project(project, ":\n      add_extensions: false")
+    config = _load(project)
+    with pytest.raises(PluginError) as err:
+        config.plugins.on_config(config)
+    assert str(err.value) == (
+        "mkdocs.yml: markdown_extensions: lessonkit.pipeline.markdown is missing; without it lessonkit's pages "
+        "show raw Markdown — add `- lessonkit.pipeline.markdown` under markdown_extensions, or use "
+        "`plugins: - lessonkit`, which adds it"
+    )
+    yml = project / "mkdocs.yml"
+    yml.write_text(
+        "site_name: t\ntheme:\n  name: material\nplugins:\n  - lessonkit\n"
+        "markdown_extensions:\n  - pymdownx.highlight:\n      line_spans: __x\n",
+        encoding="utf-8",
+    )
+    config = _load(project)
+    with pytest.raises(PluginError) as err:
+        config.plugins.on_config(config)
+    assert str(err.value) == (
+        "mkdocs.yml:6: markdown_extensions: pymdownx.highlight sets line_spans: '__x'; lessonkit's code blocks "
+        "need '__span' — remove line_spans from pymdownx.highlight's options (or set it to '__span')"
+    )
+    yml.write_text("site_name: t\ntheme:\n  name: material\nplugins:\n  - lessonkit\n", encoding="utf-8")
+    config = _load(project)
+    with pytest.raises(PluginError) as err:
+        config.plugins.on_config(config)
+    assert str(err.value) == (
+        "mkdocs.yml:2: theme.font: Material loads its fonts from fonts.googleapis.com, and the site must make no "
+        "request to another host — set `font: false` under `theme:` (system fonts), or serve the fonts from docs/"
+    )
+    assert FakeBuild.made == []  # nothing was started
 
 
 def test_mkdocs_registers_the_exported_functions_and_loads_the_hooks_file_once(project):
@@ -161,7 +228,7 @@ def test_paths_read_from_the_working_folder_become_the_projects(project, monkeyp
     (project / "docs" / "words.txt").write_text("反向传播 3 n\n", encoding="utf-8")
     (project / "mkdocs.yml").write_text(
         "site_name: t\nhooks:\n  - hooks/lessonkit_hooks.py\n"
-        "theme:\n  name: material\n"
+        "theme:\n  name: material\n  font: false\n"
         "plugins:\n  - search:\n      jieba_dict_user: docs/words.txt\n"
         "markdown_extensions:\n  - lessonkit.pipeline.markdown\n"
         "  - pymdownx.snippets:\n      base_path: [docs, /abs/place]\n",

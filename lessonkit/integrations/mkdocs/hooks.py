@@ -40,8 +40,9 @@ from mkdocs.structure.files import File, Files, InclusionLevel, get_files
 from mkdocs.utils import get_relative_url
 
 from lessonkit import build as lk_build
-from lessonkit.config import files as lk_config
-from lessonkit.integrations.mkdocs import themecache
+from lessonkit.config import checks as lk_checks
+from lessonkit.config import environment as lk_environment
+from lessonkit.integrations.mkdocs import setup, themecache
 from lessonkit.errors import LessonError
 
 if TYPE_CHECKING:
@@ -74,13 +75,29 @@ def on_shutdown() -> None:
 
 @event_priority(100)  # before the other plugins: the prewarm process works while they configure
 def on_config(config: "MkDocsConfig") -> None:
-    """Make this configuration's Build: provide the pinned tree, check the pages and list
+    """The hooks file's ``on_config``: :func:`configure`, adding the extensions lessonkit needs."""
+    configure(config, add_extensions=True)
+
+
+def configure(config: "MkDocsConfig", *, add_extensions: bool) -> None:
+    """Make this configuration's Build: add (or check) the Markdown extensions and check the theme
+    (:mod:`~lessonkit.integrations.mkdocs.setup`), provide the pinned tree, check the pages and list
     their experiments (:meth:`~lessonkit.build.Build.prestart`; they start in
     ``on_pre_build``), point the API reference at the tree."""
     root = Path(config.config_file_path).parent.resolve()
     try:
-        lk_config.site_urls()  # SITE_URL, LESSONKIT_REPO_URL: http(s) addresses, or a located error
-        lk_config.check_docs(root)  # before MkDocs walks docs/
+        if Path(config.docs_dir).resolve() != root / "docs":
+            raise LessonError(
+                f"docs_dir is {config.docs_dir!r}; lessonkit reads a series' pages from docs/ beside mkdocs.yml",
+                path="mkdocs.yml",
+                hint="set `docs_dir: docs` (or leave it out) and keep the lessons in docs/",
+            )
+        if add_extensions:
+            setup.prepare(config, str(root))
+        else:
+            setup.check(config)
+        lk_environment.site_urls()  # SITE_URL, LESSONKIT_REPO_URL: http(s) addresses, or a located error
+        lk_checks.check_docs(root)  # before MkDocs walks docs/
         command = "serve" if SESSION.command == "serve" else "build"
         b = lk_build.Build(root, command, log=log.error, log_info=log.info)
         tree = b.start()

@@ -117,6 +117,7 @@ class Project:
             extra_paths=extra,
             env_prefix=self.site.env_prefix,
             box_pinned=self.site.box_pinned,
+            tools=self.site.tools,
             **execute.pin_args(self.pin, self.root),
         )
 

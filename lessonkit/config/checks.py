@@ -188,6 +188,7 @@ _SITE_FIELDS = {  # (table, key) -> what the value must be
     ("diagrams", "nesting"): "file",
     ("attachments", "readme"): "file",
     ("experiments", "pinned"): "pinned-paths",
+    ("experiments", "versions"): "distributions",
 }
 
 
@@ -225,6 +226,16 @@ def _site_value_problem(real_root: str, what: str, value: object) -> str | None:
             p = _site_value_problem(real_root, "pinned-path", v)
             if p:
                 return f"item {show(v)} {p}"
+        return None
+    if what == "distributions":  # installed distributions whose versions key the experiments
+        if not isinstance(value, list):
+            return f"is {_type_name(value)}, not an array of distributions"
+        for v in value:
+            if not isinstance(v, str):
+                return f"has an item that is {_type_name(v)}, not a string"
+            label, _, dist = v.rpartition("=")
+            if not DIST.fullmatch(dist) or (label and (len(label) > 40 or CONTROL.search(label))):
+                return f"item {show(v)} is not a distribution name (`numpy`) or a label and a name (`NumPy=numpy`)"
         return None
     if what == "folders":
         if not isinstance(value, list):

@@ -62,7 +62,7 @@ _KEYS = {
     "diagrams": {"calls", "nesting"},
     "attachments": {"readme", "readme_translation"},
     "snapshots": {"badges", "prose-columns"},
-    "experiments": {"pinned"},
+    "experiments": {"pinned", "versions"},
     "labels": None,  # keys: lessonkit.config.labels.LABELS, or the project's own (`x-…`)
 }
 # The defaults of [snapshots]: which `Label:` a snapshot may carry, which columns are prose.
@@ -86,6 +86,9 @@ class SiteConfig:
     badges: tuple[str, ...] = BADGES
     prose_columns: tuple[str, ...] = PROSE_COLUMNS
     box_pinned: tuple[str, ...] = ()  # [experiments] pinned: what each box copies (empty: the whole tree)
+    # [experiments] versions: (label, distribution) of the installed packages whose versions key every
+    # experiment and appear in its provenance line, beside Python's (`["NumPy=numpy"]`; default none)
+    tools: tuple[tuple[str, str], ...] = ()
 
     @property
     def env_prefix(self) -> str:
@@ -200,7 +203,14 @@ def load(root: Path, repo_url: str) -> SiteConfig:
         tuple(data.get("snapshots", {}).get("badges", BADGES)),
         tuple(data.get("snapshots", {}).get("prose-columns", PROSE_COLUMNS)),
         tuple(data.get("experiments", {}).get("pinned", ())),
+        tuple(_tool(v) for v in data.get("experiments", {}).get("versions", ())),
     )
+
+
+def _tool(entry: str) -> tuple[str, str]:
+    """``"NumPy=numpy"`` → ``("NumPy", "numpy")``; ``"numpy"`` → ``("numpy", "numpy")``."""
+    label, _, dist = entry.rpartition("=")
+    return (label.strip() or dist, dist)
 
 
 def pinned_match(entry: str, rel: str) -> bool:

@@ -63,9 +63,9 @@ def page_context(md: Markdown) -> PageContext | None:
 
 
 def provenance(project: Project) -> str:
-    v = execute.versions()
+    tools = " · ".join(f"{label} {version}" for label, version in execute.versions(project.site.tools).items())
     labels = project.site.labels
-    return f"Python {v['python']} · NumPy {v['numpy']} · {project.site.name} {project.pin.version}" + labels.fill(
+    return f"{tools} · {project.site.name} {project.pin.version}" + labels.fill(
         "provenance",
         commit=project.pin.short,
         source=labels["source"],

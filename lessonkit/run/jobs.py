@@ -55,13 +55,17 @@ class Result:
         return hashlib.sha256(data).hexdigest()
 
 
-@lru_cache(maxsize=1)
-def versions() -> dict[str, str]:
-    try:
-        np = metadata.version("numpy")
-    except metadata.PackageNotFoundError:
-        np = "missing"
-    return {"python": ".".join(map(str, sys.version_info[:3])), "numpy": np}
+@lru_cache(maxsize=8)
+def versions(tools: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
+    """Label -> version of the interpreter and of each ``(label, distribution)`` in ``tools`` (a
+    project's ``[experiments] versions``), in that order; a distribution not installed is ``missing``."""
+    out = {"Python": ".".join(map(str, sys.version_info[:3]))}
+    for label, dist in tools:
+        try:
+            out[label] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[label] = "missing"
+    return out
 
 
 class Pending:

@@ -63,6 +63,7 @@ class Runner:
         project_root: Path | None = None,
         env_prefix: str = "LESSONKIT",
         box_pinned: tuple[str, ...] = (),
+        tools: tuple[tuple[str, str], ...] = (),
     ):
         self.pinned_root = Path(pinned_root)
         self.box_pinned = tuple(box_pinned)
@@ -88,15 +89,15 @@ class Runner:
         scripts = {rel for rel, _ in self._scripts.values()}
         self._siblings: dict[bytes, bytes] = {}
         shared = b"".join(rel.encode() + b"\0" + data + b"\0" for rel, data in self._shared_data if rel not in scripts)
-        v = versions()
+        self.tools = tuple(tools)
+        v = versions(self.tools)
         self._salt = hashlib.sha256(
             b"\0".join(
                 [
                     KEY_SCHEMA.encode(),
                     manifest_digest.encode(),
                     repr(self.box_pinned).encode(),  # what of the tree the box holds
-                    v["python"].encode(),
-                    v["numpy"].encode(),
+                    repr(sorted(v.items())).encode(),  # Python and the project's [experiments] versions
                     shared,
                 ]
             )

@@ -197,7 +197,7 @@ def nesting_svg(
 
 
 def acceptance(project: Project, report: Report, results: dict[str, execute.Result]) -> str:
-    v = execute.versions()
+    v = execute.versions(project.site.tools)
     labels = project.site.labels
     kinds = list(project.kinds.fenced.values())
     rows = []

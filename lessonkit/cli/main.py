@@ -160,6 +160,35 @@ def _repin(args) -> int:
     return repin.main(args)
 
 
+def _init(args) -> int:
+    from lessonkit.cli.init import init
+
+    dest = Path(args.dest)
+    made = init(dest, args.package, args.lang, Path(args.sdist) if args.sdist else None, args.repo)
+    for p in made:
+        print(f"created {p}")
+    print(f"next: cd {dest} && lessonkit build && lessonkit verify --mutate")
+    return 0
+
+
+def _build(args) -> int:
+    """``mkdocs build --strict`` of the project, through MkDocs' own command (its log and summary)."""
+    from mkdocs.__main__ import cli
+
+    config_file = Path(args.root) / args.config_file
+    if not config_file.is_file():
+        print(f"{config_file}: no such file — run lessonkit build in a series' folder (or --root)", file=sys.stderr)
+        return 1
+    try:
+        cli.main(["build", "--strict", "-f", str(config_file)], prog_name="lessonkit build", standalone_mode=False)
+    except SystemExit as exc:  # MkDocs' Abort: it has logged the reason
+        return int(exc.code or 0)
+    except Exception as exc:  # click's usage errors and MkDocs' own exceptions: one line
+        print(f"lessonkit build: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _new(args) -> int:
     from lessonkit.checks import verify
     from lessonkit.project import Project
@@ -273,6 +302,16 @@ def main(argv=None) -> int:
     x.add_argument("script", help="experiments/x.py, docs/x.md or docs/x.md:LINE")
     x.add_argument("--timeout", type=int, default=None, help="seconds (default: the block's Timeout, or 60)")
     x.set_defaults(func=_run)
+    i = sub.add_parser("init", help="start a new series about a release from the package index")
+    i.add_argument("dest", help="a new (or empty) folder")
+    i.add_argument("--package", required=True, metavar="NAME==VERSION", help="the release to pin")
+    i.add_argument("--lang", default="en", choices=("en", "zh"), help="the language of the pages (default en)")
+    i.add_argument("--sdist", default=None, metavar="PATH", help="a local release archive instead of the index's")
+    i.add_argument("--repo", default=None, metavar="URL", help="the source repository (default: from its metadata)")
+    i.set_defaults(func=_init)
+    b = sub.add_parser("build", help="build the site (mkdocs build --strict)")
+    b.add_argument("-f", "--config-file", default="mkdocs.yml")
+    b.set_defaults(func=_build)
     n = sub.add_parser("new", help="scaffold a lesson: page, experiment, nav entry")
     n.add_argument("number", help="two digits, e.g. 15")
     n.add_argument("title")

@@ -160,7 +160,8 @@ class Field:
 
 PIN_FIELDS = (
     Field("upstream", "repo", REPO, "a web address such as https://github.com/OWNER/REPO"),
-    Field("upstream", "commit", COMMIT, "the full commit id: 40 lowercase hex digits"),
+    # optional: a release archive on the package index records no commit (then the archive's sha256 is the id)
+    Field("upstream", "commit", COMMIT, "the full commit id: 40 lowercase hex digits", required=False),
     Field("upstream", "version", VERSION, "a release version such as 1.9.1"),
     Field("sdist", "filename", None, "a plain archive file name such as NAME-1.2.3.tar.gz"),
     Field("sdist", "sha256", None, "64 lowercase hex digits (or \"none\" when no release archive holds the tree)"),

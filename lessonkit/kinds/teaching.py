@@ -69,7 +69,8 @@ class Teaching(Kind):
             target = renderer.links.source(base.file, base.start, base.end) or renderer.pin.permalink(
                 base.file, base.start, base.end
             )
-            link = f'<a href="{escape(target)}"><code>{escape(base.file)}::{escape(base.symbol)}</code></a>'
+            code = f"<code>{escape(base.file)}::{escape(base.symbol)}</code>"
+            link = f'<a href="{escape(target)}">{code}</a>' if target else code
             meta.append(renderer.labels.html("based-on", target=link))
         no_search = renderer.no_search
         not_verbatim = renderer.labels.html("not-verbatim", upstream=escape(renderer.upstream))

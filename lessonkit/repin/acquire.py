@@ -101,7 +101,9 @@ def fetch_sdist(version: str, cache: Path, name: str) -> tuple[Path, str]:
                 f"cannot download the sdist of {name}=={version} from the package index: {exc.problem.message}",
                 hint="is it a released version? offline? give a local checkout path as TARGET instead",
             ) from None
-        if len(got) != 1 or not re.fullmatch(re.escape(name) + r"-[\w.+!-]+\.tar\.gz", got[0].name):
+        # sdist names are normalised (PEP 625): more-itertools 11.1.0 is more_itertools-11.1.0.tar.gz
+        names = "|".join(re.escape(n) for n in {name, re.sub(r"[-_.]+", "_", name).lower()})
+        if len(got) != 1 or not re.fullmatch(rf"(?i:{names})-[\w.+!-]+\.tar\.gz", got[0].name):
             raise err(
                 f"the package index gave {', '.join(p.name for p in got)} for {name}=={version}, "
                 f"not one {name}-X.tar.gz",
@@ -128,7 +130,7 @@ def _archive_root(archive: Path, name: str) -> str:
             f"cannot open archive {archive.name}: {exc}", hint=f"delete {archive} and run again to fetch it anew"
         ) from None
     head = PurePosixPath(first).parts[0] if first else ""
-    if not head.startswith(f"{name}-"):
+    if not head.lower().startswith((f"{name.lower()}-", re.sub(r"[-_.]+", "_", name).lower() + "-")):
         raise err(f"{archive.name} does not hold a {name}-X/ folder", hint=f"this is not a {name} release archive")
     return head
 
@@ -136,7 +138,7 @@ def _archive_root(archive: Path, name: str) -> str:
 def _sdist_target(spec: str, cache: Path, name: str) -> Target:
     archive, digest = fetch_sdist(spec, cache, name)
     root_name = _archive_root(archive, name)
-    version = root_name[len(name) + 1 :]
+    version = root_name.rsplit("-", 1)[1]
     tree = pinning.extract_sdist(archive, pinning.staging(cache, AREA), root_name)
     sdist = {
         "filename": f"{root_name}.tar.gz",

@@ -68,7 +68,8 @@ def browser_pages(project: Project, cites: list[site.Citation]) -> list[Generate
     for file in pinned_files:
         own = [c for c in cites if c.origin == "pinned" and c.file == file]
         sf = project.pinned.file(file)
-        github = project.pin.permalink(file, 1, len(sf.lines)).rsplit("#", 1)[0]
+        upstream = project.pin.permalink(file, 1, len(sf.lines))
+        github = upstream.rsplit("#", 1)[0] if upstream else None
         md = NO_SEARCH + conf.render(
             "source-page.md",
             file=file,

@@ -50,6 +50,9 @@ class Pin:
     manifest: dict[str, str]  # posix path -> sha256
     source: Path  # where pin.toml lives
     source_env: str | None = None  # legacy variable naming a local checkout ([provider] source_env)
+    # False: pin.toml names no commit (a release archive records none); `commit` is then the first 40
+    # hex digits of the archive's sha256, the tree's id, and there are no links to the upstream repository
+    commit_known: bool = True
 
     @property
     def name(self) -> str:
@@ -81,7 +84,10 @@ class Pin:
             return None
         return next((n for (_, k), n in config.toml_key_lines(text).items() if k == key), None)
 
-    def permalink(self, file: str, start: int, end: int) -> str:
+    def permalink(self, file: str, start: int, end: int) -> str | None:
+        """The lines on the upstream repository at the pinned commit (None: no commit is known)."""
+        if not self.commit_known:
+            return None
         anchor = f"#L{start}" if start == end else f"#L{start}-L{end}"
         return f"{self.repo}/blob/{self.commit}/{file}{anchor}"
 
@@ -138,10 +144,18 @@ def load_pin(sourcemap: Path) -> Pin:
     toml_path = sourcemap / "pin.toml"
     fields = config.load_pin_fields(toml_path, f"{sourcemap.name}/pin.toml")
     source_env = fields.pop("source_env", None)
+    commit = fields.get("commit")
+    if commit is None and fields["sha256"] == "none":
+        raise LessonError(
+            "[upstream] commit is missing, and [sdist] sha256 is \"none\": nothing identifies the pinned tree",
+            path=f"{sourcemap.name}/pin.toml",
+            hint="add `commit = \"<40 hex digits>\"` under [upstream], or pin a release archive's sha256",
+        )
     manifest = read_manifest(sourcemap / "manifest.sha256", f"{sourcemap.name}/manifest.sha256")
     return Pin(
         repo=fields["repo"],
-        commit=fields["commit"],
+        commit=commit or fields["sha256"][:40],
+        commit_known=commit is not None,
         version=fields["version"],
         sdist_filename=fields["filename"],
         sdist_sha256=fields["sha256"],

@@ -1,0 +1,219 @@
+"""Mutation check: proof that verify notices a change of one character in any cited region.
+
+For every real-source entry of ``sourcemap/excerpts.json`` one character inside the
+cited lines is changed (deterministically: the first letter, digit or symbol of the
+region's middle line). The mutation counts as caught only if both defences notice it:
+
+1. the manifest check fails on a copy of the pinned tree holding the mutated file,
+   naming that file: :func:`lessonkit.source.pin.check_file` (what the build's
+   :func:`~lessonkit.source.pin.check_tree` runs for each file) for every mutant, and the
+   whole :func:`~lessonkit.source.pin.check_tree` once per file. The tree is copied once
+   per run; each mutant is written into the copy and undone;
+2. re-resolving the block that cites the region against the mutated bytes, with
+   the manifest out of the way, gives an excerpt whose sha256 differs from the map,
+   or an error. The mutated file is served from memory by a :class:`Tree` subclass.
+
+``python -m lessonkit mutate`` prints one line per mutation that is not caught and
+``mutations: N/N caught (100%)``; it exits non-zero unless every mutation is caught.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from lessonkit.config import maps
+from lessonkit.errors import LessonError, Problem
+from lessonkit.pipeline.parse import Block
+from lessonkit.source.pin import check_file, check_tree
+from lessonkit.project import Project
+from lessonkit.source.pyindex import SourceFile
+from lessonkit.source.resolve import Tree, check_lines, excerpt_of
+
+HINT = "verify would miss this change; strengthen the manifest or the resolver"
+
+
+@dataclass(frozen=True)
+class Mutation:
+    file: str
+    line: int  # 1-based line of the changed character
+    column: int  # 1-based
+    old: str
+    new: str
+    data: bytes  # the whole mutated file
+
+    def describe(self) -> str:
+        return f"{self.file} L{self.line}:{self.column} {self.old!r}→{self.new!r}"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    page: str
+    block: int
+    page_line: int | None
+    mutation: Mutation | None
+    manifest_caught: bool
+    resolve_caught: bool
+    detail: str  # how it was caught, or why not
+
+    @property
+    def caught(self) -> bool:
+        return self.manifest_caught and self.resolve_caught
+
+    def problem(self) -> Problem:
+        what = self.mutation.describe() if self.mutation else "no mutation"
+        return Problem(f"mutation not caught: {what} ({self.detail})", self.page, self.page_line, HINT)
+
+
+@dataclass
+class MutationReport:
+    outcomes: list[Outcome]
+    problems: list[Problem]  # stale map entries and the like: the check could not run
+
+    @property
+    def caught(self) -> int:
+        return sum(1 for o in self.outcomes if o.caught)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and self.caught == len(self.outcomes)
+
+    def summary(self) -> str:
+        n = len(self.outcomes)
+        pct = 100.0 * self.caught / n if n else 100.0
+        return f"mutations: {self.caught}/{n} caught ({pct:.0f}%)"
+
+
+def _swap(ch: str) -> str:
+    if ch.isdigit():
+        return str((int(ch) + 1) % 10) if ch.isascii() else "0"
+    if ch.isalpha():
+        if ch.isascii():
+            return "b" if ch == "a" else "B" if ch == "A" else ("a" if ch.islower() else "A")
+        return "x"
+    return "#" if ch != "#" else "@"
+
+
+def mutate(data: bytes, rel: str, start: int, end: int) -> Mutation:
+    """Change one character inside lines ``start..end`` (1-based, inclusive) of ``data``."""
+    text = data.decode("utf-8")
+    lines = text.splitlines(keepends=True)
+    if not (1 <= start <= end <= len(lines)):
+        raise LessonError(
+            f"L{start}-{end} is outside {rel} ({len(lines)} lines)",
+            hint="the excerpt map is stale; run `nox -s verify -- --update-map`",
+        )
+    middle = (start + end) // 2
+    order = [middle] + [n for n in range(start, end + 1) if n != middle]
+    for n in order:
+        body = lines[n - 1].rstrip("\r\n")
+        col = next((i for i, c in enumerate(body) if c.isalnum()), None)
+        if col is None:
+            col = next((i for i, c in enumerate(body) if not c.isspace()), None)
+        if col is None:
+            continue
+        old = body[col]
+        new = _swap(old)
+        lines[n - 1] = lines[n - 1][:col] + new + lines[n - 1][col + 1 :]
+        return Mutation(rel, n, col + 1, old, new, "".join(lines).encode("utf-8"))
+    raise LessonError(
+        f"{rel} L{start}-{end} has no visible character to change",
+        hint="the excerpt map is stale; run `nox -s verify -- --update-map`",
+    )
+
+
+class MutatedTree(Tree):
+    """The pinned tree without its manifest, with one file served from mutated bytes."""
+
+    def __init__(self, base: Tree, mutation: Mutation):
+        super().__init__(base.root, base.origin, allowed=None, prefixes=base.prefixes, label=base.label)
+        self.mutation = mutation
+
+    def _read(self, rel: str) -> SourceFile:
+        if rel == self.mutation.file:
+            return SourceFile(rel, self.mutation.data)
+        return super()._read(rel)
+
+
+def _resolve(tree: Tree, block: Block):
+    ex = excerpt_of(tree, block)
+    check_lines(block, ex)
+    return ex
+
+
+def run(project: Project, pages: set[str] | None = None) -> MutationReport:
+    """Mutate every cited real-source region of the excerpt map once; see the module docstring."""
+    map_path = project.sourcemap / "excerpts.json"
+    map_rel = project.rel(map_path)
+    recorded = maps.read_excerpt_map(map_path, map_rel)  # every entry's shape checked
+    entries = [e for e in recorded["excerpts"] if e["kind"] == "real-source"]
+    if pages is not None:
+        entries = [e for e in entries if e["page"] in pages]
+    pin = project.pin
+    pinned = project.pinned  # provides the tree and checks it against the manifest first
+    parsed: dict[str, dict[int, Block]] = {}
+    report = MutationReport([], [])
+    whole_tree_checked: set[str] = set()
+    work = Path(tempfile.mkdtemp(prefix="lessonkit-mutate-"))
+    try:
+        copy = work / "tree"
+        shutil.copytree(project.tree.root, copy, symlinks=True)
+        for e in entries:
+            page, ordinal, rel = e["page"], e["block"], e["file"]
+            if page not in parsed:
+                try:
+                    parsed[page] = {b.ordinal: b for b in project.parse(project.root / page).blocks}
+                except (LessonError, OSError) as exc:
+                    report.problems.append(
+                        Problem(
+                            f"cannot read the page of a map entry: {exc}", map_rel, None, "run `nox -s verify` first"
+                        )
+                    )
+                    parsed[page] = {}
+            block = parsed[page].get(ordinal)
+            stale = Problem(
+                f"the excerpt map entry for block {ordinal} of {page} is stale",
+                page,
+                block.line if block else None,
+                "run `nox -s verify` first; the mutation check needs a map that matches the pages",
+            )
+            try:
+                if block is None or block.kind != "real-source" or _resolve(pinned, block).sha256 != e["sha256"]:
+                    report.problems.append(stale)
+                    continue
+                original = (copy / rel).read_bytes()
+                m = mutate(original, rel, e["lines"][0], e["lines"][1])
+            except LessonError as exc:
+                report.problems += exc.at(page, block.line if block else None).problems
+                continue
+            # 1. the manifest check, on the one copy of the tree, with only this file changed:
+            #    the per-file check for every mutant, the whole-tree check once per file
+            (copy / rel).write_bytes(m.data)
+            try:
+                what = check_file(copy, rel, pin)
+                manifest_caught, how = what is not None, f"manifest: {what or 'the file check passed'}"
+                if manifest_caught and rel not in whole_tree_checked:
+                    whole_tree_checked.add(rel)
+                    try:
+                        check_tree(copy, pin, "mutation check copy")
+                        manifest_caught, how = False, "manifest: the tree check passed"
+                    except LessonError as exc:
+                        manifest_caught = any(rel in p.message for p in exc.problems)
+                        if not manifest_caught:
+                            how = "manifest: the tree check fails without naming the file"
+            finally:
+                (copy / rel).write_bytes(original)
+            # 2. resolution of the same block against the mutated bytes, no manifest
+            try:
+                ex = _resolve(MutatedTree(pinned, m), block)
+                resolve_caught = ex.sha256 != e["sha256"]
+                how += "; resolve: " + ("sha256 differs" if resolve_caught else "same sha256 as the map")
+            except LessonError as exc:
+                resolve_caught = True
+                how += f"; resolve: error ({exc.problem.message[:60]})"
+            report.outcomes.append(Outcome(page, ordinal, block.line, m, manifest_caught, resolve_caught, how))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return report

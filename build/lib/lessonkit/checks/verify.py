@@ -1,0 +1,157 @@
+"""Verify: the pinned tree against its manifest, every block of every page, and the
+excerpt map in ``sourcemap/excerpts.json`` — without rendering the site. Uses the
+same parse and resolve stages as the build."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lessonkit.config import maps
+from lessonkit.config import checks as projectchecks
+from lessonkit.config import environment
+from lessonkit.config import site as siteconfig
+from lessonkit.errors import LessonError, Problem
+from lessonkit.util.fs import atomic_write
+from lessonkit.project import Project, Resolved
+
+MAP_NAME = "excerpts.json"
+UPDATE_HINT = "run `nox -s verify -- --update-map` to record the new state"
+
+
+@dataclass
+class Report:
+    problems: list[Problem] = field(default_factory=list)
+    resolved: dict[str, list[Resolved]] = field(default_factory=dict)  # page -> blocks
+    inline: dict[str, list] = field(default_factory=dict)  # page -> InlineRef, in page order
+    _anchors: dict[str, list[str]] = field(default_factory=dict, repr=False)
+
+    def anchors(self, page: str) -> list[str]:
+        """The ids of the page's blocks as the page renders them, computed once per build
+        (the page itself, its citations and the prewarm all use these)."""
+        if page not in self._anchors:
+            from lessonkit.pipeline.render import anchors
+
+            self._anchors[page] = anchors(self.resolved.get(page, []))
+        return self._anchors[page]
+
+    def count(self, kind: str) -> int:
+        return sum(1 for rs in self.resolved.values() for r in rs if r.block.kind == kind)
+
+
+def map_entries(project: Project, report: Report) -> list[dict]:
+    entries = []
+    for page, rs in sorted(report.resolved.items()):
+        for r in rs:
+            ex = r.excerpt
+            if ex is None:
+                continue
+            entries.append(
+                {
+                    "page": page,
+                    "block": r.block.ordinal,
+                    "kind": r.block.kind,
+                    "file": ex.file,
+                    "symbol": ex.symbol,
+                    "lines": [ex.start, ex.end],
+                    "sha256": ex.sha256,
+                }
+            )
+    return entries
+
+
+def build_map(project: Project, report: Report) -> dict:
+    return {
+        "pin": project.pin.commit,
+        "version": project.pin.version,
+        "manifest": project.pin.manifest_digest,
+        "excerpts": map_entries(project, report),
+    }
+
+
+def check_config(project: Project) -> None:
+    """The configuration files besides the pin (which providing the tree checks): roles.toml,
+    kinds.toml and site.toml, each one located error before any page is read."""
+    roles = project.sourcemap / "roles.toml"
+    if roles.exists() or roles.is_symlink():
+        maps.read_roles(roles, project.rel(roles))
+    environment.sandbox_mode()
+    projectchecks.check_docs(project.root)  # links out of the project, loops, FIFOs: before MkDocs or we read them
+    project.kinds  # noqa: B018 (imports the project's kind modules: once, not once per page)
+    siteconfig.check_box_pinned(project.site, project.pin.manifest)
+
+
+def check(project: Project, pages: list[Path] | None = None) -> Report:
+    """Parse and resolve every block of ``pages`` (default: all of docs/)."""
+    report = Report()
+    project.tree  # provide and check the pinned tree first: a bad tree is one clear error
+    check_config(project)
+    for path in pages or project.pages():
+        try:
+            parsed = project.parse(path)
+        except LessonError as exc:
+            report.problems += exc.problems
+            continue
+        resolved, problems = project.resolve_page(parsed)
+        report.resolved[project.rel(path)] = resolved
+        report.inline[project.rel(path)] = refs = [item.ref for item in parsed.inline]
+        for ref in refs:  # inline references: `line` resolved, `value` names an experiment
+            problems += project.kinds.inline[ref.kind].check(project, ref)
+        report.problems += sorted(problems, key=lambda p: p.line or 0)
+    return report
+
+
+def stale_map(project: Project, report: Report, only_pages: set[str] | None = None) -> list[Problem]:
+    path = project.sourcemap / MAP_NAME
+    rel = project.rel(path)
+    if not (path.exists() or path.is_symlink()):
+        return [Problem("the excerpt map does not exist", rel, None, UPDATE_HINT)]
+    try:
+        recorded = maps.read_excerpt_map(path, rel)  # every entry's shape checked
+    except LessonError as exc:
+        return exc.problems
+    fresh = build_map(project, report)
+    problems = []
+    for key in ("pin", "version", "manifest"):
+        if recorded.get(key) != fresh[key]:
+            problems.append(Problem(f"the excerpt map was made for another {key}", rel, None, UPDATE_HINT))
+    old = {
+        (e["page"], e["block"]): e
+        for e in recorded.get("excerpts", [])
+        if only_pages is None or e["page"] in only_pages
+    }
+    new = {(e["page"], e["block"]): e for e in fresh["excerpts"]}
+    lines = {(p, r.block.ordinal): r.block.line for p, rs in report.resolved.items() for r in rs}
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        if a == b:
+            continue
+        if b is None:
+            problems.append(
+                Problem(
+                    f"the excerpt map records block {key[1]} of {key[0]}, which no longer exists",
+                    rel,
+                    None,
+                    UPDATE_HINT,
+                )
+            )
+            continue
+        if a is None:
+            what = f"a new excerpt ({b['file']} L{b['lines'][0]}-{b['lines'][1]}) is not in the map"
+        else:
+            changes = [k for k in ("kind", "file", "symbol", "lines", "sha256") if a.get(k) != b.get(k)]
+            what = (
+                f"the excerpt map is stale: {', '.join(changes)} changed "
+                f"(recorded {a['file']} L{a['lines'][0]}-{a['lines'][1]}, now {b['file']} "
+                f"L{b['lines'][0]}-{b['lines'][1]})"
+            )
+        problems.append(Problem(what, key[0], lines.get(key), UPDATE_HINT))
+    return problems
+
+
+def write_map(project: Project, report: Report) -> Path:
+    path = project.sourcemap / MAP_NAME
+    data = json.dumps(build_map(project, report), indent=1, ensure_ascii=False) + "\n"
+    atomic_write(path, data.encode("utf-8"), durable=True)
+    return path

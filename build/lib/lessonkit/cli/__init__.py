@@ -1,0 +1,1 @@
+"""The ``lessonkit`` command line."""

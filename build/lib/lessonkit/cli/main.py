@@ -1,0 +1,363 @@
+"""Command line: ``python -m lessonkit verify|render|mutate|manifest …``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from lessonkit.errors import LessonError
+
+
+def _verify(args) -> int:
+    from lessonkit.checks import verify
+    from lessonkit.project import Project
+
+    t0 = time.perf_counter()
+    project = Project(Path(args.root))
+    pages = [Path(p) for p in args.pages] or None
+    for p in pages or []:
+        problem = _page_problem(project, p)
+        if problem:
+            print(f"{p}: {problem} — give paths of Markdown files under docs/", file=sys.stderr)
+            return 2
+    if pages is None and not project.pages():
+        print(
+            f"docs: no Markdown pages under {project.rel(project.docs)}/ — there is nothing to verify; "
+            "add lessons under docs/",
+            file=sys.stderr,
+        )
+        return 1
+    from lessonkit.checks import living
+
+    report = verify.check(project, pages)
+    problems = list(report.problems)
+    if not problems:  # snapshots, figures and inline values against this pin's runs (cached when unchanged)
+        problems += living.check_recorded(project, report).problems
+    if args.update_map:
+        if problems:
+            print("not writing the excerpt map while blocks have problems", file=sys.stderr)
+        elif pages:
+            print("--update-map needs all pages: run it without page arguments", file=sys.stderr)
+            return 2
+        else:
+            verify.write_map(project, report)
+            print(f"wrote {project.rel(project.sourcemap / verify.MAP_NAME)}")
+            print(f"wrote {project.rel(living.write_ref_map(project, report))}")
+    elif not args.no_map:
+        only = {project.rel(p) for p in pages} if pages else None
+        problems += verify.stale_map(project, report, only)
+        problems += living.stale_ref_map(project, report, only)
+    for p in problems:
+        print(p, file=sys.stderr)
+    n_pages = len(report.resolved)
+    counts = ", ".join(f"{report.count(name)} {name}" for name in project.kinds.fenced)  # every registered kind
+    n_inline = sum(len(v) for v in report.inline.values())
+    summary = (
+        f"verify: {n_pages} page(s), {counts} block(s), {n_inline} inline reference(s) "
+        f"against {project.pin.name} {project.pin.version} "
+        f"({project.pin.short}, {project.tree.provider}); "
+        f"{len(problems)} problem(s) in {time.perf_counter() - t0:.2f} s"
+    )
+    print(summary, file=sys.stderr if problems else sys.stdout)
+    if problems:
+        return 1
+    if args.mutate:  # the same process: the pinned tree is provided and checked once
+        return _mutation_check(project, {project.rel(p) for p in pages} if pages else None)
+    return 0
+
+
+def _page_problem(project, path: Path) -> str | None:
+    """Why ``path`` is not a page of the project, or None."""
+    if not path.is_file():
+        return "no such page"
+    real = path.resolve()
+    if project.docs.resolve() not in real.parents:
+        return "not a page under docs/ (only the site's pages are checked)"
+    if real.suffix != ".md":
+        return "not a Markdown page"
+    return None
+
+
+def _render(args) -> int:
+    import markdown
+
+    from lessonkit.pipeline import markdown as mdext
+    from lessonkit.project import Project
+
+    path = Path(args.page)
+    project = Project(Path(args.root).resolve())
+    problem = _page_problem(project, path)
+    if problem:
+        print(f"{args.page}: {problem} — give the path of a Markdown file under docs/", file=sys.stderr)
+        return 2
+    text = project.read_page(path)
+    md = markdown.Markdown(
+        extensions=[
+            "lessonkit.pipeline.markdown",
+            "lessonkit.pipeline.mathml",
+            "tables",
+            "admonition",
+            "attr_list",
+            "pymdownx.superfences",
+            "md_in_html",
+        ],
+        extension_configs={"lessonkit.pipeline.markdown": {"root": args.root, "context": lambda: page}},
+    )
+    problems = []
+    page = mdext.PageContext(project.rel(path), 0, problems, source=text, project=project)
+    html = md.convert(text)
+    for p in problems:
+        print(p, file=sys.stderr)
+    print(html)
+    return 1 if problems else 0
+
+
+def _mutate(args) -> int:
+    from lessonkit.project import Project
+
+    project = Project(Path(args.root))
+    return _mutation_check(project, {project.rel(p) for p in args.pages} or None)
+
+
+def _mutation_check(project, pages: set[str] | None) -> int:
+    from lessonkit.checks import mutation
+
+    t0 = time.perf_counter()
+    report = mutation.run(project, pages)
+    for p in report.problems + [o.problem() for o in report.outcomes if not o.caught]:
+        print(p, file=sys.stderr)
+    print(f"{report.summary()} in {time.perf_counter() - t0:.2f} s", file=sys.stdout if report.ok else sys.stderr)
+    return 0 if report.ok else 1
+
+
+def _manifest(args) -> int:
+    from lessonkit.source.pin import write_manifest
+
+    tree = Path(args.tree)
+    if not tree.is_dir() or not any(tree.iterdir()):
+        print(f"{tree}: not a folder with files — give the folder of the tree to record", file=sys.stderr)
+        return 2
+    from lessonkit.config.checks import manifest_output_problem
+
+    problem = manifest_output_problem(Path(args.root), Path(args.out))
+    if problem:
+        print(
+            f"{args.out}: {problem}; not overwritten — write it to sourcemap/manifest.sha256 or outside the project",
+            file=sys.stderr,
+        )
+        return 2
+    n = write_manifest(tree, Path(args.out))
+    print(f"wrote {n} entries to {args.out}")
+    return 0
+
+
+def _repin(args) -> int:
+    from lessonkit import repin
+
+    return repin.main(args)
+
+
+def _init(args) -> int:
+    from lessonkit.cli.init import init
+
+    dest = Path(args.dest)
+    made = init(dest, args.package, args.lang, Path(args.sdist) if args.sdist else None, args.repo)
+    for p in made:
+        print(f"created {p}")
+    print(f"next: cd {dest} && lessonkit build && lessonkit verify --mutate")
+    return 0
+
+
+def _build(args) -> int:
+    """``mkdocs build --strict`` of the project, through MkDocs' own command (its log and summary)."""
+    from mkdocs.__main__ import cli
+
+    config_file = Path(args.root) / args.config_file
+    if not config_file.is_file():
+        print(f"{config_file}: no such file — run lessonkit build in a series' folder (or --root)", file=sys.stderr)
+        return 1
+    try:
+        cli.main(["build", "--strict", "-f", str(config_file)], prog_name="lessonkit build", standalone_mode=False)
+    except SystemExit as exc:  # MkDocs' Abort: it has logged the reason
+        return int(exc.code or 0)
+    except Exception as exc:  # click's usage errors and MkDocs' own exceptions: one line
+        print(f"lessonkit build: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _new(args) -> int:
+    from lessonkit.checks import verify
+    from lessonkit.project import Project
+    from lessonkit.cli.scaffold import new_lesson
+
+    project = Project(Path(args.root))
+    made = new_lesson(project.root, args.number, args.title, args.slug, project.pin.short)
+    for p in made:
+        print(f"created {project.rel(p)}")
+    print("added the page to the nav in mkdocs.yml")
+    report = verify.check(project)
+    if report.problems:
+        for p in report.problems:
+            print(p, file=sys.stderr)
+        return 1
+    verify.write_map(project, report)
+    from lessonkit.checks.living import write_ref_map
+
+    write_ref_map(project, report)
+    print("recorded the new excerpts in sourcemap/excerpts.json; next: nox -s build verify")
+    return 0
+
+
+def _run(args) -> int:
+    """Run experiments exactly as the build does, without the cache: one script
+    (``experiments/x.py``), every experiment block of a page (``docs/x.md``) or the
+    block at a line (``docs/x.md:12``, the form failing inline experiments print)."""
+    from dataclasses import replace
+
+    from lessonkit.run import runner as execute
+    from lessonkit.pipeline.parse import check_rel_path
+    from lessonkit.project import Project
+
+    project = Project(Path(args.root))
+    target, _, line = args.script.partition(":")
+    rel = check_rel_path(target)
+    path = project.root / rel
+    if rel.startswith("docs/") and rel.endswith(".md") and path.is_file() and (not line or line.isdigit()):
+        blocks = [b for b in project.parse(path).blocks if b.kind == "experiment"]
+        if line:
+            blocks = [b for b in blocks if b.line <= int(line) <= b.line + len(b.fields) + len(b.body or ()) + 2]
+        if not blocks:
+            print(
+                f"{args.script}: no experiment block {'at this line' if line else 'on this page'} — give "
+                "docs/PAGE.md, or docs/PAGE.md:LINE with the line of the block's opening fence",
+                file=sys.stderr,
+            )
+            return 2
+        jobs = [(b, project.resolve(b).job) for b in blocks]
+    elif rel.startswith("experiments/") and rel.endswith(".py") and path.is_file() and not line:
+        jobs = [(None, execute.Job(path.name, path.read_bytes(), args.timeout, rel))]
+    else:
+        print(
+            f"{args.script}: no such experiment — give a script such as experiments/multiple_paths.py, "
+            "a page such as docs/lessons/05-reverse-mode.md, or PAGE:LINE",
+            file=sys.stderr,
+        )
+        return 2
+    failed = 0
+    for block, job in jobs:
+        if args.timeout_given:
+            job = replace(job, timeout=args.timeout)
+        if block is not None:
+            print(f"== {block.path}:{block.line}", flush=True)
+        result = project.runner._execute(job)
+        sys.stdout.write(result.stdout)
+        sys.stdout.flush()
+        sys.stderr.write(result.stderr)
+        if result.record is not None:
+            print(f"record: {json.dumps(result.record, ensure_ascii=False, sort_keys=True)}")
+        if not result.ok:
+            failed += 1
+            err = execute.failure(result, job, job.timeout)
+            print(err.at(block.path, block.line) if block is not None else err.at(job.label, None), file=sys.stderr)
+    for p in project.runner.tree_problems():
+        print(p, file=sys.stderr)
+        failed += 1
+    return 1 if failed else 0
+
+
+def _serve(args) -> int:
+    from mkdocs.exceptions import MkDocsException
+
+    from lessonkit.integrations.mkdocs.serve import serve
+
+    try:
+        serve(args.config_file, args.dev_addr)
+    except MkDocsException as exc:  # the first build failed: its problems are logged above
+        print(f"lessonkit serve: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m lessonkit")
+    ap.add_argument("--root", default=".", help="project root")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    v = sub.add_parser("verify", help="check the pin, every block and the excerpt map")
+    v.add_argument("pages", nargs="*", help="only these pages (default: all of docs/)")
+    v.add_argument("--update-map", action="store_true", help="rewrite sourcemap/excerpts.json")
+    v.add_argument("--no-map", action="store_true", help="skip the excerpt-map check")
+    v.add_argument("--mutate", action="store_true", help="then run the mutation check (`mutate`) in the same process")
+    v.set_defaults(func=_verify)
+    r = sub.add_parser("render", help="render one page to HTML on stdout (runs its experiments)")
+    r.add_argument("page")
+    r.set_defaults(func=_render)
+    mu = sub.add_parser("mutate", help="prove verify catches a one-character change in every cited region")
+    mu.add_argument("pages", nargs="*", help="only the map entries of these pages (default: all)")
+    mu.set_defaults(func=_mutate)
+    x = sub.add_parser("run", help="run experiments as the build does (no cache): a script, a page or PAGE:LINE")
+    x.add_argument("script", help="experiments/x.py, docs/x.md or docs/x.md:LINE")
+    x.add_argument("--timeout", type=int, default=None, help="seconds (default: the block's Timeout, or 60)")
+    x.set_defaults(func=_run)
+    i = sub.add_parser("init", help="start a new series about a release from the package index")
+    i.add_argument("dest", help="a new (or empty) folder")
+    i.add_argument("--package", required=True, metavar="NAME==VERSION", help="the release to pin")
+    i.add_argument("--lang", default="en", choices=("en", "zh"), help="the language of the pages (default en)")
+    i.add_argument("--sdist", default=None, metavar="PATH", help="a local release archive instead of the index's")
+    i.add_argument("--repo", default=None, metavar="URL", help="the source repository (default: from its metadata)")
+    i.set_defaults(func=_init)
+    b = sub.add_parser("build", help="build the site (mkdocs build --strict)")
+    b.add_argument("-f", "--config-file", default="mkdocs.yml")
+    b.set_defaults(func=_build)
+    n = sub.add_parser("new", help="scaffold a lesson: page, experiment, nav entry")
+    n.add_argument("number", help="two digits, e.g. 15")
+    n.add_argument("title")
+    n.add_argument("slug", nargs="?", default=None, help="file name part, e.g. my-topic")
+    n.set_defaults(func=_new)
+    m = sub.add_parser("manifest", help="write a manifest for a tree")
+    m.add_argument("tree")
+    m.add_argument("out")
+    m.set_defaults(func=_manifest)
+    rp = sub.add_parser("repin", help="report what every excerpt and experiment would become under another release")
+    rp.add_argument(
+        "target",
+        help="a released version (1.9.0), a full commit id (fetched from "
+        "LESSONKIT_GIT_REMOTE) or a local checkout path",
+    )
+    rp.add_argument("--commit", help="the full commit id of the target tree (sdist or local checkout), for --apply")
+    rp.add_argument("--html", help="where to write the HTML report (default: site-repin/index.html)")
+    rp.add_argument("--diffs", action="store_true", help="print every diff on stdout too (always in the HTML)")
+    rp.add_argument(
+        "--apply",
+        action="store_true",
+        help="when nothing beyond moves happened: rewrite pin, manifest, Lines:/Commit: headers and map",
+    )
+    rp.set_defaults(func=_repin)
+    s = sub.add_parser("serve", help="live preview that rebuilds only what a change affects (see INCREMENTAL.md)")
+    s.add_argument("-a", "--dev-addr", default=None, metavar="IP:PORT", help="default: mkdocs.yml's dev_addr")
+    s.add_argument("-f", "--config-file", default="mkdocs.yml")
+    s.set_defaults(func=_serve)
+    args = ap.parse_args(argv)
+    if args.cmd == "run":
+        args.timeout_given = args.timeout is not None
+        args.timeout = args.timeout or 60
+    try:
+        return args.func(args)
+    except LessonError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    except OSError as exc:  # a path the command was given or needs: one line, never a traceback
+        print(
+            f"{exc.filename or 'lessonkit'}: {exc.strerror or exc} — check the path and its permissions",
+            file=sys.stderr,
+        )
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""``nox -s new -- NN "TITLE" [slug]``: a new lesson that builds and verifies as created, from the
+project's templates ``templates/new-lesson.md`` and ``templates/new-experiment.py``."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from lessonkit.errors import LessonError
+from lessonkit.config.site import environment, render
+
+
+def new_lesson(root: Path, nn: str, title: str, slug: str | None, short: str) -> list[Path]:
+    if not re.fullmatch(r"[0-9][0-9]", nn):  # ASCII digits only (\d also matches ١٥)
+        raise LessonError(f"lesson number `{nn}` is not two digits", hint='use e.g. nox -s new -- 15 "Title"')
+    if not title.strip():
+        raise LessonError("the title is empty", hint='use e.g. nox -s new -- 15 "Title"')
+    slug = slug or f"lesson-{nn}"
+    if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", slug):
+        raise LessonError(f"slug `{slug}` is not lowercase-words-with-dashes", hint="e.g. my-topic")
+    lessons = root / "docs" / "lessons"
+    clash = sorted(lessons.glob(f"{nn}-*.md"))
+    if clash:
+        raise LessonError(
+            f"lesson {nn} already exists: {clash[0].relative_to(root).as_posix()}", hint="pick a free number"
+        )
+    page = lessons / f"{nn}-{slug}.md"
+    script = root / "experiments" / f"lesson{nn}_{slug.replace('-', '_')}.py"
+    if script.exists():
+        raise LessonError(f"{script.relative_to(root).as_posix()} already exists", hint="pick another slug")
+    env = environment(root)  # the project's templates/new-lesson.md and new-experiment.py
+    lesson = render(env, "new-lesson.md", nn=nn, title=title.strip(), short=short, script=script.name)
+    code = render(env, "new-experiment.py", nn=nn)
+    page.write_text(lesson, encoding="utf-8")
+    script.write_text(code, encoding="utf-8")
+    _add_to_nav(root / "mkdocs.yml", f"lessons/{page.name}", int(nn))
+    return [page, script]
+
+
+def _add_to_nav(config: Path, entry: str, number: int) -> None:
+    """Insert the page after the last lesson entry of the stage it belongs to (≤ 08 or later)."""
+    lines = config.read_text(encoding="utf-8").split("\n")
+    stage_items = [i for i, l in enumerate(lines) if re.match(r"^\s+- lessons/\d\d-", l)]
+    if not stage_items:
+        raise LessonError("mkdocs.yml has no lessons in its nav", path="mkdocs.yml", hint="add the page to nav by hand")
+    before = [i for i in stage_items if int(re.search(r"lessons/(\d\d)", lines[i]).group(1)) < number]
+    anchor = before[-1] if before else stage_items[0] - 1
+    indent = re.match(r"^(\s+)", lines[stage_items[0]]).group(1)
+    lines.insert(anchor + 1, f"{indent}- {entry}")
+    config.write_text("\n".join(lines), encoding="utf-8")

@@ -1,0 +1,366 @@
+"""Checks of the project's own files: ``sourcemap/kinds.toml``, ``sourcemap/site.toml``, the
+output of ``python -m lessonkit manifest``, and links and special files under ``docs/``.
+
+Re-exported by :mod:`lessonkit.config.files`; every mistake is one line ``file:line: what — hint``."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import stat as stat_module
+from pathlib import Path
+
+from lessonkit.config.files import (
+    CONTROL,
+    DIST,
+    MANIFEST_LINE,
+    MAX_CONFIG_BYTES,
+    MAX_MANIFEST_BYTES,
+    MAX_VALUE,
+    _type_name,
+    read_text,
+    read_toml,
+    show,
+    tree_path_problem,
+)
+from lessonkit.config.environment import display_text
+from lessonkit.errors import LessonError, Problem
+
+
+# ---------------------------------------------------------------- kinds.toml
+
+KINDS_LABEL = "sourcemap/kinds.toml"
+KINDS_HINT = 'write `modules = ["package.module"]`, modules of the project importable from its root'
+MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}(\.[A-Za-z_][A-Za-z0-9_]{0,99}){0,9}$")
+
+
+def _quoted_line(text: str, value: str, default: int) -> int:
+    for n, line in enumerate(text.split("\n"), 1):
+        if f'"{value}"' in line or f"'{value}'" in line:
+            return n
+    return default
+
+
+def read_kind_modules(root: Path) -> list[tuple[str, int]]:
+    """``sourcemap/kinds.toml``: exactly ``modules = [names…]``, each a dotted module name whose
+    top-level package is a file or folder of the project root. (name, line) pairs."""
+    path = root / KINDS_LABEL
+    data, lines = read_toml(path, KINDS_LABEL, KINDS_HINT)
+    text = read_text(path, KINDS_LABEL, MAX_CONFIG_BYTES, KINDS_HINT)
+    at = lines.get(("", "modules"), 1)
+    if set(data) != {"modules"}:
+        extra = sorted(set(data) - {"modules"})
+        raise LessonError(
+            f"unknown key `{extra[0]}`" if extra else "no `modules` key",
+            path=KINDS_LABEL,
+            line=lines.get(("", extra[0]), 1) if extra else 1,
+            hint=KINDS_HINT,
+        )
+    modules = data["modules"]
+    if not isinstance(modules, list):
+        raise LessonError(
+            f"`modules` is {_type_name(modules)}, not an array of module names",
+            path=KINDS_LABEL,
+            line=at,
+            hint=KINDS_HINT,
+        )
+    out = []
+    for name in modules:
+        if not isinstance(name, str):
+            raise LessonError(
+                f"`modules` holds {_type_name(name)} {show(name)}, not a module name",
+                path=KINDS_LABEL,
+                line=at,
+                hint=KINDS_HINT,
+            )
+        line = _quoted_line(text, name, at)
+        if not MODULE_NAME.fullmatch(name):
+            raise LessonError(
+                f"{show(name)} is not a module name",
+                path=KINDS_LABEL,
+                line=line,
+                hint="dotted Python identifiers, e.g. `lessonkinds.note`",
+            )
+        if any(n == name for n, _ in out):
+            raise LessonError(
+                f"module `{name}` is listed twice", path=KINDS_LABEL, line=line, hint="list each module once"
+            )
+        out.append((name, line))
+    return out
+
+
+def import_kind_module(root: Path, name: str, line: int) -> list:
+    """Import one module of ``kinds.toml`` from the project root and return its kinds.
+
+    Refuses (before importing anything) a module whose top-level package is not in the project
+    root, such as a module of the standard library; any failure of the module itself, ``SystemExit``
+    included, is one located error."""
+    import importlib
+    import importlib.machinery
+    import sys
+
+    from lessonkit.kinds.base import InlineKind, Kind
+
+    top = name.split(".")[0]
+    real_root = os.path.realpath(root)
+    try:
+        spec = importlib.machinery.PathFinder.find_spec(top, [real_root])
+    except (ImportError, ValueError, OSError):
+        spec = None
+    origin = (spec.origin or (list(spec.submodule_search_locations or [""])[0])) if spec else ""
+    if spec is None or not origin or not os.path.realpath(origin).startswith(real_root + os.sep):
+        raise LessonError(
+            f"cannot import kind module `{name}`: ModuleNotFoundError: no `{top}.py` or `{top}/` in the project root",
+            path=KINDS_LABEL,
+            line=line,
+            hint="kind modules are the project's own, importable from its root",
+        )
+    loaded = sys.modules.get(top)  # already imported: from the Python installation it would not be ours
+    where = os.path.realpath(getattr(loaded, "__file__", None) or "/") if loaded is not None else ""
+    installed = {os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix)}
+    if loaded is not None and (where == "/" or any(where.startswith(p) for p in installed)):
+        raise LessonError(
+            f"module `{name}` has the name of a module lessonkit already uses",
+            path=KINDS_LABEL,
+            line=line,
+            hint="rename the module",
+        )
+    added = real_root not in sys.path
+    if added:
+        sys.path.insert(0, real_root)
+    bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # the build writes nothing there
+    try:
+        module = importlib.import_module(name)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # an author's module: any failure, SystemExit included, at its line
+        raise LessonError(
+            f"cannot import kind module `{name}`: {type(exc).__name__}: {display_text(str(exc), 200)}",
+            path=KINDS_LABEL,
+            line=line,
+            hint="the module must be importable from the project root",
+        ) from None
+    finally:
+        sys.dont_write_bytecode = bytecode
+        if added:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(real_root)
+    many, one = getattr(module, "KINDS", None), getattr(module, "KIND", None)
+    found = list(many) if isinstance(many, (list, tuple)) else ([one] if one is not None else [])
+    if many is not None and not isinstance(many, (list, tuple)):
+        raise LessonError(
+            f"`KINDS` of module `{name}` is {_type_name(many)}, not a list of kinds",
+            path=KINDS_LABEL,
+            line=line,
+            hint="write `KINDS = [MyKind(), …]`",
+        )
+    if not found:
+        raise LessonError(
+            f"module `{name}` defines neither KIND nor KINDS",
+            path=KINDS_LABEL,
+            line=line,
+            hint="add `KIND = MyKind()` at the end of the module",
+        )
+    for k in found:
+        if not isinstance(k, (Kind, InlineKind)):
+            raise LessonError(
+                f"module `{name}` lists {show(k)}, which is not a Kind or InlineKind instance",
+                path=KINDS_LABEL,
+                line=line,
+                hint="write `KIND = MyKind()` (an instance, not the class)",
+            )
+    return found
+
+
+# ---------------------------------------------------------------- site.toml
+
+SITE_LABEL = "sourcemap/site.toml"
+SITE_HINT = "see lessonkit/config/site.py for the fields"
+_SITE_FIELDS = {  # (table, key) -> what the value must be
+    ("upstream", "name"): "name",
+    ("upstream", "label"): "text",
+    ("upstream", "package"): "package",
+    ("repository", "teaching"): "folders",
+    ("repository", "code"): "folders",
+    ("bundle", "path"): "output",
+    ("diagrams", "calls"): "file",
+    ("diagrams", "nesting"): "file",
+    ("attachments", "readme"): "file",
+    ("experiments", "pinned"): "pinned-paths",
+    ("experiments", "versions"): "distributions",
+}
+
+
+def check_site(root: Path, data: dict, lines: dict[tuple[str, str], int]) -> None:
+    """Every field of ``site.toml`` has its type and shape; every path is a plain relative path
+    that stays inside the project (files and folders it names exist there, and are not links out)."""
+    real_root = os.path.realpath(root)
+    for table, values in data.items():
+        if not isinstance(values, dict):
+            raise LessonError(
+                f"`{table}` is {_type_name(values)}, not a table",
+                path=SITE_LABEL,
+                line=lines.get(("", table), 1),
+                hint=f"write `[{table}]` with its keys below",
+            )
+        for key, value in values.items():
+            what = _SITE_FIELDS.get((table, key))
+            if what is None:
+                continue  # unknown tables and keys: siteconfig's own messages
+            line = lines.get((table, key), lines.get((table, ""), 1))
+            problem = _site_value_problem(real_root, what, value)
+            if problem:
+                raise LessonError(f"`{key}` in `[{table}]` {problem}", path=SITE_LABEL, line=line, hint=SITE_HINT)
+
+
+def _site_value_problem(real_root: str, what: str, value: object) -> str | None:
+    if what == "pinned-paths":  # files or folders of the pinned tree; siteconfig matches them to the manifest
+        if not isinstance(value, list):
+            return f"is {_type_name(value)}, not an array of paths"
+        if not value:
+            return "is empty (leave it out for the whole tree)"
+        for v in value:
+            if not isinstance(v, str):
+                return f"has an item that is {_type_name(v)}, not a string"
+            p = _site_value_problem(real_root, "pinned-path", v)
+            if p:
+                return f"item {show(v)} {p}"
+        return None
+    if what == "distributions":  # installed distributions whose versions key the experiments
+        if not isinstance(value, list):
+            return f"is {_type_name(value)}, not an array of distributions"
+        for v in value:
+            if not isinstance(v, str):
+                return f"has an item that is {_type_name(v)}, not a string"
+            label, _, dist = v.rpartition("=")
+            if not DIST.fullmatch(dist) or (label and (len(label) > 40 or CONTROL.search(label))):
+                return f"item {show(v)} is not a distribution name (`numpy`) or a label and a name (`NumPy=numpy`)"
+        return None
+    if what == "folders":
+        if not isinstance(value, list):
+            return f"is {_type_name(value)}, not an array of folders"
+        for v in value:
+            p = _site_value_problem(real_root, "folder", v)
+            if p:
+                return f"item {show(v)} {p}" if isinstance(v, str) else p
+        return None
+    if not isinstance(value, str):
+        return f"is {_type_name(value)}, not a string"
+    if not value.strip() or len(value) > MAX_VALUE:
+        return f"is {'empty' if not value.strip() else 'longer than %d characters' % MAX_VALUE}"
+    if CONTROL.search(value):
+        return f"contains the control character U+{ord(CONTROL.search(value)[0]):04X}"
+    if what == "text":
+        return None
+    if what == "pinned-path":  # a folder, file or pattern of the pinned tree (not of the project)
+        return tree_path_problem(value.rstrip("/") or value)
+    if what == "name":
+        return None if DIST.fullmatch(value) else "is not a plain name (letters, digits, `._-`)"
+    rel = (value[:-1] or value) if what in ("folder", "package") and value.endswith("/") else value
+    problem = tree_path_problem(rel)
+    if problem:
+        return problem
+    if what == "output":
+        return None if rel.endswith(".zip") else "does not end in .zip"
+    if what == "package":  # a folder of the pinned tree, not of the project
+        return None if value.endswith("/") else "does not end in `/`"
+    target = os.path.join(real_root, rel)
+    real = os.path.realpath(target)  # a path that does not exist (yet) is the engine's to report
+    if not real.startswith(real_root + os.sep):
+        return "leads outside the project (a link)"
+    if what == "file" and os.path.isdir(real):
+        return "is a folder, not a file"
+    if what == "folder" and os.path.exists(real) and not os.path.isdir(real):
+        return "is a file, not a folder"
+    return None
+
+
+# ---------------------------------------------------------------- outputs of commands
+
+PROJECT_OWN = ("docs", "experiments", "sourcemap", ".git")
+
+
+def manifest_output_problem(root: Path, out: Path) -> str | None:
+    """Why ``python -m lessonkit manifest TREE OUT`` must not write ``out``, or None: not a folder,
+    not one of the project's own files (except ``sourcemap/manifest.sha256``), and an existing file
+    only when it is a manifest (a typo must not replace a page or the pin)."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(out)
+    if os.path.isdir(real):
+        return "is a folder"
+    if real != os.path.join(real_root, "sourcemap", "manifest.sha256"):
+        for top in PROJECT_OWN:
+            if real.startswith(os.path.join(real_root, top) + os.sep):
+                return f"is inside the project's own files ({top}/)"
+    if os.path.exists(real):
+        try:
+            with open(real, "rb") as fh:
+                data = fh.read(MAX_MANIFEST_BYTES + 1)
+            text = data.decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return "exists and is not a manifest"
+        if len(data) > MAX_MANIFEST_BYTES or any(l and not MANIFEST_LINE.match(l) for l in text.split("\n")):
+            return "exists and is not a manifest"
+    return None
+
+
+# ---------------------------------------------------------------- docs/: links and special files
+
+LINK_FIX = "remove the link, or point it at a page inside the project"
+
+
+def docs_problems(root: Path) -> list:
+    """Every entry of ``docs/`` that MkDocs would follow somewhere it must not: a link that is
+    dangling, a loop, leads outside the project, or is a folder (MkDocs walks into it); and
+    anything that is not a regular file or folder (a FIFO would hang the build, a device never ends)."""
+
+    docs = Path(root) / "docs"
+    real_root = os.path.realpath(root)
+    out = []
+    hint = "replace the link with the file itself (lessonkit never publishes what lies outside the project)"
+    for dirpath, dirnames, filenames in os.walk(docs, followlinks=False):
+        dirnames.sort()
+        for name in sorted(dirnames + filenames):
+            p = os.path.join(dirpath, name)
+            rel = os.path.relpath(p, root).replace(os.sep, "/")
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            if stat_module.S_ISLNK(st.st_mode):
+                try:
+                    real = Path(p).resolve(strict=True)
+                except RuntimeError:
+                    out.append(Problem("is a link loop", rel, None, LINK_FIX))
+                    continue
+                except OSError as exc:
+                    what = "a link loop" if exc.errno == 40 else "a link to nothing"
+                    out.append(Problem(f"is {what} ({show(os.readlink(p))})", rel, None, LINK_FIX))
+                    continue
+                if not str(real).startswith(real_root + os.sep):
+                    out.append(
+                        Problem(f"is a link that leads outside the project ({show(os.readlink(p))})", rel, None, hint)
+                    )
+                elif real.is_dir():
+                    out.append(
+                        Problem(
+                            "is a link to a folder (MkDocs would walk into it, maybe in a loop)",
+                            rel,
+                            None,
+                            "link single pages, or move the folder into docs/",
+                        )
+                    )
+                elif not real.is_file():
+                    out.append(Problem("is a link to something that is not a regular file", rel, None, hint))
+            elif not (stat_module.S_ISREG(st.st_mode) or stat_module.S_ISDIR(st.st_mode)):
+                out.append(
+                    Problem("is not a regular file (a FIFO, socket or device)", rel, None, "remove it from docs/")
+                )
+    return out
+
+
+def check_docs(root: Path) -> None:
+    problems = docs_problems(root)
+    if problems:
+        raise LessonError(problems[0].message, path=problems[0].path, hint=problems[0].hint, problems=problems)

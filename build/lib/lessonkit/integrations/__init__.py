@@ -1,0 +1,1 @@
+"""Adapters to site generators."""

@@ -1,0 +1,1 @@
+"""The MkDocs integration: hooks, incremental serve and the theme's template cache."""

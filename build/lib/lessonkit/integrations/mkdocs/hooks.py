@@ -1,0 +1,277 @@
+"""MkDocs adapter: MkDocs events become calls on one :class:`lessonkit.build.Build` per configuration.
+
+A series' hooks file (``hooks:`` in its ``mkdocs.yml``) is one line::
+
+    from lessonkit.integrations.mkdocs.hooks import *  # noqa: F403
+
+MkDocs 1.6 registers every callable ``on_*`` attribute of a hooks module (``dir(module)``), so
+the three functions this module exports (:data:`__all__`) are that file's hooks.
+
+Where the state lives:
+
+* **The build in progress belongs to its configuration.** :func:`on_config` makes a
+  :class:`~lessonkit.build.Build` and registers a :class:`BuildEvents` plugin holding it in that
+  configuration's plugins, ``config.plugins["lessonkit/build"]`` (as mkdocstrings adds autorefs).
+  Every later event, ``on_build_error`` included, which gets no configuration, reaches that
+  build as ``self.build``. ``mkdocs serve`` loads a new configuration for every rebuild, so every
+  rebuild gets a new Build, and nothing of one build is visible to another; a second
+  :func:`on_config` on the same configuration (the incremental serve, :mod:`lessonkit.integrations.mkdocs.serve`)
+  replaces its build. :func:`build_of` finds it.
+* **One process-wide object: :data:`SESSION`, the MkDocs command.** MkDocs says whether it is
+  building or serving only to ``on_startup``, once per process, with the first configuration;
+  the configurations of serve's rebuilds carry no trace of it (and MkDocs 1.6.1 loads a hooks
+  file once per process: ``config_options.Hooks._load_hook`` is an ``lru_cache``, so a hooks
+  module's globals outlive every rebuild anyway). ``on_shutdown`` forgets it. It decides one
+  thing: the link check of the written site runs unless the command is ``serve``. A build
+  started without ``on_startup`` (``mkdocs.commands.build.build`` called from Python) counts
+  as ``build``. Every other process-wide value of lessonkit is listed in :mod:`lessonkit.util.shared`.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mkdocs.exceptions import Abort, PluginError
+from mkdocs.plugins import event_priority
+from mkdocs.structure.files import File, Files, InclusionLevel, get_files
+from mkdocs.utils import get_relative_url
+
+from lessonkit import build as lk_build
+from lessonkit.config import checks as lk_checks
+from lessonkit.config import environment as lk_environment
+from lessonkit.integrations.mkdocs import setup, themecache
+from lessonkit.errors import LessonError
+
+if TYPE_CHECKING:
+    from mkdocs.config.defaults import MkDocsConfig
+    from mkdocs.structure.pages import Page
+
+__all__ = ["on_startup", "on_shutdown", "on_config"]
+
+log = logging.getLogger("mkdocs.plugins.lessonkit")
+PLUGIN = "lessonkit/build"  # the key of the per-configuration plugin in config.plugins
+
+
+@dataclass
+class Session:
+    """What MkDocs told this process in ``on_startup`` (None: no session, or it has ended)."""
+
+    command: str | None = None  # "build", "gh-deploy" or "serve"
+
+
+SESSION = Session()  # the one process-wide object of the adapter (see the module docstring)
+
+
+def on_startup(command: str, dirty: bool) -> None:
+    SESSION.command = command
+
+
+def on_shutdown() -> None:
+    SESSION.command = None
+
+
+@event_priority(100)  # before the other plugins: the prewarm process works while they configure
+def on_config(config: "MkDocsConfig") -> None:
+    """The hooks file's ``on_config``: :func:`configure`, adding the extensions lessonkit needs."""
+    configure(config, add_extensions=True)
+
+
+def configure(config: "MkDocsConfig", *, add_extensions: bool) -> None:
+    """Make this configuration's Build: add (or check) the Markdown extensions and check the theme
+    (:mod:`~lessonkit.integrations.mkdocs.setup`), provide the pinned tree, check the pages and list
+    their experiments (:meth:`~lessonkit.build.Build.prestart`; they start in
+    ``on_pre_build``), point the API reference at the tree."""
+    root = Path(config.config_file_path).parent.resolve()
+    try:
+        if Path(config.docs_dir).resolve() != root / "docs":
+            raise LessonError(
+                f"docs_dir is {config.docs_dir!r}; lessonkit reads a series' pages from docs/ beside mkdocs.yml",
+                path="mkdocs.yml",
+                hint="set `docs_dir: docs` (or leave it out) and keep the lessons in docs/",
+            )
+        if add_extensions:
+            setup.prepare(config, str(root))
+        else:
+            setup.check(config)
+        lk_environment.site_urls()  # SITE_URL, LESSONKIT_REPO_URL: http(s) addresses, or a located error
+        lk_checks.check_docs(root)  # before MkDocs walks docs/
+        command = "serve" if SESSION.command == "serve" else "build"
+        b = lk_build.Build(root, command, log=log.error, log_info=log.info)
+        tree = b.start()
+        b.prestart(_pages(config))
+    except LessonError as exc:
+        raise PluginError(str(exc)) from None
+    events = config.plugins.get(PLUGIN)
+    if isinstance(events, BuildEvents):
+        events.build = b
+    else:  # registers its on_* methods for the rest of this configuration's build
+        config.plugins[PLUGIN] = BuildEvents(b)
+    cached = " (build cache)" if tree.cached else ""
+    log.info(f"lessonkit: pinned {b.project.pin.version} ({b.project.pin.short}) from {tree.provider}{cached}")
+    plugin = config.plugins.get("mkdocstrings")  # the API reference reads the pinned tree
+    if plugin is not None:
+        plugin.config.setdefault("handlers", {}).setdefault("python", {})["paths"] = [str(tree.root)]
+    config.mdx_configs.setdefault("lessonkit.pipeline.markdown", {})["context"] = lambda: b.current
+    _use_assets(config)
+    _paths_from_the_project(config, root)
+
+
+def _paths_from_the_project(config: "MkDocsConfig", root: Path) -> None:
+    """Snippets' ``base_path`` and the search's jieba dictionaries are read relative to the
+    working folder; MkDocs reads its own paths relative to ``mkdocs.yml``. Relative ones are
+    made the project's, so ``mkdocs build -f path/to/mkdocs.yml`` works from anywhere."""
+    snippets = config.mdx_configs.get("pymdownx.snippets")
+    if snippets and "base_path" in snippets:
+        paths = snippets["base_path"]
+        snippets["base_path"] = [str(root / p) for p in ([paths] if isinstance(paths, str) else paths)]
+    search = config.plugins.get("material/search")
+    for option in ("jieba_dict", "jieba_dict_user"):
+        value = getattr(getattr(search, "config", None), option, None)
+        if isinstance(value, str) and value:
+            search.config[option] = str(root / value)
+
+
+ASSETS = Path(__file__).parents[2] / "assets"  # the stylesheet, script and math font of lessonkit's HTML
+STYLESHEET, SCRIPT = "assets/lessonkit.css", "assets/lessonkit.js"
+
+
+def _use_assets(config: "MkDocsConfig") -> None:
+    """Every site gets the engine's stylesheet and script (its blocks, source pages and formulas
+    need them), listed once; a project that names them itself keeps its order."""
+    for option, uri in (("extra_css", STYLESHEET), ("extra_javascript", SCRIPT)):
+        if uri not in [str(x) for x in config[option]]:
+            config[option].append(uri)
+
+
+def _add_assets(files: "Files", config) -> None:
+    """The engine's assets as site files, under ``assets/``; a file of the project's docs/ at the
+    same path wins (a series may restyle)."""
+    for path in sorted(ASSETS.rglob("*")):
+        uri = "assets/" + path.relative_to(ASSETS).as_posix()
+        if path.is_file() and files.get_file_from_path(uri) is None:
+            files.append(File.generated(config, uri, abs_src_path=str(path)))
+
+
+def _pages(config: "MkDocsConfig") -> list[Path] | None:
+    """The Markdown pages MkDocs will list in ``on_files`` (``exclude_docs`` applied), so that
+    the plan takes over the experiments started in ``on_config``; None: let the Build list them."""
+    try:
+        files = get_files(config)
+    except Exception:  # MkDocs reports its own problems with docs/ later, in its own words
+        return None
+    return [Path(f.abs_src_path) for f in files.documentation_pages() if f.abs_src_path]
+
+
+def build_of(config: "MkDocsConfig") -> lk_build.Build:
+    """The Build of ``config`` (after its ``on_config``)."""
+    events = config.plugins.get(PLUGIN)
+    if not isinstance(events, BuildEvents):
+        raise Abort(
+            "lessonkit: the lessonkit hooks are not configured in mkdocs.yml "
+            "(hooks: → lessonkit.integrations.mkdocs.hooks)"
+        )
+    return events.build
+
+
+def _add(files: "Files", config, uri: str, content, in_nav: bool = False) -> None:
+    existing = files.get_file_from_path(uri)
+    if existing is not None:
+        files.remove(existing)
+    inclusion = InclusionLevel.INCLUDED if in_nav else InclusionLevel.NOT_IN_NAV
+    files.append(File.generated(config, uri, content=content, inclusion=inclusion))
+
+
+class BuildEvents:
+    """The events of one configuration's build, translated into calls on :attr:`build`.
+
+    Registered in ``config.plugins`` like a hooks module: MkDocs calls its ``on_*`` methods
+    (not a ``BasePlugin``, whose no-op ``on_*`` methods would be registered too)."""
+
+    def __init__(self, build: lk_build.Build):
+        self.build = build
+
+    def on_pre_build(self, config: "MkDocsConfig") -> None:
+        """Every plugin is configured (Material's search has loaded its dictionary): the
+        experiments start."""
+        self.build.start_experiments()
+
+    def on_files(self, files: "Files", config: "MkDocsConfig") -> "Files":
+        b = self.build
+        paths = [Path(f.abs_src_path) for f in files.documentation_pages() if f.abs_src_path]
+        api = files.get_file_from_path("api.md")
+        try:
+            plan = b.plan(paths, Path(api.abs_src_path) if api is not None and api.abs_src_path else None)
+        except LessonError as exc:  # unreadable pages
+            for p in exc.problems:
+                log.error(str(p))
+            raise Abort(f"lessonkit: {len(exc.problems)} page(s) cannot be read; see the lines above") from None
+        for g in plan.generated:
+            _add(files, config, g.uri, g.content, in_nav=g.in_nav)
+        for uri in plan.late:  # written once every experiment has run
+            _add(files, config, uri, "", in_nav=True)
+        _add(files, config, b.project.site.bundle, b"")
+        _add_assets(files, config)
+        every = list(files)
+        listed = [lk_build.PageFile(f.src_uri, f.abs_src_path) for f in every]
+        order = lk_build.render_order(listed, b.project, plan.with_experiments, set(plan.late))
+        files = Files([every[n] for n in order])
+        b.urls = {f.src_uri: f.url for f in files}
+        return files
+
+    def on_page_markdown(self, markdown: str, page: "Page", config: "MkDocsConfig", files: "Files") -> str:
+        links = lk_build.SiteLinks(self.build, page.url, get_relative_url)
+        try:
+            return self.build.page(page.file.src_uri, page.file.abs_src_path, markdown, links)
+        except LessonError as exc:
+            raise PluginError(str(exc)) from None
+
+    def on_page_content(self, html: str, page: "Page", config: "MkDocsConfig", files: "Files") -> str:
+        b = self.build
+        b.page_done()
+        html = b.page_html(page.file.src_uri, html, page.url, get_relative_url)
+        # Rendered blocks reach the page through the HTML stash, where MkDocs' anchor
+        # collector does not look: register their ids so links to them are validated.
+        if page.present_anchor_ids is not None:
+            page.present_anchor_ids |= b.anchor_ids(page.file.src_uri, html)
+        return html
+
+    def on_env(self, env, config: "MkDocsConfig", files: "Files"):
+        """Every page has its Markdown rendered: finish the bundle and the tokens that name it.
+        The theme's templates come compiled from :mod:`lessonkit.integrations.mkdocs.themecache`."""
+        themecache.use(env, self.build.project.cache)
+        rendered = [(f.src_uri, f.page) for f in files.documentation_pages() if f.page is not None]
+        try:
+            files.get_file_from_path(self.build.project.site.bundle).content_bytes = self.build.finish(rendered)
+        except LessonError as exc:
+            raise PluginError(str(exc)) from None
+        self.build.watch_site(Path(config.site_dir))  # MkDocs writes the pages next
+        return env
+
+    @event_priority(-100)  # after every plugin, the search index in particular, has read the page
+    def on_page_context(self, context, page: "Page", config: "MkDocsConfig", nav):
+        deferred = self.build.deferred.pop(page.file.src_uri, None)
+        if deferred is not None and deferred.html:
+            page.content, missing = deferred.fill(page.content)
+            if missing:  # another plugin rewrote the page between on_page_content and here
+                raise PluginError(
+                    f"docs/{page.file.src_uri}: {len(missing)} highlighted code block(s) or formula(s) could "
+                    "not be put back into the page — a plugin changed the page HTML after lessonkit"
+                )
+        return context
+
+    @event_priority(-100)  # the page's final HTML: MkDocs writes it once this returns
+    def on_post_page(self, output: str, page: "Page", config: "MkDocsConfig") -> str:
+        self.build.page_written(Path(page.file.abs_dest_path))
+        return output
+
+    def on_build_error(self, error: Exception) -> None:
+        """A build that stops early leaves nothing running behind it (serve goes on to the next)."""
+        self.build.cancel()
+
+    def on_post_build(self, config: "MkDocsConfig") -> None:
+        self.build.check_links(Path(config.site_dir))
+        if self.build.problems:
+            raise Abort(f"lessonkit: {len(self.build.problems)} annotation problem(s); see the lines above")

@@ -1,0 +1,211 @@
+"""Python-Markdown extension: ``$…$`` and ``$$…$$`` rendered to MathML at build time.
+
+No JavaScript and no CDN: browsers draw MathML natively. A formula that the
+converter cannot read is an author error, located by the page and its text.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as etree
+from functools import lru_cache
+from html import escape, unescape
+
+from latex2mathml.converter import convert
+from markdown import Extension
+from markdown.blockprocessors import BlockProcessor
+from markdown.inlinepatterns import InlineProcessor
+
+from lessonkit.errors import LessonError
+from lessonkit.util.store import Store, digest
+
+INLINE = r"(?<![\\$])\$(?!\s)(?P<tex>[^$\n]+?)(?<![\s\\])\$(?!\d)"
+
+
+@lru_cache(maxsize=1)
+def _converter() -> str:
+    from importlib.metadata import version
+
+    return version("latex2mathml")
+
+
+# Named functions (``\sin``, ``\log`` …) come out of latex2mathml as a bare ``<mi>sin</mi>``
+# followed by the argument, which browsers draw as "sinx". TeX puts a thin space between an
+# operator name and an ordinary argument, and none before a parenthesis; so do we, and mark
+# the application with U+2061 (FUNCTION APPLICATION) as MathML expects.
+FUNCTIONS = (
+    "arccos",
+    "arcsin",
+    "arctan",
+    "cosh",
+    "coth",
+    "sinh",
+    "tanh",
+    "cos",
+    "cot",
+    "csc",
+    "det",
+    "exp",
+    "lg",
+    "ln",
+    "log",
+    "max",
+    "min",
+    "sec",
+    "sin",
+    "tan",
+    "sup",
+    "inf",
+    "lim",
+    "dim",
+    "ker",
+    "deg",
+    "arg",
+    "gcd",
+    "Pr",
+)
+_FUNCTION_MI = re.compile(
+    r"(?<!<msub>)(?<!<msup>)(?<!<msubsup>)(?<!<munder>)(?<!<munderover>)<mi>(%s)</mi>(?!<mo>&#x02061;)"
+    r"(?P<next><mo stretchy=\"false\">&#x00028;)?" % "|".join(FUNCTIONS)
+)
+
+
+def _polish(html: str) -> str:
+    """Post-process latex2mathml output: space after named functions (``\\sin x`` → sin x)."""
+
+    def fix(m: re.Match) -> str:
+        space = "" if m.group("next") else '<mspace width="0.1667em"></mspace>'
+        return f"<mi>{m.group(1)}</mi><mo>&#x02061;</mo>{space}{m.group('next') or ''}"
+
+    return _FUNCTION_MI.sub(fix, html)
+
+
+def _store(md) -> Store | None:
+    """Converted formulas by content: the cache of the project whose page ``md`` converts, if any."""
+    from lessonkit.pipeline.markdown import page_context
+
+    ctx = page_context(md) if md is not None else None
+    return ctx.project.store("mathml") if ctx is not None and ctx.project is not None else None
+
+
+def to_mathml(tex: str, display: str, md=None, store: Store | None = None) -> str:
+    """MathML for ``tex``; a formula that cannot be converted is reported on the page ``md`` converts.
+    Converted formulas are kept in ``store`` (default: the cache of the page's project)."""
+    store = store if store is not None else _store(md)
+    if store is None:
+        return _convert(tex, display, md)
+    key = digest("mathml", _converter(), display, tex.strip())
+    html = store.get(key)
+    if html is None:
+        html = _convert(tex, display, md)
+        if not html.startswith('<span class="lk-error">'):  # problems are reported every build
+            store.put(key, html)
+    return html
+
+
+BLOCK_TEX = re.compile(r"^[ \t]*\$\$(.*?)\$\$[ \t]*$", re.S | re.M)
+
+
+def prewarm(text: str, store: Store) -> None:
+    """Convert the formulas ``text`` appears to hold into ``store`` ahead of rendering.
+    A best effort (a page may use ``$`` otherwise): what does not convert is left for the
+    rendering pass, which reports it at its line."""
+    for tex in BLOCK_TEX.findall(text):
+        _prewarm_one(tex, "block", store)
+    for m in re.finditer(INLINE, BLOCK_TEX.sub("", text)):
+        _prewarm_one(m.group("tex"), "inline", store)
+
+
+def _prewarm_one(tex: str, display: str, store: Store) -> None:
+    key = digest("mathml", _converter(), display, tex.strip())
+    if store.get(key) is None:
+        try:
+            store.put(key, _polish(convert(tex.strip(), display=display)))
+        except Exception:  # reported, with its line, when the page renders
+            pass
+
+
+def _convert(tex: str, display: str, md=None) -> str:
+    try:
+        return _polish(convert(tex.strip(), display=display))
+    except Exception as exc:  # latex2mathml raises many types for bad input
+        err = LessonError(
+            f"cannot render formula ${tex.strip()[:60]}$: {exc.__class__.__name__}: {exc}",
+            hint="check the LaTeX; only standard math commands are supported",
+        )
+        from lessonkit.pipeline.markdown import page_context
+
+        ctx = page_context(md) if md is not None else None
+        if ctx is None or ctx.problems is None:
+            raise err from None
+        ctx.problems.extend(err.at(ctx.path, ctx.locate(tex.strip())).problems)
+        return f'<span class="lk-error">{escape(tex)}</span>'
+
+
+MATH_TAG = re.compile(r"</?([a-zA-Z][\w:-]*)")
+TEXT_NODE = re.compile(r">([^<]+)<")
+NOT_MATHML = {"main", "mark", "map", "menu", "meta", "meter"}  # HTML tags that start with "m"
+
+
+def search_text(mathml: str) -> str | None:
+    """The text Material's search index takes from ``mathml``, as one run of HTML text: its
+    text nodes joined. None where one run would not index the same (a whitespace-only node,
+    which the index collapses with its neighbours; a tag it keeps or skips, e.g. ``sup``):
+    such a formula stays in the page as it is."""
+    if not (mathml.startswith("<") and mathml.endswith(">")):
+        return None
+    for tag in MATH_TAG.findall(mathml):
+        tag = tag.lower()
+        if tag in NOT_MATHML or not (tag.startswith("m") or tag in ("semantics", "annotation", "none")):
+            return None
+    if "data-search" in mathml:
+        return None
+    nodes = TEXT_NODE.findall(mathml)
+    if not nodes or any(unescape(n).isspace() for n in nodes):
+        return None
+    return "".join(nodes)
+
+
+def _page_math(tex: str, display: str, md) -> str:
+    """The formula's MathML; on a page whose code waits for the search index (``Deferred``),
+    the MathML waits too, and the page carries its text meanwhile: a lesson's formulas are
+    most of its tags, and parsing tags is most of the index's work."""
+    html = to_mathml(tex, display, md)
+    from lessonkit.pipeline.markdown import page_context
+
+    ctx = page_context(md) if md is not None else None
+    deferred = ctx.deferred if ctx is not None else None
+    if deferred is not None and not html.startswith('<span class="lk-error">'):
+        text = search_text(html)
+        if text is not None:
+            return deferred.slot_text(text, html)
+    return html
+
+
+class InlineMath(InlineProcessor):
+    def handleMatch(self, m, data):
+        el = etree.Element("span", {"class": "lk-math"})
+        el.text = self.md.htmlStash.store(_page_math(m.group("tex"), "inline", self.md))
+        return el, m.start(0), m.end(0)
+
+
+class BlockMath(BlockProcessor):
+    RE = re.compile(r"^\s*\$\$(?P<tex>.*?)\$\$\s*$", re.S)
+
+    def test(self, parent, block):
+        return bool(self.RE.match(block))
+
+    def run(self, parent, blocks):
+        tex = self.RE.match(blocks.pop(0)).group("tex")
+        div = etree.SubElement(parent, "div", {"class": "lk-math-block"})
+        div.text = self.parser.md.htmlStash.store(_page_math(tex, "block", self.parser.md))
+
+
+class MathMLExtension(Extension):
+    def extendMarkdown(self, md):
+        md.inlinePatterns.register(InlineMath(INLINE, md), "lessonkit_math", 185)
+        md.parser.blockprocessors.register(BlockMath(md.parser), "lessonkit_math_block", 95)
+
+
+def makeExtension(**kwargs):
+    return MathMLExtension(**kwargs)

@@ -1,0 +1,303 @@
+"""Recorded runs: load an experiment's recording, look up values, build snapshot tables.
+
+An experiment writes one JSON object through ``experiments/_record.py`` (the
+runner passes it back as ``Result.record``). This module is independent of
+MkDocs: it turns a recording plus an author's table spec into a table model,
+generating cells from the run and checking hand-written cells against it.
+
+Snapshot spec (the body of a ``snapshot`` block; rows separated by ``|``)::
+
+    对象 | 值 | 说明                            <- the first row names the columns
+    `outgrads.get(R)` | @xx.calls.1.prev | 同一个 R 已在字典里
+    `add_outgrads(...)` | @xx.calls.1.result = (6.0, True) | 汇合
+    走到的分支 | `vs.add(prev_g, g)` | 源码推演，手写
+
+A cell ``@key`` is generated from the recording; ``@key = text`` is hand-written
+and checked against the recorded value; ``formula {@key = 3.0}`` shows the
+formula and checks the number it stands for; any other cell is the author's
+text. A cell in backticks (`` `@key` ``) renders the value as code.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+
+from lessonkit.errors import LessonError
+
+LIMIT = 4 * 1024 * 1024
+KEY = re.compile(r"[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*")
+CELL_REF = re.compile(r"^(?P<tick>`?)@(?P<key>" + KEY.pattern + r")(?P=tick)(?:\s*=\s*(?P<hand>.+))?$")
+CELL_NOTE = re.compile(r"^(?P<text>.*?)\s*\{@(?P<key>" + KEY.pattern + r")\s*=\s*(?P<hand>[^{}]+)\}$")
+
+
+@dataclass(frozen=True)
+class Recording:
+    data: dict
+    source: str  # the experiment, e.g. "experiments/multiple_paths.py"
+
+
+def load(value, source: str) -> Recording:
+    """A recording from a ``dict`` (``Result.record``) or JSON text, validated."""
+    if isinstance(value, (str, bytes)):
+        if len(value) > LIMIT:
+            raise LessonError(
+                f"the recording of {source} is larger than {LIMIT >> 20} MiB", hint="record less in the experiment"
+            )
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError) as exc:
+            raise LessonError(
+                f"the recording of {source} is not valid JSON ({str(exc)[:60]})",
+                hint="write it with experiments/_record.py",
+            ) from None
+    if value is None:
+        raise LessonError(f"{source} recorded nothing", hint="record values with `from _record import record`")
+    if not isinstance(value, dict):
+        raise LessonError(
+            f"the recording of {source} is a {type(value).__name__}, not an object",
+            hint="write it with experiments/_record.py",
+        )
+    return Recording(value, source)
+
+
+def lookup(rec: Recording, key: str):
+    """The value under a dotted key; integers index lists (``xx.calls.1.result``)."""
+    if not KEY.fullmatch(key or ""):
+        raise LessonError(f"`@{key}` is not a record key", hint="dotted names such as xx.calls.0.ingrad")
+    node, walked = rec.data, []
+    for part in key.split("."):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            where = ".".join(walked) or "the top level"
+            if isinstance(node, dict):
+                avail = ", ".join(sorted(node)[:12]) or "nothing"
+            elif isinstance(node, list):
+                avail = f"indexes 0–{len(node) - 1}" if node else "an empty list"
+            else:
+                avail = f"a value ({format_value(node)})"
+            raise LessonError(f"{rec.source} recorded no `{key}` (no `{part}` under {where})", hint=f"there: {avail}")
+        walked.append(part)
+    return node
+
+
+@dataclass(frozen=True)
+class Format:
+    precision: int = 6  # decimals of a non-integral float
+    integral: str = "point"  # integral float scalars: "point" -> 3.0, "int" -> 3
+    sequence: str = "()"  # brackets of a recorded tuple/list
+
+
+def format_value(v, fmt: Format = Format()) -> str:
+    """The value as the lesson would write it."""
+    if isinstance(v, dict):
+        if set(v) == {"scalar", "dtype"}:
+            return format_value(v["scalar"], fmt)
+        if set(v) == {"array", "shape", "dtype"}:
+            return format_value(v["array"], fmt) if not v["shape"] else _array(v["array"], fmt)
+        if set(v) == {"float"}:
+            return v["float"]
+        if set(v) == {"node"}:
+            return str(v["node"])
+        if "box" in v and "trace" in v:
+            return f"{v['box']}(trace={v['trace']}, _value={format_value(v.get('value'), fmt)})"
+        if not v:
+            return "{}"
+        return "{" + ", ".join(f"{k}: {format_value(x, fmt)}" for k, x in v.items()) + "}"
+    if isinstance(v, bool) or v is None:
+        return str(v)
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return _float(v, fmt, fmt.integral)
+    if isinstance(v, list):
+        o, c = fmt.sequence
+        inner = ", ".join(format_value(x, fmt) for x in v)
+        return f"{o}{inner},{c}" if len(v) == 1 and o == "(" else f"{o}{inner}{c}"
+    return str(v)
+
+
+def _float(v: float, fmt: Format, integral: str) -> str:
+    if math.isfinite(v) and v == int(v) and abs(v) < 1e15:
+        return f"{int(v)}" if integral == "int" else f"{v:.1f}"
+    return f"{v:.{fmt.precision}f}"
+
+
+def _array(data, fmt: Format) -> str:
+    if isinstance(data, list):
+        return "[" + ", ".join(_array(x, fmt) for x in data) + "]"
+    if isinstance(data, float):
+        return _float(data, fmt, "int")
+    return format_value(data, fmt)
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str  # what the table shows
+    key: str | None = None  # the record key it comes from or is checked against
+    mode: str = "hand"  # "generated", "checked" or "hand"
+    code: bool = False  # render as inline code
+
+
+@dataclass(frozen=True)
+class SnapshotTable:
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    source: str
+
+    def counts(self) -> dict[str, int]:
+        """How many cells are generated, checked against the run, or hand-written (header excluded)."""
+        out = {"generated": 0, "checked": 0, "hand": 0}
+        for row in self.rows:
+            for cell in row:
+                out[cell.mode] += 1
+        return out
+
+    def markdown(self) -> str:
+        """The table as Markdown (a value cell's ``|`` escaped)."""
+
+        def show(c: Cell) -> str:
+            text = f"`{c.text}`" if c.code else c.text
+            return text.replace("|", "\\|") if c.mode != "hand" else text
+
+        lines = ["| " + " | ".join(self.columns) + " |", "|" + "---|" * len(self.columns)]
+        lines += ["| " + " | ".join(show(c) for c in row) + " |" for row in self.rows]
+        return "\n".join(lines) + "\n"
+
+
+def split_row(line: str) -> list[str]:
+    """Cells of one spec row: ``|`` separates, ``\\|`` is a literal bar, outer bars optional."""
+    text = line.strip()
+    if text.startswith("|"):
+        text = text[1:]
+    if text.endswith("|") and not text.endswith("\\|"):
+        text = text[:-1]
+    from lessonkit.kinds import INLINE  # here: lessonkit.kinds imports this module
+
+    cells, cur, i = [], [], 0
+    while i < len(text):
+        ref = INLINE.match(text, i) if text.startswith("[[", i) else None
+        if ref:  # an inline reference ([[line: …|file]], [[value: …|3]]): its bars stay in the cell
+            cur.append(ref.group(0))
+            i = ref.end()
+            continue
+        if text[i] == "\\" and i + 1 < len(text) and text[i + 1] == "|":
+            cur.append("|")
+            i += 2
+            continue
+        if text[i] == "|":
+            cells.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(text[i])
+        i += 1
+    cells.append("".join(cur).strip())
+    return cells
+
+
+def _normal(text: str) -> str:
+    return re.sub(r"\s+", "", text.strip().strip("`")).replace("−", "-")
+
+
+def build_snapshot(
+    lines: list[str], rec: Recording, *, path: str | None = None, first_line: int | None = None, fmt: Format = Format()
+) -> SnapshotTable:
+    """The table model from a spec (header row first); problems located at ``path:line`` per row."""
+    rows = [(i, l) for i, l in enumerate(lines) if l.strip() and not re.fullmatch(r"\s*\|?[\s:|-]+\|?\s*", l)]
+
+    def at(i):
+        return None if first_line is None else first_line + i
+
+    if not rows:
+        raise LessonError(
+            "a snapshot needs a header row and at least one row",
+            path=path,
+            line=first_line,
+            hint="write `column 1 | column 2`, then rows such as `R | @xx.seed`",
+        )
+    columns = tuple(split_row(rows[0][1]))
+    problems, out = [], []
+    for i, line in rows[1:]:
+        cells = split_row(line)
+        if len(cells) != len(columns):
+            problems.append(
+                LessonError(
+                    f"row has {len(cells)} cells but the header has {len(columns)}",
+                    path=path,
+                    line=at(i),
+                    hint="separate cells with | (a literal bar is \\|)",
+                ).problem
+            )
+            continue
+        row = []
+        for text in cells:
+            try:
+                row.append(_cell(text, rec, fmt))
+            except LessonError as exc:
+                problems += exc.at(path, at(i)).problems
+        out.append(tuple(row))
+    if problems:
+        raise LessonError.collect(problems)
+    return SnapshotTable(columns, tuple(out), rec.source)
+
+
+def _cell(text: str, rec: Recording, fmt: Format) -> Cell:
+    note = CELL_NOTE.match(text)
+    if note:  # a formula or prose, with the number it stands for checked against the run
+        _check(note["hand"], note["key"], rec, fmt)
+        return Cell(note["text"], note["key"], "checked")
+    m = CELL_REF.match(text)
+    if not m:
+        return Cell(text)
+    key, hand, code = m["key"], m["hand"], bool(m["tick"])
+    if hand is None:
+        return Cell(format_value(lookup(rec, key), fmt), key, "generated", code)
+    _check(hand, key, rec, fmt)
+    shown = hand.strip()
+    if shown.startswith("`") and shown.endswith("`") and len(shown) > 1:
+        shown, code = shown[1:-1], True
+    return Cell(shown, key, "checked", code)
+
+
+def _check(hand: str, key: str, rec: Recording, fmt: Format) -> None:
+    recorded = format_value(lookup(rec, key), fmt)
+    if _normal(hand) != _normal(recorded):
+        raise LessonError(
+            f"snapshot cell says {hand.strip()!r} but {rec.source} recorded `{key}` = {recorded}",
+            hint="fix the hand-written value, or write `@" + key + "` to show the recorded one",
+        )
+
+
+VALUE_REF = re.compile(r"\[\[@(?P<exp>[\w-]+):(?P<key>" + KEY.pattern + r")(?:\s*\|(?P<prec>\d))?\]\]")
+
+
+@dataclass(frozen=True)
+class ValueRef:
+    """An inline recorded value in prose: ``[[@multiple_paths:xx.grad]]`` or
+    ``[[@lesson01_ad_and_graph:steps.2.local|3]]``."""
+
+    raw: str
+    experiment: str  # experiments/<name>.py
+    key: str
+    precision: int | None = None
+
+
+def parse_value_ref(raw: str) -> ValueRef:
+    m = VALUE_REF.fullmatch(raw.strip())
+    if not m:
+        raise LessonError(
+            f"cannot read the recorded value {raw[:80]!r}",
+            hint="write [[@experiment_name:key.path]] or [[@experiment_name:key.path|3]] (3 decimals)",
+        )
+    return ValueRef(raw, f"experiments/{m['exp']}.py", m["key"], int(m["prec"]) if m["prec"] else None)
+
+
+def render_value_ref(ref: ValueRef, rec: Recording) -> str:
+    """The value as text (the caller adds the provenance, e.g. a title naming the experiment and key)."""
+    fmt = Format() if ref.precision is None else Format(precision=ref.precision)
+    return format_value(lookup(rec, ref.key), fmt)

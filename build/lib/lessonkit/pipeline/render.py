@@ -1,0 +1,153 @@
+"""Stage 3: turn resolved blocks into HTML (Material code blocks, escaped text)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from html import escape
+from typing import Callable, Protocol
+
+from lessonkit.errors import LessonError
+from lessonkit.run.runner import Result
+from lessonkit.source.pin import Pin
+from lessonkit.config.labels import Labels, defaults
+from lessonkit.project import Resolved
+from lessonkit.util.store import Store, digest
+
+# Block chrome (badges, link rows, labels, provenance) stays out of the search index: a search
+# for "GitHub" or a badge's word should not match every block. Material drops the attribute itself.
+NO_SEARCH = ' data-search-exclude="chrome"'
+
+
+class Links(Protocol):
+    """Where a rendered block links to on the site; ``None`` when there is no such page."""
+
+    def source(self, file: str, start: int, end: int) -> str | None: ...
+    def script(self, file: str) -> str | None: ...
+    def api(self, file: str, symbol: str | None) -> str | None: ...
+
+
+class NoLinks:
+    def source(self, file, start, end):
+        return None
+
+    def script(self, file):
+        return None
+
+    def api(self, file, symbol):
+        return None
+
+
+def anchors(resolved: list[Resolved]) -> list[str]:
+    """Stable ids from each block's kind (e.g. src-<Symbol>, teach-<n>, exp-<script stem>);
+    repeats get -2, -3…"""
+    seen: dict[str, int] = {}
+    per_kind: dict[str, int] = {}
+    out = []
+    for r in resolved:
+        per_kind[r.kind.name] = n = per_kind.get(r.kind.name, 0) + 1
+        base = r.kind.anchor(r, n)
+        seen[base] = seen.get(base, 0) + 1
+        out.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
+    return out
+
+
+def code_of(r: Resolved) -> tuple[str, int]:
+    """The code a block shows and its first line number: the excerpt, else the body."""
+    if r.excerpt is not None:
+        return r.excerpt.text, r.excerpt.start
+    return "\n".join(r.block.body) + "\n", 1
+
+
+@dataclass
+class Deferred:
+    """Highlighted code and MathML kept out of the page until after the search index has read it.
+
+    The page first carries the same code as plain text between two comment markers
+    (the search index extracts exactly the same text from either form, and plain
+    text is far cheaper to parse); :meth:`fill` then swaps the highlighted HTML in.
+    """
+
+    nonce: str
+    html: dict[str, str]
+
+    def _hold(self, html: str) -> str:
+        token = f"lk-defer-{self.nonce}-{len(self.html)}"
+        self.html[token] = html
+        return token
+
+    def slot(self, text: str, highlighted: str) -> str:
+        token = self._hold(highlighted)
+        return (
+            f'<!--{token}--><div class="language-python highlight"><pre><code>{escape(text, quote=False)}'
+            f'</code></pre></div><!--/{token}-->'
+        )
+
+    def slot_text(self, text_html: str, html: str) -> str:
+        """``html`` (a formula's MathML) held back like code; the page carries ``text_html``, the
+        text the search index would take from ``html``, meanwhile (see :func:`mathml.search_text`)."""
+        token = self._hold(html)
+        return f"<!--{token}-->{text_html}<!--/{token}-->"
+
+    def fill(self, page_html: str) -> tuple[str, list[str]]:
+        """``page_html`` with every slot filled, and the tokens that were not found."""
+        missing = []
+        for token, html in self.html.items():
+            start = page_html.find(f"<!--{token}-->")
+            end_mark = f"<!--/{token}-->"
+            end = page_html.find(end_mark, start)
+            if start < 0 or end < 0:
+                missing.append(token)
+                continue
+            page_html = page_html[:start] + html + page_html[end + len(end_mark) :]
+        return page_html, missing
+
+
+@dataclass
+class Renderer:
+    pin: Pin
+    highlight: Callable[..., str]  # pymdownx Highlight(...).highlight
+    links: Links
+    provenance: str  # "Python 3.11.7 · NumPy 2.4.6 · autograd 1.9.1 (f53a217)"
+    upstream: str = ""  # how disclaimers name the pinned project, e.g. "HIPS/autograd"
+    labels: Labels = field(default_factory=defaults)  # lessonkit.config.labels, then site.toml [labels]
+    store: Store | None = None  # highlighted code by content (key includes `tools`)
+    tools: str = ""  # versions and options of whatever `highlight` depends on
+    deferred: Deferred | None = None
+    no_search: str = NO_SEARCH
+    project: object = None  # the project whose pages are rendered (kinds that render inline references)
+    code_of = staticmethod(code_of)
+
+    def code(self, text: str, start: int, anchor: str, title: str | None = None) -> str:
+        def make() -> str:
+            html = self.highlight(text, "python", linestart=start, title=title, code_block_count=0)
+            return html.replace("__codelineno-0-", f"{anchor}-L").replace("__span-0-", f"{anchor}-s")
+
+        if self.store is None:
+            html = make()
+        else:
+            html = self.store.get_or_make(digest("code", self.tools, text, str(start), anchor, title or ""), make)
+        return self.deferred.slot(text, html) if self.deferred is not None else html
+
+    def head(self, badge: str, kind: str, meta: list[str], links: list[tuple[str, str]]) -> str:
+        link_html = " ".join(f'<a class="lk-link" href="{escape(u)}">{escape(t)}</a>' for t, u in links if u)
+        return (
+            f'<div class="lk-head"><span class="lk-badge lk-badge-{kind}"{NO_SEARCH}>{escape(badge)}</span>'
+            f'<span class="lk-meta">{" · ".join(meta)}</span>'
+            f'<span class="lk-links"{NO_SEARCH}>{link_html}</span></div>'
+        )
+
+    def block(self, r: Resolved, anchor: str, result: Result | None = None) -> str:
+        """A resolved block's HTML, as its kind renders it."""
+        return r.kind.render(self, r, anchor, result)
+
+    def error(self, err: LessonError, anchor: str | None = None) -> str:
+        items = "".join(f"<li><code>{escape(str(p))}</code></li>" for p in err.problems)
+        ident = f' id="{anchor}"' if anchor else ""  # links to the failed block still land here
+        word = escape(self.labels["annotation-error"])
+        return f'<div class="lk-block lk-error"{ident}><strong>{word}</strong><ul>{items}</ul></div>'
+
+    def inline_error(self, err: LessonError) -> str:
+        """The error box for an inline reference: a span, so the paragraph stays a paragraph."""
+        text = "; ".join(str(p) for p in err.problems)
+        word = escape(self.labels["annotation-error"])
+        return f'<span class="lk-error lk-inline-error"><strong>{word}</strong> <code>{escape(text)}</code></span>'

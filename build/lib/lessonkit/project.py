@@ -1,0 +1,188 @@
+"""The project: where things are, the pinned tree, and block resolution shared by
+build, verify and the cross-link pages (one code path for all of them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from pathlib import Path
+
+from lessonkit.config import environment
+from lessonkit.run import runner as execute
+from lessonkit.config import site as siteconfig
+from lessonkit.errors import LessonError, Problem
+from lessonkit.kinds import Registry, Resolved, for_project
+from lessonkit.pipeline.parse import Block, ParsedPage, parse_page
+from lessonkit.source.pin import Pin, PinnedTree, load_pin, provide
+from lessonkit.source.resolve import Tree
+from lessonkit.config.site import SiteConfig
+from lessonkit.util.store import Store
+
+
+@dataclass
+class Project:
+    root: Path
+    cache: Path = None  # type: ignore[assignment]
+    _resolved: dict = field(default_factory=dict, repr=False)  # block content -> Resolved
+    # a tree already provided and checked for this pin (repin --apply); otherwise the providers run
+    provided: PinnedTree | None = None
+
+    def __post_init__(self):
+        self.root = self.root.resolve()
+        if self.cache is None:
+            self.cache = environment.cache_dir(self.root)  # LESSONKIT_CACHE, checked
+
+    # -- locations
+    @property
+    def docs(self) -> Path:
+        return self.root / "docs"
+
+    @property
+    def experiments(self) -> Path:
+        return self.root / "experiments"
+
+    @property
+    def sourcemap(self) -> Path:
+        return self.root / "sourcemap"
+
+    def rel(self, path: Path | str) -> str:
+        p = Path(path).resolve()
+        try:
+            return p.relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)
+
+    @cached_property
+    def kinds(self) -> Registry:
+        """The block kinds this project's pages may use (built-ins plus ``sourcemap/kinds.toml``)."""
+        return for_project(self.root)
+
+    # -- the pinned tree (provided and checked once per project object)
+    @cached_property
+    def pin(self) -> Pin:
+        return load_pin(self.sourcemap)
+
+    @cached_property
+    def site(self) -> SiteConfig:
+        """What the project says about itself (``sourcemap/site.toml``, ``templates/``)."""
+        return siteconfig.load(self.root, self.pin.repo)
+
+    @cached_property
+    def tree(self) -> PinnedTree:
+        given = self.provided
+        if given is not None and (given.pin.commit, given.pin.manifest) == (self.pin.commit, self.pin.manifest):
+            return given
+        return provide(self.pin, self.cache)
+
+    @cached_property
+    def pinned(self) -> Tree:
+        return Tree(
+            self.tree.root,
+            "pinned",
+            allowed=set(self.pin.manifest),
+            label=f"the pinned {self.site.name} {self.pin.version} tree",
+            symbols=self.store("symbols"),
+        )
+
+    @cached_property
+    def repo(self) -> Tree:
+        folders = self.site.teaching or self.site.code  # never "any file of the repository"
+        return Tree(
+            self.root,
+            "repo",
+            prefixes=tuple(f"{d}/" for d in folders),
+            label="this repository",
+            symbols=self.store("symbols"),
+        )
+
+    @cached_property
+    def scripts(self) -> Tree:
+        return Tree(
+            self.root,
+            "repo",
+            prefixes=("experiments/",),
+            label="this repository's experiments",
+            symbols=self.store("symbols"),
+        )
+
+    @cached_property
+    def runner(self) -> execute.Runner:
+        extra = tuple(self.root / d for d in self.site.teaching)
+        return execute.Runner(
+            self.tree.root,
+            self.pin.version,
+            self.pin.manifest_digest,
+            self.experiments,
+            self.cache,
+            extra_paths=extra,
+            env_prefix=self.site.env_prefix,
+            box_pinned=self.site.box_pinned,
+            tools=self.site.tools,
+            **execute.pin_args(self.pin, self.root),
+        )
+
+    def store(self, kind: str) -> Store:
+        """This project's content-keyed cache of one kind (``<cache>/<kind>``; see lessonkit.util.store)."""
+        return Store(self.cache, kind)
+
+    # -- pages
+    def read_page(self, path: Path) -> str:
+        """A lesson page's text; encoding mistakes are author errors."""
+        rel = self.rel(path)
+        data = path.read_bytes()
+        if data.startswith(b"\xef\xbb\xbf"):
+            raise LessonError(
+                "file starts with a UTF-8 byte-order mark", path=rel, line=1, hint="save it as UTF-8 without BOM"
+            )
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data[: exc.start].count(b"\n") + 1
+            raise LessonError(
+                f"file is not valid UTF-8 (byte 0x{data[exc.start]:02x})", path=rel, line=line, hint="save it as UTF-8"
+            ) from None
+        if "\r" in text:
+            line = text[: text.index("\r")].count("\n") + 1
+            raise LessonError(
+                "file has CR (Windows) line endings", path=rel, line=line, hint="save it with LF line endings"
+            )
+        return text
+
+    def parse(self, path: Path, text: str | None = None, offset: int = 0) -> ParsedPage:
+        text = self.read_page(path) if text is None else text
+        return parse_page(text, self.rel(path), offset, self.kinds)
+
+    # -- resolution: the one code path
+    def resolve(self, block: Block) -> Resolved:
+        """Resolve one block; a block with the same content and place resolves once per project
+        (the build resolves every block for the site map, then again while rendering its page)."""
+        key = (
+            block.path,
+            block.line,
+            block.kind,
+            tuple((k, f.value, f.line) for k, f in block.fields.items()),
+            block.body,
+            block.body_line,
+        )
+        hit = self._resolved.get(key)
+        if hit is not None:
+            return replace(hit, block=block)
+        self._resolved[key] = r = self._resolve(block)
+        return r
+
+    def _resolve(self, block: Block) -> Resolved:
+        spec = self.kinds.of(block)
+        return replace(spec.resolve(self, block), kind=spec)
+
+    def resolve_page(self, page: ParsedPage) -> tuple[list[Resolved], list[Problem]]:
+        out, problems = [], list(page.problems)
+        for block in page.blocks:
+            try:
+                out.append(self.resolve(block))
+            except LessonError as exc:
+                problems += exc.at(block.path, block.line).problems
+        problems.sort(key=lambda p: p.line or 0)
+        return out, problems
+
+    def pages(self) -> list[Path]:
+        return sorted(p for p in self.docs.rglob("*.md") if p.is_file())

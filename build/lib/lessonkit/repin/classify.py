@@ -1,0 +1,494 @@
+"""Classify every block and experiment of a project against a target tree.
+
+Every block is resolved against the pin with the build's code path
+(:meth:`Project.resolve`) and against the target with the same
+:func:`~lessonkit.source.resolve.excerpt_of` / :func:`~lessonkit.source.resolve.based_on`, and
+classified as **unchanged** (same text, same lines), **moved** (same text, other
+lines), **changed** (still resolves, text differs; with a diff) or **missing**
+(file or symbol gone, by the error's code; with the closest candidates). Every
+experiment runs against both trees (the target's outputs are cached apart, under
+``<cache>/repin``) and their outputs are compared.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from lessonkit.run import runner as execute
+from lessonkit.errors import LessonError
+from lessonkit.pipeline.parse import Block, BrokenBlock
+from lessonkit.source.pin import Pin
+from lessonkit.project import Project
+from lessonkit.source.pyindex import MISSING_SYMBOL, SELECTOR, SourceFile
+from lessonkit.source.resolve import Excerpt, Tree, based_on, excerpt_of
+from lessonkit.repin.acquire import Target
+
+HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
+FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+
+SOURCE_OK = ("unchanged", "moved")
+ORDER = {"error": 0, "missing": 1, "changed": 2, "fails": 3, "differs": 4, "moved": 5, "unchanged": 6}
+
+
+@dataclass
+class Item:
+    page: str
+    line: int
+    kind: str  # "real-source", "based-on", "experiment" or "page"
+    label: str  # FILE::SYMBOL, or the experiment's script
+    status: str  # unchanged | moved | changed | missing | error (blocks); unchanged | differs | fails | error
+    detail: str = ""
+    old: tuple[int, int] | None = None
+    new: tuple[int, int] | None = None
+    diff: list[str] = field(default_factory=list)
+    candidates: list[str] = field(default_factory=list)
+    block: Block | None = None
+
+    @property
+    def attention(self) -> bool:
+        return self.status not in SOURCE_OK
+
+    @property
+    def where(self) -> str:
+        return f"{self.page}:{self.line}"
+
+
+@dataclass
+class RepinReport:
+    pin: Pin
+    target: Target
+    items: list[Item]
+    titles: dict[str, str]  # page -> its title
+    prose: list[tuple[str, int, str]]  # page, line, text naming the old version or commit
+    files: dict[str, list[str]]  # "changed", "only-pin", "only-target": tree paths
+    seconds: float = 0.0
+
+    def counts(self, kinds: tuple[str, ...]) -> Counter:
+        return Counter(i.status for i in self.items if i.kind in kinds)
+
+    @property
+    def attention(self) -> list[Item]:
+        return [i for i in self.items if i.attention]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.attention else 0
+
+
+def _udiff(
+    a: tuple[str, ...] | list[str],
+    b: tuple[str, ...] | list[str],
+    a_start: int,
+    b_start: int,
+    a_name: str,
+    b_name: str,
+    context: int = 3,
+) -> list[str]:
+    """A unified diff whose hunk headers carry the real line numbers of both files."""
+    out = []
+    for line in difflib.unified_diff(list(a), list(b), a_name, b_name, lineterm="", n=context):
+        m = HUNK.match(line)
+        if m:
+            line = (
+                f"@@ -{int(m[1]) + a_start - 1}{m[2] or ''} +{int(m[3]) + b_start - 1}{m[4] or ''} @@" + line[m.end() :]
+            )
+        out.append(line)
+    return out
+
+
+def _norm_symbol(symbol: str) -> str:
+    m = SELECTOR.match(symbol.strip())
+    if not m:
+        return symbol.strip()
+    try:
+        return f"{m['func']}({ast.unparse(ast.parse(m['arg'], mode='eval').body)})"
+    except SyntaxError:
+        return symbol.strip()
+
+
+class Index:
+    """Every definition of every Python file of the target, built on first use."""
+
+    def __init__(self, tree: Tree, manifest: dict[str, str]):
+        self.tree = tree
+        self.manifest = manifest
+        self._defs: dict[str, list[str]] | None = None
+
+    def where(self, symbol: str, but: str | None = None) -> list[str]:
+        if self._defs is None:
+            self._defs = {}
+            for rel in sorted(self.manifest):
+                if not rel.endswith(".py"):
+                    continue
+                try:
+                    for d in self.tree.file(rel).definitions:
+                        self._defs.setdefault(d.name, []).append(f"{rel} L{d.start}-{d.end}")
+                except LessonError:
+                    continue
+        return [w for w in self._defs.get(_norm_symbol(symbol), []) if not (but and w.startswith(but + " "))]
+
+
+def _missing_file(item: Item, file: str, symbol: str | None, index: Index) -> Item:
+    base = file.rsplit("/", 1)[-1]
+    names = sorted(index.manifest)
+    cands = [f"{r} (same file name)" for r in names if r.rsplit("/", 1)[-1] == base and r != file]
+    cands += [
+        f"{r} (similar path)"
+        for r in difflib.get_close_matches(file, names, n=3, cutoff=0.6)
+        if not any(c.startswith(r + " ") for c in cands)
+    ]
+    if symbol:
+        cands += [f"`{symbol}` is defined at {w}" for w in index.where(symbol)]
+    return replace(item, status="missing", detail=f"no file `{file}` in the target", candidates=cands[:8])
+
+
+def _missing_symbol(item: Item, sf: SourceFile, symbol: str, exc: LessonError, index: Index) -> Item:
+    want = _norm_symbol(symbol)
+    m = SELECTOR.match(want)
+    try:
+        defs = sf.definitions
+    except LessonError:  # not parseable Python in the target
+        defs = []
+    if m:
+        pool = [d for d in defs if d.kind == "call" and d.name.split("(", 1)[0] == m["func"]]
+    else:
+        pool = [d for d in defs if d.kind != "call"]
+    names = sorted({d.name for d in pool})
+    cands = [f"`{symbol}` is defined at {w}" for w in index.where(symbol, but=sf.rel)]
+    for c in difflib.get_close_matches(want, names, n=4, cutoff=0.6):
+        d = next(d for d in pool if d.name == c)
+        cands.append(f"`{c}` at {sf.rel} L{d.start}-{d.end} (similar name)")
+    if exc.code == MISSING_SYMBOL:
+        return replace(
+            item, status="missing", detail=f"no symbol `{symbol}` in {sf.rel} of the target", candidates=cands[:8]
+        )
+    # defined several times, or a selector that became ambiguous: it exists, but not as one definition
+    return replace(
+        item,
+        status="changed",
+        detail=f"{exc.problem.message} — {exc.problem.hint or ''}".rstrip(" —"),
+        candidates=cands[:8],
+    )
+
+
+def _closest_window(old: Excerpt, sf: SourceFile) -> tuple[float, int]:
+    n = len(old.lines)
+    want = "\n".join(l.strip() for l in old.lines)
+    best, at = 0.0, 0
+    for k in range(0, max(1, len(sf.lines) - n + 1)):
+        window = "\n".join(l.strip() for l in sf.lines[k : k + n])
+        sm = difflib.SequenceMatcher(None, want, window, autojunk=False)
+        if sm.real_quick_ratio() <= best or sm.quick_ratio() <= best:
+            continue
+        r = sm.ratio()
+        if r > best:
+            best, at = r, k
+    return best, at
+
+
+def _unresolved(
+    item: Item,
+    project: Project,
+    ttree: Tree,
+    index: Index,
+    old: Excerpt,
+    file: str,
+    symbol: str | None,
+    exc: LessonError,
+    vs: str,
+) -> Item:
+    try:
+        sf = ttree.file(file)
+    except LessonError:
+        return _missing_file(item, file, symbol, index)
+    if symbol:
+        try:
+            d = sf.find(symbol)
+        except LessonError as e:
+            return _missing_symbol(item, sf, symbol, e, index)
+        pin_sf = project.pinned.file(file)
+        pd = pin_sf.find(symbol)
+        diff = _udiff(
+            pin_sf.lines[pd.start - 1 : pd.end],
+            sf.lines[d.start - 1 : d.end],
+            pd.start,
+            d.start,
+            f"{file} ({symbol}, L{pd.start}-{pd.end}) {vs[0]}",
+            f"{file} ({symbol}, L{d.start}-{d.end}) {vs[1]}",
+        )
+        detail = (
+            f"the quoted lines L{old.start}-{old.end} no longer occur verbatim in `{symbol}` "
+            f"(now L{d.start}-{d.end}): {exc.problem.hint or exc.problem.message}"
+        )
+        return replace(item, status="changed", detail=detail, new=(d.start, d.end), diff=diff)
+    ratio, k = _closest_window(old, sf)
+    n = len(old.lines)
+    closest = f"{sf.rel} L{k + 1}-{k + n} ({ratio:.0%} alike)"
+    if ratio >= 0.6:
+        diff = _udiff(
+            old.lines,
+            [l for l in sf.lines[k : k + n]],
+            old.start,
+            k + 1,
+            f"{file} L{old.start}-{old.end} {vs[0]}",
+            f"{file} L{k + 1}-{k + n} {vs[1]}",
+        )
+        return replace(
+            item,
+            status="changed",
+            detail=f"the quoted lines no longer occur in {file}; closest: {closest}",
+            new=(k + 1, k + n),
+            diff=diff,
+            candidates=[closest],
+        )
+    cands = [closest] + [f"{r} (same lines)" for r in _files_with_body(old, index)]
+    return replace(item, status="missing", detail=f"the quoted lines no longer occur in {file}", candidates=cands)
+
+
+def _files_with_body(old: Excerpt, index: Index) -> list[str]:
+    first = next((l.strip() for l in old.lines if l.strip()), None)
+    out = []
+    if not first:
+        return out
+    for rel in sorted(index.manifest):
+        if rel == old.file or not rel.endswith((".py", ".md", ".txt")):
+            continue
+        try:
+            text = (index.tree.root / rel).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if first in text and all(l.strip() in text for l in old.lines):
+            out.append(rel)
+    return out[:4]
+
+
+def _source_item(project: Project, ttree: Tree, index: Index, block: Block, based: bool, vs) -> Item:
+    if based:
+        file, symbol = (s.strip() for s in block.get("Based-on").split("::", 1))
+        kind, line = "based-on", block.line_of("Based-on")
+    else:
+        file, symbol = block.get("File"), block.get("Symbol")
+        kind, line = "real-source", block.line
+    label = f"{file}::{symbol}" if symbol else f"{file} (quoted lines)"
+    item = Item(block.path, line, kind, label, "error", block=block)
+    try:
+        old = based_on(project.pinned, block) if based else project.resolve(block).excerpt
+    except LessonError as exc:
+        hint = f" — {exc.problem.hint}" if exc.problem.hint else ""
+        return replace(item, detail=f"does not resolve at the pin: {exc.problem.message}{hint}")
+    item = replace(item, old=(old.start, old.end))
+    try:
+        new = based_on(ttree, block) if based else excerpt_of(ttree, block)
+    except LessonError as exc:
+        return _unresolved(item, project, ttree, index, old, file, symbol, exc, vs)
+    item = replace(item, new=(new.start, new.end))
+    if new.lines == old.lines:
+        if (new.start, new.end) == (old.start, old.end):
+            return replace(item, status="unchanged")
+        loc = " (a `Lines:` locator to rewrite)" if (not based and block.get("Lines")) else ""
+        return replace(item, status="moved", detail=f"L{old.start}-{old.end} → L{new.start}-{new.end}{loc}")
+    diff = _udiff(
+        old.lines,
+        new.lines,
+        old.start,
+        new.start,
+        f"{file} L{old.start}-{old.end} {vs[0]}",
+        f"{file} L{new.start}-{new.end} {vs[1]}",
+    )
+    changed = sum(1 for l in diff if l[:1] in "+-" and not l.startswith(("+++", "---")))
+    return replace(
+        item,
+        status="changed",
+        diff=diff,
+        detail=f"L{old.start}-{old.end} → L{new.start}-{new.end}, {changed} line(s) differ",
+    )
+
+
+def _normalise_output(text: str, name: str) -> str:
+    """An experiment's output without the line that names the tree's version (``[name 1.9.1 · pinned tree]``)."""
+    announce = re.compile(r"^\[" + re.escape(name) + r" [^\]\n]*· pinned tree\]$", re.M)
+    return announce.sub(f"[{name} … · pinned tree]", text)
+
+
+def target_runner(project: Project, target: Target) -> execute.Runner:
+    """A runner for the project's experiments against the target tree (its own cache folder)."""
+    return execute.Runner(
+        target.root,
+        target.version or "unknown",
+        target.digest,
+        project.experiments,
+        project.cache / "repin",
+        extra_paths=tuple(project.root / d for d in project.site.teaching),
+        env_prefix=project.site.env_prefix,
+        tools=project.site.tools,
+    )
+
+
+def _experiment_items(project: Project, target: Target, exps: list[tuple[Block, execute.Job]], vs) -> list[Item]:
+    if not exps:
+        return []
+    jobs = [j for _, j in exps]
+    at_pin = project.runner.run_all(jobs)
+    runner = target_runner(project, target)
+    at_target = runner.run_all(jobs)
+    out = []
+    for block, job in exps:
+        a, b = at_pin[project.runner.key(job)], at_target[runner.key(job)]
+        item = Item(block.path, block.line, "experiment", job.label, "unchanged", block=block)
+        if not a.ok:
+            out.append(
+                replace(
+                    item,
+                    status="error",
+                    detail="fails at the pin: " + execute.failure(a, job, job.timeout).problem.message,
+                )
+            )
+            continue
+        if not b.ok:
+            tail = execute.failure(b, job, job.timeout).problem.message
+            out.append(
+                replace(
+                    item,
+                    status="fails",
+                    detail=f"fails against the target: {tail}",
+                    diff=_udiff(
+                        a.stdout.splitlines(),
+                        (b.stdout + b.stderr).splitlines(),
+                        1,
+                        1,
+                        f"stdout {vs[0]}",
+                        f"stdout + stderr {vs[1]}",
+                    ),
+                )
+            )
+            continue
+        sa, sb = _normalise_output(a.stdout, target.name), _normalise_output(b.stdout, target.name)
+        if sa == sb and a.truncated == b.truncated:
+            out.append(item)
+            continue
+        diff = _udiff(sa.splitlines(), sb.splitlines(), 1, 1, f"stdout {vs[0]}", f"stdout {vs[1]}")
+        n = sum(1 for l in diff if l[:1] in "+-" and not l.startswith(("+++", "---")))
+        out.append(replace(item, status="differs", detail=f"its output differs ({n} line(s))", diff=diff))
+    return out
+
+
+def _title(text: str, fallback: str) -> str:
+    """The page's first level-1 heading outside code fences."""
+    fence = None
+    for line in text.split("\n"):
+        m = FENCE.match(line)
+        if fence:
+            if m and m[1][0] == fence[0] and len(m[1]) >= len(fence) and not line.strip()[len(m[1]) :]:
+                fence = None
+            continue
+        if m:
+            fence = m[1]
+            continue
+        if line.startswith("# "):
+            return re.sub(r"\s*\{[^}]*\}\s*$", "", line[2:]).strip()
+    return fallback
+
+
+def _prose(project: Project, path: Path, text: str, parsed, pin: Pin, target: Target) -> list[tuple[str, int, str]]:
+    pats = []
+    if target.version != pin.version:
+        pats.append(re.compile(r"(?<![\w.])" + re.escape(pin.version) + r"(?![\w]|\.\d)"))
+    if target.commit != pin.commit:
+        pats.append(re.compile(r"(?<![0-9a-fA-F])" + re.escape(pin.commit[:7]) + r"[0-9a-fA-F]*"))
+    if not pats:
+        return []
+    inside = set()
+    for it in parsed.items:
+        inside.update(range(it.start, it.end + 1))
+    out = []
+    for k, line in enumerate(text.split("\n")):
+        if k not in inside and any(p.search(line) for p in pats):
+            out.append((project.rel(path), k + 1, line.strip()))
+    return out
+
+
+def _tree_files_diff(pin: Pin, target: Target) -> dict[str, list[str]]:
+    a, b = pin.manifest, target.manifest
+    return {
+        "changed": sorted(r for r in a if r in b and a[r] != b[r]),
+        "only-pin": sorted(set(a) - set(b)),
+        "only-target": sorted(set(b) - set(a)),
+    }
+
+
+def build_report(project: Project, target: Target, pages: list[Path] | None = None) -> RepinReport:
+    """Resolve every block of every page against the pin and the target; run the experiments on both."""
+    t0 = time.perf_counter()
+    pin = project.pin
+    project.tree  # the pin first: a bad pinned tree is one clear error
+    ttree = Tree(target.root, "target", allowed=None, label=f"the target {target.label} tree")
+    index = Index(ttree, target.manifest)
+    vs = (f"(pin, {pin.name} {pin.version})", f"(target, {target.label})")
+    items: list[Item] = []
+    titles: dict[str, str] = {}
+    prose: list[tuple[str, int, str]] = []
+    exps: list[tuple[Block, execute.Job]] = []
+    parsed_pages = []
+    for path in pages or project.pages():
+        rel = project.rel(path)
+        try:
+            text = project.read_page(path)
+        except LessonError as exc:
+            items.append(Item(rel, exc.problem.line or 1, "page", rel, "error", detail=exc.problem.message))
+            titles[rel] = rel
+            continue
+        titles[rel] = _title(text, rel)
+        parsed = project.parse(path, text)
+        parsed_pages.append(parsed)
+        prose += _prose(project, path, text, parsed, pin, target)
+        for it in parsed.items:
+            if isinstance(it, BrokenBlock):
+                p = it.error.problem
+                items.append(
+                    Item(
+                        rel,
+                        p.line or 1,
+                        "page",
+                        "annotation block",
+                        "error",
+                        detail=f"does not parse at the pin: {p.message}",
+                    )
+                )
+        for block in parsed.blocks:
+            for role in project.kinds.of(block).repin(block):  # the kind says what to compare
+                if role in ("source", "based-on"):
+                    items.append(_source_item(project, ttree, index, block, role == "based-on", vs))
+                elif role == "experiment":
+                    try:
+                        exps.append((block, project.resolve(block).job))
+                    except LessonError as exc:
+                        items.append(
+                            Item(
+                                rel,
+                                block.line,
+                                "experiment",
+                                block.get("File") or f"{rel}:{block.line}",
+                                "error",
+                                detail=f"does not resolve at the pin: {exc.problem.message}",
+                                block=block,
+                            )
+                        )
+                else:
+                    raise LessonError(
+                        f"block kind `{block.kind}` asks repin for role `{role}`",
+                        path=rel,
+                        line=block.line,
+                        hint="a kind's repin() returns roles from lessonkit.kinds.REPIN_ROLES",
+                    )
+    items += _experiment_items(project, target, exps, vs)
+    from lessonkit.repin import prose as repin_prose  # inline references, snapshots, figures and recorded values
+
+    items += repin_prose.items(project, ttree, target, parsed_pages, vs)
+    items.sort(key=lambda i: (i.page, i.line, i.kind))
+    return RepinReport(pin, target, items, titles, prose, _tree_files_diff(pin, target), time.perf_counter() - t0)

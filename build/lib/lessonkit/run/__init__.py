@@ -1,0 +1,1 @@
+"""Running experiments: jobs and results, the cached runner, outcomes and records."""

@@ -1,0 +1,122 @@
+"""What the runner works on and hands back: a :class:`Job`, its :class:`Result`, the
+:class:`Pending` runs of :meth:`lessonkit.run.runner.Runner.start`, and the files shared by every
+box. (Split from :mod:`lessonkit.run.runner`, which re-exports these names.)"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+
+from lessonkit.run.box import sandbox
+
+SKIPPED = {"__pycache__", ".pytest_cache", ".git"}  # folders never copied into a box
+
+
+@dataclass(frozen=True)
+class Job:
+    name: str  # file name the script runs under (shown in tracebacks)
+    source: bytes
+    timeout: int
+    label: str  # where it comes from, e.g. experiments/x.py or docs/a.md:12
+    memory: int = sandbox.DEFAULT_MEMORY  # address-space limit in bytes (`Memory:`)
+
+
+@dataclass(frozen=True)
+class Result:
+    key: str
+    exit_code: int
+    stdout: str  # sanitised: control characters shown visibly
+    stderr: str  # sanitised; kept for passing experiments too (its last STDERR_CAP bytes)
+    truncated: int  # bytes of stdout not shown (0: complete)
+    cpu_seconds: float
+    wall_seconds: float
+    timed_out: bool = False
+    cached: bool = False
+    record: dict | None = None  # the JSON object the script wrote to $LESSONKIT_RECORD
+    problem: str = ""  # what the runner found wrong besides the exit code (record, tree, box)
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out and not self.problem
+
+    @property
+    def digest(self) -> str:
+        data = self.stdout.encode()
+        if self.record is not None:
+            data += b"\0" + json.dumps(self.record, sort_keys=True, ensure_ascii=False).encode()
+        return hashlib.sha256(data).hexdigest()
+
+
+@lru_cache(maxsize=8)
+def versions(tools: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
+    """Label -> version of the interpreter and of each ``(label, distribution)`` in ``tools`` (a
+    project's ``[experiments] versions``), in that order; a distribution not installed is ``missing``."""
+    out = {"Python": ".".join(map(str, sys.version_info[:3]))}
+    for label, dist in tools:
+        try:
+            out[label] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[label] = "missing"
+    return out
+
+
+class Pending:
+    """Jobs running in the background (see :meth:`Runner.start`)."""
+
+    def __init__(self, futures: dict, pool: ThreadPoolExecutor, to_run: int, signals: contextlib.ExitStack):
+        self._futures = futures
+        self._pool = pool
+        self.to_run = to_run  # how many were not in the cache when started
+        self._signals = signals  # SIGINT/SIGTERM end the experiments until results() or cancel()
+
+    def results(self) -> dict[str, Result]:
+        """Wait for every job (in the order given to start)."""
+        try:
+            return {k: f.result() for k, f in self._futures.items()}
+        finally:
+            self._pool.shutdown(wait=True)
+            self._signals.close()
+
+    def cancel(self) -> None:
+        """Drop the jobs not started yet, kill the running ones and remove their folders."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        sandbox.BOXES.kill_all()
+        self._signals.close()
+
+
+def _shared_files(dirs: tuple[Path, ...]) -> list[tuple[str, Path]]:
+    """Every file of the shared folders (relative name, path), as copied into each box."""
+    out = []
+    for top in dirs:
+        for d, subdirs, files in os.walk(top):
+            subdirs[:] = sorted(s for s in subdirs if s not in SKIPPED)
+            for name in sorted(files):
+                p = Path(d) / name
+                if p.is_file() and not p.is_symlink() and not name.endswith((".pyc", ".pyo")):
+                    out.append((f"{top.name}/{p.relative_to(top).as_posix()}", p))
+    return out
+
+
+def pin_args(pin, project_root: Path) -> dict:
+    """The Runner arguments that come from the pin: its manifest, where its lines are, the project."""
+    from lessonkit.source.pin import manifest_lines
+
+    path = pin.source.parent / "manifest.sha256"
+    try:
+        lines = manifest_lines(path)
+    except (OSError, ValueError):
+        lines = {}
+    return {
+        "manifest": pin.manifest,
+        "manifest_label": pin.manifest_label,
+        "manifest_lines": lines,
+        "project_root": project_root,
+    }

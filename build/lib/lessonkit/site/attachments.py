@@ -1,0 +1,299 @@
+"""Generated attachments: repository map, diagrams drawn from this build's
+experiment output, the acceptance record, plain-text copies and the bundle.
+Independent of MkDocs; the hooks only place the results into the site."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+import zipfile
+from collections import OrderedDict
+from html import escape
+from pathlib import PurePosixPath
+
+from lessonkit.config import files as config
+from lessonkit.config import maps
+from lessonkit.run import runner as execute
+from lessonkit.errors import LessonError
+from lessonkit.config.labels import provider_text
+from lessonkit.pipeline.parse import Block, parse_page
+from lessonkit.project import Project, Resolved
+from lessonkit.checks.verify import Report
+
+NOISE = re.compile(r"<(genexpr|listcomp|dictcomp|setcomp|lambda)>$")
+
+
+# ---------------------------------------------------------------- repository map
+
+
+def load_roles(project: Project) -> dict[str, str]:
+    path = project.sourcemap / "roles.toml"
+    if not (path.exists() or path.is_symlink()):
+        return {}
+    return maps.read_roles(path, "sourcemap/roles.toml")  # every key and value checked
+
+
+def repo_map(project: Project) -> str:
+    """Every file of the pinned tree: lines and top-level symbols from the tree, role by hand."""
+    roles = load_roles(project)
+    package = project.site.package
+    missing = [f for f in project.pin.manifest if f not in roles]
+    groups: "OrderedDict[str, list[dict]]" = OrderedDict()
+    for f in sorted(project.pin.manifest, key=lambda p: (p.count("/") > 0 and not p.startswith(package), p)):
+        row = {
+            "file": f,
+            "name": PurePosixPath(f).name,
+            "role": roles.get(f, "").replace("|", "\\|"),
+            "browsable": f.startswith(package) and f.endswith(".py"),
+            "lines": None,
+            "symbols": [],
+        }
+        groups.setdefault(str(PurePosixPath(f).parent), []).append(row)
+        try:
+            sf = project.pinned.file(f)
+        except LessonError:  # a binary file (images, PDF): listed, not read as text
+            continue
+        row["lines"] = len(sf.lines)
+        if f.endswith(".py"):
+            try:
+                row["symbols"] = [d.name for d in sf.definitions if d.kind in ("def", "class") and "." not in d.name]
+            except LessonError:
+                pass
+    return project.site.render(
+        "repo-map.md",
+        pin=project.pin,
+        files=len(project.pin.manifest),
+        missing=len(missing),
+        groups=list(groups.items()),
+    )
+
+
+# ---------------------------------------------------------------- diagrams
+
+
+def parse_calls(output: str) -> list[tuple[int, str]]:
+    calls = []
+    for line in output.splitlines():
+        if line.startswith("CALL: "):
+            depth, name = line[6:].split(" ", 1)
+            calls.append((int(depth), name.strip()))
+    return calls
+
+
+def _short(name: str) -> str:
+    return name.replace(".<locals>.", "›")
+
+
+def _module(name: str) -> str:
+    return name.split(".")[0] if not name.startswith("numpy.") else ".".join(name.split(".")[:2])
+
+
+def sequence_svg(calls: list[tuple[int, str]], max_depth: int = 9, title: str = "call sequence diagram") -> str:
+    """A sequence diagram (SVG) of the recorded calls: one lifeline per module.
+
+    Filtered frames (``<lambda>``, comprehensions) draw no arrow but still end the calls
+    above them: a call's caller is the nearest *kept* call on the stack at a smaller depth,
+    so ``unbroadcast`` called from a VJP lambda inside ``backward_pass`` is drawn from
+    ``backward_pass``'s module, not from ``toposort`` which returned before. ``title`` is the
+    figure's accessible name (``[labels] calls-diagram``)."""
+    kept, callers = [], []
+    frames: dict[int, str] = {}  # depth -> module of the kept call open at that depth
+    for d, n in calls:
+        for k in [k for k in frames if k >= d]:
+            del frames[k]
+        if NOISE.search(n) or d > max_depth:
+            continue
+        mod = _module(n)
+        callers.append(frames[max(frames)] if frames else "user")
+        kept.append((d, n))
+        frames[d] = mod
+    modules: list[str] = []
+    for _, n in kept:
+        mod = _module(n)
+        if mod not in modules:
+            modules.append(mod)
+    col, row, top = 190, 22, 60
+    width = col * len(modules) + 40
+    height = top + row * (len(kept) + 1) + 20
+    x = {m: 20 + col * i + col // 2 for i, m in enumerate(modules)}
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="lk-diagram" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}" font-size="11" '
+        f'font-family="ui-monospace, SFMono-Regular, Menlo, monospace">',
+        '<defs><marker id="lk-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
+        'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="currentColor"/></marker></defs>',
+    ]
+    for m in modules:
+        parts.append(
+            f'<rect x="{x[m] - 85}" y="10" width="170" height="28" rx="4" class="lk-actor"/>'
+            f'<text x="{x[m]}" y="29" text-anchor="middle" class="lk-actor-text">{escape(m)}</text>'
+            f'<line x1="{x[m]}" y1="38" x2="{x[m]}" y2="{height - 10}" class="lk-lifeline"/>'
+        )
+    for i, ((depth, name), caller) in enumerate(zip(kept, callers)):
+        mod = _module(name)
+        y = top + row * (i + 1)
+        x2 = x[mod]
+        x1 = x.get(caller, 5)
+        label = escape(_short(name.split(".", 1 if not name.startswith("numpy.") else 2)[-1]))
+        if caller == mod:
+            parts.append(
+                f'<path d="M{x2},{y - 8} h24 v10 h-20" class="lk-msg" fill="none" '
+                'marker-end="url(#lk-arrow)"/>'
+                f'<text x="{x2 + 28}" y="{y - 2}" class="lk-msg-text">{label}</text>'
+            )
+        else:
+            anchor = "start" if x2 > x1 else "end"
+            tx = x1 + 6 if x2 > x1 else x1 - 6
+            parts.append(
+                f'<line x1="{x1}" y1="{y}" x2="{x2}" y2="{y}" class="lk-msg" marker-end="url(#lk-arrow)"/>'
+                f'<text x="{tx}" y="{y - 4}" text-anchor="{anchor}" class="lk-msg-text">{label}</text>'
+            )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def parse_nesting(output: str) -> list[int]:
+    for line in output.splitlines():
+        if line.startswith("NESTING: "):
+            return [int(t) for t in line[9:].split()]
+    return []
+
+
+def nesting_svg(
+    levels: list[int],
+    inner: str = "raw value",
+    box: str = "Box · trace {level}",
+    title: str = "nested boxes and their trace numbers",
+) -> str:
+    """Nested boxes: the outermost level's box contains the next one, down to the raw value.
+    The words come from the project (``[labels] nesting-inner``, ``nesting-box`` with ``{level}``,
+    ``nesting-diagram``)."""
+    pad, h = 28, 46
+    n = len(levels)
+    width = 520
+    height = h + 2 * pad * n + 20
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="lk-diagram" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}" font-size="13" '
+        f'font-family="ui-monospace, SFMono-Regular, Menlo, monospace">'
+    ]
+    for i, level in enumerate(levels):
+        x, y = 10 + pad * i, 10 + pad * i
+        w, hh = width - 2 * x, height - 2 * y
+        parts.append(
+            f'<rect x="{x}" y="{y}" width="{w}" height="{hh}" rx="6" class="lk-box lk-box-{i % 3}"/>'
+            f'<text x="{x + 8}" y="{y + 18}" class="lk-box-text">{escape(box.replace("{level}", str(level)))}</text>'
+        )
+    x = 10 + pad * n
+    parts.append(
+        f'<text x="{width / 2}" y="{height / 2 + 5}" text-anchor="middle" class="lk-box-text">'
+        f'{escape(inner)}</text></svg>'
+    )
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------- acceptance record
+
+
+def acceptance(project: Project, report: Report, results: dict[str, execute.Result]) -> str:
+    v = execute.versions(project.site.tools)
+    labels = project.site.labels
+    kinds = list(project.kinds.fenced.values())
+    rows = []
+    for page, rs in sorted(report.resolved.items()):
+        counts = [sum(1 for r in rs if r.kind is k) for k in kinds]
+        if any(counts):
+            rows.append(f"| `{page}` | " + " | ".join(map(str, counts)) + " |")
+    head = f"| {labels['col-page']} | " + " | ".join(k.label for k in kinds) + " |\n|---|" + "---|" * len(kinds)
+    totals = f"| **{labels['total']}** | " + " | ".join(f"**{report.count(k.name)}**" for k in kinds) + " |"
+    exp_rows = []
+    for page, rs in sorted(report.resolved.items()):
+        for r in rs:
+            if r.job is None or r.kind.name in ("snapshot", "figure"):  # their runs are listed with the blocks
+                continue
+            res = results.get(project.runner.key(r.job))
+            status = (
+                labels["not-run"]
+                if res is None
+                else f"{res.exit_code}" + (labels["timed-out"] if res.timed_out else "")
+            )
+            digest = res.digest[:16] if res else "—"
+            exp_rows.append(f"| `{page}:{r.block.line}` | `{r.job.label}` | {status} | `{digest}` |")
+    repo_excerpts = sum(
+        1
+        for rs in report.resolved.values()
+        for r in rs  # quoted from this repository
+        if r.job is None and r.excerpt is not None and r.excerpt.origin == "repo"
+    )
+    based = sum(1 for rs in report.resolved.values() for r in rs if r.based_on is not None)
+    count = {k.name: report.count(k.name) for k in kinds}
+    from lessonkit.checks.living import check_recorded  # snapshots, figures, inline values and references, from this build's runs
+
+    facts = check_recorded(project, report, results)
+    return project.site.render(
+        "acceptance.md",
+        living=facts,
+        pin=project.pin,
+        provider=project.tree.provider,  # as pin.py says it (English), and in the project's words:
+        provider_text=provider_text(project.tree.provider, labels),
+        manifest_files=len(project.pin.manifest),
+        versions=v,
+        count=count,
+        repo_excerpts=repo_excerpts,
+        based=based,
+        head=head,
+        rows=rows,
+        totals=totals,
+        exp_rows=exp_rows,
+    )
+
+
+# ---------------------------------------------------------------- plain text and bundle
+
+
+def plain_markdown(project: Project, text: str, path: str, results: dict[str, execute.Result]) -> str:
+    """The page with every annotation block replaced by an ordinary fence holding what it shows."""
+    page = parse_page(text, path, kinds=project.kinds)
+    lines = text.split("\n")
+    for ref in reversed(page.inline):  # inline references become their plain text
+        try:
+            plain = project.kinds.inline[ref.ref.kind].plain(project, ref.ref)
+        except LessonError:
+            continue
+        line = lines[ref.index]
+        lines[ref.index] = line[: ref.col] + plain + line[ref.end_col :]
+    for item in reversed(page.items):
+        if not isinstance(item, Block):
+            continue
+        try:
+            r = project.resolve(item)
+        except LessonError:
+            continue
+        lines[item.start : item.end + 1] = _plain_block(project, r, results)
+    return "\n".join(lines)
+
+
+def _plain_block(project: Project, r: Resolved, results) -> list[str]:
+    result = results.get(project.runner.key(r.job)) if r.job is not None else None
+    return r.kind.plain(r, project, result)
+
+
+def zip_bytes(entries: dict[str, bytes], epoch: int) -> bytes:
+    """A reproducible zip: sorted entries, fixed timestamps and permissions."""
+    import time as _time
+
+    stamp = _time.gmtime(max(epoch, 315532800))[:6]
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+        for name in sorted(entries):
+            info = zipfile.ZipInfo(name, date_time=stamp)
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.create_system = 3
+            zf.writestr(info, entries[name], compresslevel=9)
+    return buf.getvalue()
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

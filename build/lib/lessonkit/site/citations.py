@@ -1,0 +1,365 @@
+"""Site-level cross-links, independent of MkDocs: who cites which lines, the
+source browser pages, the symbol index and each lesson's list of cited source.
+
+Everything here is derived from one verify report (the same parse and resolve
+code path as the build and ``nox -s verify``), never from hand-kept lists.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path, PurePosixPath
+from typing import Callable
+
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import PythonLexer, get_lexer_for_filename
+from pygments.util import ClassNotFound
+
+from lessonkit.source.pyindex import SourceFile
+from lessonkit.kinds.base import slug
+from lessonkit.config.labels import Labels, defaults
+from lessonkit.util.store import Store, digest
+from lessonkit.checks.verify import Report
+
+FORMAT = "2"  # bump when the HTML of the generated pages changes shape
+SOURCE_DIR = "source"
+CODE_DIR = "code"
+TITLE = re.compile(r"^#\s+(.+?)\s*(\{.*\})?\s*$", re.M)
+LESSON = re.compile(r"^(\d\d)-")
+
+
+@dataclass(frozen=True)
+class Citation:
+    page: str  # docs-relative source path, e.g. lessons/05-reverse-mode.md
+    label: str  # short page label: "05" for lessons, else the page title
+    anchor: str
+    kind: str
+    role: str | None  # the kind's citation role: "source", "script" or None (see lessonkit.kinds)
+    origin: str  # "pinned" or "repo"
+    file: str
+    symbol: str | None
+    start: int
+    end: int
+
+    @property
+    def target(self) -> str:
+        return f"{self.page}#{self.anchor}"
+
+
+def page_label(docs_rel: str, text: str) -> str:
+    m = LESSON.match(PurePosixPath(docs_rel).name)
+    if m:
+        return m.group(1)
+    t = TITLE.search(text)
+    return t.group(1).strip() if t else PurePosixPath(docs_rel).stem
+
+
+def citations(report: Report, docs_prefix: str, texts: dict[str, str]) -> list[Citation]:
+    """Every resolved block with an excerpt, labelled and anchored as the page renders it."""
+    out = []
+    for page, resolved in sorted(report.resolved.items()):
+        rel = page[len(docs_prefix) :] if page.startswith(docs_prefix) else page
+        label = page_label(rel, texts.get(page, ""))
+        for r, anchor in zip(resolved, report.anchors(page)):
+            ex = r.excerpt
+            if ex is not None and r.kind.citation is not None:
+                out.append(
+                    Citation(
+                        rel,
+                        label,
+                        anchor,
+                        r.block.kind,
+                        r.kind.citation,
+                        ex.origin,
+                        ex.file,
+                        ex.symbol,
+                        ex.start,
+                        ex.end,
+                    )
+                )
+    return out
+
+
+def source_uri(file: str) -> str:
+    return f"{SOURCE_DIR}/{file}.md"
+
+
+def code_uri(file: str) -> str:
+    return f"{CODE_DIR}/{file}.md"
+
+
+def page_uri(c: Citation) -> str:
+    return source_uri(c.file) if c.origin == "pinned" else code_uri(c.file)
+
+
+def _lexer(name: str):
+    if name.endswith(".py"):
+        return PythonLexer(stripnl=False, ensurenl=False)
+    try:
+        return get_lexer_for_filename(name, stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        from pygments.lexers import TextLexer
+
+        return TextLexer(stripnl=False, ensurenl=False)
+
+
+_LINE = re.compile(r'<span id="L-(\d+)">')
+
+
+def highlighted(sf: SourceFile, cache: Path | None = None) -> str:
+    """Pygments HTML of a whole file, one ``<span id="L-n">`` per line; cached by content."""
+    import pygments
+
+    def make() -> str:
+        body = highlight(sf.text, _lexer(sf.rel), HtmlFormatter(linespans="L"))
+        return body[body.index("<pre>") + 5 : body.rindex("</pre>")].removeprefix("<span></span>")
+
+    return Store(cache, "highlight").get_or_make(digest("highlight", pygments.__version__, sf.rel, sf.data), make)
+
+
+def code_html(
+    sf: SourceFile,
+    cites: list[Citation],
+    href: Callable[[Citation], str],
+    symbol_lines: dict[int, list[str]],
+    cache: Path | None = None,
+    labels: Labels | None = None,
+) -> str:
+    """The whole file, highlighted, one anchor per line (#L12), cited ranges marked,
+    each range's first line carrying links back to every citing block."""
+    cited: dict[int, list[Citation]] = defaultdict(list)
+    starts: dict[int, list[Citation]] = defaultdict(list)
+    for c in cites:
+        starts[c.start].append(c)
+        for n in range(c.start, c.end + 1):
+            cited[n].append(c)
+    body = highlighted(sf, cache)
+    labels = labels or defaults()
+    prose, cited_by = labels["cite-prose"], labels.html("cited-by")
+    aria = escape(labels["cited-by-aria"])
+
+    def line(m: re.Match) -> str:
+        n = int(m.group(1))
+        cls = "lk-line lk-cited" if n in cited else "lk-line"
+        marks = "".join(f'<span class="lk-sym" id="sym-{slug(s)}"></span>' for s in symbol_lines.get(n, []))
+        back = ""
+        if n in starts:
+            links = []
+            for c in per_page(starts[n]):
+                text = f"{c.label} · {c.symbol or f'L{c.start}–L{c.end}'}" + (prose if c.role == "prose" else "")
+                links.append(f'<a href="{escape(href(c))}">{escape(text)}</a>')
+            back = f'<span class="lk-cites" aria-label="{aria}">{cited_by}{" ".join(links)}</span>'
+        return back + f'<span id="L{n}" class="{cls}">{marks}<a class="lk-ln" href="#L{n}" aria-hidden="true">{n}</a>'
+
+    body = _LINE.sub(line, body)
+    return f'<div class="lk-source highlight"><pre><code>{body}</code></pre></div>'
+
+
+def _definitions(sf: SourceFile) -> list:
+    """A Python file's symbols (module level and class members); none for other files."""
+    if not sf.rel.endswith(".py"):
+        return []
+    try:
+        return [d for d in sf.definitions if d.kind != "call"]
+    except Exception:  # not parseable: no symbols, the code is still shown
+        return []
+
+
+def symbol_lines(sf: SourceFile) -> dict[int, list[str]]:
+    """Line -> names defined there, for the ``#sym-…`` anchors of a source page."""
+    by_line: dict[int, list[str]] = defaultdict(list)
+    for d in _definitions(sf):
+        by_line[d.start].append(d.name)
+    return by_line
+
+
+def per_page(cites: list[Citation]) -> list[Citation]:
+    """One citation per page and cited range: the page's first block citing it, pages in order."""
+    first: dict[tuple, Citation] = {}
+    for c in cites:  # citations() lists each page's blocks in page order
+        key = (c.page, c.origin, c.file, c.start, c.end)
+        if key not in first:
+            first[key] = c
+    # lessons (numbered labels) first, in their order, then the other pages
+    return sorted(first.values(), key=lambda c: (not c.label.isdigit(), c.page, c.start, c.end))
+
+
+def md_text(text: str) -> str:
+    """``text`` as literal Markdown link text (``__init__`` must not become bold ``init``)."""
+    return re.sub(r"([\\`*_\[\]])", r"\\\1", text)
+
+
+def symbol_index(cites: list[Citation], rel_link: Callable[[str], str], labels: Labels | None = None) -> str:
+    """Every cited symbol, grouped by file: one row per cited range, with one link per citing
+    page (its short label, to the page's first block citing the range)."""
+    by_file: dict[tuple[str, str], dict[tuple, list[Citation]]] = defaultdict(lambda: defaultdict(list))
+    labels = labels or defaults()
+    word = {k: md_text(labels[k]) for k in ("browse-file", "col-symbol", "col-lines", "col-cited-in", "fragment")}
+    for c in cites:
+        by_file[(c.origin, c.file)][(c.symbol or "", c.start, c.end)].append(c)
+    parts = []
+    for (origin, file), ranges in sorted(by_file.items(), key=lambda kv: (kv[0][0] != "pinned", kv[0][1])):
+        page = rel_link(source_uri(file) if origin == "pinned" else code_uri(file))
+        parts.append(
+            f"## `{file}`\n\n[{word['browse-file']}]({page})\n\n"
+            f"| {word['col-symbol']} | {word['col-lines']} | {word['col-cited-in']} |\n|---|---|---|"
+        )
+        for (sym, start, end), cs in sorted(ranges.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
+            where = labels["list-separator"].join(
+                f"[{md_text(c.label)}]({rel_link(c.page)}#{c.anchor})" for c in per_page(cs)
+            )
+            shown = f"`{sym}`" if sym else word["fragment"]
+            parts.append(f"| {shown} | [L{start}–L{end}]({page}#L{start}) | {where} |")
+        parts.append("")
+    return "\n".join(parts) + "\n"
+
+
+FOOTER = re.compile(r"\n[ \t]*(?:-{3,}|\*{3,}|_{3,})[ \t]*\n+(?:[^\n]*\]\([^)\n]*\)[^\n]*\n?)+\s*\Z")
+
+
+def add_section(markdown: str, section: str) -> str:
+    """``section`` at the end of a page, but before a closing footer of links (a rule,
+    then only lines with links, such as a lesson's previous/next line)."""
+    if not section:
+        return markdown
+    m = FOOTER.search(markdown)
+    if m is None:
+        return markdown + section
+    return markdown[: m.start()] + section + markdown[m.start() :]
+
+
+def cited_list(page_cites: list[Citation], rel_link: Callable[[str], str], labels: Labels | None = None) -> str:
+    """The list appended to a lesson: the source it cited, in page order."""
+    rows, seen = [], set()
+    labels = labels or defaults()
+    word = {k: md_text(labels[k]) for k in labels if k.startswith(("col-", "cited-", "jump-", "fragment"))}
+    for c in page_cites:
+        if c.role != "source":
+            continue
+        key = (c.origin, c.file, c.start, c.end)
+        if key in seen:
+            continue
+        seen.add(key)
+        uri = source_uri(c.file) if c.origin == "pinned" else code_uri(c.file)
+        sym = f"`{c.symbol}`" if c.symbol else word["fragment"]
+        where = f"[`{c.file}` L{c.start}–L{c.end}]({rel_link(uri)}#L{c.start})"
+        rows.append(f"| {sym} | {where} | [{word['jump-to-block']}](#{c.anchor}) |")
+    if not rows:
+        return ""
+    # the table repeats what the blocks above already show: keep it out of the search index
+    return (
+        f"\n\n## {word['cited-heading']} {{#cited-source}}\n\n"
+        f"{word['cited-intro']}\n\n"
+        '<div class="lk-cited-list" markdown="1" data-search-exclude="list">\n\n'
+        f"| {word['col-symbol']} | {word['col-location']} | {word['col-this-page']} |\n|---|---|---|\n"
+        + "\n".join(rows)
+        + "\n\n</div>\n"
+    )
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    th = "".join(f"<th>{h}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def symbol_table_html(sf: SourceFile, labels: Labels | None = None) -> str:
+    """HTML table of a Python file's symbols (built directly: no Markdown pass needed)."""
+    rows = [
+        [
+            f'<a href="#sym-{slug(d.name)}"><code>{escape(d.name)}</code></a>',
+            d.kind,
+            f'<a href="#L{d.start}">L{d.start}–L{d.end}</a>',
+        ]
+        for d in _definitions(sf)
+    ]
+    labels = labels or defaults()
+    return _table([escape(labels[k]) for k in ("col-symbol", "col-type", "col-lines")], rows) if rows else ""
+
+
+def cites_table_html(cites: list[Citation], href: Callable[[Citation], str], labels: Labels | None = None) -> str:
+    """One row per cited range, with one link per citing page (no internal block ids)."""
+    labels = labels or defaults()
+    if not cites:
+        return f"<p>{escape(labels['not-cited'])}</p>"
+    ranges: dict[tuple, list[Citation]] = defaultdict(list)
+    for c in cites:
+        ranges[(c.start, c.end, c.symbol or "")].append(c)
+    rows = []
+    for (start, end, symbol), cs in sorted(ranges.items()):
+        sym = f"<code>{escape(symbol)}</code>" if symbol else escape(labels["fragment"])
+        links = escape(labels["list-separator"]).join(
+            f'<a href="{escape(href(c))}">{escape(c.label)}</a>' for c in per_page(cs)
+        )
+        rows.append([f'<a href="#L{start}">L{start}–L{end}</a>', sym, links])
+    return _table([escape(labels[k]) for k in ("col-lines", "col-symbol", "col-citing-pages")], rows)
+
+
+_API_ENTRY = re.compile(
+    r'(<h(\d) id="([\w.]+)" class="doc doc-heading">.*?</h\2>\s*'
+    r'(?:<div class="language-python doc-signature highlight">.*?</div>)?)',
+    re.S,
+)
+
+
+def api_entry_links(
+    html: str,
+    project,
+    cites: list[Citation],
+    source_href: Callable[[str, int], str | None],
+    cite_href: Callable[[Citation], str],
+) -> str:
+    """Under each API entry (mkdocstrings heading and signature): the call signature the page's
+    own table gives for the name (when it differs from the wrapped function's), the entry's lines
+    in the source browser, and one link per page that cites the object. Labels: site.toml [labels]."""
+    labels = project.site.labels
+    colon, sep = escape(labels["colon"]), escape(labels["list-separator"])
+
+    def where(dotted: str):
+        parts = dotted.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            for file in ("/".join(parts[:i]) + ".py", "/".join(parts[:i]) + "/__init__.py"):
+                if file in project.pin.manifest:
+                    return file, ".".join(parts[i:])
+        return None, None
+
+    def add(m: re.Match) -> str:
+        # every signature is highlighted as block 0: give its line ids the entry's name, so that
+        # ids stay unique on the page (and each copy button targets its own signature)
+        head = re.sub(r"__(codelineno|span)-0-", lambda k: f"{slug(m.group(3))}-sig-{k.group(1)}-", m.group(1))
+        file, symbol = where(m.group(3))
+        if file is None:
+            return head
+        try:
+            defs = {d.name: d for d in _definitions(project.pinned.file(file))}
+        except Exception:  # not a readable Python file: the entry stays as it is
+            return head
+        items = []
+        short = symbol.rsplit(".", 1)[-1]
+        sig = re.search(r"<tr>\s*<td><code>" + re.escape(short) + r"</code></td>\s*<td><code>(.*?)</code></td>", html)
+        if sig and f"{short}(" in sig.group(1):
+            items.append(f'{escape(labels["api-call"])}{colon}<code>{sig.group(1)}</code>')
+        d = defs.get(symbol)
+        href = source_href(file, d.start) if d else None
+        if d and href:
+            items.append(
+                f'{escape(labels["api-source"])}{colon}<a href="{escape(href)}"><code>{escape(file)}</code> '
+                f'L{d.start}–L{d.end}</a>'
+            )
+        users = per_page([c for c in cites if c.origin == "pinned" and c.file == file and c.symbol == symbol])
+        if users:
+            seen, links = set(), []
+            for c in users:  # one link per page
+                if c.page not in seen:
+                    seen.add(c.page)
+                    links.append(f'<a href="{escape(cite_href(c))}">{escape(c.label)}</a>')
+            items.append(f'{escape(labels["api-lessons"])}{colon}' + sep.join(links))
+        if not items:
+            return head
+        return head + f'<p class="lk-api-links" data-search-exclude="chrome">{" · ".join(items)}</p>'
+
+    return _API_ENTRY.sub(add, html)

@@ -1,0 +1,272 @@
+"""Check a built site: every internal link and anchor resolves, and no page loads
+anything from another host (scripts, styles, images, fonts, frames).
+
+Scanning the pages (their ids, links and resources) is most of the work. A build hands it
+to a :class:`SiteScanner`, another process that scans each page as soon as MkDocs has
+written it, so the scan overlaps the rest of MkDocs' second pass instead of following it;
+:meth:`SiteScanner.finish` then scans what it was not told about, or what changed since,
+and resolves the links. Anything wrong with that process only costs time: the check then
+runs here, in full."""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import re
+from dataclasses import dataclass
+from html import unescape
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from lessonkit.util.fs import Signature, signature
+from lessonkit.util.store import Store, digest
+
+SCAN_FORMAT = "1"  # bump when _scan changes what it finds
+RANGE = re.compile(r"^L(\d+)-L\d+$")
+TAG = re.compile(r"<(a|link|script|img|iframe|source|video|audio|embed|object)\b([^>]*)>", re.I)
+ATTR = re.compile(r"""\b(href|src|data|rel)\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
+IDS = re.compile(r"""\s(?:id|name)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
+STYLE_URL = re.compile(r"""url\(\s*['"]?([^'")]+)""")
+RESOURCE = {
+    "link": "href",
+    "script": "src",
+    "img": "src",
+    "iframe": "src",
+    "source": "src",
+    "video": "src",
+    "audio": "src",
+    "embed": "src",
+    "object": "data",
+}
+
+
+@dataclass(frozen=True)
+class LinkProblem:
+    page: str
+    target: str
+    what: str
+
+    def __str__(self) -> str:
+        return f"site/{self.page}: {self.what}: {self.target}"
+
+
+@dataclass
+class _Page:
+    ids: set
+    links: list
+    resources: list
+
+
+SCHEME_HOST = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:)?//")
+
+
+def _text(value: str) -> str:
+    return unescape(value) if "&" in value else value  # most values have no entity: skip the call
+
+
+def _scan(html: str) -> _Page:
+    ids = {_text(a or b) for a, b in IDS.findall(html)}
+    links, resources = [], []
+    for tag, attrs in TAG.findall(html):
+        found = {k.lower(): _text(v1 or v2) for k, v1, v2 in ATTR.findall(attrs)}
+        tag = tag.lower()
+        if tag == "a" and "href" in found:
+            links.append(found["href"])
+        elif tag in RESOURCE and found.get(RESOURCE[tag]):
+            if tag == "link" and found.get("rel") in ("canonical", "alternate"):
+                continue
+            resources.append(found[RESOURCE[tag]])
+    resources += [u for u in STYLE_URL.findall(html) if "://" in u or u.startswith("//")]
+    return _Page(ids, links, resources)
+
+
+def _scan_cached(data: bytes, store: Store | None) -> _Page:
+    if store is None:
+        return _scan(data.decode("utf-8", errors="replace"))
+    key = digest("links", SCAN_FORMAT, data)
+    cached = store.get(key)
+    if cached is not None:
+        try:
+            ids, links, resources = json.loads(cached)
+            return _Page(set(ids), links, resources)
+        except (ValueError, TypeError):
+            pass
+    page = _scan(data.decode("utf-8", errors="replace"))
+    store.put(key, json.dumps([sorted(page.ids), page.links, page.resources]))
+    return page
+
+
+def _external(url: str) -> bool:
+    """Has a host: ``https://x/…``, ``//x/…`` (what ``urlsplit(url).netloc`` finds)."""
+    return SCHEME_HOST.match(url) is not None
+
+
+def _anchor_missing(fragment: str, ids: set) -> bool:
+    """A fragment the page does not have; a range ``#L12-L20`` needs its first line."""
+    frag = unquote(fragment)
+    m = RANGE.match(frag)
+    return bool(frag) and (f"L{m.group(1)}" if m else frag) not in ids
+
+
+def _scan_file(path: Path, store: Store | None) -> tuple[Signature | None, _Page]:
+    """The scan of the file at ``path`` and its signature (None when the file changed while read)."""
+    before = os.stat(path)
+    page = _scan_cached(path.read_bytes(), store)
+    after = os.stat(path)
+    return (signature(after) if signature(before) == signature(after) else None), page
+
+
+def check_site(
+    site: Path, cache: Path | None = None, scanned: dict[str, tuple[Signature | None, _Page]] | None = None
+) -> list[LinkProblem]:
+    """Every problem of the built ``site``. With ``cache``, each page's scan (its ids,
+    links and resources) is reused while the page's bytes are unchanged. ``scanned`` holds
+    scans made earlier (:class:`SiteScanner`): one is used while its file still has the
+    size, modification time and inode it had when it was scanned."""
+    store = Store(cache, "links") if cache is not None else None
+    scanned = scanned or {}
+    files: set[str] = set()
+    dirs: set[str] = {""}
+    for dirpath, dirnames, filenames in os.walk(site):
+        rel = Path(dirpath).relative_to(site).as_posix()
+        rel = "" if rel == "." else rel
+        dirs.update(posixpath.join(rel, d) for d in dirnames)
+        files.update(posixpath.join(rel, f) for f in filenames)
+    pages = {}
+    for page in sorted(f for f in files if f.endswith(".html")):
+        sig, early = scanned.get(page, (None, None))
+        if early is not None and sig is not None and signature(os.stat(site / page)) == sig:
+            pages[page] = early
+        else:
+            pages[page] = _scan_cached((site / page).read_bytes(), store)
+    problems = []
+    for page, c in pages.items():
+        for res in c.resources:
+            if _external(res) and not res.startswith("data:"):
+                problems.append(LinkProblem(page, res, "loads a resource from another host"))
+        here = posixpath.dirname(page)
+        for href in c.links:
+            if href.startswith("#") and "?" not in href:  # this page: most links of a source page (#L12)
+                if _anchor_missing(href[1:], c.ids):
+                    problems.append(LinkProblem(page, href, "broken anchor"))
+                continue
+            if not href or href.startswith(("mailto:", "javascript:", "data:")) or _external(href):
+                continue
+            parts = urlsplit(href) if ("#" in href or "?" in href or ":" in href) else None
+            path, fragment = (parts.path, parts.fragment) if parts else (href, "")
+            target = page
+            if path:
+                base = "" if path.startswith("/") else here  # "/x/": from the site root
+                target = posixpath.normpath(posixpath.join(base, unquote(path).lstrip("/")))
+                if target.startswith(".."):
+                    problems.append(LinkProblem(page, href, "link leaves the site"))
+                    continue
+                if target == ".":
+                    target = ""
+                if target in dirs or href.endswith("/"):
+                    target = posixpath.join(target, "index.html")
+                if target not in files:
+                    problems.append(LinkProblem(page, href, "broken link"))
+                    continue
+            if target.endswith(".html") and _anchor_missing(fragment, pages[target].ids if target in pages else set()):
+                problems.append(LinkProblem(page, href, "broken anchor"))
+    return problems
+
+
+# ---------------------------------------------------------------- scanning in another process
+
+
+def _scanner_worker(conn, site: str, cache: str | None) -> None:
+    """The scanning process: a page's name → its scan; ``finish`` → every problem of the site."""
+    from lessonkit.run.box.sandbox import helper_process
+
+    helper_process()  # a build that dies leaves no scanner behind
+    root = Path(site)
+    store = Store(Path(cache), "links") if cache is not None else None
+    scanned: dict[str, tuple[Signature | None, _Page]] = {}
+    while True:
+        try:
+            what, value = conn.recv()
+        except (EOFError, OSError):  # the build has gone
+            return
+        if what == "page":
+            try:
+                scanned[value] = _scan_file(root / value, store)
+            except OSError:
+                pass  # finish() looks again
+        elif what == "finish":
+            try:
+                found = check_site(root, Path(cache) if cache is not None else None, scanned)
+            except Exception:  # noqa: BLE001 - the build checks again, itself, and reports it there
+                found = None
+            conn.send(found)
+            return
+
+
+class SiteScanner:
+    """Scans the written pages of ``site`` in another process while the build goes on.
+
+    :meth:`written` names a page whose file is complete; :meth:`finish` returns what
+    :func:`check_site` would. A scanner that cannot start, stops, or fails makes
+    :meth:`finish` run :func:`check_site` here; :meth:`close` ends the process."""
+
+    def __init__(self, site: Path, cache: Path | None = None):
+        import multiprocessing
+
+        from lessonkit.run.box.sandbox import start_helper
+
+        self.site, self.cache = Path(site), cache
+        self._conn = self._proc = None
+        ctx = multiprocessing.get_context("spawn")
+        ours, theirs = ctx.Pipe()
+        proc = ctx.Process(
+            target=_scanner_worker,
+            args=(theirs, str(self.site), str(cache) if cache is not None else None),
+            daemon=True,
+            name="lessonkit-links",
+        )
+        started = start_helper(proc)
+        theirs.close()
+        if not started:  # finish() does the work here
+            ours.close()
+            return
+        self._conn, self._proc = ours, proc
+
+    def written(self, page: Path) -> None:
+        """``page`` (a file under the site) is written and will not change."""
+        if self._conn is None:
+            return
+        try:
+            rel = Path(page).resolve().relative_to(self.site.resolve()).as_posix()
+        except ValueError:  # not a file of this site
+            return
+        try:
+            self._conn.send(("page", rel))
+        except OSError:  # the scanner has stopped: finish() checks here
+            self.close()
+
+    def finish(self, timeout: float = 120.0) -> list[LinkProblem]:
+        conn = self._conn
+        try:
+            if conn is not None:
+                conn.send(("finish", None))
+                if conn.poll(timeout):
+                    found = conn.recv()
+                    if isinstance(found, list) and all(isinstance(p, LinkProblem) for p in found):
+                        return found
+        except (EOFError, OSError):
+            pass
+        finally:
+            self.close()
+        return check_site(self.site, self.cache)
+
+    def close(self) -> None:
+        conn, proc, self._conn, self._proc = self._conn, self._proc, None, None
+        if conn is not None:
+            conn.close()
+        if proc is not None:
+            proc.join(timeout=1)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()

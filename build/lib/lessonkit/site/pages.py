@@ -1,0 +1,394 @@
+"""The pages the build adds to the site, independent of MkDocs.
+
+* the source browser: one page per Python file of the pinned package (site.toml, e.g. ``autograd/``),
+  plus an index, and one page per script of this repository (experiments, Mini);
+* the symbol index;
+* the generated attachments (repository map, acceptance record, the two diagrams
+  drawn from experiment output, Mini's README);
+* the downloadable bundle.
+
+Source and script pages are Markdown with *slots* (``CITED_MARK`` and friends) that
+:func:`fill_code_page` fills with HTML once the page's URL is known: tables and
+highlighted code are built directly, never through Markdown, and cached by
+everything they show.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from lessonkit.site import attachments
+from lessonkit.run import runner as execute
+from lessonkit.run.box import sandbox
+from lessonkit.site import citations as site
+from lessonkit.checks.living import _has_diagram_sources, diagram_jobs, script_job  # noqa: F401 (pages' API)
+from lessonkit.errors import LessonError
+from lessonkit.project import Project
+from lessonkit.util.store import Store, digest
+from lessonkit.checks.verify import Report
+
+NO_SEARCH = "---\nsearch:\n  exclude: true\n---\n\n"  # whole pages stay out of the search index
+CODE_MARK = '<div class="lk-code-slot"></div>'
+CITED_MARK = '<div class="lk-cited-slot"></div>'
+SYMBOLS_MARK = '<div class="lk-symbols-slot"></div>'
+
+
+@dataclass(frozen=True)
+class Generated:
+    uri: str  # docs-relative, e.g. source/autograd/core.py.md
+    content: str | bytes
+    in_nav: bool = False
+    code: tuple[str, str] | None = None  # ("pinned" | "repo", file) when the page has slots to fill
+
+
+# ---------------------------------------------------------------- source browser and symbol index
+
+
+def browser_pages(project: Project, cites: list[site.Citation]) -> list[Generated]:
+    conf = project.site
+    pinned_files = {p for p in project.pin.manifest if p.startswith(conf.package) and p.endswith(".py")}
+    pinned_files = sorted(pinned_files | {c.file for c in cites if c.origin == "pinned"})
+    repo_files = sorted(
+        {
+            p.relative_to(project.root).as_posix()
+            for d in conf.code
+            for p in (project.root / d).rglob("*.py")
+            if "__pycache__" not in p.parts
+        }
+        | {c.file for c in cites if c.origin == "repo"}
+    )
+    marks = {"cited_mark": CITED_MARK, "symbols_mark": SYMBOLS_MARK, "code_mark": CODE_MARK}
+    out, index_rows = [], []
+    for file in pinned_files:
+        own = [c for c in cites if c.origin == "pinned" and c.file == file]
+        sf = project.pinned.file(file)
+        upstream = project.pin.permalink(file, 1, len(sf.lines))
+        github = upstream.rsplit("#", 1)[0] if upstream else None
+        md = NO_SEARCH + conf.render(
+            "source-page.md",
+            file=file,
+            pin=project.pin,
+            lines=len(sf.lines),
+            github=github,
+            python=file.endswith(".py"),
+            **marks,
+        )
+        out.append(Generated(site.source_uri(file), md, code=("pinned", file)))
+        index_rows.append({"file": file, "lines": len(sf.lines), "cited": len(own)})
+    out.append(Generated(f"{site.SOURCE_DIR}/index.md", conf.render("source-index.md", rows=index_rows), in_nav=True))
+    for file in repo_files:
+        uri = site.code_uri(file)
+        own = [c for c in cites if c.origin == "repo" and c.file == file]
+        users = [
+            (c.page, site.md_text(c.label), c.anchor)  # one link per page, its first block
+            for c in site.per_page([c for c in cites if c.role == "script" and c.file == file])
+        ]
+        users = list({p: (p, lb, a) for p, lb, a in reversed(users)}.values())[::-1]
+        sf = repo_file(project, file)
+        md = NO_SEARCH + conf.render(
+            "code-page.md",
+            file=file,
+            lines=len(sf.lines),
+            up="../" * uri.count("/"),
+            users=[{"page": p, "label": lb, "anchor": a} for p, lb, a in users],
+            cited=bool(own),
+            **marks,
+        )
+        out.append(Generated(uri, md, code=("repo", file)))
+    out.append(
+        Generated(
+            "symbols.md",
+            conf.render("symbols.md", index=site.symbol_index(cites, lambda uri: uri, conf.labels)),
+            in_nav=True,
+        )
+    )
+    return out
+
+
+def repo_file(project: Project, file: str):
+    return project.repo.file(file) if file.startswith(project.repo.prefixes) else project.scripts.file(file)
+
+
+def code_file(project: Project, origin: str, file: str):
+    return project.pinned.file(file) if origin == "pinned" else repo_file(project, file)
+
+
+@dataclass(frozen=True)
+class Prewarm:
+    """Work a build hands to another process: its results land in the content-keyed caches."""
+
+    code: list[tuple[str, int, str]]  # (text, first line, anchor) of blocks, in render order
+    pages: list[str]  # project-relative pages whose formulas to convert
+
+
+def prewarm_plan(report: Report, pages: list[str]) -> Prewarm:
+    from lessonkit.pipeline.render import code_of
+
+    code = [
+        (*code_of(r), anchor)
+        for page in pages
+        for r, anchor in zip(report.resolved.get(page, []), report.anchors(page))
+        if r.kind.citation is not None
+    ]  # blocks that show code (not snapshot or figure)
+    return Prewarm(code, pages)
+
+
+def prewarm(project: Project, plan: Prewarm) -> None:
+    """Highlight the blocks' code, convert the pages' formulas, and index every pinned
+    Python file's symbols, into the caches the build reads."""
+    from markdown import Markdown
+
+    from lessonkit.pipeline import mathml
+    from lessonkit.pipeline.markdown import make_renderer
+    from lessonkit.pipeline.render import NoLinks
+
+    renderer = make_renderer(Markdown(), project, NoLinks())
+    for text, start, anchor in plan.code:
+        renderer.code(text, start, anchor)
+    formulas = project.store("mathml")
+    for page in plan.pages:
+        mathml.prewarm((project.root / page).read_text(encoding="utf-8"), formulas)
+    for rel in sorted(project.pin.manifest):
+        if rel.endswith(".py"):
+            try:
+                project.pinned.file(rel).definitions
+            except LessonError:
+                pass
+
+
+def _prewarm_worker(root: str, cache: str, plan) -> None:
+    """``plan``: the :class:`Prewarm`, or the end of a pipe it arrives through (start_prewarm)."""
+    sandbox.helper_process()  # a build killed by a signal leaves no prewarm behind
+    try:
+        project = Project(Path(root), cache=Path(cache))
+        if not isinstance(plan, Prewarm):
+            try:
+                plan = plan.recv()
+            except (EOFError, OSError):  # the build has gone, or could not send it
+                return
+            if not isinstance(plan, Prewarm):
+                return
+        prewarm(project, plan)
+    except LessonError:
+        pass  # the build itself reports it; the prewarm only fills caches
+    except Exception as exc:  # a bug here costs time, never the build, and prints one line, not a traceback
+        what = (str(exc).strip().splitlines() or [""])[0][:200]
+        print(
+            f"lessonkit: warning: the prewarm process stopped ({type(exc).__name__}: {what}); "
+            "the build does its work itself",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def start_prewarm(project: Project, plan: Prewarm):  # -> multiprocessing.Process | None
+    """:func:`prewarm` in a new process, while the build's own process renders other pages.
+    Its results reach the build only through the content-keyed caches, so a failed or
+    slow prewarm only costs time."""
+    import multiprocessing
+    import threading
+
+    ctx = multiprocessing.get_context("spawn")
+    theirs, ours = ctx.Pipe(duplex=False)
+    proc = ctx.Process(
+        target=_prewarm_worker,
+        # The plan (every block's code) is larger than a pipe's buffer: passed here, start()
+        # would wait, with SIGINT and SIGTERM blocked, until the new interpreter is up and
+        # reading. It goes through its own pipe instead, from a thread, once the child runs.
+        args=(str(project.root), str(project.cache), theirs),
+        daemon=True,
+        name="lessonkit-prewarm",
+    )
+    started = sandbox.start_helper(proc)
+    theirs.close()
+    if not started:
+        ours.close()
+        return None
+
+    def send() -> None:
+        with contextlib.suppress(OSError, ValueError):  # the child died or was ended: it only cost time
+            ours.send(plan)
+        ours.close()
+
+    threading.Thread(target=send, name="lessonkit-prewarm-plan", daemon=True).start()
+    return proc
+
+
+def fill_code_page(
+    project: Project,
+    html: str,
+    origin: str,
+    file: str,
+    cites: list[site.Citation],
+    href: Callable[[site.Citation], str],
+) -> str:
+    """``html`` (a rendered source or script page) with its slots filled: the cited ranges,
+    the symbol table and the whole file, highlighted. Cached by all of its inputs."""
+    from lessonkit.pipeline.markdown import tools
+
+    sf = code_file(project, origin, file)
+    own = [c for c in cites if c.origin == origin and c.file == file]
+    hrefs = {c: href(c) for c in own}
+
+    labels = project.site.labels
+
+    def fill() -> str:
+        out = html.replace(CITED_MARK, site.cites_table_html(own, hrefs.__getitem__, labels))
+        out = out.replace(SYMBOLS_MARK, site.symbol_table_html(sf, labels))
+        lines = site.symbol_lines(sf)
+        return out.replace(CODE_MARK, site.code_html(sf, own, hrefs.__getitem__, lines, project.cache, labels))
+
+    key = digest(
+        "code-page",
+        site.FORMAT,
+        sys.version,
+        tools(),
+        html,
+        sf.rel,
+        sf.data,
+        repr([(c, hrefs[c]) for c in own]),
+        labels.fingerprint,
+    )
+    return Store(project.cache, "pages").get_or_make(key, fill)
+
+
+# ---------------------------------------------------------------- attachments drawn from the build
+
+
+def _output(project: Project, results: dict, rel: str) -> execute.Result:
+    res = results.get(project.runner.key(script_job(project, rel)))
+    if res is None or not res.ok:
+        raise LessonError(
+            "the diagram source experiment did not run successfully",
+            path=rel,
+            hint="run it with `nox -s experiment -- " + rel + "` to see its error",
+        )
+    return res
+
+
+ATTACHMENTS = (
+    "attachments/acceptance.md",
+    "attachments/repo-map.md",
+    "attachments/call-sequence.md",
+    "attachments/nested-traces.md",
+    "attachments/mini-readme.md",
+)
+
+
+def attachment_uris(project: Project) -> list[str]:
+    """The generated attachments this project has (known before any experiment runs)."""
+    readme = project.site.readme
+    has = {
+        "attachments/acceptance.md": True,
+        "attachments/repo-map.md": (project.sourcemap / "roles.toml").is_file(),
+        "attachments/call-sequence.md": _has_diagram_sources(project),
+        "attachments/nested-traces.md": _has_diagram_sources(project),
+        "attachments/mini-readme.md": readme is not None and (project.root / readme).is_file(),
+    }
+    return [uri for uri in ATTACHMENTS if has[uri]]
+
+
+def attachment_pages(project: Project, report: Report, results: dict) -> tuple[list[Generated], str | None]:
+    """The generated attachments, and the call list behind the sequence diagram (or None)."""
+    uris = attachment_uris(project)
+    out = [Generated("attachments/acceptance.md", attachments.acceptance(project, report, results), in_nav=True)]
+    if "attachments/repo-map.md" in uris:
+        out.append(Generated("attachments/repo-map.md", attachments.repo_map(project), in_nav=True))
+    calls_text = None
+    if "attachments/call-sequence.md" in uris:
+        diagrams, calls_text = _diagrams(project, results)
+        out += diagrams
+    if "attachments/mini-readme.md" in uris:
+        readme = (project.root / project.site.readme).read_text(encoding="utf-8")
+        translation, tpath = None, project.site.readme_translation  # optional, shown above the original
+        if tpath is not None:
+            if not (project.root / tpath).is_file():
+                raise LessonError(
+                    f"`readme_translation` names `{tpath}`, which does not exist",
+                    path="sourcemap/site.toml",
+                    hint="write the file or remove the key",
+                )
+            translation = re.sub(r"^#\s.*\n+", "", (project.root / tpath).read_text(encoding="utf-8"), count=1)
+        text = project.site.render(
+            "readme.md",
+            path=project.site.readme,
+            translation=translation,
+            translation_path=tpath,
+            readme=re.sub(r"^#\s", "## ", readme, count=1),
+        )
+        out.append(Generated("attachments/mini-readme.md", text, in_nav=True))
+    return out, calls_text
+
+
+def _diagrams(project: Project, results: dict) -> tuple[list[Generated], str]:
+    sources, labels = project.site.diagrams, project.site.labels
+    calls = _output(project, results, sources["calls"])
+    nesting = _output(project, results, sources["nesting"])
+    levels = attachments.parse_nesting(nesting.stdout)
+    call_list = attachments.parse_calls(calls.stdout)
+    pages = [
+        Generated(
+            "attachments/call-sequence.md",
+            project.site.render(
+                "call-sequence.md",
+                source=sources["calls"],
+                digest=calls.digest[:16],
+                svg=attachments.sequence_svg(call_list, title=labels["calls-diagram"]),
+            ),
+            in_nav=True,
+        ),
+        Generated(
+            "attachments/nested-traces.md",
+            project.site.render(
+                "nested-traces.md",
+                source=sources["nesting"],
+                levels=" ".join(map(str, levels)),
+                svg=attachments.nesting_svg(
+                    levels, labels["nesting-inner"], labels["nesting-box"], labels["nesting-diagram"]
+                ),
+            ),
+            in_nav=True,
+        ),
+    ]
+    calls_text = "\n".join(l for l in calls.stdout.splitlines() if l.startswith("CALL: ")) + "\n"
+    return pages, calls_text
+
+
+# ---------------------------------------------------------------- the downloadable bundle
+
+
+def bundle(
+    project: Project, results: dict, texts: dict[str, str], generated: list[Generated], calls_text: str | None
+) -> bytes:
+    """Byte-identical scripts and plain-text attachments in a reproducible zip."""
+    entries: dict[str, bytes] = {}
+    for d in project.site.code:
+        for p in sorted((project.root / d).rglob("*")):
+            if p.is_file() and "__pycache__" not in p.parts and p.suffix in (".py", ".md"):
+                entries[p.relative_to(project.root).as_posix()] = p.read_bytes()
+    for page, text in sorted(texts.items()):
+        if page.startswith("docs/attachments/") or page == "docs/walkthrough.md":
+            plain = attachments.plain_markdown(project, text, page, results)
+            entries["attachments/" + Path(page).name] = plain.encode()
+    if calls_text is not None:
+        entries["attachments/call-sequence.txt"] = calls_text.encode()
+    for g in generated:
+        entries.setdefault(
+            "attachments/" + Path(g.uri).name, g.content if isinstance(g.content, bytes) else g.content.encode()
+        )
+    top = bundle_folder(project)
+    entries["README.md"] = project.site.render("bundle-readme.md", pin=project.pin, folder=top).encode()
+    epoch = int(os.environ.get("SOURCE_DATE_EPOCH", "315532800"))
+    # one top folder, named like the archive: unzipping never scatters files into the current folder
+    return attachments.zip_bytes({f"{top}/{name}": data for name, data in entries.items()}, epoch)
+
+
+def bundle_folder(project: Project) -> str:
+    """The bundle's top folder: the archive's name without ``.zip`` (``autograd-resources``)."""
+    return Path(project.site.bundle).name.removesuffix(".zip")

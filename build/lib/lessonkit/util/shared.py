@@ -1,0 +1,154 @@
+"""Everything lessonkit keeps for the life of the process, and why each may outlive a build.
+
+A build's state (project, stores, runner, problems, generated pages, the page being rendered)
+lives in its :class:`lessonkit.build.Build`, which the MkDocs adapter
+(:mod:`lessonkit.integrations.mkdocs.hooks`) keeps with the configuration it was made for; ``mkdocs serve``
+gives every rebuild a new configuration and so a new Build. What follows is the complete list of
+the rest: ``tests/test_process_state.py`` scans every module of the package (names that code
+rebinds or changes in place, memoised functions, context variables, module-level objects with
+state) and fails when this list and the package disagree, either way.
+
+The kinds of entry:
+
+* ``cache`` — keyed by the content it was made from, so it is safe to share across serve
+  rebuilds and across projects: a changed input has another key, and an entry can never be
+  found for inputs it was not made from;
+* ``process`` — a fact about this process, this machine or the installed tools (the same
+  for every build the process runs), or a "once per process" memo of a warning or a check;
+* ``session`` — what MkDocs told this process at startup (one object, see the adapter);
+* ``fixed`` — built once at import and never changed afterwards.
+
+Not lessonkit's own, and so not in the list: the interpreter's module table. A project's block
+kind modules (``sourcemap/kinds.toml``) are imported once per process, like any module, so a
+``serve`` session keeps the version of a kind module it first imported (restart serve after
+editing one); MkDocs likewise keeps each hooks file it loaded.
+"""
+
+from __future__ import annotations
+
+KINDS = ("cache", "process", "session", "fixed")
+
+STATE: tuple[tuple[str, tuple[str, str]], ...] = (
+    # ---------------------------------------------------------------- content-keyed caches
+    (
+        "lessonkit.util.store._MEMORY",
+        (
+            "cache",
+            "The memory layer of every Store: (kind, key) -> value, where the key is the SHA-256 of every "
+            "input (lessonkit's own source included); bounded, emptied when full.",
+        ),
+    ),
+    (
+        "lessonkit.source.pyindex.SourceFile._shared",
+        (
+            "cache",
+            "Parsed files by (path, SHA-256 of their bytes): a file's ast and symbol table survive serve "
+            "rebuilds until its bytes change; bounded, emptied when full.",
+        ),
+    ),
+    (
+        "lessonkit.kinds.snapshot._md",
+        (
+            "cache",
+            "A table cell's Markdown as HTML, memoised by the cell's text (a pure function of its "
+            "argument; lru_cache of 4096 entries).",
+        ),
+    ),
+    # ---------------------------------------------------------------- the MkDocs session
+    (
+        "lessonkit.integrations.mkdocs.hooks.SESSION",
+        (
+            "session",
+            "The MkDocs command of this process: MkDocs says it only in on_startup, once per process, and "
+            "the configurations of serve's rebuilds carry no trace of it; on_shutdown forgets it. It only "
+            "decides whether the written site's links are checked.",
+        ),
+    ),
+    # ---------------------------------------------------------------- facts about the process
+    (
+        "lessonkit.util.store.code_version",
+        (
+            "process",
+            "The SHA-256 of lessonkit's own source, part of every cache key: the code this process runs "
+            "does not change while it runs (Python does not reload it on a serve rebuild).",
+        ),
+    ),
+    (
+        "lessonkit.run.jobs.versions",
+        ("process", "The Python and NumPy versions the experiments run with (installed tools, part of their keys)."),
+    ),
+    (
+        "lessonkit.pipeline.markdown.tools",
+        ("process", "The Pygments and pymdown-extensions versions and highlight options (part of every code key)."),
+    ),
+    (
+        "lessonkit.pipeline.mathml._converter",
+        ("process", "The latex2mathml version (part of every formula key): an installed tool's version."),
+    ),
+    (
+        "lessonkit.run.box.sandbox.namespaces_available",
+        (
+            "process",
+            "Whether this machine gives sandbox boxes namespaces (probed once; LESSONKIT_SANDBOX=copy, "
+            "read at that first probe, forces the fallback).",
+        ),
+    ),
+    (
+        "lessonkit.run.box.sandbox._warned",
+        ("process", "Whether the one warning that boxes run without namespaces was printed by this process."),
+    ),
+    (
+        "lessonkit.run.box.sandbox.BOXES",
+        (
+            "process",
+            "The sandbox boxes this process is running and their folder of boxes, so that a cancelled or "
+            "failed build kills them all and removes their folders (Runner.cancel, signals, process exit); "
+            "empty between builds.",
+        ),
+    ),
+    (
+        "lessonkit.util.fs._NS",
+        ("process", "This process's PID namespace (asked again after a fork): it names the owner of temp files."),
+    ),
+    (
+        "lessonkit.util.fs._TAGS",
+        (
+            "process",
+            "The owner tag (pid, start time, namespace) of this process, and of each forked child under "
+            "its own pid: fixed for a process's life.",
+        ),
+    ),
+    (
+        "lessonkit.util.store._CHECKED",
+        (
+            "process",
+            "Cache folders checked once per process to be the cache's own (not a link); every entry is "
+            "still checked on each read and written atomically without following links.",
+        ),
+    ),
+    (
+        "lessonkit.util.store._SWEPT",
+        ("process", "Cache folders whose leftover temporary files of killed builds were swept once by this process."),
+    ),
+    (
+        "lessonkit.util.store._WARNED",
+        ("process", "Cache folders this process already warned about (read-only, full): one warning each."),
+    ),
+    (
+        "lessonkit.util.store.log",
+        (
+            "process",
+            "The cache logger gets its own handler once, when a warning must be shown and the process has "
+            "configured no logging (the command line outside MkDocs).",
+        ),
+    ),
+    # ---------------------------------------------------------------- built at import
+    (
+        "lessonkit.kinds.KINDS",
+        (
+            "fixed",
+            "The built-in block kinds, registered in the Registry's constructor; a project's own kinds "
+            "make a new Registry (with_kinds), never change this one.",
+        ),
+    ),
+)

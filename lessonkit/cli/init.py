@@ -1,0 +1,361 @@
+"""``lessonkit init DEST --package NAME==VERSION [--lang en|zh]``: a new series that builds and
+verifies as created.
+
+The release archive (sdist) of ``NAME==VERSION`` comes from the package index (``--sdist PATH``
+for a local one). Its sha256 and the sha256 of every file are pinned (``sourcemap/pin.toml``,
+``sourcemap/manifest.sha256``); the index page, one lesson with a real-source block of a public
+function of the package and an experiment that imports the pinned package are written, with the
+templates ``lessonkit new`` uses for the next lessons. Nothing is written unless all of it can be.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+import shutil
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from email.parser import HeaderParser
+from pathlib import Path, PurePosixPath
+
+from lessonkit.config import files as config
+from lessonkit.errors import LessonError
+from lessonkit.source import fetch, pin
+
+HINT = "e.g. lessonkit init my-series --package more-itertools==10.5.0"
+REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]{0,99})==([0-9][A-Za-z0-9.+!-]{0,40})$")
+
+
+def normalise(name: str) -> str:
+    """A distribution name as sdist file names spell it (PEP 625): ``more-itertools`` → ``more_itertools``."""
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+@dataclass(frozen=True)
+class Release:
+    name: str  # as the requirement spells it
+    version: str
+    archive: Path
+    sha256: str
+    root: str  # the archive's top folder
+    tree: Path  # extracted, PKG-INFO removed
+    repo: str
+
+
+@dataclass(frozen=True)
+class Example:
+    package: str  # the import name, e.g. more_itertools
+    file: str  # tree path of the module, e.g. more_itertools/recipes.py
+    symbol: str  # a public top-level function of it
+    module: str  # its dotted module name
+
+
+def init(
+    dest: Path, requirement: str, lang: str = "en", sdist: Path | None = None, repo: str | None = None
+) -> list[Path]:
+    """Write a new series into ``dest`` (which must not exist or be empty); the files written."""
+    m = REQUIREMENT.fullmatch(requirement.strip())
+    if not m:
+        raise LessonError(f"--package {requirement!r} is not NAME==VERSION", path="--package", hint=HINT)
+    if lang not in ("en", "zh"):
+        raise LessonError(f"--lang {lang!r} is not en or zh", path="--lang", hint="use --lang en or --lang zh")
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise LessonError(f"{dest} exists and is not an empty folder", path="DEST", hint="give a new folder")
+    name, version = m.groups()
+    work = Path(tempfile.mkdtemp(prefix="lessonkit-init-"))
+    try:
+        release = _release(name, version, work, sdist, repo)
+        example = _example(release)
+        files = _files(release, example, lang)
+        dest.mkdir(parents=True, exist_ok=True)
+        written = []
+        for rel, text in files.items():
+            path = dest / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+        pin.write_manifest(release.tree, dest / "sourcemap" / "manifest.sha256")
+        written.append(dest / "sourcemap" / "manifest.sha256")
+        written += _write_maps(dest, release)
+        return written
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _write_maps(dest: Path, release: Release) -> list[Path]:
+    """The excerpt and reference maps of the new pages, made as ``lessonkit verify --update-map``
+    makes them, on the tree just extracted (its manifest was made from it; the build provides its own)."""
+    from lessonkit.checks import living, verify
+    from lessonkit.project import Project
+
+    pinned = pin.load_pin(dest / "sourcemap")
+    tree = pin.PinnedTree(release.tree, f"sdist {release.archive.name}", pinned)
+    project = Project(dest, provided=tree)
+    report = verify.check(project)
+    if report.problems:  # the engine cannot read what init wrote: a defect of init, said plainly
+        raise LessonError("the new series does not verify:\n" + "\n".join(map(str, report.problems)))
+    verify.write_map(project, report)
+    return [project.sourcemap / verify.MAP_NAME, living.write_ref_map(project, report)]
+
+
+def _release(name: str, version: str, work: Path, sdist: Path | None, repo: str | None) -> Release:
+    if sdist is None:
+        got = pin.pip_download(f"{name}=={version}", work / "dl")
+        wanted = (name.lower(), normalise(name))
+        archives = [p for p in got if p.name.endswith(".tar.gz") and p.name.lower().startswith(wanted)]
+        if len(archives) != 1:
+            raise LessonError(
+                f"the package index gave {', '.join(p.name for p in got) or 'nothing'} for {name}=={version}, "
+                f"not one release archive {normalise(name)}-{version}.tar.gz",
+                path="--package",
+                hint="lessonkit pins a source release (sdist); give one with --sdist PATH",
+            )
+        archive = archives[0]
+    else:
+        archive = sdist
+        if not archive.is_file():
+            raise LessonError(f"{archive} is not a file", path="--sdist", hint="give the path of a .tar.gz sdist")
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    try:
+        with tarfile.open(archive, "r:*") as tf:
+            first = next((m.name for m in tf), "")
+            root = PurePosixPath(first).parts[0] if first else ""
+            info = tf.extractfile(f"{root}/PKG-INFO") if root else None
+            meta = HeaderParser().parsestr(info.read().decode("utf-8", "replace")) if info else None
+    except (tarfile.TarError, KeyError, OSError, EOFError) as exc:
+        raise LessonError(f"cannot read {archive.name}: {exc}", path="--sdist", hint="is it a .tar.gz sdist?") from None
+    if not root or not root.lower().startswith((name.lower() + "-", normalise(name) + "-")):
+        raise LessonError(
+            f"{archive.name} does not hold a {name}-{version}/ folder", path="--package", hint="not a release archive"
+        )
+    tree = fetch.extract_sdist(archive, work, root)
+    return Release(name, version, archive, digest, root, tree, repo or _repo(meta, name))
+
+
+def _repo(meta, name: str) -> str:
+    """The source repository the release's metadata names (Project-URL, Home-page), else its index page."""
+    urls = []
+    if meta is not None:
+        for value in meta.get_all("Project-URL") or []:
+            label, _, url = value.partition(",")
+            urls.append((label.strip().lower(), url.strip()))
+        if meta.get("Home-page"):
+            urls.append(("homepage", meta["Home-page"].strip()))
+    for preferred in ("source", "repository", "source code", "code", "homepage", "home"):
+        for label, url in urls:
+            if label == preferred and config.REPO.fullmatch(url.rstrip("/")):
+                return url.rstrip("/")
+    for _, url in urls:
+        if re.match(r"https://(github\.com|gitlab\.com|codeberg\.org)/", url) and config.REPO.fullmatch(
+            url.rstrip("/")
+        ):
+            return url.rstrip("/")
+    return f"https://pypi.org/project/{normalise(name).replace('_', '-')}"
+
+
+def _example(release: Release) -> Example:
+    """A public function of the package for the first lesson: the first module (the package's own
+    ``__init__`` last) with a top-level function of 3–40 lines."""
+    candidates = []
+    for path in sorted(release.tree.rglob("*.py")):
+        rel = path.relative_to(release.tree).as_posix()
+        parts = rel.split("/")
+        if any(p.startswith((".", "test", "_")) and p != "__init__.py" for p in parts) or parts[0] in (
+            "docs",
+            "doc",
+            "examples",
+            "tests",
+            "test",
+            "setup.py",
+        ):
+            continue
+        package = parts[0] if len(parts) > 1 else parts[0][:-3]
+        if len(parts) > 1 and not (release.tree / parts[0] / "__init__.py").exists():
+            continue
+        try:
+            tree = ast.parse(path.read_bytes())
+        except (SyntaxError, ValueError):
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_") and not node.decorator_list:
+                if 3 <= node.end_lineno - node.lineno + 1 <= 40:
+                    module = ".".join(parts)[:-3].removesuffix(".__init__")
+                    candidates.append((rel.endswith("__init__.py"), rel.count("/"), rel, node.name, package, module))
+                    break
+    if not candidates:
+        raise LessonError(
+            f"{release.root} has no Python module with a public top-level function to show",
+            path="--package",
+            hint="lessonkit init needs a pure-Python package; write the first lesson by hand",
+        )
+    _, _, rel, symbol, package, module = sorted(candidates)[0]
+    return Example(package, rel, symbol, module)
+
+
+# ---------------------------------------------------------------- the files of the new series
+
+TEXT = {
+    "en": {
+        "site": "{name} from the source",
+        "home": "Lessons on {name} {version}, read from its real source.",
+        "home-more": (
+            "Every real-source block on this site is checked, line by line, against the pinned release "
+            "archive; every experiment's output was produced by running it in the build."
+        ),
+        "lessons": "Lessons",
+        "reference": "Reference",
+        "title": "A first look at `{symbol}`",
+        "goal": "Goal",
+        "goal-text": "Read the real source of `{module}.{symbol}` and run it once.",
+        "source": "The source",
+        "source-text": "The function as the pinned release archive holds it:",
+        "experiment": "Experiment",
+        "purpose": "Import {module} from the pinned tree and check that it defines {symbol}",
+        "self-test": "Self-test",
+        "question": "Which line of `{symbol}` returns its result?",
+    },
+    "zh": {
+        "site": "{name} 源码学习",
+        "home": "沿 {name} {version} 的真实源码学习。",
+        "home-more": "本站每个原样源码块都逐行对照固定版本的发布包检查过；每个实验的输出都由构建时真实运行得到。",
+        "lessons": "课程",
+        "reference": "参考",
+        "title": "初读 `{symbol}`",
+        "goal": "本篇目标",
+        "goal-text": "读 `{module}.{symbol}` 的真实源码，并运行一次。",
+        "source": "真实源码",
+        "source-text": "固定版本发布包中的这个函数：",
+        "experiment": "实验",
+        "purpose": "从固定源码树导入 {package}，确认它来自固定版本",
+        "self-test": "自测问题",
+        "question": "`{symbol}` 在哪一行返回结果？",
+    },
+}
+
+# The words the engine shows readers, for a Chinese series (English is the engine's default).
+ZH_LABELS = {
+    "real-source": "原样源码 REAL SOURCE",
+    "teaching-simplification": "教学简化版 TEACHING SIMPLIFICATION",
+    "experiment": "实验 EXPERIMENT",
+    "purpose": "目的",
+    "output": "本次构建的输出",
+    "script": "脚本",
+    "source": "来源",
+    "view-source": "站内源码",
+    "view-script": "脚本页",
+    "view-file": "文件页",
+    "no-output": "（没有输出）",
+    "line-ref": "第 {span} 行",
+    "cited-heading": "本篇用到的源码",
+}
+
+
+def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
+    t = {k: v.format(name=release.name, version=release.version, symbol=ex.symbol, module=ex.module,
+                     package=ex.package) for k, v in TEXT[lang].items()}  # fmt: skip
+    env = re.sub(r"\W", "_", release.name).upper()
+    short = release.sha256[:7]
+    pin_toml = (
+        f"# The one {release.name} this series is pinned to: the release archive on the package index.\n"
+        "# The archive records no commit; its sha256 identifies the tree. Every real-source block is\n"
+        "# checked against manifest.sha256 (the sha256 of every file of the archive but PKG-INFO).\n"
+        "[upstream]\n"
+        f'repo = "{release.repo}"\n'
+        f'version = "{release.version}"\n\n'
+        "[sdist]\n"
+        f'filename = "{release.archive.name}"\n'
+        f'sha256 = "{release.sha256}"\n'
+        f'requirement = "{release.name}=={release.version}"\n'
+        f'root = "{release.root}"\n'
+    )
+    site_toml = (
+        "# What this series is about, for the pages lessonkit generates.\n"
+        "[upstream]\n"
+        f'name = "{release.name}"\n'
+        f'label = "{release.name}"\n'
+        f'package = "{ex.package}/"\n'
+        if (release.tree / ex.package).is_dir()
+        else "# What this series is about, for the pages lessonkit generates.\n"
+        "[upstream]\n"
+        f'name = "{release.name}"\n'
+        f'label = "{release.name}"\n'
+    )
+    if lang == "zh":
+        site_toml += "\n[labels]\n" + "".join(f'{k} = "{v}"\n' for k, v in ZH_LABELS.items())
+    search = "      lang: zh\n" if lang == "zh" else ""
+    mkdocs_yml = (
+        f"site_name: {t['site']}\n"
+        "docs_dir: docs\n"
+        "site_dir: site\n"
+        "strict: true\n\n"
+        "theme:\n"
+        "  name: material\n"
+        f"  language: {lang}\n"
+        "  font: false  # no fonts from another host\n\n"
+        "# `lessonkit serve` and `mkdocs serve` rebuild when these change too.\n"
+        "watch:\n"
+        "  - experiments\n"
+        "  - sourcemap\n\n"
+        "plugins:\n"
+        "  - search" + (":\n" + search if search else "\n") + "  - lessonkit\n\n"
+        "nav:\n"
+        "  - index.md\n"
+        f"  - {t['lessons']}:\n"
+        "      - lessons/01-first-look.md\n"
+        f"  - {t['reference']}:\n"
+        "      - symbols.md\n"
+        "      - source/index.md\n"
+        "      - attachments/acceptance.md\n\n"
+        "not_in_nav: |\n"
+        "  /source/**\n"
+        "  /code/**\n"
+    )
+    index = f"# {t['site']}\n\n{t['home']}\n\n{t['home-more']}\n\n- [{t['title']}](lessons/01-first-look.md)\n"
+    lesson_tpl = (
+        "# {{ nn }} · {{ title }}\n\n"
+        f"## {t['goal']} {{#goal}}\n\n{t['goal-text']}\n\n"
+        f"## {t['source']} {{#source}}\n\n{t['source-text']}\n\n"
+        "```real-source\n"
+        f"File: {ex.file}\n"
+        f"Symbol: {ex.symbol}\n"
+        "Commit: {{ short }}\n"
+        "```\n\n"
+        f"## {t['experiment']} {{#experiment}}\n\n"
+        "```experiment\n"
+        "File: experiments/{{ script }}\n"
+        f"Purpose: {t['purpose']}\n"
+        "```\n\n"
+        f"## {t['self-test']} {{#self-test}}\n\n"
+        f"1. {t['question']}\n"
+    )
+    experiment_tpl = (
+        '"""Experiment for lesson {{ nn }}: the package is imported from the pinned tree."""\n\n'
+        "import os\n"
+        "from pathlib import Path\n\n"
+        f"import {ex.module} as module\n\n"
+        f'root = Path(os.environ["{env}_PINNED_ROOT"]).resolve()\n'
+        "here = Path(module.__file__).resolve()\n"
+        'assert root in here.parents, f"imported {here}, not the pinned tree {root}"\n'
+        f'print("{ex.module} from the pinned tree:", here.relative_to(root).as_posix())\n'
+        f'print("{release.name}", os.environ["{env}_PINNED_VERSION"])\n'
+        f'print("{ex.symbol} is callable:", callable(module.{ex.symbol}))\n'
+        f"assert callable(module.{ex.symbol})\n"
+    )
+
+    def fill(text: str, **values: str) -> str:
+        return re.sub(r"\{\{ (\w+) \}\}", lambda m: values.get(m.group(1), m.group(0)), text)
+
+    script = "lesson01_first_look.py"
+    return {
+        "mkdocs.yml": mkdocs_yml,
+        ".gitignore": ".cache/\nsite/\n__pycache__/\n",
+        "sourcemap/pin.toml": pin_toml,
+        "sourcemap/site.toml": site_toml,
+        "docs/index.md": index,
+        "docs/lessons/01-first-look.md": fill(lesson_tpl, nn="01", title=t["title"], short=short, script=script),
+        f"experiments/{script}": fill(experiment_tpl, nn="01"),
+        "templates/new-lesson.md": lesson_tpl,
+        "templates/new-experiment.py": experiment_tpl,
+    }

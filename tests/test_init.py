@@ -1,0 +1,117 @@
+"""``lessonkit init``: a new series for a package of the index, as a new author makes it — a fresh
+virtual environment, ``pip install`` of this repository, ``lessonkit init``, ``mkdocs build
+--strict`` and ``lessonkit verify --mutate``, all passing on the files as created."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lessonkit.cli.main import main
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = "more-itertools==10.5.0"  # pure Python; its sdist is more-itertools-10.5.0.tar.gz
+
+
+def _uv() -> str | None:
+    try:
+        from uv import find_uv_bin
+
+        return find_uv_bin()
+    except (ImportError, FileNotFoundError):
+        return shutil.which("uv")
+
+
+@pytest.fixture(scope="module")
+def fresh_venv(tmp_path_factory) -> Path:
+    """A new environment with only this repository installed (its declared dependencies, no lock)."""
+    venv = tmp_path_factory.mktemp("author") / "venv"
+    uv = _uv()
+    if uv:
+        subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], check=True)
+        install = [uv, "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), str(ROOT)]
+    else:
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        install = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(ROOT)]
+    r = subprocess.run(install, capture_output=True, text=True, timeout=900)
+    if r.returncode:
+        pytest.skip(f"cannot install the project from the package index: {r.stderr.strip()[-300:]}")
+    return venv
+
+
+def test_a_new_author_starts_a_series_from_the_index(fresh_venv, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LESSONKIT_", "AUTOGRAD_", "PYTHON"))}
+    env.update(NO_MKDOCS_2_WARNING="1", SOURCE_DATE_EPOCH="1764460800")
+    bin_dir = fresh_venv / "bin"
+    series = tmp_path / "my-series"
+
+    def run(*args: str, cwd: Path = tmp_path) -> subprocess.CompletedProcess:
+        return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+    made = run(str(bin_dir / "lessonkit"), "init", str(series), "--package", PACKAGE, "--lang", "en")
+    assert made.returncode == 0, made.stderr
+    assert made.stdout.splitlines()[-1] == f"next: cd {series} && lessonkit build && lessonkit verify --mutate"
+    yml = (series / "mkdocs.yml").read_text(encoding="utf-8")
+    assert "plugins:\n  - search\n  - lessonkit\n" in yml and "markdown_extensions" not in yml and "hooks" not in yml
+    built = run(str(bin_dir / "mkdocs"), "build", "--strict", cwd=series)
+    assert built.returncode == 0, built.stderr
+    assert "lessonkit: 1 experiment(s): 1 run" in built.stderr
+    checked = run(str(bin_dir / "lessonkit"), "verify", "--mutate", cwd=series)
+    assert checked.returncode == 0, checked.stderr
+    assert re.search(r"^verify: 2 page\(s\), 1 real-source, .* 0 problem\(s\)", checked.stdout, re.M), checked.stdout
+    assert "mutations: 1/1 caught (100%)" in checked.stdout
+    # the page shows the pinned function and the experiment's output from this build
+    page = (series / "site" / "lessons" / "01-first-look" / "index.html").read_text(encoding="utf-8")
+    assert "lk-real-source" in page and "more_itertools/more.py" in page
+    assert "more_itertools.more from the pinned tree: more_itertools/more.py" in page
+    # an English series names nothing of the first series, nor Chinese text
+    for path in sorted((series / "site").rglob("*.html")):
+        text = path.read_text(encoding="utf-8")
+        for word in ("NumPy", "numpy", "autograd", "jieba"):
+            assert word not in text, (path, word)
+        assert not re.search(r"[\u4e00-\u9fff]", text), path
+    # the next lesson: `lessonkit new` from the templates init wrote, verified as created
+    nxt = run(str(bin_dir / "lessonkit"), "new", "02", "A second look", "second-look", cwd=series)
+    assert nxt.returncode == 0, nxt.stderr
+    assert "lessons/02-second-look.md" in (series / "mkdocs.yml").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--package", "more-itertools"], "--package: --package 'more-itertools' is not NAME==VERSION — e.g. "),
+        (["--package", "x==1", "--lang", "fr"], None),  # argparse refuses the choice
+    ],
+)
+def test_init_refuses_bad_arguments_in_one_line(tmp_path, capsys, args, message):
+    with pytest.raises(SystemExit) if message is None else _nothing():
+        rc = main(["init", str(tmp_path / "s"), *args])
+        assert rc == 1
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(message) and "\n" not in err
+    assert not (tmp_path / "s").exists()
+
+
+def test_init_refuses_a_folder_that_is_not_empty(tmp_path, capsys):
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "notes.txt").write_text("mine\n", encoding="utf-8")
+    assert main(["init", str(tmp_path / "s"), "--package", "more-itertools==10.5.0"]) == 1
+    assert (
+        capsys.readouterr().err.strip()
+        == f"DEST: {tmp_path / 's'} exists and is not an empty folder — give a new folder"
+    )
+    assert (tmp_path / "s" / "notes.txt").read_text(encoding="utf-8") == "mine\n"
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False

@@ -1,1 +1,0 @@
-"""The ``lessonkit`` command line."""

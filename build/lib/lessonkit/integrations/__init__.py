@@ -1,1 +1,0 @@
-"""Adapters to site generators."""

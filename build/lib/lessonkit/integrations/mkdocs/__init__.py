@@ -1,1 +1,0 @@
-"""The MkDocs integration: hooks, incremental serve and the theme's template cache."""

@@ -1,1 +1,0 @@
-"""Running experiments: jobs and results, the cached runner, outcomes and records."""

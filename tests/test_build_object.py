@@ -188,7 +188,7 @@ def test_experiments_read_the_builds_bytecode_folder_and_write_nothing_there(sit
     assert r.returncode == 0, r.stderr
     assert f"{prefix} 1" in r.stdout  # the box's Python looks there, with -B
     written = {p.name for p in prefix.rglob("*.pyc")}
-    assert f"execute.{sys.implementation.cache_tag}.pyc" in written
+    assert f"runner.{sys.implementation.cache_tag}.pyc" in written
     assert not any(n.startswith("colorsys.") for n in written)  # imported only in the box: not written
 
 

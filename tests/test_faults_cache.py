@@ -233,7 +233,14 @@ def test_local_checkout_variable_and_its_legacy_name(tmp_path, real_project, pin
 
 def test_engine_code_names_no_upstream_project():
     """The pin code is generic: the legacy variable's name lives in pin.toml only."""
-    for name in ("pin.py", "config.py", "fsutil.py", "store.py", "verify.py", "linkcheck.py"):
+    for name in (
+        "source/pin.py",
+        "config/files.py",
+        "util/fs.py",
+        "util/store.py",
+        "checks/verify.py",
+        "site/links.py",
+    ):
         text = (ROOT / "lessonkit" / name).read_text(encoding="utf-8")
         assert "autograd" not in text.lower(), name
 

@@ -400,7 +400,7 @@ def test_the_audit_finds_each_kind_of_process_wide_state():
         "lessonkit.sample.CURRENT": "memoised function or context variable",
         "lessonkit.sample.LATEST": "rebound in a function",
         "lessonkit.other.STORE": "set from code",
-        "lessonkit.source.pyindex.SourceFile.store": "set from code",
+        "lessonkit.pyindex.SourceFile.store": "set from code",
         "lessonkit.sample.Files._shared": "changed in place",
         "lessonkit.sample.version": "memoised function",
     }

@@ -16,6 +16,7 @@ import re
 import shutil
 import tarfile
 import tempfile
+import tomllib
 from dataclasses import dataclass
 from email.parser import HeaderParser
 from pathlib import Path, PurePosixPath
@@ -196,65 +197,17 @@ def _example(release: Release) -> Example:
 
 # ---------------------------------------------------------------- the files of the new series
 
-TEXT = {
-    "en": {
-        "site": "{name} from the source",
-        "home": "Lessons on {name} {version}, read from its real source.",
-        "home-more": (
-            "Every real-source block on this site is checked, line by line, against the pinned release "
-            "archive; every experiment's output was produced by running it in the build."
-        ),
-        "lessons": "Lessons",
-        "reference": "Reference",
-        "title": "A first look at `{symbol}`",
-        "goal": "Goal",
-        "goal-text": "Read the real source of `{module}.{symbol}` and run it once.",
-        "source": "The source",
-        "source-text": "The function as the pinned release archive holds it:",
-        "experiment": "Experiment",
-        "purpose": "Import {module} from the pinned tree and check that it defines {symbol}",
-        "self-test": "Self-test",
-        "question": "Which line of `{symbol}` returns its result?",
-    },
-    "zh": {
-        "site": "{name} 源码学习",
-        "home": "沿 {name} {version} 的真实源码学习。",
-        "home-more": "本站每个原样源码块都逐行对照固定版本的发布包检查过；每个实验的输出都由构建时真实运行得到。",
-        "lessons": "课程",
-        "reference": "参考",
-        "title": "初读 `{symbol}`",
-        "goal": "本篇目标",
-        "goal-text": "读 `{module}.{symbol}` 的真实源码，并运行一次。",
-        "source": "真实源码",
-        "source-text": "固定版本发布包中的这个函数：",
-        "experiment": "实验",
-        "purpose": "从固定源码树导入 {package}，确认它来自固定版本",
-        "self-test": "自测问题",
-        "question": "`{symbol}` 在哪一行返回结果？",
-    },
-}
+WORDS = Path(__file__).resolve().parents[1] / "templates" / "init" / "words.toml"
 
-# The words the engine shows readers, for a Chinese series (English is the engine's default).
-ZH_LABELS = {
-    "real-source": "原样源码 REAL SOURCE",
-    "teaching-simplification": "教学简化版 TEACHING SIMPLIFICATION",
-    "experiment": "实验 EXPERIMENT",
-    "purpose": "目的",
-    "output": "本次构建的输出",
-    "script": "脚本",
-    "source": "来源",
-    "view-source": "站内源码",
-    "view-script": "脚本页",
-    "view-file": "文件页",
-    "no-output": "（没有输出）",
-    "line-ref": "第 {span} 行",
-    "cited-heading": "本篇用到的源码",
-}
+
+def _words() -> dict[str, dict[str, str]]:
+    with WORDS.open("rb") as f:
+        return tomllib.load(f)
 
 
 def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
     t = {k: v.format(name=release.name, version=release.version, symbol=ex.symbol, module=ex.module,
-                     package=ex.package) for k, v in TEXT[lang].items()}  # fmt: skip
+                     package=ex.package) for k, v in _words()[lang].items()}  # fmt: skip
     env = re.sub(r"\W", "_", release.name).upper()
     short = release.sha256[:7]
     pin_toml = (
@@ -283,7 +236,7 @@ def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
         f'label = "{release.name}"\n'
     )
     if lang == "zh":
-        site_toml += "\n[labels]\n" + "".join(f'{k} = "{v}"\n' for k, v in ZH_LABELS.items())
+        site_toml += "\n[labels]\n" + "".join(f'{k} = "{v}"\n' for k, v in _words()["zh-labels"].items())
     search = "      lang: zh\n" if lang == "zh" else ""
     mkdocs_yml = (
         f"site_name: {t['site']}\n"

@@ -120,6 +120,16 @@ def _experiment_imports() -> list[str]:
     return sorted(n for n in names - local if n.isidentifier())
 
 
+# Compiles jieba (Material's Chinese search segmenter) once, quietly: its source has invalid escape
+# sequences, whose DeprecationWarnings MkDocs would otherwise print on the first build of a new
+# environment as six INFO lines with file paths.
+QUIET_COMPILE = """import compileall, importlib.util, os, warnings
+warnings.simplefilter("ignore")
+spec = importlib.util.find_spec("jieba")
+if spec and spec.origin:
+    compileall.compile_dir(os.path.dirname(spec.origin), quiet=1)
+"""
+
 # Imports each module named on the command line; a module that is not installed is skipped.
 WARM_IMPORTS = """import importlib, sys
 for name in sys.argv[1:]:
@@ -215,6 +225,7 @@ def _install(session: nox.Session, reqs: list[str]) -> None:
             fill.terminate()  # SIGTERM: its runner ends its boxes (see lessonkit.run.box.sandbox)
             fill.wait()
             raise
+        session.run(python, "-X", f"pycache_prefix={PYCACHE}", "-c", QUIET_COMPILE, external=True, silent=True)
         _, err = fill.communicate()
         if fill.returncode:  # the build reports it again, located; say here that the prefill did not help
             session.log(f"prefill of the build cache failed (the build does the work): {err.strip()[-500:]}")

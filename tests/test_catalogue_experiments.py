@@ -37,7 +37,7 @@ from lessonkit.source.pin import load_pin
 P = "docs/p.md"
 AT = 3  # the block's fence line
 HOME_PROBE = Path.home() / "lessonkit-escape-probe"
-RUN = f"run it by hand: nox -s experiment -- {P}:{AT}"
+RUN = f"run it by hand: lessonkit run {P}:{AT}"
 
 
 @dataclass(frozen=True)
@@ -693,7 +693,7 @@ def test_run_accepts_a_page_and_a_line(site):
         1,
         "== docs/x.md:9\nsecond\n",
         "docs/x.md:9: experiment docs/x.md:9 failed with exit code 3: no stderr — "
-        "run it by hand: nox -s experiment -- docs/x.md:9\n",
+        "run it by hand: lessonkit run docs/x.md:9\n",
     )
     r = site.run("-m", "lessonkit", "run", "docs/x.md")
     assert (r.returncode, r.stdout) == (1, "== docs/x.md:3\nfirst\n== docs/x.md:9\nsecond\n")

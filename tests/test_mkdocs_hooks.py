@@ -33,7 +33,10 @@ class FakeBuild:
     def __init__(self, root, command="build", log=print, log_info=print):
         self.root, self.command, self.cancelled, self.current = root, command, 0, None
         self.calls: list[str] = []
-        self.project = SimpleNamespace(pin=SimpleNamespace(version="1.0", short="abc1234"))
+        self.project = SimpleNamespace(
+            pin=SimpleNamespace(version="1.0", short="abc1234"),
+            site=SimpleNamespace(code=("experiments", "tiny"), teaching=("tiny",)),
+        )
         FakeBuild.made.append(self)
 
     def start(self):
@@ -109,6 +112,18 @@ def test_the_plugin_is_the_entry_point_and_the_same_code_path(project):
     events = config.plugins[mkdocs_hooks.PLUGIN]
     for name in names:
         assert any(getattr(m, "__self__", None) is events for m in config.plugins.events[name]), name
+
+
+def test_serve_watches_the_inputs_of_the_build_beside_docs(project):
+    for name in ("experiments", "sourcemap", "tiny"):
+        (project / name).mkdir()
+    yml = project / "mkdocs.yml"
+    yml.write_text(yml.read_text(encoding="utf-8") + "watch:\n  - sourcemap\n", encoding="utf-8")
+    config = _load(project)
+    config.plugins.on_config(config)
+    config.plugins.on_config(config)  # a second on_config adds nothing twice
+    root = project.resolve()
+    assert config.watch == [str(root / "sourcemap"), str(root / "experiments"), str(root / "tiny")]
 
 
 def test_the_plugin_reports_what_the_site_configuration_lacks(project):

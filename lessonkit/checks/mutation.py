@@ -103,7 +103,7 @@ def mutate(data: bytes, rel: str, start: int, end: int) -> Mutation:
     if not (1 <= start <= end <= len(lines)):
         raise LessonError(
             f"L{start}-{end} is outside {rel} ({len(lines)} lines)",
-            hint="the excerpt map is stale; run `nox -s verify -- --update-map`",
+            hint="the excerpt map is stale; run `lessonkit verify --update-map`",
         )
     middle = (start + end) // 2
     order = [middle] + [n for n in range(start, end + 1) if n != middle]
@@ -120,7 +120,7 @@ def mutate(data: bytes, rel: str, start: int, end: int) -> Mutation:
         return Mutation(rel, n, col + 1, old, new, "".join(lines).encode("utf-8"))
     raise LessonError(
         f"{rel} L{start}-{end} has no visible character to change",
-        hint="the excerpt map is stale; run `nox -s verify -- --update-map`",
+        hint="the excerpt map is stale; run `lessonkit verify --update-map`",
     )
 
 
@@ -168,7 +168,7 @@ def run(project: Project, pages: set[str] | None = None) -> MutationReport:
                 except (LessonError, OSError) as exc:
                     report.problems.append(
                         Problem(
-                            f"cannot read the page of a map entry: {exc}", map_rel, None, "run `nox -s verify` first"
+                            f"cannot read the page of a map entry: {exc}", map_rel, None, "run `lessonkit verify` first"
                         )
                     )
                     parsed[page] = {}
@@ -177,7 +177,7 @@ def run(project: Project, pages: set[str] | None = None) -> MutationReport:
                 f"the excerpt map entry for block {ordinal} of {page} is stale",
                 page,
                 block.line if block else None,
-                "run `nox -s verify` first; the mutation check needs a map that matches the pages",
+                "run `lessonkit verify` first; the mutation check needs a map that matches the pages",
             )
             try:
                 if block is None or block.kind != "real-source" or _resolve(pinned, block).sha256 != e["sha256"]:

@@ -17,7 +17,7 @@ from lessonkit.util.fs import atomic_write
 from lessonkit.project import Project, Resolved
 
 MAP_NAME = "excerpts.json"
-UPDATE_HINT = "run `nox -s verify -- --update-map` to record the new state"
+UPDATE_HINT = "run `lessonkit verify --update-map` to record the new state"
 
 
 @dataclass

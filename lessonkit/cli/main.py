@@ -208,7 +208,7 @@ def _new(args) -> int:
     from lessonkit.checks.living import write_ref_map
 
     write_ref_map(project, report)
-    print("recorded the new excerpts in sourcemap/excerpts.json; next: nox -s build verify")
+    print("recorded the new excerpts in sourcemap/excerpts.json; next: lessonkit build && lessonkit verify")
     return 0
 
 

@@ -12,9 +12,9 @@ from lessonkit.config.site import environment, render
 
 def new_lesson(root: Path, nn: str, title: str, slug: str | None, short: str) -> list[Path]:
     if not re.fullmatch(r"[0-9][0-9]", nn):  # ASCII digits only (\d also matches ١٥)
-        raise LessonError(f"lesson number `{nn}` is not two digits", hint='use e.g. nox -s new -- 15 "Title"')
+        raise LessonError(f"lesson number `{nn}` is not two digits", hint='use e.g. lessonkit new 15 "Title"')
     if not title.strip():
-        raise LessonError("the title is empty", hint='use e.g. nox -s new -- 15 "Title"')
+        raise LessonError("the title is empty", hint='use e.g. lessonkit new 15 "Title"')
     slug = slug or f"lesson-{nn}"
     if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", slug):
         raise LessonError(f"slug `{slug}` is not lowercase-words-with-dashes", hint="e.g. my-topic")

@@ -41,7 +41,7 @@ CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 REMOTE_URL = re.compile(r"^(https?|ssh|git|file)://[^\s]+$")
 SCP_LIKE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s]+$")
 
-PIN_HINT = "sourcemap/pin.toml names the pin (see README, 'The pinned source')"
+PIN_HINT = "sourcemap/pin.toml names the pin (see the engine guide, 'The pin')"
 SOURCE_ENV = "LESSONKIT_SOURCE"
 
 
@@ -232,7 +232,7 @@ def load_pin_fields(path: Path, label: str) -> dict[str, str]:
                 f"`{f.key} = {show(value)}` is not {f.what}",
                 f.section,
                 f.key,
-                hint="check the value" + (" (see README, 'The pinned source')" if f.required else ""),
+                hint="check the value" + (" (see the engine guide, 'The pin')" if f.required else ""),
             )
         else:
             out[f.key] = value

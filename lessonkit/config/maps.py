@@ -22,7 +22,7 @@ from lessonkit.errors import LessonError, Problem
 
 # ---------------------------------------------------------------- excerpts.json
 
-MAP_HINT = "run `nox -s verify -- --update-map` to write it again"
+MAP_HINT = "run `lessonkit verify --update-map` to write it again"
 MAP_KEYS = {
     "page": str,
     "block": int,

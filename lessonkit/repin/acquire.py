@@ -235,7 +235,7 @@ def _path_target(spec: str, name: str) -> Target:
 def classify_target(spec: str) -> str:
     s = spec.strip()
     if not s:
-        raise err("no TARGET given", hint="for example: nox -s repin -- 1.9.0")
+        raise err("no TARGET given", hint="for example: lessonkit repin 1.9.0")
     if "/" in s or os.sep in s or s.startswith(("~", ".")):
         return "path"
     if FULL_SHA.match(s):

@@ -71,7 +71,7 @@ def failure(result: Result | None, job: Job, timeout: int) -> LessonError:
     from lessonkit.run.runner import FILE_LIMIT, OUTPUT_CAP
 
     label = job.label
-    run_hint = "run it by hand: nox -s experiment -- " + label
+    run_hint = "run it by hand: lessonkit run " + label
     if result is None or result.problem == "cancelled":
         return LessonError(
             f"experiment {label} was cancelled before it finished", hint="the build was interrupted; build again"

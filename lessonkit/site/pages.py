@@ -267,7 +267,7 @@ def _output(project: Project, results: dict, rel: str) -> execute.Result:
         raise LessonError(
             "the diagram source experiment did not run successfully",
             path=rel,
-            hint="run it with `nox -s experiment -- " + rel + "` to see its error",
+            hint="run it with `lessonkit run " + rel + "` to see its error",
         )
     return res
 

@@ -226,7 +226,7 @@ def check_tree(root: Path, pin: Pin, where: str | None = None) -> None:
     where = where or f"pinned tree at {root}"
     hint = (
         "the excerpts would not be verbatim; supply the pinned "
-        f"{pin.name} {pin.version} bytes (see README, 'The pinned source')"
+        f"{pin.name} {pin.version} bytes (see the engine guide, 'The pin')"
     )
     lines = manifest_lines(pin.source.parent / "manifest.sha256")
     problems = [

@@ -117,6 +117,20 @@ def configure(config: "MkDocsConfig", *, add_extensions: bool) -> None:
     config.mdx_configs.setdefault("lessonkit.pipeline.markdown", {})["context"] = lambda: b.current
     _use_assets(config)
     _paths_from_the_project(config, root)
+    _watch(config, root, b)
+
+
+def _watch(config: "MkDocsConfig", root: Path, b: lk_build.Build) -> None:
+    """``serve`` rebuilds when an input of the build changes, not only docs/: the experiments, the
+    sourcemap, the series' templates and its code and teaching folders (added once, if they exist)."""
+    site = b.project.site
+    folders = ["experiments", "sourcemap", "templates", *site.code, *site.teaching]
+    watched = {str(Path(w).resolve()) for w in config.watch}
+    for name in dict.fromkeys(folders):
+        path = (root / name).resolve()
+        if path.is_dir() and str(path) not in watched:
+            config.watch.append(str(path))
+            watched.add(str(path))
 
 
 def _paths_from_the_project(config: "MkDocsConfig", root: Path) -> None:

@@ -278,7 +278,7 @@ def new(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none", default=False)
 def serve(session: nox.Session) -> None:
-    """Live preview on http://127.0.0.1:8000: rebuilds only what an edit affects (INCREMENTAL.md)."""
+    """Live preview on http://127.0.0.1:8000: rebuilds only what an edit affects (docs/dev/incremental.md)."""
     _install(session, BUILD_REQS)
     session.run("python", "-m", "lessonkit", "serve", *session.posargs, env=ENV)
 

@@ -1,6 +1,6 @@
 """Which outputs of a build depend on which inputs, and what a change forces to be rebuilt.
 
-MkDocs-independent core of incremental serve (see INCREMENTAL.md). A build records, for
+MkDocs-independent core of incremental serve (see docs/dev/incremental.md). A build records, for
 every output it writes (a page's ``dest_uri``, ``search/search_index.json``, the bundle …),
 the names of the inputs it read. An input name is a short string with a kind prefix:
 

@@ -2,7 +2,7 @@
 English search, `__init__` shown literally, no sideways scrolling at 375 px on any page, math
 typeset with the shipped font, and nothing loaded from another host.
 
-The engine changes these tests asked for (ENGINE-FIXES.md) have landed; a test that still needs
+The engine changes these tests asked for have landed; a test that still needs
 one would be marked ``@ENGINE`` (strict xfail, so it turns red as soon as the fix lands).
 """
 
@@ -363,7 +363,7 @@ def test_every_self_test_question_has_a_folded_hint(built_site):
     assert sum(h for _, h in counts.values()) == 130  # 100 at the ends of the lessons, 30 in the attachment
 
 
-# --- engine fixes of round 2 (ENGINE-FIXES.md) ------------------------------------------
+# --- engine fixes: copy buttons, labels, citation tables, bundle, diagrams ---------------------
 
 
 def test_block_labels_purpose_and_provenance_are_bilingual_from_site_toml(built_site):

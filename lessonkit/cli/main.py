@@ -336,7 +336,9 @@ def main(argv=None) -> int:
         help="when nothing beyond moves happened: rewrite pin, manifest, Lines:/Commit: headers and map",
     )
     rp.set_defaults(func=_repin)
-    s = sub.add_parser("serve", help="live preview that rebuilds only what a change affects (see INCREMENTAL.md)")
+    s = sub.add_parser(
+        "serve", help="live preview that rebuilds only what a change affects (see docs/dev/incremental.md)"
+    )
     s.add_argument("-a", "--dev-addr", default=None, metavar="IP:PORT", help="default: mkdocs.yml's dev_addr")
     s.add_argument("-f", "--config-file", default="mkdocs.yml")
     s.set_defaults(func=_serve)

@@ -1,4 +1,4 @@
-"""Incremental serve: ``python -m lessonkit serve`` (``nox -s serve``), see INCREMENTAL.md.
+"""Incremental serve: ``python -m lessonkit serve`` (``nox -s serve``), see docs/dev/incremental.md.
 
 MkDocs' ``serve`` rebuilds the whole site on every change. This builder keeps the state of
 the last build (configuration, files, navigation, Jinja environment, the plugins' state)

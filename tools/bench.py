@@ -8,7 +8,8 @@ only read. Each measured build is a separate ``python -m mkdocs build`` process 
 serve rebuild is a driver process, see ``_serve_driver``), timed with
 ``time.perf_counter()`` (wall) and ``resource.getrusage(RUSAGE_CHILDREN)`` deltas
 (CPU of the process and everything it waited for, experiments included). Variants are
-interleaved within each repetition and the medians are compared. Every build runs with
+interleaved within each repetition; a ratio is the median of the per-repetition ratios of
+its two sides (which ran back to back), reported with its spread. Every build runs with
 ``--no-strict`` (strictness adds no work; see ``mkdocs_build``).
 
 Variants (all on the same pages unless said otherwise):
@@ -119,6 +120,23 @@ class Series:
     @property
     def cpu(self) -> float:
         return statistics.median(s.cpu for s in self.samples)
+
+
+def paired(num: list[float], den: list[float]) -> tuple[float, float, float]:
+    """The median of per-repetition ratios ``num[i] / den[i]`` (each repetition runs both sides back
+    to back, so the pair shares the machine's speed of that moment), with the smallest and largest."""
+    ratios = [a / b for a, b in zip(num, den) if b > 0]
+    if not ratios:
+        return float("nan"), float("nan"), float("nan")
+    return statistics.median(ratios), min(ratios), max(ratios)
+
+
+def _walls(s: "Series") -> list[float]:
+    return [x.wall for x in s.samples]
+
+
+def _cpus(s: "Series") -> list[float]:
+    return [x.cpu for x in s.samples]
 
 
 def timed(cmd: list[str], cwd: Path, env: dict[str, str], ok: tuple[int, ...] = (0,)) -> Sample:
@@ -1031,78 +1049,40 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
     log_cpu = statistics.median(exp_cpu_log)
 
     P, W, C = series["plain"], series["warm"], series["cold"]
+    spread: dict[str, str] = {}
+
+    def ratio(num: str, label: str, a: Series, b: Series, target, den_wall=None, den_cpu=None):
+        """One row: the median of the paired per-repetition ratios (wall, CPU) and the wall spread."""
+        wall, lo, hi = paired(_walls(a), den_wall if den_wall is not None else _walls(b))
+        cpu = paired(_cpus(a), den_cpu if den_cpu is not None else _cpus(b))[0]
+        spread[label] = f"{lo:.2f}–{hi:.2f}"
+        return (num, label, wall, cpu, target)
+
+    cold_den_wall = [p + e / cores for p, e in zip(_walls(P), exp_cpu_serial)]
+    cold_den_cpu = [p + e for p, e in zip(_cpus(P), exp_cpu_serial)]
     rows = [
-        ("1", "warm build / plain build", W.wall / P.wall, W.cpu / P.cpu, 1.10),
-        (
-            "2",
-            f"cold build / (plain + experiment CPU / {cores} cores)",
-            C.wall / (P.wall + exp_cpu / cores),
-            C.cpu / (P.cpu + exp_cpu),
-            1.15,
-        ),
-        ("3", "lessonkit verify / plain build", series["verify"].wall / P.wall, series["verify"].cpu / P.cpu, 0.30),
-        (
-            "4",
-            "serve: one-lesson edit rebuild / plain rebuild",
-            series["serve"].wall / series["serve-plain"].wall,
-            series["serve"].cpu / series["serve-plain"].cpu,
-            1.20,
-        ),
-        (
-            "5",
-            f"{SCALE}x lessons build / 1x build (warm)",
-            series["x10"].wall / W.wall,
-            series["x10"].cpu / W.cpu,
-            10.5,
-        ),
+        ratio("1", "warm build / plain build", W, P, 1.10),
+        ratio("2", f"cold build / (plain + experiment CPU / {cores} cores)", C, P, 1.15, cold_den_wall, cold_den_cpu),
+        ratio("3", "lessonkit verify / plain build", series["verify"], P, 0.30),
+        ratio("4", "serve: one-lesson edit rebuild / plain rebuild", series["serve"], series["serve-plain"], 1.20),
+        ratio("5", f"{SCALE}x lessons build / 1x build (warm)", series["x10"], W, 10.5),
     ]
     if mdexec is not None:
-        rows.append(
-            (
-                "6",
-                "warm build / markdown-exec build (no cache)",
-                W.wall / series["mdexec"].wall,
-                W.cpu / series["mdexec"].cpu,
-                None,
-            )
-        )
-    rows.append(
-        (
-            "7",
-            "serve: edit to rebuilt page (lessonkit serve) / plain build",
-            series["serve-live"].wall / P.wall,
-            float("nan"),
-            0.10,
-        )
-    )
+        rows.append(ratio("6", "warm build / markdown-exec build (no cache)", W, series["mdexec"], None))
+    live = ratio("7", "serve: edit to rebuilt page (lessonkit serve) / plain build", series["serve-live"], P, 0.10)
+    rows.append((*live[:3], float("nan"), live[4]))
     if series["readme-fresh"].samples:
         rows.append(
-            (
+            ratio(
                 "8",
                 "README build command, fresh clone / pip install of the lock",
-                series["readme-fresh"].wall / series["pip-lock"].wall,
-                series["readme-fresh"].cpu / series["pip-lock"].cpu,
+                series["readme-fresh"],
+                series["pip-lock"],
                 1.00,
             )
         )
-    rows.append(
-        (
-            "-",
-            "supporting: warm build / plain+ build (same code shown)",
-            W.wall / series["plain+"].wall,
-            W.cpu / series["plain+"].cpu,
-            None,
-        )
-    )
-    rows.append(
-        (
-            "-",
-            "supporting: warm build / plain build of docs/ only",
-            W.wall / series["plain-docs"].wall,
-            W.cpu / series["plain-docs"].cpu,
-            None,
-        )
-    )
+    rows.append(ratio("-", "supporting: warm build / plain+ build (same code shown)", W, series["plain+"], None))
+    rows.append(ratio("-", "supporting: warm build / plain build of docs/ only", W, series["plain-docs"], None))
 
     print()
     print(
@@ -1111,11 +1091,12 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
     )
     print(
         f"pages: {n_pages}, {len(generated)} of them generated by the build ({n_blocks} annotation blocks); repetitions: {reps} (x10: {scale_reps}); "
-        f"ratios of medians; pass/fail on the wall-time ratio"
+        f"each ratio is the median of per-repetition paired ratios (spread: smallest–largest); "
+        f"pass/fail on the wall-time ratio"
     )
     print(f"load average at start {load_start}, at end {_load()} (other work on the machine inflates wall times)")
     print()
-    print(f"{'#':<2} {'ratio':<58} {'wall':>6} {'cpu':>6} {'target':>8}  result")
+    print(f"{'#':<2} {'ratio':<58} {'wall':>6} {'cpu':>6} {'spread':>11} {'target':>8}  result")
     failed = []
     for num, label, wall, cpu, target in rows:
         if target is None:
@@ -1125,7 +1106,7 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
             verdict, tgt = ("pass" if ok else "FAIL"), f"≤ {target:.2f}"
             if not ok:
                 failed.append(num)
-        print(f"{num:<2} {label:<58} {wall:6.2f} {cpu:6.2f} {tgt:>8}  {verdict}")
+        print(f"{num:<2} {label:<58} {wall:6.2f} {cpu:6.2f} {spread.get(label, ''):>11} {tgt:>8}  {verdict}")
     print()
     print("supporting medians (seconds, this machine; not claims):")
     for name, s in series.items():
@@ -1156,7 +1137,10 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
                         "cache_json": json_cpu,
                         "log": log_cpu,
                     },
-                    "ratios": [{"n": n, "what": l, "wall": w, "cpu": c, "target": t} for n, l, w, c, t in rows],
+                    "ratios": [
+                        {"n": n, "what": l, "wall": w, "cpu": c, "spread": spread.get(l), "target": t}
+                        for n, l, w, c, t in rows
+                    ],
                 },
                 indent=1,
             ),

@@ -57,24 +57,25 @@ def main():
     announce()
     m_value, m_tangent, m_seen = tangent_at_creation(mini.make_jvp, mini, lambda b: b.node)
     h_value, h_tangent, h_seen = tangent_at_creation(lambda f, x: autograd.make_jvp(f)(x), anp, lambda b: b._node)
-    print(f"sin node's tangent right after it is made: Mini {m_seen['g']:.15f}, HIPS {h_seen['g']:.15f}")
-    print(f"2 * cos(0.3) =                             {2 * math.cos(0.3):.15f}")
-    print(f"the node has a `parents` attribute: Mini {m_seen['has_parents']}, HIPS {h_seen['has_parents']}")
-    print(f"jvp of sin(x)*x at 0.3, tangent 2: Mini ({m_value:.12f}, {m_tangent:.12f}), "
-          f"HIPS ({h_value:.12f}, {h_tangent:.12f})")
+    print("make_jvp of sin(x) * x at 0.3 with tangent 2:")
+    print(f"  sin node's g as soon as it is made: Mini {m_seen['g']:.15f}, HIPS {h_seen['g']:.15f}")
+    print(f"  2 * cos(0.3) = {2 * math.cos(0.3):.15f}")
+    print(f"  the node has `parents`: Mini {m_seen['has_parents']}, HIPS {h_seen['has_parents']}")
+    print(f"  (value, tangent): Mini ({m_value:.12f}, {m_tangent:.12f})")
+    print(f"                    HIPS ({h_value:.12f}, {h_tangent:.12f})")
     assert m_seen["g"] == h_seen["g"] == 2 * math.cos(0.3)
     assert not m_seen["has_parents"] and not h_seen["has_parents"]
     assert m_value == h_value and abs(m_tangent - h_tangent) <= 1e-15
     record.set("tangent", {"mini": m_seen["g"], "hips": h_seen["g"], "parents": m_seen["has_parents"]})
 
     print()
-    print(f"{'f(x)':<16}{'x':>6}{'Mini deriv':>20}{'HIPS deriv':>20}{'Mini grad':>20}")
+    print(f"{'f(x)':<15}{'x':>5}{'Mini deriv':>20}{'HIPS deriv':>20}{'Mini grad':>20}")
     for name, f, x in CASES:
         ours = mini.deriv(lambda t: f(t, mini))(x)
         hips = float(autograd.deriv(lambda t: f(t, anp))(x))
         back = mini.grad(lambda t: f(t, mini))(x)
         assert abs(ours - hips) <= 1e-12 and abs(ours - back) <= 1e-12, (name, ours, hips, back)
-        print(f"{name:<16}{x:>6.1f}{ours:>20.15f}{hips:>20.15f}{back:>20.15f}")
+        print(f"{name:<15}{x:>5.1f}{ours:>20.15f}{hips:>20.15f}{back:>20.15f}")
         record.append("compare", {"f": name, "x": x, "mini": ours, "hips": hips, "grad": back})
 
     g = lambda t: mini.sin(t) * mini.exp(t) + t ** 2
@@ -85,8 +86,9 @@ def main():
         "hips": float(autograd.grad(autograd.grad(lambda t: anp.sin(t) * anp.exp(t) + t ** 2))(0.5)),
     }
     print()
-    print("second derivative of sin(x)*exp(x)+x**2 at 0.5:",
-          ", ".join(f"{k} {v:.12f}" for k, v in second.items()))
+    print("second derivative of sin(x)*exp(x)+x**2 at 0.5:")
+    for k, v in second.items():
+        print(f"  {k:<12} {v:.15f}")
     assert all(abs(v - second["hips"]) <= 1e-12 for v in second.values())
     by_hand = 2 * math.cos(0.5) * math.exp(0.5) + 2
     assert abs(second["hips"] - by_hand) <= 1e-12

@@ -49,12 +49,36 @@ def order_demo():
     print("  " + " -> ".join(names))
 
 
+def nested_demo():
+    """Trace numbers: grad of grad, also when boxes of two traces meet in one call."""
+    cube = mini.grad(mini.grad(lambda x: x * x * x))(2.0)
+    mixed = mini.grad(lambda x: mini.grad(lambda y: x * y)(1.0))(2.0)
+    assert cube == 12.0 and mixed == 1.0
+    print("nested derivatives at x = 2:")
+    print(f"  grad(grad(x ** 3)):            {cube:.1f}")
+    print(f"  d/dx [d/dy (x * y) at y = 1]:  {mixed:.1f}")
+
+
+def forward_demo():
+    """Forward mode gives the same derivative in one forward run."""
+    f = lambda x: mini.sin(x) * mini.exp(x) + x ** 2
+    forward, reverse = mini.deriv(f)(0.5), mini.grad(f)(0.5)
+    assert abs(forward - reverse) <= 1e-12
+    print("f(x) = sin(x) * exp(x) + x ** 2 at x = 0.5")
+    print(f"  forward mode (deriv): {forward:.12f}")
+    print(f"  reverse mode (grad):  {reverse:.12f}")
+
+
 def main():
     square_demo()
     print()
     sin_exp_demo()
     print()
     order_demo()
+    print()
+    nested_demo()
+    print()
+    forward_demo()
 
 
 if __name__ == "__main__":

@@ -1,43 +1,52 @@
-"""Mini autograd: a tiny scalar reverse-mode AD engine (standard library only).
+"""Mini autograd: a tiny scalar automatic differentiation engine (standard library only).
 
 A teaching companion to HIPS/autograd: the names follow HIPS so the two read
 side by side, but the code is an independent and much smaller implementation.
-Scope: Python floats only; no arrays, no broadcasting, no nested tracing (so no
-higher-order derivatives) and no forward mode.
+Lesson 14 builds it in five stages (mini-autograd/exercises/): a Box and one
+primitive; the graph and the backward pass; sums over shared paths; trace
+levels, so that grad of grad works; forward mode.
+Scope: Python floats only; no arrays, no broadcasting, no vector spaces.
 """
 
 import math
 import operator
+from contextlib import contextmanager
 
 # -------------------- graph objects --------------------
 
 
 class Node:
-    """One recorded primitive call: the parent nodes and one local VJP per parent."""
+    """Reverse mode: one recorded primitive call, its parent nodes and one local VJP per parent."""
 
     __slots__ = ("name", "parents", "vjps")
 
-    def __init__(self, name, parents, vjps):
-        self.name = name        # primitive name, only for printing
-        self.parents = parents  # tuple of Node, one per boxed argument
-        self.vjps = vjps        # tuple of closures g -> contribution to that parent
+    def __init__(self, fun, ans, args, argnums, parents):
+        makers = primitive_vjps.get(fun)
+        if makers is None:
+            raise NotImplementedError(f"no VJP registered for {fun.__name__}")
+        self.name = fun.__name__  # only for printing
+        self.parents = parents    # tuple of nodes, one per boxed argument
+        self.vjps = tuple(makers[i](ans, *args) for i in argnums)  # g -> contribution to that parent
 
     @classmethod
     def new_root(cls):
-        return cls("input", (), ())
+        root = cls.__new__(cls)
+        root.name, root.parents, root.vjps = "input", (), ()
+        return root
 
 
 class Box:
-    """A float being traced: its value plus the node that produced it."""
+    """A float being traced: its value, the node that produced it and the number of its trace."""
 
-    __slots__ = ("value", "node")
+    __slots__ = ("value", "node", "trace")
 
-    def __init__(self, value, node):
+    def __init__(self, value, node, trace=0):
         self.value = value
         self.node = node
+        self.trace = trace
 
     def __repr__(self):
-        return f"Box({self.value!r}, node={self.node.name})"
+        return f"Box({self.value!r}, node={self.node.name}, trace={self.trace})"
 
     def __neg__(self): return neg(self)
     def __add__(self, other): return add(self, other)
@@ -62,21 +71,24 @@ def defvjp(fun, *vjpmakers):
     primitive_vjps[fun] = vjpmakers
 
 
+def find_top_boxes(args):
+    """The positions of the Box arguments of the highest trace (the latest started one), and that trace."""
+    top = max((a.trace for a in args if isinstance(a, Box)), default=-1)
+    return [i for i, a in enumerate(args) if isinstance(a, Box) and a.trace == top], top
+
+
 def primitive(raw):
     """Wrap a float function so that calls with Box arguments are recorded."""
 
     def wrapped(*args):
-        argnums = [i for i, a in enumerate(args) if isinstance(a, Box)]
+        argnums, trace = find_top_boxes(args)
         if not argnums:
             return raw(*args)
-        values = tuple(a.value if isinstance(a, Box) else a for a in args)
-        ans = raw(*values)
-        makers = primitive_vjps.get(wrapped)
-        if makers is None:
-            raise NotImplementedError(f"no VJP registered for {raw.__name__}")
+        values = tuple(a.value if i in argnums else a for i, a in enumerate(args))
+        ans = wrapped(*values)  # boxes of earlier traces are still in values: recorded on their trace
         parents = tuple(args[i].node for i in argnums)
-        vjps = tuple(makers[i](ans, *values) for i in argnums)
-        return Box(ans, Node(raw.__name__, parents, vjps))
+        node_type = type(args[argnums[0]].node)  # Node, or JVPNode in forward mode
+        return Box(ans, node_type(wrapped, ans, values, argnums, parents), trace)
 
     wrapped.__name__ = raw.__name__
     wrapped.raw = raw
@@ -91,6 +103,8 @@ neg = primitive(operator.neg)
 power = primitive(operator.pow)
 sin, cos, exp, log, tanh = map(primitive, (math.sin, math.cos, math.exp, math.log, math.tanh))
 
+# The rules use Mini's own operations (cos, not math.cos): on boxes of an earlier
+# trace they are recorded too, which is what makes grad of grad work.
 defvjp(add, lambda ans, x, y: lambda g: g, lambda ans, x, y: lambda g: g)
 defvjp(sub, lambda ans, x, y: lambda g: g, lambda ans, x, y: lambda g: -g)
 defvjp(mul, lambda ans, x, y: lambda g: g * y, lambda ans, x, y: lambda g: g * x)
@@ -98,9 +112,9 @@ defvjp(div, lambda ans, x, y: lambda g: g / y, lambda ans, x, y: lambda g: -g * 
 defvjp(neg, lambda ans, x: lambda g: -g)
 defvjp(power,
        lambda ans, x, y: lambda g: g * y * x ** (y - 1),
-       lambda ans, x, y: lambda g: g * ans * math.log(x))
-defvjp(sin, lambda ans, x: lambda g: g * math.cos(x))
-defvjp(cos, lambda ans, x: lambda g: -g * math.sin(x))
+       lambda ans, x, y: lambda g: g * ans * log(x))
+defvjp(sin, lambda ans, x: lambda g: g * cos(x))
+defvjp(cos, lambda ans, x: lambda g: -g * sin(x))
 defvjp(exp, lambda ans, x: lambda g: g * ans)
 defvjp(log, lambda ans, x: lambda g: g / x)
 defvjp(tanh, lambda ans, x: lambda g: g * (1.0 - ans * ans))
@@ -138,26 +152,42 @@ def backward_pass(g, end_node):
     return outgrad                        # the last node in the order is the root
 
 
-# -------------------- user API --------------------
+# -------------------- traces and the user API --------------------
 
 
-_tracing = False  # one trace at a time; HIPS instead stacks levels in TraceStack
+class TraceStack:
+    """The number of the trace being started: one more than the innermost trace still running."""
+
+    def __init__(self):
+        self.top = -1
+
+    @contextmanager
+    def new_trace(self):
+        self.top += 1
+        try:
+            yield self.top
+        finally:
+            self.top -= 1
+
+
+trace_stack = TraceStack()
+
+
+def trace(start_node, fun, x):
+    """Run fun on x boxed in a new trace; return (its output's value, its node or None)."""
+    with trace_stack.new_trace() as t:
+        end = fun(Box(x, start_node, t))
+        if isinstance(end, Box) and end.trace == t:
+            return end.value, end.node
+        return end, None                  # the output does not depend on this trace's input
 
 
 def make_vjp(fun, x):
     """Run fun once on a boxed x; return (vjp, value of fun(x))."""
-    global _tracing
-    if _tracing:
-        raise NotImplementedError("nested tracing (e.g. grad of grad) is out of scope")
-    start_node = Node.new_root()
-    _tracing = True
-    try:
-        end = fun(Box(x, start_node))
-    finally:
-        _tracing = False
-    if not isinstance(end, Box):          # the output never touched x
-        return (lambda g: 0.0), end
-    return (lambda g: backward_pass(g, end.node)), end.value
+    end_value, end_node = trace(Node.new_root(), fun, x)
+    if end_node is None:
+        return (lambda g: 0.0), end_value
+    return (lambda g: backward_pass(g, end_node)), end_value
 
 
 def grad(fun):
@@ -168,3 +198,49 @@ def grad(fun):
         return vjp(1.0)
 
     return gradfun
+
+
+# -------------------- forward mode --------------------
+
+
+class JVPNode:
+    """Forward mode: no parents and no closures; the tangent of the value, computed at once."""
+
+    __slots__ = ("name", "g")
+
+    def __init__(self, fun, ans, args, argnums, parents):
+        makers = primitive_vjps.get(fun)
+        if makers is None:
+            raise NotImplementedError(f"no VJP registered for {fun.__name__}")
+        self.name = fun.__name__
+        self.g = None
+        for i, parent in zip(argnums, parents):
+            # a scalar's local derivative is one number, so the VJP rule also pushes a tangent forward
+            self.g = add_outgrads(self.g, makers[i](ans, *args)(parent.g))
+
+    @classmethod
+    def new_root(cls, g):
+        root = cls.__new__(cls)
+        root.name, root.g = "input", g
+        return root
+
+
+def make_jvp(fun, x):
+    """Return jvp(g): run fun on x moving with tangent g; give (fun(x), tangent of fun(x))."""
+
+    def jvp(g):
+        end_value, end_node = trace(JVPNode.new_root(g), fun, x)
+        if end_node is None:
+            return end_value, 0.0
+        return end_value, end_node.g
+
+    return jvp
+
+
+def deriv(fun):
+    """d fun / dx by forward mode: one run with tangent 1."""
+
+    def derivfun(x):
+        return make_jvp(fun, x)(1.0)[1]
+
+    return derivfun

@@ -84,7 +84,8 @@ def main():
         print(f"  in grad(grad(.)): the rule got x = {r['x_type']}(trace {r['x_trace']}), "
               f"the cosine came back as {r['cos_type'] or 'nothing'}")
         if r["error"]:
-            print(f"  second derivative       raises {r['error']}")
+            kind, message = r["error"].split(": ", 1)
+            print(f"  second derivative       raises {kind}:\n    {message}")
         else:
             print(f"  d2/dx2 sin              {r['d2_sin']:.6f}   warnings: {r['warnings_sin'] or 'none'}")
             print(f"  d2/dx2 (x sin x)        {r['d2_x_sin']:.6f}   warnings: {r['warnings_x_sin'] or 'none'}")

@@ -12,6 +12,7 @@ import autograd.numpy as anp
 from autograd import deriv, elementwise_grad, grad
 
 from _provenance import announce
+from _record import record
 
 
 def main():
@@ -43,6 +44,7 @@ def main():
     print("sum(x**2):        deriv", float(deriv(total)(x)), "grad", grad(total)(x).tolist())
     assert np.array_equal(deriv(square)(x), elementwise_grad(square)(x))
     assert float(deriv(total)(x)) == 12.0 and grad(total)(x).tolist() == [2.0, 4.0, 6.0]
+    record.set("sum_sq", {"x": x, "deriv": float(deriv(total)(x)), "grad": grad(total)(x)})
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -230,6 +231,24 @@ class Build:
         early = self.early
         if early is not None and early.pending is None:
             early.pending = self.project.runner.start(early.jobs)
+            self._progress(early.pending)
+
+    def _progress(self, pending) -> None:
+        """Experiments that run (not from the cache) show their progress: a counter that rewrites
+        itself on a terminal, one line when they start elsewhere (CI logs)."""
+        if not pending.to_run:
+            return
+        stream = sys.stderr
+        if not (hasattr(stream, "isatty") and stream.isatty()):
+            self.log_info(f"lessonkit: running {pending.to_run} experiment(s) in the background …")
+            return
+
+        def show(done: int, total: int) -> None:
+            end = "\n" if done == total else ""
+            stream.write(f"\r\x1b[Klessonkit: experiments {done}/{total} …{end}")
+            stream.flush()
+
+        pending.on_each_done(show)
 
     def _start_prewarm(self, report, with_experiments: list[str]) -> None:
         """On a cold build (experiments to run), another process highlights the code of the

@@ -62,6 +62,8 @@ def test_a_new_author_starts_a_series_from_the_index(fresh_venv, tmp_path):
     built = run(str(bin_dir / "mkdocs"), "build", "--strict", cwd=series)
     assert built.returncode == 0, built.stderr
     assert "lessonkit: 1 experiment(s): 1 run" in built.stderr
+    # a long step says it has started, once (not a terminal: no counter)
+    assert built.stderr.count("lessonkit: running 1 experiment(s) in the background …") == 1
     checked = run(str(bin_dir / "lessonkit"), "verify", "--mutate", cwd=series)
     assert checked.returncode == 0, checked.stderr
     assert re.search(r"^verify: 2 page\(s\), 1 real-source, .* 0 problem\(s\)", checked.stdout, re.M), checked.stdout
@@ -96,6 +98,34 @@ def test_init_refuses_bad_arguments_in_one_line(tmp_path, capsys, args, message)
         err = capsys.readouterr().err.strip()
         assert err.startswith(message) and "\n" not in err
     assert not (tmp_path / "s").exists()
+
+
+def test_experiment_progress_counts_on_a_terminal():
+    """On a terminal the counter rewrites one line and ends it when the last job is done."""
+    import io
+    from concurrent.futures import Future
+
+    from lessonkit.build import Build
+    from lessonkit.run.jobs import Pending
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    futures = {k: Future() for k in "abc"}
+    pending = Pending(futures, pool=None, to_run=3, signals=None)
+    out, logged = Tty(), []
+    b = Build.__new__(Build)
+    b.log_info = logged.append
+    saved, sys.stderr = sys.stderr, out
+    try:
+        b._progress(pending)
+        for f in futures.values():
+            f.set_result(None)
+    finally:
+        sys.stderr = saved
+    assert logged == []
+    assert out.getvalue() == "".join(f"\r\x1b[Klessonkit: experiments {n}/3 …" for n in (1, 2, 3)) + "\n"
 
 
 def test_init_refuses_a_folder_that_is_not_empty(tmp_path, capsys):

@@ -5,6 +5,7 @@ box. (Split from :mod:`lessonkit.run.runner`, which re-exports these names.)"""
 from __future__ import annotations
 
 import contextlib
+import threading
 import hashlib
 import json
 import os
@@ -76,6 +77,21 @@ class Pending:
         self._pool = pool
         self.to_run = to_run  # how many were not in the cache when started
         self._signals = signals  # SIGINT/SIGTERM end the experiments until results() or cancel()
+
+    def on_each_done(self, callback) -> None:
+        """Call ``callback(done, total)`` from a worker thread each time a job ends (cached ones
+        count as done at once)."""
+        futures = list(self._futures.values())
+        total, lock, count = len(futures), threading.Lock(), [0]
+
+        def one(_future) -> None:
+            with lock:
+                count[0] += 1
+                done = count[0]
+            callback(done, total)
+
+        for f in futures:
+            f.add_done_callback(one)
 
     def results(self) -> dict[str, Result]:
         """Wait for every job (in the order given to start)."""

@@ -225,12 +225,12 @@ def self_test_cases():
         onp.random.seed(0)
         try:
             check_grads(wrong, modes=modes, order=2)(X)
-            outcome[modes[0]] = "passed"
+            outcome[modes[0]] = "通过"  # passed
         except AssertionError:
             outcome[modes[0]] = "AssertionError"
     # the wrong rule also differentiates the rule's own `ans`: 2 diag(p) - 2 p (2 p)^T
     assert onp.allclose(H_wrong, 2 * onp.diag(p) - 4 * onp.outer(p, p))
-    assert outcome == {"fwd": "passed", "rev": "AssertionError"}
+    assert outcome == {"fwd": "通过", "rev": "AssertionError"}
     record.set("self_test.wrong_vjp", {"H_00": H_wrong[0, 0], "true_H_00": p[0] - p[0] ** 2, **outcome})
 
     # 7. autograd.primitive adds the old methods; they warn when called, autograd.extend.primitive has none

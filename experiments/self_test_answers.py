@@ -24,7 +24,7 @@ from autograd.differential_operators import hessian_tensor_product, make_ggnvp, 
 from autograd.extend import primitive, register_notrace
 from autograd.numpy import numpy_vjps, numpy_wrapper
 from autograd.numpy.numpy_boxes import ArrayBox
-from autograd.tracer import Box, Node, new_box, trace_stack
+from autograd.tracer import Box, Node, trace_stack
 
 from _provenance import announce
 from _record import record

@@ -9,6 +9,7 @@ import inspect
 import sys
 import warnings
 from collections import Counter
+from pathlib import Path
 
 import numpy as onp
 
@@ -17,7 +18,6 @@ import autograd.numpy as np
 import autograd.test_util as tu
 import autograd.tracer as tracer
 import autograd.util as util
-import mini_autograd as mini
 from autograd import grad, hessian, jacobian, make_hvp
 from autograd.core import JVPNode, VJPNode, defjvp, defvjp, make_jvp, make_vjp, vspace
 from autograd.differential_operators import hessian_tensor_product, make_ggnvp, make_jvp_reversemode
@@ -26,8 +26,23 @@ from autograd.numpy import numpy_vjps, numpy_wrapper
 from autograd.numpy.numpy_boxes import ArrayBox
 from autograd.tracer import Box, Node, trace_stack
 
+import _provenance
 from _provenance import announce
 from _record import record
+
+
+def mini_dir():
+    """mini-autograd/ sits next to experiments/ (as in mini_vs_hips.py: the build may run a copy of
+    this script elsewhere, so also look next to the folder of _provenance.py)."""
+    for base in (Path(__file__), Path(_provenance.__file__)):
+        candidate = base.resolve().parent.parent / "mini-autograd"
+        if (candidate / "mini_autograd.py").is_file():
+            return candidate
+    sys.exit("mini-autograd/ not found next to experiments/")
+
+
+sys.path.insert(0, str(mini_dir()))
+import mini_autograd as mini  # noqa: E402
 
 X3 = onp.array([2.0, 1.0, -1.0])
 

@@ -6,9 +6,11 @@ import autograd.numpy as anp
 from autograd import grad, make_vjp
 from autograd.extend import defvjp, primitive
 from autograd.numpy import numpy_vjps, numpy_wrapper
+from autograd.core import primitive_vjps
 from autograd.numpy.numpy_boxes import ArrayBox
+from autograd.test_util import check_grads
 from _provenance import announce
-from _record import record
+from _record import closure_functions, record
 
 X = onp.arange(6.0).reshape(2, 3)          # [[0,1,2],[3,4,5]]
 G = onp.array([[1.0, 2.0, 3.0],            # 从 X + b 的输出流回来的上游 cotangent
@@ -146,5 +148,92 @@ def main():
     check_engine_is_shape_blind()
 
 
+def watched_unbroadcast(run):
+    """Run `run()`; every unbroadcast call with its target shape and the anp.sum calls inside it."""
+    calls, real = [], (numpy_vjps.unbroadcast, numpy_wrapper.sum)
+
+    def unbroadcast(x, target_meta, broadcast_idx=0):
+        calls.append({"target": target_meta[0], "in_shape": onp.shape(x), "sums": []})
+        out = real[0](x, target_meta, broadcast_idx)
+        calls[-1]["out_shape"] = onp.shape(out)
+        return out
+
+    def summed(x, axis=None, keepdims=False, **kw):
+        if calls and "out_shape" not in calls[-1]:
+            calls[-1]["sums"].append({"axis": axis, "keepdims": keepdims})
+        return real[1](x, axis=axis, keepdims=keepdims, **kw)
+
+    numpy_vjps.unbroadcast, numpy_wrapper.sum = unbroadcast, summed
+    try:
+        result = run()
+    finally:
+        numpy_vjps.unbroadcast, numpy_wrapper.sum = real
+    return result, calls
+
+
+def self_test_cases():
+    """What the lesson's self-test asks about, recorded (nothing printed)."""
+    # 1. a row bias (1, 3): no axis to remove, one keepdims sum over the stretched axis 0
+    g_row, _ = traced_bias_vjp(onp.zeros((1, 3)), "row")
+    assert onp.shape(g_row) == (1, 3) and onp.allclose(g_row, [[5.0, 7.0, 9.0]])
+    record.set("row.grad", g_row)
+
+    # 3. what the two rules keep for the backward pass: add keeps shapes only, multiply the other factor
+    b = onp.zeros(3)
+    kept = {}
+    for name, fun in (("add", anp.add), ("multiply", anp.multiply)):
+        vjp = primitive_vjps[fun]((1,), fun(X, b), (X, b), {})  # b at position 1, as in X + b
+        kept[name] = [c["freevars"] for c in closure_functions(vjp) if c["module"] == "autograd.numpy.numpy_vjps"]
+    assert kept == {"add": [["f", "target_meta"], []], "multiply": [["f", "target_meta"], ["x"]]}
+    record.set("self_test.kept", kept)
+
+    # 4. X and b both traced: one maker each, two metadata calls; only b's cotangent is summed
+    metas, real_metadata = [], numpy_wrapper.metadata
+
+    def metadata(A):
+        metas.append(onp.shape(A))
+        return real_metadata(A)
+
+    numpy_wrapper.metadata = metadata
+    try:
+        vjp, _ = make_vjp(lambda X_, b_: X_ + b_, (0, 1))(X, b)
+    finally:
+        numpy_wrapper.metadata = real_metadata
+    (g_X, g_b), calls = watched_unbroadcast(lambda: vjp(G))
+    assert metas == [(2, 3), (3,)] and onp.allclose(g_X, G) and onp.allclose(g_b, [5.0, 7.0, 9.0])
+    assert [(c["target"], len(c["sums"])) for c in calls] == [((2, 3), 0), ((3,), 1)]
+    record.set("self_test.both", {"metadata_calls": len(metas), "targets": [c["target"] for c in calls],
+                                  "sums": [len(c["sums"]) for c in calls]})
+
+    # 5. the second add maker without unbroadcast_f: no error from grad, a (2, 3) "gradient" for a scalar
+    @primitive
+    def add_without_unbroadcast(x, y):
+        return x + y
+
+    defvjp(add_without_unbroadcast, lambda ans, x, y: numpy_vjps.unbroadcast_f(x, lambda g: g),
+           lambda ans, x, y: lambda g: g)  # the second maker lost its unbroadcast_f
+    loss = lambda b: anp.sum(add_without_unbroadcast(X, b) * G)
+    g_bad = grad(loss)(0.5)
+    stepped = 0.5 - 0.1 * g_bad  # a gradient step: the scalar parameter silently becomes an array
+    try:
+        check_grads(loss, modes=["rev"], order=1)(0.5)
+    except AssertionError as exc:
+        check = {"error": type(exc).__name__, "message": str(exc)}
+    assert onp.shape(g_bad) == (2, 3) and onp.shape(stepped) == (2, 3) and check["message"] == ""
+    record.set("self_test.no_unbroadcast", {"grad_shape": onp.shape(g_bad), "step_shape": onp.shape(stepped),
+                                            "check_grads": check["error"]})
+
+    # 6. matmul broadcasts its batch axis: B's cotangent is (4, 3, 5) until unbroadcast sums it to (3, 5)
+    A = onp.ones((4, 2, 3))
+    g_B, calls = watched_unbroadcast(lambda: grad(lambda B: anp.sum(anp.matmul(A, B)))(onp.ones((3, 5))))
+    matmul_b = next(c for c in calls if c["target"] == (3, 5))
+    assert onp.shape(g_B) == (3, 5) and matmul_b["in_shape"] == (4, 3, 5)
+    g_x, calls = watched_unbroadcast(lambda: grad(lambda x: anp.sum(anp.sin(anp.exp(x))))(onp.ones((2, 3))))
+    assert calls == []  # exp and sin: no unbroadcast on the way
+    record.set("self_test.matmul", {"in_shape": matmul_b["in_shape"], "out_shape": matmul_b["out_shape"],
+                                    "sums": matmul_b["sums"], "unary_unbroadcasts": len(calls)})
+
+
 if __name__ == "__main__":
     main()
+    self_test_cases()

@@ -1,6 +1,8 @@
 """Lesson 13: from a black-box function to a verified custom primitive."""
 
 import re
+import traceback
+import warnings
 
 import numpy as onp
 
@@ -146,5 +148,120 @@ def main():
     assert msg == msg0  # the same failure as the black box in part 0
 
 
+def lse_numpy_float(x):
+    """lse_numpy with the conversion asking for floats (self-test 1)."""
+    x = onp.asarray(x, dtype=float)
+    m = onp.max(x)
+    return m + onp.log(onp.sum(onp.exp(x - m)))
+
+
+def raised_at(thunk):
+    """(exception type, message, the innermost frame's function, whether backward_pass was on the stack)."""
+    try:
+        thunk()
+    except Exception as exc:  # noqa: BLE001 -- recorded, then compared by the asserts
+        names = [fr.name for fr in traceback.extract_tb(exc.__traceback__)]
+        return {"error": type(exc).__name__, "message": str(exc), "innermost": names[-1],
+                "in_backward_pass": "backward_pass" in names}
+    raise SystemExit("expected an error")
+
+
+def self_test_cases():
+    """What the lesson's self-test asks about, recorded (nothing printed)."""
+    # 1. the original black box fails inside onp.exp; with dtype=float the conversion itself fails
+    original = raised_at(lambda: grad(lse_numpy)(X))
+    as_float = raised_at(lambda: grad(lse_numpy_float)(X))
+    assert original["error"] == "TypeError" and "exp" in original["message"]
+    assert as_float["innermost"] == "lse_numpy_float" and as_float["error"] == "ValueError"
+    as_float["line"] = traceback.extract_tb(_last_exception(lambda: grad(lse_numpy_float)(X)).__traceback__)[-1].line
+    assert as_float["line"] == "x = onp.asarray(x, dtype=float)"
+    record.set("self_test.black_box", {"original": original["message"], "as_float": as_float})
+
+    # 2. the missing rule is found while the forward pass runs, even for a primitive the output does not use
+    bare = primitive(lse_numpy)
+    missing = raised_at(lambda: grad(bare)(X))
+    unused = raised_at(lambda: grad(lambda x: np.sum(x * 2.0) + 0.0 * (bare(x) is None))(X))
+    assert not missing["in_backward_pass"] and unused["error"] == "NotImplementedError"
+    record.set("self_test.forward_check", {"in_backward_pass": missing["in_backward_pass"],
+                                           "unused_output": unused["message"]})
+
+    # 3. scale(x, s): one maker, two makers, or None for argument 1
+    variants = {}
+    for label, makers in (("one", (lambda ans, x, s: lambda g: g * s,)),
+                          ("two", (lambda ans, x, s: lambda g: g * s, lambda ans, x, s: lambda g: g * x)),
+                          ("none", (lambda ans, x, s: lambda g: g * s, None))):
+        scale = primitive(lambda x, s: x * s)
+        scale.__name__ = "scale"
+        defvjp(scale, *makers)
+        try:
+            variants[label] = float(grad(scale, 1)(2.0, 3.0))
+        except NotImplementedError as exc:
+            variants[label] = str(exc)
+    assert variants == {"one": "VJP of scale wrt argnum 0 not defined", "two": 2.0, "none": 0.0}
+    record.set("self_test.scale", variants)
+
+    # 4. the VJP written as g * exp(x) / sum(exp(x)): checks pass at X, NaN for inputs near 1000
+    naive = primitive(lse_numpy)
+    defvjp(naive, lambda ans, x: lambda g: g * np.exp(x) / np.sum(np.exp(x)))
+    defjvp(naive, lambda g, ans, x: np.sum(g * np.exp(x - ans)))
+    onp.random.seed(0)
+    check_grads(naive, modes=["fwd", "rev"], order=2)(X)
+    big = X + 1000.0
+    with onp.errstate(over="ignore", invalid="ignore"):
+        naive_big = grad(naive)(big)
+    stable_big = grad(primitive_lse_stable())(big)
+    assert onp.all(onp.isnan(naive_big)) and onp.allclose(stable_big, softmax(big))
+    record.set("self_test.naive_rule", {"value_big": float(lse_numpy(big)), "naive_grad": naive_big,
+                                        "stable_grad": stable_big})
+
+    # 6. right JVP, wrong VJP: hessian is wrong; modes=["fwd"] cannot see it
+    wrong = primitive(lse_numpy)
+    defvjp(wrong, lambda ans, x: lambda g: 2.0 * g * np.exp(x - ans))  # twice the true gradient
+    defjvp(wrong, lambda g, ans, x: np.sum(g * np.exp(x - ans)))
+    p = softmax(X)
+    H_wrong = hessian(wrong)(X)
+    outcome = {}
+    for modes in (["fwd"], ["rev"]):
+        onp.random.seed(0)
+        try:
+            check_grads(wrong, modes=modes, order=2)(X)
+            outcome[modes[0]] = "通过"  # passed
+        except AssertionError:
+            outcome[modes[0]] = "AssertionError"
+    # the wrong rule also differentiates the rule's own `ans`: 2 diag(p) - 2 p (2 p)^T
+    assert onp.allclose(H_wrong, 2 * onp.diag(p) - 4 * onp.outer(p, p))
+    assert outcome == {"fwd": "通过", "rev": "AssertionError"}
+    record.set("self_test.wrong_vjp", {"H_00": H_wrong[0, 0], "true_H_00": p[0] - p[0] ** 2, **outcome})
+
+    # 7. autograd.primitive adds the old methods; they warn when called, autograd.extend.primitive has none
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        old = autograd.primitive(lambda x: x * 3.0)
+        on_creation = len(caught)
+        old.defvjp(lambda g, ans, vs, gvs, x: 3.0 * g)
+        on_defvjp = len(caught) - on_creation
+    new = primitive(lambda x: x * 3.0)
+    assert (on_creation, on_defvjp) == (0, 1) and not hasattr(new, "defvjp") and grad(old)(2.0) == 3.0
+    record.set("self_test.deprecated", {"old_methods": [m for m in ("defvjp", "defvjp_is_zero", "defgrad")
+                                                        if hasattr(old, m)],
+                                        "new_has_defvjp": hasattr(new, "defvjp"),
+                                        "warnings_on_creation": on_creation, "warnings_on_defvjp": on_defvjp,
+                                        "warning": str(caught[-1].message).strip().splitlines()[0]})
+
+
+def _last_exception(thunk):
+    try:
+        thunk()
+    except Exception as exc:  # noqa: BLE001
+        return exc
+
+
+def primitive_lse_stable():
+    lse = primitive(lse_numpy)
+    defvjp(lse, lambda ans, x: lambda g: g * np.exp(x - ans))
+    return lse
+
+
 if __name__ == "__main__":
     main()
+    self_test_cases()

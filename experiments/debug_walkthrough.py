@@ -10,9 +10,12 @@ import sys
 from collections import Counter
 
 import autograd
+import autograd.core as core
+import autograd.util as util
 from autograd import grad
 
 from _provenance import announce
+from _record import record
 
 PKG_DIR = os.path.dirname(os.path.abspath(autograd.__file__))
 
@@ -121,5 +124,88 @@ def main():
         print(f"CALL: {call[0]} {name}")
 
 
+def nested_multiply_wrappers(calls):
+    """The chain of f_wrapped[f_raw=multiply] frames nested in the first one: its length."""
+    first = next(k for k, c in enumerate(calls) if c[3] == "multiply")
+    chain = [calls[first][0]]
+    for d, code, resumed, wraps in calls[first + 1:]:
+        if d <= chain[0]:
+            break
+        if wraps == "multiply" and d == chain[-1] + 1:
+            chain.append(d)
+    return len(chain)
+
+
+def self_test_cases():
+    """What the page's self-test asks about, recorded (nothing printed)."""
+    f = lambda x: x * x
+    df = grad(f)
+
+    # 1. calling a saved grad(f) twice: nothing of grad(f)'s own subtree, everything below nary_f twice
+    _, twice, _ = record_calls(lambda: (df(3.0), df(3.0)))
+    count = Counter(qualified_name(c[1]) for c in twice)
+    repeated = {name.split(".")[-1]: count[name] for name in
+                ("wrap_util.unary_to_nary.<locals>.nary_operator", "wrap_util.wrap_nary_f",
+                 "differential_operators.grad", "core.make_vjp", "tracer.trace", "core.backward_pass")}
+    assert repeated == {"nary_operator": 0, "wrap_nary_f": 0, "grad": 2, "make_vjp": 2, "trace": 2,
+                        "backward_pass": 2}
+    record.set("self_test.called_twice", repeated)
+
+    # 2. how many multiply wrappers sit inside one another: one per trace, plus the raw call
+    _, once, _ = record_calls(lambda: grad(f)(3.0))
+    _, second, _ = record_calls(lambda: grad(grad(f))(3.0))
+    nesting = {"grad": nested_multiply_wrappers(once), "grad_grad": nested_multiply_wrappers(second)}
+    assert nesting == {"grad": 2, "grad_grad": 3}
+    record.set("self_test.multiply_nesting", nesting)
+
+    # 3. the four lambdas of defvjp(anp.multiply): which ran before backward_pass, which inside it
+    names = [qualified_name(c[1]) for c in once]
+    start = names.index("core.backward_pass")
+    lambdas = []
+    for k, (d, code, resumed, wraps) in enumerate(once):
+        if qualified_name(code).startswith("numpy.numpy_vjps.<lambda>"):
+            lambdas.append({"name": code.co_qualname, "line": def_line(code),
+                            "phase": "backward" if k > start else "forward"})
+    assert [(x["name"], x["phase"]) for x in lambdas] == [
+        ("<lambda>", "forward"), ("<lambda>", "forward"),
+        ("<lambda>.<locals>.<lambda>", "backward"), ("<lambda>.<locals>.<lambda>", "backward")]
+    assert lambdas[0]["line"] == lambdas[2]["line"] and lambdas[1]["line"] == lambdas[3]["line"]
+    record.set("self_test.multiply_lambdas", lambdas)
+
+    # 4. x * x * x: add_outgrads per node, in toposort order
+    _, cube, returns = record_calls(lambda: grad(lambda x: x * x * x)(3.0))
+    names = [qualified_name(c[1]) for c in cube]
+    topo = [k for k, n in enumerate(names) if n == "util.toposort"]
+    adds = [k for k, n in enumerate(names) if n == "core.add_outgrads"]
+    per_node = [sum(a > lo and a < hi for a in adds) for lo, hi in zip(topo, topo[1:] + [len(names)])]
+    assert per_node == [2, 2, 0, 0]  # M2 (to M1 and R), M1 (twice to R), R, and the final resume
+    record.set("self_test.cube", {"add_outgrads": len(adds), "per_toposort_step": per_node[:3],
+                                  "returned": [(float(v), flag) for v, flag in returns["add_outgrads"]]})
+
+    # 5. toposort as an ordinary function returning a list: entered once, before the first VJP
+    src = linecache.getlines(util.__file__)
+    start = next(i for i, l in enumerate(src) if l.startswith("def toposort("))
+    end = next(i for i in range(start + 1, len(src)) if src[i].strip() and not src[i].startswith(" "))
+    body = "".join(src[start:end])
+    listed = body.replace("    childless_nodes = [end_node]\n", "    childless_nodes, order = [end_node], []\n")
+    listed = listed.replace("        yield node\n", "        order.append(node)\n") + "    return order\n"
+    namespace = dict(vars(util))
+    exec(compile(listed, util.__file__, "exec"), namespace)  # a frame in util.py, like the real one
+    real = core.toposort
+    core.toposort = namespace["toposort"]
+    try:
+        g, as_list, _ = record_calls(lambda: grad(f)(3.0))
+    finally:
+        core.toposort = real
+    names = [qualified_name(c[1]) for c in as_list]
+    topo = [k for k, n in enumerate(names) if n == "util.toposort"]
+    first_vjp = names.index("core.defvjp.<locals>.vjp_argnums.<locals>.<lambda>")
+    assert g == 6.0 and len(topo) == 1 and topo[0] < first_vjp
+    generator_entries = Counter(qualified_name(c[1]) for c in once)["util.toposort"]
+    record.set("self_test.toposort", {"generator_entries": generator_entries, "list_entries": len(topo),
+                                      "list_before_first_vjp": topo[0] < first_vjp})
+
+
 if __name__ == "__main__":
     main()
+    self_test_cases()

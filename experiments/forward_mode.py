@@ -1,11 +1,14 @@
 """Lesson 08: forward mode computes each tangent the moment a JVPNode is created."""
 
+import gc
 import math
 
 import autograd.core as core
 import autograd.numpy as np
-from autograd import grad, make_jvp
-from autograd.core import JVPNode, primitive_jvps
+from autograd import grad, make_jvp, make_vjp
+from autograd.core import JVPNode, defvjp, primitive_jvps
+from autograd.extend import primitive
+from autograd.tracer import trace
 
 from _provenance import announce
 from _record import record as recorder
@@ -123,5 +126,102 @@ def main():
                                                "grad": len(backward_calls) - jvp_backward_calls}})
 
 
+class JVPNodeWithParents(JVPNode):
+    """A JVPNode that also keeps its parents (self-test 6): nothing else changes."""
+
+    __slots__ = ["parents"]
+
+    def __init__(self, value, fun, args, kwargs, parent_argnums, parents):
+        super().__init__(value, fun, args, kwargs, parent_argnums, parents)
+        self.parents = parents
+
+    def initialize_root(self, g):
+        super().initialize_root(g)
+        self.parents = []
+
+
+def alive(node_type):
+    gc.collect()
+    return sum(type(o) is node_type for o in gc.get_objects())
+
+
+def self_test_cases():
+    """What the lesson's self-test asks about, recorded (nothing printed)."""
+    # 1. two directions: make_jvp runs f once per jvp(v); make_vjp runs it once for any number of vjp(w)
+    runs = [0]
+
+    def counted_f(x):
+        runs[0] += 1
+        return np.sin(x) * x
+
+    x = np.array([0.5, 1.0])
+    jvp = make_jvp(counted_f)(x)
+    after_make_jvp = runs[0]
+    tangents = [jvp(v)[1] for v in np.eye(2)]
+    jvp_runs = runs[0]
+    vjp, _ = make_vjp(counted_f)(x)
+    after_make_vjp = runs[0] - jvp_runs
+    cotangents = [vjp(w) for w in np.eye(2)]
+    vjp_runs = runs[0] - jvp_runs
+    assert (after_make_jvp, jvp_runs, after_make_vjp, vjp_runs) == (0, 2, 1, 1)
+    assert np.allclose(tangents, cotangents)  # the Jacobian is diagonal here: columns equal rows
+    recorder.set("self_test.directions", {"after_make_jvp": after_make_jvp, "jvp_runs": jvp_runs,
+                                        "after_make_vjp": after_make_vjp, "vjp_runs": vjp_runs})
+
+    # 3. a primitive with a VJP rule only: grad works, make_jvp fails when the primitive runs
+    @primitive
+    def cube(v):
+        return v**3
+
+    defvjp(cube, lambda ans, v: lambda g: 3 * v**2 * g)
+    g = grad(cube)(2.0)
+    try:
+        make_jvp(cube)(2.0)(1.0)
+    except NotImplementedError as exc:
+        tb = exc.__traceback__
+        while tb.tb_next is not None:
+            tb = tb.tb_next
+        no_jvp = {"error": str(exc), "raised_in": tb.tb_frame.f_code.co_qualname}
+        del tb  # the traceback's frames would keep that trace's nodes alive
+    assert g == 12.0 and no_jvp["raised_in"] == "JVPNode.__init__"
+    recorder.set("self_test.no_jvp", {"grad": g, **no_jvp})
+
+    # 5. def_linear(anp.multiply): one rule call (one multiply) per traced argument
+    rule = primitive_jvps[np.multiply]
+    cell = rule.__closure__[rule.__code__.co_freevars.index("jvpmaker")]
+    real_maker, calls = cell.cell_contents, []
+
+    def counted_maker(argnum, g, ans, args, kwargs):
+        calls.append(argnum)
+        return real_maker(argnum, g, ans, args, kwargs)
+
+    linear = {}
+    cell.cell_contents = counted_maker
+    try:
+        for label, fn in (("x_times_2", lambda x: x * 2.0), ("x_times_x", lambda x: x * x)):
+            calls.clear()
+            tangent = make_jvp(fn)(3.0)(1.0)[1]
+            linear[label] = {"argnums": list(calls), "tangent": tangent}
+    finally:
+        cell.cell_contents = real_maker
+    assert linear["x_times_2"] == {"argnums": [0], "tangent": 2.0}
+    assert linear["x_times_x"] == {"argnums": [0, 1], "tangent": 6.0}
+    recorder.set("self_test.def_linear", linear)
+
+    # 6. a chain of 50 sin's: live JVP nodes at its end, without and with a parents slot
+    def chain(x):
+        for _ in range(50):
+            x = np.sin(x)
+        during[type(x._node).__name__] = alive(type(x._node))
+        return x
+
+    during = {}
+    for node_type in (JVPNode, JVPNodeWithParents):
+        trace(node_type.new_root(1.0), chain, 0.5)
+    assert during == {"JVPNode": 2, "JVPNodeWithParents": 51}  # the root and the newest node, or all 51
+    recorder.set("self_test.alive", during)
+
+
 if __name__ == "__main__":
     main()
+    self_test_cases()

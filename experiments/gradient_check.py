@@ -1,5 +1,8 @@
 """Lesson 12: finite differences, the adjoint identity and check_grads."""
 
+import inspect
+import traceback
+
 import numpy as onp
 
 import autograd.numpy as np
@@ -154,5 +157,124 @@ def main():
         raise SystemExit("the wrong VJP was not caught")
 
 
+def failure(run):
+    """Run `run()`; the exception's type, message, and the test_util line it passed through last."""
+    try:
+        run()
+    except Exception as exc:  # noqa: BLE001 -- recorded, then compared by the callers' asserts
+        frames = [fr for fr in traceback.extract_tb(exc.__traceback__) if fr.name.startswith("check_")]
+        message = str(exc).splitlines()[0] if str(exc) else ""
+        return {"error": type(exc).__name__, "message": message,
+                "in": frames[-1].name if frames else None, "line": frames[-1].line if frames else None}
+    return {"error": None}
+
+
+def self_test_cases():
+    """What the lesson's self-test asks about, recorded (nothing printed)."""
+    x1 = 1.0
+    # 1. a one-sided three-point formula of second order: (-3 f(x) + 4 f(x+e) - f(x+2e)) / (2e)
+    one_sided = {}
+    for k in (2, 3):
+        e = 10.0**-k
+        d = (-3 * f(x1) + 4 * f(x1 + e) - f(x1 + 2 * e)) / (2 * e)
+        c = (f(x1 + e / 2) - f(x1 - e / 2)) / e
+        one_sided[k] = {"one_sided": abs(d - df(x1)), "central": abs(c - df(x1))}
+    ratio = one_sided[2]["one_sided"] / one_sided[3]["one_sided"]
+    assert 90 < ratio < 110 and one_sided[2]["one_sided"] > one_sided[2]["central"]
+    f3 = 2 * onp.exp(x1) * (onp.cos(x1) - onp.sin(x1))
+    assert abs(one_sided[2]["one_sided"] / abs(f3 * 1e-4 / 3) - 1) < 0.05  # error ~ e^2 |f'''| / 3
+    record.set("self_test.one_sided", {"at_1e-2": one_sided[2], "at_1e-3": one_sided[3], "ratio": ratio})
+
+    # 2. the same central difference in float32
+    x32, exact = onp.float32(x1), df(x1)
+    errors = {}
+    for k in range(1, 9):
+        e = onp.float32(10.0**-k)
+        c = (f(x32 + e / 2) - f(x32 - e / 2)) / e
+        assert type(c) is onp.float32
+        errors[k] = abs(float(c) - exact)
+    u32 = onp.finfo(onp.float32).eps / 2  # 2^-24
+    predicted = (24 * u32 * abs(f(x1)) / abs(f3)) ** (1 / 3)
+    best = min(errors, key=errors.get)
+    assert best in (2, 3) and errors[6] > tu.TOL
+    record.set("self_test.float32", {"best_k": best, "predicted": float(predicted), "error_at_EPS": errors[6],
+                                     "best_error": errors[best]})
+
+    # 3. check_vjp with x_v and y_v drawn from each other's space
+    src = inspect.getsource(tu.check_vjp)
+    draw = "x_v, y_v = x_vs.randn(), y_vs.randn()"
+    assert src.count(draw) == 1
+    namespace = dict(vars(tu))
+    variant = src.replace(draw, "x_v, y_v = y_vs.randn(), x_vs.randn()")
+    exec(compile(variant, "<check_vjp, swapped>", "exec"), namespace)
+    swapped = failure(lambda: namespace["check_vjp"](model, onp.array([0.1, -0.4, 0.7])))
+    try:
+        namespace["check_vjp"](model, onp.array([0.1, -0.4, 0.7]))
+    except ValueError as exc:
+        here = [fr for fr in traceback.extract_tb(exc.__traceback__) if fr.filename == "<check_vjp, swapped>"]
+        swapped["line"] = variant.splitlines()[here[-1].lineno - 1].strip()
+    assert swapped["error"] == "ValueError" and swapped["line"].startswith("vjp_y = ")
+    record.set("self_test.swapped", swapped)
+
+    # 4. a VJP that forgot unbroadcast: the vspace assertion, before any number is compared
+    @primitive
+    def add_no_unbroadcast(x, y):
+        return x + y
+
+    defvjp(add_no_unbroadcast, None, lambda ans, x, y: lambda g: g)
+    X = onp.arange(6.0).reshape(2, 3)
+    too_big = failure(lambda: tu.check_vjp(lambda b: add_no_unbroadcast(X, b), 0.5))
+    assert too_big == {"error": "AssertionError", "message": "", "in": "check_vjp",
+                       "line": "assert vspace(vjp_y) == x_vs"}
+    record.set("self_test.too_big", too_big)
+
+    # 5. check_grads(f, ["rev"]): the list becomes argnum
+    positional = failure(lambda: check_grads(lambda x: x**2, ["rev"])(onp.array([1.0, 2.0])))
+    assert positional["error"] == "TypeError"
+    record.set("self_test.positional_modes", positional["message"])
+
+    # 7. only "rev": one check per order
+    onp.random.seed(0)
+    calls, real_jvp, real_vjp = [], tu.check_jvp, tu.check_vjp
+    tu.check_jvp = lambda g, a: calls.append("jvp") or real_jvp(g, a)
+    tu.check_vjp = lambda g, a: calls.append("vjp") or real_vjp(g, a)
+    rev_only = {}
+    try:
+        for order in (1, 2, 3, 4):
+            calls.clear()
+            check_grads(model, modes=["rev"], order=order)(onp.array([0.1, -0.4, 0.7]))
+            rev_only[order] = len(calls)
+    finally:
+        tu.check_jvp, tu.check_vjp = real_jvp, real_vjp
+    assert rev_only == {1: 1, 2: 2, 3: 3, 4: 4}
+    record.set("self_test.rev_only", [rev_only[k] for k in (1, 2, 3, 4)])
+
+    # 8. a VJP off by a relative 1e-8 passes; off by 1e-4 it is caught
+    outcomes = {}
+    for label, factor in (("tiny", 1 + 1e-8), ("large", 1 + 1e-4)):
+        sin_p = primitive(lambda x: onp.sin(x))
+        defvjp(sin_p, lambda ans, x, factor=factor: lambda g: factor * g * np.cos(x))
+        onp.random.seed(1)
+        outcomes[label] = failure(lambda: check_grads(sin_p, modes=["rev"], order=1)(onp.array([0.3, 1.1])))["error"]
+    outcomes = {label: error or "通过" for label, error in outcomes.items()}  # "passed": no exception
+    assert outcomes == {"tiny": "通过", "large": "AssertionError"}
+    record.set("self_test.small_error", outcomes)
+
+    # 9. dropout-like randomness inside f: every evaluation draws a new mask
+    def with_dropout(x):
+        mask = onp.random.rand(*onp.shape(x)) > 0.5
+        return np.sum(np.sin(x) * mask)
+
+    fixed_mask = onp.array([True, False, True, True])
+    onp.random.seed(2)
+    random_mask = failure(lambda: check_grads(with_dropout, modes=["rev"], order=1)(onp.full(4, 0.5)))
+    onp.random.seed(2)
+    mask_as_input = failure(lambda: check_grads(lambda x: np.sum(np.sin(x) * fixed_mask), modes=["rev"],
+                                                order=1)(onp.full(4, 0.5)))
+    assert random_mask["error"] == "AssertionError" and mask_as_input["error"] is None
+    record.set("self_test.dropout", {"random_mask": random_mask["error"], "fixed_mask": "通过"})
+
+
 if __name__ == "__main__":
     main()
+    self_test_cases()

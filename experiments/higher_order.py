@@ -1,13 +1,19 @@
 """Lesson 10: grad(grad(grad(f))), trace ids and nested boxes."""
 
+import inspect
 import math
+import sys
+import warnings
 from collections import Counter
+
+import numpy as onp
 
 import autograd.core as core
 import autograd.numpy as np
 import autograd.tracer as tracer
-from autograd import grad
-from autograd.tracer import isbox, trace_stack
+from autograd import grad, value_and_grad
+from autograd.core import defvjp, primitive_vjps
+from autograd.tracer import getval, isbox, trace_stack
 
 from _provenance import announce
 from _record import record
@@ -174,5 +180,118 @@ def main():
     trace_stack.top = top_before  # restore the global state we disturbed
 
 
+def variant(name, old, new):
+    """tracer.<name> recompiled from its real source with one line changed (what a self-test asks)."""
+    src = inspect.getsource(getattr(tracer, name))
+    assert src.count(old) == 1, (name, old)
+    namespace = dict(vars(tracer))
+    exec(src.replace(old, new), namespace)
+    return namespace[name]
+
+
+def ids_seen():
+    return [t for _, t in seen_layers[-1] if t is not None]
+
+
+def self_test_cases():
+    """What the lesson's self-test asks about, recorded (nothing printed)."""
+    warnings.simplefilter("ignore")  # "Output seems independent of input." is part of what is measured
+    # 1. grad(grad(f))(2.0): two boxes; inside another traced function (2.0 a constant there) one level up
+    grad(grad(quartic))(2.0)
+    alone = ids_seen()
+    grad(lambda z: z * grad(grad(quartic))(2.0))(1.0)
+    inside = ids_seen()
+    assert (alone, inside) == ([1, 0], [2, 1])
+    record.set("self_test.levels", {"alone": alone, "inside": inside})
+
+    # 2. trace returning getval(end_box) instead of end_box._value
+    peeled = variant("trace", "return end_box._value, end_box._node", "return getval(end_box), end_box._node")
+    value_of = lambda x: value_and_grad(quartic)(x)[0]  # differentiate the inner call's value, x**4
+    results = {}
+    for label, fn in (("real", tracer.trace), ("getval", peeled)):
+        core.trace = fn  # make_vjp looks up `trace` in autograd.core
+        try:
+            results[label] = {"second": grad(grad(quartic))(X0), "value": grad(value_of)(X0)}
+        finally:
+            core.trace = tracer.trace
+    assert results["real"]["second"] == results["getval"]["second"] == 12 * X0**2
+    assert results["real"]["value"] == 4 * X0**3 and results["getval"]["value"] == 0.0
+    record.set("self_test.trace_getval", results)
+
+    # 3. f_wrapped calling f_raw after peeling one layer, instead of itself
+    direct = variant("primitive",
+                     "ans = f_wrapped(*argvals, called_by_autograd_dispatcher=called_by_autograd_dispatcher, **kwargs)",
+                     "ans = f_raw(*argvals, **kwargs)")
+    power_direct = direct(onp.power)  # a ufunc: the raw call meets ArrayBox.__array_ufunc__
+    tracer.trace_primitives_map[onp.power] = np.power  # keep NumPy's dispatch on the real wrapper
+    primitive_vjps[power_direct] = primitive_vjps[np.power]
+    third_power = grad(grad(grad(lambda x: power_direct(x, 4))))(X0)
+
+    def exp_by_math(v):
+        return math.exp(v)  # not a ufunc: a box reaching it is an error
+
+    exp_real, exp_direct = tracer.primitive(exp_by_math), direct(exp_by_math)
+    for fun in (exp_real, exp_direct):
+        defvjp(fun, lambda ans, v: lambda g: g * ans)
+    second_real = grad(grad(exp_real))(1.0)
+    try:
+        grad(grad(exp_direct))(1.0)
+    except TypeError as exc:
+        direct_error = str(exc)
+    trace_stack.top = -1  # the TypeError left new_trace's counter raised
+    assert third_power == 24 * X0 and math.isclose(second_real, math.e)
+    record.set("self_test.f_raw_direct", {"power_third": third_power, "exp_second": second_real,
+                                          "exp_error": direct_error})
+
+    # 5. x * grad(lambda y: x + y)(1.0): what find_top_boxed_args returns inside add
+    found, real_find = [], tracer.find_top_boxed_args
+
+    def spy(args):
+        out = real_find(args)
+        if sys._getframe(1).f_locals.get("f_raw") is onp.add:
+            found.append({"argnums": [i for i, _ in out[0]], "trace": out[1]})
+        return out
+
+    tracer.find_top_boxed_args = spy
+    try:
+        assert grad(lambda x: x * grad(lambda y: x + y)(1.0))(3.0) == 1.0
+    finally:
+        tracer.find_top_boxed_args = real_find
+    assert found == [{"argnums": [1], "trace": 1}, {"argnums": [0], "trace": 0}, {"argnums": [], "trace": -1}]
+    record.set("self_test.add_calls", found)
+
+    # 6. a sin primitive whose VJP leaves autograd.numpy in four ways
+    rules = {"anp": lambda x: np.cos(x), "raw_ufunc": lambda x: onp.cos(x),
+             "getval": lambda x: onp.cos(getval(x)), "asarray": lambda x: onp.cos(onp.asarray(x))}
+    orders = {}
+    for label, local in rules.items():
+        sin_p = tracer.primitive(lambda v: onp.sin(v))
+        defvjp(sin_p, lambda ans, x, local=local: lambda g: g * local(x))
+        row = {"first": grad(sin_p)(X0)}
+        try:
+            row["second"] = grad(grad(sin_p))(X0)
+        except TypeError as exc:
+            row["second"] = type(exc).__name__
+            trace_stack.top = -1
+        orders[label] = row
+    assert all(math.isclose(r["first"], math.cos(X0)) for r in orders.values())
+    assert math.isclose(orders["anp"]["second"], -math.sin(X0)) and orders["raw_ufunc"]["second"] == orders["anp"]["second"]
+    assert orders["getval"]["second"] == 0.0 and orders["asarray"]["second"] == "TypeError"
+    record.set("self_test.leaving_anp", orders)
+
+    # 7. after an exception inside a trace: ids shifted by one, derivatives unchanged
+    try:
+        grad(lambda x: 1 / 0)(X0)
+    except ZeroDivisionError:
+        pass
+    leaked_top = trace_stack.top
+    d3 = grad(grad(grad(quartic)))(X0)
+    shifted_ids = ids_seen()
+    trace_stack.top = -1
+    assert leaked_top == 0 and shifted_ids == [3, 2, 1] and d3 == 24 * X0
+    record.set("self_test.after_exception", {"top": leaked_top, "ids": shifted_ids, "third": d3})
+
+
 if __name__ == "__main__":
     main()
+    self_test_cases()

@@ -57,6 +57,7 @@ def compare_with_hand(x, v, w):
     assert y_fwd[0] == p and np.isclose(y_fwd[1], np.sin(x1) + q)
     record.set("hand", {"x": x, "v": v, "w": w, "p": p, "q": q, "s": np.sin(x1)})
     record.set("result", {"y": y_fwd, "J": J_ad, "Jv": Jv, "wTJ": wTJ})
+    record.set("adjoint", {"w_Jv": w @ Jv, "wTJ_v": wTJ @ v})  # the two sides of the adjoint identity
 
 
 def install_logging():
@@ -130,8 +131,26 @@ def lifetimes(x, v, w):
         assert CALLS[0] == 4  # one forward pass, then one backward pass per output row
         assert kinds.count("sin 的 VJPNode 创建") == 1 and kinds.count("sin 的 VJP closure 被调用") == 2
         assert SIN_G[2:] == [0.0, 1.0]
+        record.set("jacobian_sin", {"vjpnodes": kinds.count("sin 的 VJPNode 创建"),
+                                    "closure_calls": kinds.count("sin 的 VJP closure 被调用"), "g": SIN_G[2:]})
     finally:
         primitive_vjps[anp.sin], primitive_jvps[anp.sin] = orig_vjp, orig_jvp
+
+
+def third_column(x):
+    """J's third column (self-test 1): one JVP with e_3, or a VJP for every row of J."""
+    e3 = np.array([0.0, 0.0, 1.0])
+    before = CALLS[0]
+    _, column = make_jvp(f)(x)(e3)
+    jvp_runs, before = CALLS[0] - before, CALLS[0]
+    vjp, y = make_vjp(f)(x)
+    rows = [vjp(e) for e in np.eye(len(y))]
+    vjp_runs = CALLS[0] - before
+    EVENTS.clear()
+    assert np.allclose(column, jacobian_by_hand(x)[:, 2]) and np.allclose([r[2] for r in rows], column)
+    assert (jvp_runs, vjp_runs, len(rows)) == (1, 1, 2)
+    record.set("third_column", {"column": column, "jvp_f_runs": jvp_runs, "vjps": len(rows),
+                                "vjp_f_runs": vjp_runs})
 
 
 def record_intermediates(x, v, w):
@@ -193,6 +212,7 @@ def main():
     w = np.array([1.0, 2.0])
     compare_with_hand(x, v, w)
     lifetimes(x, v, w)
+    third_column(x)
     record_intermediates(x, v, w)
 
 

@@ -69,6 +69,29 @@ def compare_three_ways(x):
     record.set("best_step", {"forward": best_f, "central": best_c})
 
 
+def float32_steps(x):
+    """The same two differences in float32 (self-test 1): the best steps grow with the machine epsilon."""
+    exact = df_by_hand(x)
+    x32 = np.float32(x)
+
+    def f32(t):
+        return np.exp(np.sin(t * t))
+
+    assert type(f32(x32)) is np.float32  # the whole evaluation stays in single precision
+    fwd, cen = {}, {}
+    for k in range(1, 9):
+        h = np.float32(10.0**-k)
+        fwd[k] = abs(float((f32(x32 + h) - f32(x32)) / h) - exact)
+        cen[k] = abs(float((f32(x32 + h) - f32(x32 - h)) / (2 * h)) - exact)
+    best_f, best_c = min(fwd, key=fwd.get), min(cen, key=cen.get)
+    eps32, eps64 = np.finfo(np.float32).eps, np.finfo(float).eps
+    ratio_log2 = round(math.log2(eps32 / eps64))
+    assert ratio_log2 == 29 and eps32 / eps64 == 2.0**ratio_log2
+    assert best_f in (3, 4, 5) and best_c in (2, 3)  # about sqrt(eps32) and eps32^(1/3)
+    record.set("float32", {"best_forward": best_f, "best_central": best_c, "eps_ratio_log2": ratio_log2,
+                           "forward": fwd[best_f], "central": cen[best_c]})
+
+
 def count_calls(n):
     calls = [0]
 
@@ -126,6 +149,7 @@ def main():
     announce()
     check_provenance()
     compare_three_ways(1.5)
+    float32_steps(1.5)
     count_calls(5)
     walk_graph(1.5)
 

@@ -5,6 +5,7 @@ time: backward_pass (seed), toposort (current node), add_outgrads (every
 contribution and its flag). R, M, S, A, T are teaching labels, not VJPNode fields.
 """
 
+import inspect
 import math
 import sys
 
@@ -12,7 +13,9 @@ import numpy as np
 
 import autograd.core as core
 import autograd.numpy as anp
+import autograd.util as util
 from autograd import grad
+from autograd.extend import primitive
 
 from _provenance import announce
 from _record import record
@@ -177,5 +180,148 @@ def main():
     assert g is third[4][0] and np.allclose(g, 2 * 3.0 + np.cos(3.0))
 
 
+def variant(module, name, old, new):
+    """The real function `name` of `module`, recompiled with one line changed (what a self-test asks)."""
+    src = inspect.getsource(getattr(module, name))
+    assert src.count(old) == 1, (name, old)
+    namespace = dict(vars(module))
+    exec(src.replace(old, new), namespace)
+    return namespace[name], namespace
+
+
+def outgrads_sizes(backward, namespace, f, x):
+    """grad(f)(x) with `backward` as core.backward_pass; the size of its outgrads at each node."""
+    sizes, real_backward, real_toposort = [], core.backward_pass, namespace["toposort"]
+
+    def watched_toposort(end_node):
+        for node in real_toposort(end_node):
+            sizes.append(len(sys._getframe(1).f_locals["outgrads"]))
+            yield node
+
+    namespace["toposort"], core.backward_pass = watched_toposort, backward
+    try:
+        g = grad(f)(x)
+    finally:
+        namespace["toposort"], core.backward_pass = real_toposort, real_backward
+    return g, sizes
+
+
+def self_test_cases():
+    """The lesson's self-test, recorded (nothing printed): pop vs get, toposort's phase 1, x * x * x,
+    the first flag, the last node, a primitive without a VJP, and add as a primitive."""
+    diamond = lambda x: x * x + anp.sin(x)
+
+    # 1. outgrads.pop -> outgrads.get: same gradient, but nothing leaves the dict
+    get_backward, get_ns = variant(core, "backward_pass", "outgrads.pop(node)", "outgrads.get(node)")
+    g_pop, pop_sizes = outgrads_sizes(core.backward_pass, vars(core), diamond, 3.0)
+    g_get, get_sizes = outgrads_sizes(get_backward, get_ns, diamond, 3.0)
+    assert g_pop == g_get and max(get_sizes) > max(pop_sizes)
+    record.set("self_test.pop_get", {"pop": {"grad": g_pop, "sizes": pop_sizes},
+                                     "get": {"grad": g_get, "sizes": get_sizes}})
+
+    # 2. toposort's phase 1 pushing the parents again on every visit: counts paths, not edges
+    square_of_square = lambda x: (lambda y: y * y)(x * x)
+    repush, _ = variant(util, "toposort", "            child_counts[node] += 1\n",
+                        "            child_counts[node] += 1\n            stack.extend(parents(node))\n")
+    runs = {}
+    for label, topo in (("real", core.toposort), ("repush", repush)):
+        counts = []
+
+        def first_counts(end_node, topo=topo, counts=counts):
+            gen, yielded = topo(end_node), 0
+            for node in gen:
+                if not yielded:
+                    counts.extend(sorted(gen.gi_frame.f_locals["child_counts"].values()))
+                yielded += 1
+                yield node
+            counts.append(yielded)
+
+        real_toposort = core.toposort
+        core.toposort = first_counts
+        try:
+            g = grad(square_of_square)(3.0)
+        finally:
+            core.toposort = real_toposort
+        runs[label] = {"grad": g, "counts": counts[:-1], "yielded": counts[-1]}
+    assert runs["real"]["grad"] == 4 * 3.0**3 and runs["repush"]["grad"] != runs["real"]["grad"]
+    assert runs["real"]["counts"] == [1, 2, 2] and runs["repush"]["counts"] == [1, 2, 4]
+    record.set("self_test.toposort_repush", runs)
+
+    # 3. x * x * x: three contributions reach R; watch which VSpace method each one uses
+    used, real_add, real_mut_add = [], core.VSpace.add, core.VSpace.mut_add
+
+    def add(self, x_prev, x_new):
+        used.append("add")
+        return real_add(self, x_prev, x_new)
+
+    def mut_add(self, x_prev, x_new):
+        used.append("mut_add")
+        return real_mut_add(self, x_prev, x_new)
+
+    core.VSpace.add, core.VSpace.mut_add = add, mut_add
+    try:
+        g, log = record_run("cube", lambda x: x * x * x, 3.0,
+                            lambda end: {end: "M2", end.parents[0]: "M1", end.parents[1]: "R"})
+    finally:
+        core.VSpace.add, core.VSpace.mut_add = real_add, real_mut_add
+    to_r = [(c[0], float(c[3]), float(c[4][0]), c[4][1]) for c in log["calls"] if c[1] == "R"]
+    assert to_r == [("M2", 9.0, 9.0, False), ("M1", 9.0, 18.0, True), ("M1", 9.0, 27.0, True)]
+    assert used == ["add", "mut_add"] and g == 27.0
+    record.set("cube.vspace_calls", used)
+
+    # 4. storing the first contribution as mutable: add hands one object to two parents
+    bad_add, _ = variant(core, "add_outgrads", "return g, False", "return g, True")
+    shared = lambda x: (lambda s, c: anp.sum((s + c) + s))(anp.sin(x), anp.cos(x))
+    x = np.array([0.5, 1.5])
+    good = grad(shared)(x)
+    real_add_outgrads, core.add_outgrads = core.add_outgrads, bad_add
+    try:
+        wrong = grad(shared)(x)
+    finally:
+        core.add_outgrads = real_add_outgrads
+    assert np.allclose(good, 2 * np.cos(x) - np.sin(x)) and not np.allclose(wrong, good)
+    record.set("self_test.first_flag_true", {"x": x, "right": good, "wrong": wrong})
+
+    # 6. a primitive without a VJP fails in the forward pass, inside VJPNode.__init__
+    @primitive
+    def twice(v):
+        return 2.0 * v
+
+    backward_calls, real_backward = [], core.backward_pass
+    core.backward_pass = lambda g, end_node: backward_calls.append(1) or real_backward(g, end_node)
+    try:
+        grad(lambda v: twice(v) * v)(3.0)
+    except NotImplementedError as exc:
+        tb = exc.__traceback__
+        while tb.tb_next is not None:
+            tb = tb.tb_next
+        missing = {"error": str(exc), "raised_in": tb.tb_frame.f_code.co_qualname,
+                   "backward_pass_calls": len(backward_calls)}
+    finally:
+        core.backward_pass = real_backward
+    assert missing["raised_in"] == "VJPNode.__init__" and missing["backward_pass_calls"] == 0
+    record.set("self_test.no_vjp", missing)
+
+    # 7. VSpace.add is a primitive: the inner backward pass's addition becomes a node of the outer trace
+    funs, real_init = [], core.VJPNode.__init__
+
+    def init(self, value, fun, args, kwargs, parent_argnums, parents):
+        funs.append(fun)
+        real_init(self, value, fun, args, kwargs, parent_argnums, parents)
+
+    core.VJPNode.__init__ = init
+    try:
+        first = grad(lambda x: x * x)(3.0)
+        first_adds = sum(f is core.VSpace.add for f in funs)
+        second = grad(grad(lambda x: x * x))(3.0)
+        second_adds = sum(f is core.VSpace.add for f in funs) - first_adds
+    finally:
+        core.VJPNode.__init__ = real_init
+    assert (first, second, first_adds, second_adds) == (6.0, 2.0, 0, 1)
+    record.set("self_test.add_primitive", {"first": {"grad": first, "add_nodes": first_adds},
+                                           "second": {"grad": second, "add_nodes": second_adds}})
+
+
 if __name__ == "__main__":
     main()
+    self_test_cases()

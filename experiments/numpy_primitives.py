@@ -4,9 +4,12 @@ from contextlib import contextmanager
 
 import numpy as onp
 
+import inspect
+
 import autograd.numpy as anp
 from autograd import grad, make_vjp
-from autograd.core import primitive_vjps
+from autograd.core import defvjp, primitive_vjps
+from autograd.extend import primitive
 from autograd.numpy import numpy_vjps, numpy_wrapper
 from autograd.tracer import trace_primitives_map
 from _provenance import announce
@@ -177,5 +180,89 @@ def main():
     check_closures()
 
 
+def self_test_cases():
+    """What the lesson's self-test asks about, recorded (nothing printed)."""
+    # 1. one NumPy object, one primitive: NumPy 2's alias acos is arccos, whose rule autograd registers
+    rules_text = inspect.getsource(numpy_vjps)
+    assert anp.acos is anp.arccos and "anp.acos" not in rules_text and "defvjp(anp.arccos" in rules_text
+    g = grad(anp.acos)(0.5)
+    assert onp.isclose(g, -1 / onp.sqrt(1 - 0.25))
+    separate = primitive(onp.arccos)  # what a second, separate wrapping of the same ufunc would be
+    try:
+        grad(separate)(0.5)
+    except NotImplementedError as exc:
+        separate_error = str(exc)
+    record.set("self_test.aliases", {"acos_is_arccos": anp.acos is anp.arccos, "conj_is_conjugate":
+                                     anp.conj is anp.conjugate, "acos_grad": g, "separate_error": separate_error})
+
+    # 2. which of multiply's two per-argument makers run for x * 2.0 and for 2.0 * x
+    vjp_argnums = primitive_vjps[anp.multiply]
+    vjps_dict = vjp_argnums.__closure__[vjp_argnums.__code__.co_freevars.index("vjps_dict")].cell_contents
+    saved, calls = dict(vjps_dict), []
+
+    def counted(argnum, maker):
+        def maker_called(*args, **kwargs):
+            calls.append(argnum)
+            return maker(*args, **kwargs)
+        return maker_called
+
+    makers = {}
+    try:
+        for argnum, maker in saved.items():
+            vjps_dict[argnum] = counted(argnum, maker)
+        for label, f in (("x_times_2", lambda x: x * 2.0), ("two_times_x", lambda x: 2.0 * x)):
+            calls.clear()
+            assert grad(f)(3.0) == 2.0
+            makers[label] = list(calls)
+    finally:
+        vjps_dict.update(saved)
+    assert makers == {"x_times_2": [0], "two_times_x": [1]}
+    record.set("self_test.multiply_makers", makers)
+
+    # 3. exp's rule written with anp.exp(x) instead of ans: the same numbers, one more exp per backward pass
+    x = onp.array([0.1, 0.2, 0.3])
+    f = lambda x: anp.sum(anp.exp(x) * x)
+    exp_calls, saved_exp = [], primitive_vjps[anp.exp]
+
+    def counted_exp(v):
+        exp_calls.append(1)
+        return anp.exp(v)
+
+    g_ans = grad(f)(x)
+    defvjp(anp.exp, lambda ans, x: lambda g: g * counted_exp(x))
+    try:
+        g_x = grad(f)(x)
+    finally:
+        primitive_vjps[anp.exp] = saved_exp
+    assert onp.allclose(g_x, g_ans) and len(exp_calls) == 1
+    record.set("self_test.exp_rule", {"with_ans": g_ans, "with_exp_x": g_x, "extra_exp_calls": len(exp_calls)})
+
+    # 5. dot of a (2, 3) and a (3, 4) matrix: the shapes of G, of A's and of B's cotangent
+    A = onp.arange(6.0).reshape(2, 3)
+    B = onp.arange(12.0).reshape(3, 4) / 10.0
+    G = onp.ones((2, 4))
+    gA, gB = primitive_vjps[anp.dot]((0, 1), anp.dot(A, B), (A, B), {})(G)
+    assert onp.allclose(gA, G @ B.T) and onp.allclose(gB, A.T @ G)
+    record.set("self_test.dot", {"G": G.shape, "A_bar": gA.shape, "B_bar": gB.shape,
+                                 "A_ndim": anp.metadata(A)[1], "B_ndim": anp.metadata(B)[1]})
+
+    # 6. a rule for argument 0 only, a derivative with respect to argument 1: forward, in vjp_argnums
+    @primitive
+    def scaled(v, s):
+        return v * s
+
+    defvjp(scaled, lambda ans, v, s: lambda g: g * s)
+    try:
+        make_vjp(scaled, 1)(2.0, 3.0)  # builds the node; no backward pass is asked for
+    except NotImplementedError as exc:
+        tb = exc.__traceback__
+        while tb.tb_next is not None:
+            tb = tb.tb_next
+        only_zero = {"error": str(exc), "raised_in": tb.tb_frame.f_code.co_qualname}
+    assert only_zero["raised_in"] == "defvjp.<locals>.vjp_argnums"
+    record.set("self_test.only_argnum_0", only_zero)
+
+
 if __name__ == "__main__":
     main()
+    self_test_cases()

@@ -2,13 +2,17 @@
 
 import autograd.core as core
 import autograd.numpy as np
-from autograd import elementwise_grad, grad, grad_and_aux, hessian, jacobian, value_and_grad
+from autograd import elementwise_grad, grad, grad_and_aux, hessian, jacobian, make_vjp, value_and_grad
+from autograd.builtins import tuple as atuple
+from autograd.core import defvjp, make_vjp as core_make_vjp, vspace
 from autograd.differential_operators import (
     hessian_tensor_product,
     make_ggnvp,
     make_hvp,
+    make_jvp_reversemode,
     tensor_jacobian_product,
 )
+from autograd.extend import primitive
 from autograd.tracer import trace_stack
 
 from _provenance import announce
@@ -142,5 +146,116 @@ def main():
     assert c_gb == [4, 2] and c_gv == [0, 3]
 
 
+def silent_counts(thunk):
+    """thunk() with core.trace and core.backward_pass counted (nothing printed)."""
+    n = {"trace": 0, "backward_pass": 0, "stack_at": []}
+    real_trace, real_backward, real_stack = core.trace, core.backward_pass, np.stack
+
+    def trace(start_node, fun, x):
+        n["trace"] += 1
+        return real_trace(start_node, fun, x)
+
+    def backward_pass(g, end_node):
+        n["backward_pass"] += 1
+        return real_backward(g, end_node)
+
+    def stack(arrays, *args, **kwargs):  # jacobian calls np.stack(grads): how many passes had run by then?
+        n["stack_at"].append(n["backward_pass"])
+        return real_stack(arrays, *args, **kwargs)
+
+    core.trace, core.backward_pass, np.stack = trace, backward_pass, stack
+    try:
+        out = thunk()
+    finally:
+        core.trace, core.backward_pass, np.stack = real_trace, real_backward, real_stack
+    return out, n
+
+
+def self_test_cases():
+    """What the lesson's self-test asks about, recorded (nothing printed)."""
+    # 1. a (2, 3) output: map is lazy, the six backward passes run inside np.stack
+    out23 = lambda x: np.outer(np.array([1.0, 2.0]), x * x)
+    J23, n = silent_counts(lambda: jacobian(out23)(X))
+    assert n["stack_at"] == [0] and n["backward_pass"] == 6 and J23.shape == (2, 3, 3)
+    record.set("self_test.jacobian_2x3", {"passes_before_stack": n["stack_at"][0], "passes": n["backward_pass"],
+                                          "shape": J23.shape})
+
+    # 2. elementwise_grad(grad(f)) is H @ 1, the diagonal of H only when H is diagonal
+    H = hessian(f)(X)
+    row_sums = elementwise_grad(grad(f))(X)
+    separable = lambda x: np.sum(np.sin(x) * x)
+    sep_diag, sep_eg = np.diag(hessian(separable)(X)), elementwise_grad(grad(separable))(X)
+    assert np.allclose(row_sums, H @ np.ones(3)) and not np.allclose(row_sums, np.diag(H))
+    assert np.allclose(sep_eg, sep_diag)
+    record.set("self_test.diagonal", {"H_ones": row_sums, "diag": np.diag(H),
+                                      "separable_eg": sep_eg, "separable_diag": sep_diag})
+
+    # 3. grad_and_aux's seed has the output's structure; aux seeded with ones adds its own gradient
+    vjp, (ans, aux) = core_make_vjp(lambda x: atuple(f_aux(x)), X)
+    with_zero = vjp((vspace(ans).ones(), vspace(aux).zeros()))
+    with_one = vjp((vspace(ans).ones(), vspace(aux).ones()))
+    try:
+        vjp(vspace(ans).ones())  # a seed for the first output alone
+    except IndexError as exc:  # the tuple node's VJP indexes the seed: g[0], g[1]
+        alone = type(exc).__name__
+    assert np.allclose(with_zero, grad(f)(X)) and np.allclose(with_one, grad(f)(X) + 2 * X)
+    record.set("self_test.aux_seed", {"zeros": with_zero, "ones": with_one, "seed_alone": alone})
+
+    # 4. make_jvp_reversemode traces vjp at u = 0; any other point gives the same J v, unless vjp is not linear
+    vjp_F, y = core_make_vjp(F, X)
+    at_zero = make_jvp_reversemode(F)(X)(V)
+    at_other = core_make_vjp(vjp_F, np.array([5.0, -3.0]))[0](V)
+
+    @primitive
+    def double(x):
+        return 2.0 * x
+
+    defvjp(double, lambda ans, x: lambda g: g * g)  # a wrong, non-linear "VJP"
+    vjp_d, _ = core_make_vjp(double, 1.0)
+    nonlinear = {"at_zero": core_make_vjp(vjp_d, 0.0)[0](1.0), "at_one": core_make_vjp(vjp_d, 1.0)[0](1.0)}
+    assert np.allclose(at_zero, J_F_at(X) @ V) and np.allclose(at_other, at_zero)
+    assert nonlinear == {"at_zero": 0.0, "at_one": 2.0}
+    record.set("self_test.reversemode", {"at_zero": at_zero, "at_other": at_other, "nonlinear": nonlinear})
+
+    # 5. k HVPs at one point: make_hvp builds once; hessian_tensor_product starts over every time
+    k = 4
+    (hvp, _), build = silent_counts(lambda: make_hvp(f)(X))
+    _, each = silent_counts(lambda: [hvp(V) for _ in range(k)])
+    htp = hessian_tensor_product(f)
+    _, repeated = silent_counts(lambda: [htp(X, V) for _ in range(k)])
+    make_total = [build["trace"] + each["trace"], build["backward_pass"] + each["backward_pass"]]
+    htp_total = [repeated["trace"], repeated["backward_pass"]]
+    assert make_total == [2, 1 + k] and htp_total == [2 * k, 2 * k]
+    record.set("self_test.k_hvps", {"k": k, "make_hvp": make_total, "hessian_tensor_product": htp_total})
+
+    # 6. make_hvp is a VJP of the gradient map: (dG/dx)^T v; for a field with a non-symmetric Jacobian it differs from J v
+    G = lambda x: np.array([x[0] * x[1], x[0]])  # not the gradient of any function
+    x2, v2 = np.array([2.0, 1.0]), np.array([1.0, 0.0])
+    JG = jacobian(G)(x2)
+    vjp_G = make_vjp(G)(x2)[0](v2)
+    assert np.allclose(vjp_G, JG.T @ v2) and not np.allclose(vjp_G, JG @ v2)
+    assert np.allclose(make_hvp(f)(X)[0](V), hessian(f)(X).T @ V)
+    record.set("self_test.transpose", {"J": JG, "vjp": vjp_G, "Jv": JG @ v2})
+
+    # 7. make_ggnvp with a cross-entropy g: built the same way, still three backward passes per call
+    def cross_entropy(y):  # -log softmax(y)[0]
+        return np.log(np.sum(np.exp(y))) - y[0]
+
+    ggnvp_ce, build_ce = silent_counts(lambda: make_ggnvp(F, g=cross_entropy)(X))
+    Gv_ce, each_ce = silent_counts(lambda: ggnvp_ce(V))
+    J = J_F_at(X)
+    expected = J.T @ hessian(cross_entropy)(F(X)) @ J @ V
+    assert np.allclose(Gv_ce, expected)
+    assert [build_ce["trace"], build_ce["backward_pass"]] == [4, 2]
+    assert [each_ce["trace"], each_ce["backward_pass"]] == [0, 3]
+    record.set("self_test.ggnvp_ce", {"build": [build_ce["trace"], build_ce["backward_pass"]],
+                                      "each": [each_ce["trace"], each_ce["backward_pass"]], "Gv": Gv_ce})
+
+
+def J_F_at(x):
+    return np.array([[x[1], x[0], 0.0], [0.0, 1.0, 2 * x[2]]])
+
+
 if __name__ == "__main__":
     main()
+    self_test_cases()

@@ -191,5 +191,48 @@ def main():
     print(f"make_vjp(loss) 的图: {counts}；del vjp 之后存活 VJPNode: {left}")
 
 
+KEPT = []  # a "global list" a user might keep intermediate boxes in (self-test 5)
+
+
+def loss_exp(x):  # loss with exp in place of tanh (self-test 4)
+    h = x
+    for _ in range(3):
+        h = np.exp(h) * x
+    return np.sum(h)
+
+
+def loss_keeping(x):  # loss that stores the box of the second layer's h in a global list
+    h = x
+    for k in range(3):
+        h = np.tanh(h) * x
+        if k == 1:
+            KEPT.append(h)
+    return np.sum(h)
+
+
+def self_test_cases():
+    """What the lesson's self-test asks about, recorded (nothing printed)."""
+    x = onp.random.default_rng(1).normal(size=8)
+    captured = {}
+    for name, fn in (("tanh", loss), ("exp", loss_exp)):
+        vjp, _ = make_vjp(fn)(x)
+        found = {}
+        captured_arrays(vjp, found, set())
+        captured[name] = {"arrays": len(found), "bytes_per_n": sum(a.nbytes for a in found.values()) // x.size}
+        del vjp
+    assert captured == {"tanh": {"arrays": 6, "bytes_per_n": 48}, "exp": {"arrays": 4, "bytes_per_n": 32}}
+    record.set("self_test.captured", captured)
+
+    vjp, _ = make_vjp(loss_keeping)(x)
+    with_vjp = alive(VJPNode)
+    del vjp
+    after_del = alive(VJPNode)  # the box in KEPT still holds the first two layers and the root
+    KEPT.clear()
+    after_clear = alive(VJPNode)
+    assert (with_vjp, after_del, after_clear) == (8, 5, 0)
+    record.set("self_test.kept_box", {"with_vjp": with_vjp, "after_del_vjp": after_del, "after_clear": after_clear})
+
+
 if __name__ == "__main__":
     main()
+    self_test_cases()

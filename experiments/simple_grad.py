@@ -1,5 +1,7 @@
 """Lesson 03: follow grad(f)(3.0) for f = lambda x: x * x, object by object."""
 
+import warnings
+
 import numpy as np
 
 import autograd.core as core
@@ -182,5 +184,24 @@ def main():
     record_stations(df, g, cap)
 
 
+def self_test_variations():
+    """Two variations the lesson's self-test asks about: `x * 2.0` boxes only argument 0, so its node
+    has one parent; a constant output builds no node at all, and grad returns the input's zero."""
+    start_node = VJPNode.new_root()
+    end_value, m = tracer.trace(start_node, lambda x: x * 2.0, 3.0)
+    m_vjp = tuple(m.vjp(1.0))
+    assert m.parents == (start_node,) and m_vjp == (2.0,) and end_value == 6.0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        zero = grad(lambda x: 5.0)(3.0)
+    messages = [str(w.message) for w in caught]
+    assert messages == ["Output seems independent of input."]
+    assert type(zero) is np.ndarray and zero.shape == () and zero == 0.0
+    record.set("times_two", {"parents": len(m.parents), "parent_is_root": m.parents[0] is start_node,
+                             "vjp_1": m_vjp})
+    record.set("constant", {"result": zero, "result_type": type(zero).__name__, "warnings": messages})
+
+
 if __name__ == "__main__":
     main()
+    self_test_variations()

@@ -1,11 +1,16 @@
 """Lesson 04: observe real Boxes, trace ids and VJPNodes, and a graph chosen by Python's `if`."""
 
+import math
+import sys
+import warnings
+
 import autograd.numpy as anp
+import autograd.tracer as tracer
 from autograd import grad
-from autograd.core import VJPNode
+from autograd.core import VJPNode, defvjp
 from autograd.numpy.numpy_boxes import ArrayBox
 from autograd.tracer import (Box, Node, find_top_boxed_args, isbox, new_box, notrace_primitives,
-                             trace_stack)
+                             primitive, trace, trace_stack)
 
 from _provenance import announce
 from _record import record
@@ -159,5 +164,118 @@ def main():
     two_traces()
 
 
+def self_test_cases():
+    """What the lesson's self-test asks about, recorded (nothing printed): the Box-to-Box mapping,
+    an unregistered Box subclass, how often `greater` is entered, the boxes of 2.0 * x and x * x,
+    why f_wrapped recurses, and a function that returns a box of an outer trace."""
+    # 1. without type_mappings[ArrayBox] = ArrayBox, the inner grad cannot box the outer box
+    saved = Box.type_mappings.pop(ArrayBox)
+    try:
+        grad(grad(lambda x: x * x))(3.0)
+    except TypeError as exc:
+        missing = {"error": str(exc), "where": _frames(exc)[-2:]}
+    finally:
+        Box.type_mappings[ArrayBox] = saved
+        trace_stack.top = -1  # new_trace has no try/finally (lesson 04, note above)
+    assert missing["where"] == ["trace", "new_box"] and "ArrayBox" in missing["error"]
+    assert grad(grad(lambda x: x * x))(3.0) == 2.0
+
+    # 3. a subclass that never called register is not a Box to find_top_boxed_args
+    class UnregisteredBox(ArrayBox):
+        pass
+
+    with trace_stack.new_trace() as t:
+        sub = UnregisteredBox(3.0, t, VJPNode.new_root())
+        found = find_top_boxed_args((sub, 2.0))[0]
+        try:
+            anp.multiply(sub, 2.0)  # its inherited __array_ufunc__ hands the call back, again and again
+        except RecursionError:
+            sub_error = "RecursionError"
+    assert found == [] and sub_error == "RecursionError"
+
+    # 6. `x > 0` enters anp.greater's f_wrapped twice: with the box (notrace hit), then with the value
+    entries, real_find = [], tracer.find_top_boxed_args
+
+    def spy(args):
+        boxed = real_find(args)
+        if sys._getframe(1).f_locals.get("f_raw") is anp.greater.fun:
+            entries.append(bool(boxed[0]))
+        return boxed
+
+    def f(x):
+        if x > 0:
+            return x * x
+        return -x
+
+    greater = {}
+    tracer.find_top_boxed_args = spy
+    try:
+        for label, x0 in (("positive", 3.0), ("negative", -2.0)):
+            entries.clear()
+            grad(f)(x0)
+            greater[label] = {"entries": len(entries), "with_box": sum(entries), "raw_calls": entries.count(False)}
+    finally:
+        tracer.find_top_boxed_args = real_find
+    assert greater["positive"] == greater["negative"] == {"entries": 2, "with_box": 1, "raw_calls": 1}
+
+    # 7. find_top_boxed_args for 2.0 * x and x * x in one trace
+    with trace_stack.new_trace() as t:
+        root = VJPNode.new_root()
+        x = new_box(3.0, t, root)
+        left, right = 2.0 * x, x * x
+        scaled = find_top_boxed_args((2.0, x))
+        squared = find_top_boxed_args((x, x))
+    assert [i for i, _ in scaled[0]] == [1] and [i for i, _ in squared[0]] == [0, 1]
+    assert left._node.parents == (root,) and right._node.parents == (root, root)
+
+    # 4. with two traces, only the recursive call lets the lower trace see the unboxed argument
+    @primitive
+    def exp_math(v):
+        return math.exp(v)  # needs a real number: a box must never reach it
+
+    defvjp(exp_math, lambda ans, v: lambda g: g * ans)
+    with trace_stack.new_trace() as t0:
+        a = new_box(1.0, t0, VJPNode.new_root())
+        with trace_stack.new_trace() as t1:
+            b = new_box(a, t1, VJPNode.new_root())  # a box of trace 1 around a box of trace 0
+            e = exp_math(b)
+            argvals = (b._value,)  # what f_wrapped holds after unboxing trace 1: still a trace-0 box
+            try:
+                exp_math.fun(*argvals)  # calling f_raw here instead of f_wrapped
+            except TypeError as exc:
+                direct_error = type(exc).__name__
+            ufunc_direct = anp.multiply.fun(argvals[0], 2.0)  # a raw ufunc routes back via __array_ufunc__
+    assert e._trace == 1 and type(e._value) is ArrayBox and e._value._trace == 0
+    assert direct_error == "TypeError" and type(ufunc_direct) is ArrayBox and ufunc_direct._trace == 0
+
+    # 8. a function that returns a box of an outer trace: no node, the box is returned as the value
+    with trace_stack.new_trace() as t0:
+        outer = new_box(2.0, t0, VJPNode.new_root())
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            value, node = trace(VJPNode.new_root(), lambda y: outer, 1.0)
+    assert value is outer and node is None and [str(w.message) for w in caught] == ["Output seems independent of input."]
+
+    record.set("self_test", {
+        "missing_box_mapping": missing,
+        "unregistered_subclass": {"found": found, "error": sub_error},
+        "greater": greater,
+        "scaled": {"argnums": [i for i, _ in scaled[0]], "parents": len(left._node.parents)},
+        "squared": {"argnums": [i for i, _ in squared[0]], "parents": len(right._node.parents),
+                    "same_parent": right._node.parents[0] is right._node.parents[1]},
+        "recursion": {"result": e, "f_raw_direct": direct_error, "ufunc_direct": ufunc_direct},
+        "outer_box": {"node": node, "value_is_outer": value is outer, "warning": str(caught[0].message)},
+    })
+
+
+def _frames(exc):
+    tb, names = exc.__traceback__, []
+    while tb is not None:
+        names.append(tb.tb_frame.f_code.co_name)
+        tb = tb.tb_next
+    return names
+
+
 if __name__ == "__main__":
     main()
+    self_test_cases()

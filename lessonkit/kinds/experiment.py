@@ -102,7 +102,7 @@ class Experiment(Kind):
         else:
             meta, links = [escape(labels["inline-script"])], []
             summary = escape(labels["script"])
-        code = renderer.code(*renderer.code_of(r), anchor)
+        code = renderer.shown(r, anchor)
         purpose = escape(labels["purpose"]) + escape(labels["colon"])
         purpose = f'<p class="lk-purpose"><strong>{purpose}</strong>{escape(b.get("Purpose"))}</p>'
         out = escape(result.stdout) if result.stdout else escape(labels["no-output"])
@@ -123,7 +123,7 @@ class Experiment(Kind):
         )
 
     def plain(self, r, project, result):
-        code = list(r.excerpt.lines) if r.excerpt else list(r.block.body)
+        code = r.excerpt.text_lines("# " + project.site.labels["elided"]) if r.excerpt else list(r.block.body)
         out = (result.stdout if result else "").rstrip("\n").split("\n")
         return [
             "```python",

@@ -64,6 +64,7 @@ class BrokenBlock:
     start: int
     end: int
     indent: str = ""
+    ordinal: int | None = None  # the place among the page's blocks it would have had (a known kind)
 
 
 @dataclass
@@ -177,13 +178,13 @@ def parse_page(text: str, path: str = "<markdown>", line_offset: int = 0, kinds=
                     line=lineno,
                     hint=f"add a line {fence} after the block",
                 )
-                page.items.append(BrokenBlock(err, i, stop, indent))
+                page.items.append(BrokenBlock(err, i, stop, indent, ordinal))
                 break
             try:
                 block = _build(kinds[word], lines, i, end, indent, path, line_offset, ordinal)
                 page.items.append(block)
             except LessonError as exc:
-                page.items.append(BrokenBlock(exc.at(path, lineno), i, end, indent))
+                page.items.append(BrokenBlock(exc.at(path, lineno), i, end, indent, ordinal))
             ordinal += 1
         elif kinds.near(word):
             err = kinds.unknown(word, path, lineno)

@@ -205,9 +205,9 @@ def inline_job(block, timeout: int, memory: int) -> execute.Job:
     def upto(n: int, **more) -> execute.Job:
         parts = tuple(code[:n])
         reads = "".join(c for _, c in parts).encode()
-        return execute.Job(
-            name, drive.driver(block.path, list(parts)), timeout, labels[n - 1], memory, parts, reads=reads, **more
-        )
+        source = drive.driver(block.path, list(parts))
+        at = tuple(labels[:n])
+        return execute.Job(name, source, timeout, at[-1], memory, parts, at, reads=reads, **more)
 
     whole = upto(len(code), prefixes=tuple(upto(n) for n in range(1, len(code))))
     n = block.session_index + 1

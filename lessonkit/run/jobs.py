@@ -30,6 +30,7 @@ class Job:
     # An inline driver (lessonkit.run.session): the page blocks it runs, (page line, code) in order;
     # the job's own output is the last one's.
     parts: tuple[tuple[int, str], ...] = ()
+    part_labels: tuple[str, ...] = ()  # where each of them is (docs/a.md:12)
     # A session block before the last one: the job of the whole session, which runs instead (the
     # result of this job comes with it). The whole session's job lists the jobs before it.
     whole: "Job | None" = None

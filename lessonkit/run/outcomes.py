@@ -78,15 +78,17 @@ def session_results(job: "Job", raw: "Result", key_of) -> dict[str, "Result"]:
     from lessonkit.run.jobs import Result
     from lessonkit.run.session import end_mark_bytes, split
 
-    jobs = [*job.prefixes, job]
+    blocks = len(job.parts)
+    jobs = {blocks - len(job.prefixes) + n: j for n, j in enumerate(job.prefixes)}  # block number -> job
+    jobs[blocks] = job
     outs, ended = split(raw.stdout, list(job.parts))
     started = [n for n, text in enumerate(outs, 1) if text is not None]
-    stop = len(jobs) if ended else (started[-1] if started else 1)
+    stop = blocks if ended else (started[-1] if started else 1)
     cut = max(0, raw.truncated - end_mark_bytes(list(job.parts))) if raw.truncated else 0
     out = {}
-    for n, j in enumerate(jobs, 1):
+    for n, j in sorted(jobs.items()):
         k, text = key_of(j), outs[n - 1] or ""
-        own = n == len(jobs)
+        own = n == blocks
         passed = Result(k, 0, text, raw.stderr if own else "", 0, raw.cpu_seconds, raw.wall_seconds)
         if raw.problem:  # the box's or the tree's failure, not a block's
             out[k] = copy(raw, key=k, stdout=text, record=None)
@@ -97,7 +99,7 @@ def session_results(job: "Job", raw: "Result", key_of) -> dict[str, "Result"]:
         elif n == stop:
             out[k] = copy(raw, key=k, stdout=text, record=None)
         else:
-            stopped = f"session: {jobs[stop - 1].label}"
+            stopped = f"session: {job.part_labels[stop - 1] if job.part_labels else job.label}"
             out[k] = copy(raw, key=k, stdout="", stderr="", record=None, timed_out=False, problem=stopped)
     return out
 
@@ -161,9 +163,7 @@ def failure(result: Result | None, job: Job, timeout: int) -> LessonError:
     if job.parts:  # an inline driver: the traceback names page lines; say the last one
         lines = PAGE_FRAME.findall(result.stderr)
         at = f" at {lines[-1][0]}:{lines[-1][1]}" if lines else ""
-    return LessonError(
-        f"experiment {label} failed with exit code {result.exit_code}{at}: {tail[-300:]}", hint=run_hint
-    )
+    return LessonError(f"experiment {label} failed with exit code {result.exit_code}{at}: {tail[-300:]}", hint=run_hint)
 
 
 PAGE_FRAME = re.compile(r'File "([^"\n]+\.md)", line (\d+)')

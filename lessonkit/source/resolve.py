@@ -233,10 +233,18 @@ def excerpt_of(tree: Tree, block: Block, file_key: str = "File", symbol_key: str
                 line=block.line_of("Lines"),
                 hint="check the range against the source browser",
             )
+        blank = next((n for n in (a, b) if not sf.lines[n - 1].strip()), None)
+        if blank is not None:
+            raise LessonError(
+                f"`Lines: {a}-{b}` {'starts' if blank == a else 'ends'} with a blank line (L{blank})",
+                path=block.path,
+                line=block.line_of("Lines"),
+                hint="begin and end the range with lines of code",
+            )
         region, lo = sf.lines[a - 1 : b], a
     elided: list[tuple[int, int]] = []
     if block.body is None:
-        runs = [(lo, lo + len(region) - 1)]
+        runs = [_trim(sf, lo, lo + len(region) - 1)]
         if d is not None and block.get("Docstring") == "hide":
             runs, elided = _without_docstring(sf, d, block)
     else:
@@ -286,6 +294,16 @@ def excerpt_of(tree: Tree, block: Block, file_key: str = "File", symbol_key: str
     return ex
 
 
+def _trim(sf: SourceFile, a: int, b: int) -> tuple[int, int]:
+    """Lines ``a``-``b`` without blank lines at either end (a run starts and ends with text, so that
+    the highlighter, which drops blank lines at the ends, numbers every line right)."""
+    while a < b and not sf.lines[a - 1].strip():
+        a += 1
+    while b > a and not sf.lines[b - 1].strip():
+        b -= 1
+    return a, b
+
+
 def _without_docstring(sf: SourceFile, d, block: Block) -> tuple[list, list]:
     """The runs of a whole def or class without its docstring (and the blank lines after it)."""
     try:
@@ -302,7 +320,7 @@ def _without_docstring(sf: SourceFile, d, block: Block) -> tuple[list, list]:
     a, b = doc
     while b < d.end and not sf.lines[b].strip():  # the blank lines right after it go too
         b += 1
-    runs = [(x, y) for x, y in ((d.start, a - 1), (b + 1, d.end)) if x <= y]
+    runs = [_trim(sf, x, y) for x, y in ((d.start, a - 1), (b + 1, d.end)) if x <= y]
     return runs, [(a, b)]
 
 
@@ -343,7 +361,7 @@ def _body_runs(sf: SourceFile, region: list[str], lo: int, block: Block, symbol,
                 hint=f"at {shown}; quote more lines",
             )
         k = hits[0][0]
-        runs.append((lo + k, lo + k + len(lines) - 1))
+        runs.append(_trim(sf, lo + k, lo + k + len(lines) - 1))
         window = k + len(lines)
     elided = []
     gaps = [(d.start - 1, runs[0][0], "first")] if not parts[0][1] else []  # d: body_problems checked it

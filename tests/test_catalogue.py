@@ -1232,7 +1232,8 @@ def _cmd_alive(needle: str) -> bool:
 def _(ctx):
     ctx.page(fence("experiment", "Purpose: 失败", body="print('before')\nraise ValueError('the claim is wrong')"))
     ctx.failed_pages.append(ctx.page_name)
-    return [Expect(ctx.path, 3, f"experiment {ctx.path}:3 failed with exit code 1: ", "run it by hand")]
+    # the page line that raised (an inline script compiles under the page's name at its lines)
+    return [Expect(ctx.path, 3, f"experiment {ctx.path}:3 failed with exit code 1 at {ctx.path}:7: ", "run it by hand")]
 
 
 @case("experiment-exit-code", mode="shared-build")

@@ -163,6 +163,8 @@ class Project:
             tuple((k, f.value, f.line) for k, f in block.fields.items()),
             block.body,
             block.body_line,
+            block.session,  # a session block runs the blocks before it too
+            block.session_index,
         )
         hit = self._resolved.get(key)
         if hit is not None:

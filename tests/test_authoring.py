@@ -44,6 +44,15 @@ def test_guide_covers_every_form():
     assert any(b.get("Based-on") for b in blocks)
     assert any(b.kind == "experiment" and b.get("Timeout") for b in blocks)
     assert any(b.kind == "experiment" and b.body and not b.get("File") for b in blocks)  # inline
+    # every field of real-source and experiment has a live example (issue 29)
+    from lessonkit.kinds import experiment, real_source
+
+    for kind in (real_source.KIND, experiment.KIND):
+        used = {k for b in blocks if b.kind == kind.name for k in b.fields}
+        assert set(kind.fields) <= used, f"{kind.name}: no live example of {set(kind.fields) - used}"
+    assert any(b.kind == "real-source" and b.body and any(l.strip() in ("...", "…") for l in b.body) for b in blocks)
+    assert any(b.kind == "real-source" and "Commit" not in b.fields for b in blocks)
+    assert len({b.session for b in blocks if b.session}) == 1 and sum(1 for b in blocks if b.session) == 3
 
 
 def test_a_lesson_written_from_the_guide_builds_and_verifies_first_time(site):
@@ -55,8 +64,11 @@ def test_a_lesson_written_from_the_guide_builds_and_verifies_first_time(site):
     b = site.build()
     assert b.returncode == 0, b.stderr
     html = (site.root / "site" / "lessons" / "15-from-guide" / "index.html").read_text()
-    assert html.count("REAL SOURCE") == 6 and html.count("lk-block lk-experiment") == 2
-    assert "grad = 6.0" in html
+    blocks = parse_page(body, "docs/lessons/15-from-guide.md").blocks
+    kinds = [b.kind for b in blocks]
+    assert kinds.count("real-source") == 13 and kinds.count("experiment") == 5
+    assert html.count("lk-block lk-real-source") == 13 and html.count("lk-block lk-experiment") == 5
+    assert "grad = 6.0" in html and "d2f(1.0) = 6.0" in html and "⋯ 省略 3 行 ⋯" in html
 
 
 def test_error_table_quotes_real_messages():

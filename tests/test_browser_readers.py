@@ -265,6 +265,26 @@ def test_copy_buttons_on_experiment_output_copy_the_output(server, browser):
     assert bad == []
 
 
+def test_an_elided_excerpt_copies_each_run_without_its_elision_rows(server, browser):
+    """The guide's elided backward_pass: one copy button per run, each targeting its own run and
+    copying that run's code only; the rows that stand for left-out lines are never copied."""
+    v = Visit(browser, f"{server}/authoring/")
+    v.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    assert v.page.evaluate(_COPY_CHECK) == []
+    block = v.page.locator(".lk-real-source", has=v.page.locator(".lk-elided")).filter(has_text="outgrads = {end_node")
+    assert block.locator(".lk-elided").all_inner_texts() == ["⋯ 省略 3 行 ⋯", "⋯ 省略 1 行 ⋯"]
+    copied = []
+    for run in block.locator(".lk-run").all():
+        run.locator("button.md-code__button[data-md-type=copy]").click()
+        copied.append(v.page.evaluate("navigator.clipboard.readText()"))
+    v.close()
+    assert copied == [
+        "def backward_pass(g, end_node):\n    outgrads = {end_node: (g, False)}",
+        "        for parent, ingrad in zip(node.parents, ingrads):\n"
+        "            outgrads[parent] = add_outgrads(outgrads.get(parent), ingrad)",
+    ]
+
+
 def test_ids_are_unique_on_every_page(built_site, server, browser):
     context = browser.new_context()
     page = context.new_page()

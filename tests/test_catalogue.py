@@ -379,8 +379,8 @@ def _(ctx):
 
 @case("missing-required-key", mode="subprocess")
 def _(ctx):
-    ctx.page(rs("File: autograd/core.py", "Symbol: backward_pass"))
-    return [Expect(P, 3, "real-source block without `Commit`", "add a `Commit: …` header line")]
+    ctx.page(rs("Symbol: backward_pass", "Commit: f53a217"))
+    return [Expect(P, 3, "real-source block without `File`", "add a `File: …` header line")]
 
 
 @case("empty-value")
@@ -474,6 +474,273 @@ def _(ctx):
 def _(ctx):
     ctx.page(rs("File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217", "Lines: 24-32"))
     return [Expect(P, 7, "`Lines: 24-32` but the excerpt is at L25-32", "write `Lines: 25-32`")]
+
+
+# -- real-source selectors (issue 29): every new field's bad values, located at the field (or the run)
+
+BP = ("File: autograd/core.py", "Symbol: backward_pass")  # L25-32; line 4 and 5 of the page
+
+
+@case("lines-alone-past-the-end")
+def _(ctx):
+    ctx.page(rs("File: autograd/core.py", "Lines: 410-420"))
+    return [Expect(P, 5, "`Lines: 410-420` runs past the end of autograd/core.py (416 lines)")]
+
+
+@case("lines-alone-starting-with-a-blank-line")
+def _(ctx):
+    ctx.page(rs("File: autograd/core.py", "Lines: 3-5"))
+    return [Expect(P, 5, "`Lines: 3-5` starts with a blank line (L3)", "begin and end the range with lines of code")]
+
+
+@case("patterns-select-only-blank-lines")
+def _(ctx):
+    ctx.page(
+        rs(
+            "File: autograd/core.py",
+            "Start-after: from .util import",
+            "End-before: # -------------------- reverse mode",
+        )
+    )
+    return [Expect(P, 3, "the excerpt has only blank lines", "select lines with code")]
+
+
+@case("pattern-matches-no-line")
+def _(ctx):
+    ctx.page(rs(*BP, "Start-after: no such text"))
+    return [
+        Expect(
+            P,
+            6,
+            "`Start-after: no such text` matches no line of autograd/core.py (backward_pass, L25-32)",
+            "the closest line is L",
+        )
+    ]
+
+
+@case("pattern-matches-several-lines")
+def _(ctx):
+    ctx.page(rs(*BP, "End-at: outgrads"))
+    return [
+        Expect(
+            P,
+            6,
+            "`End-at: outgrads` matches 3 lines of autograd/core.py (backward_pass, L25-32) (L26, L28, L31)",
+            "make the pattern longer",
+        )
+    ]
+
+
+@case("pattern-in-the-file-matches-several-lines")
+def _(ctx):
+    ctx.page(rs("File: autograd/core.py", "Start-at: def backward_pass", "End-before: return"))
+    return [Expect(P, 6, "`End-before: return` matches", "make the pattern longer")]
+
+
+@case("patterns-leave-no-lines")
+def _(ctx):
+    ctx.page(rs(*BP, "Start-at: return outgrad[0]", "End-before: for node in"))
+    return [
+        Expect(
+            P,
+            7,
+            "no lines are left between `Start-at` (L32) and `End-before` (L27)",
+            "the start pattern must come before",
+        )
+    ]
+
+
+@case("start-after-and-start-at")
+def _(ctx):
+    ctx.page(rs(*BP, "Start-after: for node", "Start-at: outgrad ="))
+    return [Expect(P, 7, "both `Start-after` and `Start-at`", "give one of them")]
+
+
+@case("end-before-and-end-at")
+def _(ctx):
+    ctx.page(rs(*BP, "End-at: ingrads =", "End-before: return"))
+    return [Expect(P, 7, "both `End-before` and `End-at`", "give one of them")]
+
+
+@case("patterns-and-a-body")
+def _(ctx):
+    ctx.page(rs(*BP, "Start-at: for node", body="outgrad = outgrads.pop(node)"))
+    return [Expect(P, 6, "`Start-at` and a body both select the lines", "use the body, or the patterns")]
+
+
+@case("emphasize-not-a-list")
+def _(ctx):
+    ctx.page(rs(*BP, "Emphasize: 27, 30-a"))
+    return [Expect(P, 6, "`Emphasize: 27, 30-a` is not a list of lines such as `3, 5-7`", "file line numbers")]
+
+
+@case("emphasize-backwards-range")
+def _(ctx):
+    ctx.page(rs(*BP, "Emphasize: 31-27"))
+    return [Expect(P, 6, "`Emphasize: 31-27` is not a list of lines")]
+
+
+@case("emphasize-outside-the-excerpt")
+def _(ctx):
+    ctx.page(rs(*BP, "Emphasize: 9"))
+    return [Expect(P, 6, "`Emphasize: 9`: line 9 is not shown (the excerpt shows L25-32)")]
+
+
+@case("emphasize-outside-lines")
+def _(ctx):
+    ctx.page(rs(*BP, "Lines: 25-32", "Emphasize: 28, 40"))
+    return [Expect(P, 7, "`Emphasize: 28, 40`: line 40 is outside `Lines: 25-32`")]
+
+
+@case("emphasize-an-elided-line")
+def _(ctx):
+    body = "def backward_pass(g, end_node):\n...\n    return outgrad[0]"
+    ctx.page(rs(*BP, "Emphasize: 25, 28", body=body))
+    return [Expect(P, 6, "line 28 is not shown (the excerpt shows L25-25, L32-32)")]
+
+
+@case("docstring-bad-value")
+def _(ctx):
+    ctx.page(rs(*BP, "Docstring: drop"))
+    return [Expect(P, 6, "`Docstring: drop` is not `hide` or `show`")]
+
+
+@case("docstring-hide-with-a-body")
+def _(ctx):
+    ctx.page(rs(*BP, "Docstring: hide", body="outgrad = outgrads.pop(node)"))
+    return [Expect(P, 6, "`Docstring: hide` needs a whole symbol", "quote the lines without the docstring")]
+
+
+@case("docstring-hide-without-a-docstring")
+def _(ctx):
+    ctx.page(rs(*BP, "Docstring: hide"))
+    return [Expect(P, 6, "`backward_pass` has no docstring to hide", "remove `Docstring: hide`")]
+
+
+@case("docstring-hide-of-an-assignment")
+def _(ctx):
+    ctx.page(rs("File: autograd/core.py", "Symbol: primitive_vjps", "Docstring: hide"))
+    return [Expect(P, 6, "`Docstring: hide` works on a def or class; `primitive_vjps` is neither")]
+
+
+@case("docstring-sharing-a-line")
+def _(ctx):
+    local_tree(ctx, {"pkg/m.py": b'def f():\n    "doc"; x = 1\n    return x\n'})
+    ctx.page(rs("File: pkg/m.py", "Symbol: f", "Docstring: hide"))
+    return [Expect(P, 6, "the docstring of `f` shares a line with other code")]
+
+
+@case("dedent-bad-value")
+def _(ctx):
+    ctx.page(rs(*BP, "Dedent: lots"))
+    return [Expect(P, 6, "`Dedent: lots` is not `auto`, `none` or a number of spaces from 0 to 40")]
+
+
+@case("dedent-more-than-the-indentation")
+def _(ctx):
+    ctx.page(rs("File: autograd/core.py", "Symbol: VJPNode.__init__", "Dedent: 8"))
+    return [Expect(P, 6, "`Dedent: 8` but L38 is indented by only 4 space(s)", "at most `Dedent: 4`")]
+
+
+@case("elision-leaves-out-nothing")
+def _(ctx):
+    body = "for node in toposort(end_node):\n...\n    outgrad = outgrads.pop(node)"
+    ctx.page(rs(*BP, body=body))
+    return [Expect(P, 8, "the elision line leaves out no lines: L27 and L28 are adjacent", "remove the `...` line")]
+
+
+@case("elision-at-the-end-of-the-symbol")
+def _(ctx):
+    body = "    for parent, ingrad in zip(node.parents, ingrads):\n        outgrads[parent] = add_outgrads("
+    body += "outgrads.get(parent), ingrad)\nreturn outgrad[0]\n…"
+    ctx.page(rs(*BP, body=body))
+    return [Expect(P, 10, "the elision line leaves out no lines: the last run is where `backward_pass` ends")]
+
+
+@case("elision-runs-out-of-order")
+def _(ctx):
+    body = "outgrad = outgrads.pop(node)\n...\noutgrads = {end_node: (g, False)}"
+    ctx.page(rs(*BP, body=body))
+    return [Expect(P, 9, "this run of the body does not follow the previous one in the source", "it is at L26-26")]
+
+
+@case("elision-run-not-verbatim")
+def _(ctx):
+    body = "def backward_pass(g, end_node):\n...\n    return outgrads[0]"
+    ctx.page(rs(*BP, body=body))
+    return [Expect(P, 9, "body is not verbatim: 'return outgrads[0]' does not match the source", "line 32 reads")]
+
+
+@case("elision-run-occurs-twice")
+def _(ctx):
+    local_tree(ctx, {"pkg/m.py": b"def f():\n    x = 1\n    y = 2\n    x = 1\n    return x\n"})
+    ctx.page(rs("File: pkg/m.py", "Symbol: f", body="def f():\n...\n    x = 1"))
+    return [
+        Expect(P, 9, "this run of the body occurs 2 times in pkg/m.py (f, L1-5) after the previous run", "at L2, L4")
+    ]
+
+
+@case("elision-only")
+def _(ctx):
+    ctx.page(rs(*BP, body="..."))
+    return [Expect(P, 7, "the body has nothing but elision lines", "quote the lines to show")]
+
+
+@case("elision-twice-in-a-row")
+def _(ctx):
+    ctx.page(rs(*BP, body="def backward_pass(g, end_node):\n...\n…\n    return outgrad[0]"))
+    return [Expect(P, 9, "two elision lines in a row")]
+
+
+@case("elision-at-the-start-without-a-symbol")
+def _(ctx):
+    ctx.page(rs("File: autograd/core.py", body="...\nreturn outgrad[0]"))
+    return [Expect(P, 6, "an elision line at the start or end of the body needs a `Symbol`")]
+
+
+@case("member-suggested-for-its-own-name")
+def _(ctx):
+    local_tree(ctx, {"pkg/m.py": b"class peekable:\n    def peek(self):\n        return 1\n"})
+    ctx.page(rs("File: pkg/m.py", "Symbol: peek"))
+    return [Expect(P, 5, "no symbol `peek` in pkg/m.py", "`peekable.peek` (L2)?")]
+
+
+@case("session-on-a-script-experiment")
+def _(ctx):
+    ctx.site.script("x.py", "print(1)\n")
+    ctx.page(fence("experiment", "File: experiments/x.py", "Purpose: p", "Session: s"))
+    return [Expect(P, 6, "`Session` is for inline experiments")]
+
+
+@case("session-bad-name")
+def _(ctx):
+    ctx.page(fence("experiment", "Purpose: p", "Session: two words", body="print(1)"))
+    return [Expect(P, 5, "`Session: two words` is not a session name", "e.g. `Session: tape`")]
+
+
+@case("session-limit-on-a-later-block")
+def _(ctx):
+    one = block("experiment", "Purpose: a", "Session: s", body="x = 1")
+    two = block("experiment", "Purpose: b", "Session: s", "Timeout: 5", "Memory: 1 GiB", body="print(x)")
+    ctx.page("# t\n\n" + one + "\n" + two)
+    return [
+        Expect(P, 13, "`Timeout` on a later block of session `s`", "give it on the session's first block (line 3)"),
+        Expect(P, 14, "`Memory` on a later block of session `s`", "it limits the whole session"),
+    ]
+
+
+@case("session-block-fails", mode="build")
+def _(ctx):
+    ctx.failed_pages.append(ctx.page_name)
+    one = block("experiment", "Purpose: a", "Session: s", body="x = 1\nprint(x)\nraise ValueError('nope')")
+    two = block("experiment", "Purpose: b", "Session: s", body="print(x)")
+    ctx.page("# t\n\n" + one + "\n" + two)
+    return [
+        Expect(
+            P, 3, "experiment docs/p.md:3 failed with exit code 1 at docs/p.md:9: ", "nox -s experiment -- docs/p.md:3"
+        ),
+        Expect(P, 12, "experiment docs/p.md:12 did not run: its session stopped at the block at docs/p.md:3"),
+    ]
 
 
 @case("lines-not-a-range")
@@ -965,7 +1232,8 @@ def _cmd_alive(needle: str) -> bool:
 def _(ctx):
     ctx.page(fence("experiment", "Purpose: 失败", body="print('before')\nraise ValueError('the claim is wrong')"))
     ctx.failed_pages.append(ctx.page_name)
-    return [Expect(ctx.path, 3, f"experiment {ctx.path}:3 failed with exit code 1: ", "run it by hand")]
+    # the page line that raised (an inline script compiles under the page's name at its lines)
+    return [Expect(ctx.path, 3, f"experiment {ctx.path}:3 failed with exit code 1 at {ctx.path}:7: ", "run it by hand")]
 
 
 @case("experiment-exit-code", mode="shared-build")

@@ -46,7 +46,7 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
         [],
         [
             "docs/a.md:3: real-source block with neither `Symbol` nor a body — "
-            "name a Symbol, or quote the lines as a body"
+            "name a Symbol, quote the lines as a body, or give `Lines: a-b`"
         ],
     ),
     "tilde fence": ("# t\n\n" + GOOD.replace("```", "~~~"), ["real-source"], []),

@@ -89,9 +89,8 @@ def test_no_autograd_in_engine_code_outside_docstrings_and_comments():
 
 
 def test_every_default_label_is_used_by_the_engine_and_translated_by_the_series():
-    own = (
-        (ROOT / "lessonkit" / "config" / "labels.py").read_text(encoding="utf-8").split("class Labels")[1]
-    )  # not the defaults
+    labels_py = ROOT / "lessonkit" / "config" / "labels.py"
+    own = labels_py.read_text(encoding="utf-8").split("class Labels")[1]  # not the defaults
     code = own + "\n".join(p.read_text(encoding="utf-8") for p in ENGINE if p.name != "labels.py")
     unused = [k for k in LABELS if f'"{k}"' not in code and f"'{k}'" not in code]
     assert unused == []

@@ -428,3 +428,100 @@ def test_repin_classifies_by_error_code_not_message_text(symbol, code):
     assert info.value.code == code
     assert (info.value.code == MISSING_SYMBOL) == (code == "missing-symbol")
     assert info.value.at("docs/x.md", 3).code == code  # locating an error keeps its code
+
+
+# ---------------------------------------------------------------- the selectors of issue 29
+
+
+def test_release_1_8_0_selectors(site, monkeypatch, sdists):
+    """Every selector against autograd 1.8.0: where the text only moved (tracer.Box, numpy_vjps'
+    repeat_to_match_shape) the excerpt is "moved", whatever selects it (a start pattern too); where
+    it changed (tracer.primitive without its docstring) "changed"; identical files "unchanged"."""
+    _seed(site, sdists("1.8.0"))
+    session = [
+        block(
+            "experiment", "Purpose: 会话一", "Session: s", body="from autograd import grad\ng = grad(lambda x: x * x)"
+        ),
+        block("experiment", "Purpose: 会话二", "Session: s", body="print(g(3.0))"),
+    ]
+    site.page(
+        "sel.md",
+        "# 选择\n\n"
+        + "\n".join(
+            [
+                block("real-source", "File: autograd/tracer.py", "Lines: 162-165"),
+                block("real-source", "File: autograd/tracer.py", "Start-at: class Box:", "End-before: __nonzero__ ="),
+                block(
+                    "real-source",
+                    "File: autograd/tracer.py",
+                    "Symbol: Box",
+                    "Start-after: def __bool__",
+                    "End-at: return bool(self._value)",
+                ),
+                block("real-source", "File: autograd/tracer.py", "Symbol: Box.__init__", "Emphasize: 163, 165"),
+                block(
+                    "real-source",
+                    "File: autograd/numpy/numpy_vjps.py",
+                    "Symbol: repeat_to_match_shape",
+                    "Docstring: hide",
+                ),
+                block(
+                    "real-source",
+                    "File: autograd/tracer.py",
+                    "Symbol: Box",
+                    body="class Box:\n...\n    def __bool__(self):\n        return bool(self._value)\n...",
+                ),
+                block("real-source", "File: autograd/tracer.py", "Symbol: Box.__init__", "Dedent: none"),
+                block("real-source", "File: autograd/tracer.py", "Symbol: primitive", "Docstring: hide"),
+                block("real-source", "File: autograd/core.py", "Symbol: backward_pass", "Start-at: for node in"),
+                block("real-source", "File: autograd/differential_operators.py", "Symbol: grad", "Docstring: hide"),
+                *session,
+            ]
+        ),
+    )
+    report = _report(site, monkeypatch, "1.8.0")
+    fences = [b.line for b in site.project().parse(site.root / "docs" / "sel.md").blocks]
+    rows = [(i.line, i.status, i.old, i.new, i.detail, i.emphasize) for i in report.items if i.kind == "real-source"]
+    assert [r[0] for r in rows] == fences[:10]
+    assert [r[1:4] for r in rows] == [
+        ("moved", (162, 165), (114, 117)),
+        ("moved", (156, 168), (108, 120)),
+        ("moved", (168, 168), (120, 120)),
+        ("moved", (162, 165), (114, 117)),
+        ("moved", (416, 427), (412, 423)),
+        ("moved", (156, 168), (108, 120)),
+        ("moved", (162, 165), (114, 117)),
+        ("changed", (43, 98), (36, 58)),
+        ("unchanged", (27, 32), (27, 32)),
+        ("unchanged", (23, 36), (23, 36)),
+    ]
+    assert rows[0][4] == "L162-165 → L114-117 (a `Lines:` locator to rewrite)"
+    assert rows[1][4] == "L156-168 → L108-120" and rows[2][4] == "L168-168 → L120-120"
+    assert rows[3][4:] == ("L162-165 → L114-117 (`Emphasize:` to rewrite)", "115, 117")
+    assert rows[4][4] == "L416-427 → L412-423 (runs L416-416, L419-427 → L412-412, L415-423)"
+    assert rows[5][4] == "L156-168 → L108-120 (runs L156-156, L167-168 → L108-108, L119-120)"
+    assert "-    is_ufunc = isinstance(f_raw, np.ufunc)" in "\n".join(
+        next(i for i in report.items if i.line == fences[7]).diff
+    )
+    exps = [i for i in report.items if i.kind == "experiment"]
+    assert [(i.line, i.status) for i in exps] == [(fences[10], "unchanged"), (fences[11], "unchanged")]
+
+
+def test_apply_rewrites_lines_alone_and_emphasize(site, tmp_path, pinned_root):
+    """A shift of core.py by 3 lines: `Lines:` alone and `Emphasize:` follow the text."""
+    tree = _shifted(tmp_path, pinned_root)
+    head = _git_repo(tree)
+    page = site.page(
+        "a.md",
+        "# 课\n\n"
+        + block("real-source", "File: autograd/core.py", "Lines: 25-27", "Emphasize: 26")
+        + "\n"
+        + block("real-source", "File: autograd/core.py", "Symbol: backward_pass", "Emphasize: 28, 30-31"),
+    )
+    html = tmp_path / "r.html"
+    r = site.run("-m", "lessonkit", "repin", str(tree), "--apply", "--commit", head, "--html", str(html))
+    assert r.returncode == 0, r.stdout + r.stderr
+    text = page.read_text()
+    assert "Lines: 28-30\nEmphasize: 29\n" in text and "Emphasize: 31, 33-34\n" in text
+    v = site.run("-m", "lessonkit", "verify")
+    assert v.returncode == 0, v.stderr

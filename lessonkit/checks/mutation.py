@@ -1,8 +1,10 @@
 """Mutation check: proof that verify notices a change of one character in any cited region.
 
-For every real-source entry of ``sourcemap/excerpts.json`` one character inside the
-cited lines is changed (deterministically: the first letter, digit or symbol of the
-region's middle line). The mutation counts as caught only if both defences notice it:
+For every real-source entry of ``sourcemap/excerpts.json`` one character inside each shown
+run of lines is changed (deterministically: the first letter, digit or symbol of the run's
+middle line; an excerpt without elisions is one run, an elided one or one without its
+docstring has several, and each is checked as an excerpt of its own). The mutation counts as caught only if both
+defences notice it:
 
 1. the manifest check fails on a copy of the pinned tree holding the mutated file,
    naming that file: :func:`lessonkit.source.pin.check_file` (what the build's
@@ -184,36 +186,43 @@ def run(project: Project, pages: set[str] | None = None) -> MutationReport:
                     report.problems.append(stale)
                     continue
                 original = (copy / rel).read_bytes()
-                m = mutate(original, rel, e["lines"][0], e["lines"][1])
+                mutants = [mutate(original, rel, a, b) for a, b in e.get("runs") or [e["lines"]]]
             except LessonError as exc:
                 report.problems += exc.at(page, block.line if block else None).problems
                 continue
-            # 1. the manifest check, on the one copy of the tree, with only this file changed:
-            #    the per-file check for every mutant, the whole-tree check once per file
-            (copy / rel).write_bytes(m.data)
-            try:
-                what = check_file(copy, rel, pin)
-                manifest_caught, how = what is not None, f"manifest: {what or 'the file check passed'}"
-                if manifest_caught and rel not in whole_tree_checked:
-                    whole_tree_checked.add(rel)
-                    try:
-                        check_tree(copy, pin, "mutation check copy")
-                        manifest_caught, how = False, "manifest: the tree check passed"
-                    except LessonError as exc:
-                        manifest_caught = any(rel in p.message for p in exc.problems)
-                        if not manifest_caught:
-                            how = "manifest: the tree check fails without naming the file"
-            finally:
-                (copy / rel).write_bytes(original)
-            # 2. resolution of the same block against the mutated bytes, no manifest
-            try:
-                ex = _resolve(MutatedTree(pinned, m), block)
-                resolve_caught = ex.sha256 != e["sha256"]
-                how += "; resolve: " + ("sha256 differs" if resolve_caught else "same sha256 as the map")
-            except LessonError as exc:
-                resolve_caught = True
-                how += f"; resolve: error ({exc.problem.message[:60]})"
-            report.outcomes.append(Outcome(page, ordinal, block.line, m, manifest_caught, resolve_caught, how))
+            for m in mutants:
+                report.outcomes.append(_check(copy, pin, pinned, block, e, m, original, whole_tree_checked))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return report
+
+
+def _check(copy: Path, pin, pinned: Tree, block: Block, e: dict, m: Mutation, original: bytes, checked: set) -> Outcome:
+    """Whether both defences notice one mutant (see the module docstring)."""
+    rel = m.file
+    # 1. the manifest check, on the one copy of the tree, with only this file changed:
+    #    the per-file check for every mutant, the whole-tree check once per file
+    (copy / rel).write_bytes(m.data)
+    try:
+        what = check_file(copy, rel, pin)
+        manifest_caught, how = what is not None, f"manifest: {what or 'the file check passed'}"
+        if manifest_caught and rel not in checked:
+            checked.add(rel)
+            try:
+                check_tree(copy, pin, "mutation check copy")
+                manifest_caught, how = False, "manifest: the tree check passed"
+            except LessonError as exc:
+                manifest_caught = any(rel in p.message for p in exc.problems)
+                if not manifest_caught:
+                    how = "manifest: the tree check fails without naming the file"
+    finally:
+        (copy / rel).write_bytes(original)
+    # 2. resolution of the same block against the mutated bytes, no manifest
+    try:
+        ex = _resolve(MutatedTree(pinned, m), block)
+        resolve_caught = ex.sha256 != e["sha256"]
+        how += "; resolve: " + ("sha256 differs" if resolve_caught else "same sha256 as the map")
+    except LessonError as exc:
+        resolve_caught = True
+        how += f"; resolve: error ({exc.problem.message[:60]})"
+    return Outcome(e["page"], e["block"], block.line, m, manifest_caught, resolve_caught, how)

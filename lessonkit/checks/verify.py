@@ -24,6 +24,9 @@ UPDATE_HINT = "run `lessonkit verify --update-map` to record the new state"
 class Report:
     problems: list[Problem] = field(default_factory=list)
     resolved: dict[str, list[Resolved]] = field(default_factory=dict)  # page -> blocks
+    # page -> ordinals of its blocks that did not parse or resolve (their own problems say why);
+    # a page that could not be read at all maps to None
+    broken: dict[str, set[int] | None] = field(default_factory=dict)
     inline: dict[str, list] = field(default_factory=dict)  # page -> InlineRef, in page order
     _anchors: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
@@ -41,23 +44,31 @@ class Report:
 
 
 def map_entries(project: Project, report: Report) -> list[dict]:
+    """Every excerpt of the pinned tree, as the pages show it. Excerpts of the project's own files
+    (experiment scripts, teaching code) follow those files and are not recorded: an edit to one
+    is never a stale map. ``runs``, ``elided`` and ``emphasize`` appear only when the excerpt has them."""
     entries = []
     for page, rs in sorted(report.resolved.items()):
         for r in rs:
             ex = r.excerpt
-            if ex is None:
+            if ex is None or ex.origin != "pinned":
                 continue
-            entries.append(
-                {
-                    "page": page,
-                    "block": r.block.ordinal,
-                    "kind": r.block.kind,
-                    "file": ex.file,
-                    "symbol": ex.symbol,
-                    "lines": [ex.start, ex.end],
-                    "sha256": ex.sha256,
-                }
-            )
+            entry = {
+                "page": page,
+                "block": r.block.ordinal,
+                "kind": r.block.kind,
+                "file": ex.file,
+                "symbol": ex.symbol,
+                "lines": [ex.start, ex.end],
+                "sha256": ex.sha256,
+            }
+            if ex.runs:
+                entry["runs"] = [list(s) for s in ex.runs]
+            if ex.elided:
+                entry["elided"] = [list(s) for s in ex.elided]
+            if ex.emphasize:
+                entry["emphasize"] = list(ex.emphasize)
+            entries.append(entry)
     return entries
 
 
@@ -92,9 +103,14 @@ def check(project: Project, pages: list[Path] | None = None) -> Report:
             parsed = project.parse(path)
         except LessonError as exc:
             report.problems += exc.problems
+            report.broken[project.rel(path)] = None
             continue
         resolved, problems = project.resolve_page(parsed)
         report.resolved[project.rel(path)] = resolved
+        ok = {r.block.ordinal for r in resolved}
+        report.broken[project.rel(path)] = {
+            b.ordinal for b in parsed.items if b.ordinal is not None and b.ordinal not in ok
+        }
         report.inline[project.rel(path)] = refs = [item.ref for item in parsed.inline]
         for ref in refs:  # inline references: `line` resolved, `value` names an experiment
             problems += project.kinds.inline[ref.kind].check(project, ref)
@@ -123,10 +139,19 @@ def stale_map(project: Project, report: Report, only_pages: set[str] | None = No
     }
     new = {(e["page"], e["block"]): e for e in fresh["excerpts"]}
     lines = {(p, r.block.ordinal): r.block.line for p, rs in report.resolved.items() for r in rs}
+    own = {  # blocks that show the project's own files: never recorded (a map from before may list them)
+        (p, r.block.ordinal)
+        for p, rs in report.resolved.items()
+        for r in rs
+        if r.excerpt and r.excerpt.origin != "pinned"
+    }
     for key in sorted(set(old) | set(new)):
         a, b = old.get(key), new.get(key)
         if a == b:
             continue
+        broken = report.broken.get(key[0], set())
+        if b is None and (broken is None or key[1] in broken or key in own):
+            continue  # the block is there but does not resolve (or the page cannot be read): its own problem says why
         if b is None:
             problems.append(
                 Problem(
@@ -140,7 +165,9 @@ def stale_map(project: Project, report: Report, only_pages: set[str] | None = No
         if a is None:
             what = f"a new excerpt ({b['file']} L{b['lines'][0]}-{b['lines'][1]}) is not in the map"
         else:
-            changes = [k for k in ("kind", "file", "symbol", "lines", "sha256") if a.get(k) != b.get(k)]
+            changes = [
+                k for k in (*maps.MAP_KEYS, *maps.MAP_OPTIONAL) if k not in ("page", "block") and a.get(k) != b.get(k)
+            ]
             what = (
                 f"the excerpt map is stale: {', '.join(changes)} changed "
                 f"(recorded {a['file']} L{a['lines'][0]}-{a['lines'][1]}, now {b['file']} "

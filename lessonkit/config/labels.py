@@ -53,6 +53,9 @@ LABELS = {
     "output-plain": "Output:",
     "fragment": "(fragment)",  # a cited range that is not a whole symbol, in tables
     "fragment-plain": "fragment",  # the same in the plain-text copy of a real-source block
+    "elided": "⋯ {n} lines omitted ⋯",  # the row that stands for left-out lines of an excerpt
+    "elided-title": "Every line in the source browser",  # the tooltip of its link
+    "session": "session {name} · block {n} of {total}",  # an experiment block of a page session
     "not-verbatim": "The following is not {upstream} verbatim source.",
     "teaching-file": "This is the series' own teaching implementation, quoted verbatim from {file} "
     "of this repository and covered by tests.",

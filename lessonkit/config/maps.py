@@ -32,6 +32,9 @@ MAP_KEYS = {
     "lines": list,
     "sha256": str,
 }
+# Keys an entry has only when its excerpt has them: [[first, last], …] of the shown runs (more than
+# one) and of the left-out lines, and the emphasised lines.
+MAP_OPTIONAL = ("runs", "elided", "emphasize")
 
 
 def _entry_lines(text: str) -> list[int]:
@@ -109,6 +112,9 @@ def read_excerpt_map(path: Path, label: str) -> dict:
                     or not 1 <= ln[0] <= ln[1]
                 ):
                     why = "has an invalid `block` or `lines`"
+                elif any(k in e and _optional_problem(k, e[k]) for k in MAP_OPTIONAL):
+                    k = next(k for k in MAP_OPTIONAL if k in e and _optional_problem(k, e[k]))
+                    why = f"has an invalid `{k}` ({_optional_problem(k, e[k])})"
                 elif (e["page"], e["block"]) in seen:
                     first = seen[e["page"], e["block"]]
                     why = f"repeats block {e['block']} of {show(e['page'])} (first on line {first})"
@@ -117,6 +123,21 @@ def read_excerpt_map(path: Path, label: str) -> dict:
         if why:
             raise LessonError(f"excerpt map entry {i + 1} {why}", path=label, line=line, hint=MAP_HINT)
     return data
+
+
+def _optional_problem(key: str, value) -> str | None:
+    """What is wrong with an optional key's value (None: nothing)."""
+
+    def number(x) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool) and x >= 1
+
+    if not isinstance(value, list) or not value:
+        return "not a non-empty array"
+    if key == "emphasize":
+        return None if all(number(x) for x in value) else "not line numbers"
+    if not all(isinstance(p, list) and len(p) == 2 and all(number(x) for x in p) and p[0] <= p[1] for p in value):
+        return "not [first, last] line pairs"
+    return None
 
 
 # ---------------------------------------------------------------- roles.toml

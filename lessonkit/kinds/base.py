@@ -70,9 +70,16 @@ class Kind:
     # "source": listed among the source a page cites (lesson footer, source pages);
     # "script": listed as a user of its script's page; None: not listed.
     citation: ClassVar[str | None] = "source"
+    # True: blocks of this kind with the same `Session:` on a page form a session; parse gives each
+    # of them the session's blocks (Block.session), after asking session_problems about them.
+    sessions: ClassVar[bool] = False
 
     def validate(self, block: "Block") -> list[Problem]:
         """Header rules that need no file (required keys are checked already)."""
+        return []
+
+    def session_problems(self, blocks: list["Block"]) -> list[tuple["Block", Problem]]:
+        """Rules about the blocks of one session of a page, in page order (see :attr:`sessions`)."""
         return []
 
     def resolve(self, project: "Project", block: "Block") -> Resolved:

@@ -6,7 +6,10 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
+import re
+
 from lessonkit.run import runner as execute
+from lessonkit.run import session as drive
 from lessonkit.run.box import sandbox
 from lessonkit.errors import LessonError, Problem
 from lessonkit.pipeline.parse import check_rel_path
@@ -17,9 +20,10 @@ from lessonkit.kinds.base import Kind, Resolved, slug
 class Experiment(Kind):
     name = "experiment"
     label = "EXPERIMENT"
-    fields = ("File", "Purpose", "Symbol", "Timeout", "Memory")
+    fields = ("File", "Purpose", "Symbol", "Timeout", "Memory", "Session")
     required = ("Purpose",)
     citation = "script"
+    sessions = True  # inline blocks with the same `Session:` run in one interpreter, in page order
 
     def validate(self, b):
         out = []
@@ -40,6 +44,19 @@ class Experiment(Kind):
                 "`Symbol` needs `File` in an experiment block",
                 "Symbol",
                 "add `File: experiments/….py`, or remove `Symbol` from the inline script",
+            )
+        name = b.get("Session")
+        if name is not None and "File" in b.fields:
+            bad(
+                "`Session` is for inline experiments",
+                "Session",
+                "a script of experiments/ runs on its own; write the session's code as the blocks' bodies",
+            )
+        elif name is not None and not SESSION.match(name):
+            bad(
+                f"`Session: {name}` is not a session name",
+                "Session",
+                "letters, digits, `_` and `-`, at most 40 characters, e.g. `Session: tape`",
             )
         t = b.get("Timeout")
         if t and not (t.isascii() and t.isdigit() and 1 <= int(t) <= 600):
@@ -68,11 +85,26 @@ class Experiment(Kind):
             source = project.scripts.file(rel).data
             job = execute.Job(Path(rel).name, source, timeout, rel, memory)
         else:
-            ex = None
-            source = ("\n".join(block.body) + "\n").encode()
-            name = f"{Path(block.path).stem.replace('-', '_')}_L{block.line}.py"
-            job = execute.Job(name, source, timeout, f"{block.path}:{block.line}", memory)
+            ex, job = None, inline_job(block, timeout, memory)
         return Resolved(block, ex, None, job)
+
+    def session_problems(self, blocks):
+        """`Timeout` and `Memory` are the session's: given on its first block only."""
+        first = blocks[0]
+        return [
+            (
+                b,
+                Problem(
+                    f"`{key}` on a later block of session `{b.get('Session')}`",
+                    b.path,
+                    b.line_of(key),
+                    f"give it on the session's first block (line {first.line}): it limits the whole session",
+                ),
+            )
+            for b in blocks[1:]
+            for key in ("Timeout", "Memory")
+            if key in b.fields
+        ]
 
     def anchor(self, r, n):
         b = r.block
@@ -101,8 +133,11 @@ class Experiment(Kind):
             )
         else:
             meta, links = [escape(labels["inline-script"])], []
+            if b.session:
+                n, total = b.session_index + 1, len(b.session)
+                meta.append(escape(labels.fill("session", name=b.get("Session"), n=n, total=total)))
             summary = escape(labels["script"])
-        code = renderer.code(*renderer.code_of(r), anchor)
+        code = renderer.shown(r, anchor)
         purpose = escape(labels["purpose"]) + escape(labels["colon"])
         purpose = f'<p class="lk-purpose"><strong>{purpose}</strong>{escape(b.get("Purpose"))}</p>'
         out = escape(result.stdout) if result.stdout else escape(labels["no-output"])
@@ -123,7 +158,7 @@ class Experiment(Kind):
         )
 
     def plain(self, r, project, result):
-        code = list(r.excerpt.lines) if r.excerpt else list(r.block.body)
+        code = r.excerpt.text_lines("# " + project.site.labels["elided"]) if r.excerpt else list(r.block.body)
         out = (result.stdout if result else "").rstrip("\n").split("\n")
         return [
             "```python",
@@ -140,6 +175,43 @@ class Experiment(Kind):
 
     def repin(self, block):
         return ("experiment",)
+
+
+SESSION = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+
+
+def inline_job(block, timeout: int, memory: int) -> execute.Job:
+    """The run of an inline block: a driver (:mod:`lessonkit.run.session`) that compiles the code
+    under the page's name at its page lines. In a session the driver runs every block up to this
+    one; its key is a digest of them (an edit to a block changes the keys of that block and the
+    ones after it only). Before the session's last block the job names the session's whole run,
+    which runs instead: one interpreter, one box, the first block's ``Timeout`` and ``Memory``."""
+    stem = Path(block.path).stem.replace("-", "_")
+    if not block.session:
+        code = [(block.body_line, "\n".join(block.body) + "\n")]
+        name, labels = f"{stem}_L{block.line}.py", [f"{block.path}:{block.line}"]
+    else:
+        code = [(p.body_line, "\n".join(p.body) + "\n") for p in block.session]
+        name = f"{stem}_session_{block.get('Session').replace('-', '_')}.py"
+        labels = [f"{block.path}:{p.line}" for p in block.session]
+        first = {k: (v, at) for k, v, at in block.session[0].fields}
+        timeout = int(first["Timeout"][0]) if "Timeout" in first else execute.DEFAULT_TIMEOUT
+        if "Memory" in first:
+            try:
+                memory = sandbox.parse_memory(first["Memory"][0])
+            except LessonError as exc:
+                raise exc.at(block.path, first["Memory"][1]) from None
+
+    def upto(n: int, **more) -> execute.Job:
+        parts = tuple(code[:n])
+        reads = "".join(c for _, c in parts).encode()
+        source = drive.driver(block.path, list(parts))
+        at = tuple(labels[:n])
+        return execute.Job(name, source, timeout, at[-1], memory, parts, at, reads=reads, **more)
+
+    whole = upto(len(code), prefixes=tuple(upto(n) for n in range(1, len(code))))
+    n = block.session_index + 1
+    return whole if n == len(code) else upto(n, whole=whole)
 
 
 KIND = Experiment()

@@ -7,6 +7,7 @@ from html import escape
 
 from lessonkit.errors import Problem
 from lessonkit.pipeline.parse import LINES
+from lessonkit.source import select
 from lessonkit.source.resolve import check_commit, check_lines, excerpt_of
 from lessonkit.kinds.base import Kind, Resolved, slug
 
@@ -16,8 +17,10 @@ COMMIT = re.compile(r"^[0-9a-fA-F]{7,40}$")
 class RealSource(Kind):
     name = "real-source"
     label = "REAL SOURCE"
-    fields = ("File", "Symbol", "Commit", "Lines")
-    required = ("File", "Commit")
+    fields = ("File", "Symbol", "Commit", "Lines", *select.PATTERNS, "Emphasize", "Docstring", "Dedent")
+    # `Commit` may be left out: the project has one pin (sourcemap/pin.toml), which every block shows;
+    # when given, it must name that pin.
+    required = ("File",)
 
     def validate(self, b):
         out = []
@@ -31,13 +34,14 @@ class RealSource(Kind):
                     "use the pinned commit or a prefix of ≥ 7 hex digits",
                 )
             )
-        if "Symbol" not in b.fields and b.body is None:
+        locators = ("Symbol", "Lines", *select.PATTERNS)
+        if not any(k in b.fields for k in locators) and b.body is None:
             out.append(
                 Problem(
                     "real-source block with neither `Symbol` nor a body",
                     b.path,
                     b.line,
-                    "name a Symbol, or quote the lines as a body",
+                    "name a Symbol, quote the lines as a body, or give `Lines: a-b`",
                 )
             )
         v = b.get("Lines")
@@ -49,10 +53,10 @@ class RealSource(Kind):
                         f"`Lines: {v}` is not a range `a-b` with 1 ≤ a ≤ b",
                         b.path,
                         b.line_of("Lines"),
-                        "for example `Lines: 25-32`, or remove the line (it is only a locator)",
+                        "for example `Lines: 25-32`",
                     )
                 )
-        return out
+        return out + select.header_problems(b)
 
     def resolve(self, project, block):
         check_commit(block, project.pin.commit)
@@ -78,7 +82,7 @@ class RealSource(Kind):
         return (
             f'<div class="lk-block lk-real-source" id="{anchor}">'
             + renderer.head(renderer.labels["real-source"], "real", meta, links)
-            + renderer.code(ex.text, ex.start, anchor)
+            + renderer.excerpt(ex, anchor)
             + "</div>"
         )
 
@@ -86,7 +90,7 @@ class RealSource(Kind):
         ex = r.excerpt
         symbol = ex.symbol or project.site.labels["fragment-plain"]
         head = f"# [REAL SOURCE] {ex.file} · {symbol} · {project.pin.short} · L{ex.start}-L{ex.end}"
-        return ["```python", head, *ex.lines, "```"]
+        return ["```python", head, *ex.text_lines("# " + project.site.labels["elided"]), "```"]
 
     def repin(self, block):
         return ("source",)

@@ -78,7 +78,7 @@ class Teaching(Kind):
         if ex:
             own = renderer.labels.html("teaching-file", file=f"<code>{escape(ex.file)}</code>")
             note = f'<p class="lk-disclaimer"{no_search}>{not_verbatim}{own}</p>'
-        body = renderer.code(*renderer.code_of(r), anchor)
+        body = renderer.shown(r, anchor)
         return (
             f'<div class="lk-block lk-teaching" id="{anchor}">'
             + renderer.head(renderer.labels["teaching-simplification"], "teach", meta, links)
@@ -88,7 +88,7 @@ class Teaching(Kind):
         )
 
     def plain(self, r, project, result):
-        body = list(r.excerpt.lines) if r.excerpt else list(r.block.body)
+        body = r.excerpt.text_lines("# " + project.site.labels["elided"]) if r.excerpt else list(r.block.body)
         note = project.site.labels.fill("not-verbatim", upstream=project.site.label)
         return ["```python", f"# [TEACHING SIMPLIFICATION] {note}", *body, "```"]
 

@@ -198,7 +198,7 @@ class PageLinks:
     def excerpt_line(self, file: str, start: int, end: int) -> str | None:
         """``#<block>-L<start>``: the first excerpt on the page (of ``file``) that shows these lines."""
         for anchor, ex in self.excerpts:
-            if ex.origin == "pinned" and ex.file == file and ex.start <= start and end <= ex.end:
+            if ex.origin == "pinned" and ex.file == file and ex.shows(start, end):
                 return f"#{anchor}-L{start}"
         return None
 

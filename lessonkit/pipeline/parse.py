@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from lessonkit.errors import LessonError, Problem
 
@@ -27,6 +27,16 @@ class Field:
 
 
 @dataclass(frozen=True)
+class SessionPart:
+    """One block of a page session (a kind with ``sessions``, blocks with the same ``Session:``)."""
+
+    line: int  # the block's opening fence
+    body_line: int | None
+    body: tuple[str, ...] | None
+    fields: tuple[tuple[str, str, int], ...]  # (key, value, line) of its headers
+
+
+@dataclass(frozen=True)
 class Block:
     kind: str
     path: str
@@ -38,6 +48,10 @@ class Block:
     start: int  # 0-based index of the opening fence in the text given to parse
     end: int  # 0-based index of the closing fence (inclusive)
     indent: str = ""
+    # A block of a page session: every block of the session in page order (this one included), and
+    # this block's place among them. () when the block is in no session.
+    session: tuple[SessionPart, ...] = ()
+    session_index: int = 0
 
     def get(self, key: str) -> str | None:
         f = self.fields.get(key)
@@ -64,6 +78,7 @@ class BrokenBlock:
     start: int
     end: int
     indent: str = ""
+    ordinal: int | None = None  # the place among the page's blocks it would have had (a known kind)
 
 
 @dataclass
@@ -177,13 +192,13 @@ def parse_page(text: str, path: str = "<markdown>", line_offset: int = 0, kinds=
                     line=lineno,
                     hint=f"add a line {fence} after the block",
                 )
-                page.items.append(BrokenBlock(err, i, stop, indent))
+                page.items.append(BrokenBlock(err, i, stop, indent, ordinal))
                 break
             try:
                 block = _build(kinds[word], lines, i, end, indent, path, line_offset, ordinal)
                 page.items.append(block)
             except LessonError as exc:
-                page.items.append(BrokenBlock(exc.at(path, lineno), i, end, indent))
+                page.items.append(BrokenBlock(exc.at(path, lineno), i, end, indent, ordinal))
             ordinal += 1
         elif kinds.near(word):
             err = kinds.unknown(word, path, lineno)
@@ -194,7 +209,40 @@ def parse_page(text: str, path: str = "<markdown>", line_offset: int = 0, kinds=
             break  # an unclosed ordinary fence runs to the end of the page
         i = end + 1
         prev_blank = False
+    _link_sessions(page, kinds)
     return page
+
+
+def _link_sessions(page: ParsedPage, kinds) -> None:
+    """Give every block of a page session (same kind, which has ``sessions``; same ``Session:``)
+    the session's blocks in page order. A block the kind's ``session_problems`` rejects becomes a
+    broken block; the session goes on without it."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for n, item in enumerate(page.items):
+        if isinstance(item, Block) and item.get("Session") and getattr(kinds[item.kind], "sessions", False):
+            groups.setdefault((item.kind, item.get("Session")), []).append(n)
+    for (kind, _), where in groups.items():
+        bad: dict[int, list[Problem]] = {}
+        for block, problem in kinds[kind].session_problems([page.items[n] for n in where]):
+            bad.setdefault(id(block), []).append(problem)
+        good = []
+        for n in where:
+            b = page.items[n]
+            if id(b) in bad:
+                page.items[n] = BrokenBlock(LessonError.collect(bad[id(b)]), b.start, b.end, b.indent, b.ordinal)
+            else:
+                good.append(n)
+        parts = tuple(
+            SessionPart(
+                page.items[n].line,
+                page.items[n].body_line,
+                page.items[n].body,
+                tuple((k, f.value, f.line) for k, f in page.items[n].fields.items()),
+            )
+            for n in good
+        )
+        for k, n in enumerate(good):
+            page.items[n] = replace(page.items[n], session=parts, session_index=k)
 
 
 def _swallowed(page, kinds, lines, start, end, fence, path, offset) -> None:

@@ -117,16 +117,53 @@ class Renderer:
     project: object = None  # the project whose pages are rendered (kinds that render inline references)
     code_of = staticmethod(code_of)
 
-    def code(self, text: str, start: int, anchor: str, title: str | None = None) -> str:
+    def code(self, text: str, start: int, anchor: str, title: str | None = None, emphasize=()) -> str:
+        """Highlighted code with real line numbers from ``start``; ``emphasize``: file lines to mark
+        (pymdownx's ``hl_lines``, which Material styles as ``.hll``)."""
+        hl = [n - start + 1 for n in emphasize if n >= start]
+
         def make() -> str:
-            html = self.highlight(text, "python", linestart=start, title=title, code_block_count=0)
+            html = self.highlight(text, "python", linestart=start, title=title, code_block_count=0, hl_lines=hl or None)
             return html.replace("__codelineno-0-", f"{anchor}-L").replace("__span-0-", f"{anchor}-s")
 
         if self.store is None:
             html = make()
         else:
-            html = self.store.get_or_make(digest("code", self.tools, text, str(start), anchor, title or ""), make)
+            key = digest("code", self.tools, text, str(start), anchor, title or "", repr(hl))
+            html = self.store.get_or_make(key, make)
         return self.deferred.slot(text, html) if self.deferred is not None else html
+
+    def excerpt(self, ex, anchor: str) -> str:
+        """An excerpt's code: one highlighted block per run (each in its own container, so that
+        Material gives each its own copy button, which copies that run's code only) with an elision
+        row, outside any code, for every range of left-out lines; it links to all of them in the
+        source browser (else upstream)."""
+        parts = ex.parts()
+        if len(parts) == 1:
+            return self.code(ex.text, ex.start, anchor, emphasize=ex.emphasize)
+        out, k = [], 0
+        for what, a, b, lines in parts:
+            if what == "run":
+                k += 1
+                code = self.code("\n".join(lines) + "\n", a, anchor, emphasize=ex.emphasize)
+                out.append(f'<div class="lk-run" id="{anchor}-r{k}">{code}</div>')
+                continue
+            lo, hi = ex.scope or (ex.start, ex.end)
+            if ex.origin == "pinned":
+                href = self.links.source(ex.file, lo, hi) or self.pin.permalink(ex.file, lo, hi)
+            else:
+                href = self.links.script(ex.file)
+            text = escape(self.labels.fill("elided", n=b - a + 1))
+            title = escape(self.labels["elided-title"])
+            row = f'<a href="{escape(href)}" title="{title}">{text}</a>' if href else text
+            out.append(f'<div class="lk-elided"{self.no_search}>{row}</div>')
+        return "".join(out)
+
+    def shown(self, r: Resolved, anchor: str) -> str:
+        """The code a block shows: its excerpt (runs and elision rows), else its body."""
+        if r.excerpt is not None:
+            return self.excerpt(r.excerpt, anchor)
+        return self.code(*self.code_of(r), anchor)
 
     def head(self, badge: str, kind: str, meta: list[str], links: list[tuple[str, str]]) -> str:
         link_html = " ".join(f'<a class="lk-link" href="{escape(u)}">{escape(t)}</a>' for t, u in links if u)

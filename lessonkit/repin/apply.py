@@ -74,7 +74,7 @@ def pin_text(old_text: str, pin: Pin, target: Target) -> str:
     return "\n".join(out) + "\n"
 
 
-HEADER_LINE = r"^(?P<pre>[ \t]*{key}[ \t]*:[ \t]*)(?P<value>\S+)(?P<post>[ \t]*)$"
+HEADER_LINE = r"^(?P<pre>[ \t]*{key}[ \t]*:[ \t]*)(?P<value>\S(?:.*\S)?)(?P<post>[ \t]*)$"
 
 
 def _set_header(lines: list[str], n: int, key: str, old: str, new: str, where: str) -> None:
@@ -101,6 +101,8 @@ def page_edits(project: Project, report: RepinReport, commit: str) -> dict[Path,
             _set_header(lines, b.line_of("Commit"), "Commit", c, commit[: max(7, len(c))], b.path)
         if i.status == "moved" and b.get("Lines"):
             _set_header(lines, b.line_of("Lines"), "Lines", b.get("Lines"), f"{i.new[0]}-{i.new[1]}", b.path)
+        if i.status == "moved" and b.get("Emphasize") and i.emphasize:
+            _set_header(lines, b.line_of("Emphasize"), "Emphasize", b.get("Emphasize"), i.emphasize, b.path)
     out = {}
     for rel, lines in edits.items():
         path = project.root / rel

@@ -25,8 +25,10 @@ from lessonkit.errors import LessonError
 from lessonkit.pipeline.parse import Block, BrokenBlock
 from lessonkit.source.pin import Pin
 from lessonkit.project import Project
+from lessonkit.source import select
 from lessonkit.source.pyindex import MISSING_SYMBOL, SELECTOR, SourceFile
 from lessonkit.source.resolve import Excerpt, Tree, based_on, excerpt_of
+from lessonkit.repin import runs
 from lessonkit.repin.acquire import Target
 
 HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
@@ -49,6 +51,7 @@ class Item:
     diff: list[str] = field(default_factory=list)
     candidates: list[str] = field(default_factory=list)
     block: Block | None = None
+    emphasize: str | None = None  # a moved excerpt's `Emphasize:` at the target (what --apply writes)
 
     @property
     def attention(self) -> bool:
@@ -284,15 +287,25 @@ def _source_item(project: Project, ttree: Tree, index: Index, block: Block, base
         return replace(item, detail=f"does not resolve at the pin: {exc.problem.message}{hint}")
     item = replace(item, old=(old.start, old.end))
     try:
-        new = based_on(ttree, block) if based else excerpt_of(ttree, block)
+        new = based_on(ttree, block) if based else excerpt_of(ttree, select.without_numbers(block, old.lines))
     except LessonError as exc:
         return _unresolved(item, project, ttree, index, old, file, symbol, exc, vs)
     item = replace(item, new=(new.start, new.end))
-    if new.lines == old.lines:
-        if (new.start, new.end) == (old.start, old.end):
+    if new.lines == old.lines and len(new.spans) == len(old.spans):
+        if (new.spans, new.elided) == (old.spans, old.elided):
             return replace(item, status="unchanged")
-        loc = " (a `Lines:` locator to rewrite)" if (not based and block.get("Lines")) else ""
-        return replace(item, status="moved", detail=f"L{old.start}-{old.end} → L{new.start}-{new.end}{loc}")
+        rewrite = [f"`{k}:`" for k in ("Lines", "Emphasize") if not based and block.get(k)]
+        loc = f" ({' and '.join(rewrite)} to rewrite)" if rewrite else ""
+        if len(rewrite) == 1 and block.get("Lines"):
+            loc = " (a `Lines:` locator to rewrite)"
+        emph = None
+        if not based and old.emphasize:
+            moved_to = dict(zip(old.numbers(), new.numbers()))
+            emph = select.ranges([moved_to[n] for n in old.emphasize])
+        span = f"L{old.start}-{old.end} → L{new.start}-{new.end}"
+        if new.spans != ((new.start, new.end),) or old.spans != ((old.start, old.end),):
+            span += f" (runs {_show_spans(old.spans)} → {_show_spans(new.spans)})"
+        return replace(item, status="moved", detail=span + loc, emphasize=emph)
     diff = _udiff(
         old.lines,
         new.lines,
@@ -310,72 +323,8 @@ def _source_item(project: Project, ttree: Tree, index: Index, block: Block, base
     )
 
 
-def _normalise_output(text: str, name: str) -> str:
-    """An experiment's output without the line that names the tree's version (``[name 1.9.1 · pinned tree]``)."""
-    announce = re.compile(r"^\[" + re.escape(name) + r" [^\]\n]*· pinned tree\]$", re.M)
-    return announce.sub(f"[{name} … · pinned tree]", text)
-
-
-def target_runner(project: Project, target: Target) -> execute.Runner:
-    """A runner for the project's experiments against the target tree (its own cache folder)."""
-    return execute.Runner(
-        target.root,
-        target.version or "unknown",
-        target.digest,
-        project.experiments,
-        project.cache / "repin",
-        extra_paths=tuple(project.root / d for d in project.site.teaching),
-        env_prefix=project.site.env_prefix,
-        tools=project.site.tools,
-    )
-
-
-def _experiment_items(project: Project, target: Target, exps: list[tuple[Block, execute.Job]], vs) -> list[Item]:
-    if not exps:
-        return []
-    jobs = [j for _, j in exps]
-    at_pin = project.runner.run_all(jobs)
-    runner = target_runner(project, target)
-    at_target = runner.run_all(jobs)
-    out = []
-    for block, job in exps:
-        a, b = at_pin[project.runner.key(job)], at_target[runner.key(job)]
-        item = Item(block.path, block.line, "experiment", job.label, "unchanged", block=block)
-        if not a.ok:
-            out.append(
-                replace(
-                    item,
-                    status="error",
-                    detail="fails at the pin: " + execute.failure(a, job, job.timeout).problem.message,
-                )
-            )
-            continue
-        if not b.ok:
-            tail = execute.failure(b, job, job.timeout).problem.message
-            out.append(
-                replace(
-                    item,
-                    status="fails",
-                    detail=f"fails against the target: {tail}",
-                    diff=_udiff(
-                        a.stdout.splitlines(),
-                        (b.stdout + b.stderr).splitlines(),
-                        1,
-                        1,
-                        f"stdout {vs[0]}",
-                        f"stdout + stderr {vs[1]}",
-                    ),
-                )
-            )
-            continue
-        sa, sb = _normalise_output(a.stdout, target.name), _normalise_output(b.stdout, target.name)
-        if sa == sb and a.truncated == b.truncated:
-            out.append(item)
-            continue
-        diff = _udiff(sa.splitlines(), sb.splitlines(), 1, 1, f"stdout {vs[0]}", f"stdout {vs[1]}")
-        n = sum(1 for l in diff if l[:1] in "+-" and not l.startswith(("+++", "---")))
-        out.append(replace(item, status="differs", detail=f"its output differs ({n} line(s))", diff=diff))
-    return out
+def _show_spans(spans) -> str:
+    return ", ".join(f"L{a}-{b}" for a, b in spans)
 
 
 def _title(text: str, fallback: str) -> str:
@@ -486,7 +435,7 @@ def build_report(project: Project, target: Target, pages: list[Path] | None = No
                         line=block.line,
                         hint="a kind's repin() returns roles from lessonkit.kinds.REPIN_ROLES",
                     )
-    items += _experiment_items(project, target, exps, vs)
+    items += runs.experiment_items(project, target, exps, vs)
     from lessonkit.repin import prose as repin_prose  # inline references, snapshots, figures and recorded values
 
     items += repin_prose.items(project, ttree, target, parsed_pages, vs)

@@ -129,7 +129,7 @@ def _recorded_items(project, target, recorded, vs, Item) -> list:
         return []
     jobs = [j for _, j in recorded]
     at_pin = project.runner.run_all(jobs)
-    from lessonkit.repin.classify import target_runner
+    from lessonkit.repin.runs import target_runner
 
     runner = target_runner(project, target)
     at_target = runner.run_all(jobs)

@@ -28,6 +28,15 @@ class Job:
     timeout: int
     label: str  # where it comes from, e.g. experiments/x.py or docs/a.md:12
     memory: int = sandbox.DEFAULT_MEMORY  # address-space limit in bytes (`Memory:`)
+    # An inline driver (lessonkit.run.session): the page blocks it runs, (page line, code) in order;
+    # the job's own output is the last one's.
+    parts: tuple[tuple[int, str], ...] = ()
+    part_labels: tuple[str, ...] = ()  # where each of them is (docs/a.md:12)
+    # A session block before the last one: the job of the whole session, which runs instead (the
+    # result of this job comes with it). The whole session's job lists the jobs before it.
+    whole: "Job | None" = None
+    prefixes: tuple["Job", ...] = ()
+    reads: bytes | None = None  # the text whose names decide the sibling scripts in the key (default: source)
 
 
 @dataclass(frozen=True)

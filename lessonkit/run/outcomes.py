@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import signal
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -63,6 +64,46 @@ _STORED = {
 }
 
 
+def session_results(job: "Job", raw: "Result", key_of) -> dict[str, "Result"]:
+    """The results of the blocks an inline driver ran (:mod:`lessonkit.run.session`), by key: the
+    job's own (its last block) and, for the whole of a session, those of the jobs before it.
+
+    A block before the one where the run stopped passed; that block has the run's failure (its
+    exit code, timeout and stderr); the blocks after it did not run (problem ``session: LABEL``, the
+    stopping block's label). A failure the box or the tree caused (tampered, vanished, …) is every
+    block's. A run that passed but whose output was cut off after the stopping block's mark shows
+    what it has, with the cut counted."""
+    from dataclasses import replace as copy
+
+    from lessonkit.run.jobs import Result
+    from lessonkit.run.session import end_mark_bytes, split
+
+    blocks = len(job.parts)
+    jobs = {blocks - len(job.prefixes) + n: j for n, j in enumerate(job.prefixes)}  # block number -> job
+    jobs[blocks] = job
+    outs, ended = split(raw.stdout, list(job.parts))
+    started = [n for n, text in enumerate(outs, 1) if text is not None]
+    stop = blocks if ended else (started[-1] if started else 1)
+    cut = max(0, raw.truncated - end_mark_bytes(list(job.parts))) if raw.truncated else 0
+    out = {}
+    for n, j in sorted(jobs.items()):
+        k, text = key_of(j), outs[n - 1] or ""
+        own = n == blocks
+        passed = Result(k, 0, text, raw.stderr if own else "", 0, raw.cpu_seconds, raw.wall_seconds)
+        if raw.problem:  # the box's or the tree's failure, not a block's
+            out[k] = copy(raw, key=k, stdout=text, record=None)
+        elif ended or n < stop:
+            out[k] = copy(passed, record=raw.record if own else None)
+        elif raw.ok and (raw.truncated or n == stop):  # cut off, or sys.exit(0) in the stopping block
+            out[k] = copy(passed, truncated=cut if raw.truncated else 0)
+        elif n == stop:
+            out[k] = copy(raw, key=k, stdout=text, record=None)
+        else:
+            stopped = f"session: {job.part_labels[stop - 1] if job.part_labels else job.label}"
+            out[k] = copy(raw, key=k, stdout="", stderr="", record=None, timed_out=False, problem=stopped)
+    return out
+
+
 _OOM = ("MemoryError", "Unable to allocate", "Cannot allocate memory", "std::bad_alloc")
 
 
@@ -81,6 +122,11 @@ def failure(result: Result | None, job: Job, timeout: int) -> LessonError:
         return LessonError(
             f"experiment {label} ran while the pinned tree changed; its output is not used",
             hint="an experiment of this build wrote into the pinned tree; see the manifest lines",
+        )
+    if result.problem.startswith("session: "):
+        return LessonError(
+            f"experiment {label} did not run: its session stopped at the block at {result.problem[9:]}",
+            hint="the blocks of a session run in order in one interpreter; fix that block first",
         )
     if result.problem.startswith("record: "):
         return LessonError(
@@ -113,4 +159,11 @@ def failure(result: Result | None, job: Job, timeout: int) -> LessonError:
             f"experiment {label} ran out of memory (limit {sandbox.show_size(job.memory)}): {tail[-200:]}",
             hint="use less memory, or raise `Memory:` for this block",
         )
-    return LessonError(f"experiment {label} failed with exit code {result.exit_code}: {tail[-300:]}", hint=run_hint)
+    at = ""
+    if job.parts:  # an inline driver: the traceback names page lines; say the last one
+        lines = PAGE_FRAME.findall(result.stderr)
+        at = f" at {lines[-1][0]}:{lines[-1][1]}" if lines else ""
+    return LessonError(f"experiment {label} failed with exit code {result.exit_code}{at}: {tail[-300:]}", hint=run_hint)
+
+
+PAGE_FRAME = re.compile(r'File "([^"\n]+\.md)", line (\d+)')

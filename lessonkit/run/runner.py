@@ -25,7 +25,7 @@ from lessonkit.util.fs import atomic_write, owned_path, remove_owned
 from lessonkit.run.jobs import SKIPPED as SKIPPED
 from lessonkit.run.jobs import Job, Pending, Result, _shared_files, versions
 from lessonkit.run.jobs import pin_args as pin_args
-from lessonkit.run.outcomes import _check, _read_record, _STORED
+from lessonkit.run.outcomes import _check, _read_record, _STORED, session_results
 from lessonkit.run.outcomes import failure as failure
 
 # Not under "mkdocs": a warning that only costs time must not fail `mkdocs build --strict`.
@@ -127,7 +127,7 @@ class Runner:
             + b"\0"
             + job.source
             + b"\0"
-            + self.siblings(job.source)
+            + self.siblings(job.source if job.reads is None else job.reads)
         ).hexdigest()
 
     def siblings(self, source: bytes) -> bytes:
@@ -212,20 +212,37 @@ class Runner:
             result = hit
             self.stats["cached"] += 1
         else:
-            result = self._execute(job)
-            self.stats["ran"] += 1
-            self._ran = True
-            # A box with namespaces cannot write the pinned tree (it is read-only there) and reads
-            # the checked copy: what changes the tree meanwhile is reported once, by tree_problems.
-            # Without them a script can write it: checked after every run.
-            changed = [] if sandbox.namespaces_available() else self.recheck()
-            if changed:  # computed while the pinned tree was not the pinned tree: never cached
-                result = replace(result, problem=result.problem or "tampered")
-            if result.ok:
-                self._store(result)
+            if job.whole is not None and not self._stored(self.key(job.whole)):
+                self.run(job.whole)  # the whole session runs once, in one box; this block's result comes with it
+                with self._lock:
+                    derived = self._done.get(key)
+                if derived is not None:
+                    return derived
+            result = self._fresh(job)[key]
         with self._lock:
             self._done[key] = result
         return result
+
+    def _fresh(self, job: Job) -> dict[str, Result]:
+        """Run ``job`` now: its result, and for the whole of a session the results of the blocks
+        before the last (see :func:`lessonkit.run.outcomes.session_results`). Passing ones are stored."""
+        raw = self._execute_raw(job)
+        self.stats["ran"] += 1
+        self._ran = True
+        # A box with namespaces cannot write the pinned tree (it is read-only there) and reads
+        # the checked copy: what changes the tree meanwhile is reported once, by tree_problems.
+        # Without them a script can write it: checked after every run.
+        changed = [] if sandbox.namespaces_available() else self.recheck()
+        if changed:  # computed while the pinned tree was not the pinned tree: never cached
+            raw = replace(raw, problem=raw.problem or "tampered")
+        results = session_results(job, raw, self.key) if job.parts else {raw.key: raw}
+        for k, result in results.items():
+            if result.ok:
+                self._store(result)
+            if k != raw.key:
+                with self._lock:
+                    self._done.setdefault(k, result)
+        return results
 
     def run_all(self, jobs: list[Job]) -> dict[str, Result]:
         """Run every distinct job, uncached ones in parallel over the cores."""
@@ -253,6 +270,7 @@ class Runner:
         signals.enter_context(sandbox.cancel_on_signals())  # queued jobs then end at once, as cancelled
         futures: dict[str, Future] = {}
         to_run = 0
+        chained = []  # session blocks whose result comes with their session's run in this batch
         with self._lock:
             for k, j in todo.items():
                 if k in self._done:
@@ -260,12 +278,42 @@ class Runner:
                     futures[k].set_result(self._done[k])
                 elif k in self._inflight:
                     futures[k] = self._inflight[k]
-                else:
-                    to_run += not self._stored(k)
+                elif self._stored(k):
                     futures[k] = self._inflight[k] = pool.submit(self._run, k, j)
+                elif j.whole is not None and self.key(j.whole) in todo and not self._stored(self.key(j.whole)):
+                    to_run += 1
+                    chained.append((k, j))
+                    futures[k] = None  # keeps the page order of the results
+                else:
+                    to_run += 1
+                    futures[k] = self._inflight[k] = pool.submit(self._run, k, j)
+            for k, j in chained:  # never a pool task waiting for another: one session, one run
+                futures[k] = self._inflight[k] = Future()
+        for k, j in chained:  # outside the lock: a session already done calls back at once
+            self._after(futures[self.key(j.whole)], futures[k], k, j)
         self.tree.lease()  # the common copy lives until the batch's results (or cancel)
         signals.callback(self.tree.release)
         return Pending(futures, pool, to_run, signals)
+
+    def _after(self, whole: Future, out: Future, key: str, job: Job) -> None:
+        """Complete ``out``, a session block's future, when its session's run is done, with the result
+        that run derived for it (or, when the session's result came from elsewhere, a run of its own)."""
+
+        def done(f: Future) -> None:
+            if f.cancelled():
+                out.set_result(Result(key, -int(signal.SIGTERM), "", "", 0, 0.0, 0.0, problem="cancelled"))
+                return
+            if f.exception() is not None:
+                out.set_exception(f.exception())
+                return
+            with self._lock:
+                got = self._done.get(key)
+            try:
+                out.set_result(got if got is not None else self._run(key, job))
+            except BaseException as exc:  # noqa: BLE001 (handed to whoever waits for the result)
+                out.set_exception(exc)
+
+        whole.add_done_callback(done)
 
     # -- the pinned tree (lessonkit.run.box.tree)
 
@@ -330,6 +378,11 @@ class Runner:
         return [p.resolve() for p in out if p.is_dir()]
 
     def _execute(self, job: Job) -> Result:
+        """Run ``job`` now, without the cache (``lessonkit run``): its own result."""
+        raw = self._execute_raw(job)
+        return session_results(job, raw, self.key)[raw.key] if job.parts else raw
+
+    def _execute_raw(self, job: Job) -> Result:
         cancelled = Result(self.key(job), -int(signal.SIGTERM), "", "", 0, 0.0, 0.0, problem="cancelled")
         self.tree.lease()
         try:

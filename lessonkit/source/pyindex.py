@@ -122,8 +122,7 @@ class SourceFile:
         if len(hits) == 1:
             return hits[0]
         if not hits:
-            names = sorted({d.name for d in self.definitions if d.kind != "call"})
-            close = difflib.get_close_matches(symbol, names, n=4, cutoff=0.6)
+            close = self.suggest(symbol)
             hint = (
                 ("did you mean " + ", ".join(f"`{c}` (L{self._line(c)})" for c in close) + "?")
                 if close
@@ -136,6 +135,21 @@ class SourceFile:
             + ", ".join(f"L{d.start}-{d.end}" for d in hits)
             + "; quote the lines you mean as a body without Symbol",
         )
+
+    def suggest(self, symbol: str, n: int = 4) -> list[str]:
+        """Names close to ``symbol``: whole names first (``backwards_pass`` → ``backward_pass``), then
+        dotted members whose own name is it or close to it (``peek`` → ``peekable.peek``)."""
+        names = sorted({d.name for d in self.definitions if d.kind != "call"})
+        members: dict[str, list[str]] = {}
+        for name in names:
+            if "." in name:
+                members.setdefault(name.rsplit(".", 1)[1], []).append(name)
+        own = symbol.rsplit(".", 1)[-1]
+        out = difflib.get_close_matches(symbol, names, n=n, cutoff=0.6)
+        out += members.get(own, [])
+        for close in difflib.get_close_matches(own, list(members), n=n, cutoff=0.75):
+            out += members[close]
+        return list(dict.fromkeys(c for c in out if c != symbol))[:n]
 
     def _line(self, name: str) -> int:
         return next(d.start for d in self.definitions if d.name == name)

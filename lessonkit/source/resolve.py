@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lessonkit.errors import LessonError
 from lessonkit.pipeline.parse import Block, check_rel_path
+from lessonkit.source import select
 from lessonkit.source.pyindex import SourceFile
 from lessonkit.util.store import Store
+
+
+ELIDED = "\u2026"  # what stands for left-out lines in the text an excerpt's sha256 is taken of
 
 
 @dataclass(frozen=True)
@@ -17,13 +21,46 @@ class Excerpt:
     origin: str  # "pinned" (the pinned tree, e.g. autograd) or "repo" (this repository)
     file: str
     symbol: str | None
-    start: int
-    end: int
-    lines: tuple[str, ...]  # shown text, uniform indentation removed
+    start: int  # the first line of the first run
+    end: int  # the last line of the last run
+    lines: tuple[str, ...]  # shown text of every run, in order, indentation removed (see Dedent)
+    runs: tuple[tuple[int, int], ...] = ()  # (first, last) file line of each shown run; (): one run
+    elided: tuple[tuple[int, int], ...] = ()  # (first, last) file lines left out between or around runs
+    scope: tuple[int, int] | None = None  # what an elision row links to: the symbol, else start-end
+    emphasize: tuple[int, ...] = ()  # file lines shown emphasised (`Emphasize:`)
+
+    @property
+    def spans(self) -> tuple[tuple[int, int], ...]:
+        """The (first, last) line of every shown run."""
+        return self.runs or ((self.start, self.end),)
+
+    def parts(self) -> list[tuple[str, int, int, tuple[str, ...]]]:
+        """Runs and elisions in file order: ``("run", first, last, lines)`` or ``("elided", first, last, ())``."""
+        out, k = [], 0
+        for a, b in self.spans:
+            out.append(("run", a, b, self.lines[k : k + b - a + 1]))
+            k += b - a + 1
+        out += [("elided", a, b, ()) for a, b in self.elided]
+        return sorted(out, key=lambda p: p[1])
+
+    def numbers(self) -> list[int]:
+        """The file line number of every shown line, in order."""
+        return [n for a, b in self.spans for n in range(a, b + 1)]
+
+    def shows(self, start: int, end: int) -> bool:
+        """Lines ``start``-``end`` are all shown, in one run."""
+        return any(a <= start and end <= b for a, b in self.spans)
+
+    def text_lines(self, elision: str = ELIDED) -> list[str]:
+        """The shown lines, an ``elision`` line (``{n}``: how many lines) where lines are left out."""
+        out = []
+        for what, a, b, lines in self.parts():
+            out += list(lines) if what == "run" else [elision.replace("{n}", str(b - a + 1))]
+        return out
 
     @property
     def text(self) -> str:
-        return "\n".join(self.lines) + "\n"
+        return "\n".join(self.text_lines()) + "\n"
 
     @property
     def sha256(self) -> str:
@@ -159,7 +196,9 @@ def _mismatch(region: list[str], body: tuple[str, ...], first_line: int, body_li
 
 
 def excerpt_of(tree: Tree, block: Block, file_key: str = "File", symbol_key: str = "Symbol") -> Excerpt:
-    """The excerpt a block shows: a whole symbol, a fragment of it, or a unique body."""
+    """The excerpt a block shows: a whole symbol, lines of it or of the file (``Lines`` alone,
+    ``Start-*``/``End-*`` patterns), or a body (runs between elision lines, each verbatim);
+    then ``Docstring``, ``Dedent`` and ``Emphasize`` (see :mod:`lessonkit.source.select`)."""
     try:
         sf = tree.file(block.get(file_key))
     except LessonError as exc:
@@ -172,6 +211,7 @@ def excerpt_of(tree: Tree, block: Block, file_key: str = "File", symbol_key: str
             line=block.line_of(file_key),
             hint="excerpt a file with content",
         )
+    d = None
     if symbol:
         try:
             d = sf.find(symbol)
@@ -182,42 +222,203 @@ def excerpt_of(tree: Tree, block: Block, file_key: str = "File", symbol_key: str
         where = f"{sf.rel} ({symbol}, L{d.start}-{d.end})"
     else:
         region, lo, where = sf.lines, 1, sf.rel
-    if block.body is None:
-        start, end, lines = lo, lo + len(region) - 1, tuple(region)
-    else:
-        hits = _matches(region, block.body)
-        if not hits:
-            if symbol:
-                outside = _matches(sf.lines, block.body)
-                if outside:
-                    k = outside[0][0]
-                    raise LessonError(
-                        f"body is not inside `{symbol}`",
-                        path=block.path,
-                        line=block.body_line,
-                        hint=f"it is at {sf.rel} L{k + 1}-{k + len(block.body)}, outside "
-                        f"{symbol} (L{lo}-{lo + len(region) - 1}); fix the Symbol",
-                    )
-            raise _mismatch(region, block.body, lo, block.body_line, where).at(block.path, block.body_line)
-        if len(hits) > 1:
-            at = ", ".join(f"L{lo + k}" for k, _ in hits[:6])
+    if any(block.get(k) for k in select.PATTERNS):
+        region, lo = select.narrow(region, lo, block, where)
+    elif not symbol and block.body is None and block.lines_range:  # `Lines: a-b` alone: those lines
+        a, b = block.lines_range
+        if b > len(sf.lines):
             raise LessonError(
-                f"body occurs {len(hits)} times in {where}",
+                f"`Lines: {a}-{b}` runs past the end of {sf.rel} ({len(sf.lines)} lines)",
                 path=block.path,
-                line=block.body_line,
-                hint=f"at {at}; quote more lines or name a Symbol",
+                line=block.line_of("Lines"),
+                hint="check the range against the source browser",
             )
-        k, indent = hits[0]
-        start, end = lo + k, lo + k + len(block.body) - 1
-        lines = tuple(l[len(indent) :] if l.startswith(indent) else l.lstrip() for l in region[k : k + len(block.body)])
-    lines = _dedent(lines)
-    return Excerpt(tree.origin, sf.rel, symbol, start, end, lines)
+        blank = next((n for n in (a, b) if not sf.lines[n - 1].strip()), None)
+        if blank is not None:
+            raise LessonError(
+                f"`Lines: {a}-{b}` {'starts' if blank == a else 'ends'} with a blank line (L{blank})",
+                path=block.path,
+                line=block.line_of("Lines"),
+                hint="begin and end the range with lines of code",
+            )
+        region, lo = sf.lines[a - 1 : b], a
+    elided: list[tuple[int, int]] = []
+    if block.body is None:
+        runs = [_trim(sf, lo, lo + len(region) - 1)]
+        if d is not None and block.get("Docstring") == "hide":
+            runs, elided = _without_docstring(sf, d, block)
+    else:
+        runs, elided = _body_runs(sf, region, lo, block, symbol, where, d)
+    originals = [sf.lines[a - 1 : b] for a, b in runs]
+    if not any(line.strip() for run in originals for line in run):
+        raise LessonError(
+            "the excerpt has only blank lines",
+            path=block.path,
+            line=block.line,
+            hint="select lines with code",
+        )
+    try:
+        mode = select.dedent_mode(block.get("Dedent"))
+    except LessonError as exc:
+        raise exc.at(block.path, block.line_of("Dedent"))
+    shown = select.dedent(originals, mode, [a for a, _ in runs], block, block.line_of("Dedent"))
+    lines = tuple(line for run in shown for line in run)
+    scope = (d.start, d.end) if d is not None else (runs[0][0], runs[-1][1])
+    ex = Excerpt(
+        tree.origin,
+        sf.rel,
+        symbol,
+        runs[0][0],
+        runs[-1][1],
+        lines,
+        tuple(runs) if len(runs) > 1 else (),
+        tuple(elided),
+        scope,
+    )
+    value = block.get("Emphasize")
+    if value:
+        try:
+            emph = select.emphasis(value)
+        except LessonError as exc:
+            raise exc.at(block.path, block.line_of("Emphasize"))
+        hidden = [n for n in emph if not ex.shows(n, n)]
+        if hidden:
+            where_shown = ", ".join(f"L{a}-{b}" for a, b in ex.spans)
+            raise LessonError(
+                f"`Emphasize: {value}`: line {hidden[0]} is not shown (the excerpt shows {where_shown})",
+                path=block.path,
+                line=block.line_of("Emphasize"),
+                hint=select.EMPHASIS_HINT,
+            )
+        ex = replace(ex, emphasize=emph)
+    return ex
 
 
-def _dedent(lines: tuple[str, ...]) -> tuple[str, ...]:
-    widths = [len(l) - len(l.lstrip(" ")) for l in lines if l.strip()]
-    cut = min(widths) if widths else 0
-    return tuple(l[cut:] if l.strip() else "" for l in lines)
+def _trim(sf: SourceFile, a: int, b: int) -> tuple[int, int]:
+    """Lines ``a``-``b`` without blank lines at either end (a run starts and ends with text, so that
+    the highlighter, which drops blank lines at the ends, numbers every line right)."""
+    while a < b and not sf.lines[a - 1].strip():
+        a += 1
+    while b > a and not sf.lines[b - 1].strip():
+        b -= 1
+    return a, b
+
+
+def _without_docstring(sf: SourceFile, d, block: Block) -> tuple[list, list]:
+    """The runs of a whole def or class without its docstring (and the blank lines after it)."""
+    try:
+        doc = select.docstring_range(sf.module, sf.lines, d.name, d.start, d.end)
+    except LessonError as exc:
+        raise exc.at(block.path, block.line_of("Docstring"))
+    if doc is None:
+        raise LessonError(
+            f"`{d.name}` has no docstring to hide",
+            path=block.path,
+            line=block.line_of("Docstring"),
+            hint="remove `Docstring: hide`",
+        )
+    a, b = doc
+    while b < d.end and not sf.lines[b].strip():  # the blank lines right after it go too
+        b += 1
+    runs = [_trim(sf, x, y) for x, y in ((d.start, a - 1), (b + 1, d.end)) if x <= y]
+    return runs, [(a, b)]
+
+
+def _body_runs(sf: SourceFile, region: list[str], lo: int, block: Block, symbol, where, d) -> tuple[list, list]:
+    """The file lines each run of the body quotes, in order, and the lines its elisions leave out."""
+    parts = select.body_parts(block.body, block.body_line)
+    if len(parts) == 1:
+        return [_only_run(sf, region, lo, block, symbol, where)], []
+    problems = select.body_problems(block, d is not None)
+    if problems:
+        raise LessonError.collect(problems)
+    runs, window = [], 0
+    for at, lines in parts:
+        if not lines:
+            continue
+        hits = [(k + window, i) for k, i in _matches(region[window:], lines)]
+        if not hits:
+            before = _matches(region, lines)
+            if before:
+                k = before[0][0]
+                raise LessonError(
+                    "this run of the body does not follow the previous one in the source",
+                    path=block.path,
+                    line=at,
+                    hint=f"it is at L{lo + k}-{lo + k + len(lines) - 1}; runs must keep the source's order "
+                    "and may not overlap",
+                )
+            raise _outside(sf, lines, symbol, lo, region, block, at) or _mismatch(
+                region[window:], lines, lo + window, at, where
+            ).at(block.path, at)
+        if len(hits) > 1:
+            shown = ", ".join(f"L{lo + k}" for k, _ in hits[:6])
+            after = " after the previous run" if runs else ""
+            raise LessonError(
+                f"this run of the body occurs {len(hits)} times in {where}{after}",
+                path=block.path,
+                line=at,
+                hint=f"at {shown}; quote more lines",
+            )
+        k = hits[0][0]
+        runs.append(_trim(sf, lo + k, lo + k + len(lines) - 1))
+        window = k + len(lines)
+    elided = []
+    gaps = [(d.start - 1, runs[0][0], "first")] if not parts[0][1] else []  # d: body_problems checked it
+    gaps += [(x, y, None) for (_, x), (y, _) in zip(runs, runs[1:])]
+    if not parts[-1][1]:
+        gaps.append((runs[-1][1], d.end + 1, "last"))
+    for (prev, nxt, end), mark in zip(gaps, select.elision_lines(block)):
+        if nxt - prev < 2:
+            what = (
+                f"L{prev} and L{nxt} are adjacent"
+                if end is None
+                else f"the {end} run is where `{symbol}` " + ("starts" if end == "first" else "ends")
+            )
+            raise LessonError(
+                f"the elision line leaves out no lines: {what}",
+                path=block.path,
+                line=mark,
+                hint="remove the `...` line",
+            )
+        elided.append((prev + 1, nxt - 1))
+    return runs, elided
+
+
+def _outside(sf, lines, symbol, lo, region, block, at) -> LessonError | None:
+    """The error for a run that is in the file but outside the symbol (None: it is not)."""
+    if not symbol:
+        return None
+    outside = _matches(sf.lines, lines)
+    if not outside:
+        return None
+    k = outside[0][0]
+    return LessonError(
+        f"body is not inside `{symbol}`",
+        path=block.path,
+        line=at,
+        hint=f"it is at {sf.rel} L{k + 1}-{k + len(lines)}, outside "
+        f"{symbol} (L{lo}-{lo + len(region) - 1}); fix the Symbol",
+    )
+
+
+def _only_run(sf: SourceFile, region: list[str], lo: int, block: Block, symbol, where) -> tuple[int, int]:
+    """The lines a body without elisions quotes: exactly one place in the region."""
+    hits = _matches(region, block.body)
+    if not hits:
+        raise _outside(sf, block.body, symbol, lo, region, block, block.body_line) or _mismatch(
+            region, block.body, lo, block.body_line, where
+        ).at(block.path, block.body_line)
+    if len(hits) > 1:
+        at = ", ".join(f"L{lo + k}" for k, _ in hits[:6])
+        raise LessonError(
+            f"body occurs {len(hits)} times in {where}",
+            path=block.path,
+            line=block.body_line,
+            hint=f"at {at}; quote more lines or name a Symbol",
+        )
+    k = hits[0][0]
+    return lo + k, lo + k + len(block.body) - 1
 
 
 def check_lines(block: Block, ex: Excerpt) -> None:

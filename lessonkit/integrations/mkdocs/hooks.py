@@ -52,6 +52,10 @@ if TYPE_CHECKING:
 __all__ = ["on_startup", "on_shutdown", "on_config"]
 
 log = logging.getLogger("mkdocs.plugins.lessonkit")
+# Where `serve` writes the problems of the pages (not under "mkdocs": MkDocs' strict mode would count
+# them and abort the build, but a failing block is shown on its page and the rest of the site is
+# served). lessonkit.integrations.mkdocs.serve gives it the handler of MkDocs' own log.
+SERVE_LOG = logging.getLogger("lessonkit.serve")
 PLUGIN = "lessonkit/build"  # the key of the per-configuration plugin in config.plugins
 
 
@@ -99,7 +103,8 @@ def configure(config: "MkDocsConfig", *, add_extensions: bool) -> None:
         lk_environment.site_urls()  # SITE_URL, LESSONKIT_REPO_URL: http(s) addresses, or a located error
         lk_checks.check_docs(root)  # before MkDocs walks docs/
         command = "serve" if SESSION.command == "serve" else "build"
-        b = lk_build.Build(root, command, log=log.error, log_info=log.info)
+        problems = SERVE_LOG.error if command == "serve" else log.error
+        b = lk_build.Build(root, command, log=problems, log_info=log.info)
         tree = b.start()
         b.prestart(_pages(config))
     except LessonError as exc:
@@ -287,5 +292,11 @@ class BuildEvents:
 
     def on_post_build(self, config: "MkDocsConfig") -> None:
         self.build.check_links(Path(config.site_dir))
-        if self.build.problems:
-            raise Abort(f"lessonkit: {len(self.build.problems)} annotation problem(s); see the lines above")
+        n = len(self.build.problems)
+        if n and self.build.command == "serve":  # each is in an error box on its page; the site is served
+            SERVE_LOG.error(
+                f"lessonkit: {n} annotation problem(s), each shown in an error box on its page "
+                "(see the lines above); `nox -s build` fails on them"
+            )
+        elif n:
+            raise Abort(f"lessonkit: {n} annotation problem(s); see the lines above")

@@ -296,6 +296,11 @@ def serve(config_file: str = "mkdocs.yml", dev_addr: str | None = None, liverelo
         handler.setFormatter(logging.Formatter("%(levelname)-7s -  %(message)s"))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
+    problems = mkdocs_hooks.SERVE_LOG  # the pages' problems: the same lines, never counted by strict mode
+    if not problems.handlers:
+        for handler in logger.handlers:
+            problems.addHandler(handler)
+        problems.propagate = False
     from os.path import isfile, join
 
     from mkdocs.livereload import LiveReloadServer

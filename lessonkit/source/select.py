@@ -1,0 +1,286 @@
+"""The selectors of an excerpt besides ``Symbol`` and the body: ``Lines`` on its own, the text
+patterns ``Start-after`` / ``Start-at`` / ``End-before`` / ``End-at``, ``Docstring: hide``,
+``Dedent``, ``Emphasize`` and elision lines (``...`` or ``…`` alone on a line of the body).
+
+:func:`header_problems` checks the values before any file is opened (the kind's ``validate``);
+the other functions work on the lines of a file and raise a located :class:`LessonError` when the
+selection does not hold (see :func:`lessonkit.source.resolve.excerpt_of`, which calls them).
+Line numbers are always the file's own, 1-based, as the page shows them.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+
+from lessonkit.errors import LessonError, Problem
+from lessonkit.pipeline.parse import LINES, Block
+
+# Text patterns, in the order they are applied; each must match exactly one line of its scope.
+PATTERNS = ("Start-after", "Start-at", "End-before", "End-at")
+ELISION = ("...", "\u2026")  # a body line that stands for left-out lines
+EMPHASIS_ITEM = re.compile(r"^([0-9]{1,6})(?:[ \t]*-[ \t]*([0-9]{1,6}))?$")
+DEDENT_MAX = 40  # `Dedent: N`: more is not a real indentation
+EMPHASIS_HINT = "file line numbers as the page shows them, e.g. `Emphasize: 27, 30-31`"
+
+
+def is_elision(line: str) -> bool:
+    return line.strip() in ELISION
+
+
+def emphasis(value: str) -> tuple[int, ...]:
+    """The line numbers of ``Emphasize: 3, 5-7`` (sorted, without repeats)."""
+    out: set[int] = set()
+    for item in value.split(","):
+        m = EMPHASIS_ITEM.match(item.strip())
+        if not m or int(m[1]) < 1 or (m[2] and int(m[2]) < int(m[1])):
+            raise LessonError(f"`Emphasize: {value}` is not a list of lines such as `3, 5-7`", hint=EMPHASIS_HINT)
+        out.update(range(int(m[1]), int(m[2] or m[1]) + 1))
+    return tuple(sorted(out))
+
+
+def dedent_mode(value: str | None) -> str | int:
+    """``auto`` (the default: the common indentation of the shown lines), ``none`` or a number of spaces."""
+    v = (value or "auto").strip().lower()
+    if v in ("auto", "none"):
+        return v
+    if v.isascii() and v.isdigit() and len(v) <= 2 and int(v) <= DEDENT_MAX:
+        return int(v)
+    raise LessonError(
+        f"`Dedent: {value}` is not `auto`, `none` or a number of spaces from 0 to {DEDENT_MAX}",
+        hint="`auto` (the default) removes the indentation the shown lines share; `none` keeps it",
+    )
+
+
+def body_parts(body: tuple[str, ...], body_line: int) -> list[tuple[int, tuple[str, ...]]]:
+    """The runs of a body between its elision lines: (page line of the run's first line, lines).
+    An elision before the first or after the last run gives an empty run there."""
+    parts: list[tuple[int, list[str]]] = [(body_line, [])]
+    for k, line in enumerate(body):
+        if is_elision(line):
+            parts.append((body_line + k + 1, []))
+        else:
+            parts[-1][1].append(line)
+    return [(at, tuple(lines)) for at, lines in parts]
+
+
+def elision_lines(block: Block) -> list[int]:
+    """The page lines of the body's elision lines."""
+    return [block.body_line + k for k, line in enumerate(block.body or ()) if is_elision(line)]
+
+
+def body_problems(block: Block, has_scope: bool) -> list[Problem]:
+    """Elision lines that cannot stand where they are (checked before any file is read)."""
+    if not block.body:
+        return []
+    at = elision_lines(block)
+    if not at:
+        return []
+    out = []
+    if len(at) == len(block.body):
+        return [Problem("the body has nothing but elision lines", block.path, at[0], "quote the lines to show")]
+    for a, b in zip(at, at[1:]):
+        if b == a + 1:
+            out.append(
+                Problem("two elision lines in a row", block.path, b, "one `...` line stands for any number of lines")
+            )
+    ends = [n for n in at if n in (block.body_line, block.body_line + len(block.body) - 1)]
+    if ends and not has_scope:
+        out.append(
+            Problem(
+                "an elision line at the start or end of the body needs a `Symbol`",
+                block.path,
+                ends[0],
+                "it stands for the symbol's lines before or after the quoted ones; without a Symbol, "
+                "quote the lines on both sides of it",
+            )
+        )
+    return out
+
+
+def header_problems(b: Block) -> list[Problem]:
+    """The selector headers of a real-source block, checked before any file is read."""
+    out = []
+
+    def bad(msg, key, hint):
+        out.append(Problem(msg, b.path, b.line_of(key) if key else b.line, hint))
+
+    given = [k for k in PATTERNS if k in b.fields]
+    for one, other in (("Start-after", "Start-at"), ("End-before", "End-at")):
+        if one in b.fields and other in b.fields:
+            later = max(one, other, key=b.line_of)
+            bad(
+                f"both `{one}` and `{other}`", later, "give one of them: `-after`/`-before` leave the matching line out"
+            )
+    if given and b.body is not None:
+        bad(
+            f"`{given[0]}` and a body both select the lines",
+            given[0],
+            "use the body, or the patterns without a body",
+        )
+    d = b.get("Docstring")
+    if d is not None:
+        if d not in ("hide", "show"):
+            bad(
+                f"`Docstring: {d}` is not `hide` or `show`",
+                "Docstring",
+                "`hide` leaves a def's or class's docstring out",
+            )
+        elif d == "hide" and ("Symbol" not in b.fields or b.body is not None or given):
+            bad(
+                "`Docstring: hide` needs a whole symbol: a `Symbol` without a body or `Start-…`/`End-…` patterns",
+                "Docstring",
+                "quote the lines without the docstring as a body with `...` instead",
+            )
+    try:
+        dedent_mode(b.get("Dedent"))
+    except LessonError as exc:
+        bad(exc.problem.message, "Dedent", exc.problem.hint)
+    e = b.get("Emphasize")
+    if e is not None:
+        try:
+            lines = emphasis(e)
+        except LessonError as exc:
+            bad(exc.problem.message, "Emphasize", exc.problem.hint)
+        else:
+            m = LINES.match(b.get("Lines") or "")
+            if m and not (int(m[1]) <= lines[0] and lines[-1] <= int(m[2])):
+                outside = next(n for n in lines if not int(m[1]) <= n <= int(m[2]))
+                bad(
+                    f"`Emphasize: {e}`: line {outside} is outside `Lines: {b.get('Lines')}`",
+                    "Emphasize",
+                    EMPHASIS_HINT,
+                )
+    out += body_problems(b, "Symbol" in b.fields)
+    return out
+
+
+def narrow(region: list[str], lo: int, block: Block, where: str) -> tuple[list[str], int]:
+    """The lines of ``region`` (whose first line is file line ``lo``) between the block's
+    ``Start-*`` and ``End-*`` patterns; each pattern must occur in exactly one line of it."""
+    first, last, at = 0, len(region) - 1, {}
+    for key in PATTERNS:
+        pattern = block.get(key)
+        if pattern is None:
+            continue
+        hits = [k for k, line in enumerate(region) if pattern in line]
+        if not hits:
+            close = max(range(len(region)), key=lambda k: difflib.SequenceMatcher(None, region[k], pattern).ratio())
+            raise LessonError(
+                f"`{key}: {pattern}` matches no line of {where}",
+                path=block.path,
+                line=block.line_of(key),
+                hint=f"the pattern is plain text found inside one line; the closest line is L{lo + close}: "
+                f"{region[close].strip()[:60]!r}",
+            )
+        if len(hits) > 1:
+            shown = ", ".join(f"L{lo + k}" for k in hits[:8])
+            raise LessonError(
+                f"`{key}: {pattern}` matches {len(hits)} lines of {where} ({shown})",
+                path=block.path,
+                line=block.line_of(key),
+                hint="make the pattern longer, so that it matches one line",
+            )
+        k = at[key] = hits[0]
+        if key == "Start-after":
+            first = k + 1
+        elif key == "Start-at":
+            first = k
+        elif key == "End-before":
+            last = k - 1
+        else:
+            last = k
+    if first > last:
+        keys = [k for k in PATTERNS if k in at]
+        shown = " and ".join(f"`{k}` (L{lo + at[k]})" for k in keys)
+        raise LessonError(
+            f"no lines are left between {shown}",
+            path=block.path,
+            line=block.line_of(keys[-1]),
+            hint="the start pattern must come before the end pattern",
+        )
+    return region[first : last + 1], lo + first
+
+
+def docstring_range(module: ast.Module, lines: list[str], name: str, start: int, end: int) -> tuple[int, int] | None:
+    """The lines of the docstring of the def or class ``name`` at ``start``-``end`` (None: it has none).
+    Raises when the symbol is not a def or class, or the docstring shares a line with other code."""
+    node = _node(module.body, name.split("."), start, end)
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        raise LessonError(
+            f"`Docstring: hide` works on a def or class; `{name}` is neither",
+            hint="remove the line, or name the function or class",
+        )
+    first = node.body[0]
+    if not (
+        isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
+    ):
+        return None
+    after = node.body[1].lineno if len(node.body) > 1 else None
+    before = lines[first.lineno - 1].encode()[: first.col_offset].decode("utf-8", "replace")  # col_offset: bytes
+    if before.strip() or after == first.end_lineno:
+        raise LessonError(
+            f"the docstring of `{name}` shares a line with other code",
+            hint="`Docstring: hide` leaves out whole lines; quote the lines you want as a body instead",
+        )
+    return first.lineno, first.end_lineno
+
+
+def _node(body: list[ast.stmt], parts: list[str], start: int, end: int):
+    for node in body:
+        if getattr(node, "name", None) != parts[0]:
+            continue
+        if len(parts) > 1:
+            return _node(getattr(node, "body", []), parts[1:], start, end)
+        first = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])
+        if (first, node.end_lineno) == (start, end):
+            return node
+    return None
+
+
+def dedent(runs: list[list[str]], mode: str | int, first_lines: list[int], block: Block, key_line: int) -> list[tuple]:
+    """Every run's lines with the indentation ``mode`` removes (one cut for all runs, so that runs
+    keep their relative indentation); blank lines become empty."""
+    widths = [(len(l) - len(l.lstrip(" ")), at + k) for run, at in zip(runs, first_lines) for k, l in enumerate(run)]
+    widths = [(w, n) for (w, n), l in zip(widths, [l for run in runs for l in run]) if l.strip()]
+    if mode == "none":
+        cut = 0
+    elif mode == "auto":
+        cut = min((w for w, _ in widths), default=0)
+    else:
+        least = min(widths, default=(0, 0))
+        if least[0] < mode:
+            raise LessonError(
+                f"`Dedent: {mode}` but L{least[1]} is indented by only {least[0]} space(s)",
+                path=block.path,
+                line=key_line,
+                hint=f"use `Dedent: auto`, or at most `Dedent: {least[0]}`",
+            )
+        cut = mode
+    return [tuple(l[cut:] if l.strip() else "" for l in run) for run in runs]
+
+
+def without_numbers(block: Block, shown: tuple[str, ...]) -> Block:
+    """The block as resolved against another tree (repin): ``Emphasize`` names this tree's line
+    numbers (they move with the text), and ``Lines`` alone selects lines by number, so there the
+    block becomes a body of the lines it ``shown`` here, found again by their text."""
+    from dataclasses import replace
+
+    fields = {k: f for k, f in block.fields.items() if k != "Emphasize"}
+    body, body_line = block.body, block.body_line
+    if block.body is None and not any(k in block.fields for k in ("Symbol", *PATTERNS)) and "Lines" in fields:
+        del fields["Lines"]
+        body, body_line = shown, block.line
+    return replace(block, fields=fields, body=body, body_line=body_line)
+
+
+def ranges(numbers: list[int]) -> str:
+    """``3, 5-7`` for [3, 5, 6, 7]: the form of ``Emphasize``."""
+    out: list[list[int]] = []
+    for n in sorted(set(numbers)):
+        if out and n == out[-1][1] + 1:
+            out[-1][1] = n
+        else:
+            out.append([n, n])
+    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in out)

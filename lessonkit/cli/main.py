@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from lessonkit.errors import LessonError
+from lessonkit.util.text import whole_number
 
 
 def _verify(args) -> int:
@@ -197,10 +198,11 @@ def _run(args) -> int:
     target, _, line = args.script.partition(":")
     rel = check_rel_path(target)
     path = project.root / rel
-    if rel.startswith("docs/") and rel.endswith(".md") and path.is_file() and (not line or line.isdigit()):
+    at = whole_number(line)
+    if rel.startswith("docs/") and rel.endswith(".md") and path.is_file() and (not line or at is not None):
         blocks = [b for b in project.parse(path).blocks if b.kind == "experiment"]
         if line:
-            blocks = [b for b in blocks if b.line <= int(line) <= b.line + len(b.fields) + len(b.body or ()) + 2]
+            blocks = [b for b in blocks if b.line <= at <= b.line + len(b.fields) + len(b.body or ()) + 2]
         if not blocks:
             print(
                 f"{args.script}: no experiment block {'at this line' if line else 'on this page'} — give "

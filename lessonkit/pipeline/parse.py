@@ -17,7 +17,7 @@ from lessonkit.errors import LessonError, Problem
 
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 HEADER = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9_-]*)[ \t]*:(?P<value>.*)$")
-LINES = re.compile(r"^([0-9]+)-([0-9]+)$")
+LINES = re.compile(r"^([0-9]{1,9})-([0-9]{1,9})$")  # bounded: int() of thousands of digits raises
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from lessonkit.project import Project
 from lessonkit.source.pyindex import MISSING_SYMBOL, SELECTOR, SourceFile
 from lessonkit.source.resolve import Excerpt, Tree, based_on, excerpt_of
 from lessonkit.repin.acquire import Target
+from lessonkit.util.text import lines as text_lines
 
 HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
@@ -357,8 +358,8 @@ def _experiment_items(project: Project, target: Target, exps: list[tuple[Block, 
                     status="fails",
                     detail=f"fails against the target: {tail}",
                     diff=_udiff(
-                        a.stdout.splitlines(),
-                        (b.stdout + b.stderr).splitlines(),
+                        text_lines(a.stdout),
+                        text_lines(b.stdout + b.stderr),
                         1,
                         1,
                         f"stdout {vs[0]}",
@@ -371,7 +372,7 @@ def _experiment_items(project: Project, target: Target, exps: list[tuple[Block, 
         if sa == sb and a.truncated == b.truncated:
             out.append(item)
             continue
-        diff = _udiff(sa.splitlines(), sb.splitlines(), 1, 1, f"stdout {vs[0]}", f"stdout {vs[1]}")
+        diff = _udiff(text_lines(sa), text_lines(sb), 1, 1, f"stdout {vs[0]}", f"stdout {vs[1]}")
         n = sum(1 for l in diff if l[:1] in "+-" and not l.startswith(("+++", "---")))
         out.append(replace(item, status="differs", detail=f"its output differs ({n} line(s))", diff=diff))
     return out

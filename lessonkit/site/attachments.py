@@ -20,6 +20,7 @@ from lessonkit.config.labels import provider_text
 from lessonkit.pipeline.parse import Block, parse_page
 from lessonkit.project import Project, Resolved
 from lessonkit.checks.verify import Report
+from lessonkit.util.text import lines as text_lines
 
 NOISE = re.compile(r"<(genexpr|listcomp|dictcomp|setcomp|lambda)>$")
 
@@ -74,7 +75,7 @@ def repo_map(project: Project) -> str:
 
 def parse_calls(output: str) -> list[tuple[int, str]]:
     calls = []
-    for line in output.splitlines():
+    for line in text_lines(output):
         if line.startswith("CALL: "):
             depth, name = line[6:].split(" ", 1)
             calls.append((int(depth), name.strip()))
@@ -154,7 +155,7 @@ def sequence_svg(calls: list[tuple[int, str]], max_depth: int = 9, title: str = 
 
 
 def parse_nesting(output: str) -> list[int]:
-    for line in output.splitlines():
+    for line in text_lines(output):
         if line.startswith("NESTING: "):
             return [int(t) for t in line[9:].split()]
     return []

@@ -16,13 +16,13 @@ everything they show.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from lessonkit.config import environment
 from lessonkit.site import attachments
 from lessonkit.run import runner as execute
 from lessonkit.run.box import sandbox
@@ -32,6 +32,7 @@ from lessonkit.errors import LessonError
 from lessonkit.project import Project
 from lessonkit.util.store import Store, digest
 from lessonkit.checks.verify import Report
+from lessonkit.util.text import lines as text_lines
 
 NO_SEARCH = "---\nsearch:\n  exclude: true\n---\n\n"  # whole pages stay out of the search index
 CODE_MARK = '<div class="lk-code-slot"></div>'
@@ -355,7 +356,7 @@ def _diagrams(project: Project, results: dict) -> tuple[list[Generated], str]:
             in_nav=True,
         ),
     ]
-    calls_text = "\n".join(l for l in calls.stdout.splitlines() if l.startswith("CALL: ")) + "\n"
+    calls_text = "\n".join(l for l in text_lines(calls.stdout) if l.startswith("CALL: ")) + "\n"
     return pages, calls_text
 
 
@@ -383,7 +384,7 @@ def bundle(
         )
     top = bundle_folder(project)
     entries["README.md"] = project.site.render("bundle-readme.md", pin=project.pin, folder=top).encode()
-    epoch = int(os.environ.get("SOURCE_DATE_EPOCH", "315532800"))
+    epoch = environment.source_date_epoch() or environment.ZIP_FIRST
     # one top folder, named like the archive: unzipping never scatters files into the current folder
     return attachments.zip_bytes({f"{top}/{name}": data for name, data in entries.items()}, epoch)
 

@@ -81,6 +81,7 @@ def on_config(config: "MkDocsConfig") -> None:
     root = Path(config.config_file_path).parent.resolve()
     try:
         lk_env.site_urls()  # SITE_URL, LESSONKIT_REPO_URL: http(s) addresses, or a located error
+        lk_env.source_date_epoch()  # a date MkDocs and the bundle's zip can hold, or a located error
         lk_checks.check_docs(root)  # before MkDocs walks docs/
         command = "serve" if SESSION.command == "serve" else "build"
         b = lk_build.Build(root, command, log=log.error, log_info=log.info)

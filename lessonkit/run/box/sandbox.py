@@ -65,7 +65,7 @@ MIN_MEMORY = 256 * MiB
 NPROC = 512  # processes per box (RLIMIT_NPROC for non-root users, pids cgroup where writable)
 BOOT = Path(__file__).with_name("_boot.py")
 BOX_FAILED = 125
-MEMORY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*(M|MB|MiB|G|GB|GiB)$")
+MEMORY = re.compile(r"^([0-9]{1,7}(?:\.[0-9]{1,6})?)\s*(M|MB|MiB|G|GB|GiB)$")  # bounded before float()
 
 
 # ---------------------------------------------------------------- the `Memory:` field

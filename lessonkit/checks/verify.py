@@ -15,6 +15,7 @@ from lessonkit.config import site as siteconfig
 from lessonkit.errors import LessonError, Problem
 from lessonkit.util.fs import atomic_write
 from lessonkit.project import Project, Resolved
+from lessonkit.pipeline.render import duplicate_ids, page_ids
 
 MAP_NAME = "excerpts.json"
 UPDATE_HINT = "run `nox -s verify -- --update-map` to record the new state"
@@ -98,6 +99,11 @@ def check(project: Project, pages: list[Path] | None = None) -> Report:
         report.inline[project.rel(path)] = refs = [item.ref for item in parsed.inline]
         for ref in refs:  # inline references: `line` resolved, `value` names an experiment
             problems += project.kinds.inline[ref.kind].check(project, ref)
+        rel = project.rel(path)
+        generated = page_ids(
+            resolved, report.anchors(rel), sum(r.kind == "line" for r in refs), rel.startswith("docs/lessons/")
+        )
+        problems += duplicate_ids(rel, parsed.ids, generated)
         report.problems += sorted(problems, key=lambda p: p.line or 0)
     return report
 

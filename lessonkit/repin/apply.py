@@ -75,7 +75,7 @@ def pin_text(old_text: str, pin: Pin, target: Target) -> str:
     return "\n".join(out) + "\n"
 
 
-HEADER_LINE = r"^(?P<pre>[ \t]*{key}[ \t]*:[ \t]*)(?P<value>\S+)(?P<post>[ \t]*)$"
+HEADER_LINE = r"^(?P<pre>(?:[ \t]*>[ ]?)*[ \t]*{key}[ \t]*:[ \t]*)(?P<value>\S+)(?P<post>[ \t]*)$"  # maybe in `> `
 
 
 def _set_header(lines: list[str], n: int, key: str, old: str, new: str, where: str) -> None:

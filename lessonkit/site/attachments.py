@@ -17,7 +17,7 @@ from lessonkit.config import maps
 from lessonkit.run import runner as execute
 from lessonkit.errors import LessonError
 from lessonkit.config.labels import provider_text
-from lessonkit.pipeline.parse import Block, parse_page
+from lessonkit.pipeline.parse import Block, blank_line, parse_page
 from lessonkit.project import Project, Resolved
 from lessonkit.checks.verify import Report
 from lessonkit.util.text import lines as text_lines
@@ -271,7 +271,8 @@ def plain_markdown(project: Project, text: str, path: str, results: dict[str, ex
             r = project.resolve(item)
         except LessonError:
             continue
-        lines[item.start : item.end + 1] = _plain_block(project, r, results)
+        empty = blank_line(item.indent)  # the block stays in its list item or blockquote
+        lines[item.start : item.end + 1] = [item.indent + l if l else empty for l in _plain_block(project, r, results)]
     return "\n".join(lines)
 
 

@@ -79,6 +79,7 @@ def check_config(project: Project) -> None:
         maps.read_roles(roles, project.rel(roles))
     environment.sandbox_mode()
     projectchecks.check_docs(project.root)  # links out of the project, loops, FIFOs: before MkDocs or we read them
+    projectchecks.check_code_folders(project.root, ["experiments", *project.site.code, *project.site.teaching])
     project.kinds  # noqa: B018 (imports the project's kind modules: once, not once per page)
     siteconfig.check_box_pinned(project.site, project.pin.manifest)
 

@@ -21,6 +21,7 @@ from lessonkit.pipeline.parse import Block, blank_line, parse_page
 from lessonkit.project import Project, Resolved
 from lessonkit.checks.verify import Report
 from lessonkit.util.text import lines as text_lines
+from lessonkit.util.text import md_code
 
 NOISE = re.compile(r"<(genexpr|listcomp|dictcomp|setcomp|lambda)>$")
 
@@ -205,7 +206,7 @@ def acceptance(project: Project, report: Report, results: dict[str, execute.Resu
     for page, rs in sorted(report.resolved.items()):
         counts = [sum(1 for r in rs if r.kind is k) for k in kinds]
         if any(counts):
-            rows.append(f"| `{page}` | " + " | ".join(map(str, counts)) + " |")
+            rows.append(f"| {md_code(page)} | " + " | ".join(map(str, counts)) + " |")
     head = f"| {labels['col-page']} | " + " | ".join(k.label for k in kinds) + " |\n|---|" + "---|" * len(kinds)
     totals = f"| **{labels['total']}** | " + " | ".join(f"**{report.count(k.name)}**" for k in kinds) + " |"
     exp_rows = []
@@ -220,7 +221,7 @@ def acceptance(project: Project, report: Report, results: dict[str, execute.Resu
                 else f"{res.exit_code}" + (labels["timed-out"] if res.timed_out else "")
             )
             digest = res.digest[:16] if res else "—"
-            exp_rows.append(f"| `{page}:{r.block.line}` | `{r.job.label}` | {status} | `{digest}` |")
+            exp_rows.append(f"| {md_code(f'{page}:{r.block.line}')} | {md_code(r.job.label)} | {status} | {md_code(digest)} |")
     repo_excerpts = sum(
         1
         for rs in report.resolved.values()

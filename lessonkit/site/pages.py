@@ -68,7 +68,7 @@ def browser_pages(project: Project, cites: list[site.Citation]) -> list[Generate
     out, index_rows = [], []
     for file in pinned_files:
         own = [c for c in cites if c.origin == "pinned" and c.file == file]
-        sf = project.pinned.file(file)
+        sf = _located(project.pinned.file, file)
         github = project.pin.permalink(file, 1, len(sf.lines)).rsplit("#", 1)[0]
         md = NO_SEARCH + conf.render(
             "source-page.md",
@@ -90,7 +90,7 @@ def browser_pages(project: Project, cites: list[site.Citation]) -> list[Generate
             for c in site.per_page([c for c in cites if c.role == "script" and c.file == file])
         ]
         users = list({p: (p, lb, a) for p, lb, a in reversed(users)}.values())[::-1]
-        sf = repo_file(project, file)
+        sf = _located(lambda f: repo_file(project, f), file)
         md = NO_SEARCH + conf.render(
             "code-page.md",
             file=file,
@@ -109,6 +109,14 @@ def browser_pages(project: Project, cites: list[site.Citation]) -> list[Generate
         )
     )
     return out
+
+
+def _located(read, file: str):
+    """``read(file)``; a file that cannot be shown (not UTF-8, a link, gone) is an error at the file itself."""
+    try:
+        return read(file)
+    except LessonError as exc:
+        raise exc.at(file, None) from None
 
 
 def repo_file(project: Project, file: str):
@@ -370,8 +378,19 @@ def bundle(
     entries: dict[str, bytes] = {}
     for d in project.site.code:
         for p in sorted((project.root / d).rglob("*")):
-            if p.is_file() and "__pycache__" not in p.parts and p.suffix in (".py", ".md"):
-                entries[p.relative_to(project.root).as_posix()] = p.read_bytes()
+            if "__pycache__" in p.parts or p.suffix not in (".py", ".md"):
+                continue
+            rel = p.relative_to(project.root).as_posix()
+            if p.is_symlink() or project.root not in p.resolve().parents:
+                # verify.check_config refuses links in the code folders before the build; one made since
+                # must not carry a file from outside the project into the archive either
+                raise LessonError(
+                    "is a link: the bundle takes only the project's own files",
+                    path=rel,
+                    hint="replace the link with the file itself",
+                )
+            if p.is_file():
+                entries[rel] = p.read_bytes()
     for page, text in sorted(texts.items()):
         if page.startswith("docs/attachments/") or page == "docs/walkthrough.md":
             plain = attachments.plain_markdown(project, text, page, results)

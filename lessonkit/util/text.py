@@ -106,10 +106,16 @@ def md_text(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", text)
 
 
+_ORIGIN = re.compile(r"^https?://[A-Za-z0-9.-]+(?::[0-9]{1,5})?(?=/|$)")
+
+
 def md_url(url: str) -> str:
-    """``url`` (a relative link, maybe with ``#fragment``) as a Markdown link destination:
-    everything but unreserved characters, ``/`` and one ``#`` percent-encoded, so no space,
-    parenthesis, ``<`` or quote can end the link or start markup."""
-    path, hash_, fragment = url.partition("#")
-    out = quote(path, safe="/-._~")
+    """``url`` (a relative link, or an http(s) address, maybe with ``#fragment``) as a Markdown link
+    destination: after the origin, everything but unreserved characters, ``/`` and one ``#``
+    percent-encoded, so no space, parenthesis, ``<`` or quote can end the link or start markup,
+    and no colon can make a relative link another scheme."""
+    origin = _ORIGIN.match(url)
+    head, rest = (origin[0], url[origin.end() :]) if origin else ("", url)
+    path, hash_, fragment = rest.partition("#")
+    out = head + quote(path, safe="/-._~")
     return out + (hash_ + quote(fragment, safe="-._~") if hash_ else "")

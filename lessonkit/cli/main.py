@@ -309,8 +309,8 @@ def main(argv=None) -> int:
         args.timeout = args.timeout or 60
     try:
         return args.func(args)
-    except LessonError as exc:
-        print(exc, file=sys.stderr)
+    except LessonError as exc:  # a problem no stage could locate is the argument's: name it
+        print(exc.at(_argument(args), None), file=sys.stderr)
         return 1
     except OSError as exc:  # a path the command was given or needs: one line, never a traceback
         print(
@@ -320,6 +320,14 @@ def main(argv=None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _argument(args) -> str:
+    """The argument a command's unlocated problem is about: the value it names (a script, a page, a
+    target), or the command itself."""
+    given = {"run": "script", "render": "page", "repin": "target", "serve": "config_file", "manifest": "tree"}
+    value = getattr(args, given.get(args.cmd, ""), None)
+    return str(value) if value else f"lessonkit {args.cmd}"
 
 
 if __name__ == "__main__":

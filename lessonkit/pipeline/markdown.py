@@ -138,7 +138,11 @@ def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> 
         sum(i.ref.kind == "line" for i in page.inline),
         ctx.path.startswith("docs/lessons/"),
     )
-    problems += duplicate_ids(ctx.path, page.ids, generated)  # as verify reports them
+    # the ids in the page file, as verify reads it (not those of what the build appends, such as the
+    # lesson's list of cited source)
+    raw = ctx.source.split("\n") if ctx.source else None
+    written = [(ident, n) for ident, n in page.ids if raw is None or (n <= len(raw) and ident in raw[n - 1])]
+    problems += duplicate_ids(ctx.path, written, generated)
     jobs = [r.job for r in resolved.values() if r.job]
     results = project.runner.run_all(jobs) if jobs else {}
     for item in reversed(page.items):

@@ -84,7 +84,8 @@ def quoted(text: str, limit: int = 70) -> str:
 def md_code(text: str) -> str:
     """``text`` as one Markdown code span showing exactly ``text``: the fence is a run of backticks
     longer than any run inside, with a space on each side where the text starts or ends with a
-    backtick or a space (CommonMark and Python-Markdown strip one such space). Markdown shows a
+    backtick or a space (Markdown strips the spaces around a code span's content, so text cannot
+    start or end with one there). Markdown shows a
     code span's content literally, so ``<img onerror=…>`` inside one is text, never HTML. Line
     ends become spaces (a code span is one line here)."""
     text = text.replace("\r", " ").replace("\n", " ")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from lessonkit.util.text import visible
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -16,13 +18,15 @@ class Problem:
     code: str | None = None  # what kind of problem, for code that reacts to it (e.g. "missing-symbol")
 
     def __str__(self) -> str:
+        """One line: control, bidi and separator characters of any part (a file name, a quoted
+        value) are shown as escapes, so the line reads as it is and stays one line."""
         where = self.path or "<markdown>"
         if self.line is not None:
             where = f"{where}:{self.line}"
         text = f"{where}: {self.message}"
         if self.hint:
             text += f" — {self.hint}"
-        return text
+        return visible(text)
 
 
 class LessonError(Exception):

@@ -2271,7 +2271,7 @@ case("manifest-into-a-folder")(_manifest_over(lambda c: c.tmp, "is a folder"))
 @case("new-lesson-number-in-arabic-indic-digits")
 def _(ctx):
     ctx.args = ["new", "١٥", "t"]  # str.isdigit and \d accept these; a lesson number is two ASCII digits
-    return [Expect("<markdown>", None, "lesson number `١٥` is not two digits")]
+    return [Expect("NUMBER", None, "lesson number `١٥` is not two digits")]  # the argument, by its name in the usage
 
 
 KNOWN_GAPS: dict[str, str] = {}  # cases that are allowed to fail, with the reason; none today

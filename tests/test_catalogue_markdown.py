@@ -32,6 +32,11 @@ def indent(text: str, n: int) -> str:
     return "\n".join((" " * n + l) if l else l for l in text.split("\n"))
 
 
+def quote(text: str, marker: str) -> str:
+    """``text`` inside a blockquote: every line starts with ``marker`` (an empty line with the bare ``>``)."""
+    return "\n".join((marker + l) if l else marker.rstrip() for l in text.rstrip("\n").split("\n")) + "\n"
+
+
 # name -> (page text, the blocks parse finds, exact problems)
 CASES: dict[str, tuple[str, list[str], list[str]]] = {
     "attr list with spaces": ("# t\n\n" + GOOD.replace("```real-source", "``` { .real-source }"), ["real-source"], []),
@@ -70,6 +75,80 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
     "inside a one-line-opened comment": ("# t\n\ntext <!-- note\n" + BAD_COMMIT + "end -->\n", [], []),
     "after an HTML comment": ("# t\n\n<!-- a comment -->\n\n" + GOOD, ["real-source"], []),
     "header-line error": ("# t\n\n" + BAD_COMMIT, ["real-source"], [f"docs/a.md:6: {COMMIT_MSG}"]),
+    # blockquotes: SuperFences renders a fence there, so the block is processed there
+    "in a blockquote": ("# t\n\n" + quote(GOOD, "> "), ["real-source"], []),
+    "in a blockquote without spaces": ("# t\n\n" + quote(GOOD, ">"), ["real-source"], []),
+    "in a nested blockquote": ("# t\n\n" + quote(GOOD, "> > "), ["real-source"], []),
+    "in a blockquote in a list item": ("# t\n\n- item\n\n" + quote(GOOD, "    > "), ["real-source"], []),
+    "in a blockquote, with a body": (
+        "# t\n\n" + quote(block("real-source", *SRC[:1], SRC[2], body="for node in toposort(end_node):"), "> "),
+        ["real-source"],
+        [],
+    ),
+    "in a blockquote, header error at its line": (
+        "# t\n\n" + quote(BAD_COMMIT, "> "),
+        ["real-source"],
+        [f"docs/a.md:6: {COMMIT_MSG}"],
+    ),
+    "in a blockquote, a line without >": (
+        "# t\n\n> ```real-source\nFile: autograd/core.py\n> ```\n",
+        [],
+        [
+            "docs/a.md:4: this line of the real-source block opened on line 3 does not start with `>`: "
+            "Markdown ends the blockquote, and the block, here — "
+            "start every line of a block in a blockquote with `>`, as its first line"
+        ],
+    ),
+    # footnotes and definitions: their content is indented by 4, and fences render there
+    "in a footnote": ("# t\n\ntext[^1]\n\n[^1]: note\n\n" + indent(GOOD, 4), ["real-source"], []),
+    "in a definition": ("# t\n\nterm\n\n:   meaning\n\n" + indent(GOOD, 4), ["real-source"], []),
+    "code in a footnote stays code": ("# t\n\n[^1]: note\n\n" + indent(BAD_COMMIT, 8), [], []),
+    # where Markdown does not open a block: reported, and the page goes on after it
+    "on the line of a list marker": (
+        "# t\n\n- " + indent(BAD_COMMIT, 2)[2:] + "\n" + GOOD,
+        ["real-source"],
+        [
+            "docs/a.md:3: real-source block after `-` on the same line: Markdown shows it as inline code, not as a "
+            "block — put the fence on a line of its own under it, indented by 4 spaces"
+        ],
+    ),
+    "on the line of a footnote label": (
+        "# t\n\n[^1]: " + indent(BAD_COMMIT, 4)[4:] + "\n" + GOOD,
+        ["real-source"],
+        [
+            "docs/a.md:3: real-source block after `[^1]:` on the same line: Markdown shows it as inline code, not "
+            "as a block — put the fence on a line of its own under it, indented by 4 spaces"
+        ],
+    ),
+    "in a table row": (
+        "# t\n\n| a | b |\n|---|---|\n| ```real-source | x |\n\n" + GOOD,
+        ["real-source"],
+        [
+            "docs/a.md:5: real-source block in a table row: Markdown shows it as inline code, not as a block — "
+            "a table cell cannot hold a block: put the block before or after the table"
+        ],
+    ),
+    "after text": (
+        "# t\n\nsee ```real-source\nFile: autograd/core.py\n```\n\n" + GOOD,
+        ["real-source"],
+        [
+            "docs/a.md:3: real-source block after text on the same line: Markdown shows it as inline code, not as a "
+            "block — start the fence on a line of its own"
+        ],
+    ),
+    "named in a code span in prose": (
+        "# t\n\nwrite ```` ```real-source ```` to open one\n\n" + GOOD,
+        ["real-source"],
+        [],
+    ),
+    # a comment opener in a code span is text: the blocks after it are found
+    "comment opener in a code span": (
+        "# t\n\nwrite `<!--` to start a comment\n\n" + BAD_COMMIT,
+        ["real-source"],
+        [f"docs/a.md:8: {COMMIT_MSG}"],
+    ),
+    "comment opener in a double code span": ("# t\n\n``a <!-- b``\n\n" + GOOD, ["real-source"], []),
+    "comment after a code span": ("# t\n\n`x` <!-- open\n" + BAD_COMMIT + "-->\n", [], []),
 }
 
 
@@ -119,3 +198,34 @@ def test_ignored_blocks_are_shown_as_markdown_shows_them_and_stay_out_of_search(
     index = json.loads((site.root / "site" / "search" / "search_index.json").read_text(encoding="utf-8"))
     text = " ".join(d["text"] for d in index["docs"] if d["location"].startswith("a/"))
     assert "nothing.py" not in text and "1111111" not in text
+
+
+def test_blocks_in_blockquotes_footnotes_and_definitions_are_rendered_in_place(site):
+    """Each block is drawn where Markdown draws a fenced block: inside the blockquote, the footnote
+    and the definition (not as raw headers, not beside them)."""
+    cfg = site.root / "mkdocs.yml"
+    cfg.write_text(cfg.read_text().replace("  - tables\n", "  - tables\n  - footnotes\n  - def_list\n"))
+    teach = block("teaching-simplification", body="x = 1")
+    site.page(
+        "a.md",
+        "# t\n\n> before\n>\n"
+        + quote(GOOD, "> ")
+        + ">\n> after\n\n"
+        + "text[^1]\n\n[^1]: note\n\n"
+        + indent(teach, 4)
+        + "\n"
+        + "term\n\n:   meaning\n\n"
+        + indent(teach.replace("x = 1", "y = 2"), 4)
+        + "\n",
+    )
+    b = site.build()
+    assert b.returncode == 0, b.stderr[-3000:]
+    html = (site.root / "site" / "a" / "index.html").read_text(encoding="utf-8")
+    quoted = re.search(r"<blockquote>(.*?)</blockquote>", html, re.S)[1]
+    assert re.fullmatch(
+        r'\s*<p>before</p>\s*<div class="lk-block lk-real-source".*</div>\s*<p>after</p>\s*', quoted, re.S
+    )
+    note = re.search(r'<li id="fn:1">(.*?)</li>', html, re.S)[1]
+    assert note.count("lk-block lk-teaching") == 1 and "x" in unescape(re.sub(r"<[^>]+>", "", note))
+    assert re.search(r"<dd>.*?lk-block lk-teaching.*?</dd>", html, re.S)
+    assert "File: autograd/core.py" not in html  # no raw header anywhere

@@ -33,6 +33,7 @@ from lessonkit.source.pin import check_file, check_tree
 from lessonkit.project import Project
 from lessonkit.source.pyindex import SourceFile
 from lessonkit.source.resolve import Tree, check_lines, excerpt_of
+from lessonkit.util.text import lines as text_lines
 
 HINT = "verify would miss this change; strengthen the manifest or the resolver"
 
@@ -101,7 +102,7 @@ def _swap(ch: str) -> str:
 def mutate(data: bytes, rel: str, start: int, end: int) -> Mutation:
     """Change one character inside lines ``start..end`` (1-based, inclusive) of ``data``."""
     text = data.decode("utf-8")
-    lines = text.splitlines(keepends=True)
+    lines = text_lines(text, keepends=True)
     if not (1 <= start <= end <= len(lines)):
         raise LessonError(
             f"L{start}-{end} is outside {rel} ({len(lines)} lines)",

@@ -15,6 +15,7 @@ from lessonkit.config import site as siteconfig
 from lessonkit.errors import LessonError, Problem
 from lessonkit.util.fs import atomic_write
 from lessonkit.project import Project, Resolved
+from lessonkit.pipeline.render import duplicate_ids, page_ids
 
 MAP_NAME = "excerpts.json"
 UPDATE_HINT = "run `lessonkit verify --update-map` to record the new state"
@@ -89,6 +90,7 @@ def check_config(project: Project) -> None:
         maps.read_roles(roles, project.rel(roles))
     environment.sandbox_mode()
     projectchecks.check_docs(project.root)  # links out of the project, loops, FIFOs: before MkDocs or we read them
+    projectchecks.check_code_folders(project.root, ["experiments", *project.site.code, *project.site.teaching])
     project.kinds  # noqa: B018 (imports the project's kind modules: once, not once per page)
     siteconfig.check_box_pinned(project.site, project.pin.manifest)
 
@@ -114,6 +116,11 @@ def check(project: Project, pages: list[Path] | None = None) -> Report:
         report.inline[project.rel(path)] = refs = [item.ref for item in parsed.inline]
         for ref in refs:  # inline references: `line` resolved, `value` names an experiment
             problems += project.kinds.inline[ref.kind].check(project, ref)
+        rel = project.rel(path)
+        generated = page_ids(
+            resolved, report.anchors(rel), sum(r.kind == "line" for r in refs), rel.startswith("docs/lessons/")
+        )
+        problems += duplicate_ids(rel, parsed.ids, generated)
         report.problems += sorted(problems, key=lambda p: p.line or 0)
     return report
 

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from lessonkit.errors import LessonError
+from lessonkit.util.text import whole_number
 
 
 def _verify(args) -> int:
@@ -226,10 +227,11 @@ def _run(args) -> int:
     target, _, line = args.script.partition(":")
     rel = check_rel_path(target)
     path = project.root / rel
-    if rel.startswith("docs/") and rel.endswith(".md") and path.is_file() and (not line or line.isdigit()):
+    at = whole_number(line)
+    if rel.startswith("docs/") and rel.endswith(".md") and path.is_file() and (not line or at is not None):
         blocks = [b for b in project.parse(path).blocks if b.kind == "experiment"]
         if line:
-            blocks = [b for b in blocks if b.line <= int(line) <= b.line + len(b.fields) + len(b.body or ()) + 2]
+            blocks = [b for b in blocks if b.line <= at <= b.line + len(b.fields) + len(b.body or ()) + 2]
         if not blocks:
             print(
                 f"{args.script}: no experiment block {'at this line' if line else 'on this page'} — give "
@@ -348,8 +350,8 @@ def main(argv=None) -> int:
         args.timeout = args.timeout or 60
     try:
         return args.func(args)
-    except LessonError as exc:
-        print(exc, file=sys.stderr)
+    except LessonError as exc:  # a problem no stage could locate is the argument's: name it
+        print(exc.at(_argument(args), None), file=sys.stderr)
         return 1
     except OSError as exc:  # a path the command was given or needs: one line, never a traceback
         print(
@@ -359,6 +361,14 @@ def main(argv=None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _argument(args) -> str:
+    """The argument a command's unlocated problem is about: the value it names (a script, a page, a
+    target), or the command itself."""
+    given = {"run": "script", "render": "page", "repin": "target", "serve": "config_file", "manifest": "tree"}
+    value = getattr(args, given.get(args.cmd, ""), None)
+    return str(value) if value else f"lessonkit {args.cmd}"
 
 
 if __name__ == "__main__":

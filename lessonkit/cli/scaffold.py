@@ -12,22 +12,28 @@ from lessonkit.config.site import environment, render
 
 def new_lesson(root: Path, nn: str, title: str, slug: str | None, short: str) -> list[Path]:
     if not re.fullmatch(r"[0-9][0-9]", nn):  # ASCII digits only (\d also matches ١٥)
-        raise LessonError(f"lesson number `{nn}` is not two digits", hint='use e.g. lessonkit new 15 "Title"')
+        raise LessonError(
+            f"lesson number `{nn}` is not two digits", path="NUMBER", hint='use e.g. lessonkit new 15 "Title"'
+        )
     if not title.strip():
-        raise LessonError("the title is empty", hint='use e.g. lessonkit new 15 "Title"')
+        raise LessonError("the title is empty", path="TITLE", hint='use e.g. lessonkit new 15 "Title"')
     slug = slug or f"lesson-{nn}"
     if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", slug):
-        raise LessonError(f"slug `{slug}` is not lowercase-words-with-dashes", hint="e.g. my-topic")
+        raise LessonError(f"slug `{slug}` is not lowercase-words-with-dashes", path="SLUG", hint="e.g. my-topic")
     lessons = root / "docs" / "lessons"
     clash = sorted(lessons.glob(f"{nn}-*.md"))
     if clash:
         raise LessonError(
-            f"lesson {nn} already exists: {clash[0].relative_to(root).as_posix()}", hint="pick a free number"
+            f"lesson {nn} already exists: {clash[0].relative_to(root).as_posix()}",
+            path="NUMBER",
+            hint="pick a free number",
         )
     page = lessons / f"{nn}-{slug}.md"
     script = root / "experiments" / f"lesson{nn}_{slug.replace('-', '_')}.py"
     if script.exists():
-        raise LessonError(f"{script.relative_to(root).as_posix()} already exists", hint="pick another slug")
+        raise LessonError(
+            f"{script.relative_to(root).as_posix()} already exists", path="SLUG", hint="pick another slug"
+        )
     env = environment(root)  # the project's templates/new-lesson.md and new-experiment.py
     lesson = render(env, "new-lesson.md", nn=nn, title=title.strip(), short=short, script=script.name)
     code = render(env, "new-experiment.py", nn=nn)

@@ -305,28 +305,45 @@ def manifest_output_problem(root: Path, out: Path) -> str | None:
     return None
 
 
-# ---------------------------------------------------------------- docs/: links and special files
+# ------------------------------------------------------ docs/ and the code folders: names, links, special files
 
 LINK_FIX = "remove the link, or point it at a page inside the project"
+SAFE_NAME = re.compile(r"[A-Za-z0-9._-]+")  # names that are the same in a path, an address, Markdown and HTML
+NAME_HINT = "rename it with letters A–Z a–z, digits and . _ - only: names become addresses, titles and links"
 
 
-def docs_problems(root: Path) -> list:
-    """Every entry of ``docs/`` that MkDocs would follow somewhere it must not: a link that is
-    dangling, a loop, leads outside the project, or is a folder (MkDocs walks into it); and
-    anything that is not a regular file or folder (a FIFO would hang the build, a device never ends)."""
+def name_problem(name: str) -> str | None:
+    """Why a file or folder name is refused, or None (it is one of SAFE_NAME)."""
+    if SAFE_NAME.fullmatch(name):
+        return None
+    bad = next(c for c in name if not SAFE_NAME.fullmatch(c))
+    return f"has the character {show(bad)} in its name, which only A–Z a–z 0–9 . _ - may form"
 
-    docs = Path(root) / "docs"
+
+def folder_problems(root: Path, top: str, code: bool = False) -> list[Problem]:
+    """Every entry of the folder ``top`` of the project whose name is not safe, and every one that
+    a reader would follow somewhere it must not: a link that is dangling, a loop, leads outside the
+    project, or is a folder (MkDocs walks into it); anything that is not a regular file or folder
+    (a FIFO would hang the build, a device never ends). In a code folder (``code``: experiments,
+    Mini), which the boxes, the code pages and the bundle copy as files, any link."""
+    base = Path(root) / top
     real_root = os.path.realpath(root)
     out = []
     hint = "replace the link with the file itself (lessonkit never publishes what lies outside the project)"
-    for dirpath, dirnames, filenames in os.walk(docs, followlinks=False):
+    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
         dirnames.sort()
+        if code:
+            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
         for name in sorted(dirnames + filenames):
             p = os.path.join(dirpath, name)
             rel = os.path.relpath(p, root).replace(os.sep, "/")
             try:
                 st = os.lstat(p)
             except OSError:
+                continue
+            wrong = name_problem(name)
+            if wrong:
+                out.append(Problem(wrong, rel, None, NAME_HINT))
                 continue
             if stat_module.S_ISLNK(st.st_mode):
                 try:
@@ -342,6 +359,16 @@ def docs_problems(root: Path) -> list:
                     out.append(
                         Problem(f"is a link that leads outside the project ({show(os.readlink(p))})", rel, None, hint)
                     )
+                elif code:
+                    inside = os.path.relpath(real, real_root).replace(os.sep, "/")
+                    out.append(
+                        Problem(
+                            f"is a link to `{inside}`",
+                            rel,
+                            None,
+                            f"replace it with a copy of the file: {top}/ goes into the boxes and the bundle as files",
+                        )
+                    )
                 elif real.is_dir():
                     out.append(
                         Problem(
@@ -355,12 +382,26 @@ def docs_problems(root: Path) -> list:
                     out.append(Problem("is a link to something that is not a regular file", rel, None, hint))
             elif not (stat_module.S_ISREG(st.st_mode) or stat_module.S_ISDIR(st.st_mode)):
                 out.append(
-                    Problem("is not a regular file (a FIFO, socket or device)", rel, None, "remove it from docs/")
+                    Problem("is not a regular file (a FIFO, socket or device)", rel, None, f"remove it from {top}/")
                 )
     return out
 
 
+def docs_problems(root: Path) -> list[Problem]:
+    return folder_problems(root, "docs")
+
+
 def check_docs(root: Path) -> None:
-    problems = docs_problems(root)
+    _raise(docs_problems(root))
+
+
+def check_code_folders(root: Path, folders) -> None:
+    """The folders the boxes, the code pages and the bundle copy (``experiments/``, Mini): safe names, no links."""
+    _raise(
+        [p for top in dict.fromkeys(folders) if (Path(root) / top).is_dir() for p in folder_problems(root, top, True)]
+    )
+
+
+def _raise(problems: list[Problem]) -> None:
     if problems:
         raise LessonError(problems[0].message, path=problems[0].path, hint=problems[0].hint, problems=problems)

@@ -1,6 +1,6 @@
 """The environment a build reads: ``LESSONKIT_CACHE``, ``LESSONKIT_SOURCE`` (and a pin's legacy
 name), ``LESSONKIT_SDIST``, ``LESSONKIT_GIT_REMOTE``, ``LESSONKIT_SANDBOX``, ``SITE_URL`` and
-``LESSONKIT_REPO_URL``, each checked before anything acts on it; a mistake is one line naming
+``LESSONKIT_REPO_URL`` and ``SOURCE_DATE_EPOCH``, each checked before anything acts on it; a mistake is one line naming
 the variable. (Split from :mod:`lessonkit.config.files`, which still exports these names.)"""
 
 from __future__ import annotations
@@ -152,3 +152,27 @@ def site_urls() -> dict[str, str]:
             )
         out[name] = value
     return out
+
+
+# The bundle is a zip file: its dates run from 1980-01-01 to 2107-12-31 (a 7-bit year after 1980).
+ZIP_FIRST, ZIP_LAST = 315532800, 4354819199
+
+
+def source_date_epoch() -> int | None:
+    """``SOURCE_DATE_EPOCH`` (reproducible builds: the date of the site's files and the bundle's
+    entries): whole seconds since 1970, at most 2107-12-31, or unset. An earlier date than 1980
+    is kept by MkDocs and given to the bundle as 1980-01-01, the first date a zip file holds."""
+    value = env("SOURCE_DATE_EPOCH")
+    if value is None:
+        return None
+    hint = f"give whole seconds since 1970 (for example 1764460800) up to {ZIP_LAST} (2107-12-31), or unset it"
+    text = value.strip()
+    if not re.fullmatch(r"[0-9]{1,20}", text):
+        what = "a negative number" if re.fullmatch(r"-[0-9]+", text) else "not a whole number of seconds"
+        raise LessonError(f"{show(value)} is {what}", path="SOURCE_DATE_EPOCH", hint=hint)
+    n = int(text)
+    if n > ZIP_LAST:
+        raise LessonError(
+            f"{text} is after 2107, the last date a zip file can hold", path="SOURCE_DATE_EPOCH", hint=hint
+        )
+    return n

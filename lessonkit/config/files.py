@@ -23,6 +23,7 @@ from pathlib import Path
 
 from lessonkit.errors import LessonError, Problem
 from lessonkit.util.fs import plain_name
+from lessonkit.util.text import lines as text_lines
 
 MAX_CONFIG_BYTES = 1 << 20  # pin.toml, roles.toml
 MAX_MANIFEST_BYTES = 16 << 20
@@ -134,7 +135,7 @@ def toml_key_lines(text: str) -> dict[tuple[str, str], int]:
     """``(section, key) -> line`` of the first ``key = …`` of each section (top level: section "")."""
     out: dict[tuple[str, str], int] = {}
     section = ""
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(text_lines(text), 1):
         m = TOML_SECTION.match(line)
         if m:
             section = m[1].strip("\"'")

@@ -52,6 +52,7 @@ from pathlib import Path
 from lessonkit.errors import LessonError
 from lessonkit.config.labels import LABELS, Labels
 from lessonkit.config.labels import problem as label_problem
+from lessonkit.util import text
 
 CONFIG = "sourcemap/site.toml"
 ENGINE_TEMPLATES = Path(__file__).parents[1] / "templates"
@@ -101,7 +102,8 @@ class SiteConfig:
         return environment(self.root)
 
     def render(self, name: str, **data) -> str:
-        """The template ``name`` filled with ``data`` (Markdown: values are inserted as given)."""
+        """The template ``name`` filled with ``data`` (Markdown: a value from a file or a name goes in
+        through the ``code``, ``mdtext`` or ``url`` filter; numbers and checked pin fields as given)."""
         return render(self.templates, name, site=self, **data)
 
 
@@ -113,14 +115,18 @@ def environment(root: Path):
         [jinja2.FileSystemLoader(root / "templates"), jinja2.FileSystemLoader(ENGINE_TEMPLATES)]
     )
     # `{#id}` is Markdown's heading-id syntax, so Jinja2 comments are written {#-- … --#}
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=loader,
         keep_trailing_newline=True,
-        autoescape=False,
+        autoescape=False,  # the templates are Markdown: values go in through the filters below
         undefined=jinja2.StrictUndefined,
         comment_start_string="{#--",
         comment_end_string="--#}",
     )
+    # One escaping function per Markdown context (lessonkit.util.text): {{ file | code }} is a code
+    # span, {{ name | mdtext }} literal text, {{ path | url }} a link destination.
+    env.filters.update(code=text.md_code, mdtext=text.md_text, url=text.md_url)
+    return env
 
 
 def render(env, name: str, **data) -> str:

@@ -18,6 +18,7 @@ from lessonkit.run.box import sandbox
 from lessonkit.errors import LessonError, Problem
 from lessonkit.pipeline.parse import check_rel_path
 from lessonkit.pipeline.recording import Recording, load
+from lessonkit.util.text import whole_number
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 
@@ -74,7 +75,8 @@ def run(project, job: execute.Job, path: str | None, line: int | None):
 def precision_problems(b) -> list[Problem]:
     """The `Precision:` header of a snapshot or figure: a number of decimals from 0 to 12."""
     p = b.get("Precision")
-    if p is None or (p.isascii() and p.isdigit() and int(p) <= 12):
+    n = whole_number(p, 2)
+    if p is None or (n is not None and n <= 12):
         return []
     return [
         Problem(

@@ -15,6 +15,7 @@ from lessonkit.errors import LessonError, Problem
 from lessonkit.pipeline.parse import check_rel_path
 from lessonkit.source.resolve import excerpt_of
 from lessonkit.kinds.base import Kind, Resolved, slug
+from lessonkit.util.text import whole_number
 
 
 class Experiment(Kind):
@@ -59,7 +60,7 @@ class Experiment(Kind):
                 "letters, digits, `_` and `-`, at most 40 characters, e.g. `Session: tape`",
             )
         t = b.get("Timeout")
-        if t and not (t.isascii() and t.isdigit() and 1 <= int(t) <= 600):
+        if t and not 1 <= (whole_number(t, 3) or 0) <= 600:
             bad(
                 f"`Timeout: {t}` is not a whole number of seconds from 1 to 600",
                 "Timeout",
@@ -68,7 +69,8 @@ class Experiment(Kind):
         return out
 
     def resolve(self, project, block):
-        timeout, memory = int(block.get("Timeout") or execute.DEFAULT_TIMEOUT), sandbox.memory_of(block)
+        timeout = whole_number(block.get("Timeout"), 3) or execute.DEFAULT_TIMEOUT
+        memory = sandbox.memory_of(block)
         if block.get("File"):
             try:
                 rel = check_rel_path(block.get("File"))

@@ -18,11 +18,13 @@ from html import escape
 
 from lessonkit.pipeline import svg as figures
 from lessonkit.pipeline import recording
+from lessonkit.pipeline import shapes
 from lessonkit.errors import LessonError, Problem
 from lessonkit.config.labels import defaults
 from lessonkit.util.store import digest
 from lessonkit.kinds import _recorded
 from lessonkit.kinds.base import Kind, Resolved
+from lessonkit.util.text import whole_number
 
 SHAPES = ("Graph", "Broadcast", "Nested", "Alive")
 FORMAT = "1"  # bump when the HTML or the drawing changes shape
@@ -82,7 +84,8 @@ class Figure(Kind):
         b = r.block
         rec = _recorded.recording_of(result, r.job.label, b.path, b.line_of("Experiment"))
         shape = next(s for s in SHAPES if s in b.fields)
-        fmt = recording.Format(precision=int(b.get("Precision") or 3))
+        p = whole_number(b.get("Precision"), 2)
+        fmt = recording.Format(precision=3 if p is None else p)
 
         def get(field, key=None):
             try:
@@ -90,67 +93,72 @@ class Figure(Kind):
             except LessonError as exc:
                 raise exc.at(b.path, b.line_of(field)) from None
 
-        def need(ok, field, what):
+        def need(ok, field, what, why=""):
             if not ok:
                 raise LessonError(
-                    f"`{b.get(field)}` in {r.job.label}'s recording is not {what}",
+                    f"`{b.get(field)}` in {r.job.label}'s recording is not {what}" + (f": {why}" if why else ""),
                     path=b.path,
                     line=b.line_of(field),
                     hint=f"`{field}:` names {what}",
                 )
 
-        data = get(shape)
-        if shape == "Graph":
-            need(
-                isinstance(data, dict) and isinstance(data.get("nodes"), list), shape, "a recorded graph (record.graph)"
-            )
-            labels, notes = {}, {}
-            ids = {str(n["label"]): n["id"] for n in data["nodes"]}
-            if b.get("Edge-labels"):
-                calls = get("Edge-labels")
-                need(
-                    isinstance(calls, list)
-                    and all(isinstance(c, dict) and "from" in c and "ingrad" in c for c in calls),
-                    "Edge-labels",
-                    'a list of {"from": node label, "ingrad": value}',
-                )
-                seen: dict[int, int] = {}
-                for c in calls:
-                    child = ids.get(str(c["from"]))
-                    need(child is not None, "Edge-labels", f"about nodes of the graph (no node `{c['from']}`)")
-                    k = seen[child] = seen.get(child, -1) + 1
-                    labels[f"{child}.{k}"] = recording.format_value(c["ingrad"], fmt)
-            if b.get("Notes"):
-                raw = get("Notes")
-                need(
-                    isinstance(raw, dict) and all(k in ids for k in raw),
-                    "Notes",
-                    "a dict from node labels of the graph to values",
-                )
-                notes = {str(ids[k]): recording.format_value(v, fmt) for k, v in raw.items()}
-            return shape, (data, labels, notes)
+        what = {
+            "Graph": "a recorded graph (record.graph)",
+            "Broadcast": "an object with `g_in` and `sums`",
+            "Nested": "a chain [[type, trace], …]",
+            "Alive": "a dict {mode: [live nodes after each layer]}",
+        }[shape]
+        check = {"Graph": shapes.graph, "Broadcast": shapes.broadcast, "Nested": shapes.nested, "Alive": shapes.alive}
+        try:  # any shape at all can come out of a run: checked before anything is drawn
+            data = check[shape](get(shape))
+        except shapes.Bad as exc:
+            need(False, shape, what, str(exc))
         if shape == "Broadcast":
-            need(
-                isinstance(data, dict) and "g_in" in data and isinstance(data.get("sums"), list),
-                shape,
-                "an object with `g_in` and `sums`",
-            )
-            return shape, (data["g_in"], data["sums"])
-        if shape == "Nested":
-            need(
-                isinstance(data, list) and all(isinstance(c, list) and len(c) == 2 for c in data),
-                shape,
-                "a chain [[type, trace], …]",
-            )
+            return shape, data
+        if shape != "Graph":
             return shape, (data,)
-        # other entries (e.g. the size `n` the run used) are not drawn
-        modes = [v for v in data.values() if isinstance(v, list)] if isinstance(data, dict) else []
-        need(
-            bool(modes) and all(v and all(isinstance(x, int) and x >= 0 for x in v) for v in modes),
-            shape,
-            "a dict {mode: [live nodes after each layer]}",
-        )
-        return shape, (data,)
+        labels, notes = {}, {}
+        ids: dict[str, list[int]] = {}
+        for n in data["nodes"]:
+            ids.setdefault(n["label"], []).append(n["id"])
+
+        def node(label, field) -> int:
+            found = ids.get(str(label), [])
+            need(found, field, "about nodes of the graph", f"no node is labelled `{label}`")
+            need(len(found) == 1, field, "about nodes of the graph", f"{len(found)} nodes are labelled `{label}`")
+            return found[0]
+
+        def shown(value, field) -> str:
+            try:
+                text = recording.format_value(value, fmt)
+            except LessonError as exc:
+                raise exc.at(b.path, b.line_of(field)) from None
+            need(len(text) <= shapes.MAX_TEXT, field, "short values", f"`{text[:20]}…` is {len(text)} characters long")
+            return text
+
+        if b.get("Edge-labels"):
+            calls = get("Edge-labels")
+            need(
+                isinstance(calls, list) and all(isinstance(c, dict) and "from" in c and "ingrad" in c for c in calls),
+                "Edge-labels",
+                'a list of {"from": node label, "ingrad": value}',
+            )
+            seen: dict[int, int] = {}
+            for c in calls:
+                child = node(c["from"], "Edge-labels")
+                k = seen[child] = seen.get(child, -1) + 1
+                need(
+                    k < len(data["nodes"][child]["parents"]),
+                    "Edge-labels",
+                    "one value per edge",
+                    f"node `{c['from']}` has {len(data['nodes'][child]['parents'])} edges, and more values",
+                )
+                labels[f"{child}.{k}"] = shown(c["ingrad"], "Edge-labels")
+        if b.get("Notes"):
+            raw = get("Notes")
+            need(isinstance(raw, dict), "Notes", "a dict from node labels of the graph to values")
+            notes = {str(node(k, "Notes")): shown(v, "Notes") for k, v in raw.items()}
+        return shape, (data, labels, notes)
 
     def title(self, r, words=None) -> str:
         b = r.block

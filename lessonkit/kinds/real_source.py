@@ -47,7 +47,7 @@ class RealSource(Kind):
         v = b.get("Lines")
         if v:
             m = LINES.match(v)
-            if not m or int(m[1]) < 1 or int(m[1]) > int(m[2]):
+            if not m or int(m[1]) < 1 or int(m[1]) > int(m[2]):  # LINES bounds the digits
                 out.append(
                     Problem(
                         f"`Lines: {v}` is not a range `a-b` with 1 ≤ a ≤ b",

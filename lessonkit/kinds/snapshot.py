@@ -20,13 +20,14 @@ from lessonkit.config.labels import defaults
 from lessonkit.util.store import digest
 from lessonkit.kinds import _recorded
 from lessonkit.kinds.base import Kind, Resolved
+from lessonkit.util.text import whole_number
 
 FORMAT = "1"  # bump when the HTML changes shape
 
 
 def precision(block) -> int:
-    p = block.get("Precision")
-    return int(p) if p else 6
+    p = whole_number(block.get("Precision"), 2)
+    return 6 if p is None else p
 
 
 class Snapshot(Kind):

@@ -31,9 +31,9 @@ from pymdownx.highlight import Highlight
 from lessonkit.run import runner as execute
 from lessonkit.errors import LessonError, Problem
 from lessonkit.config.labels import PROVIDERS, provider_text  # noqa: F401 (where the pinned tree came from, in labels)
-from lessonkit.pipeline.parse import Block, BrokenBlock, parse_page
+from lessonkit.pipeline.parse import QUOTE, Block, BrokenBlock, blank_line, parse_page
 from lessonkit.project import Project, Resolved
-from lessonkit.pipeline.render import Deferred, NoLinks, Renderer, anchors
+from lessonkit.pipeline.render import Deferred, NoLinks, Renderer, anchors, duplicate_ids, page_ids
 from lessonkit.util.store import Store
 
 PRIORITY = 28  # after normalize_whitespace (30), before the fence preprocessors (25)
@@ -109,7 +109,7 @@ def make_renderer(md: Markdown, project: Project, links, deferred: Deferred | No
 def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> tuple[str, list[Problem]]:
     """Replace every annotation block of ``text``; return the new text and the problems."""
     page = parse_page(text, ctx.path, ctx.line_offset, project.kinds)
-    if not page.items and not page.inline and not page.problems_inline:
+    if not page.items and not page.inline and not page.problems_inline and not page.ids:
         return text, []
     lines = text.split("\n")
     renderer = make_renderer(md, project, ctx.links, ctx.deferred)
@@ -132,6 +132,17 @@ def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> 
         page.inline,
     )
     _render_inline(md, project, page, lines, renderer, page_links, problems)
+    generated = page_ids(
+        list(resolved.values()),
+        [ids[k] for k in resolved],
+        sum(i.ref.kind == "line" for i in page.inline),
+        ctx.path.startswith("docs/lessons/"),
+    )
+    # the ids in the page file, as verify reads it (not those of what the build appends, such as the
+    # lesson's list of cited source)
+    raw = ctx.source.split("\n") if ctx.source else None
+    written = [(ident, n) for ident, n in page.ids if raw is None or (n <= len(raw) and ident in raw[n - 1])]
+    problems += duplicate_ids(ctx.path, written, generated)
     jobs = [r.job for r in resolved.values() if r.job]
     results = project.runner.run_all(jobs) if jobs else {}
     for item in reversed(page.items):
@@ -144,9 +155,23 @@ def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> 
             r, anchor = resolved[id(item)], ids[id(item)]
             html = _render_one(renderer, project, r, anchor, results, problems)
         placeholder = md.htmlStash.store(html)
-        lines[item.start : item.end + 1] = ["", item.indent + placeholder, ""]
+        lines[item.start : item.end + 1] = alone(lines, item, placeholder)
     problems.sort(key=lambda p: p.line or 0)
     return "\n".join(lines), problems
+
+
+def alone(lines: list[str], item, placeholder: str) -> list[str]:
+    """The lines that replace a block: its placeholder alone in a paragraph, so that the stash puts
+    the HTML in place of the paragraph, in the block's container. An empty line before it (inside a
+    blockquote, the quote's `>`) and a blank line after it, unless the page has one there already:
+    two would end a footnote's or a definition's indented content."""
+
+    def empty(k: int) -> bool:
+        return not (0 <= k < len(lines)) or not QUOTE.sub("", lines[k], count=1).strip()
+
+    before = [] if empty(item.start - 1) else [blank_line(item.indent)]
+    after = [] if empty(item.end + 1) else [""]
+    return before + [item.indent + placeholder] + after
 
 
 def _render_inline(md: Markdown, project: Project, page, lines: list[str], renderer, links, problems) -> None:
@@ -206,6 +231,21 @@ class PageLinks:
         return self.ids.get(id(ref))
 
 
+def with_tabs(lines: list[str], ctx: PageContext, tab_length: int, project: Project) -> list[str]:
+    """``lines`` with the tabs of the page file put back inside annotation blocks. Markdown expands
+    every tab before any preprocessor runs, so the build would take a block with a tab that verify,
+    which reads the file, refuses; with the page's own lines the two see the same block."""
+    raw = ctx.source.split("\n")
+    page = parse_page("\n".join(lines), ctx.path, ctx.line_offset, project.kinds)
+    out = list(lines)
+    for item in page.items:
+        for k in range(item.start, item.end + 1):
+            n = ctx.line_offset + k
+            if n < len(raw) and "\t" in raw[n] and raw[n].expandtabs(tab_length) == lines[k]:
+                out[k] = raw[n]
+    return out
+
+
 class _Pre(Preprocessor):
     def __init__(self, md: Markdown, root: str):
         super().__init__(md)
@@ -221,9 +261,12 @@ class _Pre(Preprocessor):
     def run(self, lines: list[str]) -> list[str]:
         ctx = page_context(self.md) or PageContext()
         text = "\n".join(lines)
-        if "```" not in text and "~~~" not in text and "[[" not in text:
-            return lines
+        if not any(mark in text for mark in ("```", "~~~", "[[", "id=")) and not ("{" in text and "#" in text):
+            return lines  # no block, no reference, no id the author gave
         project = ctx.project or self.project(ctx.root or self.root)
+        if "\t" in ctx.source:
+            lines = with_tabs(lines, ctx, self.md.tab_length, project)
+            text = "\n".join(lines)
         out, problems = render_page(self.md, project, text, ctx)
         if problems:
             if ctx.problems is None:

@@ -15,9 +15,18 @@ from dataclasses import dataclass, field, replace
 
 from lessonkit.errors import LessonError, Problem
 
-FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+# A fence line: container indentation, maybe inside blockquotes (`> `), then ``` or ~~~ and the info string.
+FENCE = re.compile(r"^(?P<indent>(?:[ \t]*>[ ]?)*[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+QUOTE = re.compile(r"^(?:[ \t]*>[ ]?)*")  # the blockquote markers a line starts with
+# A fence of a known kind that is not where Markdown opens a block: after a list marker, a footnote
+# label or a definition's colon on the same line, in a table row, after text (group `lead`).
+MISPLACED = re.compile(r"(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>\{?[ \t]*\.?[A-Za-z][\w-]*[^`]*)$")
+LEAD = re.compile(r"^[ \t]*(?:[-*+]|[0-9]{1,9}[.)]|\[\^[^\]\s]+\]:|:)[ \t]+$")
+# Explicit ids an author writes: an attribute list `{#id}` / `{: #id .cls}` ending a line, an HTML `id="…"`.
+ATTR_ID = re.compile(r"\{:?[ \t]*((?:[^{}]*?\s)?#[^\s{}]+[^{}]*)\}[ \t]*$")
+HTML_ID = re.compile(r"<[A-Za-z][^<>]*?\sid[ \t]*=[ \t]*(?:\"([^\"]*)\"|'([^']*)')")
 HEADER = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9_-]*)[ \t]*:(?P<value>.*)$")
-LINES = re.compile(r"^([0-9]+)-([0-9]+)$")
+LINES = re.compile(r"^([0-9]{1,9})-([0-9]{1,9})$")  # bounded: int() of thousands of digits raises
 
 
 @dataclass(frozen=True)
@@ -87,6 +96,7 @@ class ParsedPage:
     items: list = field(default_factory=list)  # Block | BrokenBlock, in order
     inline: list = field(default_factory=list)  # InlineItem, in order
     problems_inline: list = field(default_factory=list)  # Problem: unknown inline kinds
+    ids: list = field(default_factory=list)  # (id, 1-based line): the ids the author wrote, in order
 
     @property
     def blocks(self) -> list[Block]:
@@ -115,7 +125,9 @@ def kind_word(info: str) -> str:
     return info.split()[0].lstrip("{.").rstrip("}") if info else ""
 
 
-OPENER = re.compile(r"^\s*(?:[-*+]|\d+[.)]|!!!|\?\?\?\+?|===)(?:\s|$)")  # list item, admonition, details, tab
+# Lines whose content continues, 4 columns further in, on the lines under them: a list item, an
+# admonition, details, a tab, a footnote (`[^1]:`) and a definition (`:   `).
+OPENER = re.compile(r"^\s*(?:[-*+]|\d+[.)]|!!!|\?\?\?\+?|===|\[\^[^\]\s]+\]:|:)(?:\s|$)")
 
 
 def _width(line: str) -> int:
@@ -123,12 +135,64 @@ def _width(line: str) -> int:
     return len(line[: len(line) - len(stripped)].expandtabs(4))
 
 
-def _container(lines: list[str], i: int, width: int) -> int:
-    """The indentation at which the content of the block holding line ``i`` starts."""
-    for j in range(i - 1, -1, -1):
-        if lines[j].strip() and _width(lines[j]) < width:
-            return _width(lines[j]) + (4 if OPENER.match(lines[j]) else 0)
-    return 0
+def _containers(lines: list[str]) -> list[int]:
+    """For each line, the indentation at which the content of the block holding it starts: from
+    the nearest earlier non-blank line that is less indented (the nearest smaller width, found
+    with one stack in one pass, not by walking back from every line)."""
+    out, stack = [0] * len(lines), []  # stack: (width, its container) of lines with rising widths
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        w = _width(line)
+        while stack and stack[-1][0] >= w:
+            stack.pop()
+        out[i] = stack[-1][1] if stack else 0
+        stack.append((w, w + (4 if OPENER.match(line) else 0)))
+    return out
+
+
+def _code_spans(line: str) -> list[tuple[int, int]]:
+    """The code spans of one line, ``(start, end)``: a run of backticks up to the next run of
+    the same length (a run without such a partner is literal backticks)."""
+    runs = [(m.start(), m.end()) for m in re.finditer(r"`+", line)]
+    out, k = [], 0
+    while k < len(runs):
+        a, b = runs[k]
+        partner = next((j for j in range(k + 1, len(runs)) if runs[j][1] - runs[j][0] == b - a), None)
+        if partner is None:
+            k += 1
+            continue
+        out.append((a, runs[partner][1]))
+        k = partner + 1
+    return out
+
+
+def _in_spans(spans: list[tuple[int, int]], pos: int) -> bool:
+    return any(a <= pos < b for a, b in spans)
+
+
+def _comment_opens(line: str, spans: list[tuple[int, int]]) -> bool:
+    """Does an HTML comment start on this line and stay open after it? ``<!--`` in a code span is
+    text, as Markdown shows it, not a comment."""
+    starts = [m.start() for m in re.finditer("<!--", line) if not _in_spans(spans, m.start())]
+    return bool(starts) and "-->" not in line[starts[-1] + 4 :]
+
+
+def _unquote(line: str, depth: int) -> str | None:
+    """``line`` without its first ``depth`` blockquote markers; "" for a blank line; None when the
+    line is not inside that many blockquotes (Markdown ends the blockquote, and a fence in it, there)."""
+    if depth == 0:
+        return line
+    if not line.strip():
+        return ""
+    m = re.match(r"^(?:[ \t]*>[ ]?){%d}" % depth, line)
+    return line[m.end() :] if m else None
+
+
+def blank_line(indent: str) -> str:
+    """The empty line of a block's container: its blockquote markers (``> `` → ``>``), else ""."""
+    quote = QUOTE.match(indent)[0]
+    return quote.rstrip() if ">" in quote else ""
 
 
 @dataclass(frozen=True)
@@ -152,6 +216,7 @@ def parse_page(text: str, path: str = "<markdown>", line_offset: int = 0, kinds=
     if kinds is None:
         from lessonkit.kinds import KINDS as kinds
     lines = text.split("\n")
+    containers = _containers(lines)
     page = ParsedPage(path)
     ordinal = 0
     i = 0
@@ -165,26 +230,43 @@ def parse_page(text: str, path: str = "<markdown>", line_offset: int = 0, kinds=
         blank = not line.strip()
         if not blank:
             width = _width(line) if line[:1] in " \t" else 0
-            in_code = width >= 4 and (prev_blank or in_code) and width - _container(lines, i, width) >= 4
+            in_code = width >= 4 and (prev_blank or in_code) and width - containers[i] >= 4
         prev_blank = blank
         if blank or in_code:  # blank lines neither start nor end an indented code block
             i += 1
             continue
         m = FENCE.match(line) if ("`" in line or "~" in line) else None
         if not m or (m["fence"][0] == "`" and "`" in m["info"]):
-            start = line.rfind("<!--")
-            if start >= 0 and "-->" not in line[start:]:
+            spans = _code_spans(line) if "`" in line else []
+            if _comment_opens(line, spans):
                 in_comment = True
             else:
                 _inline(page, kinds, line, i, path, line_offset)
+                _ids(page, line, spans, line_offset + i + 1)
+                skip = _misplaced(page, kinds, lines, i, spans, path, line_offset)
+                if skip is not None:
+                    i = skip
             i += 1
             continue
         indent, fence, info = m["indent"], m["fence"], m["info"].strip()
+        depth = QUOTE.match(indent)[0].count(">")
         word = kind_word(info)
-        end = next((j for j in range(i + 1, len(lines)) if _closing(lines[j], fence[0], len(fence))), None)
+        end, lazy = _end(lines, i, fence, depth)
         lineno = line_offset + i + 1
         if word in kinds.fenced:
-            stop = end if end is not None else len(lines) - 1
+            if lazy is not None:
+                err = LessonError(
+                    f"this line of the {word} block opened on line {lineno} does not start with `>`: "
+                    "Markdown ends the blockquote, and the block, here",
+                    path=path,
+                    line=line_offset + lazy + 1,
+                    hint="start every line of a block in a blockquote with `>`, as its first line",
+                )
+                page.items.append(BrokenBlock(err, i, lazy - 1, indent, ordinal))
+                ordinal += 1
+                i = lazy
+                prev_blank = False
+                continue
             if end is None:
                 err = LessonError(
                     f"unclosed {word} block: no closing {fence}",
@@ -192,7 +274,7 @@ def parse_page(text: str, path: str = "<markdown>", line_offset: int = 0, kinds=
                     line=lineno,
                     hint=f"add a line {fence} after the block",
                 )
-                page.items.append(BrokenBlock(err, i, stop, indent, ordinal))
+                page.items.append(BrokenBlock(err, i, len(lines) - 1, indent, ordinal))
                 break
             try:
                 block = _build(kinds[word], lines, i, end, indent, path, line_offset, ordinal)
@@ -203,8 +285,12 @@ def parse_page(text: str, path: str = "<markdown>", line_offset: int = 0, kinds=
         elif kinds.near(word):
             err = kinds.unknown(word, path, lineno)
             page.items.append(BrokenBlock(err, i, end if end is not None else len(lines) - 1, indent))
-        else:
+        elif lazy is None:
             _swallowed(page, kinds, lines, i, end, fence, path, line_offset)
+        if lazy is not None:  # an ordinary fence in a blockquote that ends before the fence closes
+            i = lazy
+            prev_blank = False
+            continue
         if end is None:
             break  # an unclosed ordinary fence runs to the end of the page
         i = end + 1
@@ -243,6 +329,71 @@ def _link_sessions(page: ParsedPage, kinds) -> None:
         )
         for k, n in enumerate(good):
             page.items[n] = replace(page.items[n], session=parts, session_index=k)
+
+
+def _end(lines: list[str], i: int, fence: str, depth: int) -> tuple[int | None, int | None]:
+    """(closing line, None), or (None, the first line outside the fence's blockquotes), or (None, None)
+    for a fence that is never closed."""
+    for j in range(i + 1, len(lines)):
+        content = _unquote(lines[j], depth)
+        if content is None:
+            return None, j
+        if _closing(content, fence[0], len(fence)):
+            return j, None
+    return None, None
+
+
+def _misplaced(page, kinds, lines, i, spans, path, offset) -> int | None:
+    """Report a fence of a known kind that Markdown does not open a block with: after a list
+    marker, a footnote label or a definition's colon on the same line, in a table row, after
+    text. Returns the line of its closing fence (the lines up to it are the block's, which
+    Markdown shows as inline code or text), or None when there is no such fence."""
+    line = lines[i]
+    m = MISPLACED.search(line)
+    if m is None or _in_spans(spans, m.start()):
+        return None
+    word = kind_word(m["info"])
+    if word not in kinds.fenced:
+        return None
+    quote = QUOTE.match(line)[0]
+    lead = line[len(quote) : m.start()]
+    if LEAD.match(lead):
+        what, hint = (
+            f"after `{lead.strip()}` on the same line",
+            "put the fence on a line of its own under it, indented by 4 spaces",
+        )
+    elif "|" in lead:
+        what, hint = "in a table row", "a table cell cannot hold a block: put the block before or after the table"
+    else:
+        what, hint = "after text on the same line", "start the fence on a line of its own"
+    fence, depth, end = m["fence"], quote.count(">"), None
+    for j in range(i + 1, len(lines)):
+        content = _unquote(lines[j], depth)
+        if content is None or (content.strip() and FENCE.match(content) and not _closing(content, fence[0], 3)):
+            break  # the blockquote ends, or another block starts: Markdown's code span cannot reach further
+        if _closing(content, fence[0], len(fence)):
+            end = j
+            break
+    err = LessonError(
+        f"{word} block {what}: Markdown shows it as inline code, not as a block",
+        path=path,
+        line=offset + i + 1,
+        hint=hint,
+    )
+    page.items.append(BrokenBlock(err, i, i if end is None else end, quote))
+    return end
+
+
+def _ids(page, line: str, spans, lineno: int) -> None:
+    """The explicit ids on one prose line: ``{#id}`` attribute lists and HTML ``id="…"``."""
+    if "#" not in line and "id" not in line:
+        return
+    m = ATTR_ID.search(line)
+    if m and not _in_spans(spans, m.start()):
+        page.ids += [(t[1:], lineno) for t in m[1].split() if t.startswith("#") and len(t) > 1]
+    for h in HTML_ID.finditer(line) if "<" in line else ():
+        if not _in_spans(spans, h.start()):
+            page.ids.append((h[1] if h[1] is not None else h[2], lineno))
 
 
 def _swallowed(page, kinds, lines, start, end, fence, path, offset) -> None:
@@ -301,7 +452,9 @@ def _dedent(line: str, indent: str) -> str:
 
 
 def _build(spec, lines, start, end, indent, path, offset, ordinal) -> Block:
-    content = [_dedent(l, indent) for l in lines[start + 1 : end]]
+    quote = QUOTE.match(indent)[0]
+    depth, inner = quote.count(">"), indent[len(quote) :]
+    content = [_dedent(_unquote(l, depth) or "", inner) for l in lines[start + 1 : end]]
     problems: list[Problem] = []
 
     def bad(msg, n, hint=None):

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 
 from lessonkit.errors import LessonError
+from lessonkit.util.text import whole_number
 
 LIMIT = 4 * 1024 * 1024
 KEY = re.compile(r"[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*")
@@ -71,8 +72,8 @@ def lookup(rec: Recording, key: str):
     for part in key.split("."):
         if isinstance(node, dict) and part in node:
             node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
+        elif isinstance(node, list) and (k := whole_number(part)) is not None and k < len(node):
+            node = node[k]
         else:
             where = ".".join(walked) or "the top level"
             if isinstance(node, dict):
@@ -93,22 +94,31 @@ class Format:
     sequence: str = "()"  # brackets of a recorded tuple/list
 
 
-def format_value(v, fmt: Format = Format()) -> str:
+MAX_DEPTH = 50  # levels of nesting a shown value may have (a recording may nest up to JSON's limit)
+
+
+def format_value(v, fmt: Format = Format(), depth: int = 0) -> str:
     """The value as the lesson would write it."""
+    if depth > MAX_DEPTH:
+        raise LessonError(
+            f"the recorded value is nested more than {MAX_DEPTH} levels deep: too deep to show",
+            hint="name a part of it with a longer key, or record a flatter value",
+        )
+    d = depth + 1
     if isinstance(v, dict):
         if set(v) == {"scalar", "dtype"}:
-            return format_value(v["scalar"], fmt)
+            return format_value(v["scalar"], fmt, d)
         if set(v) == {"array", "shape", "dtype"}:
-            return format_value(v["array"], fmt) if not v["shape"] else _array(v["array"], fmt)
+            return format_value(v["array"], fmt, d) if not v["shape"] else _array(v["array"], fmt, d)
         if set(v) == {"float"}:
-            return v["float"]
+            return str(v["float"])
         if set(v) == {"node"}:
             return str(v["node"])
         if "box" in v and "trace" in v:
-            return f"{v['box']}(trace={v['trace']}, _value={format_value(v.get('value'), fmt)})"
+            return f"{v['box']}(trace={v['trace']}, _value={format_value(v.get('value'), fmt, d)})"
         if not v:
             return "{}"
-        return "{" + ", ".join(f"{k}: {format_value(x, fmt)}" for k, x in v.items()) + "}"
+        return "{" + ", ".join(f"{k}: {format_value(x, fmt, d)}" for k, x in v.items()) + "}"
     if isinstance(v, bool) or v is None:
         return str(v)
     if isinstance(v, int):
@@ -117,7 +127,7 @@ def format_value(v, fmt: Format = Format()) -> str:
         return _float(v, fmt, fmt.integral)
     if isinstance(v, list):
         o, c = fmt.sequence
-        inner = ", ".join(format_value(x, fmt) for x in v)
+        inner = ", ".join(format_value(x, fmt, d) for x in v)
         return f"{o}{inner},{c}" if len(v) == 1 and o == "(" else f"{o}{inner}{c}"
     return str(v)
 
@@ -128,12 +138,14 @@ def _float(v: float, fmt: Format, integral: str) -> str:
     return f"{v:.{fmt.precision}f}"
 
 
-def _array(data, fmt: Format) -> str:
+def _array(data, fmt: Format, depth: int = 0) -> str:
     if isinstance(data, list):
-        return "[" + ", ".join(_array(x, fmt) for x in data) + "]"
+        if depth > MAX_DEPTH:
+            return format_value(data, fmt, depth)  # says it is too deep
+        return "[" + ", ".join(_array(x, fmt, depth + 1) for x in data) + "]"
     if isinstance(data, float):
         return _float(data, fmt, "int")
-    return format_value(data, fmt)
+    return format_value(data, fmt, depth)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Callable, Protocol
 
-from lessonkit.errors import LessonError
+from lessonkit.errors import LessonError, Problem
 from lessonkit.run.runner import Result
 from lessonkit.source.pin import Pin
 from lessonkit.config.labels import Labels, defaults
@@ -48,6 +48,54 @@ def anchors(resolved: list[Resolved]) -> list[str]:
         base = r.kind.anchor(r, n)
         seen[base] = seen.get(base, 0) + 1
         out.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
+    return out
+
+
+def page_ids(resolved: list[Resolved], ids: list[str], line_refs: int, lesson: bool) -> dict[str, str]:
+    """Every id the engine puts on a page, and what carries it: each block's id, the line anchors
+    of the code it shows (``<id>-L<n>``), an experiment's output (``<id>-output``), the inline
+    source references (``ref-<n>``) and, on a lesson that cites source, its list (``cited-source``)."""
+    out: dict[str, str] = {}
+    for r, anchor in zip(resolved, ids):
+        what = f"the {r.kind.name} block on line {r.block.line}"
+        out.setdefault(anchor, what)
+        if r.kind.citation is not None:  # the kinds that show code (not snapshot, figure)
+            text, start = code_of(r)
+            for n in range(start, start + text.count("\n")):
+                out.setdefault(f"{anchor}-L{n}", f"line {n} of {what}")
+        if r.job is not None and r.kind.citation == "script":
+            out.setdefault(f"{anchor}-output", f"the output of {what}")
+    for n in range(1, line_refs + 1):
+        out.setdefault(f"ref-{n}", f"inline source reference {n}")
+    if lesson and any(r.excerpt is not None and r.kind.citation == "source" for r in resolved):
+        out.setdefault("cited-source", "the list of cited source")
+    return out
+
+
+def duplicate_ids(path: str, written: list[tuple[str, int]], generated: dict[str, str]) -> list[Problem]:
+    """An id the author wrote (``{#id}``, ``id="…"``) that another element of the page has too: links
+    to it would reach only one of them."""
+    out, seen = [], {}
+    for ident, line in written:
+        if ident in generated:
+            out.append(
+                Problem(
+                    f"the id `{ident}` is also the id of {generated[ident]}",
+                    path,
+                    line,
+                    "give this element another id: a link to it would reach only one of the two",
+                )
+            )
+        elif ident in seen:
+            out.append(
+                Problem(
+                    f"the id `{ident}` is given twice on this page (first on line {seen[ident]})",
+                    path,
+                    line,
+                    "give each element its own id",
+                )
+            )
+        seen.setdefault(ident, line)
     return out
 
 

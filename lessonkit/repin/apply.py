@@ -18,6 +18,7 @@ from lessonkit.source.pin import Pin, PinnedTree, write_manifest
 from lessonkit.project import Project
 from lessonkit.repin.acquire import Target, err
 from lessonkit.repin.classify import RepinReport
+from lessonkit.util.text import lines as text_lines
 
 
 def _sdist_record(target: Target) -> dict[str, str]:
@@ -39,7 +40,7 @@ def _q(s: str) -> str:
 def pin_text(old_text: str, pin: Pin, target: Target) -> str:
     """The new ``pin.toml``: the old leading comment, then the target's record."""
     head = []
-    for line in old_text.splitlines():
+    for line in text_lines(old_text):
         if line.startswith("[") or (line.strip() and not line.startswith("#")):
             break
         head.append(line)
@@ -74,7 +75,8 @@ def pin_text(old_text: str, pin: Pin, target: Target) -> str:
     return "\n".join(out) + "\n"
 
 
-HEADER_LINE = r"^(?P<pre>[ \t]*{key}[ \t]*:[ \t]*)(?P<value>\S(?:.*\S)?)(?P<post>[ \t]*)$"
+# a header line, maybe in a blockquote (`> `)
+HEADER_LINE = r"^(?P<pre>(?:[ \t]*>[ ]?)*[ \t]*{key}[ \t]*:[ \t]*)(?P<value>\S(?:.*\S)?)(?P<post>[ \t]*)$"
 
 
 def _set_header(lines: list[str], n: int, key: str, old: str, new: str, where: str) -> None:

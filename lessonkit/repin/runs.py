@@ -10,6 +10,7 @@ from lessonkit.run import runner as execute
 from lessonkit.pipeline.parse import Block
 from lessonkit.project import Project
 from lessonkit.repin.acquire import Target
+from lessonkit.util.text import lines as text_lines
 
 
 def _normalise_output(text: str, name: str) -> str:
@@ -63,8 +64,8 @@ def experiment_items(project: Project, target: Target, exps: list[tuple[Block, e
                     status="fails",
                     detail=f"fails against the target: {tail}",
                     diff=_udiff(
-                        a.stdout.splitlines(),
-                        (b.stdout + b.stderr).splitlines(),
+                        text_lines(a.stdout),
+                        text_lines(b.stdout + b.stderr),
                         1,
                         1,
                         f"stdout {vs[0]}",
@@ -77,7 +78,7 @@ def experiment_items(project: Project, target: Target, exps: list[tuple[Block, e
         if sa == sb and a.truncated == b.truncated:
             out.append(item)
             continue
-        diff = _udiff(sa.splitlines(), sb.splitlines(), 1, 1, f"stdout {vs[0]}", f"stdout {vs[1]}")
+        diff = _udiff(text_lines(sa), text_lines(sb), 1, 1, f"stdout {vs[0]}", f"stdout {vs[1]}")
         n = sum(1 for l in diff if l[:1] in "+-" and not l.startswith(("+++", "---")))
         out.append(replace(item, status="differs", detail=f"its output differs ({n} line(s))", diff=diff))
     return out

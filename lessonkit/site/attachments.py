@@ -17,9 +17,11 @@ from lessonkit.config import maps
 from lessonkit.run import runner as execute
 from lessonkit.errors import LessonError
 from lessonkit.config.labels import provider_text
-from lessonkit.pipeline.parse import Block, parse_page
+from lessonkit.pipeline.parse import Block, blank_line, parse_page
 from lessonkit.project import Project, Resolved
 from lessonkit.checks.verify import Report
+from lessonkit.util.text import lines as text_lines
+from lessonkit.util.text import md_code
 
 NOISE = re.compile(r"<(genexpr|listcomp|dictcomp|setcomp|lambda)>$")
 
@@ -74,7 +76,7 @@ def repo_map(project: Project) -> str:
 
 def parse_calls(output: str) -> list[tuple[int, str]]:
     calls = []
-    for line in output.splitlines():
+    for line in text_lines(output):
         if line.startswith("CALL: "):
             depth, name = line[6:].split(" ", 1)
             calls.append((int(depth), name.strip()))
@@ -154,7 +156,7 @@ def sequence_svg(calls: list[tuple[int, str]], max_depth: int = 9, title: str = 
 
 
 def parse_nesting(output: str) -> list[int]:
-    for line in output.splitlines():
+    for line in text_lines(output):
         if line.startswith("NESTING: "):
             return [int(t) for t in line[9:].split()]
     return []
@@ -204,7 +206,7 @@ def acceptance(project: Project, report: Report, results: dict[str, execute.Resu
     for page, rs in sorted(report.resolved.items()):
         counts = [sum(1 for r in rs if r.kind is k) for k in kinds]
         if any(counts):
-            rows.append(f"| `{page}` | " + " | ".join(map(str, counts)) + " |")
+            rows.append(f"| {md_code(page)} | " + " | ".join(map(str, counts)) + " |")
     head = f"| {labels['col-page']} | " + " | ".join(k.label for k in kinds) + " |\n|---|" + "---|" * len(kinds)
     totals = f"| **{labels['total']}** | " + " | ".join(f"**{report.count(k.name)}**" for k in kinds) + " |"
     exp_rows = []
@@ -219,7 +221,7 @@ def acceptance(project: Project, report: Report, results: dict[str, execute.Resu
                 else f"{res.exit_code}" + (labels["timed-out"] if res.timed_out else "")
             )
             digest = res.digest[:16] if res else "—"
-            exp_rows.append(f"| `{page}:{r.block.line}` | `{r.job.label}` | {status} | `{digest}` |")
+            exp_rows.append(f"| {md_code(f'{page}:{r.block.line}')} | {md_code(r.job.label)} | {status} | {md_code(digest)} |")
     repo_excerpts = sum(
         1
         for rs in report.resolved.values()
@@ -270,7 +272,8 @@ def plain_markdown(project: Project, text: str, path: str, results: dict[str, ex
             r = project.resolve(item)
         except LessonError:
             continue
-        lines[item.start : item.end + 1] = _plain_block(project, r, results)
+        empty = blank_line(item.indent)  # the block stays in its list item or blockquote
+        lines[item.start : item.end + 1] = [item.indent + l if l else empty for l in _plain_block(project, r, results)]
     return "\n".join(lines)
 
 

@@ -23,6 +23,7 @@ from lessonkit.source.pyindex import SourceFile
 from lessonkit.kinds.base import slug
 from lessonkit.config.labels import Labels, defaults
 from lessonkit.util.store import Store, digest
+from lessonkit.util.text import md_code, md_text, md_url
 from lessonkit.checks.verify import Report
 
 FORMAT = "2"  # bump when the HTML of the generated pages changes shape
@@ -188,11 +189,6 @@ def per_page(cites: list[Citation]) -> list[Citation]:
     return sorted(first.values(), key=lambda c: (not c.label.isdigit(), c.page, c.start, c.end))
 
 
-def md_text(text: str) -> str:
-    """``text`` as literal Markdown link text (``__init__`` must not become bold ``init``)."""
-    return re.sub(r"([\\`*_\[\]])", r"\\\1", text)
-
-
 def symbol_index(cites: list[Citation], rel_link: Callable[[str], str], labels: Labels | None = None) -> str:
     """Every cited symbol, grouped by file: one row per cited range, with one link per citing
     page (its short label, to the page's first block citing the range)."""
@@ -205,15 +201,15 @@ def symbol_index(cites: list[Citation], rel_link: Callable[[str], str], labels: 
     for (origin, file), ranges in sorted(by_file.items(), key=lambda kv: (kv[0][0] != "pinned", kv[0][1])):
         page = rel_link(source_uri(file) if origin == "pinned" else code_uri(file))
         parts.append(
-            f"## `{file}`\n\n[{word['browse-file']}]({page})\n\n"
+            f"## {md_code(file)}\n\n[{word['browse-file']}]({md_url(page)})\n\n"
             f"| {word['col-symbol']} | {word['col-lines']} | {word['col-cited-in']} |\n|---|---|---|"
         )
         for (sym, start, end), cs in sorted(ranges.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
             where = labels["list-separator"].join(
-                f"[{md_text(c.label)}]({rel_link(c.page)}#{c.anchor})" for c in per_page(cs)
+                f"[{md_text(c.label)}]({md_url(f'{rel_link(c.page)}#{c.anchor}')})" for c in per_page(cs)
             )
-            shown = f"`{sym}`" if sym else word["fragment"]
-            parts.append(f"| {shown} | [L{start}–L{end}]({page}#L{start}) | {where} |")
+            shown = md_code(sym) if sym else word["fragment"]
+            parts.append(f"| {shown} | [L{start}–L{end}]({md_url(f'{page}#L{start}')}) | {where} |")
         parts.append("")
     return "\n".join(parts) + "\n"
 
@@ -245,9 +241,9 @@ def cited_list(page_cites: list[Citation], rel_link: Callable[[str], str], label
             continue
         seen.add(key)
         uri = source_uri(c.file) if c.origin == "pinned" else code_uri(c.file)
-        sym = f"`{c.symbol}`" if c.symbol else word["fragment"]
-        where = f"[`{c.file}` L{c.start}–L{c.end}]({rel_link(uri)}#L{c.start})"
-        rows.append(f"| {sym} | {where} | [{word['jump-to-block']}](#{c.anchor}) |")
+        sym = md_code(c.symbol) if c.symbol else word["fragment"]
+        where = f"[{md_code(c.file)} L{c.start}–L{c.end}]({md_url(f'{rel_link(uri)}#L{c.start}')})"
+        rows.append(f"| {sym} | {where} | [{word['jump-to-block']}]({md_url('#' + c.anchor)}) |")
     if not rows:
         return ""
     # the table repeats what the blocks above already show: keep it out of the search index

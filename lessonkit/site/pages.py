@@ -16,13 +16,13 @@ everything they show.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from lessonkit.config import environment
 from lessonkit.site import attachments
 from lessonkit.run import runner as execute
 from lessonkit.run.box import sandbox
@@ -32,6 +32,7 @@ from lessonkit.errors import LessonError
 from lessonkit.project import Project
 from lessonkit.util.store import Store, digest
 from lessonkit.checks.verify import Report
+from lessonkit.util.text import lines as text_lines
 
 NO_SEARCH = "---\nsearch:\n  exclude: true\n---\n\n"  # whole pages stay out of the search index
 CODE_MARK = '<div class="lk-code-slot"></div>'
@@ -67,7 +68,7 @@ def browser_pages(project: Project, cites: list[site.Citation]) -> list[Generate
     out, index_rows = [], []
     for file in pinned_files:
         own = [c for c in cites if c.origin == "pinned" and c.file == file]
-        sf = project.pinned.file(file)
+        sf = _located(project.pinned.file, file)
         upstream = project.pin.permalink(file, 1, len(sf.lines))
         github = upstream.rsplit("#", 1)[0] if upstream else None
         md = NO_SEARCH + conf.render(
@@ -90,7 +91,7 @@ def browser_pages(project: Project, cites: list[site.Citation]) -> list[Generate
             for c in site.per_page([c for c in cites if c.role == "script" and c.file == file])
         ]
         users = list({p: (p, lb, a) for p, lb, a in reversed(users)}.values())[::-1]
-        sf = repo_file(project, file)
+        sf = _located(lambda f: repo_file(project, f), file)
         md = NO_SEARCH + conf.render(
             "code-page.md",
             file=file,
@@ -109,6 +110,14 @@ def browser_pages(project: Project, cites: list[site.Citation]) -> list[Generate
         )
     )
     return out
+
+
+def _located(read, file: str):
+    """``read(file)``; a file that cannot be shown (not UTF-8, a link, gone) is an error at the file itself."""
+    try:
+        return read(file)
+    except LessonError as exc:
+        raise exc.at(file, None) from None
 
 
 def repo_file(project: Project, file: str):
@@ -356,7 +365,7 @@ def _diagrams(project: Project, results: dict) -> tuple[list[Generated], str]:
             in_nav=True,
         ),
     ]
-    calls_text = "\n".join(l for l in calls.stdout.splitlines() if l.startswith("CALL: ")) + "\n"
+    calls_text = "\n".join(l for l in text_lines(calls.stdout) if l.startswith("CALL: ")) + "\n"
     return pages, calls_text
 
 
@@ -370,8 +379,19 @@ def bundle(
     entries: dict[str, bytes] = {}
     for d in project.site.code:
         for p in sorted((project.root / d).rglob("*")):
-            if p.is_file() and "__pycache__" not in p.parts and p.suffix in (".py", ".md"):
-                entries[p.relative_to(project.root).as_posix()] = p.read_bytes()
+            if "__pycache__" in p.parts or p.suffix not in (".py", ".md"):
+                continue
+            rel = p.relative_to(project.root).as_posix()
+            if p.is_symlink() or project.root not in p.resolve().parents:
+                # verify.check_config refuses links in the code folders before the build; one made since
+                # must not carry a file from outside the project into the archive either
+                raise LessonError(
+                    "is a link: the bundle takes only the project's own files",
+                    path=rel,
+                    hint="replace the link with the file itself",
+                )
+            if p.is_file():
+                entries[rel] = p.read_bytes()
     for page, text in sorted(texts.items()):
         if page.startswith("docs/attachments/") or page == "docs/walkthrough.md":
             plain = attachments.plain_markdown(project, text, page, results)
@@ -384,7 +404,7 @@ def bundle(
         )
     top = bundle_folder(project)
     entries["README.md"] = project.site.render("bundle-readme.md", pin=project.pin, folder=top).encode()
-    epoch = int(os.environ.get("SOURCE_DATE_EPOCH", "315532800"))
+    epoch = environment.source_date_epoch() or environment.ZIP_FIRST
     # one top folder, named like the archive: unzipping never scatters files into the current folder
     return attachments.zip_bytes({f"{top}/{name}": data for name, data in entries.items()}, epoch)
 

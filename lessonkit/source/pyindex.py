@@ -12,6 +12,7 @@ from functools import cached_property
 
 from lessonkit.errors import LessonError
 from lessonkit.util.store import Store, digest
+from lessonkit.util.text import lines as text_lines
 
 MISSING_SYMBOL = "missing-symbol"  # LessonError.code: the file has no such symbol or call
 
@@ -60,7 +61,7 @@ class SourceFile:
             raise LessonError(
                 f"{rel} is not valid UTF-8 (byte {exc.start})", hint="only text files can be excerpted"
             ) from None
-        self.lines = self.text.splitlines()
+        self.lines = text_lines(self.text)  # as ast counts them (not str.splitlines: \f, \x85, U+2028…)
 
     @cached_property
     def module(self) -> ast.Module:

@@ -24,11 +24,12 @@ from dataclasses import dataclass
 
 from lessonkit.errors import LessonError
 from lessonkit.source.resolve import Tree
+from lessonkit.util.text import lines as text_lines
 
 _Q = r'"(?:[^"\\]|\\.)*"'
 REF = re.compile(
     r"\[\[(?P<file>[\w./-]+\.\w+)::(?P<symbol>[^\s\]\"]+(?:\([^)\]]*\))?)"
-    r"(?:\s+(?P<a>" + _Q + r"|[+-]\d+)(?:\s*\.\.\s*(?P<b>" + _Q + r"|[+-]\d+))?)?"
+    r"(?:\s+(?P<a>" + _Q + r"|[+-][0-9]{1,9})(?:\s*\.\.\s*(?P<b>" + _Q + r"|[+-][0-9]{1,9}))?)?"
     r"(?:\s*\|(?P<style>file|L|line))?\s*\]\]"
 )
 LOOSE = re.compile(r"\[\[[^\[\]\n]*::[^\[\]\n]*\]\]")  # looks like a reference: must parse
@@ -85,7 +86,7 @@ def parse(raw: str) -> SourceRef:
 def scan(markdown: str) -> list[tuple[int, str]]:
     """Every ``[[…::…]]`` in prose as (1-based line, raw text), skipping fences and code spans."""
     out, fence = [], None
-    for n, line in enumerate(markdown.splitlines(), 1):
+    for n, line in enumerate(text_lines(markdown), 1):
         stripped = line.lstrip()
         mark = re.match(r"(`{3,}|~{3,})", stripped)
         if fence is None and mark:

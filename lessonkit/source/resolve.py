@@ -184,9 +184,9 @@ def _mismatch(region: list[str], body: tuple[str, ...], first_line: int, body_li
         first = body[0].strip()
         best_k = max(range(len(region)), key=lambda k: difflib.SequenceMatcher(None, region[k].strip(), first).ratio())
     idx = min(best_n, len(body) - 1)
-    found = body[idx].strip()
+    found = body[idx].strip(" ")  # spaces only: a form feed or other control character stays, and shows
     if best_k + idx < len(region):
-        expected = region[best_k + idx].strip()
+        expected = region[best_k + idx].strip(" ")
         hint = f"{where} line {first_line + best_k + idx} reads {expected[:70]!r}"
     else:
         hint = f"the body runs past the end of {where}"

@@ -41,7 +41,7 @@ from mkdocs.utils import get_relative_url
 
 from lessonkit import build as lk_build
 from lessonkit.config import checks as lk_checks
-from lessonkit.config import environment as lk_environment
+from lessonkit.config import environment as lk_env
 from lessonkit.integrations.mkdocs import setup, themecache
 from lessonkit.errors import LessonError
 
@@ -100,7 +100,8 @@ def configure(config: "MkDocsConfig", *, add_extensions: bool) -> None:
             setup.prepare(config, str(root))
         else:
             setup.check(config)
-        lk_environment.site_urls()  # SITE_URL, LESSONKIT_REPO_URL: http(s) addresses, or a located error
+        lk_env.site_urls()  # SITE_URL, LESSONKIT_REPO_URL: http(s) addresses, or a located error
+        lk_env.source_date_epoch()  # a date MkDocs and the bundle's zip can hold, or a located error
         lk_checks.check_docs(root)  # before MkDocs walks docs/
         command = "serve" if SESSION.command == "serve" else "build"
         problems = SERVE_LOG.error if command == "serve" else log.error

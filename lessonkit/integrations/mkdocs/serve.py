@@ -20,7 +20,10 @@ kept configuration a new Build, pages go through ``on_page_markdown`` / ``on_pag
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import tempfile
+import threading
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -305,6 +308,15 @@ def serve(config_file: str = "mkdocs.yml", dev_addr: str | None = None, liverelo
 
     from mkdocs.livereload import LiveReloadServer
 
+    terminated: list[int] = []
+
+    def on_term(signum, frame):  # as Ctrl-C: stop serving, clean up, then end as SIGTERM ends a process
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the clean-up short
+        terminated.append(signum)
+        raise KeyboardInterrupt
+
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, on_term) if main else None
     site_dir = tempfile.mkdtemp(prefix="lessonkit_serve_")
     builder = Incremental(config_file, site_dir, dev_addr=dev_addr)
     try:
@@ -341,6 +353,13 @@ def serve(config_file: str = "mkdocs.yml", dev_addr: str | None = None, liverelo
         finally:
             server.shutdown()
     finally:
-        if builder.config is not None:
-            builder.config.plugins.on_shutdown()
-        shutil.rmtree(site_dir, ignore_errors=True)
+        try:
+            if builder.config is not None:
+                builder.config.plugins.on_shutdown()
+        finally:
+            shutil.rmtree(site_dir, ignore_errors=True)  # the temporary site, also after SIGTERM
+            if main:
+                signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+            if terminated:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                os.kill(os.getpid(), signal.SIGTERM)

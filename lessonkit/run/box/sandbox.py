@@ -44,6 +44,7 @@ from pathlib import Path
 
 from lessonkit.errors import LessonError
 from lessonkit.util.fs import _start_time
+from lessonkit.run.box import fastexit
 from lessonkit.run.box.sweep import MARK, PREFIX, _make_cgroup, _remove_cgroup, _rmtree, marked_processes, owner
 
 # Moved to lessonkit/run/box/sweep.py; importable from here as before.
@@ -65,7 +66,7 @@ MIN_MEMORY = 256 * MiB
 NPROC = 512  # processes per box (RLIMIT_NPROC for non-root users, pids cgroup where writable)
 BOOT = Path(__file__).with_name("_boot.py")
 BOX_FAILED = 125
-MEMORY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*(M|MB|MiB|G|GB|GiB)$")
+MEMORY = re.compile(r"^([0-9]{1,7}(?:\.[0-9]{1,6})?)\s*(M|MB|MiB|G|GB|GiB)$")  # bounded before float()
 
 
 # ---------------------------------------------------------------- the `Memory:` field
@@ -434,6 +435,7 @@ def cancel_on_signals(on_cancel=None):
         BOXES.kill_all()
         prev = old[signum]
         if callable(prev):
+            fastexit.skip_teardown()  # SIGINT: unwind as usual, then end without the heap's teardown
             prev(signum, frame)
         elif prev == signal.SIG_DFL:
             os.kill(os.getpid(), signum)

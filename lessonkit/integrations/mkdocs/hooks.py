@@ -42,7 +42,7 @@ from mkdocs.utils import get_relative_url
 from lessonkit import build as lk_build
 from lessonkit.config import checks as lk_checks
 from lessonkit.config import environment as lk_environment
-from lessonkit.integrations.mkdocs import setup, themecache
+from lessonkit.integrations.mkdocs import jiebacache, setup, themecache
 from lessonkit.errors import LessonError
 
 if TYPE_CHECKING:
@@ -100,6 +100,7 @@ def configure(config: "MkDocsConfig", *, add_extensions: bool) -> None:
         lk_checks.check_docs(root)  # before MkDocs walks docs/
         command = "serve" if SESSION.command == "serve" else "build"
         b = lk_build.Build(root, command, log=log.error, log_info=log.info)
+        jiebacache.use(b.project.cache)  # before Material's search loads jieba's dictionary
         tree = b.start()
         b.prestart(_pages(config))
     except LessonError as exc:

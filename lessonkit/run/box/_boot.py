@@ -182,7 +182,7 @@ def bwrap_args(cfg: dict) -> tuple[list[str], list[int]]:
     args, fds, known = [], [], {"/"}
     for op in cfg["plan"]:
         kind = op[0]
-        dest = op[1] if kind in ("tmpfs", "dir", "file", "proc") else op[2]
+        dest = op[1] if kind in ("tmpfs", "dir", "file", "proc", "remount-ro") else op[2]
         # bubblewrap 0.8 makes missing parents of a bind mode 0700 (its options' default perms are
         # 0): the box's user could not reach what is bound there. Every parent is made 0755 first.
         parts = dest.strip("/").split("/")[:-1]
@@ -209,6 +209,8 @@ def bwrap_args(cfg: dict) -> tuple[list[str], list[int]]:
             args += ["--perms", "0444", "--ro-bind-data", str(r), op[1]]
         elif kind == "proc":
             args += ["--proc", op[1]]
+        elif kind == "remount-ro":
+            args += ["--remount-ro", op[1]]
         else:
             fail(f"unknown mount plan step {kind!r}")
     return args + ["--remount-ro", "/"], fds
@@ -301,6 +303,9 @@ def build_root(cfg: dict, held: dict) -> None:
             with open(root + op[1], "w", encoding="utf-8") as fh:
                 fh.write(op[2])
             os.chmod(root + op[1], 0o444)
+        elif kind == "remount-ro":
+            dest = root + op[1]
+            check(mount(None, dest, None, MS_REMOUNT | MS_BIND | MS_RDONLY | kept_flags(dest)), f"read-only {op[1]}")
         elif kind == "proc":  # must be this PID namespace's own, while the host's /proc is visible
             dest = root + op[1]
             os.makedirs(dest, 0o555, exist_ok=True)

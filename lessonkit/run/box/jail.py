@@ -109,7 +109,8 @@ def _interpreter() -> list[str]:
 def plan(box_dir: Path, pinned: Path) -> list[list]:
     """The steps that build a box's root (executed by ``_boot.py`` or given to bubblewrap), in
     order: read-only binds (``ro``), the box's writable folder (``rw``), device nodes (``dev``),
-    tmpfs, folders, links, small files and ``/proc``. ``pinned`` is the checked copy to show at
+    tmpfs, folders, links, small files, ``/proc`` and a tmpfs made read-only once filled
+    (``remount-ro``; ``/`` is, at the end). ``pinned`` is the checked copy to show at
     ``pinned/`` (the common copy, or the box's own)."""
     steps: list[list] = [["ro", "/usr", "/usr"]]
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):  # usr-merged: links into /usr
@@ -122,7 +123,7 @@ def plan(box_dir: Path, pinned: Path) -> list[list]:
     steps += [["dev", f"/dev/{d}", f"/dev/{d}"] for d in DEVICES if os.path.exists(f"/dev/{d}")]
     steps += [["symlink", "/proc/self/fd", "/dev/fd"]]
     steps += [["symlink", f"/proc/self/fd/{n}", f"/dev/{name}"] for n, name in enumerate(("stdin", "stdout", "stderr"))]
-    steps += [["tmpfs", "/dev/shm", 0o1777, SHM_SIZE], ["proc", "/proc"]]
+    steps += [["tmpfs", "/dev/shm", 0o1777, SHM_SIZE], ["remount-ro", "/dev"], ["proc", "/proc"]]
     steps += [["file", f"/etc/{name}", text] for name, text in ETC.items()]
     for p in ("/etc/ld.so.cache", "/etc/alternatives"):  # how the loader finds /usr's libraries
         if os.path.exists(p):

@@ -5,8 +5,8 @@ Every experiment runs in its own folder ``box-<n>`` inside its process's folder 
 
     <box>/work                 the working directory, $HOME and $TMPDIR
     <box>/pinned/              the checked pinned copy (in a jail: the common copy, mounted)
-    <box>/project/experiments  the project files the script may read (its key names each)
-    <box>/project/mini-autograd
+    <box>/project/experiments  the project files the script may read (its key names each), and the
+    <box>/project/<folder>     other folders site.toml names ([repository] teaching)
     <box>/io/                  stdout, stderr, the record file (outside work/)
 
 What the box is specified by, and keyed by, is a :class:`lessonkit.run.box.spec.BoxSpec`; the

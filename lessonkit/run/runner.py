@@ -107,8 +107,6 @@ class Runner:
             else:
                 always.append((f"project/{rel}", digest))
         self._always = tuple(always)
-        # what the always-present files name or do (a helper that imports a script shows it to all)
-        self._always_text = [self._blobs[d] for path, d in always if path.endswith(".py")]
         self._visible: dict[bytes, tuple[tuple[str, str], ...]] = {}
         self._specs: dict[Job, BoxSpec] = {}
         self.tools = tuple(tools)
@@ -158,10 +156,11 @@ class Runner:
 
     def visible(self, source: bytes) -> tuple[tuple[str, str], ...]:
         """The project files a box running ``source`` holds: the helpers and other files that are
-        not scripts, and the scripts it names (see the class docstring)."""
+        not scripts, and the scripts it names (see the class docstring). A helper that reads a
+        script the job does not name finds none, cold or warm: the box holds only what is keyed."""
         if source not in self._visible:
-            texts = [source, *self._always_text]
-            if any(LISTING.search(t) for t in texts):
+            texts = [source]
+            if LISTING.search(source):
                 seen = set(self._scripts)
             else:
                 seen: set[str] = set()

@@ -97,6 +97,9 @@ def _interpreter() -> list[str]:
     outside ``/usr``; each once, the outermost of nested ones."""
     found = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
     found.append(os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))))
+    venv = os.path.dirname(os.path.dirname(os.path.abspath(sys.executable)))
+    if os.path.isfile(os.path.join(venv, "pyvenv.cfg")):  # the script's python is a venv's (even under -S)
+        found.append(venv)
     if sys.pycache_prefix:
         found.append(sys.pycache_prefix)
     out: list[str] = []

@@ -1816,7 +1816,7 @@ ENV_CASES = {
         {"LESSONKIT_SANDBOX": "off"},
         "LESSONKIT_SANDBOX",
         lambda c: "'off' is not a sandbox mode",
-        "set it to `copy` or `namespaces`",
+        "set it to `bwrap`, `namespaces` or `copy`",
     ),
     "sandbox-wrong-case": (
         {"LESSONKIT_SANDBOX": "Copy"},

@@ -12,8 +12,10 @@ Every case is one script run by the build's own ``Runner`` against a small proje
   changed; no failed run is cached; no temporary folder and no process of the box
   is left.
 
-Escape cases need the namespaces of the box; where user namespaces do not work they
-are skipped with that reason (the fallback's limits are in README).
+Escape cases need a jail (``lessonkit.run.box.jail``); where none works they are skipped with
+that reason (the fallback's limits are in docs/dev/reliability.md). In a jail the project, the
+cache, the pinned tree and ``$HOME`` are not in the box at all (ENOENT), the box's own copies
+are read-only (EROFS); tests/test_escape.py attacks the host itself.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import pytest
 
 from support import TmpSite
 from lessonkit.run import runner as execute
+from lessonkit.run.box import jail as jails
 from lessonkit.run.box import sandbox
 from lessonkit.run.runner import Job, Runner
 from lessonkit.source.pin import load_pin
@@ -72,89 +75,81 @@ try:
     {action}
     print("escaped")
 except OSError as exc:
-    print("blocked", exc.errno)
+    print("blocked", {{2: "absent", 13: "read-only", 30: "read-only"}}.get(exc.errno, exc.errno))
 """
 
 
-def escape(action: str, target: str, errno: int = 30) -> Case:
-    """30 EROFS: read-only; 2 ENOENT: hidden (the folder does not exist in the box); 18 EXDEV."""
-    return Case(ESCAPE.format(action=action, target=target), 0, stdout=f"blocked {errno}\n", needs="ns")
+def escape(action: str, target: str, why: str = "absent") -> Case:
+    """``absent``: ENOENT, not in the box (the host's folders are not in a jail's root);
+    ``read-only``: EROFS, or EACCES where the file is not the box user's (a root build's)."""
+    return Case(ESCAPE.format(action=action, target=target), 0, stdout=f"blocked {why}\n", needs="ns")
 
 
 CASES: dict[str, Case] = {}
 
-# -- escape attempts: the project, the cache, the pinned tree and $HOME are read-only
+# $HOME is in the box only where the interpreter lives below it (a pyenv in /root): read-only there
+HOME_IN_BOX = any(p == str(Path.home()) or p.startswith(f"{Path.home()}/") for p in jails._interpreter())
+
+# -- escape attempts: the project, the cache, the pinned tree and $HOME are not in the box
 for what in TARGETS:
-    CASES[f"write-{what}"] = escape(
-        "open(os.path.join(os.environ['LK_ROOT'], target), 'w').write('x')",
-        TARGETS[what],
-        errno=2 if what == "cache" else 30,
-    )
-    CASES[f"delete-{what}"] = escape(
-        "os.remove(os.path.join(os.environ['LK_ROOT'], target))", TARGETS[what], errno=2 if what == "cache" else 30
-    )
+    CASES[f"write-{what}"] = escape("open(os.path.join(os.environ['LK_ROOT'], target), 'w').write('x')", TARGETS[what])
+    CASES[f"delete-{what}"] = escape("os.remove(os.path.join(os.environ['LK_ROOT'], target))", TARGETS[what])
 CASES["write-pinned"] = escape(
     "open(os.path.join(os.environ['LK_PINNED'], target), 'a').write('x')", "autograd/__init__.py"
 )
 CASES["truncate-pinned"] = escape("os.truncate(os.path.join(os.environ['LK_PINNED'], target), 0)", "autograd/core.py")
-CASES["write-home"] = escape("open(target, 'w').write('x')", str(HOME_PROBE))
+CASES["write-home"] = escape("open(target, 'w').write('x')", str(HOME_PROBE), "read-only" if HOME_IN_BOX else "absent")
 CASES["mkdir-in-project"] = escape("os.mkdir(os.path.join(os.environ['LK_ROOT'], target))", "docs/new")
 CASES["rename-experiment"] = escape(
     "os.rename(os.path.join(os.environ['LK_ROOT'], target), os.path.join(os.environ['LK_ROOT'], 'x.py'))",
     "experiments/_provenance.py",
-    errno=18,
 )
 CASES["symlink-into-docs"] = escape(
     "os.symlink('/etc/passwd', os.path.join(os.environ['LK_ROOT'], target))", "docs/evil.md"
 )
 CASES["chmod-project"] = escape("os.chmod(os.path.join(os.environ['LK_ROOT'], target), 0o777)", "sourcemap")
 CASES["write-own-pinned-copy"] = escape(
-    "open(os.path.join(os.environ['AUTOGRAD_PINNED_ROOT'], target), 'a')", "autograd/core.py"
+    "open(os.path.join(os.environ['AUTOGRAD_PINNED_ROOT'], target), 'a')", "autograd/core.py", "read-only"
 )
 CASES["write-own-experiments-copy"] = escape(
-    "open(os.path.join(os.environ['PYTHONPATH'].split(':')[1], target), 'a')", "_provenance.py"
+    "open(os.path.join(os.environ['PYTHONPATH'].split(':')[1], target), 'a')", "_provenance.py", "read-only"
 )
-# A box sees nothing of its process's folder of boxes but itself (sandbox.Boxes.open): not the
-# common copy of the tree its pinned/ is mounted from (boxtree.CheckedTree.common_copy), not another
-# experiment's box; and it cannot add anything there.
+CASES["write-the-jail-root"] = escape("open(target, 'w')", "/planted", "read-only")
+CASES["write-usr"] = escape("open(target, 'w')", "/usr/local/bin/planted", "read-only")
+# A box sees nothing of the host's temporary folder: not its process's folder of boxes, not the
+# common copy its pinned/ is mounted from (box.tree.CheckedTree.common_copy), not another box;
+# its own folder holds exactly what the runner put there.
 CASES["other-boxes-are-hidden"] = Case(
     """
 import glob, os
 own = os.path.dirname(os.environ["AUTOGRAD_PINNED_ROOT"])
-folder = os.path.dirname(own)
-owner = os.environ["LESSONKIT_BOX"].rsplit("-", 1)[0]
-print(os.listdir(folder) == [os.path.basename(own)])
-print(glob.glob(os.path.join(os.path.dirname(folder), f"lessonkit-exp-{owner}-*", "*")) == [own])
-try:
-    open(os.path.join(folder, "planted"), "w")
-    print("escaped")
-except OSError as exc:
-    print("blocked", exc.errno)
+print(own, sorted(os.listdir(own)))
+print(glob.glob(os.path.join(os.environ["LK_TMP"], "lessonkit-exp-*")))
 """,
     0,
-    stdout="True\nTrue\nblocked 30\n",
+    stdout="<box> ['io', 'pinned', 'project', 'work']\n[]\n",
     needs="ns",
 )
 CASES["write-via-proc-root"] = escape(
     "open('/proc/self/root' + os.environ['LK_ROOT'] + '/' + target, 'w')", "docs/p.md"
 )
-CASES["project-is-hidden"] = Case(
-    "import os\nprint(sorted(os.listdir(os.path.join(os.environ['LK_ROOT'], "
-    "'docs'))), sorted(os.listdir(os.path.join(os.environ['LK_ROOT'], '.cache'))))\n",
+CASES["project-is-not-in-the-box"] = Case(
+    "import os\nprint(os.path.exists(os.environ['LK_ROOT']), os.path.exists(os.environ['LK_ROOT'] + '/.cache'))\n",
     0,
-    stdout="[] []\n",
+    stdout="False False\n",
     needs="ns",
 )
 CASES["unmount-the-view"] = Case(
     "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-    "print(libc.umount2((os.environ['LK_ROOT'] + '/docs').encode(), 2), ctypes.get_errno())\n",
+    "print(libc.umount2(os.environ['AUTOGRAD_PINNED_ROOT'].encode(), 2), ctypes.get_errno())\n",
     0,
     stdout="-1 1\n",
     needs="ns",
 )
 CASES["remount-read-write"] = Case(
     "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-    "print(libc.mount(None, os.environ['LK_ROOT'].encode(), None, 32 | 4096, None), ctypes.get_errno())\n",
+    "print(libc.mount(None, os.environ['AUTOGRAD_PINNED_ROOT'].encode(), None, 32 | 4096, None), "
+    "ctypes.get_errno())\n",
     0,
     stdout="-1 1\n",
     needs="ns",
@@ -194,8 +189,9 @@ CASES["fork-bomb-hits-the-limit"] = Case(
     timeout=3,
     needs="cgroup",
 )
-CASES["kill-the-parent"] = Case(
-    "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nprint('still here')\n",
+CASES["kill-the-parent"] = Case(  # the box's init: not the script's to signal (root builds), or immune
+    "import os, signal\ntry:\n    os.kill(os.getppid(), signal.SIGKILL)\nexcept OSError:\n    pass\n"
+    "print('still here')\n",
     0,
     stdout="still here\n",
     needs="ns",
@@ -425,7 +421,7 @@ CASES["record-is-a-folder"] = Case(
     REC + "os.mkdir(os.environ['LESSONKIT_RECORD'])\n",
     0,
     error=fail(
-        "wrote a bad record to $LESSONKIT_RECORD: cannot read it (Is a directory)",
+        "wrote a bad record to $LESSONKIT_RECORD: a folder, not a regular file",
         "write one JSON object of at most 4 MiB, or nothing",
     ),
 )
@@ -493,7 +489,7 @@ def test_experiment_case(name, box_site, monkeypatch):
     case = CASES[name]
     site, pinned, pin = box_site
     if case.needs == "ns" and not sandbox.namespaces_available():
-        pytest.skip("user namespaces are not available here: the box falls back to private copies")
+        pytest.skip("no jail works here (user namespaces): the box falls back to private copies")
     if case.needs == "cgroup" and not os.access(sandbox.PIDS_CGROUP, os.W_OK):
         pytest.skip("no writable pids cgroup: an unbounded fork bomb is only stopped by the timeout")
     if name.startswith("huge"):
@@ -508,7 +504,7 @@ def test_experiment_case(name, box_site, monkeypatch):
     if "LK_" in script:  # the project's paths, for the escape cases (the box's environment has none)
         script = (
             f"import os\nos.environ['LK_ROOT'] = {str(site.root)!r}\nos.environ['LK_PINNED'] = {str(pinned)!r}\n"
-            + script
+            f"os.environ['LK_TMP'] = {tempfile.gettempdir()!r}\n" + script
         )
     job = Job(f"p_L{AT}.py", script.encode(), case.timeout, f"{P}:{AT}", case.memory)
     result = runner.run(job)
@@ -616,17 +612,15 @@ time.sleep(3)
 print(open("secret.txt").read())
 """
 
-# Looks for the other box for 2 s (while it sleeps) along every path a box folder can have, and
-# writes into whatever it finds.
-ATTACKER = b"""import glob, os, time
-tmp = os.environ["AUTOGRAD_PINNED_ROOT"]
-while not os.path.basename(tmp).startswith("lessonkit-exp-"):
-    tmp = os.path.dirname(tmp)
-tmp = os.path.dirname(tmp)  # the system's temporary folder, whatever the layout of the boxes
+# Looks for the other box for 2 s (while it sleeps) along every path a box folder can have (the
+# host's temporary folder, TMP, and the root of its own view), and writes into whatever it finds.
+ATTACKER = """import glob, os, time
 found, end = [], time.monotonic() + 2
 while not found and time.monotonic() < end:
-    found = glob.glob(os.path.join(tmp, "lessonkit-exp-*", "*", "work", "secret.txt"))
-    found += glob.glob(os.path.join(tmp, "lessonkit-exp-*", "work", "secret.txt"))
+    for tmp in (TMP, "/", os.path.dirname(os.environ["AUTOGRAD_PINNED_ROOT"])):
+        found += glob.glob(os.path.join(tmp, "lessonkit-exp-*", "*", "work", "secret.txt"))
+        found += glob.glob(os.path.join(tmp, "lessonkit-exp-*", "work", "secret.txt"))
+        found += glob.glob(os.path.join(tmp, "*", "work", "secret.txt"))
     time.sleep(0.05)
 for p in found:
     open(p, "w").write("theirs")
@@ -634,13 +628,13 @@ print(len(found))
 """
 
 
-@pytest.mark.skipif(not sandbox.namespaces_available(), reason="needs the namespaces of the box")
+@pytest.mark.skipif(not sandbox.namespaces_available(), reason="needs a jail (user namespaces)")
 def test_an_experiment_cannot_reach_another_running_box(box_site):
     """Two experiments of one build run side by side: the second looks for the first's box while
     it runs and finds nothing, so the first's output is its own."""
     runner = make_runner(box_site)
     victim = Job("victim.py", VICTIM, 30, "docs/v.md:3")
-    attacker = Job("attacker.py", ATTACKER, 30, "docs/a.md:3")
+    attacker = Job("attacker.py", ATTACKER.replace("TMP", repr(tempfile.gettempdir())).encode(), 30, "docs/a.md:3")
     results = runner.start([victim, attacker]).results()
     got = {name: results[runner.key(job)] for name, job in (("victim", victim), ("attacker", attacker))}
     assert all(r.ok for r in got.values()), {k: r.stderr[-800:] for k, r in got.items()}

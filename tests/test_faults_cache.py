@@ -240,6 +240,11 @@ def test_engine_code_names_no_upstream_project():
         "util/store.py",
         "checks/verify.py",
         "site/links.py",
+        "run/box/jail.py",
+        "run/box/sandbox.py",
+        "run/box/spec.py",
+        "run/box/_boot.py",
+        "run/runner.py",
     ):
         text = (ROOT / "lessonkit" / name).read_text(encoding="utf-8")
         assert "autograd" not in text.lower(), name
@@ -583,3 +588,57 @@ def test_cache_folders_that_are_links_are_not_written_through(tmp_path, pinned_r
     assert "Traceback" not in r.stderr and "is not usable" in r.stderr
     assert sorted(os.listdir(outside)) == ["keep.txt"]
     assert site_digest(tmp_path / "out") == ref
+
+
+# ---------------------------------------------------------------- the sdist sha256 the build publishes
+
+
+def test_a_cached_tree_does_not_publish_a_wrong_sdist_sha256(tmp_path, pinned_root, sdist):
+    """pin.toml's `[sdist] sha256` appears on the site (the acceptance page, `[[lessonkit:sdist-sha256]]`):
+    it is compared with the archive's own whenever the tree comes from the cache as well, through
+    what was recorded when the tree was extracted; an edited value fails the build at its line."""
+    s = make_site(tmp_path / "proj", pinned_root, sdist)
+    cache = tmp_path / "cache"
+    r = build(s, tmp_path / "site", cache)
+    assert r.returncode == 0, r.stderr[-3000:]
+    accepted = (tmp_path / "site" / "attachments" / "acceptance" / "index.html").read_text(encoding="utf-8")
+    digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
+    assert f"<code>{digest}</code>, equal to the release archive's own" in accepted
+    toml = s.root / "sourcemap" / "pin.toml"
+    good = toml.read_text()
+    toml.write_text(good.replace(digest, "0" * 64))
+    line = next(n for n, text in enumerate(good.splitlines(), 1) if text.startswith("sha256 = "))
+    s.env.pop("LESSONKIT_SDIST")  # only the cached tree (and its record) is at hand
+    r = build(s, tmp_path / "site-2", cache)
+    assert r.returncode != 0
+    assert (
+        f"sourcemap/pin.toml:{line}: [sdist] sha256 0000000000000000… is not the sha256 of the archive the "
+        f"cached tree was extracted from ({digest[:16]}…) — give the release archive's own sha256 "
+        "(pip download, then sha256sum); the build publishes this value" in r.stderr
+    ), r.stderr[-3000:]
+    assert "Traceback" not in r.stderr
+    toml.write_text(good)
+    r = build(s, tmp_path / "site-3", cache)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+def test_an_archive_at_hand_is_compared_with_the_pin_for_any_provider(tmp_path, real_project, sdist, monkeypatch):
+    """A tree from a local checkout publishes the pin's sha256 too: the cached archive, when there
+    is one, must be that archive; without any, the acceptance page says it was not compared."""
+    from lessonkit.source.pin import check_sdist, provide
+
+    digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
+    pin = dataclasses.replace(real_project.pin, sdist_sha256=digest)
+    cache = tmp_path / "cache"
+    monkeypatch.delenv("LESSONKIT_SDIST", raising=False)
+    monkeypatch.setenv("AUTOGRAD_SOURCE", str(real_project.tree.root))
+    assert (provide(pin, cache).sdist_checked, check_sdist(pin, cache)) == (False, False)  # nothing at hand
+    (cache / "pin").mkdir(parents=True, exist_ok=True)
+    shutil.copy(sdist, cache / "pin" / pin.sdist_filename)
+    assert provide(pin, cache).sdist_checked
+    with pytest.raises(LessonError) as exc:
+        provide(dataclasses.replace(pin, sdist_sha256="f" * 64), cache)
+    assert exc.value.problem.message == (
+        f"[sdist] sha256 ffffffffffffffff… is not the sha256 of the cached {pin.sdist_filename} ({digest[:16]}…)"
+    )
+    assert not check_sdist(dataclasses.replace(pin, sdist_sha256="none"), cache)

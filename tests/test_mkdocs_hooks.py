@@ -329,3 +329,60 @@ def test_a_page_rewritten_before_its_code_and_formulas_are_put_back_is_one_locat
         "docs/a.md: 1 highlighted code block(s) or formula(s) could not be put back into the page"
         " — a plugin changed the page HTML after lessonkit"
     )
+
+
+JIEBA_TEXT = "反向模式自动微分计算梯度"
+JIEBA_CUT = "import jieba, json, logging\njieba.setLogLevel(logging.ERROR)\nprint(json.dumps(jieba.lcut({!r})))\n"
+
+
+def test_a_rewritten_jieba_cache_in_tmpdir_does_not_change_the_search_index(tmp_path, pinned_root):
+    """Material's search segments Chinese with jieba, whose prefix dictionary is cached as
+    ``$TMPDIR/jieba.cache`` and loaded unchecked. A build keeps it in its own cache instead
+    (``lessonkit.integrations.mkdocs.jiebacache``): a planted file there changes nothing."""
+    import json
+    import marshal
+    import subprocess
+    import sys
+
+    from support import TmpSite
+
+    s = TmpSite(tmp_path / "proj", pinned_root)
+    yml = s.root / "mkdocs.yml"
+    yml.write_text(yml.read_text().replace("plugins: []", "plugins:\n  - search:\n      lang: zh\n"))
+    s.page("a.md", f"# 梯度\n\n{JIEBA_TEXT}。\n")
+    plain, clean_tmp, planted = tmp_path / "plain-tmp", tmp_path / "clean-tmp", tmp_path / "planted-tmp"
+    for d in (plain, clean_tmp, planted):
+        d.mkdir()
+    # one "word": the whole sentence (a prefix dictionary holds every prefix, with frequency 0)
+    freq = {JIEBA_TEXT[:n]: 0 for n in range(1, len(JIEBA_TEXT))} | {JIEBA_TEXT: 10}
+    (planted / "jieba.cache").write_bytes(marshal.dumps((freq, 10)))
+
+    def cut(tmp):
+        r = subprocess.run(
+            [sys.executable, "-c", JIEBA_CUT.format(JIEBA_TEXT)],
+            env={**s.env, "TMPDIR": str(tmp)},
+            capture_output=True,
+            text=True,
+        )
+        return json.loads(r.stdout)
+
+    assert cut(planted) == [JIEBA_TEXT] != cut(plain), "the planted cache would change jieba's words"
+
+    def index(tmp, name):
+        r = subprocess.run(
+            [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / name)],
+            cwd=s.root,
+            env={**s.env, "TMPDIR": str(tmp)},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert r.returncode == 0, r.stderr[-3000:]
+        return (tmp_path / name / "search" / "search_index.json").read_text(encoding="utf-8")
+
+    clean = index(clean_tmp, "clean")
+    texts = [d["text"] for d in json.loads(clean)["docs"]]
+    assert any("\u200b".join(cut(plain)) in t for t in texts), texts  # the index holds jieba's words
+    assert index(planted, "planted") == clean
+    assert [p.name for p in (s.cache / "jieba").glob("*/*")] == ["jieba.cache"]
+    assert not list(clean_tmp.iterdir()), "the build wrote into the system's temporary folder"

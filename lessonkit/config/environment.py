@@ -118,12 +118,13 @@ def display_text(value: str, limit: int = 300) -> str:
 
 # ---------------------------------------------------------------- environment of a build
 
-SANDBOX_MODES = ("copy", "namespaces")
+SANDBOX_MODES = ("copy", "namespaces", "bwrap")
 WEB_URL = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~%!$&()*+,;=:@/-]*)?$")
 
 
 def sandbox_mode() -> str:
-    """``LESSONKIT_SANDBOX``: unset (namespaces where they work, else copies), ``copy`` or ``namespaces``."""
+    """``LESSONKIT_SANDBOX``: unset (the first jail that works: bubblewrap, then lessonkit's own
+    namespaces; else none), ``bwrap``, ``namespaces`` (that jail, or an error) or ``copy`` (none)."""
     value = env("LESSONKIT_SANDBOX")
     if value is None:
         return ""
@@ -131,7 +132,7 @@ def sandbox_mode() -> str:
         raise LessonError(
             f"{show(value)} is not a sandbox mode",
             path="LESSONKIT_SANDBOX",
-            hint="set it to `copy` or `namespaces`, or unset it",
+            hint="set it to `bwrap`, `namespaces` or `copy`, or unset it",
         )
     return value
 

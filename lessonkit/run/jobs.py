@@ -131,7 +131,8 @@ def _shared_files(dirs: tuple[Path, ...]) -> list[tuple[str, Path]]:
 
 
 def pin_args(pin, project_root: Path) -> dict:
-    """The Runner arguments that come from the pin: its manifest, where its lines are, the project."""
+    """The Runner arguments that come from the pin: its commit and sdist sha256 (in every key), its
+    manifest, where its lines are, the project."""
     from lessonkit.source.pin import manifest_lines
 
     path = pin.source.parent / "manifest.sha256"
@@ -140,6 +141,8 @@ def pin_args(pin, project_root: Path) -> dict:
     except (OSError, ValueError):
         lines = {}
     return {
+        "pin_commit": pin.commit,
+        "pin_sdist_sha256": pin.sdist_sha256,
         "manifest": pin.manifest,
         "manifest_label": pin.manifest_label,
         "manifest_lines": lines,

@@ -1,14 +1,17 @@
 """What one experiment run leaves behind, and what it means: the record file a script writes
-(``$LESSONKIT_RECORD``), the form of a stored result, and the one-line error for a run that did
-not pass. Re-exported by :mod:`lessonkit.run.runner`, which keeps the limits
+(``$LESSONKIT_RECORD``, read as a regular file only), the form of a stored result, and the
+one-line error for a run that did not pass. Re-exported by :mod:`lessonkit.run.runner`, which keeps the limits
 (read from there at call time, so a test may lower ``execute.FILE_LIMIT``)."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
 import re
 import signal
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,19 +27,49 @@ def _check(data: dict) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=True).encode()).hexdigest()
 
 
-def _read_record(path: Path) -> tuple[dict | None, str]:
-    """The record the script left, or a problem saying why it is not one."""
-    from lessonkit.run.runner import RECORD_LIMIT
+_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a folder",
+    stat.S_IFCHR: "a device",
+    stat.S_IFBLK: "a device",
+}
 
+
+def read_record(box_dir: Path, limit: int) -> tuple[dict | None, str]:
+    """The record the script left at ``io/record.json`` of its box folder, or a problem saying why
+    it is not one. Opened without following a link at any step (the box owns ``io/``), without
+    blocking (a FIFO), and only as a regular file of at most ``limit`` bytes."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fds = []
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(RECORD_LIMIT + 1)
+        fds.append(os.open(box_dir, flags | os.O_DIRECTORY))
+        fds.append(os.open("io", flags | os.O_DIRECTORY, dir_fd=fds[-1]))
+        fds.append(os.open("record.json", flags | os.O_NONBLOCK | os.O_NOCTTY, dir_fd=fds[-1]))
+        st = os.fstat(fds[-1])
+        if not stat.S_ISREG(st.st_mode):
+            return None, f"record: {_KINDS.get(stat.S_IFMT(st.st_mode), 'not a file')}, not a regular file"
+        if st.st_size > limit:
+            return None, f"record: larger than {limit >> 20} MiB"
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fds[-1], limit + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        data = b"".join(chunks)
     except FileNotFoundError:
         return None, ""
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None, "record: a symbolic link, not a regular file"
         return None, f"record: cannot read it ({exc.strerror})"
-    if len(data) > RECORD_LIMIT:
-        return None, f"record: larger than {RECORD_LIMIT >> 20} MiB"
+    finally:
+        for fd in fds:
+            os.close(fd)
+    if len(data) > limit:
+        return None, f"record: larger than {limit >> 20} MiB"
 
     def no_constant(name):
         raise ValueError(f"{name} is not JSON")

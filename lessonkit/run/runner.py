@@ -19,13 +19,14 @@ from pathlib import Path
 from lessonkit.config import environment
 from lessonkit.run.box import sandbox
 from lessonkit.util import store
+from lessonkit.run.box.spec import BoxSpec, engine
 from lessonkit.run.box.tree import CheckedTree
 from lessonkit.errors import LessonError, Problem
 from lessonkit.util.fs import atomic_write, owned_path, remove_owned
 from lessonkit.run.jobs import SKIPPED as SKIPPED
 from lessonkit.run.jobs import Job, Pending, Result, _shared_files, versions
 from lessonkit.run.jobs import pin_args as pin_args
-from lessonkit.run.outcomes import _check, _read_record, _STORED, session_results
+from lessonkit.run.outcomes import _check, _STORED, read_record, session_results
 from lessonkit.run.outcomes import failure as failure
 
 # Not under "mkdocs": a warning that only costs time must not fail `mkdocs build --strict`.
@@ -36,9 +37,13 @@ OUTPUT_CAP = 64 * 1024  # stdout shown on the page; the rest is counted
 STDERR_CAP = 16 * 1024  # stderr kept (its end)
 FILE_LIMIT = 64 * 1024 * 1024  # largest file a script may write, its stdout included (RLIMIT_FSIZE)
 RECORD_LIMIT = 4 * 1024 * 1024  # the record file (LESSONKIT_RECORD)
-KEY_SCHEMA = "lessonkit-exp-3"
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
-LISTING = re.compile(rb"importlib|__import__|\brunpy\b|\bglob\b|iterdir|listdir|scandir|os\.walk|\bexec\(")
+# A script that lists files or imports by a computed name may read any sibling script: its box
+# holds them all (and its key names them all).
+LISTING = re.compile(
+    rb"importlib\s*\.\s*(?:import_module|util|machinery)|import_module|__import__|\brunpy\b|\bglob\b"
+    rb"|iterdir|listdir|scandir|os\.walk|\bexec\(|\bpkgutil\b|spec_from_file_location"
+)
 
 
 class Runner:
@@ -47,7 +52,16 @@ class Runner:
     ``manifest`` (posix path → sha256) is the pinned tree's manifest: every box gets a
     copy checked against it; without it the tree as found when the runner starts.
     ``box_pinned`` (``site.toml [experiments] pinned``: folders, files, patterns) limits the copy
-    to those parts of the tree; empty: all of it. Every key holds it and the manifest's digest."""
+    to those parts of the tree; empty: all of it.
+
+    Every run is specified by one :class:`~lessonkit.run.box.spec.BoxSpec` (:meth:`spec`), which
+    the launcher consumes and whose digest is the job's key: the files the box holds (the pinned
+    copy, the project files the script may read, the script), its environment, jail, limits,
+    the pin (``pin_commit``, ``pin_sdist_sha256`` besides version and manifest digest), the tools
+    and the engine's own code. A box holds of ``experiments/`` the helpers (``_*.py``), the files
+    that are not scripts, and the scripts its own source names (a word equal to the script's
+    module name), transitively; all of them if it lists files or imports by a computed name.
+    ``jail`` (default: the process's, :func:`lessonkit.run.box.sandbox.jail`) is part of the key."""
 
     def __init__(
         self,
@@ -64,6 +78,9 @@ class Runner:
         env_prefix: str = "LESSONKIT",
         box_pinned: tuple[str, ...] = (),
         tools: tuple[tuple[str, str], ...] = (),
+        pin_commit: str = "",
+        pin_sdist_sha256: str = "",
+        jail: sandbox.jails.Jail | None = None,
     ):
         self.pinned_root = Path(pinned_root)
         self.box_pinned = tuple(box_pinned)
@@ -74,80 +91,91 @@ class Runner:
         self.cache_root = Path(cache)
         self.cache = self.cache_root / "experiments"
         self.project_root = Path(project_root) if project_root else self.support_dir.parent
-        # Every file a script can read from the project is in its box, and in every key.
-        self._shared = _shared_files((self.support_dir, *self.extra_paths))
-        # Read once: the bytes in every key are the bytes written into every box.
-        self._shared_data = [(rel, p.read_bytes()) for rel, p in self._shared]
-        # The experiment scripts themselves (experiments/x.py, not the _helpers): a job's key holds
-        # only those its own source names (imports or reads by name, transitively), so an edited
-        # script runs again alone (incremental serve); helpers and Mini are in every key.
-        self._scripts = {
-            p.stem: (rel, data)
-            for (rel, p), (_, data) in zip(self._shared, self._shared_data)
-            if p.parent == self.support_dir and p.suffix == ".py" and not p.name.startswith("_")
-        }
-        scripts = {rel for rel, _ in self._scripts.values()}
-        self._siblings: dict[bytes, bytes] = {}
-        shared = b"".join(rel.encode() + b"\0" + data + b"\0" for rel, data in self._shared_data if rel not in scripts)
+        environment.sandbox_mode()  # a bad LESSONKIT_SANDBOX is one located error, before any box
+        self.jail = jail or sandbox.jail()
+        # Every project file a box may hold, read once: the bytes written into a box are the bytes
+        # whose sha256 its key names (self._blobs: sha256 -> bytes).
+        self._blobs: dict[str, bytes] = {}
+        always: list[tuple[str, str]] = []
+        self._scripts: dict[str, tuple[str, str]] = {}  # experiments/x.py: stem -> (box path, sha256)
+        for rel, p in _shared_files((self.support_dir, *self.extra_paths)):
+            data = p.read_bytes()
+            digest = hashlib.sha256(data).hexdigest()
+            self._blobs[digest] = data
+            if p.parent == self.support_dir and p.suffix == ".py" and not p.name.startswith("_"):
+                self._scripts[p.stem] = (f"project/{rel}", digest)
+            else:
+                always.append((f"project/{rel}", digest))
+        self._always = tuple(always)
+        self._visible: dict[bytes, tuple[tuple[str, str], ...]] = {}
+        self._specs: dict[Job, BoxSpec] = {}
         self.tools = tuple(tools)
         v = versions(self.tools)
-        self._salt = hashlib.sha256(
-            b"\0".join(
-                [
-                    KEY_SCHEMA.encode(),
-                    manifest_digest.encode(),
-                    repr(self.box_pinned).encode(),  # what of the tree the box holds
-                    repr(sorted(v.items())).encode(),  # Python and the project's [experiments] versions
-                    shared,
-                ]
-            )
-        ).hexdigest()
+        self._tools = (("executable", sys.executable), *sorted(v.items()))
+        self._pin = (pinned_version, pin_commit, pin_sdist_sha256, manifest_digest, repr(self.box_pinned))
         self.stats = {"ran": 0, "cached": 0}
         self._done: dict[str, Result] = {}  # this build's results, failures included: each job runs once
         self._inflight: dict[str, Future] = {}  # started in the background, maybe not finished
         self._lock = threading.Lock()
-        # The pinned files, checked, and what every box holds (boxtree.CheckedTree).
-        self.tree = CheckedTree(
-            self.pinned_root, manifest, self.box_pinned, self._shared_data, manifest_label, manifest_lines
-        )
+        # The pinned files, checked, and the common copy of them (box.tree.CheckedTree).
+        self.tree = CheckedTree(self.pinned_root, manifest, self.box_pinned, manifest_label, manifest_lines)
         self._ran = False  # an experiment ran since the last recheck
         self._warned_store = False
-        environment.sandbox_mode()  # a bad LESSONKIT_SANDBOX is one located error, before any box
         sandbox.BOXES.reset()
         sandbox.sweep_leftovers()
         store.sweep(self.cache_root)  # half-written entries of killed builds (dead owners only)
 
-    def key(self, job: Job) -> str:
-        return hashlib.sha256(
-            self._salt.encode()
-            + b"\0"
-            + job.name.encode()
-            + b"\0"
-            + str(job.memory).encode()
-            + b"\0"
-            + job.source
-            + b"\0"
-            + self.siblings(job.source if job.reads is None else job.reads)
-        ).hexdigest()
+    # -- the box of a job, and its key
 
-    def siblings(self, source: bytes) -> bytes:
-        """The other experiment scripts ``source`` may read: those it names (a word equal to the
-        script's module name), transitively; all of them if it imports or lists files dynamically."""
-        if source not in self._siblings:
+    def spec(self, job: Job) -> BoxSpec:
+        """The complete specification of ``job``'s box (see the class docstring)."""
+        spec = self._specs.get(job)
+        if spec is None:
+            script = (f"work/{job.name}", hashlib.sha256(job.source).hexdigest())
+            files = (*self.tree.box_files(), *self.visible(job.source if job.reads is None else job.reads), script)
+            spec = BoxSpec(
+                jail=(self.jail.kind, self.jail.version),
+                argv=(sys.executable, "-B", job.name),
+                env=tuple(sorted(self._env().items())),
+                cwd="{box}/work",
+                files=tuple(sorted(files)),
+                timeout=job.timeout,
+                memory=job.memory,
+                fsize=FILE_LIMIT,
+                nproc=sandbox.NPROC,
+                output=(OUTPUT_CAP, STDERR_CAP, RECORD_LIMIT),
+                pin=self._pin,
+                tools=self._tools,
+                engine=engine(),
+            )
+            self._specs[job] = spec
+        return spec
+
+    def key(self, job: Job) -> str:
+        return self.spec(job).key
+
+    def visible(self, source: bytes) -> tuple[tuple[str, str], ...]:
+        """The project files a box running ``source`` holds: the helpers and other files that are
+        not scripts, and the scripts it names (see the class docstring). A helper that reads a
+        script the job does not name finds none, cold or warm: the box holds only what is keyed."""
+        if source not in self._visible:
+            texts = [source]
             if LISTING.search(source):
                 seen = set(self._scripts)
             else:
-                seen, todo = set(), [source]
-                while todo:
-                    text = todo.pop()
-                    for stem, (_, data) in self._scripts.items():
+                seen: set[str] = set()
+                while texts:
+                    text = texts.pop()
+                    for stem, (_, digest) in self._scripts.items():
                         if stem not in seen and re.search(rb"\b" + re.escape(stem.encode()) + rb"\b", text):
                             seen.add(stem)
-                            todo.append(data)
-            self._siblings[source] = b"".join(
-                self._scripts[s][0].encode() + b"\0" + self._scripts[s][1] + b"\0" for s in sorted(seen)
-            )
-        return self._siblings[source]
+                            texts.append(self._blobs[digest])
+                            if LISTING.search(self._blobs[digest]):
+                                seen = set(self._scripts)
+                                texts = []
+                                break
+            self._visible[source] = (*self._always, *(self._scripts[s] for s in sorted(seen)))
+        return self._visible[source]
 
     def cached(self, job: Job) -> Result | None:
         """The stored result of a passing run, checked: shape, key and the digest of its value
@@ -232,7 +260,7 @@ class Runner:
         # A box with namespaces cannot write the pinned tree (it is read-only there) and reads
         # the checked copy: what changes the tree meanwhile is reported once, by tree_problems.
         # Without them a script can write it: checked after every run.
-        changed = [] if sandbox.namespaces_available() else self.recheck()
+        changed = [] if self.jail.isolated else self.recheck()
         if changed:  # computed while the pinned tree was not the pinned tree: never cached
             raw = replace(raw, problem=raw.problem or "tampered")
         results = session_results(job, raw, self.key) if job.parts else {raw.key: raw}
@@ -330,27 +358,29 @@ class Runner:
 
     def tree_problems(self) -> list[Problem]:
         """One located problem per pinned file that changed during this build's experiments."""
-        if self._ran and sandbox.namespaces_available():  # not checked after each run (see _run)
+        if self._ran and self.jail.isolated:  # not checked after each run (see _run)
             self._ran = False
             self.recheck()
         return self.tree.problems()
 
     # -- one run
 
-    def _env(self, box: sandbox.Box) -> dict[str, str]:
-        paths = [box.pinned, box.project / self.support_dir.name, *(box.project / p.name for p in self.extra_paths)]
+    def _env(self) -> dict[str, str]:
+        """The script's environment; ``{box}`` is its box folder (in a jail ``/lessonkit-box``)."""
+        names = [self.support_dir.name, *(p.name for p in self.extra_paths)]
         env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(box.work),
-            "TMPDIR": str(box.work),
+            "PATH": os.pathsep.join([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"]),
+            "HOME": "{box}/work",
+            "TMPDIR": "{box}/work",
             "LANG": "C.UTF-8",
+            "TZ": "UTC",
             "PYTHONHASHSEED": "0",
             "PYTHONIOENCODING": "utf-8",
             "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONPATH": os.pathsep.join(map(str, paths)),
-            f"{self.env_prefix}_PINNED_ROOT": str(box.pinned),
+            "PYTHONPATH": os.pathsep.join(["{box}/pinned", *(f"{{box}}/project/{n}" for n in names)]),
+            f"{self.env_prefix}_PINNED_ROOT": "{box}/pinned",
             f"{self.env_prefix}_PINNED_VERSION": self.pinned_version,
-            "LESSONKIT_RECORD": str(box.record),
+            "LESSONKIT_RECORD": "{box}/io/record.json",
             "OMP_NUM_THREADS": "1",
             "OPENBLAS_NUM_THREADS": "1",
         }
@@ -359,23 +389,35 @@ class Runner:
                 env[name] = os.environ[name]
         if sys.pycache_prefix and os.path.isabs(sys.pycache_prefix):
             # The build's bytecode folder (see noxfile.py): the script reads NumPy & co. compiled
-            # from it; `-B` keeps it from writing there, and the box makes the project read-only.
+            # from it; `-B` keeps it from writing there, and the jail shows it read-only.
             env["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix
         return env
 
-    def _fill(self, box: sandbox.Box, job: Job, common: "sandbox.Box | None") -> None:
-        """Write the script, and the copies unless the box mounts the common copy. Folders are
-        made one level at a time (never ``parents=True``): once a cancel has removed the box,
-        writing fails instead of re-creating it."""
+    def _fill(self, box: sandbox.Box, job: Job, spec: BoxSpec, common: "sandbox.Box | None") -> None:
+        """Write what ``spec`` names into the box, from bytes stored under the sha256 it names
+        (the pinned copy from the checked tree; with a common copy, only its mount point).
+        Folders are made one level at a time (never ``parents=True``): once a cancel has removed
+        the box, writing fails instead of re-creating it."""
         if common is not None:
-            os.mkdir(box.pinned)  # where the common copy is mounted (box.project exists)
+            os.mkdir(box.pinned)  # where the common copy is mounted
         else:
             self.tree.write_into(box)
-        (box.work / job.name).write_bytes(job.source)
-
-    def _protected(self) -> list[Path]:
-        out = [self.project_root, self.cache_root, self.pinned_root, Path.home()]
-        return [p.resolve() for p in out if p.is_dir()]
+        blobs = {**self._blobs, hashlib.sha256(job.source).hexdigest(): job.source}
+        made = {"work", "io", "project", "pinned"}
+        base = str(box.dir)
+        for path, digest in spec.files:
+            if path.startswith("pinned/"):
+                continue
+            parts = path.split("/")[:-1]
+            for n in range(2, len(parts) + 1):
+                d = "/".join(parts[:n])
+                if d not in made:
+                    if sandbox.BOXES.cancelled:
+                        raise sandbox.Cancelled()
+                    os.mkdir(os.path.join(base, d))
+                    made.add(d)
+            with open(os.path.join(base, path), "xb") as f:  # a new file in a new folder, never followed
+                f.write(blobs[digest])
 
     def _execute(self, job: Job) -> Result:
         """Run ``job`` now, without the cache (``lessonkit run``): its own result."""
@@ -391,16 +433,17 @@ class Runner:
             self.tree.release()
 
     def _execute_leased(self, job: Job, cancelled: Result) -> Result:
+        spec = self.spec(job)
         try:
-            common = self.tree.common_copy() if sandbox.namespaces_available() else None
-            box = sandbox.BOXES.open()
+            common = self.tree.common_copy() if self.jail.isolated else None
+            box = sandbox.BOXES.open(sandbox.jails.box_owner(self.jail))
         except sandbox.Cancelled:
             return cancelled
         except OSError as exc:  # the temporary folder is full or cannot be written
             return self._lost(job, None, exc)
         try:
             try:
-                self._fill(box, job, common)
+                self._fill(box, job, spec, common)
             except (sandbox.Cancelled, OSError) as exc:
                 if sandbox.BOXES.cancelled:
                     return cancelled
@@ -417,33 +460,25 @@ class Runner:
                     return cancelled
                 return self._lost(job, box, exc)
             with out, err:
-                spec = sandbox.Spec(
-                    [sys.executable, "-B", job.name],
-                    self._env(box),
-                    job.memory,
-                    FILE_LIMIT,
-                    protect=self._protected(),
-                    project_root=self.project_root,
-                    mounts=[(common.pinned, box.pinned), (common.project, box.project)] if common else [],
-                )
                 try:
-                    proc = sandbox.launch(box, spec, out, err)
+                    proc = sandbox.launch(box, spec, out, err, common.pinned if common else box.pinned)
                 except sandbox.Cancelled:
                     return cancelled
                 except OSError as exc:  # e.g. its working folder is gone
                     return self._lost(job, box, exc)
-                code, usage, timed_out = sandbox.reap(proc, job.timeout, box)
+                code, usage, timed_out = sandbox.reap(proc, spec.timeout, box)
                 box.kill()  # whatever outlived the script (normally nothing: the box's init took it along)
                 wall = time.perf_counter() - t0
                 cpu = usage.ru_utime + usage.ru_stime  # this box's own CPU, even with jobs in parallel
                 out.seek(0)
-                raw = out.read(OUTPUT_CAP)
-                truncated = max(0, os.fstat(out.fileno()).st_size - OUTPUT_CAP)
+                raw = out.read(spec.output[0])
+                truncated = max(0, os.fstat(out.fileno()).st_size - spec.output[0])
                 size = os.fstat(err.fileno()).st_size
-                err.seek(max(0, size - STDERR_CAP))
-                err_tail = err.read(STDERR_CAP)
-            stdout = self.normalise(sandbox.sanitise(raw), box)
-            stderr = self.normalise(sandbox.sanitise(err_tail), box)
+                err.seek(max(0, size - spec.output[1]))
+                err_tail = err.read(spec.output[1])
+            root = self.jail.root or str(box.dir)
+            stdout = self.normalise(sandbox.sanitise(raw), root)
+            stderr = self.normalise(sandbox.sanitise(err_tail), root)
             problem = ""
             if box.killed and not timed_out and code == -signal.SIGKILL and sandbox.BOXES.cancelled:
                 problem = "cancelled"
@@ -458,9 +493,9 @@ class Runner:
                 problem = "vanished: removed while it ran"  # by another program: its own exit says nothing
             record = None
             if code == 0 and not timed_out and not problem:
-                record, problem = _read_record(box.record)
+                record, problem = read_record(box.dir, spec.output[2])
             return Result(
-                self.key(job),
+                spec.key,
                 code,
                 stdout,
                 stderr,
@@ -478,13 +513,15 @@ class Runner:
         why = exc.strerror or type(exc).__name__
         return Result(self.key(job), -1, "", "", 0, 0.0, 0.0, problem=f"vanished: {why}")
 
-    def normalise(self, text: str, box: sandbox.Box) -> str:
+    def normalise(self, text: str, root: str) -> str:
+        """Output without the places of this run: the box folder ``root`` (as the script saw it)
+        and its parts, the pinned tree; memory addresses."""
         for path, name in (
-            (box.work, "<tmp>"),
-            (box.pinned, "<pinned>"),
-            (box.project, "<project>"),
-            (box.dir, "<box>"),
-            (self.pinned_root, "<pinned>"),
+            (f"{root}/work", "<tmp>"),
+            (f"{root}/pinned", "<pinned>"),
+            (f"{root}/project", "<project>"),
+            (root, "<box>"),
+            (str(self.pinned_root), "<pinned>"),
         ):
-            text = text.replace(str(path), name)
+            text = text.replace(path, name)
         return ADDRESS.sub("0x…", text)

@@ -98,6 +98,9 @@ class PinnedTree:
     provider: str  # human-readable: where the bytes came from (stable across cached builds)
     pin: Pin
     cached: bool = False  # taken from the build cache this time
+    # the pin's [sdist] sha256 was compared with the archive's own in this build, or with the one
+    # recorded when this cached tree was extracted from it (False: no archive at hand, see check_sdist)
+    sdist_checked: bool = False
 
     def read(self, rel: str) -> bytes:
         return (self.root / rel).read_bytes()
@@ -281,7 +284,41 @@ def _from_env(pin: Pin, cache: Path) -> PinnedTree | None:
         return None
     name, root = found
     check_tree(root, pin, f"{name}={root}")
-    return PinnedTree(root, f"local checkout ({name})", pin)
+    return PinnedTree(root, f"local checkout ({name})", pin, sdist_checked=check_sdist(pin, cache))
+
+
+def _sdist_key(pin: Pin) -> str:
+    return f"{pin.commit}.sdist"
+
+
+def _sdist_mismatch(pin: Pin, digest: str, what: str) -> LessonError:
+    return LessonError(
+        f"[sdist] sha256 {pin.sdist_sha256[:16]}… is not the sha256 of {what} ({digest[:16]}…)",
+        path=pin.toml_label,
+        line=pin.toml_line("sha256"),
+        hint="give the release archive's own sha256 (pip download, then sha256sum); the build publishes this value",
+    )
+
+
+def check_sdist(pin: Pin, cache: Path, recorded: str | None = None) -> bool:
+    """Compare pin.toml's ``[sdist] sha256`` with the archive's own, which the build publishes:
+    with ``recorded`` (what a cached tree's marker says its archive had), else with the archive at
+    hand (``LESSONKIT_SDIST``, or the one in the cache). A mismatch is a located error; True when
+    compared, False when no archive is at hand (or the pin names none)."""
+    if pin.sdist_sha256 == "none":
+        return False
+    if recorded is not None:
+        if recorded != pin.sdist_sha256:
+            raise _sdist_mismatch(pin, recorded, "the archive the cached tree was extracted from")
+        return True
+    local = environment.sdist_path()
+    archive = local if local is not None else cache / "pin" / pin.sdist_filename
+    if archive.is_symlink() and local is None or not archive.is_file():
+        return False
+    digest = sha256_file(archive)
+    if digest != pin.sdist_sha256:
+        raise _sdist_mismatch(pin, digest, str(archive) if local is not None else f"the cached {pin.sdist_filename}")
+    return True
 
 
 def _cache_dir(pin: Pin, cache: Path) -> Path:
@@ -306,11 +343,14 @@ def cached_tree(pin: Pin, cache: Path) -> PinnedTree | None:
     except LessonError:
         remove_owned(cache, "pin", pin.commit)  # damaged cache entry: provide it again
         return None
-    return PinnedTree(root.resolve(), origin, pin, cached=True)
+    # The tree is right (the manifest says so); the sha256 the pin publishes is checked too.
+    checked = check_sdist(pin, cache, Store(cache, MARKERS).get(_sdist_key(pin)))
+    return PinnedTree(root.resolve(), origin, pin, cached=True, sdist_checked=checked)
 
 
-def install_tree(pin: Pin, cache: Path, staged: Path, origin: str) -> PinnedTree:
-    """Move the staged tree (checked against the pin's manifest) into the build cache."""
+def install_tree(pin: Pin, cache: Path, staged: Path, origin: str, archive_sha256: str | None = None) -> PinnedTree:
+    """Move the staged tree (checked against the pin's manifest) into the build cache;
+    ``archive_sha256``: the checked sha256 of the archive it was extracted from (recorded)."""
     check_tree(staged, pin, f"tree from {origin}")
     final = _cache_dir(pin, cache)
     origin = environment.display_text(origin)
@@ -321,7 +361,10 @@ def install_tree(pin: Pin, cache: Path, staged: Path, origin: str) -> PinnedTree
             raise
         remove_owned(staged.parent, staged.name)
     Store(cache, MARKERS).put(_marker_key(pin), origin)  # atomic, with a digest: checked on every use
-    return PinnedTree(final.resolve(), origin, pin)
+    if archive_sha256 is not None:
+        Store(cache, MARKERS).put(_sdist_key(pin), archive_sha256)
+        return PinnedTree(final.resolve(), origin, pin, sdist_checked=True)
+    return PinnedTree(final.resolve(), origin, pin, sdist_checked=check_sdist(pin, cache))
 
 
 def _from_git(pin: Pin, cache: Path) -> PinnedTree | None:
@@ -411,7 +454,7 @@ def _from_sdist(pin: Pin, cache: Path) -> PinnedTree:
         staged = staging_dir(area, "tree-")
         staged.rmdir()
         os.replace(tree, staged)
-        return install_tree(pin, cache, staged, origin)
+        return install_tree(pin, cache, staged, origin, archive_sha256=digest)
     finally:
         for d in (tree, staged):  # left only when the install failed: no partial entry in the cache
             if d is not None:

@@ -86,16 +86,20 @@ STATE: tuple[tuple[str, tuple[str, str]], ...] = (
         ("process", "The latex2mathml version (part of every formula key): an installed tool's version."),
     ),
     (
-        "lessonkit.run.box.sandbox.namespaces_available",
+        "lessonkit.run.box.jail.selected",
         (
             "process",
-            "Whether this machine gives sandbox boxes namespaces (probed once; LESSONKIT_SANDBOX=copy, "
-            "read at that first probe, forces the fallback).",
+            "The jail this machine gives the boxes (bubblewrap, lessonkit's own namespaces or none), probed "
+            "once, with the one warning when there is none (LESSONKIT_SANDBOX is read at that first probe).",
         ),
     ),
     (
-        "lessonkit.run.box.sandbox._warned",
-        ("process", "Whether the one warning that boxes run without namespaces was printed by this process."),
+        "lessonkit.run.box.spec.engine",
+        (
+            "process",
+            "The SHA-256 of lessonkit's code that runs a box and shapes its result, part of every experiment "
+            "key: the code this process runs does not change while it runs.",
+        ),
     ),
     (
         "lessonkit.run.box.sandbox.BOXES",

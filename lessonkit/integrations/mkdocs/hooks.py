@@ -42,7 +42,7 @@ from mkdocs.utils import get_relative_url
 from lessonkit import build as lk_build
 from lessonkit.config import checks as lk_checks
 from lessonkit.config import environment as lk_env
-from lessonkit.integrations.mkdocs import setup, themecache
+from lessonkit.integrations.mkdocs import jiebacache, setup, themecache
 from lessonkit.errors import LessonError
 
 if TYPE_CHECKING:
@@ -106,6 +106,7 @@ def configure(config: "MkDocsConfig", *, add_extensions: bool) -> None:
         command = "serve" if SESSION.command == "serve" else "build"
         problems = SERVE_LOG.error if command == "serve" else log.error
         b = lk_build.Build(root, command, log=problems, log_info=log.info)
+        jiebacache.use(b.project.cache)  # before Material's search loads jieba's dictionary
         tree = b.start()
         b.prestart(_pages(config))
     except LessonError as exc:

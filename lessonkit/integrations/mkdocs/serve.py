@@ -36,7 +36,9 @@ from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import Files, InclusionLevel
 
 from lessonkit import incremental
+from lessonkit.config import environment
 from lessonkit.integrations.mkdocs import hooks as mkdocs_hooks
+from lessonkit.integrations.mkdocs import jiebacache
 from lessonkit.build import API_ENTRY
 from lessonkit.errors import LessonError
 
@@ -104,12 +106,13 @@ class _Jieba:
     every ``on_config``; loading it twice changes word frequencies (and so the search index).
     A full rebuild starts from the dictionary as it was before the first build loaded it."""
 
-    def __init__(self):
+    def __init__(self, cache: Path):
         try:
             import jieba
         except ImportError:
             self.dt = None
             return
+        jiebacache.use(cache)  # never the system's temporary folder (see jiebacache)
         self.dt = jieba.dt
         self.dt.check_initialized()
         self.saved = (dict(self.dt.FREQ), self.dt.total, dict(self.dt.user_word_tag_tab))
@@ -166,7 +169,7 @@ class Incremental:
         state = scan(self.root)
         config, capture = self._load()
         if self.jieba is None:
-            self.jieba = _Jieba()
+            self.jieba = _Jieba(environment.cache_dir(self.root))
         self.jieba.restore()
         build(config, serve_url=self.serve_url)
         b = mkdocs_hooks.build_of(config)

@@ -1,23 +1,32 @@
 """The launcher of one boxed experiment (run as ``python -I -S _boot.py CONFIG``).
 
-Standalone on purpose: only the standard library, no lessonkit import, so it starts
-fast and is single-threaded when it calls ``unshare``. See ``lessonkit.run.box.sandbox``
-for what the box guarantees; this file only carries it out:
+Standalone on purpose: only the standard library, no lessonkit import, so it starts fast and
+is single-threaded when it forks and unshares. What the box guarantees is said in
+``lessonkit.run.box.sandbox`` and ``lessonkit.run.box.jail``; this file carries it out.
 
-1. die with the runner (``PR_SET_PDEATHSIG``) and join the box's pids cgroup if given;
-2. with namespaces: a new user, mount, PID and network namespace; the project,
-   the cache and ``$HOME`` read-only, the project's folders hidden behind empty
-   read-only mounts, the folder of boxes covered except for this box, the copies it
-   reads (the build's common copy) mounted read-only in the box; then a PID-1 ``init`` whose
-   exit kills every process left in the namespace, ``setsid`` daemons included;
-   without namespaces: this launcher is a child subreaper and kills every
-   descendant it finds once the script has ended;
-3. the script itself runs with resource limits (address space, file size, no
-   core dumps) and its parent-death signal set.
+The launcher (on the host) dies with the runner (``PR_SET_PDEATHSIG``), joins the box's pids
+cgroup, and then, by the jail the configuration names:
 
-The exit status of the script is the exit status of the launcher (a script killed
-by signal N kills the launcher with N), so the runner's ``wait4`` sees the script.
-Launcher failures exit with code 125 after one ``lessonkit-box:`` line on stderr.
+* ``namespaces`` (this file's own jail): a child unshares user, mount, PID, network, IPC, UTS
+  and cgroup namespaces and holds a handle on every folder the box shows; the launcher, still
+  on the host, writes the child's uid and gid maps (the box's user 1000 is host ``nobody``
+  when the build runs as root, else the builder) and forbids new user namespaces in the box;
+  the child's first child is the box's PID 1: it builds the box's root on a tmpfs from the
+  mount plan (read-only binds, a fresh ``/proc``, a minimal ``/dev``, private ``/tmp`` and
+  ``/dev/shm``), ``pivot_root``\\ s into it and detaches the host's tree, then runs ``init``;
+* ``bwrap``: bubblewrap builds the same plan (``--userns-block-fd``: the launcher writes the
+  same maps while bubblewrap waits) and runs this file as the box's PID 1 (``--init``);
+* ``copy``: no namespaces; this launcher is a child subreaper and kills every descendant it
+  finds once the script has ended.
+
+``init`` starts the script as user 1000 with no capabilities, ``no_new_privs``, resource
+limits (address space, file size, processes, no core dumps) and its parent-death signal set,
+reaps orphans, reports the script's status on a pipe and exits, which makes the kernel kill
+every process left in the box, ``setsid`` daemons included.
+
+The exit status of the script is the exit status of the launcher (a script killed by signal
+N kills the launcher with N), so the runner's ``wait4`` sees the script. Launcher failures
+exit with code 125 after one ``lessonkit-box:`` line on stderr.
 """
 
 import ctypes
@@ -25,15 +34,21 @@ import json
 import os
 import resource
 import signal
+import stat
 import sys
 
-CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x10000000, 0x20000000, 0x40000000
+CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x20000, 0x02000000, 0x04000000, 0x08000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+UNSHARE = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 8, 32, 4096, 16384
 MS_NOATIME, MS_NODIRATIME, MS_PRIVATE, MS_RELATIME = 1024, 2048, 1 << 18, 1 << 21
-PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+MNT_DETACH = 2
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
 BOX_FAILED = 125
-BOX_ID = 1000  # the script's uid and gid inside the box when the build runs as root
-PR_SET_NO_NEW_PRIVS = 38
+BOX_ID = 1000  # the script's uid and gid inside a jail
+HOST_BOX_ID = 65534  # ... and on the host, when the build runs as root (nobody, nogroup)
+HOST_NS_ROOT = 65533  # this jail's namespace root (its own setup) on the host, for a root build
+PROC_COVERS = ("sys", "sysrq-trigger", "irq", "bus")  # read-only in the box's /proc, as bubblewrap does
 
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -64,64 +79,270 @@ def kept_flags(path: str) -> int:
     return out | (MS_RELATIME if f & 4096 else 0)
 
 
-def read_only(path: str, source: str | None = None) -> None:
-    """Make ``path`` read-only: itself, or ``source`` (a held folder, see ``hold``) mounted there."""
-    check(mount(source or path, path, None, MS_BIND | MS_REC), f"bind {path}")
-    check(mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | kept_flags(path)), f"read-only {path}")
+def read_exactly(fd: int) -> bytes:
+    """Everything until the other end closes."""
+    out = b""
+    while True:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return out
+        out += chunk
 
 
-def hold(path: str) -> int:
-    """A handle on a folder as it is now, for a bind mount after its place is covered."""
-    try:
-        return os.open(path, os.O_PATH | os.O_DIRECTORY)
-    except OSError as exc:
-        fail(f"open {path}: {exc.strerror}")
+# ---------------------------------------------------------------- the host side of a jail
 
 
-def hide(path: str) -> None:
-    if os.path.islink(path):
-        return  # a mount would follow the link; the target is covered by its own entry
-    if os.path.isdir(path):
-        check(mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=0555"), f"hide {path}")
-    elif os.path.exists(path):
-        check(mount("/dev/null", path, None, MS_BIND), f"hide {path}")
-        mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | kept_flags(path))
-
-
-def enter_namespaces(cfg: dict) -> None:
-    uid, gid = os.getuid(), os.getgid()
-    # Inside, the script is never uid 0: execve then drops every capability, so it can
-    # neither unmount nor remount what this launcher made read-only.
-    inner_uid, inner_gid = uid or BOX_ID, gid or BOX_ID
-    check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET), "unshare")
-    for name, text in (("setgroups", "deny"), ("uid_map", f"{inner_uid} {uid} 1"), ("gid_map", f"{inner_gid} {gid} 1")):
-        with open(f"/proc/self/{name}", "w") as fh:
+def write_maps(pid: int, ns_root: int) -> None:
+    """The box's ids: 1000 inside; on the host ``nobody`` (root builds, which may map any id; the
+    namespace's root, used only by the jail's own setup, is ``ns_root``) or the builder (the one
+    mapping an unprivileged process may write: its own ids)."""
+    if os.geteuid() == 0:
+        uid_map = gid_map = f"0 {ns_root} 1\n{BOX_ID} {HOST_BOX_ID} 1\n"
+    else:
+        with open(f"/proc/{pid}/setgroups", "w") as fh:
+            fh.write("deny")
+        uid_map, gid_map = f"{BOX_ID} {os.geteuid()} 1\n", f"{BOX_ID} {os.getegid()} 1\n"
+    for name, text in (("uid_map", uid_map), ("gid_map", gid_map)):
+        with open(f"/proc/{pid}/{name}", "w") as fh:
             fh.write(text)
-    check(mount("none", "/", None, MS_REC | MS_PRIVATE), "make mounts private")
-    box, root = cfg.get("box_dir"), cfg.get("box_root")
-    # Held before anything is covered: the box and the copies it mounts, as they are now.
-    held = {path: hold(path) for path in [box] if box and root}
-    for source, _ in cfg["box_read_only"]:
-        held[source] = hold(source)
-    via = {path: f"/proc/self/fd/{fd}" for path, fd in held.items()}
-    for path in cfg["read_only"]:
-        if os.path.isdir(path):
-            read_only(path)
-    for path in cfg["hide"]:
-        hide(path)
-    if box and root:  # the folder of boxes shows this box alone (other boxes and the common copy
-        # are covered), and the box stays writable even inside a read-only path
-        check(mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=4k,mode=0755"), f"cover {root}")
+
+
+def no_user_namespaces(pid: int) -> None:
+    """Set ``user.max_user_namespaces`` of the box's user namespace to 0, from a child that joins
+    it (the launcher owns it, so it has every capability there): the script, without
+    capabilities, can neither create a namespace of its own nor raise the limit again."""
+    child = os.fork()
+    if child == 0:
         try:
-            os.mkdir(box)
+            fd = os.open(f"/proc/{pid}/ns/user", os.O_RDONLY)
+            if libc.setns(fd, CLONE_NEWUSER) != 0:
+                os._exit(2)
+            with open("/proc/sys/user/max_user_namespaces", "w") as fh:
+                fh.write("0")
+            os._exit(0)
+        except BaseException:  # noqa: BLE001 - the parent reports it
+            os._exit(3)
+    _, status = os.waitpid(child, 0)
+    if status != 0:
+        fail(f"cannot forbid user namespaces in the box (status {status})")
+
+
+def start_namespaces(cfg: dict, report_fd: int) -> int:
+    """This file's own jail: see the module docstring. Returns the pid of the child to wait for."""
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(ready_r)
+        os.close(go_w)
+        die_with_parent()
+        check(libc.unshare(UNSHARE), "unshare")
+        os.write(ready_w, b"u")
+        os.close(ready_w)
+        if os.read(go_r, 1) != b"g":
+            os._exit(BOX_FAILED)  # the launcher failed (and said why)
+        os.close(go_r)
+        # Handles on what the box shows, opened in the new mount namespace while this process is
+        # still the builder (a root build's pyenv may live in /root) and the box's user is mapped
+        # (its folders): the mounts use them.
+        held = {}
+        for op in cfg["plan"]:
+            if op[0] in ("ro", "rw", "dev") and op[1] not in held:
+                try:
+                    held[op[1]] = os.open(op[1], os.O_PATH | os.O_CLOEXEC)
+                except OSError as exc:
+                    fail(f"open {op[1]}: {exc.strerror}")
+        if cfg["root_build"]:  # (inside, before this, the host's root shows as nobody)
+            os.setresgid(0, 0, 0)  # the namespace's root (HOST_NS_ROOT on the host), not host root
+            os.setresuid(0, 0, 0)
+        init_pid = os.fork()  # the first process of the new PID namespace
+        if init_pid == 0:
+            build_root(cfg, held)
+            init(cfg, report_fd)
+        for fd in held.values():
+            os.close(fd)
+        os.close(report_fd)
+        _, status = os.waitpid(init_pid, 0)
+        os._exit(0 if status == 0 else BOX_FAILED)
+    os.close(ready_w)
+    os.close(go_r)
+    if os.read(ready_r, 1) != b"u":
+        os.waitpid(pid, 0)
+        fail("the box's namespaces could not be made")
+    write_maps(pid, HOST_NS_ROOT)
+    no_user_namespaces(pid)
+    os.write(go_w, b"g")
+    os.close(go_w)
+    os.close(ready_r)
+    return pid
+
+
+def bwrap_args(cfg: dict) -> tuple[list[str], list[int]]:
+    """The mount plan as bubblewrap's options, and the descriptors they read (file contents)."""
+    args, fds, known = [], [], {"/"}
+    for op in cfg["plan"]:
+        kind = op[0]
+        dest = op[1] if kind in ("tmpfs", "dir", "file", "proc", "remount-ro") else op[2]
+        # bubblewrap 0.8 makes missing parents of a bind mode 0700 (its options' default perms are
+        # 0): the box's user could not reach what is bound there. Every parent is made 0755 first.
+        parts = dest.strip("/").split("/")[:-1]
+        for n in range(1, len(parts) + 1):
+            parent = "/" + "/".join(parts[:n])
+            if parent not in known:
+                args += ["--perms", "0755", "--dir", parent]
+                known.add(parent)
+        if kind in ("tmpfs", "dir", "proc") or (kind in ("ro", "rw") and os.path.isdir(op[1])):
+            known.add(dest)
+        if kind == "tmpfs":
+            args += ["--perms", f"{op[2]:04o}", "--size", str(op[3]), "--tmpfs", op[1]]
+        elif kind == "dir":
+            args += ["--perms", f"{op[2]:04o}", "--dir", op[1]]
+        elif kind in ("ro", "rw", "dev"):
+            args += [{"ro": "--ro-bind", "rw": "--bind", "dev": "--dev-bind"}[kind], op[1], op[2]]
+        elif kind == "symlink":
+            args += ["--symlink", op[1], op[2]]
+        elif kind == "file":
+            r, w = os.pipe()
+            os.write(w, op[2].encode())  # a few hundred bytes: fits the pipe
+            os.close(w)
+            fds.append(r)
+            args += ["--perms", "0444", "--ro-bind-data", str(r), op[1]]
+        elif kind == "proc":
+            args += ["--proc", op[1]]
+        elif kind == "remount-ro":
+            args += ["--remount-ro", op[1]]
+        else:
+            fail(f"unknown mount plan step {kind!r}")
+    return args + ["--remount-ro", "/"], fds
+
+
+def start_bwrap(cfg: dict, report_fd: int) -> int:
+    """Bubblewrap builds the plan and runs this file as the box's PID 1 (``--init``)."""
+    info_r, info_w = os.pipe()
+    block_r, block_w = os.pipe()
+    plan, data_fds = bwrap_args(cfg)
+    inner = {k: cfg[k] for k in ("memory", "fsize", "nproc", "cwd", "env", "argv", "root_build")}
+    inner["report"] = report_fd
+    argv = [
+        cfg["bwrap"],
+        *("--unshare-user", "--userns-block-fd", str(block_r), "--info-fd", str(info_w)),
+        *("--unshare-pid", "--as-pid-1", "--unshare-net", "--unshare-ipc", "--unshare-uts"),
+        *("--unshare-cgroup-try", "--hostname", cfg["hostname"], "--die-with-parent"),
+        *("--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"),
+        *plan,
+        *("--chdir", "/", "--", cfg["python"], "-I", "-S", "-B", cfg["boot"], "--init", json.dumps(inner)),
+    ]
+    keep = {info_w, block_r, report_fd, *data_fds}
+    pid = os.fork()
+    if pid == 0:
+        try:
+            for fd in keep:
+                os.set_inheritable(fd, True)
+            os.execve(argv[0], argv, {"PATH": "/usr/bin:/bin"})
         except OSError as exc:
-            fail(f"mkdir {box}: {exc.strerror}")
-        check(mount(via[box], box, None, MS_BIND | MS_REC), f"bind {box}")
-        check(mount(None, root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV), f"read-only {root}")
-    for source, path in cfg["box_read_only"]:  # the common copy
-        read_only(path, via[source])
+            os.write(2, f"lessonkit-box: cannot run bubblewrap: {exc.strerror}\n".encode())
+        os._exit(BOX_FAILED)
+    for fd in (info_w, block_r, *data_fds):
+        os.close(fd)
+    info = read_exactly(info_r)
+    os.close(info_r)
+    try:
+        child = int(json.loads(info)["child-pid"])
+    except (ValueError, KeyError, TypeError):
+        _, status = os.waitpid(pid, 0)
+        fail(f"bubblewrap did not start the box (status {status})")
+    write_maps(child, 0)  # bubblewrap's own setup must be a mapped user; the script never is root
+    no_user_namespaces(child)
+    os.write(block_w, b"g")
+    os.close(block_w)
+    return pid
+
+
+# ---------------------------------------------------------------- inside: the box's root
+
+
+def _parents(path: str) -> None:
+    parent = os.path.dirname(path)
+    if parent and not os.path.isdir(parent):
+        os.makedirs(parent, 0o755, exist_ok=True)
+
+
+def build_root(cfg: dict, held: dict) -> None:
+    """PID 1 of this jail: the plan on a tmpfs at /tmp (of this mount namespace only), then
+    ``pivot_root`` into it; the host's tree is detached, nothing of it stays reachable."""
+    os.umask(0o022)
+    die_with_parent()
+    check(mount(None, "/", None, MS_REC | MS_PRIVATE), "make mounts private")
+    root = "/tmp"
+    check(mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755"), "root tmpfs")
+    for op in cfg["plan"]:
+        kind, dest = op[0], None
+        if kind in ("ro", "rw", "dev"):
+            src, dest = f"/proc/self/fd/{held[op[1]]}", root + op[2]
+            _parents(dest)
+            if stat.S_ISDIR(os.fstat(held[op[1]]).st_mode):
+                os.makedirs(dest, 0o755, exist_ok=True)
+            elif not os.path.exists(dest):
+                os.close(os.open(dest, os.O_CREAT | os.O_WRONLY, 0o644))
+            check(mount(src, dest, None, MS_BIND | MS_REC), f"bind {op[2]}")
+            if kind == "ro":
+                flags = MS_BIND | MS_REMOUNT | MS_RDONLY | kept_flags(dest)
+                check(mount(None, dest, None, flags), f"read-only {op[2]}")
+        elif kind == "tmpfs":
+            dest = root + op[1]
+            os.makedirs(dest, 0o755, exist_ok=True)
+            data = f"size={op[3]},mode={op[2]:04o}"
+            check(mount("tmpfs", dest, "tmpfs", MS_NOSUID | MS_NODEV, data), f"tmpfs {op[1]}")
+        elif kind == "dir":
+            os.makedirs(root + op[1], op[2], exist_ok=True)
+        elif kind == "symlink":
+            _parents(root + op[2])
+            os.symlink(op[1], root + op[2])
+        elif kind == "file":
+            _parents(root + op[1])
+            with open(root + op[1], "w", encoding="utf-8") as fh:
+                fh.write(op[2])
+            os.chmod(root + op[1], 0o444)
+        elif kind == "remount-ro":
+            dest = root + op[1]
+            check(mount(None, dest, None, MS_REMOUNT | MS_BIND | MS_RDONLY | kept_flags(dest)), f"read-only {op[1]}")
+        elif kind == "proc":  # must be this PID namespace's own, while the host's /proc is visible
+            dest = root + op[1]
+            os.makedirs(dest, 0o555, exist_ok=True)
+            check(mount("proc", dest, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC), "mount /proc")
+            for sub in PROC_COVERS:
+                p = f"{dest}/{sub}"
+                if os.path.exists(p):
+                    check(mount(p, p, None, MS_BIND | MS_REC), f"bind /proc/{sub}")
+                    check(mount(None, p, None, MS_BIND | MS_REMOUNT | MS_RDONLY | kept_flags(p)), f"read-only {p}")
+        else:
+            fail(f"unknown mount plan step {kind!r}")
     for fd in held.values():
         os.close(fd)
+    os.chdir(root)
+    check(libc.pivot_root(b".", b"."), "pivot_root")
+    check(libc.umount2(b".", MNT_DETACH), "detach the host's tree")
+    os.chdir("/")
+    check(mount(None, "/", None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV), "read-only /")
+    name = cfg["hostname"].encode()
+    check(libc.sethostname(name, len(name)), "sethostname")
+    loopback_up()
+
+
+def loopback_up() -> None:
+    """The box's network namespace has only a loopback interface, down: bring it up (as
+    bubblewrap does), so that 127.0.0.1 inside the box is the box's own."""
+    import fcntl
+    import socket
+    import struct
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        req = struct.pack("16sh", b"lo", 0)
+        flags = struct.unpack("16sh", fcntl.ioctl(s.fileno(), 0x8913, req))[1]  # SIOCGIFFLAGS
+        fcntl.ioctl(s.fileno(), 0x8914, struct.pack("16sh", b"lo", flags | 1))  # SIOCSIFFLAGS, IFF_UP
+
+
+# ---------------------------------------------------------------- inside: init and the script
 
 
 def limit(cfg: dict) -> None:
@@ -130,23 +351,56 @@ def limit(cfg: dict) -> None:
         hard = resource.getrlimit(res)[1]
         value = value if hard == resource.RLIM_INFINITY else min(value, hard)
         resource.setrlimit(res, (value, value))
-    if os.getuid() != 0 and cfg.get("nproc"):  # root is exempt from RLIMIT_NPROC
+    if cfg.get("nproc"):  # root (the copy fallback of a root build) is exempt from RLIMIT_NPROC
         resource.setrlimit(resource.RLIMIT_NPROC, (cfg["nproc"], cfg["nproc"]))
 
 
-def start_script(cfg: dict) -> int:
+def become_box_user(cfg: dict) -> None:
+    """User and group 1000, no supplementary groups; leaving the namespace's root drops every
+    capability, and ``no_new_privs`` keeps set-user-ID files from giving any back."""
+    if cfg.get("root_build"):
+        os.setgroups([])
+    os.setresgid(BOX_ID, BOX_ID, BOX_ID)
+    os.setresuid(BOX_ID, BOX_ID, BOX_ID)
+
+
+def start_script(cfg: dict, jailed: bool) -> int:
     pid = os.fork()
     if pid == 0:
         try:
             die_with_parent()
-            libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
             limit(cfg)
+            if jailed:
+                become_box_user(cfg)
+            libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
             os.chdir(cfg["cwd"])
             os.execve(cfg["argv"][0], cfg["argv"], cfg["env"])
         except BaseException as exc:  # noqa: BLE001 - reported as a box failure
             os.write(2, f"lessonkit-box: cannot start the script: {exc}\n".encode())
         os._exit(BOX_FAILED)
     return pid
+
+
+def init(cfg: dict, report_fd: int) -> None:
+    """PID 1 of the box: run the script, reap orphans, report the script's status, exit
+    (which makes the kernel kill whatever is left in the namespace). Not dumpable, so the
+    script can neither trace it nor write its /proc entries."""
+    die_with_parent()
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    script = start_script(cfg, jailed=True)
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            status = 0
+            break
+        if pid == script:
+            break
+    os.write(report_fd, str(status).encode())
+    os._exit(0)
+
+
+# ---------------------------------------------------------------- the copy fallback
 
 
 def children(pid: int) -> list[int]:
@@ -188,23 +442,6 @@ def kill_descendants() -> None:
             os.sched_yield()
 
 
-def init(cfg: dict, report_fd: int) -> None:
-    """PID 1 of the box: run the script, reap orphans, report the script's status, exit
-    (which makes the kernel kill whatever is left in the namespace)."""
-    die_with_parent()
-    script = start_script(cfg)
-    while True:
-        try:
-            pid, status = os.waitpid(-1, 0)
-        except ChildProcessError:
-            status = 0
-            break
-        if pid == script:
-            break
-    os.write(report_fd, str(status).encode())
-    os._exit(0)
-
-
 def mirror(status: int) -> None:
     """Leave with the script's status: its exit code, or its death by a signal."""
     if os.WIFSIGNALED(status):
@@ -218,6 +455,9 @@ def mirror(status: int) -> None:
 
 def main() -> None:
     die_with_parent()
+    if sys.argv[1] == "--init":  # inside bubblewrap: this process is the box's PID 1
+        cfg = json.loads(sys.argv[2])
+        init(cfg, cfg["report"])
     cfg = json.loads(sys.argv[1])
     if os.getppid() != cfg["parent"]:
         os._exit(BOX_FAILED)  # the runner is already gone
@@ -227,24 +467,24 @@ def main() -> None:
                 fh.write(str(os.getpid()))
         except OSError:
             pass  # best effort: the pids limit is an extra, not a promise
-    if cfg["namespaces"]:
-        enter_namespaces(cfg)
-        read_fd, write_fd = os.pipe()
-        pid = os.fork()  # the first child of the new PID namespace: its init
-        if pid == 0:
-            os.close(read_fd)
-            init(cfg, write_fd)
-        os.close(write_fd)
-        os.waitpid(pid, 0)
-        data = os.read(read_fd, 64)
-        if not data:
-            fail("the box's init ended without a status")
-        mirror(int(data))
-    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    script = start_script(cfg)
-    _, status = os.waitpid(script, 0)
-    kill_descendants()
-    mirror(status)
+    if cfg["jail"] == "copy":
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        script = start_script(cfg, jailed=False)
+        _, status = os.waitpid(script, 0)
+        kill_descendants()
+        mirror(status)
+    cfg["root_build"] = os.geteuid() == 0
+    if cfg["root_build"]:
+        os.setgroups([])  # nothing of root's groups reaches the box
+    report_r, report_w = os.pipe()
+    start = start_bwrap if cfg["jail"] == "bwrap" else start_namespaces
+    child = start(cfg, report_w)
+    os.close(report_w)
+    _, status = os.waitpid(child, 0)
+    data = read_exactly(report_r)
+    if not data:
+        fail(f"the box's init ended without a status ({cfg['jail']}, status {status})")
+    mirror(int(data))
 
 
 if __name__ == "__main__":

@@ -1,26 +1,22 @@
-"""Experiments in a box: a private copy, a read-only project, limits, and no survivors.
+"""Experiments in a box: a jail, checked read-only copies, limits, and no survivors.
 
 Every experiment runs in its own folder ``box-<n>`` inside its process's folder of boxes,
 ``lessonkit-exp-<owner>-…`` under the system's temporary directory::
 
     <box>/work                 the working directory, $HOME and $TMPDIR
-    <box>/pinned/              a copy of the pinned tree, checked byte for byte
-    <box>/project/experiments  a copy of experiments/ (what the cache key covers)
-    <box>/project/mini-autograd
+    <box>/pinned/              the checked pinned copy (in a jail: the common copy, mounted)
+    <box>/project/experiments  the project files the script may read (its key names each), and the
+    <box>/project/<folder>     other folders site.toml names ([repository] teaching)
     <box>/io/                  stdout, stderr, the record file (outside work/)
 
-With Linux user namespaces (the default where they work) the copies are written once
-per batch of experiments, into a box folder of their own (the runner's common copy),
-and mounted read-only at ``pinned/`` and ``project/`` of every box; the launcher
-(``_boot.py``) also makes the project, the cache and ``$HOME`` read-only, hides
-every top-level entry of the project except the interpreter's own folder behind an
-empty read-only mount (so the copies are the only project files an experiment can
-read), covers the folder of boxes so that the box sees only itself there (not the
-common copy's folder, not another box), gives the box no network, and runs the script
-under a PID-1 init whose end kills every process of the box. Without namespaces the
-box falls back to the copies and a subreaper launcher, with one warning per process
-(see README, "Experiments in a box", for what that does not stop). What builds that died left
-behind is swept by :mod:`lessonkit.run.box.sweep`.
+What the box is specified by, and keyed by, is a :class:`lessonkit.run.box.spec.BoxSpec`; the
+jail it runs in (bubblewrap, lessonkit's own namespaces, or none) and what that jail shows are
+in :mod:`lessonkit.run.box.jail`; the launcher is ``_boot.py``. With a jail the box folder is
+``/lessonkit-box`` inside a read-only root that holds only the interpreter, the copies and the
+box itself; the script runs as an unprivileged user under a PID-1 init whose end kills every
+process of the box. Without one (no user namespaces: one warning per process) the box falls
+back to the copies and a subreaper launcher. What builds that died left behind is swept by
+:mod:`lessonkit.run.box.sweep`.
 """
 
 from __future__ import annotations
@@ -38,11 +34,12 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass
 from pathlib import Path
 
 from lessonkit.errors import LessonError
+from lessonkit.run.box import jail as jails
+from lessonkit.run.box.spec import BoxSpec
 from lessonkit.util.fs import _start_time
 from lessonkit.run.box import fastexit
 from lessonkit.run.box.sweep import MARK, PREFIX, _make_cgroup, _remove_cgroup, _rmtree, marked_processes, owner
@@ -64,7 +61,7 @@ DEFAULT_MEMORY = 2 * GiB  # address space of the script (RLIMIT_AS); `Memory:` c
 MAX_MEMORY = 64 * GiB
 MIN_MEMORY = 256 * MiB
 NPROC = 512  # processes per box (RLIMIT_NPROC for non-root users, pids cgroup where writable)
-BOOT = Path(__file__).with_name("_boot.py")
+BOOT = jails.BOOT
 BOX_FAILED = 125
 MEMORY = re.compile(r"^([0-9]{1,7}(?:\.[0-9]{1,6})?)\s*(M|MB|MiB|G|GB|GiB)$")  # bounded before float()
 
@@ -123,56 +120,17 @@ def sanitise(data: bytes) -> str:
     return data.decode("utf-8", "replace").translate(_VISIBLE)
 
 
-# ---------------------------------------------------------------- namespaces
-
-_warned = [False]
+# ---------------------------------------------------------------- the jail
 
 
-@lru_cache(maxsize=1)
+def jail() -> jails.Jail:
+    """The jail of this process's boxes (probed once, see :func:`lessonkit.run.box.jail.selected`)."""
+    return jails.selected()
+
+
 def namespaces_available() -> bool:
-    """Whether boxes get namespaces here. ``LESSONKIT_SANDBOX=copy`` forces the fallback."""
-    from lessonkit.config.environment import sandbox_mode
-
-    mode = sandbox_mode()
-    if mode == "copy":
-        return False
-    cfg = {
-        "parent": os.getpid(),
-        "namespaces": True,
-        "read_only": [],
-        "hide": [],
-        "box_read_only": [],
-        "memory": DEFAULT_MEMORY,
-        "fsize": MiB,
-        "cwd": "/",
-        "env": {},
-        "argv": [sys.executable, "-I", "-S", "-c", "pass"],
-    }
-    try:
-        r = subprocess.run(
-            [sys.executable, "-I", "-S", str(BOOT), json.dumps(cfg)],
-            capture_output=True,
-            timeout=30,
-            stdin=subprocess.DEVNULL,
-            process_group=0,  # like the boxes: a Ctrl-C at the terminal is the build's, not the probe's
-        )
-        ok = r.returncode == 0
-        why = r.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] if not ok else []
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        ok, why = False, [str(exc)]
-    if not ok and mode == "namespaces":
-        raise LessonError(
-            "LESSONKIT_SANDBOX=namespaces but user namespaces do not work here: " + " ".join(why),
-            hint="unset LESSONKIT_SANDBOX to fall back to private copies",
-        )
-    if not ok and not _warned[0]:
-        _warned[0] = True
-        log.warning(
-            "lessonkit: user namespaces are not available (%s): experiments run on private copies "
-            "but could still write into the project — see README, 'Experiments in a box'",
-            " ".join(why) or "unknown reason",
-        )
-    return ok
+    """Whether boxes run in a jail here (bubblewrap or the own launcher)."""
+    return jails.selected().isolated
 
 
 # ---------------------------------------------------------------- the box
@@ -230,10 +188,10 @@ class Boxes:
         self._root: Path | None = None
         self.cancelled = False
 
-    def open(self) -> Box:
+    def open(self, ids: tuple[int, int] | None = None) -> Box:
         """A new box: a folder inside this process's folder of boxes, which is made with the first
-        live box and removed with the last. A box with namespaces sees only itself in that folder
-        (``_boot.py``), so no script reaches another box's script, copies or output."""
+        live box and removed with the last. ``ids``: who owns the box's writable folders (the
+        jail's user of a root build). A jailed box sees nothing of that folder but itself."""
         with self._lock:  # a folder exists only once kill_all can see it
             if self.cancelled:
                 raise Cancelled()
@@ -246,6 +204,9 @@ class Boxes:
             box = self._live[mark] = Box(folder, mark, self._root)
         for sub in ("work", "io", "project"):
             (box.dir / sub).mkdir()
+        if ids is not None:  # the box's user in a jail of a root build: host nobody
+            for p in (box.dir, box.work, box.io):
+                os.chown(p, *ids)
         box.cgroup = _make_cgroup(mark, NPROC)
         return box
 
@@ -315,58 +276,29 @@ def _zombie(pid: int) -> bool:
         return True
 
 
-@dataclass
-class Spec:
-    """What the launcher needs to know besides the script."""
-
-    argv: list[str]
-    env: dict[str, str]
-    memory: int
-    fsize: int
-    protect: list[Path] = field(default_factory=list)  # made read-only in the box
-    project_root: Path | None = None  # its entries are hidden, except the interpreter's folder
-    mounts: list[tuple[Path, Path]] = field(default_factory=list)  # (copy, place in the box), read-only
-
-
-def _hidden_entries(root: Path) -> list[str]:
-    keep = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.executable)}
-    out = []
-    try:
-        entries = sorted(os.scandir(root), key=lambda e: e.name)
-    except OSError:
-        return out
-    for e in entries:
-        p = Path(e.path)
-        if any(k == p or p in k.parents for k in keep):
-            continue
-        out.append(str(p))
-    return out
-
-
-def launch(box: Box, spec: Spec, stdout, stderr) -> subprocess.Popen:
-    ns = namespaces_available()
-    cfg = {
-        "parent": os.getpid(),
-        "namespaces": ns,
-        "cgroup": str(box.cgroup) if box.cgroup else None,
-        "read_only": [str(p) for p in spec.protect],
-        "hide": _hidden_entries(spec.project_root) if spec.project_root else [],
-        "box_dir": str(box.dir),
-        "box_root": str(box.root) if box.root else None,
-        "box_read_only": [[str(src), str(dst)] for src, dst in spec.mounts],
-        "memory": spec.memory,
-        "fsize": spec.fsize,
-        "nproc": NPROC,
-        "cwd": str(box.work),
-        "env": {**spec.env, MARK: box.mark},
-        "argv": spec.argv,
-    }
+def launch(box: Box, spec: BoxSpec, stdout, stderr, pinned: Path) -> subprocess.Popen:
+    """Start the launcher of ``box`` as ``spec`` says (its jail, script, environment, limits);
+    ``pinned`` is the checked copy to show at ``pinned/``. The box's files are already written."""
+    jail = jails.Jail(*spec.jail)
+    root = jail.root or str(box.dir)
+    cfg = jails.launcher_config(
+        jail,
+        box.dir,
+        pinned,
+        argv=list(spec.argv),
+        env={**spec.environment(root), MARK: box.mark},
+        cwd=spec.cwd.replace("{box}", root),
+        memory=spec.memory,
+        fsize=spec.fsize,
+        nproc=spec.nproc,
+        cgroup=str(box.cgroup) if box.cgroup else None,
+    )
     with BOXES._lock:  # started before a cancel (and so killed by it), or not at all
         if BOXES.cancelled:
             raise Cancelled()
         box.proc = subprocess.Popen(
             [sys.executable, "-I", "-S", str(BOOT), json.dumps(cfg)],
-            cwd=box.work,
+            cwd=box.dir,
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), MARK: box.mark},
             stdin=subprocess.DEVNULL,
             stdout=stdout,

@@ -110,7 +110,8 @@ def _dead_owners_dirs(base: Path, fmt, uid: int, old_enough) -> list[Path]:
 
 def sweep_leftovers(age: float | None = None) -> list[str]:
     """Remove what boxes of builds that died (kill -9) left: folders, cgroups, processes.
-    Only exact-format names of our uid whose owner is provably dead (see ``_owner_dead``);
+    Only exact-format names of our uid (processes: or the jailed box user of a root build) whose
+    owner is provably dead (see ``_owner_dead``);
     folders and cgroups also untouched for ``age`` seconds (default SWEEP_AGE). Returns what went."""
     age = SWEEP_AGE if age is None else age
     removed = []
@@ -129,7 +130,9 @@ def sweep_leftovers(age: float | None = None) -> list[str]:
         except (OSError, IndexError, UnicodeDecodeError):
             continue
         m = MARK_FORMAT.fullmatch(value)
-        if m and _uid_of_process(pid) == uid and _owner_dead(*m.groups()[:3]):
+        # a jailed box of a root build runs as host nobody (box.jail.HOST_BOX_ID)
+        ours = (uid, 65534) if uid == 0 else (uid,)
+        if m and _uid_of_process(pid) in ours and _owner_dead(*m.groups()[:3]):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
             removed.append(f"pid {pid}")

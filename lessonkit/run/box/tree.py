@@ -1,10 +1,10 @@
-"""What every experiment's box holds: the pinned tree, read once and checked against the
-manifest, and the project's shared folders (``experiments/``, ``mini-autograd/`` …).
+"""The pinned tree every experiment's box holds, read once and checked against the manifest.
 
 :class:`CheckedTree` keeps the checked copy in memory and writes it into a box: into every box
-where user namespaces are missing, or once into the *common copy* that every box with
-namespaces mounts read-only (see ``lessonkit.run.box.sandbox``). It also re-checks the tree on disk
-and turns what changed into located problems at the manifest's lines."""
+without a jail, or once into the *common copy* that every jailed box mounts read-only at
+``pinned/`` (see ``lessonkit.run.box.sandbox``). It names the files for the boxes' keys (by the
+manifest's sha256, without reading them), re-checks the tree on disk and turns what changed into
+located problems at the manifest's lines. The project's own files are the runner's (by box)."""
 
 from __future__ import annotations
 
@@ -23,8 +23,7 @@ from lessonkit.config.site import pinned_match
 
 class CheckedTree:
     """The pinned files a box holds, checked (``manifest``: posix path → sha256; without it the
-    tree as found), plus ``shared`` ((project-relative name, bytes) of the shared folders).
-    ``box_pinned`` (``site.toml [experiments] pinned``) limits which pinned files are copied;
+    tree as found). ``box_pinned`` (``site.toml [experiments] pinned``) limits which pinned files are copied;
     the others are watched by their stat."""
 
     def __init__(
@@ -32,14 +31,12 @@ class CheckedTree:
         pinned_root: Path,
         manifest: dict[str, str] | None,
         box_pinned: tuple[str, ...],
-        shared: list[tuple[str, bytes]],
         manifest_label: str,
         manifest_lines: dict[str, int] | None,
     ):
         self.pinned_root = Path(pinned_root)
         self._manifest = manifest
         self._box_pinned = box_pinned
-        self._shared = shared
         self._label = manifest_label
         self._lines = manifest_lines or {}
         self._lock = threading.RLock()
@@ -47,6 +44,7 @@ class CheckedTree:
         self._digests: dict[str, str] = {}
         self._others: dict[str, tuple[int, int, int]] = {}  # pinned files not in the boxes: their stat
         self._layout: tuple[list[str], list[tuple[str, bytes]]] | None = None
+        self._box_files: tuple[tuple[str, str], ...] | None = None
         self.tampered: list[str] = []  # pinned files that changed while experiments ran
         self._common: sandbox.Box | None = None  # see common_copy
         self._leases = 0
@@ -77,13 +75,25 @@ class CheckedTree:
                 self._tree, self._digests = tree, digests
             return self._tree
 
+    def box_files(self) -> tuple[tuple[str, str], ...]:
+        """``(pinned/<path>, sha256)`` of every file a box holds, for its key: the manifest's
+        digests (the bytes are read, and checked against them, when a box is first filled)."""
+        with self._lock:
+            if self._box_files is None:
+                if self._manifest is not None:
+                    named = {rel: d for rel, d in self._manifest.items() if self.in_box(rel)}
+                else:
+                    self.files()
+                    named = dict(self._digests)
+                self._box_files = tuple(sorted((f"pinned/{rel}", d) for rel, d in named.items()))
+            return self._box_files
+
     def layout(self) -> tuple[list[str], list[tuple[str, bytes]]]:
-        """What a box holds besides the script, relative to the box folder: the folders to make
-        (each after its parent) and the files (the checked pinned tree, the shared folders)."""
+        """The pinned copy relative to the box folder: the folders to make (each after its parent)
+        and the files."""
         with self._lock:
             if self._layout is None:
                 files = [(f"pinned/{rel}", data) for rel, data in self.files().items()]
-                files += [(f"project/{rel}", data) for rel, data in self._shared]
                 dirs = {"pinned"}
                 for rel, _ in files:
                     parts = rel.split("/")[:-1]
@@ -92,12 +102,12 @@ class CheckedTree:
             return self._layout
 
     def write_into(self, box: sandbox.Box) -> None:
-        """Write the layout into ``box``. Folders are made one level at a time (never
+        """Write the pinned copy into ``box``. Folders are made one level at a time (never
         ``parents=True``): once a cancel has removed the box, writing fails instead of
         re-creating it."""
         dirs, files = self.layout()
         base = str(box.dir)
-        for d in dirs:  # project/ is made by BOXES.open
+        for d in dirs:
             if sandbox.BOXES.cancelled:
                 raise sandbox.Cancelled()
             with contextlib.suppress(FileExistsError):

@@ -1,0 +1,55 @@
+"""Where jieba keeps its prefix dictionary: in the build's own cache, not the system's temporary folder.
+
+Material's search plugin segments Chinese text with jieba, which builds a prefix dictionary from
+its word list (about a second) and keeps it as ``jieba.cache`` in ``tempfile.gettempdir()``; the
+default dictionary's cache is loaded without any check. Anything that can write that folder (a
+user of the machine, an experiment of another build run without a jail) could rewrite it and so
+change every later build's search index. :func:`use` points jieba at a folder of the build cache
+instead, named by jieba's version and the dictionary file's path, size and modification time;
+where the cache cannot be written, at a private temporary folder of this process (removed at
+exit). It must run before anything loads the dictionary (Material's ``on_config`` does, via
+``load_userdict``): the hooks' ``on_config`` runs first, and ``serve`` calls it before its own
+first use of jieba.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from lessonkit.errors import LessonError
+from lessonkit.util.fs import owned_path
+
+
+def folder_name(jieba) -> str:
+    """The cache folder's name for the dictionary jieba will load (its version and the file's identity)."""
+    dictionary = jieba.dt.dictionary or os.path.join(os.path.dirname(jieba.__file__), "dict.txt")
+    try:
+        st = os.stat(dictionary)
+        identity = f"{os.path.abspath(dictionary)}\0{st.st_size}\0{st.st_mtime_ns}"
+    except OSError:
+        identity = os.path.abspath(dictionary)
+    return hashlib.sha256(f"{getattr(jieba, '__version__', '?')}\0{identity}".encode()).hexdigest()[:16]
+
+
+def use(cache: Path) -> Path | None:
+    """Point jieba's cache at ``<cache>/jieba/<folder_name>`` (see the module docstring); None
+    when jieba is not installed. Returns the folder."""
+    try:
+        import jieba
+    except ImportError:
+        return None
+    try:
+        folder = owned_path(Path(cache), "jieba", folder_name(jieba))
+        folder.mkdir(parents=True, exist_ok=True)
+        if not os.access(folder, os.W_OK):
+            raise PermissionError(folder)
+    except (OSError, LessonError):
+        folder = Path(tempfile.mkdtemp(prefix="lessonkit-jieba-"))
+        atexit.register(shutil.rmtree, folder, True)
+    jieba.dt.tmp_dir = str(folder)
+    return folder

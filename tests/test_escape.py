@@ -1,0 +1,433 @@
+"""An experiment is hostile: it runs as root's build (CI builds as root) and tries to reach the host.
+
+Each test runs one script through the build's own ``Runner`` in each jail this machine gives
+(bubblewrap, lessonkit's own namespaces; a jail that does not work here is skipped with the
+reason its probe gave) and asserts what it got, and that the host did not change:
+
+* it cannot read ``/etc/shadow``, a 0600 file in a 0700 folder of a temporary root-owned
+  folder, ``/root`` (beyond the folders of an interpreter installed there), a host process's
+  environment;
+* it cannot write ``/etc/passwd``, ``/usr/local/bin``, a root-owned file, ``/proc/sys/kernel/
+  core_pattern``, ``/proc/1/oom_score_adj``, a pids cgroup's ``cgroup.procs``;
+* it cannot connect to a root-only unix socket (by path or abstract) nor to TCP on 127.0.0.1
+  of the host, nor signal a host process; it sees its own PID namespace, no capabilities,
+  ``no_new_privs``, and cannot make a user namespace;
+* a FIFO or a link at ``$LESSONKIT_RECORD`` fails at once, with the located line;
+* what it wrote to ``/dev/shm`` and ``/tmp`` is gone after the run;
+* a box of a second build running at the same time, under the same temporary folder, can be
+  neither found nor written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from support import TmpSite
+from lessonkit.run import runner as execute
+from lessonkit.run.box import jail as jails
+from lessonkit.run.box import sandbox
+from lessonkit.run.runner import Job, Runner
+from lessonkit.source.pin import load_pin
+
+P, AT = "docs/p.md", 3
+
+
+def _jail(kind: str) -> jails.Jail:
+    why = jails.probe(kind)
+    if why:
+        pytest.skip(f"the {kind} jail does not work here: {why}")
+    return jails.Jail(kind, jails._version(kind))
+
+
+@pytest.fixture(params=["bwrap", "namespaces"])
+def jail(request) -> jails.Jail:
+    return _jail(request.param)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory, pinned_root):
+    base = tmp_path_factory.mktemp("escape")
+    site = TmpSite(base / "proj", pinned_root)
+    site.page("p.md", "# t\n")
+    return site, load_pin(site.root / "sourcemap")
+
+
+def _runner(project, jail, cache: Path | None = None) -> Runner:
+    site, pin = project
+    return Runner(
+        site.pinned_root,
+        pin.version,
+        pin.manifest_digest,
+        site.root / "experiments",
+        cache or site.cache,
+        env_prefix="AUTOGRAD",
+        jail=jail,
+        **execute.pin_args(pin, site.root),
+    )
+
+
+def _run(project, jail, script: str, timeout: int = 60, cache: Path | None = None):
+    job = Job(f"p_L{AT}.py", textwrap.dedent(script).encode(), timeout, f"{P}:{AT}")
+    return job, _runner(project, jail, cache).run(job)
+
+
+# ---------------------------------------------------------------- the host's secrets and files
+
+# Every attempt opens for writing without writing (or makes a new file and removes it again): a
+# test run outside a jail, by mistake, changes nothing of the machine. It refuses to run then anyway.
+HOSTILE = r"""
+import ctypes, errno, json, os, signal, socket
+
+if os.getuid() != 1000 or not os.path.isdir("/lessonkit-box"):
+    raise SystemExit("not in a jail: refusing to attack the host")
+out = {}
+
+
+def attempt(name, fn):
+    try:
+        got = fn()
+        out[name] = "ESCAPED" if got is None else f"ESCAPED {str(got)[:200]}"
+    except OSError as exc:
+        out[name] = errno.errorcode.get(exc.errno, str(exc.errno))
+
+
+def write(path):
+    os.close(os.open(path, os.O_WRONLY | os.O_APPEND))
+
+
+def create(path):
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    os.unlink(path)
+
+
+def connect(family, address):
+    s = socket.socket(family, socket.SOCK_STREAM)
+    s.settimeout(3)
+    s.connect(address)
+    s.sendall(b"escaped")
+    s.close()
+
+
+attempt("read /etc/shadow", lambda: open("/etc/shadow").read())
+attempt("read the 0600 secret", lambda: open(SECRET).read())
+attempt("list /root/.ssh", lambda: os.listdir("/root/.ssh"))
+attempt("read /root/.npmrc", lambda: open("/root/.npmrc").read())
+attempt("read the host process's environ", lambda: open(f"/proc/{HOST_PID}/environ", "rb").read())
+attempt("write /etc/passwd", lambda: write("/etc/passwd"))
+attempt("write /usr/bin/env", lambda: write("/usr/bin/env"))
+attempt("write in /usr/local/bin", lambda: create("/usr/local/bin/lessonkit-escape"))
+attempt("write the root-owned file", lambda: write(ROOT_OWNED))
+attempt("write in /var/spool", lambda: create("/var/spool/lessonkit-escape"))
+attempt("write in /dev", lambda: create("/dev/lessonkit-escape"))
+attempt("write core_pattern", lambda: write("/proc/sys/kernel/core_pattern"))
+attempt("write /proc/1/oom_score_adj", lambda: write("/proc/1/oom_score_adj"))
+attempt("write /dev/kmsg", lambda: write("/dev/kmsg"))
+attempt("leave the pids cgroup", lambda: write("/sys/fs/cgroup/pids/cgroup.procs"))
+attempt("connect to the unix socket", lambda: connect(socket.AF_UNIX, UNIX))
+attempt("connect to the abstract socket", lambda: connect(socket.AF_UNIX, ABSTRACT))
+attempt("connect to TCP on 127.0.0.1", lambda: connect(socket.AF_INET, ("127.0.0.1", PORT)))
+attempt("signal the host process", lambda: os.kill(HOST_PID, signal.SIGTERM))
+libc = ctypes.CDLL(None, use_errno=True)
+out["make a user namespace"] = errno.errorcode[ctypes.get_errno()] if libc.unshare(0x10000000) else "ESCAPED"
+try:
+    out["list /root"] = sorted(os.listdir("/root"))
+except OSError as exc:
+    out["list /root"] = errno.errorcode[exc.errno]
+status = dict(line.split(":\t", 1) for line in open("/proc/self/status").read().splitlines() if ":\t" in line)
+out["ids"] = [os.getuid(), os.getgid(), os.getgroups()]
+out["capabilities"] = [status["CapEff"].strip(), status["CapPrm"].strip(), status["NoNewPrivs"].strip()]
+out["pid 1"] = "boot.py" in open("/proc/1/cmdline", "rb").read().decode("utf-8", "replace")
+out["pids"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+out["root"] = sorted(os.listdir("/"))
+out["dev"] = sorted(os.listdir("/dev"))
+print(json.dumps(out, sort_keys=True))
+"""
+
+ABSENT, READ_ONLY = {"ENOENT"}, {"EROFS", "EACCES"}
+EXPECTED = {
+    "read /etc/shadow": ABSENT,  # the jail's /etc holds stubs only
+    "read the 0600 secret": ABSENT,
+    "list /root/.ssh": ABSENT,
+    "read /root/.npmrc": ABSENT,
+    "read the host process's environ": ABSENT,  # another PID namespace
+    "write /etc/passwd": READ_ONLY,
+    "write /usr/bin/env": READ_ONLY,
+    "write in /usr/local/bin": READ_ONLY,
+    "write the root-owned file": ABSENT,
+    "write in /var/spool": ABSENT,
+    "write core_pattern": READ_ONLY,
+    "write /proc/1/oom_score_adj": {"EACCES"},  # the box's own init, not dumpable
+    "write in /dev": {"EROFS"},  # filled, then read-only
+    "write /dev/kmsg": ABSENT,  # not in the minimal /dev
+    "leave the pids cgroup": ABSENT,  # no /sys
+    "connect to the unix socket": ABSENT,
+    "connect to the abstract socket": {"ECONNREFUSED"},  # another network namespace
+    "connect to TCP on 127.0.0.1": {"ECONNREFUSED"},  # the box's own loopback
+    "signal the host process": {"ESRCH"},
+    "make a user namespace": {"ENOSPC", "EPERM", "EUSERS"},
+}
+
+
+@pytest.fixture
+def host(tmp_path):
+    """Root-only things on the host: a secret, a root-owned file, a unix socket (by path and
+    abstract), a TCP server on 127.0.0.1, a process; and what connected to the servers."""
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    secret = private / "secret"
+    secret.write_text("host secret\n")
+    secret.chmod(0o600)
+    owned = tmp_path / "root-owned.txt"
+    owned.write_text("untouched\n")
+    owned.chmod(0o644)
+    servers, connected = [], []
+    unix = socket.socket(socket.AF_UNIX)
+    unix.bind(str(private / "server.sock"))
+    os.chmod(private / "server.sock", 0o600)
+    abstract = socket.socket(socket.AF_UNIX)
+    abstract_name = f"\0lessonkit-escape-{os.getpid()}"
+    abstract.bind(abstract_name)
+    tcp = socket.socket()
+    tcp.bind(("127.0.0.1", 0))
+    for s in (unix, abstract, tcp):
+        s.listen(4)
+        s.settimeout(0.2)
+        servers.append(s)
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            for s in servers:
+                try:
+                    conn, _ = s.accept()
+                    connected.append(conn.recv(64))
+                    conn.close()
+                except OSError:
+                    pass
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], env={"LESSONKIT_HOST": "1"})
+    yield {
+        "SECRET": str(secret),
+        "ROOT_OWNED": str(owned),
+        "UNIX": str(private / "server.sock"),
+        "ABSTRACT": abstract_name,
+        "PORT": tcp.getsockname()[1],
+        "HOST_PID": sleeper.pid,
+        "connected": connected,
+        "sleeper": sleeper,
+        "owned": owned,
+    }
+    stop.set()
+    t.join(5)
+    sleeper.kill()
+    sleeper.wait()
+    for s in servers:
+        s.close()
+
+
+def test_a_hostile_experiment_reaches_nothing_of_the_host(project, jail, host):
+    passwd, env_bin = Path("/etc/passwd").read_bytes(), Path("/usr/bin/env").read_bytes()
+    script = "".join(f"{k} = {host[k]!r}\n" for k in ("SECRET", "ROOT_OWNED", "UNIX", "ABSTRACT", "PORT", "HOST_PID"))
+    job, result = _run(project, jail, script + HOSTILE)
+    assert result.ok, (result.problem, result.stderr[-2000:])
+    got = json.loads(result.stdout)
+    for name, allowed in EXPECTED.items():
+        assert got[name] in allowed, f"{name}: {got[name]}"
+    assert got["ids"] == [1000, 1000, []]
+    assert got["capabilities"] == ["0000000000000000", "0000000000000000", "1"]
+    assert got["pid 1"] is True and len(got["pids"]) <= 4, got["pids"]  # init, the script (and its ps)
+    # /root shows at most the first folder of an interpreter installed below it (a pyenv)
+    below_root = {p.split("/")[2] for p in jails._interpreter() if p.startswith("/root/")}
+    assert got["list /root"] == (sorted(below_root) if below_root else "ENOENT")
+    assert not {"home", "sys", "var", "srv", "mnt", "media", "boot", "opt"} & set(got["root"]) - {
+        p.split("/")[1] for p in jails._interpreter()
+    }, got["root"]
+    assert got["dev"] == sorted(["fd", "full", "null", "random", "shm", "stderr", "stdin", "stdout", "urandom", "zero"])
+    # and the host did not change
+    assert Path("/etc/passwd").read_bytes() == passwd and Path("/usr/bin/env").read_bytes() == env_bin
+    assert host["owned"].read_text() == "untouched\n"
+    assert not Path("/usr/local/bin/lessonkit-escape").exists()
+    assert host["sleeper"].poll() is None, "the host process was signalled"
+    time.sleep(0.5)
+    assert host["connected"] == [], "a host server accepted a connection from the box"
+
+
+# ---------------------------------------------------------------- the record file
+
+
+@pytest.mark.parametrize(
+    "what,make",
+    [
+        ("a FIFO", "os.mkfifo(os.environ['LESSONKIT_RECORD'])"),
+        ("a symbolic link", "os.symlink(EXCERPTS, os.environ['LESSONKIT_RECORD'])"),
+    ],
+)
+def test_a_record_that_is_not_a_regular_file_fails_at_once(project, jail, what, make):
+    site, _ = project
+    excerpts = site.root / "sourcemap" / "excerpts.json"
+    excerpts.write_text('{"not": "a record"}')  # what a link would make the runner read
+    t0 = time.monotonic()
+    job, result = _run(project, jail, f"import os\nEXCERPTS = {str(excerpts)!r}\n{make}\nprint('made')\n", timeout=30)
+    assert time.monotonic() - t0 < 10, "the runner waited on the record"
+    assert (result.ok, result.record, result.stdout) == (False, None, "made\n")
+    assert str(execute.failure(result, job, job.timeout).at(P, AT)) == (
+        f"{P}:{AT}: experiment {P}:{AT} wrote a bad record to $LESSONKIT_RECORD: {what}, not a regular file "
+        "— write one JSON object of at most 4 MiB, or nothing"
+    )
+
+
+def test_a_record_that_is_a_link_is_not_followed_without_a_jail_either(project):
+    """The host side opens the record the same way whatever the box: never through a link."""
+    site, _ = project
+    job, result = _run(
+        project,
+        jails.Jail("copy", "", "test"),
+        f"import os\nos.symlink({str(site.root / 'sourcemap' / 'pin.toml')!r}, os.environ['LESSONKIT_RECORD'])\n",
+    )
+    assert (result.ok, result.record, result.problem) == (False, None, "record: a symbolic link, not a regular file")
+
+
+# ---------------------------------------------------------------- what the box wrote
+
+SHM = """
+import os
+before = (sorted(os.listdir("/dev/shm")), sorted(os.listdir("/tmp")))
+for d in ("/dev/shm", "/tmp"):
+    with open(os.path.join(d, "lessonkit-escape-" + TAG), "wb") as fh:
+        fh.write(b"x" * (8 << 20))
+print(before)
+"""
+
+
+def test_what_the_box_wrote_to_dev_shm_and_tmp_is_gone(project, jail):
+    tag = hashlib.sha256(os.urandom(8)).hexdigest()[:12]
+    script = f"TAG = {tag!r}\n" + SHM
+    for n in range(2):  # the second run starts with an empty /dev/shm and /tmp as well
+        _, result = _run(project, jail, script.replace("print(before)", f"print(before, {n})"))
+        assert (result.ok, result.stdout) == (True, f"([], []) {n}\n"), result.stderr[-1500:]
+        assert not list(Path("/dev/shm").glob(f"lessonkit-escape-{tag}")), "/dev/shm kept the box's file"
+        assert not list(Path(tempfile.gettempdir()).glob(f"lessonkit-escape-{tag}"))
+        assert not list(Path("/tmp").glob(f"lessonkit-escape-{tag}"))
+
+
+# ---------------------------------------------------------------- a second build at the same time
+
+VICTIM = """
+import hashlib, os, time
+open("secret.txt", "w").write("mine")
+time.sleep(SLEEP)
+pinned = os.path.join(os.environ["AUTOGRAD_PINNED_ROOT"], "autograd", "__init__.py")
+print(open("secret.txt").read(), hashlib.sha256(open(pinned, "rb").read()).hexdigest())
+"""
+
+SECOND_BUILD = """
+import json, sys
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from lessonkit.run import runner as execute
+from lessonkit.run.box import jail as jails
+from lessonkit.run.runner import Job, Runner
+from lessonkit.source.pin import load_pin
+root, cache = Path({root!r}), Path({cache!r})
+pin = load_pin(root / "sourcemap")
+runner = Runner(Path({pinned!r}), pin.version, pin.manifest_digest, root / "experiments", cache,
+                env_prefix="AUTOGRAD", jail=jails.Jail({kind!r}, {version!r}), **execute.pin_args(pin, root))
+r = runner.run(Job("victim.py", {victim!r}.encode(), 60, "docs/v.md:3"))
+print(json.dumps([r.ok, r.stdout, r.stderr[-1000:]]))
+"""
+
+# Looks for the other build's boxes for 4 s (while its victim sleeps) everywhere a box can be
+# found from inside, and appends to whatever it finds: its common copy of the pinned tree, its
+# working folder.
+ATTACKER = """
+import glob, os, time
+found, end = set(), time.monotonic() + 4
+while not found and time.monotonic() < end:
+    for top in (TMP, "/tmp", "/", "/lessonkit-box/.."):
+        for pattern in ("lessonkit-exp-*/box-*/pinned/autograd/__init__.py", "lessonkit-exp-*/*/work/secret.txt",
+                        "*/pinned/autograd/__init__.py", "*/work/secret.txt"):
+            found.update(p for p in glob.glob(os.path.join(top, pattern)) if not p.startswith("/lessonkit-box/"))
+    time.sleep(0.05)
+for p in found:
+    try:
+        open(p, "a").write("theirs")
+    except OSError:
+        pass
+print(len(found))
+"""
+
+
+def test_a_box_of_a_concurrent_build_can_be_neither_found_nor_written(project, jail, tmp_path, pinned_root):
+    site, pin = project
+    tests = str(Path(__file__).resolve().parent)
+    code = SECOND_BUILD.format(
+        tests=tests,
+        root=str(site.root),
+        cache=str(tmp_path / "second-cache"),
+        pinned=str(site.pinned_root),
+        kind=jail.kind,
+        version=jail.version,
+        victim=VICTIM.replace("SLEEP", "5"),
+    )
+    second = subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[1],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        boxes = []  # the second build's box, as the host sees it: it is running
+        while not boxes and time.monotonic() < deadline and second.poll() is None:
+            boxes = list(Path(tempfile.gettempdir()).glob(f"{sandbox.PREFIX}{second.pid}.*/box-*/work/secret.txt"))
+            time.sleep(0.05)
+        assert boxes, "the second build's box never appeared"
+        _, attack = _run(project, jail, f"TMP = {tempfile.gettempdir()!r}\n" + ATTACKER, cache=tmp_path / "first")
+        out, err = second.communicate(timeout=60)
+    finally:
+        second.kill()
+    assert (attack.ok, attack.stdout) == (True, "0\n"), attack.stderr[-1500:]
+    ok, stdout, stderr = json.loads(out.strip().splitlines()[-1])
+    digest = pin.manifest["autograd/__init__.py"]
+    assert (ok, stdout) == (True, f"mine {digest}\n"), (stderr, err[-1500:])
+
+
+# ---------------------------------------------------------------- the build says which jail it used
+
+
+@pytest.mark.parametrize("mode", ["", "copy"])
+def test_the_build_states_its_jail_and_warns_once_without_one(tmp_path, pinned_root, mode):
+    from support import block
+
+    s = TmpSite(tmp_path / "proj", pinned_root)
+    s.page("a.md", "# a\n\n" + block("experiment", "Purpose: a", body="print(1)") + "\n")
+    s.page("b.md", "# b\n\n" + block("experiment", "Purpose: b", body="print(2)") + "\n")
+    s.env["LESSONKIT_SANDBOX"] = mode
+    r = s.build()
+    assert r.returncode == 0, r.stderr[-3000:]
+    page = (s.root / "site" / "attachments" / "acceptance" / "index.html").read_text(encoding="utf-8")
+    warning = (
+        "lessonkit: experiments run without a jail (LESSONKIT_SANDBOX=copy): on private copies, as the "
+        "build's own user, able to read and write what that user can — see docs/dev/reliability.md"
+    )
+    warnings = [line for line in r.stderr.splitlines() if "without a jail" in line]
+    jail = jails.Jail("copy", "", "LESSONKIT_SANDBOX=copy") if mode else sandbox.jail()
+    assert len(warnings) == (0 if jail.isolated else 1)  # one line per build process, never silent
+    if mode:
+        assert warnings == [warning]
+    assert f"<strong>Jail:</strong> {jail.describe()}." in page, page[-3000:]

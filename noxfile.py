@@ -304,10 +304,12 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(venv_backend="venv")
 def lint(session: nox.Session) -> None:
-    """Lint and format check with ruff (rules and the not-yet-formatted files: pyproject.toml)."""
+    """Lint: ruff (rules and format, pyproject.toml) and lessonkit's import layers (import-linter)."""
     session.install("-r", "requirements-lint.txt")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    # lessonkit's layers (pyproject.toml [tool.importlinter]): no import points upwards, no cycle
+    session.run("lint-imports", env={"PYTHONPATH": str(ROOT)})
 
 
 ZENSICAL = "zensical==0.0.73"  # later versions need zensical-ui, which the package index here does not serve

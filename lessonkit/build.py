@@ -290,7 +290,7 @@ class Build:
                 self.extra = early.pending
                 self.pending.to_run += early.pending.to_run
         self.citations = site.citations(report, "docs/", self.texts)
-        self.citations += living.citations(project, report, "docs/", self.texts)  # inline `line` references
+        self.citations += site.prose_citations(project, report, "docs/", self.texts)  # inline `line` references
         if with_experiments is None:
             with_experiments = living.pages_with_runs(project, report)
         if self.pending.to_run:

@@ -150,7 +150,7 @@ class Project:
 
     def parse(self, path: Path, text: str | None = None, offset: int = 0) -> ParsedPage:
         text = self.read_page(path) if text is None else text
-        return parse_page(text, self.rel(path), offset, self.kinds)
+        return parse_page(text, self.rel(path), offset, kinds=self.kinds)
 
     # -- resolution: the one code path
     def resolve(self, block: Block) -> Resolved:

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from lessonkit.pipeline.parse import parse_page
+from lessonkit.kinds import KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "docs" / "authoring.md"
@@ -35,7 +36,7 @@ def test_every_example_is_followed_by_the_same_live_block():
 
 
 def test_guide_covers_every_form():
-    blocks = parse_page(GUIDE.read_text(encoding="utf-8"), "docs/authoring.md").blocks
+    blocks = parse_page(GUIDE.read_text(encoding="utf-8"), "docs/authoring.md", kinds=KINDS).blocks
     symbols = {b.get("Symbol") for b in blocks if b.kind == "real-source"}
     assert {"backward_pass", "Box.__init__", "primitive_vjps", "defvjp(anp.multiply)"} <= symbols
     assert any(b.kind == "real-source" and b.body and b.get("Symbol") for b in blocks)  # fragment
@@ -64,7 +65,7 @@ def test_a_lesson_written_from_the_guide_builds_and_verifies_first_time(site):
     b = site.build()
     assert b.returncode == 0, b.stderr
     html = (site.root / "site" / "lessons" / "15-from-guide" / "index.html").read_text()
-    blocks = parse_page(body, "docs/lessons/15-from-guide.md").blocks
+    blocks = parse_page(body, "docs/lessons/15-from-guide.md", kinds=KINDS).blocks
     kinds = [b.kind for b in blocks]
     assert kinds.count("real-source") == 13 and kinds.count("experiment") == 5
     assert html.count("lk-block lk-real-source") == 13 and html.count("lk-block lk-experiment") == 5

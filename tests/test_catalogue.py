@@ -2628,9 +2628,10 @@ def test_mutate_the_real_excerpt_map(real_project):
 def test_experiment_flooding_its_output_is_stopped_at_the_file_limit(tmp_path, pinned_root, monkeypatch):
     """A script printing in a loop cannot fill the disk before its timeout: writes past the
     limit fail, the experiment fails with one clear line, and nothing is cached."""
+    from lessonkit.run import jobs as run_jobs
     from lessonkit.run import runner as execute
 
-    monkeypatch.setattr(execute, "FILE_LIMIT", 1 << 20)  # 1 MB instead of 256 MB, to keep the test fast
+    monkeypatch.setattr(run_jobs, "FILE_LIMIT", 1 << 20)  # 1 MB instead of 256 MB, to keep the test fast
     support = tmp_path / "experiments"
     support.mkdir()
     runner = Runner(pinned_root, "1.9.1", "digest", support, tmp_path / "cache")
@@ -2639,7 +2640,7 @@ def test_experiment_flooding_its_output_is_stopped_at_the_file_limit(tmp_path, p
     result = runner.run(job)
     assert time.perf_counter() - t0 < 30, "the flood ran into the timeout instead of the file limit"
     assert not result.ok and not result.timed_out
-    assert result.truncated > 0 and len(result.stdout.encode()) <= execute.OUTPUT_CAP
+    assert result.truncated > 0 and len(result.stdout.encode()) <= run_jobs.OUTPUT_CAP
     err = execute.failure(result, job, 60).at("docs/f.md", 3)
     line = str(err)
     assert "\n" not in line and LINE.match(line) and "File too large" in line, line

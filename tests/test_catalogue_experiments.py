@@ -32,6 +32,7 @@ import pytest
 
 from support import TmpSite
 from lessonkit.run import runner as execute
+from lessonkit.run import jobs as run_jobs
 from lessonkit.run.box import jail as jails
 from lessonkit.run.box import sandbox
 from lessonkit.run.runner import Job, Runner
@@ -493,7 +494,7 @@ def test_experiment_case(name, box_site, monkeypatch):
     if case.needs == "cgroup" and not os.access(sandbox.PIDS_CGROUP, os.W_OK):
         pytest.skip("no writable pids cgroup: an unbounded fork bomb is only stopped by the timeout")
     if name.startswith("huge"):
-        monkeypatch.setattr(execute, "FILE_LIMIT", 1 << 20)  # 1 MiB instead of 64, to keep the huge cases fast
+        monkeypatch.setattr(run_jobs, "FILE_LIMIT", 1 << 20)  # 1 MiB instead of 64, to keep the huge cases fast
     monkeypatch.setenv("LK_ROOT", str(site.root))  # not passed to the box: the scripts get it below
     before = {top: _tree_digest(site.root / top) for top in ("docs", "experiments", "sourcemap", "mini-autograd")}
     before_cache = _tree_digest(site.cache)

@@ -45,6 +45,7 @@ from test_catalogue import (
 )
 from lessonkit.errors import Problem
 from lessonkit.pipeline.parse import parse_page
+from lessonkit.kinds import KINDS
 from lessonkit.source import refs as sourceref
 from lessonkit.util.text import lines as text_lines
 from lessonkit.util.text import md_code, md_text, md_url
@@ -596,7 +597,7 @@ def test_a_separator_in_a_cited_file_shifts_no_line(tmp_path, pinned_root, sep):
     ex = s.project().resolve(s.project().parse(s.root / "docs" / "a.md").blocks[0]).excerpt
     assert (ex.start, ex.end, ex.lines) == (4, 5, ("def f(a):", f"    return a  # c{sep}d"))
     # the page: every reader counts its lines as the parser does
-    parsed = parse_page(page, "docs/a.md")
+    parsed = parse_page(page, "docs/a.md", kinds=KINDS)
     assert [(b.line, b.body_line) for b in parsed.blocks] == [(4, None)]
     assert [n for n, _ in sourceref.scan(page)] == [item.ref.line for item in parsed.inline] == [9]
     assert text_lines(source) == source.split("\n")[:-1]

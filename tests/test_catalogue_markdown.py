@@ -18,6 +18,7 @@ import pytest
 
 from support import block
 from lessonkit.pipeline.parse import parse_page
+from lessonkit.kinds import KINDS
 
 SRC = ("File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217")
 GOOD = block("real-source", *SRC)
@@ -155,7 +156,7 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
 @pytest.mark.parametrize("name", list(CASES))
 def test_markdown_structure(name, site):
     text, kinds, problems = CASES[name]
-    page = parse_page(text, "docs/a.md")
+    page = parse_page(text, "docs/a.md", kinds=KINDS)
     assert [b.kind for b in page.blocks] == kinds
     site.page("a.md", text)
     assert site.problems() == problems

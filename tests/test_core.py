@@ -13,6 +13,7 @@ import pytest
 from support import COMMIT, block
 from lessonkit.errors import LessonError
 from lessonkit.pipeline.parse import parse_page
+from lessonkit.kinds import KINDS
 from lessonkit.source.pin import check_tree, load_pin, provide
 from lessonkit.source.resolve import Tree, excerpt_of
 
@@ -183,7 +184,9 @@ def test_missing_purpose(site):
 def test_ambiguous_selector_lists_candidates(tmp_path):
     (tmp_path / "m.py").write_text("defvjp(f, a)\nx = 1\ndefvjp(f, b)\ndefvjp(g, c)\n")
     tree = Tree(tmp_path, "pinned", label="t")
-    b = parse_page(block("real-source", "File: m.py", "Symbol: defvjp(f)", "Commit: f53a217"), "d.md").blocks[0]
+    b = parse_page(
+        block("real-source", "File: m.py", "Symbol: defvjp(f)", "Commit: f53a217"), "d.md", kinds=KINDS
+    ).blocks[0]
     with pytest.raises(LessonError) as err:
         excerpt_of(tree, b)
     assert str(err.value) == (

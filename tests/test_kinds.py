@@ -14,6 +14,7 @@ from lessonkit import kinds
 from lessonkit import repin
 from lessonkit.errors import LessonError
 from lessonkit.pipeline.parse import Block, parse_page
+from lessonkit.kinds import KINDS
 from lessonkit.pipeline.render import anchors
 
 HERE = Path(__file__).resolve().parent
@@ -81,7 +82,9 @@ def test_registered_kind_parses_with_its_own_fields():
     ]
     page = parse_page(block("signatur", "File: a.py"), "docs/a.md", kinds=reg)
     assert [str(p) for p in page.problems] == ["docs/a.md:1: unknown block kind `signatur` — did you mean `signature`?"]
-    assert parse_page(block("signature", "File: a.py", "Symbol: f"), "docs/a.md").items == []  # not registered
+    assert (
+        parse_page(block("signature", "File: a.py", "Symbol: f"), "docs/a.md", kinds=KINDS).items == []
+    )  # not registered
 
 
 def test_inline_references_are_found_in_prose_only():
@@ -101,7 +104,7 @@ def test_inline_references_are_found_in_prose_only():
 
 def test_anchor_counts_per_kind(real_project):
     text = "\n".join(block("teaching-simplification", "Title: t", body=f"x = {n}") for n in range(2))
-    page = parse_page(text, "docs/a.md")
+    page = parse_page(text, "docs/a.md", kinds=KINDS)
     assert anchors([real_project.resolve(b) for b in page.blocks]) == ["teach-1", "teach-2"]
 
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from lessonkit.errors import LessonError
 from lessonkit.pipeline.parse import Block, BrokenBlock, parse_page
+from lessonkit.kinds import KINDS
 
 PATH = "docs/x.md"
 SETTINGS = settings(
@@ -237,7 +238,7 @@ def page_text(draw) -> str:
 
 
 def _check_parsed(text: str):
-    page = parse_page(text, PATH)
+    page = parse_page(text, PATH, kinds=KINDS)
     n_lines = text.count("\n") + 1
     for item in page.items:
         assert isinstance(item, (Block, BrokenBlock))
@@ -263,7 +264,7 @@ def test_parse_fragments(text):
     _check_parsed(text)
     # the same blocks inside a list (indented) on a page with front matter (offset): true lines
     indented = "\n".join("    " + line for line in text.split("\n"))
-    page = parse_page(indented, PATH, line_offset=5)
+    page = parse_page(indented, PATH, line_offset=5, kinds=KINDS)
     for p in page.problems:
         assert p.line is not None and 6 <= p.line <= indented.count("\n") + 6
         assert len(str(p).splitlines()) == 1, repr(str(p))

@@ -243,12 +243,13 @@ def _fence_for(text: str, indent_fence: str) -> str:
 
 def rewrite_pages(root: Path, convert) -> int:
     """Replace every annotation block of every page with ``convert(block, raw_lines)``."""
+    from lessonkit.kinds import KINDS
     from lessonkit.pipeline.parse import Block, parse_page
 
     count = 0
     for path in sorted((root / "docs").rglob("*.md")):
         text = path.read_text(encoding="utf-8")
-        page = parse_page(text, path.relative_to(root).as_posix())
+        page = parse_page(text, path.relative_to(root).as_posix(), kinds=KINDS)
         if not page.items:
             continue
         lines = text.split("\n")

@@ -207,7 +207,7 @@ def check_recorded(project, report: Report, results: dict[str, execute.Result] |
 # -- the reference map (sourcemap/prose-refs.json)
 
 
-def _line_refs(project, report: Report):
+def line_refs(project, report: Report):
     """(page, n, ref, resolved) of every inline ``line`` reference that resolves, pages sorted;
     ``n`` counts a page's ``line`` references from 1 (one that does not resolve still counts)."""
     for page, refs in sorted(report.inline.items()):
@@ -234,7 +234,7 @@ def ref_entries(project, report: Report) -> list[dict]:
             "lines": [r.start, r.end],
             "text": list(r.text),
         }
-        for page, n, ref, r in _line_refs(project, report)
+        for page, n, ref, r in line_refs(project, report)
     ]
 
 
@@ -306,20 +306,3 @@ def stale_ref_map(project, report: Report, only_pages: set[str] | None = None) -
                 )
             )
     return problems
-
-
-# -- the source browser's backlinks
-
-
-def citations(project, report: Report, docs_prefix: str, texts: dict[str, str]) -> list:
-    """A :class:`~lessonkit.site.citations.Citation` for every inline ``line`` reference (role ``"prose"``:
-    the source browser links back to it; the lesson's cited-source list, which lists blocks,
-    does not)."""
-    from lessonkit.site.citations import Citation, page_label
-
-    out = []
-    for page, n, _, r in _line_refs(project, report):
-        rel = page[len(docs_prefix) :] if page.startswith(docs_prefix) else page
-        label = page_label(rel, texts.get(page, ""))
-        out.append(Citation(rel, label, f"ref-{n}", "line", "prose", "pinned", r.file, r.ref.symbol, r.start, r.end))
-    return out

@@ -5,7 +5,6 @@ Re-exported by :mod:`lessonkit.config.files`; every mistake is one line ``file:l
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import stat as stat_module
@@ -24,7 +23,6 @@ from lessonkit.config.files import (
     show,
     tree_path_problem,
 )
-from lessonkit.config.environment import display_text
 from lessonkit.errors import LessonError, Problem
 
 
@@ -88,89 +86,6 @@ def read_kind_modules(root: Path) -> list[tuple[str, int]]:
             )
         out.append((name, line))
     return out
-
-
-def import_kind_module(root: Path, name: str, line: int) -> list:
-    """Import one module of ``kinds.toml`` from the project root and return its kinds.
-
-    Refuses (before importing anything) a module whose top-level package is not in the project
-    root, such as a module of the standard library; any failure of the module itself, ``SystemExit``
-    included, is one located error."""
-    import importlib
-    import importlib.machinery
-    import sys
-
-    from lessonkit.kinds.base import InlineKind, Kind
-
-    top = name.split(".")[0]
-    real_root = os.path.realpath(root)
-    try:
-        spec = importlib.machinery.PathFinder.find_spec(top, [real_root])
-    except (ImportError, ValueError, OSError):
-        spec = None
-    origin = (spec.origin or (list(spec.submodule_search_locations or [""])[0])) if spec else ""
-    if spec is None or not origin or not os.path.realpath(origin).startswith(real_root + os.sep):
-        raise LessonError(
-            f"cannot import kind module `{name}`: ModuleNotFoundError: no `{top}.py` or `{top}/` in the project root",
-            path=KINDS_LABEL,
-            line=line,
-            hint="kind modules are the project's own, importable from its root",
-        )
-    loaded = sys.modules.get(top)  # already imported: from the Python installation it would not be ours
-    where = os.path.realpath(getattr(loaded, "__file__", None) or "/") if loaded is not None else ""
-    installed = {os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix)}
-    if loaded is not None and (where == "/" or any(where.startswith(p) for p in installed)):
-        raise LessonError(
-            f"module `{name}` has the name of a module lessonkit already uses",
-            path=KINDS_LABEL,
-            line=line,
-            hint="rename the module",
-        )
-    added = real_root not in sys.path
-    if added:
-        sys.path.insert(0, real_root)
-    bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # the build writes nothing there
-    try:
-        module = importlib.import_module(name)
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # an author's module: any failure, SystemExit included, at its line
-        raise LessonError(
-            f"cannot import kind module `{name}`: {type(exc).__name__}: {display_text(str(exc), 200)}",
-            path=KINDS_LABEL,
-            line=line,
-            hint="the module must be importable from the project root",
-        ) from None
-    finally:
-        sys.dont_write_bytecode = bytecode
-        if added:
-            with contextlib.suppress(ValueError):
-                sys.path.remove(real_root)
-    many, one = getattr(module, "KINDS", None), getattr(module, "KIND", None)
-    found = list(many) if isinstance(many, (list, tuple)) else ([one] if one is not None else [])
-    if many is not None and not isinstance(many, (list, tuple)):
-        raise LessonError(
-            f"`KINDS` of module `{name}` is {_type_name(many)}, not a list of kinds",
-            path=KINDS_LABEL,
-            line=line,
-            hint="write `KINDS = [MyKind(), …]`",
-        )
-    if not found:
-        raise LessonError(
-            f"module `{name}` defines neither KIND nor KINDS",
-            path=KINDS_LABEL,
-            line=line,
-            hint="add `KIND = MyKind()` at the end of the module",
-        )
-    for k in found:
-        if not isinstance(k, (Kind, InlineKind)):
-            raise LessonError(
-                f"module `{name}` lists {show(k)}, which is not a Kind or InlineKind instance",
-                path=KINDS_LABEL,
-                line=line,
-                hint="write `KIND = MyKind()` (an instance, not the class)",
-            )
-    return found
 
 
 # ---------------------------------------------------------------- site.toml

@@ -25,16 +25,57 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from lessonkit.errors import LessonError, Problem
+from lessonkit.pipeline.parse import InlineRef
 
 if TYPE_CHECKING:
-    from lessonkit.run.runner import Job, Result
     from lessonkit.pipeline.parse import Block
-    from lessonkit.project import Project
-    from lessonkit.pipeline.render import Renderer
+    from lessonkit.run.runner import Job, Result
     from lessonkit.source.resolve import Excerpt
+
+
+class Project(Protocol):
+    """What a kind may use of the project it resolves against (:class:`lessonkit.project.Project`,
+    which is built on the kinds and so is not imported here)."""
+
+    root: Path
+    experiments: Path
+
+    @property
+    def site(self) -> Any: ...
+    @property
+    def pin(self) -> Any: ...
+    @property
+    def kinds(self) -> Any: ...
+    @property
+    def pinned(self) -> Any: ...
+    @property
+    def repo(self) -> Any: ...
+    @property
+    def scripts(self) -> Any: ...
+    @property
+    def runner(self) -> Any: ...
+
+
+class Renderer(Protocol):
+    """What a kind may use to draw its HTML (:class:`lessonkit.pipeline.render.Renderer`)."""
+
+    labels: Any
+    links: Any
+    pin: Any
+    project: Any
+    store: Any
+    upstream: str
+    no_search: str
+
+    @property
+    def provenance(self) -> str: ...
+    def head(self, badge: str, kind: str, meta: list[str], links: list[tuple[str, str]]) -> str: ...
+    def code(self, *args: Any, **kwargs: Any) -> str: ...
+    def code_of(self, r: Any) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -101,16 +142,6 @@ class Kind:
     def repin(self, block: "Block") -> tuple[str, ...]:
         """What repin compares for this block: a subset of :data:`REPIN_ROLES`."""
         return ()
-
-
-@dataclass(frozen=True)
-class InlineRef:
-    """One ``[[name: argument]]`` found in prose."""
-
-    kind: str
-    argument: str
-    path: str
-    line: int  # 1-based line in the page file
 
 
 def problems_of(step, *args) -> list[Problem]:

@@ -108,7 +108,7 @@ def make_renderer(md: Markdown, project: Project, links, deferred: Deferred | No
 
 def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> tuple[str, list[Problem]]:
     """Replace every annotation block of ``text``; return the new text and the problems."""
-    page = parse_page(text, ctx.path, ctx.line_offset, project.kinds)
+    page = parse_page(text, ctx.path, ctx.line_offset, kinds=project.kinds)
     if not page.items and not page.inline and not page.problems_inline and not page.ids:
         return text, []
     lines = text.split("\n")
@@ -236,7 +236,7 @@ def with_tabs(lines: list[str], ctx: PageContext, tab_length: int, project: Proj
     every tab before any preprocessor runs, so the build would take a block with a tab that verify,
     which reads the file, refuses; with the page's own lines the two see the same block."""
     raw = ctx.source.split("\n")
-    page = parse_page("\n".join(lines), ctx.path, ctx.line_offset, project.kinds)
+    page = parse_page("\n".join(lines), ctx.path, ctx.line_offset, kinds=project.kinds)
     out = list(lines)
     for item in page.items:
         for k in range(item.start, item.end + 1):

@@ -29,6 +29,22 @@ HEADER = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9_-]*)[ \t]*:(?P<value>.*)$")
 LINES = re.compile(r"^([0-9]{1,9})-([0-9]{1,9})$")  # bounded: int() of thousands of digits raises
 
 
+# `[[name: argument]]` in prose; `name` must be an inline kind of the registry.
+# A `]` may appear inside a double-quoted string of the argument (`"outgrads[parent]"`),
+# where `\"` is a quote.
+INLINE = re.compile(r'\[\[(?P<name>[a-z][a-z0-9-]*):[ \t]*(?P<arg>(?:[^\]\n"]|"(?:[^"\\\n]|\\.)*")*?)[ \t]*\]\]')
+
+
+@dataclass(frozen=True)
+class InlineRef:
+    """One ``[[name: argument]]`` found in prose."""
+
+    kind: str
+    argument: str
+    path: str
+    line: int  # 1-based line in the page file
+
+
 @dataclass(frozen=True)
 class Field:
     value: str
@@ -199,22 +215,21 @@ def blank_line(indent: str) -> str:
 class InlineItem:
     """An inline reference ``[[name: argument]]`` in prose, with its place in the text."""
 
-    ref: object  # lessonkit.kinds.InlineRef
+    ref: InlineRef
     index: int  # 0-based line index in the text given to parse
     col: int
     end_col: int
 
 
-def parse_page(text: str, path: str = "<markdown>", line_offset: int = 0, kinds=None) -> ParsedPage:
+def parse_page(text: str, path: str, line_offset: int = 0, *, kinds) -> ParsedPage:
     """Find every annotation block of a page. Never raises for bad blocks: they become
     ``BrokenBlock`` items carrying one located :class:`LessonError` each. ``kinds`` is the
-    registry to consult (:data:`lessonkit.kinds.KINDS` when not given).
+    registry to consult (a :class:`lessonkit.kinds.Registry`: the project's, or the built-in
+    :data:`lessonkit.kinds.KINDS`).
 
     Fences are found where Markdown finds them: not inside an indented code block, not
     inside an HTML comment. An annotation block that an ordinary fence would swallow
     (its closing line would close the ordinary fence) is reported."""
-    if kinds is None:
-        from lessonkit.kinds import KINDS as kinds
     lines = text.split("\n")
     containers = _containers(lines)
     page = ParsedPage(path)
@@ -418,8 +433,6 @@ def _inline(page, kinds, line, index, path, offset) -> None:
     """Collect ``[[name: argument]]`` references of inline kinds on one prose line."""
     if "[[" not in line or not kinds.inline:
         return
-    from lessonkit.kinds import INLINE, InlineRef
-
     spans = []
     for m in INLINE.finditer(line):
         spans.append((m.start(), m.end()))

@@ -189,7 +189,7 @@ def split_row(line: str) -> list[str]:
         text = text[1:]
     if text.endswith("|") and not text.endswith("\\|"):
         text = text[:-1]
-    from lessonkit.kinds import INLINE  # here: lessonkit.kinds imports this module
+    from lessonkit.pipeline.parse import INLINE
 
     cells, cur, i = [], [], 0
     while i < len(text):

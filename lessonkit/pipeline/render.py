@@ -10,7 +10,7 @@ from lessonkit.errors import LessonError, Problem
 from lessonkit.run.runner import Result
 from lessonkit.source.pin import Pin
 from lessonkit.config.labels import Labels, defaults
-from lessonkit.project import Resolved
+from lessonkit.kinds.base import Resolved
 from lessonkit.util.store import Store, digest
 
 # Block chrome (badges, link rows, labels, provenance) stays out of the search index: a search

@@ -24,7 +24,8 @@ from lessonkit.errors import LessonError
 from lessonkit.project import Project
 from lessonkit.repin.acquire import WHERE, Target, acquire, classify_target, err, fetch_sdist, tree_version
 from lessonkit.repin.apply import apply, page_edits, pin_text
-from lessonkit.repin.classify import Item, RepinReport, build_report
+from lessonkit.repin.classify import RepinReport, build_report
+from lessonkit.repin.model import Item
 from lessonkit.repin.report import render_html, summary_lines
 
 __all__ = [

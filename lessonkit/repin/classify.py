@@ -17,7 +17,7 @@ import difflib
 import re
 import time
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lessonkit.run import runner as execute
@@ -30,36 +30,9 @@ from lessonkit.source.pyindex import MISSING_SYMBOL, SELECTOR, SourceFile
 from lessonkit.source.resolve import Excerpt, Tree, based_on, excerpt_of
 from lessonkit.repin import runs
 from lessonkit.repin.acquire import Target
+from lessonkit.repin.model import Item, _udiff
 
-HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
-
-SOURCE_OK = ("unchanged", "moved")
-ORDER = {"error": 0, "missing": 1, "changed": 2, "fails": 3, "differs": 4, "moved": 5, "unchanged": 6}
-
-
-@dataclass
-class Item:
-    page: str
-    line: int
-    kind: str  # "real-source", "based-on", "experiment" or "page"
-    label: str  # FILE::SYMBOL, or the experiment's script
-    status: str  # unchanged | moved | changed | missing | error (blocks); unchanged | differs | fails | error
-    detail: str = ""
-    old: tuple[int, int] | None = None
-    new: tuple[int, int] | None = None
-    diff: list[str] = field(default_factory=list)
-    candidates: list[str] = field(default_factory=list)
-    block: Block | None = None
-    emphasize: str | None = None  # a moved excerpt's `Emphasize:` at the target (what --apply writes)
-
-    @property
-    def attention(self) -> bool:
-        return self.status not in SOURCE_OK
-
-    @property
-    def where(self) -> str:
-        return f"{self.page}:{self.line}"
 
 
 @dataclass
@@ -82,27 +55,6 @@ class RepinReport:
     @property
     def exit_code(self) -> int:
         return 1 if self.attention else 0
-
-
-def _udiff(
-    a: tuple[str, ...] | list[str],
-    b: tuple[str, ...] | list[str],
-    a_start: int,
-    b_start: int,
-    a_name: str,
-    b_name: str,
-    context: int = 3,
-) -> list[str]:
-    """A unified diff whose hunk headers carry the real line numbers of both files."""
-    out = []
-    for line in difflib.unified_diff(list(a), list(b), a_name, b_name, lineterm="", n=context):
-        m = HUNK.match(line)
-        if m:
-            line = (
-                f"@@ -{int(m[1]) + a_start - 1}{m[2] or ''} +{int(m[3]) + b_start - 1}{m[4] or ''} @@" + line[m.end() :]
-            )
-        out.append(line)
-    return out
 
 
 def _norm_symbol(symbol: str) -> str:

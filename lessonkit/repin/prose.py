@@ -32,7 +32,7 @@ KINDS = ("prose-ref", "snapshot", "figure", "value")
 
 def items(project, ttree, target, parsed_pages: list, vs) -> list:
     """The repin rows of every inline reference, snapshot, figure and value of ``parsed_pages``."""
-    from lessonkit.repin.classify import Item
+    from lessonkit.repin.model import Item
 
     from lessonkit.source.resolve import Tree
 
@@ -109,7 +109,7 @@ def _ref_item(project, ttree, ref, Item):
             detail=f"{old.render(line=words)} → {new.render(line=words)} (rendered from the content: no edit needed)",
         )
     if status == "changed":
-        from lessonkit.repin.classify import _udiff
+        from lessonkit.repin.model import _udiff
 
         return replace(
             item,

@@ -6,7 +6,8 @@ import re
 from collections import Counter
 
 from lessonkit.config.site import ENGINE_TEMPLATES
-from lessonkit.repin.classify import ORDER, Item, RepinReport
+from lessonkit.repin.classify import RepinReport
+from lessonkit.repin.model import ORDER, Item
 
 
 def _counts_text(c: Counter, order: tuple[str, ...]) -> str:

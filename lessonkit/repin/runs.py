@@ -35,7 +35,7 @@ def target_runner(project: Project, target: Target) -> execute.Runner:
 
 def experiment_items(project: Project, target: Target, exps: list[tuple[Block, execute.Job]], vs) -> list:
     """One row per experiment block: unchanged, differs (with a diff of the outputs), fails or error."""
-    from lessonkit.repin.classify import Item, _udiff  # classify imports this module
+    from lessonkit.repin.model import Item, _udiff
 
     if not exps:
         return []

@@ -21,6 +21,13 @@ from lessonkit.run.box import sandbox
 SKIPPED = {"__pycache__", ".pytest_cache", ".git"}  # folders never copied into a box
 
 
+# The limits of every run (module attributes read at call time, so a test may lower them).
+OUTPUT_CAP = 64 * 1024  # stdout shown on the page; the rest is counted
+STDERR_CAP = 16 * 1024  # stderr kept (its end)
+FILE_LIMIT = 64 * 1024 * 1024  # largest file a script may write, its stdout included (RLIMIT_FSIZE)
+RECORD_LIMIT = 4 * 1024 * 1024  # the record file (LESSONKIT_RECORD)
+
+
 @dataclass(frozen=True)
 class Job:
     name: str  # file name the script runs under (shown in tracebacks)

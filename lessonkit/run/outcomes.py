@@ -1,7 +1,7 @@
 """What one experiment run leaves behind, and what it means: the record file a script writes
 (``$LESSONKIT_RECORD``, read as a regular file only), the form of a stored result, and the
 one-line error for a run that did not pass. Re-exported by :mod:`lessonkit.run.runner`, which keeps the limits
-(read from there at call time, so a test may lower ``execute.FILE_LIMIT``)."""
+(in :mod:`lessonkit.run.jobs`, read at call time, so a test may lower ``jobs.FILE_LIMIT``)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from lessonkit.run.box import sandbox
 from lessonkit.errors import LessonError
 
 if TYPE_CHECKING:
-    from lessonkit.run.runner import Job, Result
+    from lessonkit.run.jobs import Job, Result
 
 
 def _check(data: dict) -> str:
@@ -142,7 +142,7 @@ _OOM = ("MemoryError", "Unable to allocate", "Cannot allocate memory", "std::bad
 
 def failure(result: Result | None, job: Job, timeout: int) -> LessonError:
     """The one-line error for a job that did not pass (located by the caller with ``.at``)."""
-    from lessonkit.run.runner import FILE_LIMIT, OUTPUT_CAP
+    from lessonkit.run.jobs import FILE_LIMIT, OUTPUT_CAP
 
     label = job.label
     run_hint = "run it by hand: lessonkit run " + label

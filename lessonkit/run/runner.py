@@ -23,6 +23,7 @@ from lessonkit.run.box.spec import BoxSpec, engine
 from lessonkit.run.box.tree import CheckedTree
 from lessonkit.errors import LessonError, Problem
 from lessonkit.util.fs import atomic_write, owned_path, remove_owned
+from lessonkit.run import jobs
 from lessonkit.run.jobs import SKIPPED as SKIPPED
 from lessonkit.run.jobs import Job, Pending, Result, _shared_files, versions
 from lessonkit.run.jobs import pin_args as pin_args
@@ -33,10 +34,6 @@ from lessonkit.run.outcomes import failure as failure
 log = logging.getLogger("lessonkit.run.runner")
 
 DEFAULT_TIMEOUT = 60
-OUTPUT_CAP = 64 * 1024  # stdout shown on the page; the rest is counted
-STDERR_CAP = 16 * 1024  # stderr kept (its end)
-FILE_LIMIT = 64 * 1024 * 1024  # largest file a script may write, its stdout included (RLIMIT_FSIZE)
-RECORD_LIMIT = 4 * 1024 * 1024  # the record file (LESSONKIT_RECORD)
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
 # A script that lists files or imports by a computed name may read any sibling script: its box
 # holds them all (and its key names them all).
@@ -141,9 +138,9 @@ class Runner:
                 files=tuple(sorted(files)),
                 timeout=job.timeout,
                 memory=job.memory,
-                fsize=FILE_LIMIT,
+                fsize=jobs.FILE_LIMIT,
                 nproc=sandbox.NPROC,
-                output=(OUTPUT_CAP, STDERR_CAP, RECORD_LIMIT),
+                output=(jobs.OUTPUT_CAP, jobs.STDERR_CAP, jobs.RECORD_LIMIT),
                 pin=self._pin,
                 tools=self._tools,
                 engine=engine(),

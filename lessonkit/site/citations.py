@@ -24,6 +24,7 @@ from lessonkit.kinds.base import slug
 from lessonkit.config.labels import Labels, defaults
 from lessonkit.util.store import Store, digest
 from lessonkit.util.text import md_code, md_text, md_url
+from lessonkit.checks import living
 from lessonkit.checks.verify import Report
 
 FORMAT = "2"  # bump when the HTML of the generated pages changes shape
@@ -359,3 +360,18 @@ def api_entry_links(
         return head + f'<p class="lk-api-links" data-search-exclude="chrome">{" · ".join(items)}</p>'
 
     return _API_ENTRY.sub(add, html)
+
+
+# -- the source browser's backlinks
+
+
+def prose_citations(project, report: Report, docs_prefix: str, texts: dict[str, str]) -> list:
+    """A :class:`Citation` for every inline ``line`` reference (role ``"prose"``:
+    the source browser links back to it; the lesson's cited-source list, which lists blocks,
+    does not)."""
+    out = []
+    for page, n, _, r in living.line_refs(project, report):
+        rel = page[len(docs_prefix) :] if page.startswith(docs_prefix) else page
+        label = page_label(rel, texts.get(page, ""))
+        out.append(Citation(rel, label, f"ref-{n}", "line", "prose", "pinned", r.file, r.ref.symbol, r.start, r.end))
+    return out

@@ -144,6 +144,9 @@ class SiteLinks:
         rel = self._rel("api.md")
         return f"{rel}#{dotted}" if rel and dotted in self.build.api else None
 
+    def page(self, uri):
+        return self._rel(uri)
+
 
 @dataclass
 class Early:
@@ -326,6 +329,7 @@ class Build:
             deferred=deferred,
             project=project,
             anchors=self.report.anchors(rel) if self.report is not None else None,
+            recalls=self.report.recalls.get(rel, {}) if self.report is not None else {},
         )
         if uri in pages.ATTACHMENTS:  # generated once every experiment has run
             self.results()

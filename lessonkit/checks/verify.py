@@ -29,6 +29,8 @@ class Report:
     # a page that could not be read at all maps to None
     broken: dict[str, set[int] | None] = field(default_factory=dict)
     inline: dict[str, list] = field(default_factory=dict)  # page -> InlineRef, in page order
+    # page -> {ordinal of a `Recall: yes` block -> the first full showing it links to}
+    recalls: dict[str, dict] = field(default_factory=dict)
     _anchors: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     def anchors(self, page: str) -> list[str]:
@@ -122,6 +124,10 @@ def check(project: Project, pages: list[Path] | None = None) -> Report:
         )
         problems += duplicate_ids(rel, parsed.ids, generated)
         report.problems += sorted(problems, key=lambda p: p.line or 0)
+    from lessonkit.checks import recall
+
+    report.recalls, problems = recall.targets(project, report)
+    report.problems += problems
     return report
 
 

@@ -55,6 +55,10 @@ LABELS = {
     "fragment-plain": "fragment",  # the same in the plain-text copy of a real-source block
     "elided": "⋯ {n} lines omitted ⋯",  # the row that stands for left-out lines of an excerpt
     "elided-title": "Every line in the source browser",  # the tooltip of its link
+    # a recalled excerpt (real-source `Recall: yes`): the link to the symbol's first full showing
+    "recall-lesson": "full source: lesson {n}",
+    "recall-page": "full source: {page}",
+    "recall-full": "The whole {symbol}",  # the summary of the expandable full version
     "session": "session {name} · block {n} of {total}",  # an experiment block of a page session
     "not-verbatim": "The following is not {upstream} verbatim source.",
     "teaching-file": "This is the series' own teaching implementation, quoted verbatim from {file} "

@@ -86,6 +86,7 @@ class Resolved:
     excerpt: "Excerpt | None" = None  # real source, repo excerpt, or the experiment's shown code
     based_on: "Excerpt | None" = None
     job: "Job | None" = None
+    full: "Excerpt | None" = None  # a recalled excerpt's whole symbol (real-source `Recall: yes`)
     kind: "Kind | None" = field(default=None, compare=False, repr=False)  # set by Project.resolve
 
 

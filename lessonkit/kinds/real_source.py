@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from html import escape
 
 from lessonkit.errors import Problem
@@ -12,12 +13,15 @@ from lessonkit.source.resolve import check_commit, check_lines, excerpt_of
 from lessonkit.kinds.base import Kind, Resolved, slug
 
 COMMIT = re.compile(r"^[0-9a-fA-F]{7,40}$")
+LESSON = re.compile(r"^(\d\d)-")
+# the fields that narrow a symbol to some of its lines: what the full version of a recall leaves out
+NARROWING = ("Lines", *select.PATTERNS, "Docstring", "Emphasize")
 
 
 class RealSource(Kind):
     name = "real-source"
     label = "REAL SOURCE"
-    fields = ("File", "Symbol", "Commit", "Lines", *select.PATTERNS, "Emphasize", "Docstring", "Dedent")
+    fields = ("File", "Symbol", "Commit", "Lines", *select.PATTERNS, "Emphasize", "Docstring", "Dedent", "Recall")
     # `Commit` may be left out: the project has one pin (sourcemap/pin.toml), which every block shows;
     # when given, it must name that pin.
     required = ("File",)
@@ -56,13 +60,43 @@ class RealSource(Kind):
                         "for example `Lines: 25-32`",
                     )
                 )
+        recall = b.get("Recall")
+        if recall is not None:
+            if recall != "yes":
+                out.append(
+                    Problem(f"`Recall: {recall}` is not `yes`", b.path, b.line_of("Recall"), "write `Recall: yes`")
+                )
+            elif not b.get("Symbol"):
+                out.append(
+                    Problem(
+                        "`Recall: yes` without `Symbol`",
+                        b.path,
+                        b.line_of("Recall"),
+                        "name the symbol shown in full earlier",
+                    )
+                )
+            elif b.body is None and not any(b.get(k) for k in select.PATTERNS):
+                out.append(
+                    Problem(
+                        "`Recall: yes` shows the whole symbol again",
+                        b.path,
+                        b.line_of("Recall"),
+                        "quote only the lines under discussion as a body (`...` for the rest), or give "
+                        "`Start-*`/`End-*`",
+                    )
+                )
         return out + select.header_problems(b)
 
     def resolve(self, project, block):
         check_commit(block, project.pin.commit)
         ex = excerpt_of(project.pinned, block)
         check_lines(block, ex)
-        return Resolved(block, ex)
+        if block.get("Recall") is None:
+            return Resolved(block, ex)
+        # the expandable full version: the whole symbol, resolved (and so verified) like any excerpt
+        whole = {k: f for k, f in block.fields.items() if k not in NARROWING and k != "Recall"}
+        full = excerpt_of(project.pinned, replace(block, fields=whole, body=None, body_line=None))
+        return Resolved(block, ex, full=full)
 
     def anchor(self, r, n):
         return "src-" + slug(r.block.get("Symbol") or f"{r.excerpt.file.rsplit('/', 1)[-1]}-L{r.excerpt.start}")
@@ -79,10 +113,22 @@ class RealSource(Kind):
             (renderer.labels["view-source"], renderer.links.source(ex.file, ex.start, ex.end)),
             (renderer.labels["permalink"], renderer.pin.permalink(ex.file, ex.start, ex.end)),
         ]
+        full = ""
+        if r.full is not None:
+            target = renderer.recalls.get(r.block.ordinal)
+            if target is not None:
+                links.insert(0, (recall_text(renderer.labels, target.page), recall_href(renderer, target)))
+            summary = escape(renderer.labels.fill("recall-full", symbol=r.full.symbol))
+            full = (
+                f'<details class="lk-recall-full"><summary>{summary}</summary>'
+                + renderer.excerpt(r.full, anchor + "-full")
+                + "</details>"
+            )
         return (
             f'<div class="lk-block lk-real-source" id="{anchor}">'
             + renderer.head(renderer.labels["real-source"], "real", meta, links)
             + renderer.excerpt(ex, anchor)
+            + full
             + "</div>"
         )
 
@@ -97,3 +143,20 @@ class RealSource(Kind):
 
 
 KIND = RealSource()
+
+
+def recall_text(labels, page: str) -> str:
+    """「full source: lesson 01」: the words of a recall's link to ``page`` (project-relative)."""
+    name = page.rsplit("/", 1)[-1]
+    m = LESSON.match(name)
+    if m and page.startswith("docs/lessons/"):
+        return labels.fill("recall-lesson", n=m[1])
+    return labels.fill("recall-page", page=name.removesuffix(".md"))
+
+
+def recall_href(renderer, target) -> str | None:
+    """``#anchor`` on the same page, else the target page's URL with the anchor."""
+    if target.page == renderer.page:
+        return "#" + target.anchor
+    url = renderer.links.page(target.page.removeprefix("docs/"))
+    return f"{url}#{target.anchor}" if url is not None else None

@@ -50,6 +50,7 @@ class PageContext:
     deferred: Deferred | None = None  # when set, highlighted code waits for Deferred.fill
     project: Project | None = None  # the build's project; overrides `root`
     anchors: list[str] | None = None  # the build's ids of the page's resolved blocks (verify.Report.anchors)
+    recalls: dict = field(default_factory=dict)  # ordinal -> the full showing a `Recall` block links to
 
     def locate(self, needle: str) -> int | None:
         idx = self.source.find(needle) if needle and self.source else -1
@@ -113,6 +114,7 @@ def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> 
         return text, []
     lines = text.split("\n")
     renderer = make_renderer(md, project, ctx.links, ctx.deferred)
+    renderer.page, renderer.recalls = ctx.path, ctx.recalls
     problems: list[Problem] = list(page.problems_inline)
     resolved: dict[int, Resolved] = {}
     failed: dict[int, LessonError] = {}  # the box on the page says what the log says

@@ -24,6 +24,7 @@ class Links(Protocol):
     def source(self, file: str, start: int, end: int) -> str | None: ...
     def script(self, file: str) -> str | None: ...
     def api(self, file: str, symbol: str | None) -> str | None: ...
+    def page(self, uri: str) -> str | None: ...  # a docs page (``lessons/01-x.md``)
 
 
 class NoLinks:
@@ -34,6 +35,9 @@ class NoLinks:
         return None
 
     def api(self, file, symbol):
+        return None
+
+    def page(self, uri):
         return None
 
 
@@ -163,6 +167,8 @@ class Renderer:
     deferred: Deferred | None = None
     no_search: str = NO_SEARCH
     project: object = None  # the project whose pages are rendered (kinds that render inline references)
+    page: str = ""  # the project-relative page being rendered
+    recalls: dict = field(default_factory=dict)  # ordinal -> recall.Showing (verify.Report.recalls)
     code_of = staticmethod(code_of)
 
     def code(self, text: str, start: int, anchor: str, title: str | None = None, emphasize=()) -> str:

@@ -52,12 +52,12 @@ FOLLOWED = {"grad", "make_vjp", "trace", "primitive.<locals>.f_wrapped", "lse_nu
             "defvjp", "translate_vjp", "defvjp_argnums"}
 
 
-def followed_calls(thunk, nodes):
-    """Run thunk under sys.setprofile; append to ``nodes`` (in the recorded graph's form) every call
+def followed_calls(thunk):
+    """Run thunk under sys.setprofile; list (in the recorded graph's form) every call
     of a FOLLOWED function, under the nearest FOLLOWED call that was running; if an exception
     escapes, one more node for it under the followed call that raised it (the innermost followed
-    frame of its traceback). Returns (exception or None, {shown name: first id})."""
-    stack, ids, node_of = [], {}, {}  # node_of: frame -> id, for the traceback
+    frame of its traceback). Returns (exception or None, nodes)."""
+    stack, nodes, node_of = [], [], {}  # node_of: frame -> id, for the traceback
 
     def profile(frame, event, arg):
         if event == "call":
@@ -69,7 +69,6 @@ def followed_calls(thunk, nodes):
                 shown = name.split(".<locals>.")[-1]
                 nodes.append({"id": nid, "label": shown, "kind": "call", "fun": shown,
                               "parents": [] if parent is None else [parent]})
-                ids.setdefault(shown, nid)
                 node_of[frame] = nid
             stack.append((frame, nid))
         elif event == "return" and stack and stack[-1][0] is frame:
@@ -90,7 +89,7 @@ def followed_calls(thunk, nodes):
             tb = tb.tb_next
         nodes.append({"id": len(nodes), "label": type(error).__name__, "kind": "error", "fun": str(error),
                       "parents": [raiser]})
-    return error, ids
+    return error, nodes
 
 
 def main():
@@ -122,9 +121,8 @@ def main():
     assert autograd.primitive is autograd.core.primitive_with_deprecation_warnings
     lse = primitive(lse_numpy)  # same as decorating lse_numpy with @primitive
     print(f"lse(X) = {lse(X):.6f}   (plain call: no box, f_raw runs)")
-    calls = []  # the figure: grad without a rule, then defvjp (below)
     assert lse not in core.primitive_vjps
-    error, seen = followed_calls(lambda: grad(lse)(X), calls)
+    error, calls = followed_calls(lambda: grad(lse)(X))  # the failure path, for the figure
     msg = f"{type(error).__name__}: {error}"
     print("grad(lse)(X) ->", msg)
     assert msg == "NotImplementedError: VJP of lse_numpy wrt argnums (0,) not defined"
@@ -133,7 +131,9 @@ def main():
     assert [(n["label"], n["parents"]) for n in calls] == [
         ("grad", []), ("make_vjp", [0]), ("trace", [1]), ("f_wrapped", [2]), ("f_wrapped", [3]),
         ("lse_numpy", [4]), ("VJPNode.__init__", [3]), ("NotImplementedError", [6])]
-    notes = {"VJPNode.__init__": f"primitive_vjps[lse]：{type(error.__context__).__name__}"}
+    record.set("rule_calls.failure", {"nodes": calls, "end": len(calls) - 1})
+    record.set("rule_calls.failure_notes",
+               {"VJPNode.__init__": f"primitive_vjps[lse]：{type(error.__context__).__name__}"})
     msg = error_of(lambda: make_jvp(lse, X)(onp.ones(3)))
     print("make_jvp(lse, X)(v) ->", msg)
     assert msg == "NotImplementedError: JVP of lse_numpy wrt argnums (0,) not defined"
@@ -156,16 +156,14 @@ def main():
 
         return vjp
 
-    first = len(calls)
-    error, seen = followed_calls(lambda: defvjp(lse, lse_vjp_maker), calls)
+    error, calls = followed_calls(lambda: defvjp(lse, lse_vjp_maker))  # the registration, for the figure
     # defvjp translates the one maker, then defvjp_argnums writes the table entry
-    assert error is None and [(n["label"], n["parents"]) for n in calls[first:]] == [
-        ("defvjp", []), ("translate_vjp", [first]), ("defvjp_argnums", [first])]
+    assert error is None and [(n["label"], n["parents"]) for n in calls] == [
+        ("defvjp", []), ("translate_vjp", [0]), ("defvjp_argnums", [0])]
     entry = core.primitive_vjps[lse]
     assert entry.__qualname__ == "defvjp.<locals>.vjp_argnums"
-    notes["defvjp_argnums"] = f"primitive_vjps[lse] = {entry.__name__}"
-    record.set("rule_calls", {"nodes": calls, "end": len(calls) - 1})
-    record.set("rule_calls_notes", notes)
+    record.set("rule_calls.registration", {"nodes": calls, "end": len(calls) - 1})
+    record.set("rule_calls.registration_notes", {"defvjp_argnums": f"primitive_vjps[lse] = {entry.__name__}"})
     vjp, ans = make_vjp(lse, X)
     EVENTS.append("---- make_vjp returned: forward pass done ----")
     g = vjp(1.0)

@@ -35,7 +35,7 @@ from lessonkit.kinds.base import Kind, Resolved
 SHAPES = ("Graph", "Broadcast", "Nested", "Alive", "Plot", "Matrix")
 SCALES = ("loglog",)  # what `Scale:` may say (a plot's axes)
 PLOT_FIELDS = ("Scale", "X-label", "Y-label")
-FORMAT = "1"  # bump when the HTML or the drawing changes shape
+FORMAT = "2"  # bump when the HTML or the drawing changes shape
 
 
 class Figure(Kind):

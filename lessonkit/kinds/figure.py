@@ -298,7 +298,7 @@ def _numbers(v, what: str) -> list[float]:
         v = v["array"]
     if not isinstance(v, list):
         raise BadData(f"{what} is {_what(v)}, not a list of numbers")
-    return [_number(x, f"{what}[{k}]") for k, x in enumerate(v)]
+    return [_number(x, f"value {k} of {what}") for k, x in enumerate(v)]
 
 
 def _text(v, what: str) -> str:
@@ -318,8 +318,8 @@ def _what(v) -> str:
 def _positive(values: list[float], what: str, at=None) -> None:
     for k, v in enumerate(values):
         if not v > 0:
-            where = f" (x = {at[k]:g})" if at is not None else ""
-            raise BadData(f"{what}[{k}] is {v:g}{where}: a logarithmic axis shows only positive numbers")
+            where = f" (at x = {at[k]:g})" if at is not None else ""
+            raise BadData(f"value {k} of {what} is {v:g}{where}: a logarithmic axis shows only positive numbers")
 
 
 def plot_data(raw, b, fmt) -> tuple:
@@ -357,7 +357,8 @@ def plot_data(raw, b, fmt) -> tuple:
         if not isinstance(m, dict) or "x" not in m or "name" not in m:
             raise BadData(f"mark {k} is {_what(m)} without `x` and `name`")
         mx = _number(m["x"], f"`x` of mark {k}")
-        _positive([mx], f"`x` of mark {k}")
+        if not mx > 0:
+            raise BadData(f"`x` of mark {k} is {mx:g}: a logarithmic axis shows only positive numbers")
         checked.append([mx, _text(m["name"], f"the name of mark {k}")])
     return x, out, checked, b.get("X-label") or "", b.get("Y-label") or ""
 
@@ -392,7 +393,7 @@ def matrix_data(raw, b, fmt) -> tuple:
             continue
         if not isinstance(v, list) or len(v) != count:
             raise BadData(f"its `{key}` should be a list of {count} names (the matrix has {count} {key})")
-        names[key] = [_text(t, f"`{key}`[{k}]") for k, t in enumerate(v)]
+        names[key] = [_text(t, f"name {k} of `{key}`") for k, t in enumerate(v)]
     picked = {}
     for key, count, length, across in (("column", n, len(rows), "rows"), ("row", len(rows), n, "columns")):
         p = raw.get(key)

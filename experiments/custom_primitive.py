@@ -49,7 +49,7 @@ def error_of(thunk):
 
 # The functions the lesson-13 figure follows (by qualified name); every other call is left out.
 FOLLOWED = {"grad", "make_vjp", "trace", "primitive.<locals>.f_wrapped", "lse_numpy", "VJPNode.__init__",
-            "defvjp", "translate_vjp", "defvjp_argnums"}
+            "backward_pass", "defvjp", "translate_vjp", "defvjp_argnums"}
 
 
 def followed_calls(thunk):
@@ -127,7 +127,8 @@ def main():
     print("grad(lse)(X) ->", msg)
     assert msg == "NotImplementedError: VJP of lse_numpy wrt argnums (0,) not defined"
     assert type(error.__context__) is KeyError  # raised while handling primitive_vjps[fun]'s KeyError
-    # grad -> make_vjp -> trace -> f_wrapped: the black box runs, then VJPNode.__init__ raises
+    # grad -> make_vjp -> trace -> f_wrapped: the black box runs, then VJPNode.__init__ raises;
+    # backward_pass, followed too, never runs
     assert [(n["label"], n["parents"]) for n in calls] == [
         ("grad", []), ("make_vjp", [0]), ("trace", [1]), ("f_wrapped", [2]), ("f_wrapped", [3]),
         ("lse_numpy", [4]), ("VJPNode.__init__", [3]), ("NotImplementedError", [6])]

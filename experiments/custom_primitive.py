@@ -1,12 +1,14 @@
 """Lesson 13: from a black-box function to a verified custom primitive."""
 
 import re
+import sys
 import traceback
 import warnings
 
 import numpy as onp
 
 import autograd
+import autograd.core as core
 import autograd.numpy as np
 from autograd import grad, hessian
 from autograd.core import make_jvp, make_vjp
@@ -47,6 +49,51 @@ def error_of(thunk):
     raise SystemExit("expected an error")
 
 
+# The functions the lesson-13 figure follows (by qualified name); every other call is left out.
+FOLLOWED = {"grad", "make_vjp", "trace", "primitive.<locals>.f_wrapped", "lse_numpy", "VJPNode.__init__",
+            "backward_pass", "defvjp", "translate_vjp", "defvjp_argnums"}
+
+
+def followed_calls(thunk):
+    """Run thunk under sys.setprofile; list (in the recorded graph's form) every call
+    of a FOLLOWED function, under the nearest FOLLOWED call that was running; if an exception
+    escapes, one more node for it under the followed call that raised it (the innermost followed
+    frame of its traceback). Returns (exception or None, nodes)."""
+    stack, nodes, node_of = [], [], {}  # node_of: frame -> id, for the traceback
+
+    def profile(frame, event, arg):
+        if event == "call":
+            name = frame.f_code.co_qualname
+            nid = None
+            if name in FOLLOWED:
+                parent = next((i for _, i in reversed(stack) if i is not None), None)
+                nid = len(nodes)
+                shown = name.split(".<locals>.")[-1]
+                nodes.append({"id": nid, "label": shown, "kind": "call", "fun": shown,
+                              "parents": [] if parent is None else [parent]})
+                node_of[frame] = nid
+            stack.append((frame, nid))
+        elif event == "return" and stack and stack[-1][0] is frame:
+            stack.pop()
+
+    sys.setprofile(profile)
+    try:
+        thunk()
+        error = None
+    except Exception as e:
+        error = e
+    finally:
+        sys.setprofile(None)
+    if error is not None:
+        tb, raiser = error.__traceback__, None
+        while tb is not None:
+            raiser = node_of.get(tb.tb_frame, raiser)
+            tb = tb.tb_next
+        nodes.append({"id": len(nodes), "label": type(error).__name__, "kind": "error", "fun": str(error),
+                      "parents": [raiser]})
+    return error, nodes
+
+
 def main():
     announce()
     print("== 0. the black box itself ==")
@@ -76,9 +123,20 @@ def main():
     assert autograd.primitive is autograd.core.primitive_with_deprecation_warnings
     lse = primitive(lse_numpy)  # same as decorating lse_numpy with @primitive
     print(f"lse(X) = {lse(X):.6f}   (plain call: no box, f_raw runs)")
-    msg = error_of(lambda: grad(lse)(X))
+    assert lse not in core.primitive_vjps
+    error, calls = followed_calls(lambda: grad(lse)(X))  # the failure path, for the figure
+    msg = f"{type(error).__name__}: {error}"
     print("grad(lse)(X) ->", msg)
     assert msg == "NotImplementedError: VJP of lse_numpy wrt argnums (0,) not defined"
+    assert type(error.__context__) is KeyError  # raised while handling primitive_vjps[fun]'s KeyError
+    # grad -> make_vjp -> trace -> f_wrapped: the black box runs, then VJPNode.__init__ raises;
+    # backward_pass, followed too, never runs
+    assert [(n["label"], n["parents"]) for n in calls] == [
+        ("grad", []), ("make_vjp", [0]), ("trace", [1]), ("f_wrapped", [2]), ("f_wrapped", [3]),
+        ("lse_numpy", [4]), ("VJPNode.__init__", [3]), ("NotImplementedError", [6])]
+    record.set("rule_calls.failure", {"nodes": calls, "end": len(calls) - 1})
+    record.set("rule_calls.failure_notes",
+               {"VJPNode.__init__": f"primitive_vjps[lse]：{type(error.__context__).__name__}"})
     msg = error_of(lambda: make_jvp(lse, X)(onp.ones(3)))
     print("make_jvp(lse, X)(v) ->", msg)
     assert msg == "NotImplementedError: JVP of lse_numpy wrt argnums (0,) not defined"
@@ -101,7 +159,14 @@ def main():
 
         return vjp
 
-    defvjp(lse, lse_vjp_maker)
+    error, calls = followed_calls(lambda: defvjp(lse, lse_vjp_maker))  # the registration, for the figure
+    # defvjp translates the one maker, then defvjp_argnums writes the table entry
+    assert error is None and [(n["label"], n["parents"]) for n in calls] == [
+        ("defvjp", []), ("translate_vjp", [0]), ("defvjp_argnums", [0])]
+    entry = core.primitive_vjps[lse]
+    assert entry.__qualname__ == "defvjp.<locals>.vjp_argnums"
+    record.set("rule_calls.registration", {"nodes": calls, "end": len(calls) - 1})
+    record.set("rule_calls.registration_notes", {"defvjp_argnums": f"primitive_vjps[lse] = {entry.__name__}"})
     vjp, ans = make_vjp(lse, X)
     EVENTS.append("---- make_vjp returned: forward pass done ----")
     g = vjp(1.0)

@@ -75,6 +75,53 @@ def jvp_with_end(fun, x, v):
     return value, tangent, seen["end"]
 
 
+def diamond_forward(x=3.0, v=1.0):
+    """Lesson 05's diamond x*x + sin(x) at x = 3, in forward mode: the tangent each edge carries
+    into its child and every node's g. A rule called with one argument alone gives that edge's
+    term; the node's g (what JVPNode.__init__ stored) is their sum. R, M, S, A as in lesson 05."""
+    edges, originals = [], {}
+
+    def split(fun, name):
+        original = originals[fun] = primitive_jvps[fun]
+
+        def rule(argnums, gs, ans, args, kwargs):
+            out = original(argnums, gs, ans, args, kwargs)
+            terms = [original((a,), (g,), ans, args, kwargs) for a, g in zip(argnums, gs)]
+            total = terms[0]
+            for t in terms[1:]:
+                total = total + t  # what sum_outgrads adds, in the same order
+            assert total == out, (name, terms, out)
+            edges.append((name, terms))
+            return out
+
+        primitive_jvps[fun] = rule
+
+    for fun, name in [(np.multiply, "multiply"), (np.sin, "sin"), (np.add, "add")]:
+        split(fun, name)
+    try:
+        with recorder.capture() as cap:
+            _, tangent, end = jvp_with_end(lambda t: t * t + np.sin(t), x, v)
+    finally:
+        for fun, rule in originals.items():
+            primitive_jvps[fun] = rule
+    names = dict(zip((n["obj"] for n in cap.nodes), ["R", "M", "S", "A"]))
+    assert [n["fun"] for n in cap.nodes] == [None, "multiply", "sin", "add"] and len(cap.nodes) == 4
+    assert [name for name, _ in edges] == ["multiply", "sin", "add"]
+    recorder.graph("diamond.graph", cap, end, labels=names)
+    for node, (_, terms) in zip(cap.nodes[1:], edges):  # one term per argument, in argument order
+        for term in terms:
+            recorder.append("diamond.edges", {"from": names[node["obj"]], "ingrad": term})
+    recorder.set("diamond.g", {names[n["obj"]]: n["g"] for n in cap.nodes})
+    cap.release()
+    terms = {name: [float(t) for t in ts] for name, ts in edges}
+    print(f"\n菱形 x*x + sin(x)，x = {x}，v = {v}（前向模式，每条边送进子节点的 tangent）:")
+    print(f"  M = x*x : {terms['multiply'][0]:.6f} + {terms['multiply'][1]:.6f}")
+    print(f"  S = sin x: {terms['sin'][0]:.6f}")
+    print(f"  A = M + S: {terms['add'][0]:.6f} + ({terms['add'][1]:.6f}) = {float(tangent):.6f}")
+    assert terms["multiply"] == [3.0, 3.0] and math.isclose(terms["sin"][0], math.cos(x))
+    assert math.isclose(float(tangent), 2 * x + math.cos(x))
+
+
 def main():
     announce()
     x, v = 1.0, 1.0
@@ -120,6 +167,7 @@ def main():
     assert rev_order == ["函数体读取"] * 3  # no JVP rule runs in reverse mode
     assert jvp_backward_calls == 0 and len(backward_calls) == 1
     assert JVPNode.__slots__ == ["g"] and "parents" not in JVPNode.__slots__
+    diamond_forward()
     recorder.set("hand", {"x": x, "v": v, "s": s, "ds": ds, "m": m, "dm": dm, "y": y, "dy": dy})
     recorder.set("result", {"value": value, "tangent": tangent, "pair": (value, tangent), "grad": g_rev,
                             "backward_calls": {"make_jvp": jvp_backward_calls,

@@ -123,6 +123,15 @@ def main():
     print(f"theory:            forward {pred_f:.0e}, central {pred_c:.0e}")
     assert abs(onp.log10(pred_f) + best_f) < 1 and abs(onp.log10(pred_c) + best_c) < 1
     assert rows[best_c][1] < rows[best_f][0]
+    # the table as the lesson's log-log figure draws it: error against eps, autograd's EPS marked
+    record.set("eps_errors", {
+        "x": [10.0**-k for k in rows],
+        "series": [{"name": "前向差分", "y": [rows[k][0] for k in rows]},
+                   {"name": "中心差分（autograd 的写法）", "y": [rows[k][1] for k in rows]}],
+        "marks": [{"x": tu.EPS, "name": f"EPS = {tu.EPS:.0e}"}],
+    })
+    record.set("eps_best", {"forward": 10.0**-best_f, "central": 10.0**-best_c,
+                            "predicted_forward": pred_f, "predicted_central": pred_c})
     same = make_numerical_jvp(f, 1.0)(1.0) - (f(1.0 + 5e-7) - f(1.0 - 5e-7)) / 1e-6
     assert abs(same) < 1e-12
     print("make_numerical_jvp(f, 1.0)(1.0) = central difference with eps = 1e-6")

@@ -6,22 +6,73 @@ run (core.backward_pass) and how many JVPNode / VJPNode objects are built, by wr
 the module globals that autograd looks up at call time; everything is restored after.
 """
 
+import sys
+
 import numpy as np
 
 import autograd.core as core
 from autograd import grad, hessian, make_hvp, make_jvp
+from autograd.tracer import isbox, trace_stack
 
 from _provenance import announce
+from _record import record
 
 X = np.array([2.0, 1.0, -1.0])
 V = np.array([1.0, 0.0, 2.0])
 HV = np.array([2.0, 10.0, -12.0])
 COUNT = {}
+SEEN = []  # the argument f receives, while nesting() watches (WATCH[0])
+WATCH = [False]
 
 
 def f(x):
     COUNT["f traced"] += 1
+    if WATCH[0]:
+        SEEN.append(x)
     return x[0] ** 2 * x[1] + x[1] * x[2] ** 3
+
+
+def operator_of(frame):
+    """The differential operator whose trace this is: the nearest frame of
+    differential_operators.py above core's call of trace, else that caller (make_jvp's jvp)."""
+    caller = frame
+    while frame is not None and "autograd" in frame.f_code.co_filename:
+        if frame.f_code.co_filename.endswith("differential_operators.py"):
+            return frame.f_code.co_name
+        frame = frame.f_back
+    return caller.f_code.co_qualname.split(".")[0]
+
+
+def nesting(route):
+    """Run route() and say, for the Box f receives (outermost first), which operator opened its
+    trace, the type of its node and how many backward passes ran on that trace's graph (a pass on
+    trace t runs once t has closed, with the traces below it still open: trace_stack.top == t - 1)."""
+    real_trace, real_bp = core.trace, core.backward_pass
+    opened, passes = {}, []
+
+    def watched_trace(start_node, fun, x):
+        opened[trace_stack.top + 1] = operator_of(sys._getframe(1))
+        return real_trace(start_node, fun, x)
+
+    def watched_bp(g, end_node):
+        passes.append(trace_stack.top + 1)
+        return real_bp(g, end_node)
+
+    COUNT["f traced"] = 0
+    SEEN.clear()
+    core.trace, core.backward_pass, WATCH[0] = watched_trace, watched_bp, True
+    try:
+        route()
+    finally:
+        core.trace, core.backward_pass, WATCH[0] = real_trace, real_bp, False
+    assert len(SEEN) == 1  # every route traces f once
+    chain, x = [], SEEN[0]
+    while isbox(x):
+        t = x._trace
+        chain.append([f"{opened[t]}：{type(x._node).__name__}，反向 {passes.count(t)} 次", t])
+        x = x._value
+    SEEN.clear()
+    return chain + [[type(x).__name__, None]]
 
 
 def counted(route, k=1):
@@ -77,6 +128,17 @@ def main():
     assert (c_rev["f traced"], c_rev["backward_pass"], c_rev["JVPNode"]) == (1, 2, 0)
     # hessian = jacobian(jacobian(f)): one reverse pass per output of the gradient (3) on top
     assert c_full["JVPNode"] == 0 and c_full["f traced"] == 1 and c_full["backward_pass"] == 1 + 3
+
+    # how the three routes nest: the Box f receives, outermost (the inner operator's trace) first
+    chains = {"forward_over_reverse": nesting(fwd), "make_hvp": nesting(rev), "hessian": nesting(full)}
+    for name, chain in chains.items():
+        print(f"{name:20s} f 收到的 x：" + " ⊃ ".join(f"[trace {t}] {text}" for text, t in chain[:-1]) + f" ⊃ {chain[-1][0]}")
+        record.set(f"nesting.{name}", chain)
+    assert chains == {
+        "forward_over_reverse": [["grad：VJPNode，反向 1 次", 1], ["make_jvp：JVPNode，反向 0 次", 0], ["ndarray", None]],
+        "make_hvp": [["grad：VJPNode，反向 1 次", 1], ["make_hvp：VJPNode，反向 1 次", 0], ["ndarray", None]],
+        "hessian": [["jacobian：VJPNode，反向 1 次", 1], ["jacobian：VJPNode，反向 3 次", 0], ["ndarray", None]],
+    }
 
     # k products at one point: make_hvp builds once; make_jvp(grad(f)) re-traces per v
     k = 4

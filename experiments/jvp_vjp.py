@@ -60,6 +60,20 @@ def compare_with_hand(x, v, w):
     record.set("adjoint", {"w_Jv": w @ Jv, "wTJ_v": wTJ @ v})  # the two sides of the adjoint identity
 
 
+def rows_and_columns(x):
+    """One JVP gives one column of J, one VJP one row: e_3 pushed forward, e_2 pulled back."""
+    J = jacobian(f)(x)
+    _, column = make_jvp(f)(x)(np.array([0.0, 0.0, 1.0]))
+    row = make_vjp(f)(x)[0](np.array([0.0, 1.0]))
+    print("jvp(e_3) =", fmt(column), " = J 的第 3 列;  vjp(e_2) =", fmt(row), " = J 的第 2 行")
+    assert np.array_equal(column, J[:, 2]) and np.array_equal(row, J[1])
+    record.set("rows_columns", {
+        "matrix": J, "rows": ["f₁", "f₂"], "columns": ["x₁", "x₂", "x₃"],
+        "column": {"index": 2, "values": column, "label": "make_jvp(f)(x)(e₃)"},
+        "row": {"index": 1, "values": row, "label": "make_vjp(f)(x)[0](e₂)"},
+    })
+
+
 def install_logging():
     orig_vjp, orig_jvp = primitive_vjps[anp.sin], primitive_jvps[anp.sin]
 
@@ -211,6 +225,7 @@ def main():
     v = np.array([1.0, 1.0, 1.0])
     w = np.array([1.0, 2.0])
     compare_with_hand(x, v, w)
+    rows_and_columns(x)
     lifetimes(x, v, w)
     third_column(x)
     record_intermediates(x, v, w)

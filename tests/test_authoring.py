@@ -57,8 +57,9 @@ def test_guide_covers_every_form():
 
 
 def test_a_lesson_written_from_the_guide_builds_and_verifies_first_time(site):
-    shutil.copy(ROOT / "experiments" / "multiple_paths.py", site.root / "experiments" / "multiple_paths.py")
     body = "\n\n".join(shown for shown, _ in examples())
+    for script in sorted(set(re.findall(r"^Experiment: (experiments/\w+\.py)$", body, re.M))):  # what they draw from
+        shutil.copy(ROOT / script, site.root / script)
     site.page("lessons/15-from-guide.md", "# 15 · 照着指南写的一课\n\n" + body + "\n")
     v = site.verify()
     assert v.returncode == 0, v.stderr

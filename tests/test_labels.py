@@ -66,7 +66,7 @@ def test_no_cjk_text_in_engine_code(path):
 
 
 def test_engine_templates_are_in_english():
-    for t in sorted((ROOT / "lessonkit" / "templates").iterdir()):
+    for t in sorted(p for p in (ROOT / "lessonkit" / "templates").rglob("*") if p.is_file()):
         assert not CJK.search(t.read_text(encoding="utf-8")), t.name
 
 

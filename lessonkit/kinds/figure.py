@@ -9,6 +9,14 @@ and, with ``Graph:``, ``Edge-labels: key`` (a list of ``{"from": child label,
 "ingrad": value}``: the value labels the child's edges in argument order) and
 ``Notes: key`` (``{node label: value}``: one more line in the node). The SVG is inline:
 no request, text selectable and searchable.
+
+Two more shapes draw numbers, checked before drawing (a located error says which value is
+wrong): ``Plot: key`` with ``Scale: loglog`` (``{"x": [..], "series": [{"name": .., "y":
+[..]}, …], "marks": [{"x": .., "name": ..}, …]}``, every value positive, one y per x;
+optional ``X-label:`` and ``Y-label:``) and ``Matrix: key`` (``{"matrix": [[..], …],
+"rows": [names], "columns": [names], "column": {"index": j, "values": [..], "label": ..},
+"row": {"index": i, "values": [..], "label": ..}}``: column j and row i picked out, each
+beside the vector it equals).
 """
 
 from __future__ import annotations
@@ -26,14 +34,16 @@ from lessonkit.kinds import _recorded
 from lessonkit.kinds.base import Kind, Resolved
 from lessonkit.util.text import whole_number
 
-SHAPES = ("Graph", "Broadcast", "Nested", "Alive")
-FORMAT = "1"  # bump when the HTML or the drawing changes shape
+SHAPES = ("Graph", "Broadcast", "Nested", "Alive", "Plot", "Matrix")
+SCALES = ("loglog",)  # what `Scale:` may say (a plot's axes)
+PLOT_FIELDS = ("Scale", "X-label", "Y-label")
+FORMAT = "2"  # bump when the HTML or the drawing changes shape
 
 
 class Figure(Kind):
     name = "figure"
     label = "FIGURE"
-    fields = ("Experiment", *SHAPES, "Title", "Caption", "Edge-labels", "Notes", "Precision")
+    fields = ("Experiment", *SHAPES, "Title", "Caption", "Edge-labels", "Notes", "Precision", *PLOT_FIELDS)
     required = ("Experiment",)
     citation = None
 
@@ -60,6 +70,7 @@ class Figure(Kind):
                         "remove it, or draw a graph",
                     )
                 )
+        out += _plot_header_problems(b)
         if b.body is not None:
             out.append(
                 Problem(
@@ -102,6 +113,16 @@ class Figure(Kind):
                     hint=f"`{field}:` names {what}",
                 )
 
+        if shape in CHECKED:  # numbers to draw: every value checked, the wrong one named
+            try:
+                return shape, CHECKED[shape](get(shape), b, fmt)
+            except BadData as exc:
+                raise LessonError(
+                    f"`{b.get(shape)}` in {r.job.label}'s recording is not {WHAT[shape]}: {exc}",
+                    path=b.path,
+                    line=b.line_of(shape),
+                    hint=f"`{shape}:` names {WHAT[shape]}",
+                ) from None
         what = {
             "Graph": "a recorded graph (record.graph)",
             "Broadcast": "an object with `g_in` and `sums`",
@@ -184,6 +205,12 @@ class Figure(Kind):
             )
         if shape == "Nested":
             return figures.nested_svg(data[0], title, trace=words["figure-trace"])
+        if shape == "Plot":
+            x, series, marks, x_label, y_label = data
+            return figures.loglog_svg(x, [tuple(s) for s in series], title, x_label, y_label, [tuple(m) for m in marks])
+        if shape == "Matrix":
+            cells, rows, columns, column, row = data
+            return figures.matrix_svg(cells, title, rows, columns, column, row)
         return figures.alive_svg(data[0], title, layer=words["figure-after-layer"])
 
     def render(self, renderer, r, anchor, result):
@@ -220,6 +247,181 @@ class Figure(Kind):
         caption = f" {b.get('Caption')}" if b.get("Caption") else ""
         words = project.site.labels
         return [words.fill("figure-plain", title=self.title(r, words), script=r.job.label) + caption]
+
+
+def _plot_header_problems(b) -> list[Problem]:
+    """`Scale:`, `X-label:` and `Y-label:` belong to a `Plot:`, which needs a `Scale:` it knows."""
+    out = []
+    if "Plot" not in b.fields:
+        for extra in PLOT_FIELDS:
+            if extra in b.fields:
+                out.append(Problem(f"`{extra}` belongs to a `Plot:` figure", b.path, b.line_of(extra), "remove it"))
+        return out
+    scale = b.get("Scale")
+    if scale is None:
+        out.append(Problem("a `Plot:` figure needs `Scale:`", b.path, b.line, "write `Scale: loglog`"))
+    elif scale not in SCALES:
+        out.append(
+            Problem(
+                f"`Scale: {scale}` is not a scale a plot is drawn on",
+                b.path,
+                b.line_of("Scale"),
+                f"write `Scale: {' | '.join(SCALES)}`",
+            )
+        )
+    return out
+
+
+# -- the numbers a Plot or a Matrix draws, checked ----------------------------------------------
+
+MAX_SERIES = len(figures.LIGHT)  # one colour, marker and dash each
+MAX_POINTS = 500
+MAX_CELLS = 12  # rows or columns of a matrix
+MAX_TEXT = 80  # characters of a name or label
+WHAT = {
+    "Plot": 'a plot {"x": [..], "series": [{"name": .., "y": [..]}, …]}',
+    "Matrix": 'a matrix {"matrix": [[..], …], "column": {..}, "row": {..}}',
+}
+
+
+class BadData(Exception):
+    """What is wrong with recorded figure data (``str(exc)`` names the value)."""
+
+
+def _number(v, what: str) -> float:
+    if isinstance(v, dict) and set(v) == {"scalar", "dtype"}:
+        v = v["scalar"]
+    if isinstance(v, dict) and set(v) == {"float"}:
+        raise BadData(f"{what} is {v['float']}, not a finite number")
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise BadData(f"{what} is {_what(v)}, not a number")
+    return float(v)
+
+
+def _numbers(v, what: str) -> list[float]:
+    """A list of numbers (a recorded list, or a one-dimensional recorded array)."""
+    if isinstance(v, dict) and set(v) == {"array", "shape", "dtype"}:
+        if len(v["shape"]) != 1:
+            raise BadData(f"{what} is an array of shape {tuple(v['shape'])}, not a list of numbers")
+        v = v["array"]
+    if not isinstance(v, list):
+        raise BadData(f"{what} is {_what(v)}, not a list of numbers")
+    return [_number(x, f"value {k} of {what}") for k, x in enumerate(v)]
+
+
+def _text(v, what: str) -> str:
+    if not isinstance(v, str):
+        raise BadData(f"{what} is {_what(v)}, not text")
+    if len(v) > MAX_TEXT:
+        raise BadData(f"{what} is {len(v)} characters long (at most {MAX_TEXT})")
+    return v
+
+
+def _what(v) -> str:
+    return {type(None): "null", bool: "a boolean", str: "text", list: "a list", dict: "an object"}.get(
+        type(v), "a number" if isinstance(v, (int, float)) else type(v).__name__
+    )
+
+
+def _positive(values: list[float], what: str, at=None) -> None:
+    for k, v in enumerate(values):
+        if not v > 0:
+            where = f" (at x = {at[k]:g})" if at is not None else ""
+            raise BadData(f"value {k} of {what} is {v:g}{where}: a logarithmic axis shows only positive numbers")
+
+
+def plot_data(raw, b, fmt) -> tuple:
+    """(x, [[name, ys], …], [[x, name], …], x label, y label), every value checked."""
+    if not isinstance(raw, dict) or "x" not in raw or "series" not in raw:
+        raise BadData(f"it is {_what(raw)} without `x` and `series`")
+    x = _numbers(raw["x"], "`x`")
+    if not x:
+        raise BadData("its `x` is empty")
+    if len(x) > MAX_POINTS:
+        raise BadData(f"it has {len(x)} points (a plot shows at most {MAX_POINTS})")
+    _positive(x, "`x`")
+    series = raw["series"]
+    if not isinstance(series, list) or not series:
+        raise BadData("it has no series" if series == [] else f"its `series` is {_what(series)}, not a list")
+    if len(series) > MAX_SERIES:
+        raise BadData(f"it has {len(series)} series (a plot shows at most {MAX_SERIES})")
+    out = []
+    for k, s in enumerate(series):
+        if not isinstance(s, dict) or "y" not in s or "name" not in s:
+            raise BadData(f"series {k} is {_what(s)} without `name` and `y`")
+        name = _text(s["name"], f"the name of series {k}")
+        ys = _numbers(s["y"], f"`y` of series {k} ({name})")
+        if not ys:
+            raise BadData(f"series {k} ({name}) is empty")
+        if len(ys) != len(x):
+            raise BadData(f"series {k} ({name}) has {len(ys)} values of y for {len(x)} values of x")
+        _positive(ys, f"`y` of series {k} ({name})", x)
+        out.append([name, ys])
+    marks = raw.get("marks", [])
+    if not isinstance(marks, list):
+        raise BadData(f"its `marks` is {_what(marks)}, not a list")
+    checked = []
+    for k, m in enumerate(marks):
+        if not isinstance(m, dict) or "x" not in m or "name" not in m:
+            raise BadData(f"mark {k} is {_what(m)} without `x` and `name`")
+        mx = _number(m["x"], f"`x` of mark {k}")
+        if not mx > 0:
+            raise BadData(f"`x` of mark {k} is {mx:g}: a logarithmic axis shows only positive numbers")
+        checked.append([mx, _text(m["name"], f"the name of mark {k}")])
+    return x, out, checked, b.get("X-label") or "", b.get("Y-label") or ""
+
+
+def matrix_data(raw, b, fmt) -> tuple:
+    """(cells, row names, column names, [j, values, label] or None, [i, values, label] or None) as text."""
+    fmt = recording.Format(precision=fmt.precision, integral="int")
+
+    def shown(v: float) -> str:
+        return recording.format_value(v, fmt)
+
+    if not isinstance(raw, dict) or "matrix" not in raw:
+        raise BadData(f"it is {_what(raw)} without `matrix`")
+    m = raw["matrix"]
+    if isinstance(m, dict) and set(m) == {"array", "shape", "dtype"}:
+        if len(m["shape"]) != 2:
+            raise BadData(f"its `matrix` is an array of shape {tuple(m['shape'])}, not two-dimensional")
+        m = m["array"]
+    if not isinstance(m, list) or not m or not all(isinstance(r, list) for r in m):
+        raise BadData("its `matrix` is not a non-empty list of rows")
+    rows = [_numbers(r, f"row {k} of `matrix`") for k, r in enumerate(m)]
+    n = len(rows[0])
+    if not n or any(len(r) != n for r in rows):
+        raise BadData(f"the rows of its `matrix` have {', '.join(str(len(r)) for r in rows)} entries, not one length")
+    if len(rows) > MAX_CELLS or n > MAX_CELLS:
+        raise BadData(f"its `matrix` is {len(rows)}×{n} (a figure shows at most {MAX_CELLS}×{MAX_CELLS})")
+    names = {}
+    for key, count in (("rows", len(rows)), ("columns", n)):
+        v = raw.get(key)
+        if v is None:
+            names[key] = None
+            continue
+        if not isinstance(v, list) or len(v) != count:
+            raise BadData(f"its `{key}` should be a list of {count} names (the matrix has {count} {key})")
+        names[key] = [_text(t, f"name {k} of `{key}`") for k, t in enumerate(v)]
+    picked = {}
+    for key, count, length, across in (("column", n, len(rows), "rows"), ("row", len(rows), n, "columns")):
+        p = raw.get(key)
+        if p is None:
+            picked[key] = None
+            continue
+        if not isinstance(p, dict) or not {"index", "values", "label"} <= set(p):
+            raise BadData(f"its `{key}` is {_what(p)} without `index`, `values` and `label`")
+        i = p["index"]
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < count:
+            raise BadData(f"the `index` of its `{key}` is {i!r}, not one of 0…{count - 1}")
+        values = _numbers(p["values"], f"`values` of its `{key}`")
+        if len(values) != length:
+            raise BadData(f"its `{key}` has {len(values)} values, but the matrix has {length} {across}")
+        picked[key] = [i, [shown(v) for v in values], _text(p["label"], f"the `label` of its `{key}`")]
+    cells = [[shown(v) for v in r] for r in rows]
+    return cells, names["rows"], names["columns"], picked["column"], picked["row"]
+
+
+CHECKED = {"Plot": plot_data, "Matrix": matrix_data}
 
 
 KIND = Figure()

@@ -94,6 +94,7 @@ def check(project: Project, pages: list[Path] | None = None) -> Report:
             report.problems += exc.problems
             continue
         resolved, problems = project.resolve_page(parsed)
+        problems += parsed.engine_html  # raw HTML imitating the engine's blocks (the build reports it too)
         report.resolved[project.rel(path)] = resolved
         report.inline[project.rel(path)] = refs = [item.ref for item in parsed.inline]
         for ref in refs:  # inline references: `line` resolved, `value` names an experiment

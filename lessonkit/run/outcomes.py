@@ -63,6 +63,13 @@ _STORED = {
 }
 
 
+RECORD_WHY = {
+    "missing": "none is stored for its key",
+    "damaged": "the stored one is damaged",
+    "unsealed": "the stored one does not carry this cache's seal: it was rewritten outside lessonkit",
+    "stale": "the stored one is not a passing run of this key",
+}
+
 _OOM = ("MemoryError", "Unable to allocate", "Cannot allocate memory", "std::bad_alloc")
 
 
@@ -81,6 +88,11 @@ def failure(result: Result | None, job: Job, timeout: int) -> LessonError:
         return LessonError(
             f"experiment {label} ran while the pinned tree changed; its output is not used",
             hint="an experiment of this build wrote into the pinned tree; see the manifest lines",
+        )
+    if result.problem.startswith("not recorded: "):  # a check of a built site (Runner.recorded) runs nothing
+        return LessonError(
+            f"no result of experiment {label} is recorded in the build cache ({RECORD_WHY[result.problem[14:]]})",
+            hint="build the site again (`nox -s build`) with the same LESSONKIT_CACHE",
         )
     if result.problem.startswith("record: "):
         return LessonError(

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from lessonkit.config import environment
 from lessonkit.run.box import sandbox
-from lessonkit.util import store
+from lessonkit.util import seal, store
 from lessonkit.run.box.tree import CheckedTree
 from lessonkit.errors import LessonError, Problem
 from lessonkit.util.fs import atomic_write, owned_path, remove_owned
@@ -36,7 +36,7 @@ OUTPUT_CAP = 64 * 1024  # stdout shown on the page; the rest is counted
 STDERR_CAP = 16 * 1024  # stderr kept (its end)
 FILE_LIMIT = 64 * 1024 * 1024  # largest file a script may write, its stdout included (RLIMIT_FSIZE)
 RECORD_LIMIT = 4 * 1024 * 1024  # the record file (LESSONKIT_RECORD)
-KEY_SCHEMA = "lessonkit-exp-3"
+KEY_SCHEMA = "lessonkit-exp-4"  # 4: entries carry a seal (lessonkit.util.seal)
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
 LISTING = re.compile(rb"importlib|__import__|\brunpy\b|\bglob\b|iterdir|listdir|scandir|os\.walk|\bexec\(")
 
@@ -111,10 +111,12 @@ class Runner:
         )
         self._ran = False  # an experiment ran since the last recheck
         self._warned_store = False
+        self._warned_seal = False
         environment.sandbox_mode()  # a bad LESSONKIT_SANDBOX is one located error, before any box
         sandbox.BOXES.reset()
         sandbox.sweep_leftovers()
         store.sweep(self.cache_root)  # half-written entries of killed builds (dead owners only)
+        seal.key(self.cache_root)  # made before any box starts, so that every box covers it
 
     def key(self, job: Job) -> str:
         return hashlib.sha256(
@@ -148,39 +150,74 @@ class Runner:
             )
         return self._siblings[source]
 
-    def cached(self, job: Job) -> Result | None:
-        """The stored result of a passing run, checked: shape, key and the digest of its value
-        (an entry that fails is dropped and the job runs again)."""
-        path = self.cache / f"{self.key(job)}.json"
+    def entry(self, key: str) -> tuple[Result | None, str]:
+        """The stored result for ``key``, checked, without changing the cache: ``(result, "")``, or
+        ``(None, why)`` with ``why`` one of "missing", "damaged" (shape or digest), "unsealed" (a
+        right digest but not this cache's seal: rewritten by something without the key, see
+        :mod:`lessonkit.util.seal`) or "stale" (another key, or a failed run)."""
+        path = self.cache / f"{key}.json"
         try:
             if path.is_symlink():
                 raise ValueError("a link")
             data = json.loads(path.read_text(encoding="utf-8"))
             if (
                 not isinstance(data, dict)
-                or set(data) != set(_STORED) | {"check"}
+                or set(data) != set(_STORED) | {"check", "seal"}
                 or not all(isinstance(data[k], t) for k, t in _STORED.items())
+                or not isinstance(data["seal"], str)
             ):
                 raise ValueError("not a cache entry")
-            check = data.pop("check")
+            check, mark = data.pop("check"), data.pop("seal")
             if check != _check(data):
                 raise ValueError("digest")
+            if not seal.sealed(self.cache_root, mark, b"experiment", str(check).encode()):
+                return None, "unsealed"
             result = Result(**{**data, "cached": True})
-            if result.key != self.key(job) or not result.ok:
-                raise ValueError("stale")
-            return result
+            if result.key != key or not result.ok:
+                return None, "stale"
+            return result, ""
         except FileNotFoundError:
-            return None
+            return None, "missing"
         except (ValueError, TypeError, OSError, RecursionError):
-            with contextlib.suppress(Exception):
-                remove_owned(self.cache_root, "experiments", path.name)  # damaged: drop it, run again
-            return None
+            return None, "damaged"
+
+    def cached(self, job: Job) -> Result | None:
+        """The stored result of a passing run, checked: shape, key, the digest of its value and its
+        seal (an entry that fails is dropped and the job runs again)."""
+        key = self.key(job)
+        result, why = self.entry(key)
+        if result is not None or why == "missing":
+            return result
+        if why == "unsealed" and not self._warned_seal:
+            self._warned_seal = True
+            log.warning(
+                f"lessonkit: the cached result of {job.label} has a right digest but not this cache's seal "
+                "(it was rewritten outside lessonkit); it is run again, not used"
+            )
+        with contextlib.suppress(Exception):
+            remove_owned(self.cache_root, "experiments", f"{key}.json")  # damaged: drop it, run again
+        return None
+
+    def recorded(self, jobs: list[Job]) -> dict[str, tuple[Result | None, str]]:
+        """What the cache holds for each job (:meth:`entry`), for a check of a built site; from now
+        on :meth:`run` answers these jobs from it and never runs them (one that is not recorded
+        is a failed result whose ``problem`` says why)."""
+        out: dict[str, tuple[Result | None, str]] = {}
+        for job in jobs:
+            key = self.key(job)
+            if key in out:
+                continue
+            out[key] = result, why = self.entry(key)
+            with self._lock:
+                self._done[key] = result or Result(key, -1, "", "", 0, 0.0, 0.0, problem=f"not recorded: {why}")
+        return out
 
     def _store(self, result: Result) -> None:
         """Write a passing result atomically (``fsutil.atomic_write``) with a digest of its value;
         a read-only or full cache only costs time: one warning, the build goes on."""
         data = {k: v for k, v in asdict(result).items() if k != "cached"}
         data["check"] = _check(data)
+        data["seal"] = seal.seal(self.cache_root, b"experiment", data["check"].encode())
         try:
             self.cache.mkdir(parents=True, exist_ok=True)
             path = owned_path(self.cache_root, "experiments", f"{result.key}.json")
@@ -371,6 +408,7 @@ class Runner:
                     protect=self._protected(),
                     project_root=self.project_root,
                     mounts=[(common.pinned, box.pinned), (common.project, box.project)] if common else [],
+                    hide=[self.cache_root / seal.FOLDER],  # no box reads the key that seals the cache
                 )
                 try:
                     proc = sandbox.launch(box, spec, out, err)

@@ -93,6 +93,7 @@ def on_config(config: "MkDocsConfig") -> None:
         events.build = b
     else:  # registers its on_* methods for the rest of this configuration's build
         config.plugins[PLUGIN] = BuildEvents(b)
+    b.forget_site(Path(config.site_dir))  # until this build succeeds, nothing vouches for the folder
     cached = " (build cache)" if tree.cached else ""
     log.info(f"lessonkit: pinned {b.project.pin.version} ({b.project.pin.short}) from {tree.provider}{cached}")
     plugin = config.plugins.get("mkdocstrings")  # the API reference reads the pinned tree
@@ -203,6 +204,7 @@ class BuildEvents:
         order = lk_build.render_order(listed, b.project, plan.with_experiments, set(plan.late))
         files = Files([every[n] for n in order])
         b.urls = {f.src_uri: f.url for f in files}
+        b.dests = {f.src_uri: f.dest_uri for f in files}
         return files
 
     def on_page_markdown(self, markdown: str, page: "Page", config: "MkDocsConfig", files: "Files") -> str:
@@ -255,7 +257,9 @@ class BuildEvents:
         """A build that stops early leaves nothing running behind it (serve goes on to the next)."""
         self.build.cancel()
 
+    @event_priority(-100)  # after every plugin has written its files: the record lists what the folder holds
     def on_post_build(self, config: "MkDocsConfig") -> None:
         self.build.check_links(Path(config.site_dir))
+        self.build.record_site(Path(config.site_dir))  # for `verify --site`; only when there is no problem
         if self.build.problems:
             raise Abort(f"lessonkit: {len(self.build.problems)} annotation problem(s); see the lines above")

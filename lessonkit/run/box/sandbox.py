@@ -325,6 +325,7 @@ class Spec:
     protect: list[Path] = field(default_factory=list)  # made read-only in the box
     project_root: Path | None = None  # its entries are hidden, except the interpreter's folder
     mounts: list[tuple[Path, Path]] = field(default_factory=list)  # (copy, place in the box), read-only
+    hide: list[Path] = field(default_factory=list)  # covered by an empty mount (the cache's seal key)
 
 
 def _hidden_entries(root: Path) -> list[str]:
@@ -349,7 +350,7 @@ def launch(box: Box, spec: Spec, stdout, stderr) -> subprocess.Popen:
         "namespaces": ns,
         "cgroup": str(box.cgroup) if box.cgroup else None,
         "read_only": [str(p) for p in spec.protect],
-        "hide": _hidden_entries(spec.project_root) if spec.project_root else [],
+        "hide": (_hidden_entries(spec.project_root) if spec.project_root else []) + [str(p) for p in spec.hide],
         "box_dir": str(box.dir),
         "box_root": str(box.root) if box.root else None,
         "box_read_only": [[str(src), str(dst)] for src, dst in spec.mounts],

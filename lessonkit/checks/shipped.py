@@ -220,7 +220,19 @@ class SiteCheck:
                         Problem(f"the build that wrote {at}/ wrote no page for it", page, None, REBUILD)
                     )
                 continue
-            if rec["blocks"].get(page) != emitted.get(page) or page not in rec["pages"]:
+            recorded, now = rec["blocks"].get(page) or [], emitted.get(page) or []
+            for a, b in zip(recorded, now):
+                if a[:3] == b[:3] and a[3] != b[3] and b[3] is not None:  # (a missing run: the block says why)
+                    self.problems.append(
+                        Problem(
+                            f"the run of {a[1]} block #{a[0]} in the build cache is not the one the build that wrote "
+                            f"{at}/ showed: its cache entry changed after the build",
+                            self.pages_dest(page),
+                            None,
+                            REBUILD,
+                        )
+                    )
+            if [x[:3] for x in recorded] != [x[:3] for x in now] or page not in rec["pages"]:
                 self.stale.add(page)
                 self.problems.append(
                     Problem(
@@ -309,6 +321,11 @@ class SiteCheck:
                 out += shown.compare_cells(doc, i, exp, what, where)
         out += shown.prose_values(self, doc, where, page, verified)
         return out
+
+    def pages_dest(self, page: str) -> str:
+        """Where a problem of a page of docs/ is reported: its HTML file, else the page."""
+        dest = self.record["pages"].get(page)
+        return f"{self.label}/{dest}" if dest else page
 
     def pinned_text(self, file: str, a: int, b: int) -> str | None:
         """Lines ``a``–``b`` of a file of the pinned tree as a real-source block shows them (uniform

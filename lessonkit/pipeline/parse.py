@@ -301,27 +301,26 @@ def engine_html(line: str, path: str, lineno: int, badges: tuple[str, ...] = ())
     text = line
     for a, b in reversed(spans):
         text = text[:a] + " " * (b - a) + text[b:]
-    out = []
     plain = unescape(text) if "&" in text else text
+    engine, attr_list = [], False
     for m in ENGINE_CLASS.finditer(plain):
         if m["attr"] is not None:
             classes = [c["dot"] or c["dq"] or c["sq"] or c["uq"] or "" for c in ATTR_CLASS.finditer(m["attr"])]
             classes = [w for c in classes for w in c.split()]
         else:
             classes = (m["dq"] if m["dq"] is not None else m["sq"] if m["sq"] is not None else m["uq"]).split()
-        engine = [c for c in classes if c.startswith("lk-")]
-        if engine:
-            instead = next((what for names, what in INSTEAD if any(c in names for c in engine)), "an annotation block")
-            what = "an attribute list `{: … }`" if m["attr"] is not None else "raw HTML"
-            out.append(
-                Problem(
-                    f"{what} uses the engine class {engine[0]}",
-                    path,
-                    lineno,
-                    f"write {instead} instead",
-                    code=ENGINE_HTML,
-                )
+        found = [c for c in classes if c.startswith("lk-")]
+        attr_list = attr_list or (bool(found) and m["attr"] is not None and not engine)
+        engine += found
+    if engine:  # one line of the page, one problem: the first class it uses, the block it imitates
+        instead = next((what for names, what in INSTEAD if any(c in names for c in engine)), "an annotation block")
+        what = "an attribute list `{: … }`" if attr_list else "raw HTML"
+        return [
+            Problem(
+                f"{what} uses the engine class {engine[0]}", path, lineno, f"write {instead} instead", code=ENGINE_HTML
             )
+        ]
+    out = []
     for badge in badges:
         if badge and re.search(r">\s*" + re.escape(badge) + r"\s*</?[A-Za-z]", plain):
             out.append(

@@ -384,7 +384,7 @@ def test_the_pinned_trees_provider_record_keeps_the_format_every_version_reads(t
         ),
         (
             '<span style="color:red">真实源码 REAL SOURCE</span>',
-            "raw HTML shows the engine's badge 「真实源码 REAL SOURCE」 outside a block — write the annotation block "
+            "raw HTML shows the engine's badge \"真实源码 REAL SOURCE\" outside a block — write the annotation block "
             "instead; only the engine shows its badges",
         ),
         ('写 `<div class="lk-block">` 没用', None),
@@ -416,3 +416,13 @@ def test_the_scanner_reads_tags_as_a_browser_does():
     assert opened == [("p", [], 1), ("div", ["lk-block"], 3), ("div", ["lk-badge"], 5), ("script", [], 7), ("p", [], 9)]
     assert [name for name, _, _ in doc.raw] == ["script"]
     assert doc.text(0, len(doc.html)) == "tcb<x>"
+
+
+def test_a_new_cache_gets_its_key_on_first_use(tmp_path):
+    """A build on an empty cache seals with the key the next build reads (not one of its own process)."""
+    seal.forget()
+    cache = tmp_path / "new" / "cache"
+    mark = seal.seal(cache, b"x")
+    seal.forget()
+    assert seal.key_path(cache).is_file() and seal.seal(cache, b"x") == mark
+    seal.forget()

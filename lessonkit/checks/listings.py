@@ -116,7 +116,7 @@ def imitations(check, doc: Doc, where: str, verified: list[int]) -> list[Problem
         m = RAW_CLAIM.search(doc.html, a, b)
         badge = next((x for x in check.badges if x in doc.html[a:b]), None)
         if m or badge:
-            shown = m.group(0) if m else f"the badge 「{badge}」"
+            shown = m.group(0) if m else f"the badge \"{badge}\""
             out.append(
                 Problem(
                     f"a <{name}> on the page carries {shown}, which only lessonkit's own blocks may show",
@@ -137,7 +137,7 @@ def imitations(check, doc: Doc, where: str, verified: list[int]) -> list[Problem
             if "class" in attrs or "style" in attrs:
                 out.append(
                     Problem(
-                        f"an element shows the engine's badge 「{short(m.group(0)[1:-1])}」 outside its blocks",
+                        f"an element shows the engine's badge \"{short(m.group(0)[1:-1])}\" outside its blocks",
                         where,
                         None,
                         IMITATES.format(instead="the annotation block"),

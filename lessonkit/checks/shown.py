@@ -110,7 +110,7 @@ def compare_block(check, doc: Doc, i: int, exp, what: str, where: str) -> list[P
         missing = [n for n in want_names if n not in got_names]
         if "lk-disclaimer" in missing:
             label = next(t for n, t, _ in exp.parts if n == "lk-disclaimer")
-            out.append(Problem(f"{what} has no disclaimer label (「{short(label)}」)", where, None, HINT))
+            out.append(Problem(f'{what} has no disclaimer label ("{short(label)}")', where, None, HINT))
         else:
             extra = [n for n in got_names if n not in want_names]
             out.append(

@@ -325,7 +325,7 @@ def engine_html(line: str, path: str, lineno: int, badges: tuple[str, ...] = ())
         if badge and re.search(r">\s*" + re.escape(badge) + r"\s*</?[A-Za-z]", plain):
             out.append(
                 Problem(
-                    f"raw HTML shows the engine's badge 「{badge}」 outside a block",
+                    f"raw HTML shows the engine's badge \"{badge}\" outside a block",
                     path,
                     lineno,
                     "write the annotation block instead; only the engine shows its badges",

@@ -55,6 +55,7 @@ def _make(folder: Path, path: Path) -> bytes:
     """A new key in ``path``: written to a private temporary file, then linked into place (never
     over an existing key, so that concurrent first builds agree on one); an existing key that is
     not private or not a key is replaced."""
+    folder.parent.mkdir(parents=True, exist_ok=True)  # a new cache: the key is its first file
     folder.mkdir(mode=0o700, exist_ok=True)
     os.chmod(folder, 0o700)
     key = secrets.token_bytes(32)

@@ -235,19 +235,38 @@ def _install(session: nox.Session, reqs: list[str]) -> None:
     stamp.write_text(lock)
 
 
+# The site folders `build` wrote in this nox run: `verify` then checks what ships (`--site`). A
+# site/ left by an earlier run is not checked: it may be older than the lessons.
+BUILT: list[str] = []
+
+
+def _site_dir(posargs: list[str]) -> str:
+    """The folder `mkdocs build` writes: `-d DIR`/`--site-dir DIR` among the arguments, else site/."""
+    for n, arg in enumerate(posargs):
+        if arg in ("-d", "--site-dir") and n + 1 < len(posargs):
+            return posargs[n + 1]
+        if arg.startswith("--site-dir="):
+            return arg.split("=", 1)[1]
+    return "site"
+
+
 @nox.session(venv_backend="none")
 def build(session: nox.Session) -> None:
     """Build the site into site/ (mkdocs build --strict), running the experiments."""
     _install(session, BUILD_REQS)
     session.run("mkdocs", "build", "--strict", *session.posargs, env=ENV)
+    BUILT.append(_site_dir(session.posargs))
 
 
 @nox.session(venv_backend="none")
 def verify(session: nox.Session) -> None:
-    """Verify the pin, every excerpt and the excerpt map; `-- --update-map` rewrites the map."""
+    """Verify the pin, every excerpt and the excerpt map; `-- --update-map` rewrites the map. After
+    `build` in the same run (`nox -s build verify`), also every HTML file the build wrote (`--site`)."""
     _install(session, BUILD_REQS)
     # The whole site: also prove that verify catches a one-character change (same process).
     extra = [] if session.posargs else ["--mutate"]
+    if BUILT and not session.posargs and (ROOT / BUILT[-1]).is_dir():
+        extra += ["--site", BUILT[-1]]
     session.run("python", "-m", "lessonkit", "verify", *extra, *session.posargs, env=ENV)
 
 

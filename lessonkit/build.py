@@ -43,6 +43,7 @@ from lessonkit.site import citations as site
 from lessonkit.checks import verify
 from lessonkit.errors import LessonError, Problem
 from lessonkit.pipeline.markdown import PageContext
+from lessonkit.pipeline.parse import ENGINE_HTML
 from lessonkit.project import Project
 from lessonkit.pipeline.render import Deferred
 
@@ -170,6 +171,7 @@ class Build:
     citations: list = field(default_factory=list)
     generated: dict = field(default_factory=dict)  # uri -> (origin, file) of code pages
     urls: dict[str, str] = field(default_factory=dict)  # uri -> url
+    dests: dict[str, str] = field(default_factory=dict)  # uri -> the file it is written to, in the site folder
     api: set[str] = field(default_factory=set)  # documented API object paths
     deferred: dict[str, Deferred] = field(default_factory=dict)  # uri -> code filled after the search index
     nonce: str = field(default_factory=lambda: secrets.token_hex(4))
@@ -319,6 +321,8 @@ class Build:
                     raw = project.read_page(Path(path))
                 except LessonError as exc:
                     problems += exc.problems
+        if path and self.report is not None:  # raw HTML imitating the engine's blocks (found by verify.check)
+            problems += [p for p in self.report.problems if p.code == ENGINE_HTML and p.path == rel]
         deferred = self.deferred[uri] = Deferred(self.nonce, {})
         self.current = PageContext(
             rel,
@@ -452,6 +456,22 @@ class Build:
         if self.scanner is not None and self.to_scan is not None:
             self.scanner.written(self.to_scan)
         self.to_scan = dest
+
+    def forget_site(self, site_dir: Path) -> None:
+        """A build of ``site_dir`` starts: until it succeeds, no record says what the folder holds."""
+        from lessonkit.checks import record
+
+        if self.command == "build":
+            record.forget(self.project, site_dir)
+
+    def record_site(self, site_dir: Path) -> None:
+        """The build wrote ``site_dir`` without a problem: record what it holds, for ``verify --site``
+        (:mod:`lessonkit.checks.record`)."""
+        from lessonkit.checks import record
+
+        if self.command != "build" or self.problems or self.report is None:
+            return
+        record.write(self.project, site_dir, self.report, self.results(), self.dests, self.generated)
 
     def check_links(self, site_dir: Path) -> None:
         """Check every link of the written site."""

@@ -148,9 +148,15 @@ class Project:
             )
         return text
 
+    @cached_property
+    def badges(self) -> tuple[str, ...]:
+        """The badges of the engine's blocks, as this series words them (raw HTML may not show them)."""
+        labels = self.site.labels
+        return tuple(labels[k] for k in ("real-source", "teaching-simplification", "experiment", "snapshot"))
+
     def parse(self, path: Path, text: str | None = None, offset: int = 0) -> ParsedPage:
         text = self.read_page(path) if text is None else text
-        return parse_page(text, self.rel(path), offset, kinds=self.kinds)
+        return parse_page(text, self.rel(path), offset, kinds=self.kinds, badges=self.badges)
 
     # -- resolution: the one code path
     def resolve(self, block: Block) -> Resolved:

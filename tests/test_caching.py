@@ -56,7 +56,7 @@ def test_store_roundtrip_memory_and_disk(tmp_path, monkeypatch):
     assert s.get(key) is None
     assert s.get_or_make(key, lambda: "value") == "value"
     assert (s.hits, s.misses) == (0, 1)
-    assert store.decode_entry("render", key, (tmp_path / "render" / key).read_bytes()) == "value"
+    assert store.decode_entry("render", key, (tmp_path / "render" / key).read_bytes(), tmp_path) == "value"
     monkeypatch.setattr(store, "_MEMORY", {})  # a new process: only the disk remains
     again = store.Store(tmp_path, "render")
     assert again.get_or_make(key, lambda: pytest.fail("recomputed a cached value")) == "value"
@@ -82,7 +82,7 @@ def test_damaged_store_entry_is_redone(tmp_path):
     (tmp_path / "render").mkdir()
     (tmp_path / "render" / key).write_bytes(b"\xff\xfe not utf-8")
     assert s.get_or_make(key, lambda: "fresh") == "fresh"
-    assert store.decode_entry("render", key, (tmp_path / "render" / key).read_bytes()) == "fresh"
+    assert store.decode_entry("render", key, (tmp_path / "render" / key).read_bytes(), tmp_path) == "fresh"
     assert s.dropped == 1
 
 

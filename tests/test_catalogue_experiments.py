@@ -37,6 +37,7 @@ from lessonkit.run.box import jail as jails
 from lessonkit.run.box import sandbox
 from lessonkit.run.runner import Job, Runner
 from lessonkit.source.pin import load_pin
+from lessonkit.util import seal
 
 P = "docs/p.md"
 AT = 3  # the block's fence line
@@ -460,6 +461,9 @@ def box_site(tmp_path_factory, pinned_root):
     (site.root / "mini-autograd" / "mini_autograd.py").write_text("X = 1\n")
     (site.cache / "experiments").mkdir(parents=True)
     (site.cache / "experiments" / "planted.json").write_text("{}")
+    seal.key(
+        site.cache
+    )  # a runner makes the cache's seal key first: made here, the cache's digest before a case holds it
     pinned = base / "pinned"
     shutil.copytree(pinned_root, pinned)
     pin = load_pin(site.root / "sourcemap")

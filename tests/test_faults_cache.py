@@ -118,7 +118,7 @@ def assert_entries_valid(cache: Path, skip=()) -> None:
         for entry in folder.iterdir() if folder.is_dir() else []:
             if entry in skip or kind == "pin" and not entry.name.endswith(".provider"):
                 continue  # the pinned tree and the archive: checked against the manifest on use
-            assert store.decode_entry(kind, entry.name, entry.read_bytes()) is not None, entry
+            assert store.decode_entry(kind, entry.name, entry.read_bytes(), cache) is not None, entry
 
 
 # ---------------------------------------------------------------- paths: defence in depth
@@ -289,7 +289,7 @@ def test_a_damaged_entry_is_dropped_and_made_again(tmp_path, damage, monkeypatch
     again = store.Store(tmp_path, "render")
     assert again.get(key) is None and again.dropped == 1
     assert again.get_or_make(key, lambda: "fresh") == "fresh"
-    assert store.decode_entry("render", key, (tmp_path / "render" / key).read_bytes()) == "fresh"
+    assert store.decode_entry("render", key, (tmp_path / "render" / key).read_bytes(), tmp_path) == "fresh"
     assert not (tmp_path / "render" / key).is_symlink() and outside.exists()
 
 
@@ -337,8 +337,8 @@ def test_damaged_cache_entries_never_change_the_site(reference, tmp_path, damage
     for target in damaged:
         kind = target.parent.name
         value = store.Store(cache, kind).get(target.name)
-        assert value is None or store.decode_entry(kind, target.name, target.read_bytes()) == value, target
-    assert store.decode_entry("pin", f"{COMMIT}.provider", (cache / "pin" / f"{COMMIT}.provider").read_bytes())
+        assert value is None or store.decode_entry(kind, target.name, target.read_bytes(), cache) == value, target
+    assert store.decode_entry("pin", f"{COMMIT}.provider", (cache / "pin" / f"{COMMIT}.provider").read_bytes(), cache)
 
 
 # ---------------------------------------------------------------- a cache that cannot be written

@@ -49,6 +49,9 @@ class FakeBuild:
         self.calls.append("prestart")
         self.prestarted = paths
 
+    def forget_site(self, site_dir):
+        self.calls.append("forget_site")
+
     def cancel(self):
         self.cancelled += 1
 
@@ -181,7 +184,8 @@ def test_on_config_gives_each_configuration_its_own_build_and_events(project):
     b.plugins.on_config(b)
     build_a, build_b = mkdocs_hooks.build_of(a), mkdocs_hooks.build_of(b)
     assert FakeBuild.made == [build_a, build_b] and build_a.root == project.resolve()
-    assert build_a.calls == build_b.calls == ["start", "prestart"]  # the pages are checked in on_config
+    # the pages are checked in on_config; the record of the site folder is forgotten until the build succeeds
+    assert build_a.calls == build_b.calls == ["start", "prestart", "forget_site"]
     for config, build in ((a, build_a), (b, build_b)):
         # first of the on_config handlers: the prewarm works while Material's search loads jieba
         assert config.plugins.events["config"][0] is mkdocs_hooks.on_config

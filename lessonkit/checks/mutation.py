@@ -227,3 +227,162 @@ def _check(copy: Path, pin, pinned: Tree, block: Block, e: dict, m: Mutation, or
         resolve_caught = True
         how += f"; resolve: error ({exc.problem.message[:60]})"
     return Outcome(e["page"], e["block"], block.line, m, manifest_caught, resolve_caught, how)
+
+
+# ---------------------------------------------------------------- the written site (verify --site)
+
+
+@dataclass(frozen=True)
+class SiteOutcome:
+    file: str  # the HTML file, in the site folder
+    target: str  # what was changed, e.g. "real-source block autograd/core.py L25–L32"
+    offset: int
+    old: str
+    new: str
+    detail: str  # the first problem verify --site reported, or why nothing was caught
+    caught: bool
+
+    def problem(self) -> Problem:
+        return Problem(
+            f"site mutation not caught: {self.target}, {self.old!r}→{self.new!r} at offset {self.offset} "
+            f"({self.detail})",
+            self.file,
+            None,
+            "verify --site would miss this change; strengthen lessonkit.checks.shipped",
+        )
+
+
+@dataclass
+class SiteMutationReport:
+    outcomes: list[SiteOutcome]
+    problems: list[Problem]
+
+    @property
+    def caught(self) -> int:
+        return sum(1 for o in self.outcomes if o.caught)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and self.caught == len(self.outcomes)
+
+    def summary(self) -> str:
+        n = len(self.outcomes)
+        pct = 100.0 * self.caught / n if n else 100.0
+        return f"mutations: {self.caught}/{n} caught ({pct:.0f}%)"
+
+
+def _visible(doc, start: int, end: int, skip=()) -> list[int]:
+    """Offsets of the letters and digits a reader sees between two offsets (outside tags, character
+    references and ``skip`` ranges)."""
+    import re
+
+    import bisect
+
+    out, pos = [], start
+    k = 0
+    cuts = sorted(skip)
+    starts = doc.memo.get("starts") or doc.memo.setdefault("starts", [t.start() for t in doc.tags])
+    inside = doc.tags[bisect.bisect_left(starts, start) : bisect.bisect_left(starts, end)]
+    for m in [*inside, None]:
+        stop = m.start() if m is not None else end
+        for e in re.finditer(r"&[#\w]+;|[^\W_]", doc.html[pos:stop]):
+            at = pos + e.start()
+            while k < len(cuts) and cuts[k][1] <= at:
+                k += 1
+            if e.group(0)[0] != "&" and not (k < len(cuts) and cuts[k][0] <= at):
+                out.append(at)
+        if m is None:
+            break
+        pos = max(pos, m.end())
+    return out
+
+
+def site_targets(check) -> list[tuple[str, str, int]]:
+    """(file, what, offset): one character to change in each real-source block's code, each
+    experiment's output, each teaching block's disclaimer and each source page's code."""
+    from lessonkit.checks.htmlscan import Doc
+
+    out = []
+    for rel, page in sorted(check.pages.items()):
+        if page not in check.expected or rel not in check.files:
+            continue
+        doc = check.docs.get(rel) or Doc(check.files[rel].decode("utf-8", "replace"))
+        ids = {}
+        for i, m in enumerate(doc.tags):
+            if not m[1] and "id=" in m[3] and "lk-" in m[3]:
+                ids.setdefault(doc.attrs(i).get("id"), i)
+        for exp in check.expected[page]:
+            i = ids.get(exp.anchor)
+            kind = exp.r.kind.name
+            want = {"real-source": "highlight", "experiment": "lk-output", "teaching-simplification": "lk-disclaimer"}
+            if i is None or kind not in want:
+                continue
+            part = next(
+                (
+                    j
+                    for j in range(i + 1, doc.close_of(i))
+                    if not doc.tags[j][1] and want[kind] in doc.tags[j][3] and want[kind] in doc.classes(j)
+                ),
+                None,
+            )
+            if part is None:
+                continue
+            a, b = doc.inner(part)
+            skip = [doc.span(k) for k in range(part + 1, doc.close_of(part)) if "linenos" in doc.tags[k][3]]
+            spots = _visible(doc, a, b, skip)
+            if spots:
+                what = {"highlight": "the code of", "lk-output": "the output of", "lk-disclaimer": "the disclaimer of"}
+                target = what[want[kind]] + " " + _site_what(exp)
+                out.append((rel, target, spots[len(spots) // 2] if kind != "teaching-simplification" else spots[0]))
+    for rel, (origin, file) in sorted(check.record["code_pages"].items()):
+        if rel not in check.files:
+            continue
+        doc = check.docs.get(rel) or Doc(check.files[rel].decode("utf-8", "replace"))
+        box = next((i for i, m in enumerate(doc.tags) if not m[1] and "lk-source" in m[3]), None)
+        if box is None:
+            continue
+        a, b = doc.inner(box)
+        skip = [
+            doc.span(k)
+            for k in range(box + 1, doc.close_of(box))
+            if "lk-ln" in doc.tags[k][3] or "lk-cites" in doc.tags[k][3]
+        ]
+        spots = _visible(doc, a, b, skip)
+        if spots:
+            out.append((rel, f"the source page of {file}", spots[len(spots) // 2]))
+    return out
+
+
+def _site_what(exp) -> str:
+    r = exp.r
+    if r.kind.name == "real-source":
+        return f"real-source block {r.excerpt.file} L{r.excerpt.start}–L{r.excerpt.end}"
+    return f"{r.kind.name} block #{exp.anchor} ({r.block.path}:{r.block.line})"
+
+
+def run_site(check) -> SiteMutationReport:
+    """Change one character of what each engine element shows (see :func:`site_targets`) in a copy
+    of the page's HTML, and ask :meth:`lessonkit.checks.shipped.SiteCheck.page` about the copy: each
+    change must be reported. The unchanged pages must pass first (verify --site did)."""
+    report = SiteMutationReport([], [])
+    by_file: dict[str, list] = {}
+    for rel, target, offset in site_targets(check):
+        by_file.setdefault(rel, []).append((target, offset))
+    from lessonkit.checks.htmlscan import Doc
+
+    for rel, targets in by_file.items():
+        doc = check.docs.get(rel) or Doc(check.files[rel].decode("utf-8", "replace"))
+        html = doc.html
+        if check.page(rel, html, doc=doc):
+            report.problems.append(
+                Problem("the page does not pass verify --site unchanged", f"{check.label}/{rel}", None, "run it first")
+            )
+            continue
+        for target, offset in targets:
+            old = html[offset]
+            new = _swap(old)  # a letter or digit for a letter or digit: no tag moves (Doc.with_text)
+            mutated = html[:offset] + new + html[offset + 1 :]
+            found = check.page(rel, mutated, doc=doc.with_text(mutated, offset))
+            detail = found[0].message if found else "verify --site reported nothing"
+            report.outcomes.append(SiteOutcome(f"{check.label}/{rel}", target, offset, old, new, detail, bool(found)))
+    return report

@@ -110,6 +110,7 @@ def check(project: Project, pages: list[Path] | None = None) -> Report:
             report.broken[project.rel(path)] = None
             continue
         resolved, problems = project.resolve_page(parsed)
+        problems += parsed.engine_html  # raw HTML imitating the engine's blocks (the build reports it too)
         report.resolved[project.rel(path)] = resolved
         ok = {r.block.ordinal for r in resolved}
         report.broken[project.rel(path)] = {

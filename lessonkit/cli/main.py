@@ -24,6 +24,9 @@ def _verify(args) -> int:
         if problem:
             print(f"{p}: {problem} — give paths of Markdown files under docs/", file=sys.stderr)
             return 2
+    if args.site is not None and pages:
+        print("--site checks the whole site: run it without page arguments", file=sys.stderr)
+        return 2
     if pages is None and not project.pages():
         print(
             f"docs: no Markdown pages under {project.rel(project.docs)}/ — there is nothing to verify; "
@@ -65,9 +68,47 @@ def _verify(args) -> int:
     print(summary, file=sys.stderr if problems else sys.stdout)
     if problems:
         return 1
+    site = None
+    if args.site is not None:  # what the build wrote, once the inputs are right
+        site = _site_check(project, report, Path(args.site))
+        if site is None:
+            return 1
     if args.mutate:  # the same process: the pinned tree is provided and checked once
-        return _mutation_check(project, {project.rel(p) for p in pages} if pages else None)
+        code = _mutation_check(project, {project.rel(p) for p in pages} if pages else None)
+        if site is not None:
+            code = max(code, _site_mutation_check(site))
+        return code
     return 0
+
+
+def _site_check(project, report, site_dir: Path):
+    """``verify --site``: every HTML file of the written site (lessonkit.checks.shipped); the
+    check object when it passed, else None."""
+    from lessonkit.checks import shipped
+
+    t0 = time.perf_counter()
+    check = shipped.SiteCheck(project, report, site_dir)
+    rep = check.run()
+    for p in rep.problems:
+        print(p, file=sys.stderr)
+    print(
+        f"site: {rep.files} HTML file(s) of {project.rel(site_dir)}/, {rep.blocks} engine block(s), "
+        f"{rep.code_pages} source page(s) ({rep.lines} lines) checked against the pinned tree and this "
+        f"build's runs; {len(rep.problems)} problem(s) in {time.perf_counter() - t0:.2f} s",
+        file=sys.stderr if rep.problems else sys.stdout,
+    )
+    return None if rep.problems else check
+
+
+def _site_mutation_check(check) -> int:
+    from lessonkit.checks import mutation
+
+    t0 = time.perf_counter()
+    report = mutation.run_site(check)
+    for p in report.problems + [o.problem() for o in report.outcomes if not o.caught]:
+        print(p, file=sys.stderr)
+    print(f"site {report.summary()} in {time.perf_counter() - t0:.2f} s", file=sys.stdout if report.ok else sys.stderr)
+    return 0 if report.ok else 1
 
 
 def _page_problem(project, path: Path) -> str | None:
@@ -293,6 +334,14 @@ def main(argv=None) -> int:
     v.add_argument("--update-map", action="store_true", help="rewrite sourcemap/excerpts.json")
     v.add_argument("--no-map", action="store_true", help="skip the excerpt-map check")
     v.add_argument("--mutate", action="store_true", help="then run the mutation check (`mutate`) in the same process")
+    v.add_argument(
+        "--site",
+        nargs="?",
+        const="site",
+        default=None,
+        metavar="SITE_DIR",
+        help="then check every HTML file the build wrote (default folder: site); with --mutate, mutate it too",
+    )
     v.set_defaults(func=_verify)
     r = sub.add_parser("render", help="render one page to HTML on stdout (runs its experiments)")
     r.add_argument("page")

@@ -113,6 +113,10 @@ class ParsedPage:
     inline: list = field(default_factory=list)  # InlineItem, in order
     problems_inline: list = field(default_factory=list)  # Problem: unknown inline kinds
     ids: list = field(default_factory=list)  # (id, 1-based line): the ids the author wrote, in order
+    # Problem: raw HTML in prose that uses the engine's classes or badges (ENGINE_HTML). Reported for
+    # the pages an author writes (verify, and the build for pages with a file), not for pages the
+    # engine generates from its own templates.
+    engine_html: list = field(default_factory=list)
 
     @property
     def blocks(self) -> list[Block]:
@@ -221,7 +225,7 @@ class InlineItem:
     end_col: int
 
 
-def parse_page(text: str, path: str, line_offset: int = 0, *, kinds) -> ParsedPage:
+def parse_page(text: str, path: str, line_offset: int = 0, *, kinds, badges: tuple[str, ...] = ()) -> ParsedPage:
     """Find every annotation block of a page. Never raises for bad blocks: they become
     ``BrokenBlock`` items carrying one located :class:`LessonError` each. ``kinds`` is the
     registry to consult (a :class:`lessonkit.kinds.Registry`: the project's, or the built-in
@@ -229,7 +233,8 @@ def parse_page(text: str, path: str, line_offset: int = 0, *, kinds) -> ParsedPa
 
     Fences are found where Markdown finds them: not inside an indented code block, not
     inside an HTML comment. An annotation block that an ordinary fence would swallow
-    (its closing line would close the ordinary fence) is reported."""
+    (its closing line would close the ordinary fence) is reported. Prose that uses the engine's
+    classes (``lk-…``) or shows one of ``badges`` in raw HTML is listed in ``engine_html``."""
     lines = text.split("\n")
     containers = _containers(lines)
     page = ParsedPage(path)
@@ -258,6 +263,8 @@ def parse_page(text: str, path: str, line_offset: int = 0, *, kinds) -> ParsedPa
             else:
                 _inline(page, kinds, line, i, path, line_offset)
                 _ids(page, line, spans, line_offset + i + 1)
+                if "lk" in line or "&" in line or (badges and "<" in line):
+                    page.engine_html += engine_html(line, path, line_offset + i + 1, badges)
                 skip = _misplaced(page, kinds, lines, i, spans, path, line_offset)
                 if skip is not None:
                     i = skip
@@ -456,6 +463,86 @@ def _inline(page, kinds, line, index, path, offset) -> None:
                     'end it with ]] on the same line (close every "quote"; write \\" for a quote inside one)',
                 )
             )
+
+
+ENGINE_HTML = "engine-html"  # Problem.code of raw HTML that imitates the engine's output
+# class="…lk-…" (any quoting) or an attr_list `{: .lk-… }` / `{: class="lk-…" }`
+ENGINE_CLASS = re.compile(
+    r"""\bclass\s*=\s*(?:"(?P<dq>[^"]*)"|'(?P<sq>[^']*)'|(?P<uq>[^\s>"']+))|\{:?(?P<attr>[^{}]*)\}""", re.I
+)
+ATTR_CLASS = re.compile(r"""(?:^|\s)\.(?P<dot>[\w-]+)|\bclass\s*=\s*(?:"(?P<dq>[^"]*)"|'(?P<sq>[^']*)'|(?P<uq>\S+))""")
+# what a reader of an imitation would take it for: the block to write instead
+INSTEAD = (
+    (
+        ("lk-real-source", "lk-badge-real", "lk-source", "lk-line", "lk-ln", "lk-cited", "lk-cites"),
+        "a real-source block",
+    ),
+    (("lk-teaching", "lk-badge-teach", "lk-disclaimer"), "a teaching-simplification block"),
+    (
+        ("lk-experiment", "lk-badge-exp", "lk-output", "lk-output-wrap", "lk-output-label", "lk-provenance"),
+        "an experiment block",
+    ),
+    (("lk-snapshot", "lk-badge-snap", "lk-generated", "lk-checked", "lk-snapshot-table"), "a snapshot block"),
+    (("lk-figure", "lk-fig-source"), "a figure block"),
+    (("lk-value",), "a [[value: …]] reference"),
+)
+
+
+def _code_spans(line: str) -> list[tuple[int, int]]:
+    """Where Markdown code spans are on one line (a run of backticks up to the same run)."""
+    out, pos = [], 0
+    for m in re.finditer(r"`+", line):
+        if m.start() < pos:
+            continue
+        close = re.compile(r"(?<!`)" + m.group(0) + r"(?!`)").search(line, m.end())
+        if close:
+            out.append((m.start(), close.end()))
+            pos = close.end()
+    return out
+
+
+def engine_html(line: str, path: str, lineno: int, badges: tuple[str, ...] = ()) -> list[Problem]:
+    """Problems for raw HTML (or an attr_list) on one prose line that uses the engine's classes or
+    shows one of its badges outside a block: the site would show an imitation of an engine block
+    that nothing checked. Code spans are text and are left alone."""
+    from html import unescape
+
+    spans = _code_spans(line) if "`" in line else []
+    text = line
+    for a, b in reversed(spans):
+        text = text[:a] + " " * (b - a) + text[b:]
+    plain = unescape(text) if "&" in text else text
+    engine, attr_list = [], False
+    for m in ENGINE_CLASS.finditer(plain):
+        if m["attr"] is not None:
+            classes = [c["dot"] or c["dq"] or c["sq"] or c["uq"] or "" for c in ATTR_CLASS.finditer(m["attr"])]
+            classes = [w for c in classes for w in c.split()]
+        else:
+            classes = (m["dq"] if m["dq"] is not None else m["sq"] if m["sq"] is not None else m["uq"]).split()
+        found = [c for c in classes if c.startswith("lk-")]
+        attr_list = attr_list or (bool(found) and m["attr"] is not None and not engine)
+        engine += found
+    if engine:  # one line of the page, one problem: the first class it uses, the block it imitates
+        instead = next((what for names, what in INSTEAD if any(c in names for c in engine)), "an annotation block")
+        what = "an attribute list `{: … }`" if attr_list else "raw HTML"
+        return [
+            Problem(
+                f"{what} uses the engine class {engine[0]}", path, lineno, f"write {instead} instead", code=ENGINE_HTML
+            )
+        ]
+    out = []
+    for badge in badges:
+        if badge and re.search(r">\s*" + re.escape(badge) + r"\s*</?[A-Za-z]", plain):
+            out.append(
+                Problem(
+                    f"raw HTML shows the engine's badge \"{badge}\" outside a block",
+                    path,
+                    lineno,
+                    "write the annotation block instead; only the engine shows its badges",
+                    code=ENGINE_HTML,
+                )
+            )
+    return out
 
 
 def _dedent(line: str, indent: str) -> str:

@@ -137,6 +137,13 @@ def session_results(job: "Job", raw: "Result", key_of) -> dict[str, "Result"]:
     return out
 
 
+RECORD_WHY = {
+    "missing": "none is stored for its key",
+    "damaged": "the stored one is damaged",
+    "unsealed": "the stored one does not carry this cache's seal: it was rewritten outside lessonkit",
+    "stale": "the stored one is not a passing run of this key",
+}
+
 _OOM = ("MemoryError", "Unable to allocate", "Cannot allocate memory", "std::bad_alloc")
 
 
@@ -160,6 +167,11 @@ def failure(result: Result | None, job: Job, timeout: int) -> LessonError:
         return LessonError(
             f"experiment {label} did not run: its session stopped at the block at {result.problem[9:]}",
             hint="the blocks of a session run in order in one interpreter; fix that block first",
+        )
+    if result.problem.startswith("not recorded: "):  # a check of a built site (Runner.recorded) runs nothing
+        return LessonError(
+            f"no result of experiment {label} is recorded in the build cache ({RECORD_WHY[result.problem[14:]]})",
+            hint="build the site again (`lessonkit build`) with the same LESSONKIT_CACHE",
         )
     if result.problem.startswith("record: "):
         return LessonError(

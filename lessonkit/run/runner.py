@@ -18,7 +18,7 @@ from pathlib import Path
 
 from lessonkit.config import environment
 from lessonkit.run.box import sandbox
-from lessonkit.util import store
+from lessonkit.util import seal, store
 from lessonkit.run.box.spec import BoxSpec, engine
 from lessonkit.run.box.tree import CheckedTree
 from lessonkit.errors import LessonError, Problem
@@ -118,9 +118,11 @@ class Runner:
         self.tree = CheckedTree(self.pinned_root, manifest, self.box_pinned, manifest_label, manifest_lines)
         self._ran = False  # an experiment ran since the last recheck
         self._warned_store = False
+        self._warned_seal = False
         sandbox.BOXES.reset()
         sandbox.sweep_leftovers()
         store.sweep(self.cache_root)  # half-written entries of killed builds (dead owners only)
+        seal.key(self.cache_root)  # made before any box starts, so that every box covers it
 
     # -- the box of a job, and its key
 
@@ -174,39 +176,74 @@ class Runner:
             self._visible[source] = (*self._always, *(self._scripts[s] for s in sorted(seen)))
         return self._visible[source]
 
-    def cached(self, job: Job) -> Result | None:
-        """The stored result of a passing run, checked: shape, key and the digest of its value
-        (an entry that fails is dropped and the job runs again)."""
-        path = self.cache / f"{self.key(job)}.json"
+    def entry(self, key: str) -> tuple[Result | None, str]:
+        """The stored result for ``key``, checked, without changing the cache: ``(result, "")``, or
+        ``(None, why)`` with ``why`` one of "missing", "damaged" (shape or digest), "unsealed" (a
+        right digest but not this cache's seal: rewritten by something without the key, see
+        :mod:`lessonkit.util.seal`) or "stale" (another key, or a failed run)."""
+        path = self.cache / f"{key}.json"
         try:
             if path.is_symlink():
                 raise ValueError("a link")
             data = json.loads(path.read_text(encoding="utf-8"))
             if (
                 not isinstance(data, dict)
-                or set(data) != set(_STORED) | {"check"}
+                or set(data) != set(_STORED) | {"check", "seal"}
                 or not all(isinstance(data[k], t) for k, t in _STORED.items())
+                or not isinstance(data["seal"], str)
             ):
                 raise ValueError("not a cache entry")
-            check = data.pop("check")
+            check, mark = data.pop("check"), data.pop("seal")
             if check != _check(data):
                 raise ValueError("digest")
+            if not seal.sealed(self.cache_root, mark, b"experiment", str(check).encode()):
+                return None, "unsealed"
             result = Result(**{**data, "cached": True})
-            if result.key != self.key(job) or not result.ok:
-                raise ValueError("stale")
-            return result
+            if result.key != key or not result.ok:
+                return None, "stale"
+            return result, ""
         except FileNotFoundError:
-            return None
+            return None, "missing"
         except (ValueError, TypeError, OSError, RecursionError):
-            with contextlib.suppress(Exception):
-                remove_owned(self.cache_root, "experiments", path.name)  # damaged: drop it, run again
-            return None
+            return None, "damaged"
+
+    def cached(self, job: Job) -> Result | None:
+        """The stored result of a passing run, checked: shape, key, the digest of its value and its
+        seal (an entry that fails is dropped and the job runs again)."""
+        key = self.key(job)
+        result, why = self.entry(key)
+        if result is not None or why == "missing":
+            return result
+        if why == "unsealed" and not self._warned_seal:
+            self._warned_seal = True
+            log.warning(
+                f"lessonkit: the cached result of {job.label} has a right digest but not this cache's seal "
+                "(it was rewritten outside lessonkit); it is run again, not used"
+            )
+        with contextlib.suppress(Exception):
+            remove_owned(self.cache_root, "experiments", f"{key}.json")  # damaged: drop it, run again
+        return None
+
+    def recorded(self, jobs: list[Job]) -> dict[str, tuple[Result | None, str]]:
+        """What the cache holds for each job (:meth:`entry`), for a check of a built site; from now
+        on :meth:`run` answers these jobs from it and never runs them (one that is not recorded
+        is a failed result whose ``problem`` says why)."""
+        out: dict[str, tuple[Result | None, str]] = {}
+        for job in jobs:
+            key = self.key(job)
+            if key in out:
+                continue
+            out[key] = result, why = self.entry(key)
+            with self._lock:
+                self._done[key] = result or Result(key, -1, "", "", 0, 0.0, 0.0, problem=f"not recorded: {why}")
+        return out
 
     def _store(self, result: Result) -> None:
         """Write a passing result atomically (``fsutil.atomic_write``) with a digest of its value;
         a read-only or full cache only costs time: one warning, the build goes on."""
         data = {k: v for k, v in asdict(result).items() if k != "cached"}
         data["check"] = _check(data)
+        data["seal"] = seal.seal(self.cache_root, b"experiment", data["check"].encode())
         try:
             self.cache.mkdir(parents=True, exist_ok=True)
             path = owned_path(self.cache_root, "experiments", f"{result.key}.json")

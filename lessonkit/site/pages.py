@@ -51,7 +51,8 @@ class Generated:
 # ---------------------------------------------------------------- source browser and symbol index
 
 
-def browser_pages(project: Project, cites: list[site.Citation]) -> list[Generated]:
+def browser_files(project: Project, cites: list[site.Citation]) -> tuple[list[str], list[str]]:
+    """The files the source browser shows: (pinned files, this repository's files), sorted."""
     conf = project.site
     pinned_files = {p for p in project.pin.manifest if p.startswith(conf.package) and p.endswith(".py")}
     pinned_files = sorted(pinned_files | {c.file for c in cites if c.origin == "pinned"})
@@ -64,6 +65,12 @@ def browser_pages(project: Project, cites: list[site.Citation]) -> list[Generate
         }
         | {c.file for c in cites if c.origin == "repo"}
     )
+    return pinned_files, repo_files
+
+
+def browser_pages(project: Project, cites: list[site.Citation]) -> list[Generated]:
+    conf = project.site
+    pinned_files, repo_files = browser_files(project, cites)
     marks = {"cited_mark": CITED_MARK, "symbols_mark": SYMBOLS_MARK, "code_mark": CODE_MARK}
     out, index_rows = [], []
     for file in pinned_files:

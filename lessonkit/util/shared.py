@@ -131,6 +131,14 @@ STATE: tuple[tuple[str, tuple[str, str]], ...] = (
         ),
     ),
     (
+        "lessonkit.util.seal._KEYS",
+        (
+            "process",
+            "Each cache folder's seal key, read (or made) once per process; a cache that cannot hold one "
+            "gets a key of this process alone, so that nothing unsealed is ever accepted.",
+        ),
+    ),
+    (
         "lessonkit.util.store._SWEPT",
         ("process", "Cache folders whose leftover temporary files of killed builds were swept once by this process."),
     ),

@@ -9,10 +9,13 @@ so changing the code that makes an entry changes its key). Two layers:
 * disk, one file per entry under ``<cache>/<kind>/<key>``.
 
 Every disk entry is written atomically (temporary file + rename) and starts with a
-header line ``lk-store-1 <sha256>`` holding a digest of its kind, key and value. A read
-checks that digest: an entry that fails (truncated, flipped byte, empty, a folder in
-its place, another entry's content, not UTF-8) is removed, logged at debug level and
-made again, so a damaged cache never changes the output. A cache that cannot be
+header line ``lk-store-2 <sha256> <seal>``: a digest of its kind, key and value, and an
+HMAC of the same under the cache's secret key (:mod:`lessonkit.util.seal`). A read checks
+both: an entry that fails the digest (truncated, flipped byte, empty, a folder in its
+place, another entry's content, not UTF-8) is removed, logged at debug level and made
+again, so a damaged cache never changes the output; an entry whose digest is right but
+whose seal is not was rewritten by something that knows the format but not the key: it
+is removed and made again too, with one warning per cache folder. A cache that cannot be
 written (read-only, full, a file where a folder should be) only costs time: one
 warning per cache folder, and the build goes on from memory.
 """
@@ -27,9 +30,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
+from lessonkit.util import seal
 from lessonkit.util.fs import atomic_write, clean_stale, owned_path, remove_owned
 
-FORMAT = "lk-store-1"  # the entry file format (header line); keys are covered by code_version()
+FORMAT = "lk-store-2"  # the entry file format (header line); keys are covered by code_version()
+# Kinds whose entries keep the unsealed format of lessonkit before the seal, ``lk-store-1 <sha256>``:
+# their keys do not hold code_version(), so every lessonkit version sharing a cache reads the same
+# entry, and one that found the other's format damaged would remove what it describes. Only the
+# pinned tree's provider record: the tree itself is checked against the manifest on every use, and
+# the record only names where its bytes came from.
+UNSEALED = {"pin": "lk-store-1"}
 _MEMORY: dict[tuple[str, str], str] = {}
 _MEMORY_LIMIT = 20_000
 KIND = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
@@ -68,20 +78,53 @@ def _entry_digest(kind: str, key: str, value: bytes) -> str:
     return h.hexdigest()
 
 
-def encode_entry(kind: str, key: str, value: str) -> bytes:
+def _entry_seal(cache: Path | None, kind: str, key: str, value: bytes) -> str:
+    return seal.seal(cache, FORMAT.encode(), kind.encode(), key.encode(), value)
+
+
+def _unsealed_digest(fmt: str, kind: str, key: str, value: bytes) -> str:
+    h = hashlib.sha256(f"{fmt}\0{kind}\0{key}\0".encode())
+    h.update(value)
+    return h.hexdigest()
+
+
+def encode_entry(kind: str, key: str, value: str, cache: Path | None = None) -> bytes:
+    """An entry file: the header (digest and the seal under ``cache``'s key), then the value."""
     data = value.encode("utf-8", "surrogatepass")
-    return f"{FORMAT} {_entry_digest(kind, key, data)}\n".encode() + data
+    if kind in UNSEALED:
+        return f"{UNSEALED[kind]} {_unsealed_digest(UNSEALED[kind], kind, key, data)}\n".encode() + data
+    return f"{FORMAT} {_entry_digest(kind, key, data)} {_entry_seal(cache, kind, key, data)}\n".encode() + data
 
 
-def decode_entry(kind: str, key: str, raw: bytes) -> str | None:
-    """The value of an entry file, or None when it is not exactly what was written for this key."""
+def read_entry(kind: str, key: str, raw: bytes, cache: Path | None = None) -> tuple[str | None, str]:
+    """(value, "") for an entry file that is exactly what was written for this key and sealed
+    under ``cache``'s key; (None, "damaged") when its digest fails, (None, "unsealed") when only
+    its seal does (rewritten by something without the key)."""
     head, sep, data = raw.partition(b"\n")
-    if not sep or head != f"{FORMAT} {_entry_digest(kind, key, data)}".encode():
-        return None
+    if kind in UNSEALED:
+        fmt = UNSEALED[kind]
+        if not sep or head != f"{fmt} {_unsealed_digest(fmt, kind, key, data)}".encode():
+            return None, "damaged"
+        try:
+            return data.decode("utf-8", "surrogatepass"), ""
+        except UnicodeDecodeError:
+            return None, "damaged"
+    parts = head.split(b" ")
+    if not sep or len(parts) != 3 or parts[:2] != [FORMAT.encode(), _entry_digest(kind, key, data).encode()]:
+        return None, "damaged"
     try:
-        return data.decode("utf-8", "surrogatepass")
+        value = data.decode("utf-8", "surrogatepass")
     except UnicodeDecodeError:
-        return None
+        return None, "damaged"
+    if not seal.sealed(cache, parts[2].decode("ascii", "replace"), FORMAT.encode(), kind.encode(), key.encode(), data):
+        return None, "unsealed"
+    return value, ""
+
+
+def decode_entry(kind: str, key: str, raw: bytes, cache: Path | None = None) -> str | None:
+    """The value of an entry file, or None when it is not exactly what was written for this key
+    (and sealed under ``cache``'s key)."""
+    return read_entry(kind, key, raw, cache)[0]
 
 
 def warn_once(where: str, message: str) -> None:
@@ -130,6 +173,7 @@ class Store:
         self.hits = 0
         self.misses = 0
         self.dropped = 0
+        self.unsealed = 0  # entries dropped because their seal did not match (see lessonkit.util.seal)
 
     def _path(self, key: str) -> Path | None:
         """``<cache>/<kind>/<key>``; None when the folder is not the cache's own (a link) or the
@@ -160,8 +204,15 @@ class Store:
             return None
         except OSError:  # a folder in its place, unreadable: drop it
             raw = None
-        value = decode_entry(self.kind, key, raw) if raw is not None else None
+        value, why = read_entry(self.kind, key, raw, self.cache) if raw is not None else (None, "damaged")
         if value is None:
+            if why == "unsealed":
+                self.unsealed += 1
+                warn_once(
+                    f"{self.dir}:seal",
+                    f"lessonkit: an entry in {self.dir} has a right digest but not this cache's seal (it was "
+                    "rewritten outside lessonkit); such entries are made again, not used",
+                )
             self.drop(key)
             return None
         self._remember(key, value)
@@ -196,7 +247,9 @@ class Store:
             self.dir.mkdir(parents=True, exist_ok=True)
             if path.is_dir() and not path.is_symlink():
                 remove_owned(self.cache, self.kind, key)
-            atomic_write(path, encode_entry(self.kind, key, value))  # replaces a link, never writes through it
+            atomic_write(
+                path, encode_entry(self.kind, key, value, self.cache)
+            )  # replaces a link, never writes through it
         except OSError as exc:
             warn_once(
                 str(self.dir),

@@ -116,6 +116,7 @@ def configure(config: "MkDocsConfig", *, add_extensions: bool) -> None:
         events.build = b
     else:  # registers its on_* methods for the rest of this configuration's build
         config.plugins[PLUGIN] = BuildEvents(b)
+    b.forget_site(Path(config.site_dir))  # until this build succeeds, nothing vouches for the folder
     cached = " (build cache)" if tree.cached else ""
     log.info(f"lessonkit: pinned {b.project.pin.version} ({b.project.pin.short}) from {tree.provider}{cached}")
     plugin = config.plugins.get("mkdocstrings")  # the API reference reads the pinned tree
@@ -240,6 +241,7 @@ class BuildEvents:
         order = lk_build.render_order(listed, b.project, plan.with_experiments, set(plan.late))
         files = Files([every[n] for n in order])
         b.urls = {f.src_uri: f.url for f in files}
+        b.dests = {f.src_uri: f.dest_uri for f in files}
         return files
 
     def on_page_markdown(self, markdown: str, page: "Page", config: "MkDocsConfig", files: "Files") -> str:
@@ -292,9 +294,12 @@ class BuildEvents:
         """A build that stops early leaves nothing running behind it (serve goes on to the next)."""
         self.build.cancel()
 
+    @event_priority(-100)  # after every plugin has written its files: the record lists what the folder holds
     def on_post_build(self, config: "MkDocsConfig") -> None:
         self.build.check_links(Path(config.site_dir))
         n = len(self.build.problems)
+        if not n:
+            self.build.record_site(Path(config.site_dir))  # for `verify --site`; only when there is no problem
         if n and self.build.command == "serve":  # each is in an error box on its page; the site is served
             SERVE_LOG.error(
                 f"lessonkit: {n} annotation problem(s), each shown in an error box on its page "

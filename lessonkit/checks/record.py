@@ -1,0 +1,117 @@
+"""The build's record of the site folder it wrote, for ``verify --site`` (:mod:`lessonkit.checks.shipped`).
+
+A successful ``mkdocs build`` (not ``serve``) records, in the build cache (a sealed entry of the
+``site`` store, keyed by the site folder's absolute path), what it wrote, with a digest of the
+lessonkit that wrote it (``engine``):
+
+* ``files``: the sha256 of every HTML file of the folder, read back once MkDocs has written them;
+* ``pages``: each page written from a file of ``docs/`` and the HTML file it became;
+* ``blocks``: each page's engine blocks in order, ``[id, kind, sha256 of the code shown, digest
+  of the run shown]`` (:func:`emitted`);
+* ``code_pages``: each source-browser or script page and the file it shows.
+
+The record is not trusted by itself: ``verify --site`` recomputes every block from the Markdown,
+the pinned tree and the recorded runs and reads every HTML file; it uses the record to know that
+the folder is the one a build of this project wrote (files, pages, where each page went) and
+that the build emitted exactly the blocks verify expects. A build forgets the record of its site
+folder when it starts, so a failed or interrupted build leaves none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from lessonkit.util.store import Store, code_version
+
+FORMAT = "1"
+KIND = "site"
+
+
+def _key(site_dir: Path) -> str:
+    """By the folder alone (not lessonkit's source, unlike other entries): a verify of another
+    lessonkit finds the record and says that the engine changed (``engine``), not that nothing
+    recorded the folder."""
+    return hashlib.sha256(f"site-record\0{FORMAT}\0{Path(site_dir).resolve()}".encode()).hexdigest()
+
+
+def html_files(site_dir: Path) -> dict[str, bytes]:
+    """Every HTML file under ``site_dir`` (links are not followed), by its posix path in the folder."""
+    out: dict[str, bytes] = {}
+    root = Path(site_dir)
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith(".html"):
+                path = Path(folder) / name
+                if not path.is_symlink():
+                    out[path.relative_to(root).as_posix()] = path.read_bytes()
+    return out
+
+
+def sha256(data: bytes | str) -> str:
+    return hashlib.sha256(data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data).hexdigest()
+
+
+def emitted(project, report, results: dict) -> dict[str, list[list]]:
+    """Each page's blocks as the build renders them: ``[id, kind, sha256 of the code shown (None
+    for a block without code), digest of its run's result (None without a run, or when the run
+    is not in ``results``)]``."""
+    from lessonkit.pipeline.render import code_of
+
+    out: dict[str, list[list]] = {}
+    for page, resolved in sorted(report.resolved.items()):
+        rows = []
+        for r, anchor in zip(resolved, report.anchors(page)):
+            code = sha256(code_of(r)[0]) if r.kind.citation is not None else None
+            run = None
+            if r.job is not None:
+                result = results.get(project.runner.key(r.job))
+                run = result.digest if result is not None and result.ok else None
+            rows.append([anchor, r.block.kind, code, run])
+        out[page] = rows
+    return out
+
+
+def write(project, site_dir: Path, report, results: dict, dests: dict[str, str], code_pages: dict) -> None:
+    """Record a successful build's site folder (see the module docstring)."""
+    site_dir = Path(site_dir)
+    pages = {}
+    for page in report.resolved:
+        uri = page.removeprefix("docs/")
+        if uri in dests:
+            pages[page] = dests[uri]
+    data = {
+        "format": FORMAT,
+        "engine": code_version(),
+        "root": str(project.root),
+        "site": str(site_dir.resolve()),
+        "pages": pages,
+        "blocks": emitted(project, report, results),
+        "code_pages": {dests[uri]: list(code) for uri, code in sorted(code_pages.items()) if uri in dests},
+        "files": {rel: sha256(data) for rel, data in html_files(site_dir).items()},
+    }
+    Store(project.cache, KIND).put(_key(site_dir), json.dumps(data, sort_keys=True, ensure_ascii=False))
+
+
+def forget(project, site_dir: Path) -> None:
+    """A build of ``site_dir`` starts: its old record no longer describes the folder."""
+    Store(project.cache, KIND).drop(_key(site_dir))
+
+
+def read(project, site_dir: Path) -> dict | None:
+    """The record of ``site_dir``, or None when no successful build of this lessonkit recorded it
+    (or its entry is damaged or not sealed by this cache)."""
+    raw = Store(project.cache, KIND).get(_key(site_dir))
+    if raw is None:
+        return None
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    keys = {"format", "engine", "root", "site", "pages", "blocks", "code_pages", "files"}
+    if not isinstance(data, dict) or set(data) != keys or data["format"] != FORMAT:
+        return None
+    return data

@@ -1,0 +1,345 @@
+"""Verify what ships: every HTML file of a written site against what lessonkit emitted.
+
+``python -m lessonkit verify --site [SITE_DIR]`` (``nox -s verify`` after ``nox -s build`` in
+the same run) reads every HTML file of the folder and finds every element that claims to be the
+engine's (:data:`CLAIMS`: the classes of its blocks, badges, outputs, disclaimers, recorded
+values and source lines; read as a browser reads them). Each must be one of these, checked by
+its text as a reader sees it:
+
+* a block of the page's Markdown, at its id: rendered again here from the Markdown, the pinned
+  tree (checked against the manifest when provided) and this build's recorded runs, with the
+  code as plain text (no render cache), and compared part by part (head, disclaimer, purpose,
+  output, provenance, code, line numbers); a real-source block's code is also compared with the
+  pinned lines its own head names; a snapshot's recorded cells with its recording; a figure is
+  found, not redrawn;
+* a recorded value in prose, equal to the value this build's run recorded;
+* the code of a source-browser or script page, every line equal to the file's.
+
+Anything else that claims to be the engine's is an imitation (raw HTML, a plugin), and a block
+of the Markdown that is not on its page was removed. The reference for an experiment's output
+is the result this build stored in the cache, sealed (:mod:`lessonkit.util.seal`): a stored
+result that does not carry the seal is not a recorded run. What the folder is comes from the
+build's record (:mod:`lessonkit.checks.record`), which is checked, not trusted: its files are
+the folder's files, its blocks the blocks verify expects.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+
+from lessonkit.checks import listings, shown
+from lessonkit.checks import record as site_record
+from lessonkit.checks.htmlscan import Doc
+from lessonkit.errors import LessonError, Problem
+from lessonkit.run.outcomes import failure
+from lessonkit.source.resolve import _dedent
+from lessonkit.util.store import code_version
+
+REBUILD = listings.REBUILD
+
+
+def _plain_code(text, lang, linestart=1, title=None, code_block_count=0) -> str:
+    """The code of a block as plain text, where the build highlights it (same text, no cache)."""
+    return f'<div class="language-python highlight"><pre><code>{escape(text, quote=False)}</code></pre></div>'
+
+
+class _Links:
+    """Where a block links to on the written site: only whether the page exists changes its text."""
+
+    def __init__(self, uris: set[str]):
+        self.uris = uris
+
+    def source(self, file, start, end):
+        return "#" if f"source/{file}.md" in self.uris else None
+
+    def script(self, file):
+        return "#" if f"code/{file}.md" in self.uris else None
+
+    def api(self, file, symbol):
+        return None
+
+
+@dataclass
+class Expected:
+    """One block of a page as lessonkit emits it."""
+
+    r: object  # Resolved
+    anchor: str
+    root: tuple[str, frozenset]  # tag name, classes
+    parts: list | None = None  # parts() of the plain rendering; None: not compared part by part
+    cells: list[str] | None = None  # a snapshot's recorded cells, as shown
+    problem: Problem | None = None  # why it could not be rendered (no recorded run)
+
+
+@dataclass
+class SiteReport:
+    problems: list[Problem] = field(default_factory=list)
+    files: int = 0
+    blocks: int = 0
+    code_pages: int = 0
+    lines: int = 0
+
+
+class SiteCheck:
+    """Everything ``verify --site`` needs, computed once; :meth:`page` checks one HTML file."""
+
+    def __init__(self, project, report, site_dir: Path):
+        from lessonkit.checks import living
+        from lessonkit.pipeline.markdown import provenance
+        from lessonkit.pipeline.render import Renderer
+
+        self.project, self.report, self.site_dir = project, report, Path(site_dir)
+        self.label = project.rel(self.site_dir)
+        self.problems: list[Problem] = []
+        self.record = site_record.read(project, self.site_dir)
+        self.docs: dict[str, Doc] = {}  # the scans of run(), for the mutation check
+        self._pinned_lines: dict[str, list[str]] = {}
+        self.files = site_record.html_files(self.site_dir) if self.site_dir.is_dir() else {}
+        if self.record is None:
+            return
+        recorded = project.runner.recorded(living.build_jobs(project, report))
+        self.results = {k: r for k, (r, _) in recorded.items() if r is not None}
+        uris = {("source/" if o == "pinned" else "code/") + f + ".md" for o, f in self.record["code_pages"].values()}
+        self.renderer = Renderer(
+            project.pin,
+            _plain_code,
+            _Links(uris),
+            provenance(project),
+            project.site.label,
+            labels=project.site.labels,
+            project=project,
+        )
+        self.pages = {dest: page for page, dest in self.record["pages"].items()}
+        self.stale: set[str] = set()
+        self.expected = {page: self._expected(page) for page in self.record["pages"] if page in report.resolved}
+        self.values = {page: self._values(page) for page in self.expected}
+        self.badges = [b for b in project.badges if b]
+        self.badge_re = (
+            re.compile(r">\s*(?:" + "|".join(re.escape(escape(b, quote=False)) for b in self.badges) + r")\s*<")
+            if self.badges
+            else None
+        )
+
+    # -- what the engine emitted
+    def _expected(self, page: str) -> list[Expected]:
+        out = []
+        for r, anchor in zip(self.report.resolved[page], self.report.anchors(page)):
+            result = None
+            if r.job is not None:
+                result = self.results.get(self.project.runner.key(r.job))
+                if result is None:  # Runner.recorded left a failed result saying why
+                    why = self.project.runner.run(r.job)
+                    err = failure(why, r.job, r.job.timeout)
+                    out.append(
+                        Expected(r, anchor, shown.ROOTS.get(r.kind.name, ("div", frozenset())), problem=err.problem)
+                    )
+                    continue
+            try:
+                out.append(self._one(r, anchor, result))
+            except LessonError as exc:
+                problem = exc.at(r.block.path, r.block.line).problem
+                out.append(Expected(r, anchor, shown.ROOTS.get(r.kind.name, ("div", frozenset())), problem=problem))
+        return out
+
+    def _one(self, r, anchor: str, result) -> Expected:
+        if r.kind.name in shown.ROOTS:  # drawn from a recording: its recorded cells are compared, a figure found
+            exp = Expected(r, anchor, shown.ROOTS[r.kind.name])
+            if r.kind.name == "snapshot":
+                from lessonkit.kinds.snapshot import _cell
+
+                table = r.kind.table(r, result)
+                cells = [c for row in table.rows for c in row if c.mode in ("generated", "checked")]
+                exp.cells = [shown.td_text(_cell(c, r.job.label, self.renderer, r.block.line)) for c in cells]
+            return exp
+        doc = Doc(r.kind.render(self.renderer, r, anchor, result))
+        return Expected(r, anchor, (doc.name(0), frozenset(doc.classes(0))), shown.parts(doc, 0))
+
+    def _values(self, page: str) -> Counter:
+        from lessonkit.kinds import value as value_kind
+
+        out: Counter = Counter()
+        for ref in self.report.inline.get(page, []):
+            if ref.kind == "value":
+                try:
+                    rel, key, text = value_kind.value(self.project, ref)
+                except LessonError:
+                    continue  # its run is not recorded: reported with the blocks of the page
+                out[(self.project.site.labels.fill("value-title", script=rel, key=key), text)] += 1
+        return out
+
+    # -- the whole folder
+    def run(self) -> SiteReport:
+        rep = SiteReport(self.problems)
+        if not self.site_dir.is_dir():
+            self.problems.append(Problem(f"no site folder {self.label}", self.label, None, REBUILD))
+            return rep
+        if self.record is None:
+            self.problems.append(
+                Problem(
+                    "no successful build of this project by this lessonkit recorded this folder (in the build "
+                    "cache), so nothing says what it should hold",
+                    self.label,
+                    None,
+                    REBUILD + ", with the same LESSONKIT_CACHE",
+                )
+            )
+            return rep
+        self._folder()
+        for rel, data in self.files.items():
+            rep.files += 1
+            self.docs[rel] = doc = Doc(data.decode("utf-8", "replace"))
+            self.problems += self.page(rel, doc.html, rep, doc)
+        return rep
+
+    def _folder(self) -> None:
+        """The folder against the record, and the record against what verify expects."""
+        rec, at = self.record, self.label
+        if rec["engine"] != code_version():
+            self.problems.append(
+                Problem("it was built by another version of lessonkit than this verify", at, None, REBUILD)
+            )
+        if rec["root"] != str(self.project.root):
+            self.problems.append(Problem(f"it was built from another project ({rec['root']})", at, None, REBUILD))
+        for rel in sorted(set(self.files) | set(rec["files"])):
+            where = f"{at}/{rel}"
+            if rel not in rec["files"]:
+                self.problems.append(Problem("the build did not write this file", where, None, REBUILD))
+            elif rel not in self.files:
+                self.problems.append(Problem("the build wrote this file; it is gone", where, None, REBUILD))
+            elif site_record.sha256(self.files[rel]) != rec["files"][rel]:
+                self.problems.append(Problem("changed after the build that wrote the folder", where, None, REBUILD))
+        emitted = site_record.emitted(self.project, self.report, self.results)
+        for page in sorted(set(emitted) | set(rec["blocks"])):
+            if page not in rec["blocks"]:  # a page MkDocs did not build (exclude_docs): fine without blocks
+                if emitted[page] or self.report.inline.get(page):
+                    self.problems.append(
+                        Problem(f"the build that wrote {at}/ wrote no page for it", page, None, REBUILD)
+                    )
+                continue
+            recorded, now = rec["blocks"].get(page) or [], emitted.get(page) or []
+            for a, b in zip(recorded, now):
+                if a[:3] == b[:3] and a[3] != b[3] and b[3] is not None:  # (a missing run: the block says why)
+                    self.problems.append(
+                        Problem(
+                            f"the run of {a[1]} block #{a[0]} in the build cache is not the one the build that wrote "
+                            f"{at}/ showed: its cache entry changed after the build",
+                            self.pages_dest(page),
+                            None,
+                            REBUILD,
+                        )
+                    )
+            if [x[:3] for x in recorded] != [x[:3] for x in now] or page not in rec["pages"]:
+                self.stale.add(page)
+                self.problems.append(
+                    Problem(
+                        f"the build that wrote {at}/ emitted other blocks for this page than its Markdown, the "
+                        "pinned tree and the recorded runs give now",
+                        page,
+                        None,
+                        REBUILD,
+                    )
+                )
+        from lessonkit.site import citations as site
+        from lessonkit.checks import living
+        from lessonkit.site.pages import browser_files
+
+        cites = site.citations(self.report, "docs/", {}) + living.citations(self.project, self.report, "docs/", {})
+        pinned, repo = browser_files(self.project, cites)
+        want = {("pinned", f) for f in pinned} | {("repo", f) for f in repo}
+        have = {tuple(v) for v in rec["code_pages"].values()}
+        for origin, file in sorted(want ^ have):
+            self.problems.append(
+                Problem(
+                    f"the source browser's page of {file} is {'missing' if (origin, file) in want else 'extra'}",
+                    at,
+                    None,
+                    REBUILD,
+                )
+            )
+
+    # -- one page
+    def page(self, rel: str, html: str, rep: SiteReport | None = None, doc: Doc | None = None) -> list[Problem]:
+        """The problems of one HTML file of the folder (``rel``: its path in the folder); ``doc``: its
+        scan, when the caller has it (:func:`lessonkit.checks.mutation.run_site`)."""
+        rep = rep or SiteReport()
+        where = f"{self.label}/{rel}"
+        doc = doc if doc is not None else Doc(html)
+        # First the elements lessonkit emitted (block roots, source listings; any tag whose classes
+        # are written with character references too), checked; then every other claim is one too many.
+        if "roots" not in doc.memo:
+            roots, by_id = [], {}
+            for i, m in enumerate(doc.tags):
+                a = m[3]
+                if not m[1] and ("lk-block" in a or "lk-figure" in a or "lk-source" in a or "&" in a):
+                    if any(shown.is_claim(c) for c in doc.classes(i)):
+                        roots.append(i)
+                        ident = doc.attrs(i).get("id")
+                        if ident:
+                            by_id.setdefault(ident, []).append(i)
+            doc.memo["roots"] = roots, by_id
+        roots, by_id = doc.memo["roots"]
+        problems: list[Problem] = []
+        verified: list[int] = []  # tag indices of checked elements: their content is accounted for
+        page = self.pages.get(rel)
+        if page is not None and page in self.expected and page not in self.stale:
+            problems += self._blocks(doc, where, page, by_id, verified, rep)
+        code = self.record["code_pages"].get(rel)
+        if code is not None:
+            problems += listings.source_page(self, doc, where, code, roots, verified, rep)
+        problems += listings.imitations(self, doc, where, verified)
+        return problems
+
+    def _blocks(self, doc, where, page, by_id, verified, rep) -> list[Problem]:
+        out = []
+        for exp in self.expected[page]:
+            rep.blocks += 1
+            r, what = exp.r, shown.block_what(exp.r, exp.anchor)
+            if exp.problem is not None:
+                out.append(Problem(f"{what}: {exp.problem.message}", where, None, exp.problem.hint))
+                continue
+            name, classes = exp.root
+            found = [i for i in by_id.get(exp.anchor, []) if doc.name(i) == name and set(doc.classes(i)) == classes]
+            if not found:
+                out.append(
+                    Problem(
+                        f"the {what} of {r.block.path}:{r.block.line} is not on the page",
+                        where,
+                        None,
+                        "something after lessonkit removed it (a hook or plugin); rebuild with a clean cache",
+                    )
+                )
+                continue
+            i = found[0]
+            verified.append(i)
+            if exp.parts is not None:
+                out += shown.compare_block(self, doc, i, exp, what, where)
+            elif exp.cells is not None:
+                out += shown.compare_cells(doc, i, exp, what, where)
+        out += shown.prose_values(self, doc, where, page, verified)
+        return out
+
+    def pages_dest(self, page: str) -> str:
+        """Where a problem of a page of docs/ is reported: its HTML file, else the page."""
+        dest = self.record["pages"].get(page)
+        return f"{self.label}/{dest}" if dest else page
+
+    def pinned_text(self, file: str, a: int, b: int) -> str | None:
+        """Lines ``a``–``b`` of a file of the pinned tree as a real-source block shows them (uniform
+        indentation removed); None when the tree has no such file."""
+        lines = self._pinned_lines.get(file)
+        if lines is None:
+            try:
+                lines = self.project.pinned.file(file).text.split("\n")
+            except LessonError:
+                return None
+            self._pinned_lines[file] = lines
+        return "\n".join(_dedent(tuple(lines[a - 1 : b]))) + "\n"
+
+
+def check_site(project, report, site_dir: Path) -> SiteReport:
+    """Check every HTML file of ``site_dir`` (see the module docstring)."""
+    return SiteCheck(project, report, site_dir).run()

@@ -1,0 +1,428 @@
+"""verify --site: what ships is what lessonkit emitted.
+
+A small project (one lesson: a real-source block, a teaching block, an experiment and a recorded
+value) is built once; each attack of issue 30 then runs on a copy (a build of its own) or on the
+built folder (and is undone): (a) raw HTML imitating an engine block, (b) a later hook that renames
+code, (c) forged render-cache entries, (d) a forged experiment result. Each must fail with its
+located line; the clean site passes, and the mutation check catches every one-character change of
+the built HTML. One test checks the real site when the session has built it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from lessonkit.checks import record as site_record
+from lessonkit.checks.htmlscan import Doc
+from lessonkit.pipeline.parse import engine_html
+from lessonkit.project import Project
+from lessonkit.run.box import sandbox
+from lessonkit.run.outcomes import _check
+from lessonkit.run.runner import Job
+from lessonkit.util import seal, store
+from support import ROOT, TmpSite, block
+
+LESSON = "lessons/05-reverse-mode.md"
+PAGE = "site/lessons/05-reverse-mode/index.html"
+HINT = "something after lessonkit changed the page (a hook, plugin or cache); rebuild with a clean cache"
+TINY = """\
+import json
+import os
+
+print("grad = 6.0")
+with open(os.environ["LESSONKIT_RECORD"], "w") as fh:
+    json.dump({"grad": 6.0}, fh)
+"""
+TEXT = (
+    "# 反向传播\n\n"
+    + block("real-source", "File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217")
+    + "\n"
+    + block("teaching-simplification", "Title: 字典版", body="def f(x):\n    return x\n")
+    + "\n"
+    + block("experiment", "File: experiments/tiny.py", "Purpose: 打印一个梯度")
+    + "\n结果是 [[value: tiny grad]]。\n"
+)
+# What case (a) puts on the page: a REAL SOURCE block that names real lines but shows other code.
+FAKE = (
+    '<div class="lk-block lk-real-source"><div class="lk-head"><span class="lk-badge lk-badge-real">'
+    '真实源码 REAL SOURCE</span><span class="lk-meta"><code>autograd/core.py</code> · <code>backward_pass'
+    "</code> · <code>f53a217</code> · L23–L33</span></div><div class=\"language-python highlight\"><pre><code>"
+    "def backward_pass(g, end_node):\n    return g\n</code></pre></div></div>"
+)
+
+
+def _clone(src: TmpSite, dest: Path) -> TmpSite:
+    """A copy of a built project (its cache and seal key included) in another folder."""
+    shutil.copytree(src.root, dest, symlinks=True)
+    site = object.__new__(TmpSite)
+    site.root, site.pinned_root, site.cache = dest, src.pinned_root, dest / ".cache"
+    site.env = {**src.env, "LESSONKIT_CACHE": str(site.cache)}
+    return site
+
+
+def _built(site: TmpSite) -> subprocess.CompletedProcess:
+    r = site.build()
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r
+
+
+def _site_verify(site: TmpSite, *args: str) -> subprocess.CompletedProcess:
+    return site.run("-m", "lessonkit", "verify", "--site", "site", *args)
+
+
+def _errors(r: subprocess.CompletedProcess) -> list[str]:
+    return [line for line in r.stderr.splitlines() if line.startswith(("site/", "docs/", "site:"))]
+
+
+def _hook(site: TmpSite, code: str) -> None:
+    """A second hooks file, listed after lessonkit's."""
+    (site.root / "late_hook.py").write_text(textwrap.dedent(code), encoding="utf-8")
+    config = (site.root / "mkdocs.yml").read_text()
+    config = config.replace("plugins: []", f"  - {site.root / 'late_hook.py'}\nplugins: []")
+    (site.root / "mkdocs.yml").write_text(config)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, pinned_root) -> TmpSite:
+    site = TmpSite(tmp_path_factory.mktemp("shipped") / "proj", pinned_root)
+    site.script("tiny.py", TINY)
+    site.page(LESSON, TEXT)
+    r = site.run("-m", "lessonkit", "verify", "--update-map")
+    assert r.returncode == 0, r.stderr
+    _built(site)
+    return site
+
+
+def test_the_clean_site_passes_and_every_change_of_its_html_is_caught(built):
+    r = _site_verify(built, "--mutate")
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = next(line for line in r.stdout.splitlines() if line.startswith("site: "))
+    record = json.loads(store.Store(built.cache, "site").get(site_record._key(built.root / "site")))
+    pages = len(record["code_pages"])
+    assert summary.startswith(
+        f"site: {len(record['files'])} HTML file(s) of site/, 3 engine block(s), {pages} source page(s) ("
+    ), summary
+    assert "0 problem(s)" in summary
+    # one change in the real-source code, the output and the disclaimer, and in each source page
+    assert f"site mutations: {3 + pages}/{3 + pages} caught (100%)" in r.stdout
+
+
+def test_raw_html_imitating_a_block_is_a_located_error(built, tmp_path):
+    site = _clone(built, tmp_path / "a")
+    site.page(LESSON, TEXT + "\n" + FAKE + "\n")
+    line = TEXT.count("\n") + 2
+    want = f"docs/{LESSON}:{line}: raw HTML uses the engine class lk-block — write a real-source block instead"
+    r = site.build()
+    assert r.returncode != 0 and want in r.stderr, r.stderr[-3000:]
+    r = site.verify()
+    assert r.returncode == 1 and want in r.stderr.splitlines(), r.stderr
+
+
+def test_an_imitation_added_after_lessonkit_is_not_an_engine_block(built, tmp_path):
+    site = _clone(built, tmp_path / "a2")
+    _hook(
+        site,
+        f"""\
+        def on_page_content(html, page, config, files):
+            return html + {FAKE!r} if page.file.src_uri == {LESSON!r} else html
+        """,
+    )
+    _built(site)
+    r = _site_verify(site)
+    assert r.returncode == 1
+    assert _errors(r)[:-1] == [
+        f"{PAGE}: an element claims to be a REAL SOURCE block (autograd/core.py L23–L33) that lessonkit did not "
+        "emit; its code is not the pinned source (line 23: 'def backward_pass(g, end_node):' instead of '') — raw "
+        "HTML or a plugin imitates an engine block; write a real-source block in the Markdown instead"
+    ]
+
+
+def test_a_later_hook_that_renames_code_is_caught(built, tmp_path):
+    site = _clone(built, tmp_path / "b")
+    _hook(
+        site,
+        """\
+        def on_post_page(output, page, config):
+            return output.replace('<span class="n">outgrads</span>', '<span class="n">LATE_HOOK_outgrads</span>')
+        """,
+    )
+    _built(site)
+    assert "LATE_HOOK_outgrads" in (site.root / PAGE).read_text(encoding="utf-8")
+    r = _site_verify(site)
+    assert r.returncode == 1
+    line = "line 26: 'LATE_HOOK_outgrads = {end_node: (g, False)}' instead of 'outgrads = {end_node: (g, False)}'"
+    assert _errors(r)[:-1] == [
+        f"{PAGE}: real-source block autograd/core.py L25–L32 differs from the pinned source ({line}) — {HINT}",
+        "site/source/autograd/core.py/index.html: the source page of autograd/core.py differs from the pinned "
+        f"source ({line}; 3 line(s) differ) — {HINT}",
+    ]
+
+
+def _forge_render(cache: Path, with_key: bool) -> int:
+    """Rename `outgrads` in every highlighted block of the render cache, with the entry's digest
+    recomputed; with the cache's key, its seal too (what only code with the build's rights can)."""
+    n = 0
+    for entry in (cache / "render").iterdir():
+        head, _, data = entry.read_bytes().partition(b"\n")
+        if b'<span class="n">outgrads</span>' not in data:
+            continue
+        data = data.replace(b'<span class="n">outgrads</span>', b'<span class="n">FORGED_outgrads</span>')
+        if with_key:
+            entry.write_bytes(store.encode_entry("render", entry.name, data.decode(), cache))
+        else:
+            fmt, _, mark = head.split(b" ")
+            digest = store._entry_digest("render", entry.name, data).encode()
+            entry.write_bytes(b" ".join([fmt, digest, mark]) + b"\n" + data)
+        n += 1
+    return n
+
+
+def test_a_forged_render_cache_entry_is_made_again_not_shipped(built, tmp_path):
+    site = _clone(built, tmp_path / "c1")
+    assert _forge_render(site.cache, with_key=False)
+    r = _built(site)
+    assert "has a right digest but not this cache's seal (it was rewritten outside lessonkit)" in r.stderr
+    assert "FORGED_outgrads" not in (site.root / PAGE).read_text(encoding="utf-8")
+    assert _site_verify(site).returncode == 0
+
+
+def test_a_sealed_forged_render_cache_entry_is_caught(built, tmp_path):
+    site = _clone(built, tmp_path / "c2")
+    assert _forge_render(site.cache, with_key=True)
+    _built(site)
+    assert "FORGED_outgrads" in (site.root / PAGE).read_text(encoding="utf-8")
+    r = _site_verify(site)
+    assert r.returncode == 1
+    line = "line 26: 'FORGED_outgrads = {end_node: (g, False)}' instead of 'outgrads = {end_node: (g, False)}'"
+    assert _errors(r)[:-1] == [
+        f"{PAGE}: real-source block autograd/core.py L25–L32 differs from the pinned source ({line}) — {HINT}"
+    ]
+
+
+def _result(cache: Path) -> Path:
+    """The cache entry of the run of experiments/tiny.py."""
+    for entry in (cache / "experiments").iterdir():
+        if json.loads(entry.read_text()).get("stdout") == "grad = 6.0\n":
+            return entry
+    raise AssertionError("no cached result of experiments/tiny.py")
+
+
+def _forge_result(entry: Path, with_key: bool) -> None:
+    """Another output in a cached result, its digest recomputed; with the cache's key, its seal too."""
+    data = json.loads(entry.read_text())
+    data["stdout"] = "8.0 (forged cache entry)\n"
+    del data["check"]
+    mark = data.pop("seal")
+    data["check"] = _check(data)
+    data["seal"] = seal.seal(entry.parents[1], b"experiment", data["check"].encode()) if with_key else mark
+    entry.write_text(json.dumps(data))
+
+
+def test_a_forged_experiment_result_runs_again_not_shipped(built, tmp_path):
+    site = _clone(built, tmp_path / "d1")
+    _forge_result(_result(site.cache), with_key=False)
+    r = _built(site)
+    assert (
+        "lessonkit: the cached result of experiments/tiny.py has a right digest but not this cache's seal (it was "
+        "rewritten outside lessonkit); it is run again, not used"
+    ) in r.stderr
+    page = (site.root / PAGE).read_text(encoding="utf-8")
+    assert "grad = 6.0" in page and "forged" not in page
+    assert _site_verify(site).returncode == 0
+
+
+@pytest.fixture
+def undo(built):
+    """Files of the built project a test changes, restored afterwards."""
+    kept: dict[Path, bytes] = {}
+
+    def keep(path: Path) -> Path:
+        kept.setdefault(path, path.read_bytes())
+        return path
+
+    yield keep
+    for path, data in kept.items():
+        path.write_bytes(data)
+
+
+def test_an_experiment_output_changed_after_the_build_is_caught(built, undo):
+    page = undo(built.root / PAGE)
+    page.write_text(page.read_text(encoding="utf-8").replace("grad = 6.0", "8.0 (forged cache entry)", 1))
+    r = _site_verify(built)
+    assert r.returncode == 1
+    assert _errors(r)[:-1] == [
+        f"{PAGE}: changed after the build that wrote the folder — build the site again (`nox -s build`) before "
+        "`verify --site`",
+        f"{PAGE}: experiment output of experiments/tiny.py differs from this build's recorded run (line 1: "
+        f"'8.0 (forged cache entry)' instead of 'grad = 6.0') — {HINT}",
+    ]
+
+
+def test_a_result_sealed_again_after_the_build_is_caught(built, undo):
+    _forge_result(undo(_result(built.cache)), with_key=True)
+    r = _site_verify(built)
+    assert r.returncode == 1
+    assert _errors(r)[:-1] == [
+        f"{PAGE}: the run of experiment block #exp-tiny in the build cache is not the one the build that wrote site/ "
+        "showed: its cache entry changed after the build — build the site again (`nox -s build`) before "
+        "`verify --site`",
+        f"{PAGE}: experiment output of experiments/tiny.py differs from this build's recorded run (line 1: "
+        f"'grad = 6.0' instead of '8.0 (forged cache entry)') — {HINT}",
+    ]
+
+
+def test_the_real_site_passes(built_site, real_project):
+    from lessonkit.checks import verify
+
+    r = subprocess.run(
+        [sys.executable, "-m", "lessonkit", "verify", "--site", str(built_site)],
+        cwd=ROOT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "SOURCE_DATE_EPOCH": "1764460800"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = verify.check(real_project)
+    blocks = sum(len(rs) for rs in report.resolved.values())
+    summary = next(line for line in r.stdout.splitlines() if line.startswith("site: "))
+    assert f" of {built_site}/, {blocks} engine block(s), " in summary and "; 0 problem(s) in " in summary, summary
+
+
+def test_a_box_reads_neither_the_seal_key_nor_writes_the_cache(site, tmp_path):
+    if not sandbox.namespaces_available():
+        pytest.skip("user namespaces are not available here: without them a box can read the key (README)")
+    cache = tmp_path / "cache"  # outside the project, where a box sees it (read-only)
+    project = Project(site.root, cache=cache)
+    key = seal.key_path(cache)
+    script = f"""\
+import os
+try:
+    print("read", open({str(key)!r}).read()[:8])
+except OSError as exc:
+    print("hidden", type(exc).__name__)
+try:
+    open(os.path.join({str(cache)!r}, "experiments-planted"), "w")
+except OSError as exc:
+    print("read-only", exc.errno)
+"""
+    result = project.runner.run(Job("probe.py", script.encode(), 60, "probe.py"))
+    assert key.is_file() and (key.stat().st_mode & 0o777) == 0o600
+    assert result.stdout == "hidden FileNotFoundError\nread-only 30\n", result.stderr
+
+
+def test_the_seal_key_is_private_made_once_and_replaced_when_not_private(tmp_path):
+    seal.forget()
+    first = seal.key(tmp_path)
+    path = seal.key_path(tmp_path)
+    assert (path.stat().st_mode & 0o777, path.parent.stat().st_mode & 0o777) == (0o600, 0o700)
+    seal.forget()
+    assert seal.key(tmp_path) == first  # read again, not made again
+    path.chmod(0o644)  # someone else may have read it
+    seal.forget()
+    assert seal.key(tmp_path) != first and path.stat().st_mode & 0o777 == 0o600
+    seal.forget()
+
+
+def test_a_store_entry_rewritten_without_the_key_is_dropped(tmp_path, caplog):
+    s = store.Store(tmp_path, "render")
+    key = store.digest("entry")
+    s.put(key, "<code>x</code>")
+    store.forget_memory()
+    path = tmp_path / "render" / key
+    head, _, _ = path.read_bytes().partition(b"\n")
+    fmt, _, mark = head.split(b" ")
+    forged = b"<code>forged</code>"
+    path.write_bytes(b" ".join([fmt, store._entry_digest("render", key, forged).encode(), mark]) + b"\n" + forged)
+    assert store.read_entry("render", key, path.read_bytes(), tmp_path) == (None, "unsealed")
+    with caplog.at_level("WARNING", logger="lessonkit.cache"):
+        assert s.get(key) is None
+    assert not path.exists() and s.unsealed == 1
+    assert "has a right digest but not this cache's seal" in caplog.text
+    path.write_bytes(store.encode_entry("render", key, "<code>sealed</code>", tmp_path))
+    assert s.get(key) == "<code>sealed</code>"
+
+
+def test_the_pinned_trees_provider_record_keeps_the_format_every_version_reads(tmp_path):
+    """Its key holds no code version: a lessonkit before the seal reads the same file (and would
+    remove the cached tree if it found the record damaged)."""
+    data = store.encode_entry("pin", f"{'0' * 40}.provider", "sdist x.tar.gz", tmp_path)
+    head = data.split(b"\n", 1)[0].split(b" ")
+    assert head[0] == b"lk-store-1" and len(head) == 2
+
+
+@pytest.mark.parametrize(
+    "line, problem",
+    [
+        (
+            '<div class="lk-block lk-real-source">',
+            "raw HTML uses the engine class lk-block — write a real-source block instead",
+        ),
+        (
+            "<span class='lk-badge lk-badge-teach'>x</span>",
+            "raw HTML uses the engine class lk-badge — write a teaching-simplification block instead",
+        ),
+        (
+            '<pre class=lk-output>8.0</pre>',
+            "raw HTML uses the engine class lk-output — write an experiment block instead",
+        ),
+        (
+            '<div class="lk&#45;snapshot">',
+            "raw HTML uses the engine class lk-snapshot — write a snapshot block instead",
+        ),
+        (
+            "结果 **6.0**{: .lk-value }",
+            "an attribute list `{: … }` uses the engine class lk-value — write a [[value: …]] reference instead",
+        ),
+        (
+            '<span style="color:red">真实源码 REAL SOURCE</span>',
+            "raw HTML shows the engine's badge \"真实源码 REAL SOURCE\" outside a block — write the annotation block "
+            "instead; only the engine shows its badges",
+        ),
+        ('写 `<div class="lk-block">` 没用', None),
+        ('<div class="note">真实源码 REAL SOURCE 的含义</div>', None),
+    ],
+)
+def test_raw_html_with_the_engines_classes_or_badges(line, problem):
+    got = [str(p) for p in engine_html(line, "docs/x.md", 7, ("真实源码 REAL SOURCE",))]
+    assert got == ([f"docs/x.md:7: {problem}"] if problem else [])
+
+
+def test_engine_classes_in_code_blocks_and_comments_are_text(site):
+    site.page(
+        "x.md",
+        "# x\n\n```html\n<div class=\"lk-block\">\n```\n\n    <span class=\"lk-badge\">\n\n"
+        "<!--\n<div class=\"lk-output\">\n-->\n\n<p class=\"lk-disclaimer\">不是</p>\n",
+    )
+    assert site.problems() == [
+        "docs/x.md:13: raw HTML uses the engine class lk-disclaimer — write a teaching-simplification block instead"
+    ]
+
+
+def test_the_scanner_reads_tags_as_a_browser_does():
+    doc = Doc(
+        "<p x=a'b>t</p><div title=\">\" class=\"lk-block\">c</div><DIV CLASS=\"lk&#45;badge\">b</DIV>"
+        "<script>var s = '<div class=\"lk-block\">';</script><!-- <div class=\"lk-head\"> --><p>&lt;x&gt;</p>"
+    )
+    opened = [(doc.name(i), doc.classes(i), doc.close_of(i)) for i in range(len(doc.tags)) if not doc.closing(i)]
+    assert opened == [("p", [], 1), ("div", ["lk-block"], 3), ("div", ["lk-badge"], 5), ("script", [], 7), ("p", [], 9)]
+    assert [name for name, _, _ in doc.raw] == ["script"]
+    assert doc.text(0, len(doc.html)) == "tcb<x>"
+
+
+def test_a_new_cache_gets_its_key_on_first_use(tmp_path):
+    """A build on an empty cache seals with the key the next build reads (not one of its own process)."""
+    seal.forget()
+    cache = tmp_path / "new" / "cache"
+    mark = seal.seal(cache, b"x")
+    seal.forget()
+    assert seal.key_path(cache).is_file() and seal.seal(cache, b"x") == mark
+    seal.forget()

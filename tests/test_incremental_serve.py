@@ -161,10 +161,16 @@ def test_serve_rebuilds_equal_a_full_build_and_only_what_changed(project, monkey
     serve.rebuild()
     assert serve.last.nothing
 
-    # an author mistake: reported (the server keeps running), and the next change builds everything
+    # an author mistake: shown in an error box on its page and logged; the rest of the site is served,
+    # and the graph is kept, so that the fix is a partial rebuild too
     _edit(docs / "lessons/12-gradient-check.md", "Symbol: find_top_boxed_args\n", "Symbol: find_top_boxed_argz\n")
     serve.rebuild_or_report()
-    assert serve.graph is None
+    assert serve.graph is not None and not serve.last.full, serve.last
+    page = (served / "lessons/12-gradient-check/index.html").read_text(encoding="utf-8")
+    assert 'class="lk-block lk-error"' in page and "no symbol `find_top_boxed_argz` in autograd/tracer.py" in page
+    _edit(docs / "lessons/12-gradient-check.md", "Symbol: find_top_boxed_argz\n", "Symbol: find_top_boxed_args\n")
+    serve.rebuild_or_report()
+    assert not serve.last.full and "lk-error" not in (served / "lessons/12-gradient-check/index.html").read_text()
 
 
 def test_pin_prefetch_needs_only_the_standard_library(tmp_path, pinned_root):

@@ -6,10 +6,11 @@ version on the package index (``1.9.0``), a full 40-digit commit fetched from
 
 * :mod:`.acquire`: the target tree, with the pin's own providers (:mod:`lessonkit.source.pin`);
 * :mod:`.classify`: every block and experiment as unchanged / moved / changed / missing
-  (experiments: unchanged / differs / fails), by error codes, never by message text;
+  (experiments, run by :mod:`.runs`: unchanged / differs / fails), by error codes, never by
+  message text;
 * :mod:`.report`: the summary on stdout and the HTML page (``lessonkit/templates/repin.html``);
 * :mod:`.apply`: with ``--apply`` (allowed only when nothing beyond moves happened) the pin,
-  its manifest, the ``Lines:``/``Commit:`` headers and the excerpt map are rewritten in one
+  its manifest, the ``Lines:``/``Emphasize:``/``Commit:`` headers and the excerpt map are rewritten in one
   step, verified, and rolled back on any problem.
 
 The exit status is 0 only when nothing beyond "moved" happened and every experiment

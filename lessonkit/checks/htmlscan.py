@@ -1,6 +1,6 @@
 """A small HTML scanner: tags with their attributes, elements, and the text a reader sees.
 
-Enough of the HTML tokenizer's rules for a check of written pages (:mod:`lessonkit.checks.shipped`)
+Enough of the HTML tokenizer's rules for a check of written pages (:mod:`lessonkit.site.shipped`)
 that an imitation cannot slip past: attribute values may hold ``>`` and quotes, names and
 classes are read after decoding character references (``class="lk&#45;block"`` is the class
 ``lk-block`` to a browser), comments and ``<!…>`` are skipped, and the contents of raw-text

@@ -248,7 +248,7 @@ class SiteOutcome:
             f"({self.detail})",
             self.file,
             None,
-            "verify --site would miss this change; strengthen lessonkit.checks.shipped",
+            "verify --site would miss this change; strengthen lessonkit.site.shipped",
         )
 
 
@@ -362,7 +362,7 @@ def _site_what(exp) -> str:
 
 def run_site(check) -> SiteMutationReport:
     """Change one character of what each engine element shows (see :func:`site_targets`) in a copy
-    of the page's HTML, and ask :meth:`lessonkit.checks.shipped.SiteCheck.page` about the copy: each
+    of the page's HTML, and ask :meth:`lessonkit.site.shipped.SiteCheck.page` about the copy: each
     change must be reported. The unchanged pages must pass first (verify --site did)."""
     report = SiteMutationReport([], [])
     by_file: dict[str, list] = {}

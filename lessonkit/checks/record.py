@@ -1,4 +1,4 @@
-"""The build's record of the site folder it wrote, for ``verify --site`` (:mod:`lessonkit.checks.shipped`).
+"""The build's record of the site folder it wrote, for ``verify --site`` (:mod:`lessonkit.site.shipped`).
 
 A successful ``mkdocs build`` (not ``serve``) records, in the build cache (a sealed entry of the
 ``site`` store, keyed by the site folder's absolute path), what it wrote, with a digest of the

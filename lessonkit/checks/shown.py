@@ -1,5 +1,5 @@
 """What an element of a written page shows, as a reader sees it, and how it differs from what
-lessonkit emitted (:mod:`lessonkit.checks.shipped`): the engine's classes, an element's parts and
+lessonkit emitted (:mod:`lessonkit.site.shipped`): the engine's classes, an element's parts and
 their text, one block compared with its rendering, a snapshot's recorded cells, recorded values
 in prose.
 """
@@ -102,7 +102,7 @@ def parts(doc: Doc, i: int) -> list[tuple[str, str, tuple | None]]:
 
 
 def compare_block(check, doc: Doc, i: int, exp, what: str, where: str) -> list[Problem]:
-    """Element ``i`` against ``exp`` (:class:`lessonkit.checks.shipped.Expected`), part by part."""
+    """Element ``i`` against ``exp`` (:class:`lessonkit.site.shipped.Expected`), part by part."""
     r, out = exp.r, []
     got = parts(doc, i)
     want_names, got_names = [p[0] for p in exp.parts], [p[0] for p in got]

@@ -82,9 +82,9 @@ def _verify(args) -> int:
 
 
 def _site_check(project, report, site_dir: Path):
-    """``verify --site``: every HTML file of the written site (lessonkit.checks.shipped); the
+    """``verify --site``: every HTML file of the written site (lessonkit.site.shipped); the
     check object when it passed, else None."""
-    from lessonkit.checks import shipped
+    from lessonkit.site import shipped
 
     t0 = time.perf_counter()
     check = shipped.SiteCheck(project, report, site_dir)

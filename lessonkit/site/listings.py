@@ -1,5 +1,5 @@
 """The rest of a written page: source-browser and script listings, line by line against their
-files, and whatever claims to be the engine's outside what was checked (:mod:`lessonkit.checks.shipped`).
+files, and whatever claims to be the engine's outside what was checked (:mod:`lessonkit.site.shipped`).
 """
 
 from __future__ import annotations

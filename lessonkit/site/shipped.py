@@ -31,18 +31,18 @@ from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
 
-from lessonkit.checks import listings, shown
+from lessonkit.checks import shown
+from lessonkit.site import listings
 from lessonkit.checks import record as site_record
 from lessonkit.checks.htmlscan import Doc
 from lessonkit.errors import LessonError, Problem
 from lessonkit.run.outcomes import failure
-from lessonkit.source.resolve import _dedent
 from lessonkit.util.store import code_version
 
 REBUILD = listings.REBUILD
 
 
-def _plain_code(text, lang, linestart=1, title=None, code_block_count=0) -> str:
+def _plain_code(text, lang, linestart=1, title=None, code_block_count=0, hl_lines=None) -> str:
     """The code of a block as plain text, where the build highlights it (same text, no cache)."""
     return f'<div class="language-python highlight"><pre><code>{escape(text, quote=False)}</code></pre></div>'
 
@@ -61,6 +61,9 @@ class _Links:
 
     def api(self, file, symbol):
         return None
+
+    def page(self, uri):
+        return "#" if uri in self.uris else None
 
 
 @dataclass
@@ -247,7 +250,7 @@ class SiteCheck:
         from lessonkit.checks import living
         from lessonkit.site.pages import browser_files
 
-        cites = site.citations(self.report, "docs/", {}) + living.citations(self.project, self.report, "docs/", {})
+        cites = site.citations(self.report, "docs/", {}) + site.prose_citations(self.project, self.report, "docs/", {})
         pinned, repo = browser_files(self.project, cites)
         want = {("pinned", f) for f in pinned} | {("repo", f) for f in repo}
         have = {tuple(v) for v in rec["code_pages"].values()}
@@ -338,6 +341,13 @@ class SiteCheck:
                 return None
             self._pinned_lines[file] = lines
         return "\n".join(_dedent(tuple(lines[a - 1 : b]))) + "\n"
+
+
+def _dedent(lines: tuple[str, ...]) -> tuple[str, ...]:
+    """The lines without the indentation they all share (blank lines empty)."""
+    widths = [len(l) - len(l.lstrip(" ")) for l in lines if l.strip()]
+    cut = min(widths) if widths else 0
+    return tuple(l[cut:] if l.strip() else "" for l in lines)
 
 
 def check_site(project, report, site_dir: Path) -> SiteReport:

@@ -60,6 +60,9 @@ def test_a_lesson_written_from_the_guide_builds_and_verifies_first_time(site):
     body = "\n\n".join(shown for shown, _ in examples())
     for script in sorted(set(re.findall(r"^Experiment: (experiments/\w+\.py)$", body, re.M))):  # what they draw from
         shutil.copy(ROOT / script, site.root / script)
+    # the guide's Recall example recalls make_vjp, which the course shows in full earlier
+    earlier = "```real-source\nFile: autograd/core.py\nSymbol: make_vjp\n```\n"
+    site.page("lessons/14-earlier.md", "# 14 · 前一课\n\n" + earlier)
     site.page("lessons/15-from-guide.md", "# 15 · 照着指南写的一课\n\n" + body + "\n")
     v = site.verify()
     assert v.returncode == 0, v.stderr
@@ -68,8 +71,8 @@ def test_a_lesson_written_from_the_guide_builds_and_verifies_first_time(site):
     html = (site.root / "site" / "lessons" / "15-from-guide" / "index.html").read_text()
     blocks = parse_page(body, "docs/lessons/15-from-guide.md", kinds=KINDS).blocks
     kinds = [b.kind for b in blocks]
-    assert kinds.count("real-source") == 13 and kinds.count("experiment") == 5
-    assert html.count("lk-block lk-real-source") == 13 and html.count("lk-block lk-experiment") == 5
+    assert kinds.count("real-source") == 14 and kinds.count("experiment") == 5
+    assert html.count("lk-block lk-real-source") == 14 and html.count("lk-block lk-experiment") == 5
     assert "grad = 6.0" in html and "d2f(1.0) = 6.0" in html and "⋯ 省略 3 行 ⋯" in html
 
 

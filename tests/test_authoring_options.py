@@ -325,7 +325,7 @@ def test_a_session_traceback_names_the_page_line(site, monkeypatch):
     assert not second.ok and f'File "docs/s.md", line {S2 + 1}, in <module>\n    z = y / 0\n' in second.stderr
     assert str(execute.failure(second, jobs[1], jobs[1].timeout).at("docs/s.md", 15)) == (
         f"docs/s.md:15: experiment docs/s.md:15 failed with exit code 1 at docs/s.md:{S2 + 1}:     z = y / 0 |"
-        "         ~~^~~ | ZeroDivisionError: division by zero — run it by hand: nox -s experiment -- docs/s.md:15"
+        "         ~~^~~ | ZeroDivisionError: division by zero — run it by hand: lessonkit run docs/s.md:15"
     )
     assert str(execute.failure(third, jobs[2], jobs[2].timeout).at("docs/s.md", 23)) == (
         "docs/s.md:23: experiment docs/s.md:23 did not run: its session stopped at the block at docs/s.md:15 — "
@@ -403,7 +403,7 @@ def test_serve_shows_problems_on_their_pages_and_keeps_serving(site):
     run = (
         "docs/bad.md:8: experiment docs/bad.md:8 failed with exit code 1 at docs/bad.md:12:   "
         'File "docs/bad.md", line 12, in <module> |     raise SystemError(\'boom\') | SystemError: boom — '
-        "run it by hand: nox -s experiment -- docs/bad.md:8"
+        "run it by hand: lessonkit run docs/bad.md:8"
     )
     logged = [l.split(" ", 1)[1] for l in r.stderr.splitlines() if l.startswith("ERROR ")]
     assert logged[:2] == [resolve, run] and "each shown in an error box on its page" in logged[2]

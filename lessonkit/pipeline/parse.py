@@ -524,12 +524,11 @@ def engine_html(line: str, path: str, lineno: int, badges: tuple[str, ...] = ())
         engine += found
     if engine:  # one line of the page, one problem: the first class it uses, the block it imitates
         instead = next((what for names, what in INSTEAD if any(c in names for c in engine)), "an annotation block")
-        what = "an attribute list `{: … }`" if attr_list else "raw HTML"
-        return [
-            Problem(
-                f"{what} uses the engine class {engine[0]}", path, lineno, f"write {instead} instead", code=ENGINE_HTML
-            )
-        ]
+        if attr_list:
+            message = f"an attribute list `{{: … }}` uses the engine class {engine[0]}"
+        else:
+            message = f"raw HTML uses the engine class {engine[0]}"
+        return [Problem(message, path, lineno, f"write {instead} instead", code=ENGINE_HTML)]
     out = []
     for badge in badges:
         if badge and re.search(r">\s*" + re.escape(badge) + r"\s*</?[A-Za-z]", plain):

@@ -37,6 +37,7 @@ from lessonkit.checks import record as site_record
 from lessonkit.checks.htmlscan import Doc
 from lessonkit.errors import LessonError, Problem
 from lessonkit.run.outcomes import failure
+from lessonkit.site import citations as site_cites
 from lessonkit.util.store import code_version
 
 REBUILD = listings.REBUILD
@@ -54,10 +55,10 @@ class _Links:
         self.uris = uris
 
     def source(self, file, start, end):
-        return "#" if f"source/{file}.md" in self.uris else None
+        return "#" if site_cites.source_uri(file) in self.uris else None
 
     def script(self, file):
-        return "#" if f"code/{file}.md" in self.uris else None
+        return "#" if site_cites.code_uri(file) in self.uris else None
 
     def api(self, file, symbol):
         return None
@@ -106,7 +107,10 @@ class SiteCheck:
             return
         recorded = project.runner.recorded(living.build_jobs(project, report))
         self.results = {k: r for k, (r, _) in recorded.items() if r is not None}
-        uris = {("source/" if o == "pinned" else "code/") + f + ".md" for o, f in self.record["code_pages"].values()}
+        uris = {
+            site_cites.source_uri(f) if o == "pinned" else site_cites.code_uri(f)
+            for o, f in self.record["code_pages"].values()
+        }
         self.renderer = Renderer(
             project.pin,
             _plain_code,
@@ -246,11 +250,10 @@ class SiteCheck:
                         REBUILD,
                     )
                 )
-        from lessonkit.site import citations as site
-        from lessonkit.checks import living
         from lessonkit.site.pages import browser_files
 
-        cites = site.citations(self.report, "docs/", {}) + site.prose_citations(self.project, self.report, "docs/", {})
+        cites = site_cites.citations(self.report, "docs/", {})
+        cites += site_cites.prose_citations(self.project, self.report, "docs/", {})
         pinned, repo = browser_files(self.project, cites)
         want = {("pinned", f) for f in pinned} | {("repo", f) for f in repo}
         have = {tuple(v) for v in rec["code_pages"].values()}

@@ -46,6 +46,8 @@ def test_a_build_with_empty_caches_is_byte_identical(built_site, tmp_path, real_
         "pages",
         "pin",
         "render",
+        "seal",
+        "site",
         "symbols",
         "templates",
     ]

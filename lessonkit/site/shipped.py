@@ -107,6 +107,7 @@ class SiteCheck:
         recorded = project.runner.recorded(living.build_jobs(project, report))
         self.results = {k: r for k, (r, _) in recorded.items() if r is not None}
         uris = {("source/" if o == "pinned" else "code/") + f + ".md" for o, f in self.record["code_pages"].values()}
+        uris |= {page.removeprefix("docs/") for page in self.record["pages"]}  # a recall links to its page
         self.renderer = Renderer(
             project.pin,
             _plain_code,
@@ -130,6 +131,8 @@ class SiteCheck:
     # -- what the engine emitted
     def _expected(self, page: str) -> list[Expected]:
         out = []
+        # what a recall's head links to depends on the page: set as the build sets it
+        self.renderer.page, self.renderer.recalls = page, self.report.recalls.get(page, {})
         for r, anchor in zip(self.report.resolved[page], self.report.anchors(page)):
             result = None
             if r.job is not None:
@@ -247,7 +250,6 @@ class SiteCheck:
                     )
                 )
         from lessonkit.site import citations as site
-        from lessonkit.checks import living
         from lessonkit.site.pages import browser_files
 
         cites = site.citations(self.report, "docs/", {}) + site.prose_citations(self.project, self.report, "docs/", {})
@@ -341,6 +343,16 @@ class SiteCheck:
                 return None
             self._pinned_lines[file] = lines
         return "\n".join(_dedent(tuple(lines[a - 1 : b]))) + "\n"
+
+    def pinned_lines(self, file: str, numbers: list[int]) -> list[str] | None:
+        """Lines ``numbers`` of a file of the pinned tree, as the file has them; None when the tree
+        has no such file or lines."""
+        if self.pinned_text(file, 1, 1) is None:
+            return None
+        lines = self._pinned_lines[file]
+        if not numbers or min(numbers) < 1 or max(numbers) > len(lines):
+            return None
+        return [lines[n - 1] for n in numbers]
 
 
 def _dedent(lines: tuple[str, ...]) -> tuple[str, ...]:

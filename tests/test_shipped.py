@@ -426,3 +426,134 @@ def test_a_new_cache_gets_its_key_on_first_use(tmp_path):
     seal.forget()
     assert seal.key_path(cache).is_file() and seal.seal(cache, b"x") == mark
     seal.forget()
+
+
+# The shapes a real-source block takes besides one run of code: a recall (its lines, a link to the
+# first full showing, the whole symbol folded below), an excerpt elided into runs, a hidden
+# docstring, kept indentation and emphasized lines.
+SHAPES = "lessons/02-shapes.md"
+SHAPES_PAGE = "site/lessons/02-shapes/index.html"
+SHAPES_TEXT = (
+    "# 形状\n\n"
+    + block(
+        "real-source",
+        "File: autograd/core.py",
+        "Symbol: make_vjp",
+        "Recall: yes",
+        "Start-at: start_node = VJPNode.new_root()",
+        "End-at: if end_node is None:",
+    )
+    + "\n"
+    + block(
+        "real-source",
+        "File: autograd/core.py",
+        "Symbol: backward_pass",
+        body="""\
+        def backward_pass(g, end_node):
+            outgrads = {end_node: (g, False)}
+        ...
+                for parent, ingrad in zip(node.parents, ingrads):
+                    outgrads[parent] = add_outgrads(outgrads.get(parent), ingrad)
+        ...
+        """,
+    )
+    + "\n"
+    + block("real-source", "File: autograd/differential_operators.py", "Symbol: grad", "Docstring: hide")
+    + "\n"
+    + block("real-source", "File: autograd/core.py", "Symbol: VJPNode.initialize_root", "Dedent: none")
+    + "\n"
+    + block("real-source", "File: autograd/core.py", "Symbol: backward_pass", "Emphasize: 28, 30-31")
+)
+# code runs: 1 (lesson 01) + 2 (recall: its lines, the whole symbol) + 2 (elided) + 2 (docstring) + 1 + 1
+SHAPE_RUNS = 9
+
+
+@pytest.fixture(scope="module")
+def shapes(tmp_path_factory, pinned_root) -> TmpSite:
+    site = TmpSite(tmp_path_factory.mktemp("shapes") / "proj", pinned_root)
+    site.page("lessons/01-full.md", "# 全貌\n\n" + block("real-source", "File: autograd/core.py", "Symbol: make_vjp"))
+    site.page(SHAPES, SHAPES_TEXT)
+    r = site.run("-m", "lessonkit", "verify", "--update-map")
+    assert r.returncode == 0, r.stderr
+    _built(site)
+    return site
+
+
+def test_recalls_elisions_hidden_docstrings_and_indentation_pass_and_every_run_is_mutated(shapes):
+    r = _site_verify(shapes, "--mutate")
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = next(line for line in r.stdout.splitlines() if line.startswith("site: "))
+    assert "0 problem(s)" in summary, summary
+    record = json.loads(store.Store(shapes.cache, "site").get(site_record._key(shapes.root / "site")))
+    n = SHAPE_RUNS + len(record["code_pages"])
+    assert f"site mutations: {n}/{n} caught (100%)" in r.stdout
+
+
+def _shapes_hook(shapes: TmpSite, tmp_path: Path, code: str) -> list[str]:
+    site = _clone(shapes, tmp_path / "s")
+    _hook(site, code)
+    _built(site)
+    r = _site_verify(site)
+    assert r.returncode == 1
+    print("\n".join(_errors(r)))
+    return _errors(r)[:-1]
+
+
+def test_a_changed_line_of_a_recalls_full_version_is_caught(shapes, tmp_path):
+    # `return vspace(x).zeros()` (L15) is only in the folded whole symbol, not in the recalled lines
+    errors = _shapes_hook(
+        shapes,
+        tmp_path,
+        """\
+        def on_post_page(output, page, config):
+            return output.replace('<span class="n">zeros</span>', '<span class="n">ones</span>')
+        """,
+    )
+    line = "line 15: 'return vspace(x).ones()' instead of 'return vspace(x).zeros()'"
+    assert errors == [
+        f"{SHAPES_PAGE}: the full version of real-source block autograd/core.py L11–L13 differs from the pinned "
+        f"source ({line}) — {HINT}",
+        f"site/lessons/01-full/index.html: real-source block autograd/core.py L10–L22 differs from the pinned "
+        f"source ({line}) — {HINT}",
+        "site/source/autograd/core.py/index.html: the source page of autograd/core.py differs from the pinned "
+        f"source ({line}; 1 line(s) differ) — {HINT}",
+    ]
+
+
+def test_a_changed_run_of_an_elided_excerpt_is_caught(shapes, tmp_path):
+    errors = _shapes_hook(
+        shapes,
+        tmp_path,
+        """\
+        def on_post_page(output, page, config):
+            if "02-shapes" not in page.file.src_uri:
+                return output
+            return output.replace('<span class="n">ingrad</span><span class="p">)</span>',
+                                  '<span class="n">ingrad</span><span class="p">]</span>')
+        """,
+    )
+    assert errors == [
+        f"{SHAPES_PAGE}: real-source block autograd/core.py L30–L31 differs from the pinned source (line 31: "
+        "'outgrads[parent] = add_outgrads(outgrads.get(parent), ingrad]' instead of "
+        f"'outgrads[parent] = add_outgrads(outgrads.get(parent), ingrad)') — {HINT}",
+    ]
+
+
+def test_a_recall_without_its_link_or_showing_other_line_numbers_is_caught(shapes, tmp_path):
+    errors = _shapes_hook(
+        shapes,
+        tmp_path,
+        """\
+        def on_post_page(output, page, config):
+            if "02-shapes" not in page.file.src_uri:
+                return output
+            output = output.replace("完整源码见第 01 篇", "")
+            return output.replace('>16</a>', '>61</a>', 1)
+        """,
+    )
+    assert len(errors) == 2, errors
+    assert errors[0].startswith(f"{SHAPES_PAGE}: real-source block autograd/core.py L11–L13: its head reads "), errors
+    assert errors[1] == (
+        f"{SHAPES_PAGE}: real-source block autograd/core.py L11–L13 (its full version): its line numbers read "
+        f"10–22 instead of 10–22 — {HINT}"
+    )

@@ -193,6 +193,9 @@ def compare_code(check, r, what, where, have: list, want: list[str], doc: Doc, i
     for (_, numbers), _w, (ex, a, b) in pairs:
         if numbers is not None and numbers != tuple(range(a, b + 1)):
             shown = f"{numbers[0]}–{numbers[-1]}" if numbers else "nothing"
+            wrong = next(((x, y) for x, y in zip(numbers, range(a, b + 1)) if x != y), None)
+            if wrong is not None and shown == f"{a}–{b}" and len(numbers) == b - a + 1:
+                shown += f" ({wrong[0]} where {wrong[1]} belongs)"
             part = " (its full version)" if ex is not None and ex is not r.excerpt else ""
             out.append(Problem(f"{what}{part}: its line numbers read {shown} instead of {a}–{b}", where, None, HINT))
     return out

@@ -9,9 +9,11 @@ its text as a reader sees it:
 * a block of the page's Markdown, at its id: rendered again here from the Markdown, the pinned
   tree (checked against the manifest when provided) and this build's recorded runs, with the
   code as plain text (no render cache), and compared part by part (head, disclaimer, purpose,
-  output, provenance, code, line numbers); a real-source block's code is also compared with the
-  pinned lines its own head names; a snapshot's recorded cells with its recording; a figure is
-  found, not redrawn;
+  output, provenance, code, line numbers); code run by run (the runs of an elided excerpt, a
+  recall's lines and its folded full version), each real-source run also with the pinned lines it
+  names (its line numbers; a block of one run, the lines its own head names) less the indentation
+  its ``Dedent`` removes; a snapshot's recorded cells with its recording; a figure is found, not
+  redrawn;
 * a recorded value in prose, equal to the value this build's run recorded;
 * the code of a source-browser or script page, every line equal to the file's.
 

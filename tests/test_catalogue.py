@@ -736,9 +736,7 @@ def _(ctx):
     two = block("experiment", "Purpose: b", "Session: s", body="print(x)")
     ctx.page("# t\n\n" + one + "\n" + two)
     return [
-        Expect(
-            P, 3, "experiment docs/p.md:3 failed with exit code 1 at docs/p.md:9: ", "lessonkit run docs/p.md:3"
-        ),
+        Expect(P, 3, "experiment docs/p.md:3 failed with exit code 1 at docs/p.md:9: ", "lessonkit run docs/p.md:3"),
         Expect(P, 12, "experiment docs/p.md:12 did not run: its session stopped at the block at docs/p.md:3"),
     ]
 

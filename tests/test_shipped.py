@@ -300,7 +300,7 @@ def test_the_real_site_passes(built_site, real_project):
 def test_a_box_reads_neither_the_seal_key_nor_writes_the_cache(site, tmp_path):
     if not sandbox.namespaces_available():
         pytest.skip("user namespaces are not available here: without them a box can read the key (README)")
-    cache = tmp_path / "cache"  # outside the project, where a box sees it (read-only)
+    cache = tmp_path / "cache"  # outside the project: the jail's minimal root does not hold it at all
     project = Project(site.root, cache=cache)
     key = seal.key_path(cache)
     script = f"""\
@@ -312,11 +312,11 @@ except OSError as exc:
 try:
     open(os.path.join({str(cache)!r}, "experiments-planted"), "w")
 except OSError as exc:
-    print("read-only", exc.errno)
+    print("cannot write", exc.errno in (2, 30))  # not there (the jail), or read-only
 """
     result = project.runner.run(Job("probe.py", script.encode(), 60, "probe.py"))
     assert key.is_file() and (key.stat().st_mode & 0o777) == 0o600
-    assert result.stdout == "hidden FileNotFoundError\nread-only 30\n", result.stderr
+    assert result.stdout == "hidden FileNotFoundError\ncannot write True\n", result.stderr
 
 
 def test_the_seal_key_is_private_made_once_and_replaced_when_not_private(tmp_path):
@@ -426,3 +426,143 @@ def test_a_new_cache_gets_its_key_on_first_use(tmp_path):
     seal.forget()
     assert seal.key_path(cache).is_file() and seal.seal(cache, b"x") == mark
     seal.forget()
+
+
+# The shapes a real-source block takes besides one run of code: a recall (its lines, a link to the
+# first full showing, the whole symbol folded below), an excerpt elided into runs, a hidden
+# docstring, kept indentation and emphasized lines.
+SHAPES = "lessons/02-shapes.md"
+SHAPES_PAGE = "site/lessons/02-shapes/index.html"
+SHAPES_TEXT = (
+    "# 形状\n\n"
+    + block(
+        "real-source",
+        "File: autograd/core.py",
+        "Symbol: make_vjp",
+        "Recall: yes",
+        "Start-at: start_node = VJPNode.new_root()",
+        "End-at: if end_node is None:",
+    )
+    + "\n"
+    + block(
+        "real-source",
+        "File: autograd/core.py",
+        "Symbol: backward_pass",
+        body="""\
+        def backward_pass(g, end_node):
+            outgrads = {end_node: (g, False)}
+        ...
+                for parent, ingrad in zip(node.parents, ingrads):
+                    outgrads[parent] = add_outgrads(outgrads.get(parent), ingrad)
+        ...
+        """,
+    )
+    + "\n"
+    + block("real-source", "File: autograd/differential_operators.py", "Symbol: grad", "Docstring: hide")
+    + "\n"
+    + block("real-source", "File: autograd/core.py", "Symbol: VJPNode.initialize_root", "Dedent: none")
+    + "\n"
+    + block("real-source", "File: autograd/core.py", "Symbol: backward_pass", "Emphasize: 28, 30-31")
+)
+# code runs: 1 (lesson 01) + 2 (recall: its lines, the whole symbol) + 2 (elided) + 2 (docstring) + 1 + 1
+SHAPE_RUNS = 9
+
+
+@pytest.fixture(scope="module")
+def shapes(tmp_path_factory, pinned_root) -> TmpSite:
+    site = TmpSite(tmp_path_factory.mktemp("shapes") / "proj", pinned_root)
+    site.page("lessons/01-full.md", "# 全貌\n\n" + block("real-source", "File: autograd/core.py", "Symbol: make_vjp"))
+    site.page(SHAPES, SHAPES_TEXT)
+    r = site.run("-m", "lessonkit", "verify", "--update-map")
+    assert r.returncode == 0, r.stderr
+    _built(site)
+    return site
+
+
+def test_recalls_elisions_hidden_docstrings_and_indentation_pass_and_every_run_is_mutated(shapes):
+    r = _site_verify(shapes, "--mutate")
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = next(line for line in r.stdout.splitlines() if line.startswith("site: "))
+    assert "0 problem(s)" in summary, summary
+    record = json.loads(store.Store(shapes.cache, "site").get(site_record._key(shapes.root / "site")))
+    n = SHAPE_RUNS + len(record["code_pages"])
+    assert f"site mutations: {n}/{n} caught (100%)" in r.stdout
+
+
+def _shapes_hook(shapes: TmpSite, tmp_path: Path, code: str) -> list[str]:
+    site = _clone(shapes, tmp_path / "s")
+    _hook(site, code)
+    _built(site)
+    r = _site_verify(site)
+    assert r.returncode == 1
+    return _errors(r)[:-1]
+
+
+def test_a_changed_line_of_a_recalls_full_version_is_caught(shapes, tmp_path):
+    # `return vspace(x).zeros()` (L16) is only in the folded whole symbol, not in the recalled lines
+    errors = _shapes_hook(
+        shapes,
+        tmp_path,
+        """\
+        def on_post_page(output, page, config):
+            if "02-shapes" not in page.file.src_uri:
+                return output
+            return output.replace('<span class="n">zeros</span>', '<span class="n">ones</span>')
+        """,
+    )
+    assert errors == [
+        f"{SHAPES_PAGE}: the full version of real-source block autograd/core.py L11–L13 differs from the pinned "
+        f"source (line 16: 'return vspace(x).ones()' instead of 'return vspace(x).zeros()') — {HINT}",
+    ]
+
+
+def test_a_changed_run_of_an_elided_excerpt_is_caught(shapes, tmp_path):
+    errors = _shapes_hook(
+        shapes,
+        tmp_path,
+        """\
+        def on_post_page(output, page, config):
+            if "02-shapes" not in page.file.src_uri:
+                return output
+            return output.replace('<span class="n">ingrad</span><span class="p">)</span>',
+                                  '<span class="n">ingrad</span><span class="p">]</span>')
+        """,
+    )
+    line = (
+        "line 31: 'outgrads[parent] = add_outgrads(outgrads.get(parent), ingrad]' instead of "
+        "'outgrads[parent] = add_outgrads(outgrads.get(parent), ingrad)'"
+    )
+    assert errors == [  # the second run of the elided excerpt, and the emphasized whole symbol
+        f"{SHAPES_PAGE}: real-source block autograd/core.py L30–L31 differs from the pinned source ({line}) — {HINT}",
+        f"{SHAPES_PAGE}: real-source block autograd/core.py L25–L32 differs from the pinned source ({line}) — {HINT}",
+    ]
+
+
+def test_a_recall_without_its_link_or_showing_other_line_numbers_is_caught(shapes, tmp_path):
+    errors = _shapes_hook(
+        shapes,
+        tmp_path,
+        """\
+        def on_post_page(output, page, config):
+            if "02-shapes" not in page.file.src_uri:
+                return output
+            output = output.replace("完整源码见第 01 篇", "")
+            return output.replace('>16</a>', '>61</a>', 1)
+        """,
+    )
+    assert len(errors) == 3, errors
+    head = "真实源码 REAL SOURCEautograd/core.py · make_vjp · f53a217 · L11–L13"
+    assert errors[0] == (
+        f"{SHAPES_PAGE}: real-source block autograd/core.py L11–L13: its head reads '{head} 在站内源码…' instead of "
+        f"'{head}完整源码见第…' — {HINT}"
+    )
+    # the full version's line 16 numbered 61: it names another pinned line, and the numbers are wrong
+    assert errors[1] == (
+        f"{SHAPES_PAGE}: the full version of real-source block autograd/core.py L11–L13 differs from the pinned "
+        "source (line 16: 'return vspace(x).zeros()' instead of "
+        f"'vjps = [vjpmaker(argnum, *args) for argnum in argnums]') — {HINT}"
+    )
+    assert errors[2] == (
+        f"{SHAPES_PAGE}: real-source block autograd/core.py L11–L13 (its full version): its line numbers read "
+        f"10–22 (61 where 16 belongs) instead of 10–22 — {HINT}"
+    )

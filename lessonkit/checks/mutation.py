@@ -317,23 +317,21 @@ def site_targets(check) -> list[tuple[str, str, int]]:
             want = {"real-source": "highlight", "experiment": "lk-output", "teaching-simplification": "lk-disclaimer"}
             if i is None or kind not in want:
                 continue
-            part = next(
-                (
-                    j
-                    for j in range(i + 1, doc.close_of(i))
-                    if not doc.tags[j][1] and want[kind] in doc.tags[j][3] and want[kind] in doc.classes(j)
-                ),
-                None,
-            )
-            if part is None:
-                continue
-            a, b = doc.inner(part)
-            skip = [doc.span(k) for k in range(part + 1, doc.close_of(part)) if "linenos" in doc.tags[k][3]]
-            spots = _visible(doc, a, b, skip)
-            if spots:
-                what = {"highlight": "the code of", "lk-output": "the output of", "lk-disclaimer": "the disclaimer of"}
-                target = what[want[kind]] + " " + _site_what(exp)
-                out.append((rel, target, spots[len(spots) // 2] if kind != "teaching-simplification" else spots[0]))
+            found = [
+                j
+                for j in range(i + 1, doc.close_of(i))
+                if not doc.tags[j][1] and want[kind] in doc.tags[j][3] and want[kind] in doc.classes(j)
+            ]
+            # every run of a real-source block's code (elided runs, a recall's full version) apart
+            parts = found if kind == "real-source" else found[:1]
+            what = {"highlight": "the code of", "lk-output": "the output of", "lk-disclaimer": "the disclaimer of"}
+            for n, part in enumerate(parts, 1):
+                a, b = doc.inner(part)
+                skip = [doc.span(k) for k in range(part + 1, doc.close_of(part)) if "linenos" in doc.tags[k][3]]
+                spots = _visible(doc, a, b, skip)
+                if spots:
+                    target = what[want[kind]] + " " + _site_what(exp) + (f" (code run {n})" if len(parts) > 1 else "")
+                    out.append((rel, target, spots[len(spots) // 2] if kind != "teaching-simplification" else spots[0]))
     for rel, (origin, file) in sorted(check.record["code_pages"].items()):
         if rel not in check.files:
             continue

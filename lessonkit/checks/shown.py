@@ -124,14 +124,13 @@ def compare_block(check, doc: Doc, i: int, exp, what: str, where: str) -> list[P
             )
     shown = {}
     for name, text, numbers in got:
-        shown.setdefault(name, (text, numbers))
+        if name != "code":
+            shown.setdefault(name, (text, numbers))
     for name, text, _ in exp.parts:
-        if name not in shown:
+        if name not in shown or name == "code":
             continue
         have, numbers = shown[name]
-        if name == "code":
-            out += compare_code(check, r, what, where, have, text, numbers, doc, i)
-        elif have != text:
+        if have != text:
             if name == "lk-output":
                 diff = first_difference(have, text)
                 msg = f"experiment output of {r.job.label} differs from this build's recorded run ({diff})"
@@ -140,49 +139,135 @@ def compare_block(check, doc: Doc, i: int, exp, what: str, where: str) -> list[P
             else:
                 msg = f"{what}: its {name.removeprefix('lk-')} reads {short(have)!r} instead of {short(text)!r}"
             out.append(Problem(msg, where, None, HINT))
+    have_code = [(text, numbers) for name, text, numbers in got if name == "code"]
+    want_code = [text for name, text, _ in exp.parts if name == "code"]
+    if have_code and want_code:
+        out += compare_code(check, r, what, where, have_code, want_code, doc, i)
     return out
 
 
-def compare_code(check, r, what, where, have: str, want: str, numbers, doc: Doc, i: int) -> list[Problem]:
-    """The code a block shows (``have``) against the code lessonkit renders for it (``want``); a
-    real-source block's also against the pinned lines its own head names; its line numbers."""
+def code_runs(r) -> list[tuple[object, int, int]]:
+    """What every code part of a block shows, in page order: ``(excerpt, first, last)`` of each run
+    of its excerpt, then of the full version of a recall (``excerpt`` None: the block's body)."""
+    if r.excerpt is None:
+        text, start = code_of_block(r)
+        return [(None, start, start + text.count("\n") - 1)]
+    out = [(r.excerpt, a, b) for a, b in r.excerpt.spans]
+    full = getattr(r, "full", None)
+    if full is not None:
+        out += [(full, a, b) for a, b in full.spans]
+    return out
+
+
+def code_of_block(r) -> tuple[str, int]:
     from lessonkit.pipeline.render import code_of
 
-    start = code_of(r)[1]
+    return code_of(r)
+
+
+def compare_code(check, r, what, where, have: list, want: list[str], doc: Doc, i: int) -> list[Problem]:
+    """The code parts a block shows (``have``: ``(text, line numbers)`` each, in page order) against
+    the code lessonkit renders for it (``want``), run by run: a real-source block's also against
+    the pinned lines each run names (its line numbers; a single run, the lines its own head
+    names), with the indentation its ``Dedent`` removes; the line numbers of every run."""
+    runs = code_runs(r)
     out = []
-    if r.kind.name == "real-source":  # the pinned lines the element's own head names
-        ex = r.excerpt
-        meta = meta_of(doc, i)
-        m = META.match(meta) if meta else None
-        file, a, b = (m["file"], int(m["a"]), int(m["b"])) if m else (ex.file, ex.start, ex.end)
-        pinned = check.pinned_text(file, a, b)
-        if pinned is None or have != pinned:
-            diff = first_difference(have, pinned, a) if pinned is not None else f"{file} is not a pinned file"
-            out.append(
-                Problem(
-                    f"real-source block {file} L{a}–L{b} differs from the pinned source ({diff})", where, None, HINT
+    if len(have) != len(want) or len(want) != len(runs):
+        out.append(Problem(f"{what} shows {len(have)} run(s) of code instead of {len(want)}", where, None, HINT))
+    pairs = list(zip(have, want, runs))
+    if r.kind.name == "real-source":
+        out += _pinned(check, r, what, where, pairs, doc, i)
+    else:
+        for (text, _), w, (_, a, _b) in pairs:
+            if text != w:
+                origin = f"{r.block.path}:{r.block.body_line}" if r.excerpt is None else r.excerpt.file
+                first = r.block.body_line if r.excerpt is None else a
+                out.append(
+                    Problem(
+                        f"{what} differs from its code in {origin} ({first_difference(text, w, first)})",
+                        where,
+                        None,
+                        HINT,
+                    )
                 )
-            )
-        elif have != want:  # verbatim, but not the lines the Markdown names
-            out.append(Problem(f"{what} shows {file} L{a}–L{b}, not the lines its Markdown names", where, None, HINT))
-    elif have != want:
-        origin = f"{r.block.path}:{r.block.body_line}" if r.excerpt is None else r.excerpt.file
-        first = r.block.body_line if r.excerpt is None else start
-        out.append(
-            Problem(
-                f"{what} differs from its code in {origin} ({first_difference(have, want, first)})",
-                where,
-                None,
-                HINT,
-            )
-        )
-    lines = want.rstrip("\n").count("\n") + 1
-    if numbers is not None and numbers != tuple(range(start, start + lines)):
-        shown = f"{numbers[0]}–{numbers[-1]}" if numbers else "nothing"
-        out.append(
-            Problem(f"{what}: its line numbers read {shown} instead of {start}–{start + lines - 1}", where, None, HINT)
-        )
+    for (_, numbers), _w, (ex, a, b) in pairs:
+        if numbers is not None and numbers != tuple(range(a, b + 1)):
+            shown = f"{numbers[0]}–{numbers[-1]}" if numbers else "nothing"
+            wrong = next(((x, y) for x, y in zip(numbers, range(a, b + 1)) if x != y), None)
+            if wrong is not None and shown == f"{a}–{b}" and len(numbers) == b - a + 1:
+                shown += f" ({wrong[0]} where {wrong[1]} belongs)"
+            part = " (its full version)" if ex is not None and ex is not r.excerpt else ""
+            out.append(Problem(f"{what}{part}: its line numbers read {shown} instead of {a}–{b}", where, None, HINT))
     return out
+
+
+def _pinned(check, r, what, where, pairs, doc: Doc, i: int) -> list[Problem]:
+    """Each run of a real-source block against the pinned lines it names: its line numbers, else
+    (one run of the excerpt) the lines the block's head names, else the lines its Markdown names."""
+    ex, out = r.excerpt, []
+    meta = meta_of(doc, i)
+    m = META.match(meta) if meta else None
+    single = len(ex.spans) == 1
+    named = []  # (pair, file, lines named)
+    for pair in pairs:
+        (text, numbers), _w, (part, a, b) = pair
+        if part is ex and single and m:
+            lines = list(range(int(m["a"]), int(m["b"]) + 1))
+            file = m["file"]
+        elif numbers:
+            lines, file = list(numbers), ex.file
+        else:
+            lines, file = list(range(a, b + 1)), ex.file
+        named.append((pair, file, lines))
+    mode = _dedent_mode(r.block.get("Dedent"))
+    for part in (ex, getattr(r, "full", None)):
+        group = [x for x in named if x[0][2][0] is part]
+        if part is None or not group:
+            continue
+        texts = [check.pinned_lines(file, lines) for _, file, lines in group]
+        cut = _cut([t for t in texts if t is not None], mode)
+        for (((text, _), w, _), file, lines), pinned in zip(group, texts):
+            label = f"real-source block {file} L{lines[0]}–L{lines[-1]}" if lines else f"real-source block {file}"
+            if part is not ex:
+                label = f"the full version of {what}"
+            want_pinned = None if pinned is None else "".join((l[cut:] if l.strip() else "") + "\n" for l in pinned)
+            if want_pinned is None or text != want_pinned:
+                diff = (
+                    first_difference(text, want_pinned, lines[0] if lines else 1)
+                    if want_pinned is not None
+                    else f"{file} is not a pinned file, or has no such lines"
+                )
+                out.append(Problem(f"{label} differs from the pinned source ({diff})", where, None, HINT))
+            elif text != w:  # verbatim, but not the lines the Markdown names
+                out.append(
+                    Problem(
+                        f"{what} shows {file} L{lines[0]}–L{lines[-1]}, not the lines its Markdown names",
+                        where,
+                        None,
+                        HINT,
+                    )
+                )
+    return out
+
+
+def _dedent_mode(value):
+    from lessonkit.errors import LessonError
+    from lessonkit.source import select
+
+    try:
+        return select.dedent_mode(value)
+    except LessonError:
+        return "auto"
+
+
+def _cut(texts: list[list[str]], mode) -> int:
+    """How many leading spaces the pinned lines of one excerpt lose (as ``select.dedent`` cuts)."""
+    if mode == "none":
+        return 0
+    if mode != "auto":
+        return int(mode)
+    widths = [len(l) - len(l.lstrip(" ")) for t in texts for l in t if l.strip()]
+    return min(widths, default=0)
 
 
 def prose_values(check, doc: Doc, where: str, page: str, verified: list[int]) -> list[Problem]:

@@ -120,7 +120,8 @@ class RealSource(Kind):
                 links.insert(0, (recall_text(renderer.labels, target.page), recall_href(renderer, target)))
             summary = escape(renderer.labels.fill("recall-full", symbol=r.full.symbol))
             full = (
-                f'<details class="lk-recall-full"><summary>{summary}</summary>'
+                # its own container: Material's copy button targets the code of the container's id
+                f'<details class="lk-recall-full" id="{anchor}-full"><summary>{summary}</summary>'
                 + renderer.excerpt(r.full, anchor + "-full")
                 + "</details>"
             )

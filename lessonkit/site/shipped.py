@@ -9,9 +9,11 @@ its text as a reader sees it:
 * a block of the page's Markdown, at its id: rendered again here from the Markdown, the pinned
   tree (checked against the manifest when provided) and this build's recorded runs, with the
   code as plain text (no render cache), and compared part by part (head, disclaimer, purpose,
-  output, provenance, code, line numbers); a real-source block's code is also compared with the
-  pinned lines its own head names; a snapshot's recorded cells with its recording; a figure is
-  found, not redrawn;
+  output, provenance, code, line numbers); code run by run (the runs of an elided excerpt, a
+  recall's lines and its folded full version), each real-source run also with the pinned lines it
+  names (its line numbers; a block of one run, the lines its own head names) less the indentation
+  its ``Dedent`` removes; a snapshot's recorded cells with its recording; a figure is found, not
+  redrawn;
 * a recorded value in prose, equal to the value this build's run recorded;
 * the code of a source-browser or script page, every line equal to the file's.
 
@@ -111,6 +113,7 @@ class SiteCheck:
             site_cites.source_uri(f) if o == "pinned" else site_cites.code_uri(f)
             for o, f in self.record["code_pages"].values()
         }
+        uris |= {page.removeprefix("docs/") for page in self.record["pages"]}  # a recall links to its page
         self.renderer = Renderer(
             project.pin,
             _plain_code,
@@ -134,6 +137,8 @@ class SiteCheck:
     # -- what the engine emitted
     def _expected(self, page: str) -> list[Expected]:
         out = []
+        # what a recall's head links to depends on the page: set as the build sets it
+        self.renderer.page, self.renderer.recalls = page, self.report.recalls.get(page, {})
         for r, anchor in zip(self.report.resolved[page], self.report.anchors(page)):
             result = None
             if r.job is not None:
@@ -344,6 +349,16 @@ class SiteCheck:
                 return None
             self._pinned_lines[file] = lines
         return "\n".join(_dedent(tuple(lines[a - 1 : b]))) + "\n"
+
+    def pinned_lines(self, file: str, numbers: list[int]) -> list[str] | None:
+        """Lines ``numbers`` of a file of the pinned tree, as the file has them; None when the tree
+        has no such file or lines."""
+        if self.pinned_text(file, 1, 1) is None:
+            return None
+        lines = self._pinned_lines[file]
+        if not numbers or min(numbers) < 1 or max(numbers) > len(lines):
+            return None
+        return [lines[n - 1] for n in numbers]
 
 
 def _dedent(lines: tuple[str, ...]) -> tuple[str, ...]:

@@ -284,10 +284,11 @@ def cites_table_html(cites: list[Citation], href: Callable[[Citation], str], lab
     if not cites:
         return f"<p>{escape(labels['not-cited'])}</p>"
     ranges: dict[tuple, list[Citation]] = defaultdict(list)
-    for c in cites:
-        ranges[(c.start, c.end, c.symbol or "")].append(c)
+    for c in cites:  # one row per range: a fragment and a named citation of the same lines share it
+        ranges[(c.start, c.end)].append(c)
     rows = []
-    for (start, end, symbol), cs in sorted(ranges.items()):
+    for (start, end), cs in sorted(ranges.items()):
+        symbol = next((c.symbol for c in cs if c.symbol), "")
         sym = f"<code>{escape(symbol)}</code>" if symbol else escape(labels["fragment"])
         links = escape(labels["list-separator"]).join(
             f'<a href="{escape(href(c))}">{escape(c.label)}</a>' for c in per_page(cs)

@@ -41,6 +41,7 @@ def test_a_build_with_empty_caches_is_byte_identical(built_site, tmp_path, real_
     assert sorted(p.name for p in cache.iterdir()) == [
         "experiments",
         "highlight",
+        "jieba",
         "links",
         "mathml",
         "pages",

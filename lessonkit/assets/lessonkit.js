@@ -26,6 +26,9 @@
     el.scrollIntoView({ block: "center" });
   }
   window.addEventListener("hashchange", mark);
+  // again once the page has loaded: the browser's own jump to the fragment comes after
+  // DOMContentLoaded and would hide the "cited by" line under the header
+  window.addEventListener("load", mark);
   if (window.document$) { window.document$.subscribe(mark); } else { document.addEventListener("DOMContentLoaded", mark); }
 })();
 /* Search highlight on the opened page: Material links a page-level result as `?h=` with an empty

@@ -36,6 +36,7 @@ class FakeBuild:
         self.project = SimpleNamespace(
             pin=SimpleNamespace(version="1.0", short="abc1234"),
             site=SimpleNamespace(code=("experiments", "tiny"), teaching=("tiny",)),
+            cache=Path(root) / ".cache",
         )
         FakeBuild.made.append(self)
 
@@ -99,7 +100,7 @@ def test_the_plugin_is_the_entry_point_and_the_same_code_path(project):
     assert type(plugin) is LessonkitPlugin and plugin.config.add_extensions is True
     config.plugins.on_config(config)
     build = mkdocs_hooks.build_of(config)
-    assert FakeBuild.made == [build] and build.calls == ["start", "prestart"]
+    assert FakeBuild.made == [build] and build.calls == ["start", "prestart", "forget_site"]
     # the extensions lessonkit needs were added, its own two first
     names = config.markdown_extensions
     assert names[:2] == ["lessonkit.pipeline.markdown", "lessonkit.pipeline.mathml"]

@@ -79,7 +79,11 @@ def test_the_short_form_shows_the_lines_under_discussion_and_links_to_the_first_
 
 def test_the_full_version_is_a_details_with_the_whole_symbol(recalled):
     html = _block(_html(recalled, "02-recall"), "src-backward_pass")
-    details = re.search(r'<details class="lk-recall-full"><summary>(.*?)</summary>(.*)</details>', html, re.S)
+    details = re.search(
+        r'<details class="lk-recall-full" id="src-backward_pass-full"><summary>(.*?)</summary>(.*)</details>',
+        html,
+        re.S,
+    )
     assert unescape(details[1]) == "展开完整的 backward_pass"
     assert _numbers(details[2], "src-backward_pass-full") == list(range(25, 33))
     assert "lk-elided" not in details[2]

@@ -197,7 +197,7 @@ def _example(release: Release) -> Example:
 
 # ---------------------------------------------------------------- the files of the new series
 
-WORDS = Path(__file__).resolve().parents[1] / "templates" / "init" / "words.toml"
+WORDS = Path(__file__).with_name("words.toml")
 
 
 def _words() -> dict[str, dict[str, str]]:

@@ -74,6 +74,14 @@ STATE: tuple[tuple[str, tuple[str, str]], ...] = (
         ),
     ),
     (
+        "lessonkit.run.box.fastexit._status",
+        (
+            "process",
+            "The status given to sys.exit while experiments are stopped by a signal: the process ends "
+            "with it once the shutdown handlers have run (lessonkit.run.box.fastexit).",
+        ),
+    ),
+    (
         "lessonkit.run.jobs.versions",
         ("process", "The Python and NumPy versions the experiments run with (installed tools, part of their keys)."),
     ),

@@ -460,6 +460,8 @@ def test_a_changed_experiment_changes_the_figure(pinned_root, tmp_path):
     changed = changed.replace("b = math.sin(a)", "b = math.cos(a)").replace(
         "local = [math.exp(b), math.cos(a), 2 * x]", "local = [math.exp(b), -math.sin(a), 2 * x]"
     )
+    # the float32 step sizes that suit sin(x**2) are not cos(x**2)'s: that check is of the lesson's function
+    changed = changed.replace("assert best_f in (3, 4, 5) and best_c in (2, 3)", "assert best_f and best_c")
     assert changed != src
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()

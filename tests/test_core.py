@@ -25,9 +25,16 @@ def one(site, *header, body=None):
     """Resolve a single real-source block in a fresh page; return (excerpt, problems)."""
     page = site.page("p.md", "# t\n\n" + block("real-source", *header, body=body))
     project = site.project()
+    old = os.environ.get("AUTOGRAD_SOURCE")
     os.environ["AUTOGRAD_SOURCE"] = str(site.pinned_root)
-    parsed = project.parse(page)
-    resolved, problems = project.resolve_page(parsed)
+    try:
+        parsed = project.parse(page)
+        resolved, problems = project.resolve_page(parsed)
+    finally:  # the next test (and the real site's build) sees the environment it was given
+        if old is None:
+            del os.environ["AUTOGRAD_SOURCE"]
+        else:
+            os.environ["AUTOGRAD_SOURCE"] = old
     return (resolved[0].excerpt if resolved else None), [str(p) for p in problems]
 
 

@@ -211,8 +211,11 @@ def test_prefill_runs_the_builds_experiments_into_its_cache_with_the_standard_li
     site.page("p.md", "# p\n\n" + block("experiment", "Purpose: 内联", body="print(6 * 7)\n"))
 
     def prefill(*flags: str) -> subprocess.CompletedProcess:
+        # noxfile.py gives the prefill the build's bytecode folder with -X (-I ignores
+        # PYTHONPYCACHEPREFIX): the folder is in every key, so without it no key would match
+        prefix = ["-X", f"pycache_prefix={sys.pycache_prefix}"] if sys.pycache_prefix else []
         return subprocess.run(
-            [sys.executable, *flags, "-m", "lessonkit.cli.prefill", str(site.root), "json"],
+            [sys.executable, *flags, *prefix, "-m", "lessonkit.cli.prefill", str(site.root), "json"],
             cwd=ROOT,  # with -S the checkout is how lessonkit is found; -I finds it through site-packages
             env=site.env,
             capture_output=True,

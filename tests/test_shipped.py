@@ -115,6 +115,27 @@ def test_the_clean_site_passes_and_every_change_of_its_html_is_caught(built):
     assert f"site mutations: {3 + pages}/{3 + pages} caught (100%)" in r.stdout
 
 
+def test_a_verify_whose_pinned_tree_came_from_elsewhere_expects_the_builds_provenance(built):
+    """The build's tree came through AUTOGRAD_SOURCE; verify's comes through LESSONKIT_SOURCE (the
+    same hash-checked bytes). The pages say where the build's came from, and that is what verify
+    expects of them: no problem."""
+    env = {k: v for k, v in built.env.items() if k != "AUTOGRAD_SOURCE"}
+    env["LESSONKIT_SOURCE"] = str(built.pinned_root)
+    r = subprocess.run(
+        [sys.executable, "-m", "lessonkit", "verify", "--site", "site"],
+        cwd=built.root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "local checkout (LESSONKIT_SOURCE)" in r.stdout  # verify's own tree came from elsewhere
+    html = (built.root / PAGE).read_text(encoding="utf-8")
+    assert "AUTOGRAD_SOURCE" in html and "LESSONKIT_SOURCE" not in html
+
+
 def test_raw_html_imitating_a_block_is_a_located_error(built, tmp_path):
     site = _clone(built, tmp_path / "a")
     site.page(LESSON, TEXT + "\n" + FAKE + "\n")

@@ -8,7 +8,11 @@ lessonkit that wrote it (``engine``):
 * ``pages``: each page written from a file of ``docs/`` and the HTML file it became;
 * ``blocks``: each page's engine blocks in order, ``[id, kind, sha256 of the code shown, digest
   of the run shown]`` (:func:`emitted`);
-* ``code_pages``: each source-browser or script page and the file it shows.
+* ``code_pages``: each source-browser or script page and the file it shows;
+* ``provider``: where the build's pinned tree came from, as the provenance lines say it. The
+  bytes are hash-checked whichever provider gave them, so a verify run in another environment
+  (say, with ``LESSONKIT_SOURCE`` set where the build had none) expects the build's provider,
+  not its own.
 
 The record is not trusted by itself: ``verify --site`` recomputes every block from the Markdown,
 the pinned tree and the recorded runs and reads every HTML file; it uses the record to know that
@@ -26,7 +30,7 @@ from pathlib import Path
 
 from lessonkit.util.store import Store, code_version
 
-FORMAT = "1"
+FORMAT = "2"
 KIND = "site"
 
 
@@ -92,6 +96,7 @@ def write(project, site_dir: Path, report, results: dict, dests: dict[str, str],
         "blocks": emitted(project, report, results),
         "code_pages": {dests[uri]: list(code) for uri, code in sorted(code_pages.items()) if uri in dests},
         "files": {rel: sha256(data) for rel, data in html_files(site_dir).items()},
+        "provider": project.tree.provider,
     }
     Store(project.cache, KIND).put(_key(site_dir), json.dumps(data, sort_keys=True, ensure_ascii=False))
 
@@ -111,7 +116,9 @@ def read(project, site_dir: Path) -> dict | None:
         data = json.loads(raw)
     except ValueError:
         return None
-    keys = {"format", "engine", "root", "site", "pages", "blocks", "code_pages", "files"}
+    keys = {"format", "engine", "root", "site", "pages", "blocks", "code_pages", "files", "provider"}
     if not isinstance(data, dict) or set(data) != keys or data["format"] != FORMAT:
+        return None
+    if not isinstance(data["provider"], str):
         return None
     return data

@@ -63,14 +63,16 @@ def page_context(md: Markdown) -> PageContext | None:
     return provider() if provider is not None else None
 
 
-def provenance(project: Project) -> str:
+def provenance(project: Project, provider: str | None = None) -> str:
+    """The provenance line of an experiment's output: tool versions, the pinned version and commit,
+    and where the pinned tree came from (``provider``: the build's own, unless given)."""
     tools = " · ".join(f"{label} {version}" for label, version in execute.versions(project.site.tools).items())
     labels = project.site.labels
     return f"{tools} · {project.site.name} {project.pin.version}" + labels.fill(
         "provenance",
         commit=project.pin.short,
         source=labels["source"],
-        provider=provider_text(project.tree.provider, labels),
+        provider=provider_text(project.tree.provider if provider is None else provider, labels),
     )
 
 

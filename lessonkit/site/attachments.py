@@ -13,7 +13,6 @@ from collections import OrderedDict
 from html import escape
 from pathlib import PurePosixPath
 
-from lessonkit.config import files as config
 from lessonkit.config import maps
 from lessonkit.run import runner as execute
 from lessonkit.errors import LessonError
@@ -222,7 +221,8 @@ def acceptance(project: Project, report: Report, results: dict[str, execute.Resu
                 else f"{res.exit_code}" + (labels["timed-out"] if res.timed_out else "")
             )
             digest = res.digest[:16] if res else "—"
-            exp_rows.append(f"| {md_code(f'{page}:{r.block.line}')} | {md_code(r.job.label)} | {status} | {md_code(digest)} |")
+            where = md_code(f"{page}:{r.block.line}")
+            exp_rows.append(f"| {where} | {md_code(r.job.label)} | {status} | {md_code(digest)} |")
     repo_excerpts = sum(
         1
         for rs in report.resolved.values()
@@ -231,7 +231,8 @@ def acceptance(project: Project, report: Report, results: dict[str, execute.Resu
     )
     based = sum(1 for rs in report.resolved.values() for r in rs if r.based_on is not None)
     count = {k.name: report.count(k.name) for k in kinds}
-    from lessonkit.checks.living import check_recorded  # snapshots, figures, inline values and references, from this build's runs
+    # snapshots, figures, inline values and references, from this build's runs
+    from lessonkit.checks.living import check_recorded
 
     facts = check_recorded(project, report, results)
     return project.site.render(

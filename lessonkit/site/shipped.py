@@ -118,7 +118,7 @@ class SiteCheck:
             project.pin,
             _plain_code,
             _Links(uris),
-            provenance(project),
+            provenance(project, self.record["provider"]),
             project.site.label,
             labels=project.site.labels,
             project=project,

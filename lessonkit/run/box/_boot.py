@@ -362,6 +362,16 @@ def become_box_user(cfg: dict) -> None:
         os.setgroups([])
     os.setresgid(BOX_ID, BOX_ID, BOX_ID)
     os.setresuid(BOX_ID, BOX_ID, BOX_ID)
+    drop_inheritable()
+
+
+def drop_inheritable() -> None:
+    """Empty every capability set. Leaving root empties the permitted and effective sets but
+    not the inheritable one, which bubblewrap fills with the capabilities it was asked to keep
+    (``--cap-add``, for this file's own setup): the script must hold none, in any set."""
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
+    data = (ctypes.c_uint32 * 6)()  # two of {effective, permitted, inheritable}, all zero
+    check(libc.capset(header, data), "drop the inheritable capabilities")
 
 
 def start_script(cfg: dict, jailed: bool) -> int:

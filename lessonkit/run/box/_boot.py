@@ -44,6 +44,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4
 MS_NOATIME, MS_NODIRATIME, MS_PRIVATE, MS_RELATIME = 1024, 2048, 1 << 18, 1 << 21
 MNT_DETACH = 2
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 BOX_FAILED = 125
 BOX_ID = 1000  # the script's uid and gid inside a jail
 HOST_BOX_ID = 65534  # ... and on the host, when the build runs as root (nobody, nogroup)
@@ -228,7 +229,8 @@ def start_bwrap(cfg: dict, report_fd: int) -> int:
         *("--unshare-user", "--userns-block-fd", str(block_r), "--info-fd", str(info_w)),
         *("--unshare-pid", "--as-pid-1", "--unshare-net", "--unshare-ipc", "--unshare-uts"),
         *("--unshare-cgroup-try", "--hostname", cfg["hostname"], "--die-with-parent"),
-        *("--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"),
+        # the init needs to become user 1000 only where it starts as the namespace's root
+        *("--cap-drop", "ALL", *(("--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID") if cfg["root_build"] else ())),
         *plan,
         *("--chdir", "/", "--", cfg["python"], "-I", "-S", "-B", cfg["boot"], "--init", json.dumps(inner)),
     ]
@@ -356,12 +358,16 @@ def limit(cfg: dict) -> None:
 
 
 def become_box_user(cfg: dict) -> None:
-    """User and group 1000, no supplementary groups; leaving the namespace's root drops every
-    capability, and ``no_new_privs`` keeps set-user-ID files from giving any back."""
+    """User and group 1000, no supplementary groups, no capability in any set (leaving the
+    namespace's root drops them; the ambient and inheritable ones bubblewrap may pass on are
+    cleared too), and ``no_new_privs`` keeps set-user-ID files from giving any back."""
     if cfg.get("root_build"):
         os.setgroups([])
     os.setresgid(BOX_ID, BOX_ID, BOX_ID)
     os.setresuid(BOX_ID, BOX_ID, BOX_ID)
+    check(libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "clear ambient capabilities")
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    check(libc.capset(header, (ctypes.c_uint32 * 6)()), "drop capabilities")  # effective, permitted, inheritable
 
 
 def start_script(cfg: dict, jailed: bool) -> int:

@@ -1,11 +1,8 @@
 """The launcher of one boxed experiment (run as ``python -I -S _boot.py CONFIG``).
 
-Standalone on purpose: only the standard library, no lessonkit import, so it starts fast and
-is single-threaded when it forks and unshares. What the box guarantees is said in
-``lessonkit.run.box.sandbox`` and ``lessonkit.run.box.jail``; this file carries it out.
-
-The launcher (on the host) dies with the runner (``PR_SET_PDEATHSIG``), joins the box's pids
-cgroup, and then, by the jail the configuration names:
+Standalone on purpose (the standard library only: it starts fast, single-threaded when it
+forks and unshares); what it carries out is said in ``lessonkit.run.box.jail``. The launcher
+(on the host) dies with the runner (``PR_SET_PDEATHSIG``), joins the box's pids cgroup, then:
 
 * ``namespaces`` (this file's own jail): a child unshares user, mount, PID, network, IPC, UTS
   and cgroup namespaces and holds a handle on every folder the box shows; the launcher, still
@@ -97,15 +94,18 @@ def write_maps(pid: int, ns_root: int) -> None:
     """The box's ids: 1000 inside; on the host ``nobody`` (root builds, which may map any id; the
     namespace's root, used only by the jail's own setup, is ``ns_root``) or the builder (the one
     mapping an unprivileged process may write: its own ids)."""
+    steps = []
     if os.geteuid() == 0:
         uid_map = gid_map = f"0 {ns_root} 1\n{BOX_ID} {HOST_BOX_ID} 1\n"
     else:
-        with open(f"/proc/{pid}/setgroups", "w") as fh:
-            fh.write("deny")
+        steps.append(("setgroups", "deny"))
         uid_map, gid_map = f"{BOX_ID} {os.geteuid()} 1\n", f"{BOX_ID} {os.getegid()} 1\n"
-    for name, text in (("uid_map", uid_map), ("gid_map", gid_map)):
-        with open(f"/proc/{pid}/{name}", "w") as fh:
-            fh.write(text)
+    for name, text in (*steps, ("uid_map", uid_map), ("gid_map", gid_map)):
+        try:
+            with open(f"/proc/{pid}/{name}", "w") as fh:
+                fh.write(text)
+        except OSError as exc:
+            fail(f"write the box's {name}: {exc.strerror}")
 
 
 def no_user_namespaces(pid: int) -> None:

@@ -110,6 +110,14 @@ STATE: tuple[tuple[str, tuple[str, str]], ...] = (
         ),
     ),
     (
+        "lessonkit.run.box.fastexit._status",
+        (
+            "process",
+            "The status given to sys.exit after a cancel by a signal (fastexit.skip_teardown): the process "
+            "then ends with it at exit, without the interpreter's teardown of its heap.",
+        ),
+    ),
+    (
         "lessonkit.run.box.sandbox.BOXES",
         (
             "process",

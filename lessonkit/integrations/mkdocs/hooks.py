@@ -106,7 +106,7 @@ def configure(config: "MkDocsConfig", *, add_extensions: bool) -> None:
         command = "serve" if SESSION.command == "serve" else "build"
         problems = SERVE_LOG.error if command == "serve" else log.error
         b = lk_build.Build(root, command, log=problems, log_info=log.info)
-        jiebacache.use(b.project.cache)  # before Material's search loads jieba's dictionary
+        jiebacache.use(lk_env.cache_dir(root))  # before Material's search loads jieba's dictionary
         tree = b.start()
         b.prestart(_pages(config))
     except LessonError as exc:

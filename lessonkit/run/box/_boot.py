@@ -1,11 +1,8 @@
 """The launcher of one boxed experiment (run as ``python -I -S _boot.py CONFIG``).
 
-Standalone on purpose: only the standard library, no lessonkit import, so it starts fast and
-is single-threaded when it forks and unshares. What the box guarantees is said in
-``lessonkit.run.box.sandbox`` and ``lessonkit.run.box.jail``; this file carries it out.
-
-The launcher (on the host) dies with the runner (``PR_SET_PDEATHSIG``), joins the box's pids
-cgroup, and then, by the jail the configuration names:
+Standalone on purpose (the standard library only: it starts fast, single-threaded when it
+forks and unshares); what it carries out is said in ``lessonkit.run.box.jail``. The launcher
+(on the host) dies with the runner (``PR_SET_PDEATHSIG``), joins the box's pids cgroup, then:
 
 * ``namespaces`` (this file's own jail): a child unshares user, mount, PID, network, IPC, UTS
   and cgroup namespaces and holds a handle on every folder the box shows; the launcher, still
@@ -44,6 +41,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4
 MS_NOATIME, MS_NODIRATIME, MS_PRIVATE, MS_RELATIME = 1024, 2048, 1 << 18, 1 << 21
 MNT_DETACH = 2
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 BOX_FAILED = 125
 BOX_ID = 1000  # the script's uid and gid inside a jail
 HOST_BOX_ID = 65534  # ... and on the host, when the build runs as root (nobody, nogroup)
@@ -96,15 +94,18 @@ def write_maps(pid: int, ns_root: int) -> None:
     """The box's ids: 1000 inside; on the host ``nobody`` (root builds, which may map any id; the
     namespace's root, used only by the jail's own setup, is ``ns_root``) or the builder (the one
     mapping an unprivileged process may write: its own ids)."""
+    steps = []
     if os.geteuid() == 0:
         uid_map = gid_map = f"0 {ns_root} 1\n{BOX_ID} {HOST_BOX_ID} 1\n"
     else:
-        with open(f"/proc/{pid}/setgroups", "w") as fh:
-            fh.write("deny")
+        steps.append(("setgroups", "deny"))
         uid_map, gid_map = f"{BOX_ID} {os.geteuid()} 1\n", f"{BOX_ID} {os.getegid()} 1\n"
-    for name, text in (("uid_map", uid_map), ("gid_map", gid_map)):
-        with open(f"/proc/{pid}/{name}", "w") as fh:
-            fh.write(text)
+    for name, text in (*steps, ("uid_map", uid_map), ("gid_map", gid_map)):
+        try:
+            with open(f"/proc/{pid}/{name}", "w") as fh:
+                fh.write(text)
+        except OSError as exc:
+            fail(f"write the box's {name}: {exc.strerror}")
 
 
 def no_user_namespaces(pid: int) -> None:
@@ -228,7 +229,8 @@ def start_bwrap(cfg: dict, report_fd: int) -> int:
         *("--unshare-user", "--userns-block-fd", str(block_r), "--info-fd", str(info_w)),
         *("--unshare-pid", "--as-pid-1", "--unshare-net", "--unshare-ipc", "--unshare-uts"),
         *("--unshare-cgroup-try", "--hostname", cfg["hostname"], "--die-with-parent"),
-        *("--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"),
+        # the init needs to become user 1000 only where it starts as the namespace's root
+        *("--cap-drop", "ALL", *(("--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID") if cfg["root_build"] else ())),
         *plan,
         *("--chdir", "/", "--", cfg["python"], "-I", "-S", "-B", cfg["boot"], "--init", json.dumps(inner)),
     ]
@@ -356,22 +358,16 @@ def limit(cfg: dict) -> None:
 
 
 def become_box_user(cfg: dict) -> None:
-    """User and group 1000, no supplementary groups; leaving the namespace's root drops every
-    capability, and ``no_new_privs`` keeps set-user-ID files from giving any back."""
+    """User and group 1000, no supplementary groups, no capability in any set (leaving the
+    namespace's root drops them; the ambient and inheritable ones bubblewrap may pass on are
+    cleared too), and ``no_new_privs`` keeps set-user-ID files from giving any back."""
     if cfg.get("root_build"):
         os.setgroups([])
     os.setresgid(BOX_ID, BOX_ID, BOX_ID)
     os.setresuid(BOX_ID, BOX_ID, BOX_ID)
-    drop_inheritable()
-
-
-def drop_inheritable() -> None:
-    """Empty every capability set. Leaving root empties the permitted and effective sets but
-    not the inheritable one, which bubblewrap fills with the capabilities it was asked to keep
-    (``--cap-add``, for this file's own setup): the script must hold none, in any set."""
-    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
-    data = (ctypes.c_uint32 * 6)()  # two of {effective, permitted, inheritable}, all zero
-    check(libc.capset(header, data), "drop the inheritable capabilities")
+    check(libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "clear ambient capabilities")
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    check(libc.capset(header, (ctypes.c_uint32 * 6)()), "drop capabilities")  # effective, permitted, inheritable
 
 
 def start_script(cfg: dict, jailed: bool) -> int:

@@ -714,12 +714,12 @@ def _(ctx):
     (ctx.site.root / "mini-autograd").mkdir()
     (ctx.site.root / "mini-autograd" / "engine.py").symlink_to(outside)
     ctx.page(fence("teaching-simplification", "File: mini-autograd/engine.py", "Symbol: Value"))
-    return [
+    return [  # refused before any page is read, at the link itself (the boxes and the bundle copy the folder)
         Expect(
-            P,
-            4,
-            "`mini-autograd/engine.py` is a link that leaves this repository",
-            "only regular files can be excerpted",
+            "mini-autograd/engine.py",
+            None,
+            "is a link that leads outside the project",
+            "replace the link with the file itself",
         )
     ]
 
@@ -730,7 +730,7 @@ def _(ctx):
     outside.write_text("print('outside')\n")
     (ctx.site.root / "experiments" / "evil.py").symlink_to(outside)
     ctx.page(fence("experiment", "File: experiments/evil.py", "Purpose: p"))
-    return [Expect(P, 4, "`experiments/evil.py` is a link that leaves this repository's experiments")]
+    return [Expect("experiments/evil.py", None, "is a link that leads outside the project", "replace the link")]
 
 
 # -- the pin
@@ -1652,10 +1652,10 @@ def _(ctx):
     ctx.page(fence("teaching-simplification", "File: mini-autograd/alias.py", "Symbol: Value"))
     return [
         Expect(
-            P,
-            4,
-            "`mini-autograd/alias.py` is a link to `mini-autograd/engine.py`",
-            "name the file itself: `File: mini-autograd/engine.py`",
+            "mini-autograd/alias.py",
+            None,
+            "is a link to `mini-autograd/engine.py`",
+            "replace it with a copy of the file: mini-autograd/ goes into the boxes and the bundle as files",
         )
     ]
 

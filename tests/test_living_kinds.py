@@ -223,8 +223,8 @@ def test_snapshot_mistakes_are_located_at_the_row(site):
         "hand-written value, or write `@xx.grad` to show the recorded one",
         "docs/a.md:8: experiments/multiple_paths.py recorded no `xx.sead` (no `sead` under xx) — there: R_vjp, calls, "
         "edge_counts, grad, graph, order, outgrads, parents_types, seed, toposort",
-        "docs/a.md:13: `xx.grad` in experiments/multiple_paths.py's recording is not a recorded graph (record.graph) "
-        "— `Graph:` names a recorded graph (record.graph)",
+        "docs/a.md:13: `xx.grad` in experiments/multiple_paths.py's recording is not a recorded graph (record.graph): "
+        "it is an object without a list of `nodes` — `Graph:` names a recorded graph (record.graph)",
     ]
     b = site.build()
     assert b.returncode == 1 and "docs/a.md:7: snapshot cell says '7.0'" in b.stderr and "Traceback" not in b.stderr

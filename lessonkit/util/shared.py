@@ -74,6 +74,14 @@ STATE: tuple[tuple[str, tuple[str, str]], ...] = (
         ),
     ),
     (
+        "lessonkit.run.box.fastexit._status",
+        (
+            "process",
+            "The status given to sys.exit after a signal cancelled this process's experiments: the process "
+            "is ending (it then ends at once with that status, without the interpreter's teardown).",
+        ),
+    ),
+    (
         "lessonkit.run.jobs.versions",
         ("process", "The Python and NumPy versions the experiments run with (installed tools, part of their keys)."),
     ),

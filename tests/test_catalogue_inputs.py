@@ -413,6 +413,7 @@ RECORDS = {  # key: what the experiment records under it
     "alive-huge": {"VJPNode": [10**9]},
     "alive-bool": {"VJPNode": [True, 2]},
     "alive-none": {"n": 4},
+    "alive-uneven": {"JVPNode": [2, 2, 2], "VJPNode": [3], "n": 4},
     "deep": _nested(60),
     "float-int": {"float": 5},
     "items": [10, 20],
@@ -495,6 +496,11 @@ DATA = {  # page: (figure headers | snapshot body | prose, expected message, par
     ),
     "alive-bool": (("Alive: alive-bool",), "`VJPNode` counts True (counts are whole numbers from 0 to 200)", "Alive"),
     "alive-none": (("Alive: alive-none",), "it is an object without a list of counts", "`Alive:`"),
+    "alive-uneven": (
+        ("Alive: alive-uneven",),
+        "the modes count different numbers of layers (`JVPNode`: 3, `VJPNode`: 1)",
+        "`Alive:`",
+    ),
 }
 SNAPSHOTS = {  # page: (body, line of the problem from the fence, message, hint)
     "snapshot-deep": ("a | b\nx | @deep", 7, "the recorded value is nested more than 50 levels deep", "longer key"),
@@ -588,7 +594,7 @@ def test_a_separator_in_a_cited_file_shifts_no_line(tmp_path, pinned_root, sep):
     source = f"x = 1  # a{sep}b\n\n\ndef f(a):\n    return a  # c{sep}d\n\n\ny = 2\n"
     (s.root / "mini-autograd" / "m.py").write_text(source, encoding="utf-8")
     page = (
-        "# t\n\nline 3\n"
+        f"# t\n\nline 3{sep}still line 3\n"
         + block("teaching-simplification", "File: mini-autograd/m.py", "Symbol: f")
         + f"\nprose{sep}more [[line: core.py::backward_pass \"outgrads = {{end_node\"]]\n"
     )

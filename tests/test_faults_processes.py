@@ -261,3 +261,66 @@ def test_a_signal_to_the_prefill_leaves_no_box_process_or_partial_entry(tmp_path
     assert not _ours(proc.pid) and not _boxes(proc.pid)
     assert _snapshot(s.root) == before
     _assert_no_partial_cache(s.cache, killed=True)
+
+
+def test_sigterm_to_lessonkit_serve_removes_its_temporary_site(tmp_path, pinned_root):
+    """`lessonkit serve` builds into a temporary folder: SIGTERM (what a process manager sends)
+    ends it as SIGTERM ends a process, and the folder is gone with it (as after Ctrl-C)."""
+    import socket
+
+    s = TmpSite(tmp_path / "proj", pinned_root)
+    s.page("a.md", "# t\n")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    with socket.socket() as sock:  # a free port
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lessonkit", "serve", "-a", f"127.0.0.1:{port}"],
+        cwd=s.root,
+        env={**s.env, "TMPDIR": str(tmp)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        t0 = time.monotonic()
+        while proc.poll() is None and time.monotonic() - t0 < 120:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        served = list(tmp.glob("lessonkit_serve_*"))
+        assert proc.poll() is None and len(served) == 1 and (served[0] / "a" / "index.html").is_file()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == -signal.SIGTERM, err.decode()[-2000:]
+    assert b"Traceback" not in err, err.decode()[-2000:]
+    assert not list(tmp.glob("lessonkit_serve_*")), "the temporary site is left"
+
+
+def test_a_cancelled_process_ends_with_its_status_and_handlers_but_without_the_teardown(tmp_path):
+    """After a SIGINT cancel (``fastexit.skip_teardown``), the status given to sys.exit and the atexit
+    handlers registered later are kept; the interpreter's teardown of the heap (an object's
+    ``__del__`` at exit) is skipped: it cost seconds of a loaded machine."""
+    code = (
+        "import atexit, sys\n"
+        "from lessonkit.run.box import fastexit\n"
+        "atexit.register(lambda: print('handler', flush=True))\n"
+        "class Heap:\n"
+        "    def __del__(self):\n"
+        "        print('teardown', flush=True)\n"
+        "keep = Heap()\n"
+        "{skip}"
+        "sys.exit(3)\n"
+    )
+    for skip, printed in (("", "handler\nteardown\n"), ("fastexit.skip_teardown()\n", "handler\n")):
+        r = subprocess.run(
+            [sys.executable, "-c", code.format(skip=skip)], capture_output=True, text=True, timeout=60, cwd=ROOT
+        )
+        assert (r.returncode, r.stdout, r.stderr) == (3, printed, "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from html import escape
 from typing import Callable, Protocol
@@ -49,7 +50,7 @@ def anchors(resolved: list[Resolved]) -> list[str]:
     out = []
     for r in resolved:
         per_kind[r.kind.name] = n = per_kind.get(r.kind.name, 0) + 1
-        base = r.kind.anchor(r, n)
+        base = re.sub(r"[^A-Za-z0-9_-]+", "-", r.kind.anchor(r, n)) or "block"  # a project's kind: any text
         seen[base] = seen.get(base, 0) + 1
         out.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
     return out

@@ -234,4 +234,9 @@ def alive(data) -> dict[str, list[int]]:
         bad = next((x for x in counts if not _is_int(x) or not 0 <= x <= MAX_ALIVE), None)
         if bad is not None:
             raise Bad(f"`{mode}` counts {bad!r} (counts are whole numbers from 0 to {MAX_ALIVE})")
+    lengths = {mode: len(counts) for mode, counts in modes.items()}
+    if len(set(lengths.values())) > 1:
+        raise Bad(
+            "the modes count different numbers of layers (" + ", ".join(f"`{m}`: {n}" for m, n in lengths.items()) + ")"
+        )
     return modes

@@ -74,12 +74,24 @@ def repo_map(project: Project) -> str:
 # ---------------------------------------------------------------- diagrams
 
 
-def parse_calls(output: str) -> list[tuple[int, str]]:
+CALL = re.compile(r"CALL: ([0-9]{1,4}) (\S.*)")
+NESTING = re.compile(r"NESTING:(?: [0-9]{1,4}){0,64}")
+
+
+def parse_calls(output: str, source: str | None = None) -> list[tuple[int, str]]:
+    """The ``CALL: <depth> <name>`` lines of the calls diagram's source experiment (a located
+    error at the experiment for a line of another shape)."""
     calls = []
     for line in text_lines(output):
         if line.startswith("CALL: "):
-            depth, name = line[6:].split(" ", 1)
-            calls.append((int(depth), name.strip()))
+            m = CALL.fullmatch(line.rstrip())
+            if not m:
+                raise LessonError(
+                    f"printed {line[:60]!r}, not `CALL: <depth> <name>`",
+                    path=source,
+                    hint="print one line per call: `CALL: ` then its depth (a number) and its name",
+                )
+            calls.append((int(m[1]), m[2].strip()))
     return calls
 
 
@@ -155,9 +167,16 @@ def sequence_svg(calls: list[tuple[int, str]], max_depth: int = 9, title: str = 
     return "".join(parts)
 
 
-def parse_nesting(output: str) -> list[int]:
+def parse_nesting(output: str, source: str | None = None) -> list[int]:
+    """The trace numbers of the ``NESTING: 2 1 0`` line of the nesting diagram's source experiment."""
     for line in text_lines(output):
         if line.startswith("NESTING: "):
+            if not NESTING.fullmatch(line.rstrip()):
+                raise LessonError(
+                    f"printed {line[:60]!r}, not `NESTING: ` and up to 64 trace numbers",
+                    path=source,
+                    hint="print the trace numbers from the outermost box in, e.g. `NESTING: 2 1 0`",
+                )
             return [int(t) for t in line[9:].split()]
     return []
 

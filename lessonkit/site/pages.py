@@ -346,8 +346,8 @@ def _diagrams(project: Project, results: dict) -> tuple[list[Generated], str]:
     sources, labels = project.site.diagrams, project.site.labels
     calls = _output(project, results, sources["calls"])
     nesting = _output(project, results, sources["nesting"])
-    levels = attachments.parse_nesting(nesting.stdout)
-    call_list = attachments.parse_calls(calls.stdout)
+    levels = attachments.parse_nesting(nesting.stdout, sources["nesting"])
+    call_list = attachments.parse_calls(calls.stdout, sources["calls"])
     pages = [
         Generated(
             "attachments/call-sequence.md",

@@ -3,6 +3,7 @@ it literally gives a lesson that builds and verifies the first time."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -134,3 +135,38 @@ def test_a_broken_link_in_the_written_site_fails_the_build_located(site):
     assert any(ln.endswith("site/a/index.html: broken link: ../nowhere/") for ln in lines), b.stderr
     assert any(ln.endswith("site/a/index.html: broken anchor: #nothing") for ln in lines), b.stderr
     assert "Traceback" not in b.stderr
+
+
+def test_the_prose_reference_map_ignores_moved_prose_and_says_what_changed(site):
+    """sourcemap/prose-refs.json records what each `[[line:]]` names and the pinned lines it shows,
+    not where it stands on its page: prose written above a reference needs no map update. A
+    reference that names other lines is stale, with the recorded and the current lines."""
+    ref = '[[line: core.py::backward_pass "outgrads = {end_node: (g, False)}"]]'
+    page = site.page("a.md", f"# a\n\n见 {ref}。\n")
+    r = site.run("-m", "lessonkit", "verify", "--update-map")
+    assert r.returncode == 0, r.stderr
+    refs = json.loads((site.root / "sourcemap" / "prose-refs.json").read_text(encoding="utf-8"))["refs"]
+    assert refs == [
+        {
+            "page": "docs/a.md",
+            "ref": 1,
+            "argument": ref[8:-2],
+            "file": "autograd/core.py",
+            "symbol": "backward_pass",
+            "lines": [26, 26],
+            "text": ["    outgrads = {end_node: (g, False)}"],
+        }
+    ]
+    page.write_text(f"# a\n\n一段新的文字。\n\n另一段。\n\n见 {ref}。\n", encoding="utf-8")
+    r = site.run("-m", "lessonkit", "verify")
+    assert r.returncode == 0, r.stderr
+    moved = '[[line: core.py::backward_pass "for node in toposort(end_node):"]]'
+    page.write_text(f"# a\n\n见 {moved}。\n", encoding="utf-8")
+    r = site.run("-m", "lessonkit", "verify")
+    assert r.returncode == 1
+    assert [line for line in r.stderr.splitlines() if line.startswith("docs/")] == [
+        "docs/a.md:3: the prose reference map is stale (recorded "
+        '[[line: core.py::backward_pass "outgrads = {end_node: (g, False)}"]], now '
+        '[[line: core.py::backward_pass "for node in toposort(end_node):"]]) — run `lessonkit verify '
+        "--update-map` to record the new state"
+    ]

@@ -223,11 +223,12 @@ def line_refs(project, report: Report):
 
 
 def ref_entries(project, report: Report) -> list[dict]:
+    """One entry per ``line`` reference: what it names and the pinned lines it shows. Its page
+    line is not recorded: editing the prose around a reference changes nothing the map is for."""
     return [
         {
             "page": page,
             "ref": n,
-            "line": ref.line,
             "argument": ref.argument,
             "file": r.file,
             "symbol": r.ref.symbol,
@@ -247,6 +248,24 @@ def write_ref_map(project, report: Report):
     data = json.dumps(build_ref_map(project, report), indent=1, ensure_ascii=False) + "\n"
     atomic_write(path, data.encode("utf-8"), durable=True)
     return path
+
+
+def _span(e: dict) -> str:
+    lines = e.get("lines")
+    if isinstance(lines, list) and len(lines) == 2:
+        return f"{e.get('file')} L{lines[0]}" + (f"–L{lines[1]}" if lines[1] != lines[0] else "")
+    return f"{e.get('file')} (no lines)"
+
+
+def _ref_change(a: dict, b: dict) -> str:
+    """What differs between a recorded reference ``a`` and the same reference resolved now ``b``."""
+    if a.get("argument") != b["argument"]:
+        return f"recorded [[line: {a.get('argument')}]], now [[line: {b['argument']}]]"
+    if (a.get("file"), a.get("lines")) != (b["file"], b["lines"]):
+        return f"recorded {_span(a)}, now {_span(b)}"
+    if a.get("text") != b["text"]:
+        return f"the text of {_span(b)} differs from the recorded one"
+    return "recorded " + ", ".join(f"{k} {a.get(k)!r}" for k in sorted(b) if a.get(k) != b[k])
 
 
 def stale_ref_map(project, report: Report, only_pages: set[str] | None = None) -> list[Problem]:
@@ -273,8 +292,11 @@ def stale_ref_map(project, report: Report, only_pages: set[str] | None = None) -
 
     old = {key(e): e for e in old_refs if only_pages is None or e.get("page") in only_pages}
     new = {key(e): e for e in fresh["refs"] if only_pages is None or e["page"] in only_pages}
+    at = {(page, n): ref.line for page, n, ref, _ in line_refs(project, report)}  # page lines, for messages
     for k in sorted(set(old) | set(new), key=lambda k: (str(k[0]), k[1] or 0)):
         a, b = old.get(k), new.get(k)
+        if a is not None and b is not None:
+            a = {f: a.get(f) for f in b}  # what a map of an older lessonkit holds besides (a page line) is not read
         if a == b:
             continue
         if b is None:
@@ -291,17 +313,16 @@ def stale_ref_map(project, report: Report, only_pages: set[str] | None = None) -
                 Problem(
                     f"a new reference ({b['file']} L{b['lines'][0]}-{b['lines'][1]}) is not in the prose reference map",
                     b["page"],
-                    b["line"],
+                    at[k],
                     UPDATE_HINT,
                 )
             )
         else:
             problems.append(
                 Problem(
-                    f"the prose reference map is stale (recorded {a.get('file')} "
-                    f"L{a.get('lines')}, now {b['file']} L{b['lines']})",
+                    f"the prose reference map is stale ({_ref_change(a, b)})",
                     b["page"],
-                    b["line"],
+                    at[k],
                     UPDATE_HINT,
                 )
             )

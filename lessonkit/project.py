@@ -118,6 +118,7 @@ class Project:
             env_prefix=self.site.env_prefix,
             box_pinned=self.site.box_pinned,
             tools=self.site.tools,
+            import_path=self.site.import_path,
             **execute.pin_args(self.pin, self.root),
         )
 

@@ -56,7 +56,9 @@ def test_a_new_author_starts_a_series_from_the_index(fresh_venv, tmp_path):
 
     made = run(str(bin_dir / "lessonkit"), "init", str(series), "--package", PACKAGE, "--lang", "en")
     assert made.returncode == 0, made.stderr
-    assert made.stdout.splitlines()[-1] == f"next: cd {series} && lessonkit build && lessonkit verify --mutate"
+    assert (
+        made.stdout.splitlines()[-1] == f"next: cd {series} && lessonkit build && lessonkit verify --mutate --site site"
+    )
     yml = (series / "mkdocs.yml").read_text(encoding="utf-8")
     assert "plugins:\n  - search\n  - lessonkit\n" in yml and "markdown_extensions" not in yml and "hooks" not in yml
     built = run(str(bin_dir / "mkdocs"), "build", "--strict", cwd=series)
@@ -64,10 +66,13 @@ def test_a_new_author_starts_a_series_from_the_index(fresh_venv, tmp_path):
     assert "lessonkit: 1 experiment(s): 1 run" in built.stderr
     # a long step says it has started, once (not a terminal: no counter)
     assert built.stderr.count("lessonkit: running 1 experiment(s) in the background …") == 1
-    checked = run(str(bin_dir / "lessonkit"), "verify", "--mutate", cwd=series)
+    checked = run(str(bin_dir / "lessonkit"), "verify", "--mutate", "--site", "site", cwd=series)
     assert checked.returncode == 0, checked.stderr
     assert re.search(r"^verify: 2 page\(s\), 1 real-source, .* 0 problem\(s\)", checked.stdout, re.M), checked.stdout
     assert "mutations: 1/1 caught (100%)" in checked.stdout
+    assert re.search(
+        r"^site: \d+ HTML file\(s\) of site/, 2 engine block\(s\), .*; 0 problem\(s\)", checked.stdout, re.M
+    )
     # the page shows the pinned function and the experiment's output from this build
     page = (series / "site" / "lessons" / "01-first-look" / "index.html").read_text(encoding="utf-8")
     assert "lk-real-source" in page and "more_itertools/more.py" in page
@@ -145,3 +150,79 @@ class _nothing:
 
     def __exit__(self, *exc):
         return False
+
+
+def _sdist(tmp_path: Path, files: dict[str, str]) -> Path:
+    """A release archive ``srcpkg-0.1.tar.gz`` holding ``files`` under ``srcpkg-0.1/``."""
+    import tarfile
+
+    tree = tmp_path / "srcpkg-0.1"
+    for rel, text in {"PKG-INFO": "Metadata-Version: 2.1\nName: srcpkg\nVersion: 0.1\n", **files}.items():
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_text(text, encoding="utf-8")
+    archive = tmp_path / "srcpkg-0.1.tar.gz"
+    with tarfile.open(archive, "w:gz") as tf:
+        tf.add(tree, arcname="srcpkg-0.1")
+    return archive
+
+
+SRC_LAYOUT = {
+    # the sdist's own build helpers come first in file order; they are never the example
+    "setup.py": "def setup_kwargs():\n    name = 'srcpkg'\n    return {'name': name}\n",
+    "versioneer.py": "def get_root():\n    root = '.'\n    return root\n",
+    "src/srcpkg.egg-info/top_level.txt": "srcpkg\n",
+    "src/srcpkg/__init__.py": "from srcpkg.shapes import area\n",
+    "src/srcpkg/shapes.py": 'def area(w, h):\n    """The area of a w by h rectangle."""\n    return w * h\n',
+}
+
+
+def test_init_picks_the_package_not_the_build_helpers_and_imports_a_src_layout_from_src(tmp_path, capsys):
+    """A package under src/ (the src layout): the lesson shows a function of the package (not of
+    setup.py or versioneer.py), site.toml says `[experiments] path = "src"`, and the experiment
+    imports the package from the pinned tree's src/ folder in the build; verify --site passes."""
+    archive = _sdist(tmp_path / "dist", SRC_LAYOUT)
+    series = tmp_path / "s"
+    assert main(["init", str(series), "--package", "srcpkg==0.1", "--sdist", str(archive), "--lang", "en"]) == 0
+    lesson = (series / "docs" / "lessons" / "01-first-look.md").read_text(encoding="utf-8")
+    assert "File: src/srcpkg/shapes.py\nSymbol: area\n" in lesson
+    site_toml = (series / "sourcemap" / "site.toml").read_text(encoding="utf-8")
+    assert 'package = "src/srcpkg/"\n' in site_toml and '[experiments]\npath = "src"' in site_toml
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LESSONKIT_", "AUTOGRAD_"))}
+    env.update(NO_MKDOCS_2_WARNING="1", LESSONKIT_SDIST=str(archive), LESSONKIT_CACHE=str(tmp_path / "cache"))
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, *args], cwd=series, env=env, capture_output=True, text=True, timeout=600)
+
+    built = run("-m", "mkdocs", "build", "--strict")
+    assert built.returncode == 0, built.stderr[-2000:]
+    page = (series / "site" / "lessons" / "01-first-look" / "index.html").read_text(encoding="utf-8")
+    assert "srcpkg.shapes from the pinned tree: src/srcpkg/shapes.py" in page
+    checked = run("-m", "lessonkit", "verify", "--site", "site")
+    assert checked.returncode == 0, checked.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (
+            '"lib"',
+            "sourcemap/site.toml:2: `path` in `[experiments]` names `lib`, which holds no Python file of the "
+            "pinned tree",
+        ),
+        ('"../src"', "sourcemap/site.toml:2: `path` in `[experiments]` "),
+        ("3", "sourcemap/site.toml:2: `path` in `[experiments]` "),
+    ],
+)
+def test_a_wrong_experiments_path_is_one_located_line(tmp_path, value, message):
+    archive = _sdist(tmp_path / "dist", SRC_LAYOUT)
+    series = tmp_path / "s"
+    assert main(["init", str(series), "--package", "srcpkg==0.1", "--sdist", str(archive), "--lang", "en"]) == 0
+    (series / "sourcemap" / "site.toml").write_text(f"[experiments]\npath = {value}\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LESSONKIT_", "AUTOGRAD_"))}
+    env.update(LESSONKIT_SDIST=str(archive), LESSONKIT_CACHE=str(tmp_path / "cache"))
+    r = subprocess.run(
+        [sys.executable, "-m", "lessonkit", "verify"], cwd=series, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert r.returncode == 1
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(message) and " — " in lines[0], r.stderr

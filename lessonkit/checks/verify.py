@@ -95,6 +95,7 @@ def check_config(project: Project) -> None:
     projectchecks.check_code_folders(project.root, ["experiments", *project.site.code, *project.site.teaching])
     project.kinds  # noqa: B018 (imports the project's kind modules: once, not once per page)
     siteconfig.check_box_pinned(project.site, project.pin.manifest)
+    siteconfig.check_import_path(project.site, project.pin.manifest)
 
 
 def check(project: Project, pages: list[Path] | None = None) -> Report:

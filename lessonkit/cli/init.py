@@ -51,6 +51,7 @@ class Example:
     file: str  # tree path of the module, e.g. more_itertools/recipes.py
     symbol: str  # a public top-level function of it
     module: str  # its dotted module name
+    base: str = ""  # the folder of the tree it is imported from: "" (the top) or "src"
 
 
 def init(
@@ -156,24 +157,49 @@ def _repo(meta, name: str) -> str:
     return f"https://pypi.org/project/{normalise(name).replace('_', '-')}"
 
 
+# Single-file modules at the top of an sdist that are its build's, not the package's.
+BUILD_MODULES = {"setup", "versioneer", "conftest", "noxfile", "fabfile", "tasks", "ez_setup", "distribute_setup"}
+
+
+def _import_names(release: Release) -> set[str]:
+    """What the distribution installs for ``import``: its ``top_level.txt`` when the archive has
+    one (setuptools writes it into ``*.egg-info/``), else the normalised distribution name."""
+    names = set()
+    for top in sorted(release.tree.glob("*.egg-info/top_level.txt")) + sorted(
+        release.tree.glob("src/*.egg-info/top_level.txt")
+    ):
+        names |= {
+            line.strip() for line in top.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()
+        }
+    return names or {normalise(release.name)}
+
+
 def _example(release: Release) -> Example:
-    """A public function of the package for the first lesson: the first module (the package's own
-    ``__init__`` last) with a top-level function of 3–40 lines."""
+    """A public function of the package for the first lesson: a top-level function of 3–40 lines,
+    from the modules the distribution installs first (its import names, the package's own
+    ``__init__`` last, shallow modules first), never from the sdist's build helpers (setup.py,
+    versioneer.py, …), tests, docs or examples. A package under ``src/`` (the src layout) is
+    imported from there."""
+    names = _import_names(release)
     candidates = []
     for path in sorted(release.tree.rglob("*.py")):
         rel = path.relative_to(release.tree).as_posix()
         parts = rel.split("/")
+        base = ""
+        if parts[0] == "src" and len(parts) > 1:
+            base, parts = "src", parts[1:]
         if any(p.startswith((".", "test", "_")) and p != "__init__.py" for p in parts) or parts[0] in (
             "docs",
             "doc",
             "examples",
             "tests",
             "test",
-            "setup.py",
         ):
             continue
         package = parts[0] if len(parts) > 1 else parts[0][:-3]
-        if len(parts) > 1 and not (release.tree / parts[0] / "__init__.py").exists():
+        if len(parts) == 1 and (package in BUILD_MODULES or (not base and package == "src")):
+            continue
+        if len(parts) > 1 and not (release.tree / base / parts[0] / "__init__.py").exists():
             continue
         try:
             tree = ast.parse(path.read_bytes())
@@ -181,9 +207,10 @@ def _example(release: Release) -> Example:
             continue
         for node in tree.body:
             if isinstance(node, ast.FunctionDef) and not node.name.startswith("_") and not node.decorator_list:
-                if 3 <= node.end_lineno - node.lineno + 1 <= 40:
+                if 3 <= (node.end_lineno or node.lineno) - node.lineno + 1 <= 40:
                     module = ".".join(parts)[:-3].removesuffix(".__init__")
-                    candidates.append((rel.endswith("__init__.py"), rel.count("/"), rel, node.name, package, module))
+                    first = (package not in names, rel.endswith("__init__.py"), len(parts), rel)
+                    candidates.append((first, node.name, package, module, base))
                     break
     if not candidates:
         raise LessonError(
@@ -191,8 +218,8 @@ def _example(release: Release) -> Example:
             path="--package",
             hint="lessonkit init needs a pure-Python package; write the first lesson by hand",
         )
-    _, _, rel, symbol, package, module = sorted(candidates)[0]
-    return Example(package, rel, symbol, module)
+    first, symbol, package, module, base = sorted(candidates)[0]
+    return Example(package, first[3], symbol, module, base)
 
 
 # ---------------------------------------------------------------- the files of the new series
@@ -223,17 +250,19 @@ def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
         f'requirement = "{release.name}=={release.version}"\n'
         f'root = "{release.root}"\n'
     )
+    folder = "/".join(filter(None, (ex.base, ex.package)))
     site_toml = (
         "# What this series is about, for the pages lessonkit generates.\n"
         "[upstream]\n"
         f'name = "{release.name}"\n'
         f'label = "{release.name}"\n'
-        f'package = "{ex.package}/"\n'
-        if (release.tree / ex.package).is_dir()
-        else "# What this series is about, for the pages lessonkit generates.\n"
-        "[upstream]\n"
-        f'name = "{release.name}"\n'
-        f'label = "{release.name}"\n'
+        + (f'package = "{folder}/"\n' if (release.tree / folder).is_dir() else "")
+        + (
+            "\n[experiments]\n"
+            f'path = "{ex.base}"  # the package is under {ex.base}/: experiments import it from there\n'
+            if ex.base
+            else ""
+        )
     )
     if lang == "zh":
         site_toml += "\n[labels]\n" + "".join(f'{k} = "{v}"\n' for k, v in _words()["zh-labels"].items())

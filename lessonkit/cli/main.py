@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import sys
 import time
@@ -208,8 +209,8 @@ def _init(args) -> int:
     dest = Path(args.dest)
     made = init(dest, args.package, args.lang, Path(args.sdist) if args.sdist else None, args.repo)
     for p in made:
-        print(f"created {p}")
-    print(f"next: cd {dest} && lessonkit build && lessonkit verify --mutate")
+        print(f"created {os.path.relpath(p) if p.is_absolute() else p}")
+    print(f"next: cd {dest} && lessonkit build && lessonkit verify --mutate --site site")
     return 0
 
 
@@ -326,7 +327,9 @@ def _serve(args) -> int:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m lessonkit")
+    # `lessonkit …` (the console script) or `python -m lessonkit …`
+    prog = "lessonkit" if os.path.basename(sys.argv[0]) == "lessonkit" else "python -m lessonkit"
+    ap = argparse.ArgumentParser(prog=prog)
     ap.add_argument("--root", default=".", help="project root")
     sub = ap.add_subparsers(dest="cmd", required=True)
     v = sub.add_parser("verify", help="check the pin, every block and the excerpt map")

@@ -104,6 +104,7 @@ _SITE_FIELDS = {  # (table, key) -> what the value must be
     ("attachments", "readme"): "file",
     ("experiments", "pinned"): "pinned-paths",
     ("experiments", "versions"): "distributions",
+    ("experiments", "path"): "pinned-path",
 }
 
 

@@ -27,6 +27,8 @@ project without ``site.toml`` still builds::
     [experiments]                 # optional: what of the pinned tree each experiment's box holds
     pinned = ["autograd/", "examples/*.py"]  # files, folders or patterns of the manifest
                                   # (default: the whole tree)
+    path = "src"                  # the folder of the pinned tree experiments import from, for a
+                                  # src/ layout (default: the tree's top folder)
 
     [snapshots]                   # optional: the vocabulary of snapshot tables
     badges = ["手算推演", "源码推演", "实验观察"]  # the values `Label:` may take (default: English)
@@ -63,7 +65,7 @@ _KEYS = {
     "diagrams": {"calls", "nesting"},
     "attachments": {"readme", "readme_translation"},
     "snapshots": {"badges", "prose-columns"},
-    "experiments": {"pinned", "versions"},
+    "experiments": {"pinned", "versions", "path"},
     "labels": None,  # keys: lessonkit.config.labels.LABELS, or the project's own (`x-…`)
 }
 # The defaults of [snapshots]: which `Label:` a snapshot may carry, which columns are prose.
@@ -90,6 +92,8 @@ class SiteConfig:
     # [experiments] versions: (label, distribution) of the installed packages whose versions key every
     # experiment and appear in its provenance line, beside Python's (`["NumPy=numpy"]`; default none)
     tools: tuple[tuple[str, str], ...] = ()
+    # [experiments] path: the folder of the pinned tree on the experiments' sys.path ("" : its top)
+    import_path: str = ""
 
     @property
     def env_prefix(self) -> str:
@@ -192,6 +196,7 @@ def load(root: Path, repo_url: str) -> SiteConfig:
                 line=_line(path, key),
                 hint='for example `badges = ["by hand", "observed"]`',
             )
+    import_path = data.get("experiments", {}).get("path", "")  # checked by config.checks
     up, repo = data.get("upstream", {}), data.get("repository", {})
     name = up.get("name", default_name)
     return SiteConfig(
@@ -210,6 +215,7 @@ def load(root: Path, repo_url: str) -> SiteConfig:
         tuple(data.get("snapshots", {}).get("prose-columns", PROSE_COLUMNS)),
         tuple(data.get("experiments", {}).get("pinned", ())),
         tuple(_tool(v) for v in data.get("experiments", {}).get("versions", ())),
+        import_path.strip("/"),
     )
 
 
@@ -237,6 +243,17 @@ def check_box_pinned(site: SiteConfig, manifest: dict[str, str]) -> None:
                 line=_line(site.root / CONFIG, "pinned"),
                 hint=f'name files, folders or patterns of sourcemap/manifest.sha256, e.g. "{site.package}"',
             )
+
+
+def check_import_path(site: SiteConfig, manifest: dict[str, str]) -> None:
+    """``[experiments] path`` is a folder of the pinned tree that holds Python files."""
+    if site.import_path and not any(rel.startswith(site.import_path + "/") and rel.endswith(".py") for rel in manifest):
+        raise LessonError(
+            f"`path` in `[experiments]` names `{site.import_path}`, which holds no Python file of the pinned tree",
+            path=CONFIG,
+            line=_line(site.root / CONFIG, "path"),
+            hint="name the folder that holds the package (see sourcemap/manifest.sha256), e.g. \"src\"",
+        )
 
 
 def _labels(values: dict, path: Path) -> dict[str, str]:

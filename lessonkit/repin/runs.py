@@ -30,6 +30,7 @@ def target_runner(project: Project, target: Target) -> execute.Runner:
         extra_paths=tuple(project.root / d for d in project.site.teaching),
         env_prefix=project.site.env_prefix,
         tools=project.site.tools,
+        import_path=project.site.import_path,
     )
 
 

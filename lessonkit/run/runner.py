@@ -78,8 +78,10 @@ class Runner:
         pin_commit: str = "",
         pin_sdist_sha256: str = "",
         jail: sandbox.jails.Jail | None = None,
+        import_path: str = "",
     ):
         self.pinned_root = Path(pinned_root)
+        self.import_path = import_path.strip("/")  # the folder of the tree on sys.path ("" : its top)
         self.box_pinned = tuple(box_pinned)
         self.env_prefix = env_prefix  # scripts read <PREFIX>_PINNED_ROOT and <PREFIX>_PINNED_VERSION
         self.pinned_version = pinned_version
@@ -411,7 +413,9 @@ class Runner:
             "PYTHONHASHSEED": "0",
             "PYTHONIOENCODING": "utf-8",
             "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONPATH": os.pathsep.join(["{box}/pinned", *(f"{{box}}/project/{n}" for n in names)]),
+            "PYTHONPATH": os.pathsep.join(
+                ["/".join(("{box}/pinned", self.import_path)).rstrip("/"), *(f"{{box}}/project/{n}" for n in names)]
+            ),
             f"{self.env_prefix}_PINNED_ROOT": "{box}/pinned",
             f"{self.env_prefix}_PINNED_VERSION": self.pinned_version,
             "LESSONKIT_RECORD": "{box}/io/record.json",

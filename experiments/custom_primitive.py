@@ -193,10 +193,23 @@ def main():
     H = hessian(lse)(X)
     for ev in EVENTS:
         print("  " + ev)
-    record.set("hessian", {"trace_top_before": top_before, "events": list(EVENTS),
-                           "box_traces": sorted({int(t) for t in re.findall(r"trace (\d+)", " ".join(EVENTS))})})
+    events = list(EVENTS)
+    box_traces = sorted({int(t) for t in re.findall(r"trace (\d+)", " ".join(events))})
     p = softmax(X)
     assert onp.allclose(H, onp.diag(p) - onp.outer(p, p), rtol=0, atol=1e-12)
+    # the same hessian once more, reading the Box lse receives: inner jacobian's trace around the outer one's
+    received = []
+
+    def lse_seen(x):
+        received.append((x._trace, x._value._trace))
+        return lse(x)
+
+    hessian(lse_seen)(X)
+    (inner, outer), = received
+    print(f"lse receives a trace {inner} Box around a trace {outer} Box")
+    assert (outer, inner) == (top_before + 1, top_before + 2) and box_traces == [outer]
+    record.set("hessian", {"trace_top_before": top_before, "events": events, "box_traces": box_traces,
+                           "traces": {"outer": outer, "inner": inner}})
     print("hessian(lse)(X) == diag(p) - p p^T:", onp.array2string(H, precision=4))
     onp.random.seed(0)
     check_grads(lse, modes=["fwd", "rev"], order=2)(X)

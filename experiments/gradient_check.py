@@ -205,7 +205,7 @@ def self_test_cases():
     u32 = onp.finfo(onp.float32).eps / 2  # 2^-24
     predicted = (24 * u32 * abs(f(x1)) / abs(f3)) ** (1 / 3)
     best = min(errors, key=errors.get)
-    assert best in (2, 3) and errors[6] > tu.TOL
+    assert best in (2, 3) and errors[6] > 1e5 * tu.TOL  # at EPS, five orders of magnitude above TOL
     record.set("self_test.float32", {"best_k": best, "predicted": float(predicted), "error_at_EPS": errors[6],
                                      "best_error": errors[best]})
 

@@ -220,8 +220,26 @@ def q09():
         trace_stack.top = -1
     assert seen["boxed_args"] == [] and "power_kw" not in nodes_kw and nodes_kw == ["power"]
     assert onp.isclose(g_kw, 9.0 * onp.log(3.0)) and math_error["type"] == "TypeError"
+
+    # the same Box also as the positional argument: x ** x with p=x. Position 0 is unboxed, the keyword
+    # Box reaches the raw function, whose x ** p makes ans itself a Box of this trace: it leaks out.
+    leaked = grad(lambda x: power_kw(x, p=x))(2.0)
+    assert type(leaked) is ArrayBox and leaked._value == 4.0  # d/dx x**x at 2 is 4 (1 + log 2), not a Box
+
+    @primitive
+    def power_unboxed(x, p=2.0):
+        return x ** tracer.getval(p)  # the raw function takes the Box away first
+
+    defvjp(power_unboxed, lambda ans, x, p=2.0: lambda g: g * p * x ** (p - 1))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lost = grad(lambda p: power_unboxed(3.0, p=p))(2.0)
+    assert lost == 0.0 and [str(w.message) for w in caught] == ["Output seems independent of input."]
     record.set("q09", {"boxed_args": seen["boxed_args"], "nodes": nodes_kw, "grad_through_raw": g_kw,
-                       "math_error": math_error["message"]})
+                       "math_error": math_error["message"],
+                       "leaked": {"type": type(leaked).__name__, "value": leaked._value,
+                                  "true": 4.0 * (1.0 + math.log(2.0))},
+                       "getval": {"grad": lost, "warning": str(caught[0].message)}})
     return f"keyword Box: found {seen['boxed_args']}, nodes {nodes_kw}"
 
 

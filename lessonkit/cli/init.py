@@ -181,7 +181,7 @@ def _example(release: Release) -> Example:
             continue
         for node in tree.body:
             if isinstance(node, ast.FunctionDef) and not node.name.startswith("_") and not node.decorator_list:
-                if 3 <= node.end_lineno - node.lineno + 1 <= 40:
+                if 3 <= (node.end_lineno or node.lineno) - node.lineno + 1 <= 40:
                     module = ".".join(parts)[:-3].removesuffix(".__init__")
                     candidates.append((rel.endswith("__init__.py"), rel.count("/"), rel, node.name, package, module))
                     break

@@ -323,12 +323,14 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(venv_backend="venv")
 def lint(session: nox.Session) -> None:
-    """Lint: ruff (rules and format, pyproject.toml) and lessonkit's import layers (import-linter)."""
+    """Lint: ruff (rules and format, pyproject.toml), lessonkit's import layers (import-linter) and
+    its types (mypy, pyproject.toml [tool.mypy])."""
     session.install("-r", "requirements-lint.txt")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     # lessonkit's layers (pyproject.toml [tool.importlinter]): no import points upwards, no cycle
     session.run("lint-imports", env={"PYTHONPATH": str(ROOT)})
+    session.run("mypy")  # files and strictness: pyproject.toml [tool.mypy]
 
 
 ZENSICAL = "zensical==0.0.73"  # later versions need zensical-ui, which the package index here does not serve

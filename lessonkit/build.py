@@ -33,8 +33,9 @@ import secrets
 import sys
 import time
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from lessonkit.site import attachments
 from lessonkit.checks import living
@@ -46,6 +47,12 @@ from lessonkit.pipeline.markdown import PageContext
 from lessonkit.pipeline.parse import ENGINE_HTML
 from lessonkit.project import Project
 from lessonkit.pipeline.render import Deferred
+
+if TYPE_CHECKING:
+    from multiprocessing.process import BaseProcess
+
+    from lessonkit.run.jobs import Pending
+    from lessonkit.site.links import SiteScanner
 
 TOKEN = re.compile(r"\[\[lessonkit:([^\]\s]*)\]\]")
 API_ENTRY = re.compile(r"^::: *([\w.]+)", re.M)
@@ -103,7 +110,7 @@ def render_order(files: list[PageFile], project: Project, with_experiments: list
             then.append(n)
         else:
             first.append(n)
-    then.sort(key=lambda n: place[project.rel(files[n].path)])
+    then.sort(key=lambda n: place[project.rel(files[n].path or "")])  # `then`: pages with a path
     return first + then + last
 
 
@@ -154,10 +161,16 @@ class Early:
     """What :meth:`Build.prestart` read, checked and listed, and the runs it started."""
 
     paths: list[Path]  # sorted
-    report: object  # verify.Report
+    report: verify.Report
     jobs: list  # execute.Job, in run order
     with_experiments: list | None = None  # living.pages_with_runs of the report (when computed)
-    pending: object = None  # the Pending of Runner.start, once started
+    pending: Pending | None = None  # the Pending of Runner.start, once started
+
+
+class RenderedPage(Protocol):
+    """A page MkDocs rendered (``mkdocs.structure.pages.Page``): its HTML."""
+
+    content: str | None
 
 
 @dataclass
@@ -169,18 +182,18 @@ class Build:
     texts: dict[str, str] = field(default_factory=dict)  # project-relative page -> text, read once
     report: verify.Report | None = None
     citations: list = field(default_factory=list)
-    generated: dict = field(default_factory=dict)  # uri -> (origin, file) of code pages
+    generated: dict[str, tuple[str, str]] = field(default_factory=dict)  # uri -> (origin, file) of code pages
     urls: dict[str, str] = field(default_factory=dict)  # uri -> url
     dests: dict[str, str] = field(default_factory=dict)  # uri -> the file it is written to, in the site folder
     api: set[str] = field(default_factory=set)  # documented API object paths
     deferred: dict[str, Deferred] = field(default_factory=dict)  # uri -> code filled after the search index
     nonce: str = field(default_factory=lambda: secrets.token_hex(4))
     current: PageContext | None = None  # the page whose Markdown is being rendered
-    pending: object = None  # the experiments, running in the background
+    pending: Pending | None = None  # the experiments, running in the background
     early: Early | None = None  # what prestart() found and started, until plan() takes it
-    extra: object = None  # prestart()'s Pending when plan() saw other pages: closed after `pending`
-    prewarm: object = None  # a process filling the caches ahead of the source pages
-    scanner: object = None  # a linkcheck.SiteScanner reading the pages as they are written
+    extra: Pending | None = None  # prestart()'s Pending when plan() saw other pages: closed after `pending`
+    prewarm: BaseProcess | None = None  # a process filling the caches ahead of the source pages
+    scanner: SiteScanner | None = None  # a links.SiteScanner reading the pages as they are written
     to_scan: Path | None = None  # the page file MkDocs writes next (then handed to the scanner)
     attached: dict[str, str] | None = None  # uri -> Markdown of the attachments
     calls_text: str | None = None
@@ -291,9 +304,10 @@ class Build:
             # The experiments run in the background, in page order, while the pages render; a page
             # waits only for its own. What needs all of them (attachments, bundle) comes last.
             self.pending = project.runner.start(jobs)
-            if early is not None:
+            if early is not None and early.pending is not None:  # start_experiments() started it
                 self.extra = early.pending
                 self.pending.to_run += early.pending.to_run
+        assert self.pending is not None  # start_experiments() started prestart()'s runs, else start() these
         self.citations = site.citations(report, "docs/", self.texts)
         self.citations += site.prose_citations(project, report, "docs/", self.texts)  # inline `line` references
         if with_experiments is None:
@@ -337,7 +351,7 @@ class Build:
         )
         if uri in pages.ATTACHMENTS:  # generated once every experiment has run
             self.results()
-            markdown = self.attached.get(uri, markdown)
+            markdown = (self.attached or {}).get(uri, markdown)  # results() made them
         markdown = fill_tokens(markdown, self.tokens)  # the bundle's tokens follow in finish()
         if uri.startswith("lessons/"):
             own = [c for c in self.citations if c.page == uri]
@@ -349,7 +363,7 @@ class Build:
     def page_done(self) -> PageContext | None:
         """The page's Markdown is rendered: report its problems."""
         ctx, self.current = self.current, None
-        for p in ctx.problems if ctx else []:
+        for p in (ctx.problems or []) if ctx else []:
             self.report_problem(p)
         return ctx
 
@@ -385,6 +399,7 @@ class Build:
 
     # -- what waits for every experiment
     def results(self) -> dict:
+        assert self.pending is not None and self.report is not None  # plan() came first
         results = self.pending.results()
         if self.extra is not None:
             self.extra.results()
@@ -399,17 +414,17 @@ class Build:
                 f"{time.perf_counter() - self.t0:.1f} s wall"
             )
             attached, self.calls_text = pages.attachment_pages(self.project, self.report, results)
-            self.attached = {g.uri: g.content for g in attached}
+            self.attached = {g.uri: g.content if isinstance(g.content, str) else g.content.decode() for g in attached}
         return results
 
-    def finish(self, rendered: list[tuple[str, object]]) -> bytes:
+    def finish(self, rendered: Sequence[tuple[str, RenderedPage]]) -> bytes:
         """Every page's Markdown is rendered: build the bundle and fill the tokens that name it in
         ``rendered`` (``(uri, page)`` pairs whose ``content`` is HTML). Returns the bundle."""
         if self.prewarm is not None:
             self.prewarm.join()
             self.prewarm = None
         results = self.results()
-        attached = [pages.Generated(uri, text) for uri, text in self.attached.items()]
+        attached = [pages.Generated(uri, text) for uri, text in (self.attached or {}).items()]  # results() made them
         data = pages.bundle(self.project, results, self.texts, attached, self.calls_text)
         late = {"bundle-sha256": attachments.sha256(data), "bundle-size": f"{len(data) / 1024:.1f} KiB"}
         for uri, page in rendered:

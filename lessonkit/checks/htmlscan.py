@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Sequence
 from html import unescape
 
 # A tag, a comment, or a bogus comment (<!DOCTYPE …>, <?…>). Attribute values are quoted or run up
@@ -117,11 +118,9 @@ class Doc:
         """The index of the tag that closes element ``i`` (``i`` itself for an empty element; the
         number of tags when it is never closed). End tags close the nearest open element of their
         name; the matches of the whole page are found in one pass, on first use."""
-        if self._close is None:
-            self._match()
-        return self._close[i]
+        return (self._close if self._close is not None else self._match())[i]
 
-    def _match(self) -> None:
+    def _match(self) -> list[int]:
         n = len(self.tags)
         close = list(range(n))
         open_: dict[str, list[int]] = {}
@@ -138,6 +137,7 @@ class Doc:
                 close[i] = n  # until its end tag is found
                 open_.setdefault(name, []).append(i)
         self._close = close
+        return close
 
     def span(self, i: int) -> tuple[int, int]:
         """Offsets of element ``i`` from its start tag to the end of its end tag."""
@@ -151,7 +151,7 @@ class Doc:
         end = self.tags[j].start() if j < len(self.tags) else len(self.html)
         return self.tags[i].end(), max(end, self.tags[i].end())
 
-    def text(self, start: int, end: int, skip: list[tuple[int, int]] = ()) -> str:
+    def text(self, start: int, end: int, skip: Sequence[tuple[int, int]] = ()) -> str:
         """The text a reader sees between two offsets: tags, comments and raw-text contents
         removed, ``skip`` ranges left out, character references decoded."""
         key = (start, end, tuple(skip))

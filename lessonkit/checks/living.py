@@ -17,6 +17,8 @@ from lessonkit.errors import LessonError, Problem
 from lessonkit.util.fs import atomic_write
 from lessonkit.kinds import line as line_kind
 from lessonkit.kinds import value as value_kind
+from lessonkit.kinds.figure import Figure
+from lessonkit.kinds.snapshot import Snapshot
 from lessonkit.config.site import PROSE_COLUMNS
 from lessonkit.checks.verify import Report
 
@@ -67,7 +69,7 @@ def all_jobs(project, report: Report) -> list[execute.Job]:
     cache key, so the block's ``Timeout`` applies)."""
     by_key: dict[str, execute.Job] = {}
     for page, jobs in _page_jobs(project, report).items():
-        kinds = [r.kind.name for r in report.resolved.get(page, []) if r.job is not None]
+        kinds = [r.spec.name for r in report.resolved.get(page, []) if r.job is not None]
         for n, job in enumerate(jobs):
             key = project.runner.key(job)
             if n < len(kinds) and kinds[n] not in RECORDED:
@@ -105,7 +107,7 @@ def recorded_jobs(project, report: Report) -> list[execute.Job]:
         project.runner.key(r.job)
         for rs in report.resolved.values()
         for r in rs
-        if r.job is not None and r.kind.name in RECORDED
+        if r.job is not None and r.spec.name in RECORDED
     }
     keys |= {project.runner.key(j) for j in inline_jobs(project, report)}
     return [j for j in all_jobs(project, report) if project.runner.key(j) in keys]
@@ -160,14 +162,16 @@ def check_recorded(project, report: Report, results: dict[str, execute.Result] |
     for page in sorted(set(report.resolved) | set(report.inline)):
         row = facts.per_page.setdefault(page, [0, 0, 0, 0, 0, 0])
         for r in report.resolved.get(page, []):
-            if r.kind.name not in RECORDED:
+            if r.spec.name not in RECORDED:
+                continue
+            if r.job is None:  # RECORDED kinds resolve with their run
                 continue
             result = results.get(project.runner.key(r.job))
             if result is None or not result.ok:
                 facts.problems += execute.failure(result, r.job, r.job.timeout).at(r.block.path, r.block.line).problems
                 continue
             try:
-                if r.kind.name == "snapshot":
+                if isinstance(r.spec, Snapshot):  # the kind named "snapshot"
                     from lessonkit.kinds.snapshot import cell_refs
 
                     for ref in cell_refs(r.block):  # inline references in the table's cells
@@ -178,12 +182,12 @@ def check_recorded(project, report: Report, results: dict[str, execute.Result] |
                         elif ref.kind == "line":
                             facts.refs += 1
                             row[5] += 1
-                    g, c, h = count_table(r.kind.table(r, result), project.site.prose_columns)
+                    g, c, h = count_table(r.spec.table(r, result), project.site.prose_columns)
                     facts.generated, facts.checked, facts.hand = facts.generated + g, facts.checked + c, facts.hand + h
                     facts.tables += 1
                     row[0], row[1], row[2] = row[0] + g, row[1] + c, row[2] + h
-                else:
-                    r.kind.inputs(r, result)
+                elif isinstance(r.spec, Figure):  # the kind named "figure"
+                    r.spec.inputs(r, result)
                     facts.figures += 1
                     row[3] += 1
             except LessonError as exc:

@@ -307,10 +307,10 @@ def site_targets(check) -> list[tuple[str, str, int]]:
         if page not in check.expected or rel not in check.files:
             continue
         doc = check.docs.get(rel) or Doc(check.files[rel].decode("utf-8", "replace"))
-        ids = {}
-        for i, m in enumerate(doc.tags):
+        ids: dict[str | None, int] = {}
+        for t, m in enumerate(doc.tags):
             if not m[1] and "id=" in m[3] and "lk-" in m[3]:
-                ids.setdefault(doc.attrs(i).get("id"), i)
+                ids.setdefault(doc.attrs(t).get("id"), t)
         for exp in check.expected[page]:
             i = ids.get(exp.anchor)
             kind = exp.r.kind.name

@@ -43,7 +43,7 @@ def first_difference(shown: str, want: str, first: int = 1) -> str:
         x, y = (a[k] if k < len(a) else None), (b[k] if k < len(b) else None)
         if x != y:
             if x is None:
-                return f"line {first + k}: missing, it is {short(y)!r}"
+                return f"line {first + k}: missing, it is {short(y or '')!r}"  # x != y: y is a line
             if y is None:
                 return f"line {first + k}: {short(x)!r}, an extra line"
             return f"line {first + k}: {short(x)!r} instead of {short(y)!r}"
@@ -55,7 +55,7 @@ def _layout(doc: Doc, i: int) -> list[tuple[str, int, int, list]]:
     key = ("layout", i)
     if key in doc.memo:
         return doc.memo[key]
-    out = []
+    out: list[tuple[str, int, int, list]] = []
     pos, end = doc.inner(i)
     stop, j = doc.close_of(i), i + 1
     while j < stop:
@@ -122,7 +122,7 @@ def compare_block(check, doc: Doc, i: int, exp, what: str, where: str) -> list[P
                     HINT,
                 )
             )
-    shown = {}
+    shown: dict[str, tuple] = {}
     for name, text, numbers in got:
         if name != "code":
             shown.setdefault(name, (text, numbers))
@@ -274,7 +274,7 @@ def prose_values(check, doc: Doc, where: str, page: str, verified: list[int]) ->
     """The recorded values (``lk-value``) outside the page's blocks against the ``[[value: …]]``
     references of its prose, as this build's runs recorded them (by title and text)."""
     want = Counter(check.values.get(page, {}))
-    out = []
+    out: list[Problem] = []
     if "lk-value" not in doc.html and not want:
         return out
     memo = ("values", tuple(verified))

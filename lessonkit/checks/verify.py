@@ -144,9 +144,9 @@ def stale_map(project: Project, report: Report, only_pages: set[str] | None = No
         return exc.problems
     fresh = build_map(project, report)
     problems = []
-    for key in ("pin", "version", "manifest"):
-        if recorded.get(key) != fresh[key]:
-            problems.append(Problem(f"the excerpt map was made for another {key}", rel, None, UPDATE_HINT))
+    for name in ("pin", "version", "manifest"):
+        if recorded.get(name) != fresh[name]:
+            problems.append(Problem(f"the excerpt map was made for another {name}", rel, None, UPDATE_HINT))
     old = {
         (e["page"], e["block"]): e
         for e in recorded.get("excerpts", [])

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from lessonkit.errors import LessonError
+from lessonkit.errors import LessonError, Problem
 from lessonkit.util.text import whole_number
 
 
@@ -55,8 +55,8 @@ def _verify(args) -> int:
         only = {project.rel(p) for p in pages} if pages else None
         problems += verify.stale_map(project, report, only)
         problems += living.stale_ref_map(project, report, only)
-    for p in problems:
-        print(p, file=sys.stderr)
+    for issue in problems:
+        print(issue, file=sys.stderr)
     n_pages = len(report.resolved)
     counts = ", ".join(f"{report.count(name)} {name}" for name in project.kinds.fenced)  # every registered kind
     n_inline = sum(len(v) for v in report.inline.values())
@@ -137,6 +137,7 @@ def _render(args) -> int:
         print(f"{args.page}: {problem} — give the path of a Markdown file under docs/", file=sys.stderr)
         return 2
     text = project.read_page(path)
+    page: mdext.PageContext  # the context of the conversion below (the extension calls the lambda then)
     md = markdown.Markdown(
         extensions=[
             "lessonkit.pipeline.markdown",
@@ -149,7 +150,7 @@ def _render(args) -> int:
         ],
         extension_configs={"lessonkit.pipeline.markdown": {"root": args.root, "context": lambda: page}},
     )
-    problems = []
+    problems: list[Problem] = []
     page = mdext.PageContext(project.rel(path), 0, problems, source=text, project=project)
     html = md.convert(text)
     for p in problems:
@@ -244,8 +245,8 @@ def _new(args) -> int:
     print("added the page to the nav in mkdocs.yml")
     report = verify.check(project)
     if report.problems:
-        for p in report.problems:
-            print(p, file=sys.stderr)
+        for issue in report.problems:
+            print(issue, file=sys.stderr)
         return 1
     verify.write_map(project, report)
     from lessonkit.checks.living import write_ref_map
@@ -262,7 +263,7 @@ def _run(args) -> int:
     from dataclasses import replace
 
     from lessonkit.run import runner as execute
-    from lessonkit.pipeline.parse import check_rel_path
+    from lessonkit.pipeline.parse import Block, check_rel_path
     from lessonkit.project import Project
 
     project = Project(Path(args.root))
@@ -270,9 +271,10 @@ def _run(args) -> int:
     rel = check_rel_path(target)
     path = project.root / rel
     at = whole_number(line)
+    jobs: list[tuple[Block | None, execute.Job]]
     if rel.startswith("docs/") and rel.endswith(".md") and path.is_file() and (not line or at is not None):
         blocks = [b for b in project.parse(path).blocks if b.kind == "experiment"]
-        if line:
+        if line and at is not None:
             blocks = [b for b in blocks if b.line <= at <= b.line + len(b.fields) + len(b.body or ()) + 2]
         if not blocks:
             print(
@@ -281,7 +283,7 @@ def _run(args) -> int:
                 file=sys.stderr,
             )
             return 2
-        jobs = [(b, project.resolve(b).job) for b in blocks]
+        jobs = [(b, job) for b in blocks if (job := project.resolve(b).job) is not None]  # every experiment has one
     elif rel.startswith("experiments/") and rel.endswith(".py") and path.is_file() and not line:
         jobs = [(None, execute.Job(path.name, path.read_bytes(), args.timeout, rel))]
     else:

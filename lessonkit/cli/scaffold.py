@@ -46,11 +46,12 @@ def new_lesson(root: Path, nn: str, title: str, slug: str | None, short: str) ->
 def _add_to_nav(config: Path, entry: str, number: int) -> None:
     """Insert the page after the last lesson entry of the stage it belongs to (≤ 08 or later)."""
     lines = config.read_text(encoding="utf-8").split("\n")
-    stage_items = [i for i, l in enumerate(lines) if re.match(r"^\s+- lessons/\d\d-", l)]
+    items = {i: m for i, l in enumerate(lines) if (m := re.match(r"^(\s+)- lessons/(\d\d)-", l))}
+    stage_items = list(items)
     if not stage_items:
         raise LessonError("mkdocs.yml has no lessons in its nav", path="mkdocs.yml", hint="add the page to nav by hand")
-    before = [i for i in stage_items if int(re.search(r"lessons/(\d\d)", lines[i]).group(1)) < number]
+    before = [i for i in stage_items if int(items[i][2]) < number]
     anchor = before[-1] if before else stage_items[0] - 1
-    indent = re.match(r"^(\s+)", lines[stage_items[0]]).group(1)
+    indent = items[stage_items[0]][1]
     lines.insert(anchor + 1, f"{indent}- {entry}")
     config.write_text("\n".join(lines), encoding="utf-8")

@@ -63,7 +63,7 @@ def read_kind_modules(root: Path) -> list[tuple[str, int]]:
             line=at,
             hint=KINDS_HINT,
         )
-    out = []
+    out: list[tuple[str, int]] = []
     for name in modules:
         if not isinstance(name, str):
             raise LessonError(
@@ -165,8 +165,8 @@ def _site_value_problem(real_root: str, what: str, value: object) -> str | None:
         return f"is {_type_name(value)}, not a string"
     if not value.strip() or len(value) > MAX_VALUE:
         return f"is {'empty' if not value.strip() else 'longer than %d characters' % MAX_VALUE}"
-    if CONTROL.search(value):
-        return f"contains the control character U+{ord(CONTROL.search(value)[0]):04X}"
+    if control := CONTROL.search(value):
+        return f"contains the control character U+{ord(control[0]):04X}"
     if what == "text":
         return None
     if what == "pinned-path":  # a folder, file or pattern of the pinned tree (not of the project)

@@ -18,9 +18,9 @@ def env(name: str) -> str | None:
     value = os.environ.get(name)
     if value is None or not value.strip():
         return None
-    if CONTROL.search(value):
+    if control := CONTROL.search(value):
         raise LessonError(
-            f"contains the control character U+{ord(CONTROL.search(value)[0]):04X}",
+            f"contains the control character U+{ord(control[0]):04X}",
             path=name,
             hint="set it to one line of text, or unset it",
         )

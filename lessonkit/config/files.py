@@ -196,7 +196,7 @@ def load_pin_fields(path: Path, label: str) -> dict[str, str]:
         line = lines.get((section, key)) or lines.get((section, "")) if section else lines.get(("", key))
         problems.append(Problem(message, label, line, hint))
 
-    known = {f.section: set() for f in PIN_FIELDS}
+    known: dict[str, set[str]] = {f.section: set() for f in PIN_FIELDS}
     for f in PIN_FIELDS:
         known[f.section].add(f.key)
     for section, table in data.items():
@@ -262,8 +262,8 @@ def tree_path_problem(rel: str) -> str | None:
     """Why ``rel`` is not a safe relative path inside a tree, or None."""
     if len(rel) > 1024:
         return "is longer than 1024 characters"
-    if CONTROL.search(rel):
-        return f"contains the control character U+{ord(CONTROL.search(rel)[0]):04X}"
+    if control := CONTROL.search(rel):
+        return f"contains the control character U+{ord(control[0]):04X}"
     if rel.startswith("/") or re.match(r"^[A-Za-z]:", rel):
         return "is an absolute path"
     if "\\" in rel:
@@ -312,7 +312,7 @@ def read_manifest(path: Path, label: str) -> tuple[dict[str, str], dict[str, int
             )
         else:
             manifest[rel], lines[rel] = m[1], n
-    folders = {}
+    folders: dict[str, str] = {}
     for rel in manifest:
         parts = rel.split("/")
         for i in range(1, len(parts)):

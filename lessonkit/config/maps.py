@@ -23,7 +23,7 @@ from lessonkit.errors import LessonError, Problem
 # ---------------------------------------------------------------- excerpts.json
 
 MAP_HINT = "run `lessonkit verify --update-map` to write it again"
-MAP_KEYS = {
+MAP_KEYS: dict[str, type | tuple[type, ...]] = {
     "page": str,
     "block": int,
     "kind": str,
@@ -39,6 +39,7 @@ MAP_OPTIONAL = ("runs", "elided", "emphasize")
 
 def _entry_lines(text: str) -> list[int]:
     """Line of each object inside a top-level array (the map's entries, in order)."""
+    stack: list[str]
     out, stack, n, i, in_str = [], [], 1, 0, False
     while i < len(text):
         c = text[i]
@@ -72,8 +73,8 @@ def read_excerpt_map(path: Path, label: str) -> dict:
             f"the excerpt map is not valid JSON ({exc.msg})", path=label, line=exc.lineno, hint=MAP_HINT
         ) from None
     except (RecursionError, ValueError) as exc:
-        why = "nested too deeply" if isinstance(exc, RecursionError) else exc
-        raise LessonError(f"the excerpt map is not valid JSON ({why})", path=label, hint=MAP_HINT) from None
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
+        raise LessonError(f"the excerpt map is not valid JSON ({reason})", path=label, hint=MAP_HINT) from None
     if not isinstance(data, dict):
         raise LessonError(
             f"the excerpt map must be a JSON object, got {_type_name(data)}", path=label, line=1, hint=MAP_HINT

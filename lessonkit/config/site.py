@@ -172,14 +172,15 @@ def load(root: Path, repo_url: str) -> SiteConfig:
                 hint="known tables: " + ", ".join(f"[{t}]" for t in _KEYS),
             )
         for key, value in values.items():
-            if _KEYS[table] is None:
+            known = _KEYS[table]
+            if known is None:
                 continue  # [labels]: checked by _labels
-            if key not in _KEYS[table]:
+            if key not in known:
                 raise LessonError(
                     f"unknown key `{key}` in `[{table}]`",
                     path=CONFIG,
                     line=_line(path, key),
-                    hint="known keys: " + ", ".join(sorted(_KEYS[table])),
+                    hint="known keys: " + ", ".join(sorted(known)),
                 )
             if not (isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))):
                 raise LessonError(

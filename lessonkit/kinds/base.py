@@ -42,8 +42,9 @@ class Project(Protocol):
     which is built on the kinds and so is not imported here)."""
 
     root: Path
-    experiments: Path
 
+    @property
+    def experiments(self) -> Path: ...
     @property
     def site(self) -> Any: ...
     @property
@@ -88,6 +89,13 @@ class Resolved:
     job: "Job | None" = None
     full: "Excerpt | None" = None  # a recalled excerpt's whole symbol (real-source `Recall: yes`)
     kind: "Kind | None" = field(default=None, compare=False, repr=False)  # set by Project.resolve
+
+    @property
+    def spec(self) -> "Kind":
+        """The block's kind, which :meth:`Project.resolve` sets (a kind's own ``resolve`` leaves it None)."""
+        if self.kind is None:
+            raise LookupError(f"{self.block.path}:{self.block.line}: this block was not resolved by its project")
+        return self.kind
 
 
 def slug(text: str) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 from html import escape
+from typing import Any
 
 from lessonkit.pipeline import svg as figures
 from lessonkit.pipeline import recording
@@ -93,7 +94,9 @@ class Figure(Kind):
     def inputs(self, r: Resolved, result) -> tuple[str, tuple]:
         """(shape, data): what the figure is drawn from, looked up in the recording (located errors)."""
         b = r.block
-        rec = _recorded.recording_of(result, r.job.label, b.path, b.line_of("Experiment"))
+        job = r.job
+        assert job is not None  # resolve() gave the figure its run
+        rec = _recorded.recording_of(result, job.label, b.path, b.line_of("Experiment"))
         shape = next(s for s in SHAPES if s in b.fields)
         p = whole_number(b.get("Precision"), 2)
         fmt = recording.Format(precision=3 if p is None else p)
@@ -107,7 +110,7 @@ class Figure(Kind):
         def need(ok, field, what, why=""):
             if not ok:
                 raise LessonError(
-                    f"`{b.get(field)}` in {r.job.label}'s recording is not {what}" + (f": {why}" if why else ""),
+                    f"`{b.get(field)}` in {job.label}'s recording is not {what}" + (f": {why}" if why else ""),
                     path=b.path,
                     line=b.line_of(field),
                     hint=f"`{field}:` names {what}",
@@ -118,7 +121,7 @@ class Figure(Kind):
                 return shape, CHECKED[shape](get(shape), b, fmt)
             except BadData as exc:
                 raise LessonError(
-                    f"`{b.get(shape)}` in {r.job.label}'s recording is not {WHAT[shape]}: {exc}",
+                    f"`{b.get(shape)}` in {job.label}'s recording is not {WHAT[shape]}: {exc}",
                     path=b.path,
                     line=b.line_of(shape),
                     hint=f"`{shape}:` names {WHAT[shape]}",
@@ -130,6 +133,7 @@ class Figure(Kind):
             "Alive": "a dict {mode: [live nodes after each layer]}",
         }[shape]
         check = {"Graph": shapes.graph, "Broadcast": shapes.broadcast, "Nested": shapes.nested, "Alive": shapes.alive}
+        data: Any  # the shape's own checked form (shapes.graph: a dict, shapes.broadcast: a pair, …)
         try:  # any shape at all can come out of a run: checked before anything is drawn
             data = check[shape](get(shape))
         except shapes.Bad as exc:
@@ -393,7 +397,7 @@ def matrix_data(raw, b, fmt) -> tuple:
         raise BadData(f"the rows of its `matrix` have {', '.join(str(len(r)) for r in rows)} entries, not one length")
     if len(rows) > MAX_CELLS or n > MAX_CELLS:
         raise BadData(f"its `matrix` is {len(rows)}×{n} (a figure shows at most {MAX_CELLS}×{MAX_CELLS})")
-    names = {}
+    names: dict[str, list[str] | None] = {}
     for key, count in (("rows", len(rows)), ("columns", n)):
         v = raw.get(key)
         if v is None:
@@ -402,7 +406,7 @@ def matrix_data(raw, b, fmt) -> tuple:
         if not isinstance(v, list) or len(v) != count:
             raise BadData(f"its `{key}` should be a list of {count} names (the matrix has {count} {key})")
         names[key] = [_text(t, f"name {k} of `{key}`") for k, t in enumerate(v)]
-    picked = {}
+    picked: dict[str, list | None] = {}
     for key, count, length, across in (("column", n, len(rows), "rows"), ("row", len(rows), n, "columns")):
         p = raw.get(key)
         if p is None:

@@ -81,6 +81,7 @@ class Snapshot(Kind):
     def table(self, r: Resolved, result) -> recording.SnapshotTable:
         """The table model (located errors for every wrong row)."""
         b = r.block
+        assert r.job is not None and b.body is not None  # resolve() gave it its run; validate() its table
         rec = _recorded.recording_of(result, r.job.label, b.path, b.line_of("Experiment"))
         return recording.build_snapshot(
             list(b.body), rec, path=b.path, first_line=b.body_line, fmt=recording.Format(precision=precision(b))

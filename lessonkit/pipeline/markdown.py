@@ -132,7 +132,7 @@ def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> 
     # inline references after the blocks are resolved: a `line` reference links to an excerpt on the page
     page_links = PageLinks(
         ctx.links,
-        [(ids[k], r.excerpt) for k, r in resolved.items() if r.excerpt is not None and r.kind.citation == "source"],
+        [(ids[k], r.excerpt) for k, r in resolved.items() if r.excerpt is not None and r.spec.citation == "source"],
         page.inline,
     )
     _render_inline(md, project, page, lines, renderer, page_links, problems)
@@ -289,7 +289,7 @@ class LessonKitExtension(Extension):
 
     def extendMarkdown(self, md: Markdown) -> None:
         if callable(self.getConfig("context")):
-            md.lessonkit_context = self.getConfig("context")
+            setattr(md, "lessonkit_context", self.getConfig("context"))  # read by page_context
         md.preprocessors.register(_Pre(md, self.getConfig("root")), "lessonkit", PRIORITY)
 
 

@@ -41,8 +41,8 @@ class InlineRef:
 
     kind: str
     argument: str
-    path: str
-    line: int  # 1-based line in the page file
+    path: str | None  # None: a reference in a snapshot cell, rendered with its table
+    line: int | None  # 1-based line in the page file
 
 
 @dataclass(frozen=True)
@@ -91,8 +91,15 @@ class Block:
         v = self.get("Lines")
         if v is None:
             return None
-        a, b = LINES.match(v).groups()
-        return int(a), int(b)
+        m = LINES.match(v)
+        if m is None:  # the kinds that allow `Lines` check it first
+            raise LessonError(
+                f"`Lines: {v}` is not a range `a-b`",
+                path=self.path,
+                line=self.line_of("Lines"),
+                hint="e.g. `Lines: 25-32`",
+            )
+        return int(m[1]), int(m[2])
 
 
 @dataclass(frozen=True)
@@ -159,6 +166,7 @@ def _containers(lines: list[str]) -> list[int]:
     """For each line, the indentation at which the content of the block holding it starts: from
     the nearest earlier non-blank line that is less indented (the nearest smaller width, found
     with one stack in one pass, not by walking back from every line)."""
+    stack: list[tuple[int, int]]
     out, stack = [0] * len(lines), []  # stack: (width, its container) of lines with rising widths
     for i, line in enumerate(lines):
         if not line.strip():
@@ -211,8 +219,14 @@ def _unquote(line: str, depth: int) -> str | None:
 
 def blank_line(indent: str) -> str:
     """The empty line of a block's container: its blockquote markers (``> `` → ``>``), else ""."""
-    quote = QUOTE.match(indent)[0]
+    quote = _quote(indent)
     return quote.rstrip() if ">" in quote else ""
+
+
+def _quote(line: str) -> str:
+    """The blockquote markers ``line`` starts with ("" when none: QUOTE matches every line)."""
+    m = QUOTE.match(line)
+    return m[0] if m else ""
 
 
 @dataclass(frozen=True)
@@ -271,7 +285,7 @@ def parse_page(text: str, path: str, line_offset: int = 0, *, kinds, badges: tup
             i += 1
             continue
         indent, fence, info = m["indent"], m["fence"], m["info"].strip()
-        depth = QUOTE.match(indent)[0].count(">")
+        depth = _quote(indent).count(">")
         word = kind_word(info)
         end, lazy = _end(lines, i, fence, depth)
         lineno = line_offset + i + 1
@@ -327,8 +341,8 @@ def _link_sessions(page: ParsedPage, kinds) -> None:
     broken block; the session goes on without it."""
     groups: dict[tuple[str, str], list[int]] = {}
     for n, item in enumerate(page.items):
-        if isinstance(item, Block) and item.get("Session") and getattr(kinds[item.kind], "sessions", False):
-            groups.setdefault((item.kind, item.get("Session")), []).append(n)
+        if isinstance(item, Block) and (name := item.get("Session")) and getattr(kinds[item.kind], "sessions", False):
+            groups.setdefault((item.kind, name), []).append(n)
     for (kind, _), where in groups.items():
         bad: dict[int, list[Problem]] = {}
         for block, problem in kinds[kind].session_problems([page.items[n] for n in where]):
@@ -377,7 +391,7 @@ def _misplaced(page, kinds, lines, i, spans, path, offset) -> int | None:
     word = kind_word(m["info"])
     if word not in kinds.fenced:
         return None
-    quote = QUOTE.match(line)[0]
+    quote = _quote(line)
     lead = line[len(quote) : m.start()]
     if LEAD.match(lead):
         what, hint = (
@@ -488,19 +502,6 @@ INSTEAD = (
 )
 
 
-def _code_spans(line: str) -> list[tuple[int, int]]:
-    """Where Markdown code spans are on one line (a run of backticks up to the same run)."""
-    out, pos = [], 0
-    for m in re.finditer(r"`+", line):
-        if m.start() < pos:
-            continue
-        close = re.compile(r"(?<!`)" + m.group(0) + r"(?!`)").search(line, m.end())
-        if close:
-            out.append((m.start(), close.end()))
-            pos = close.end()
-    return out
-
-
 def engine_html(line: str, path: str, lineno: int, badges: tuple[str, ...] = ()) -> list[Problem]:
     """Problems for raw HTML (or an attr_list) on one prose line that uses the engine's classes or
     shows one of its badges outside a block: the site would show an imitation of an engine block
@@ -512,6 +513,7 @@ def engine_html(line: str, path: str, lineno: int, badges: tuple[str, ...] = ())
     for a, b in reversed(spans):
         text = text[:a] + " " * (b - a) + text[b:]
     plain = unescape(text) if "&" in text else text
+    engine: list[str]
     engine, attr_list = [], False
     for m in ENGINE_CLASS.finditer(plain):
         if m["attr"] is not None:
@@ -551,7 +553,7 @@ def _dedent(line: str, indent: str) -> str:
 
 
 def _build(spec, lines, start, end, indent, path, offset, ordinal) -> Block:
-    quote = QUOTE.match(indent)[0]
+    quote = _quote(indent)
     depth, inner = quote.count(">"), indent[len(quote) :]
     content = [_dedent(_unquote(l, depth) or "", inner) for l in lines[start + 1 : end]]
     problems: list[Problem] = []

@@ -64,10 +64,11 @@ def load(value, source: str) -> Recording:
     return Recording(value, source)
 
 
-def lookup(rec: Recording, key: str):
+def lookup(rec: Recording, key: str | None):
     """The value under a dotted key; integers index lists (``xx.calls.1.result``)."""
-    if not KEY.fullmatch(key or ""):
+    if key is None or not KEY.fullmatch(key):
         raise LessonError(f"`@{key}` is not a record key", hint="dotted names such as xx.calls.0.ingrad")
+    walked: list[str]
     node, walked = rec.data, []
     for part in key.split("."):
         if isinstance(node, dict) and part in node:
@@ -126,7 +127,7 @@ def format_value(v, fmt: Format = Format(), depth: int = 0) -> str:
     if isinstance(v, float):
         return _float(v, fmt, fmt.integral)
     if isinstance(v, list):
-        o, c = fmt.sequence
+        o, c = tuple(fmt.sequence)  # two brackets
         inner = ", ".join(format_value(x, fmt, d) for x in v)
         return f"{o}{inner},{c}" if len(v) == 1 and o == "(" else f"{o}{inner}{c}"
     return str(v)

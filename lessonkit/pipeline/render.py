@@ -49,8 +49,8 @@ def anchors(resolved: list[Resolved]) -> list[str]:
     per_kind: dict[str, int] = {}
     out = []
     for r in resolved:
-        per_kind[r.kind.name] = n = per_kind.get(r.kind.name, 0) + 1
-        base = re.sub(r"[^A-Za-z0-9_-]+", "-", r.kind.anchor(r, n)) or "block"  # a project's kind: any text
+        per_kind[r.spec.name] = n = per_kind.get(r.spec.name, 0) + 1
+        base = re.sub(r"[^A-Za-z0-9_-]+", "-", r.spec.anchor(r, n)) or "block"  # a project's kind: any text
         seen[base] = seen.get(base, 0) + 1
         out.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
     return out
@@ -62,17 +62,17 @@ def page_ids(resolved: list[Resolved], ids: list[str], line_refs: int, lesson: b
     source references (``ref-<n>``) and, on a lesson that cites source, its list (``cited-source``)."""
     out: dict[str, str] = {}
     for r, anchor in zip(resolved, ids):
-        what = f"the {r.kind.name} block on line {r.block.line}"
+        what = f"the {r.spec.name} block on line {r.block.line}"
         out.setdefault(anchor, what)
-        if r.kind.citation is not None:  # the kinds that show code (not snapshot, figure)
+        if r.spec.citation is not None:  # the kinds that show code (not snapshot, figure)
             text, start = code_of(r)
             for n in range(start, start + text.count("\n")):
                 out.setdefault(f"{anchor}-L{n}", f"line {n} of {what}")
-        if r.job is not None and r.kind.citation == "script":
+        if r.job is not None and r.spec.citation == "script":
             out.setdefault(f"{anchor}-output", f"the output of {what}")
     for n in range(1, line_refs + 1):
         out.setdefault(f"ref-{n}", f"inline source reference {n}")
-    if lesson and any(r.excerpt is not None and r.kind.citation == "source" for r in resolved):
+    if lesson and any(r.excerpt is not None and r.spec.citation == "source" for r in resolved):
         out.setdefault("cited-source", "the list of cited source")
     return out
 
@@ -80,7 +80,8 @@ def page_ids(resolved: list[Resolved], ids: list[str], line_refs: int, lesson: b
 def duplicate_ids(path: str, written: list[tuple[str, int]], generated: dict[str, str]) -> list[Problem]:
     """An id the author wrote (``{#id}``, ``id="…"``) that another element of the page has too: links
     to it would reach only one of them."""
-    out, seen = [], {}
+    out: list[Problem] = []
+    seen: dict[str, int] = {}
     for ident, line in written:
         if ident in generated:
             out.append(
@@ -108,7 +109,7 @@ def code_of(r: Resolved) -> tuple[str, int]:
     """The code a block shows and its first line number: the excerpt, else the body."""
     if r.excerpt is not None:
         return r.excerpt.text, r.excerpt.start
-    return "\n".join(r.block.body) + "\n", 1
+    return "\n".join(r.block.body or ()) + "\n", 1
 
 
 @dataclass
@@ -230,7 +231,7 @@ class Renderer:
 
     def block(self, r: Resolved, anchor: str, result: Result | None = None) -> str:
         """A resolved block's HTML, as its kind renders it."""
-        return r.kind.render(self, r, anchor, result)
+        return r.spec.render(self, r, anchor, result)
 
     def error(self, err: LessonError, anchor: str | None = None) -> str:
         items = "".join(f"<li><code>{escape(str(p))}</code></li>" for p in err.problems)

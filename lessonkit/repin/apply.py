@@ -39,6 +39,8 @@ def _q(s: str) -> str:
 
 def pin_text(old_text: str, pin: Pin, target: Target) -> str:
     """The new ``pin.toml``: the old leading comment, then the target's record."""
+    if target.commit is None or target.version is None:
+        raise ValueError(f"{target.label}: a pin needs the target's commit and version (apply() checks them)")
     head = []
     for line in text_lines(old_text):
         if line.startswith("[") or (line.strip() and not line.startswith("#")):
@@ -101,10 +103,10 @@ def page_edits(project: Project, report: RepinReport, commit: str) -> dict[Path,
         c = b.get("Commit")
         if c and not commit.lower().startswith(c.lower()):
             _set_header(lines, b.line_of("Commit"), "Commit", c, commit[: max(7, len(c))], b.path)
-        if i.status == "moved" and b.get("Lines"):
-            _set_header(lines, b.line_of("Lines"), "Lines", b.get("Lines"), f"{i.new[0]}-{i.new[1]}", b.path)
-        if i.status == "moved" and b.get("Emphasize") and i.emphasize:
-            _set_header(lines, b.line_of("Emphasize"), "Emphasize", b.get("Emphasize"), i.emphasize, b.path)
+        if i.status == "moved" and (locator := b.get("Lines")) and i.new is not None:
+            _set_header(lines, b.line_of("Lines"), "Lines", locator, f"{i.new[0]}-{i.new[1]}", b.path)
+        if i.status == "moved" and (emphasis := b.get("Emphasize")) and i.emphasize:
+            _set_header(lines, b.line_of("Emphasize"), "Emphasize", emphasis, i.emphasize, b.path)
     out = {}
     for rel, lines in edits.items():
         path = project.root / rel
@@ -206,7 +208,9 @@ def apply(project: Project, report: RepinReport, say=print) -> list[str]:
         raise
     source_env = old.source_env or config.SOURCE_ENV
     written = [project.rel(p) for p in (toml_path, manifest_path, *pages, map_path)]
-    moved = sum(1 for i in report.items if i.kind == "real-source" and i.status == "moved" and i.block.get("Lines"))
+    moved = sum(
+        1 for i in report.items if i.kind == "real-source" and i.status == "moved" and i.block and i.block.get("Lines")
+    )
     say(
         f"applied: pinned to {target.label} ({target.commit}); rewrote {', '.join(written)} "
         f"({moved} `Lines:` locator(s), `Commit:` headers → {target.commit[:7]})"

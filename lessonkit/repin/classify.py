@@ -208,7 +208,7 @@ def _unresolved(
 
 def _files_with_body(old: Excerpt, index: Index) -> list[str]:
     first = next((l.strip() for l in old.lines if l.strip()), None)
-    out = []
+    out: list[str] = []
     if not first:
         return out
     for rel in sorted(index.manifest):
@@ -224,11 +224,12 @@ def _files_with_body(old: Excerpt, index: Index) -> list[str]:
 
 
 def _source_item(project: Project, ttree: Tree, index: Index, block: Block, based: bool, vs) -> Item:
+    symbol: str | None
     if based:
-        file, symbol = (s.strip() for s in block.get("Based-on").split("::", 1))
+        file, symbol = (s.strip() for s in (block.get("Based-on") or "::").split("::", 1))  # none: based_on says
         kind, line = "based-on", block.line_of("Based-on")
     else:
-        file, symbol = block.get("File"), block.get("Symbol")
+        file, symbol = block.get("File") or "", block.get("Symbol")  # the kind requires `File`
         kind, line = "real-source", block.line
     label = f"{file}::{symbol}" if symbol else f"{file} (quoted lines)"
     item = Item(block.path, line, kind, label, "error", block=block)
@@ -237,6 +238,8 @@ def _source_item(project: Project, ttree: Tree, index: Index, block: Block, base
     except LessonError as exc:
         hint = f" — {exc.problem.hint}" if exc.problem.hint else ""
         return replace(item, detail=f"does not resolve at the pin: {exc.problem.message}{hint}")
+    if old is None:  # the kinds whose repin role is "source" resolve to an excerpt
+        return replace(item, detail="does not resolve at the pin: it shows no excerpt")
     item = replace(item, old=(old.start, old.end))
     try:
         new = based_on(ttree, block) if based else excerpt_of(ttree, select.without_numbers(block, old.lines))
@@ -304,7 +307,7 @@ def _prose(project: Project, path: Path, text: str, parsed, pin: Pin, target: Ta
         pats.append(re.compile(r"(?<![0-9a-fA-F])" + re.escape(pin.commit[:7]) + r"[0-9a-fA-F]*"))
     if not pats:
         return []
-    inside = set()
+    inside: set[int] = set()
     for it in parsed.items:
         inside.update(range(it.start, it.end + 1))
     out = []
@@ -367,7 +370,9 @@ def build_report(project: Project, target: Target, pages: list[Path] | None = No
                     items.append(_source_item(project, ttree, index, block, role == "based-on", vs))
                 elif role == "experiment":
                     try:
-                        exps.append((block, project.resolve(block).job))
+                        job = project.resolve(block).job
+                        if job is not None:  # an experiment resolves with its run
+                            exps.append((block, job))
                     except LessonError as exc:
                         items.append(
                             Item(

@@ -103,12 +103,12 @@ def _ref_item(project, ttree, ref, Item):
         old=(old.start, old.end),
         new=(new.start, new.end) if new else None,
     )
-    if status == "moved":
+    if status == "moved" and new is not None:
         return replace(
             item,
             detail=f"{old.render(line=words)} → {new.render(line=words)} (rendered from the content: no edit needed)",
         )
-    if status == "changed":
+    if status == "changed" and new is not None:
         from lessonkit.repin.model import _udiff
 
         return replace(

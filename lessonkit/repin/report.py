@@ -76,9 +76,9 @@ def summary_lines(report: RepinReport, diffs: bool = False) -> list[str]:
             f"(in {len({i.page for i in a})} page(s)); {report.seconds:.1f} s"
         )
     else:
-        moved = sum(1 for i in report.items if i.status == "moved")
+        n_moved = sum(1 for i in report.items if i.status == "moved")
         out.append(
-            f"repin: nothing beyond moves ({moved} moved); every experiment prints the same; {report.seconds:.1f} s"
+            f"repin: nothing beyond moves ({n_moved} moved); every experiment prints the same; {report.seconds:.1f} s"
         )
     return out
 

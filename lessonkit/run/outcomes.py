@@ -83,7 +83,7 @@ def read_record(box_dir: Path, limit: int) -> tuple[dict | None, str]:
     return value, ""
 
 
-_STORED = {
+_STORED: dict[str, type | tuple[type, ...]] = {
     "key": str,
     "exit_code": int,
     "stdout": str,

@@ -164,7 +164,7 @@ class Runner:
             if LISTING.search(source):
                 seen = set(self._scripts)
             else:
-                seen: set[str] = set()
+                seen = set()
                 while texts:
                     text = texts.pop()
                     for stem, (_, digest) in self._scripts.items():
@@ -334,7 +334,7 @@ class Runner:
         signals.enter_context(sandbox.cancel_on_signals())  # queued jobs then end at once, as cancelled
         futures: dict[str, Future] = {}
         to_run = 0
-        chained = []  # session blocks whose result comes with their session's run in this batch
+        chained: list[tuple[str, Job, Job]] = []  # session blocks whose result comes with their session run
         with self._lock:
             for k, j in todo.items():
                 if k in self._done:
@@ -346,15 +346,15 @@ class Runner:
                     futures[k] = self._inflight[k] = pool.submit(self._run, k, j)
                 elif j.whole is not None and self.key(j.whole) in todo and not self._stored(self.key(j.whole)):
                     to_run += 1
-                    chained.append((k, j))
-                    futures[k] = None  # keeps the page order of the results
+                    chained.append((k, j, j.whole))
+                    futures[k] = Future()  # replaced below; keeps the page order of the results
                 else:
                     to_run += 1
                     futures[k] = self._inflight[k] = pool.submit(self._run, k, j)
-            for k, j in chained:  # never a pool task waiting for another: one session, one run
+            for k, j, _ in chained:  # never a pool task waiting for another: one session, one run
                 futures[k] = self._inflight[k] = Future()
-        for k, j in chained:  # outside the lock: a session already done calls back at once
-            self._after(futures[self.key(j.whole)], futures[k], k, j)
+        for k, j, whole in chained:  # outside the lock: a session already done calls back at once
+            self._after(futures[self.key(whole)], futures[k], k, j)
         self.tree.lease()  # the common copy lives until the batch's results (or cancel)
         signals.callback(self.tree.release)
         return Pending(futures, pool, to_run, signals)

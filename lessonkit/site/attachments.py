@@ -231,7 +231,7 @@ def acceptance(project: Project, report: Report, results: dict[str, execute.Resu
     exp_rows = []
     for page, rs in sorted(report.resolved.items()):
         for r in rs:
-            if r.job is None or r.kind.name in ("snapshot", "figure"):  # their runs are listed with the blocks
+            if r.job is None or r.spec.name in ("snapshot", "figure"):  # their runs are listed with the blocks
                 continue
             res = results.get(project.runner.key(r.job))
             status = (
@@ -304,7 +304,7 @@ def plain_markdown(project: Project, text: str, path: str, results: dict[str, ex
 
 def _plain_block(project: Project, r: Resolved, results) -> list[str]:
     result = results.get(project.runner.key(r.job)) if r.job is not None else None
-    return r.kind.plain(r, project, result)
+    return r.spec.plain(r, project, result)
 
 
 def zip_bytes(entries: dict[str, bytes], epoch: int) -> bytes:

@@ -68,14 +68,14 @@ def citations(report: Report, docs_prefix: str, texts: dict[str, str]) -> list[C
         label = page_label(rel, texts.get(page, ""))
         for r, anchor in zip(resolved, report.anchors(page)):
             ex = r.excerpt
-            if ex is not None and r.kind.citation is not None:
+            if ex is not None and r.spec.citation is not None:
                 out.append(
                     Citation(
                         rel,
                         label,
                         anchor,
                         r.block.kind,
-                        r.kind.citation,
+                        r.spec.citation,
                         ex.origin,
                         ex.file,
                         ex.symbol,

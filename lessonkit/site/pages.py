@@ -54,8 +54,8 @@ class Generated:
 def browser_files(project: Project, cites: list[site.Citation]) -> tuple[list[str], list[str]]:
     """The files the source browser shows: (pinned files, this repository's files), sorted."""
     conf = project.site
-    pinned_files = {p for p in project.pin.manifest if p.startswith(conf.package) and p.endswith(".py")}
-    pinned_files = sorted(pinned_files | {c.file for c in cites if c.origin == "pinned"})
+    pinned = {p for p in project.pin.manifest if p.startswith(conf.package) and p.endswith(".py")}
+    pinned_files = sorted(pinned | {c.file for c in cites if c.origin == "pinned"})
     repo_files = sorted(
         {
             p.relative_to(project.root).as_posix()
@@ -150,7 +150,7 @@ def prewarm_plan(report: Report, pages: list[str]) -> Prewarm:
         (*code_of(r), anchor)
         for page in pages
         for r, anchor in zip(report.resolved.get(page, []), report.anchors(page))
-        if r.kind.citation is not None
+        if r.spec.citation is not None
     ]  # blocks that show code (not snapshot or figure)
     return Prewarm(code, pages)
 
@@ -320,7 +320,7 @@ def attachment_pages(project: Project, report: Report, results: dict) -> tuple[l
     if "attachments/call-sequence.md" in uris:
         diagrams, calls_text = _diagrams(project, results)
         out += diagrams
-    if "attachments/mini-readme.md" in uris:
+    if "attachments/mini-readme.md" in uris and project.site.readme is not None:  # listed only then
         readme = (project.root / project.site.readme).read_text(encoding="utf-8")
         translation, tpath = None, project.site.readme_translation  # optional, shown above the original
         if tpath is not None:

@@ -38,6 +38,7 @@ from lessonkit.site import listings
 from lessonkit.checks import record as site_record
 from lessonkit.checks.htmlscan import Doc
 from lessonkit.errors import LessonError, Problem
+from lessonkit.kinds.base import Resolved
 from lessonkit.run.outcomes import failure
 from lessonkit.site import citations as site_cites
 from lessonkit.util.store import code_version
@@ -73,7 +74,7 @@ class _Links:
 class Expected:
     """One block of a page as lessonkit emits it."""
 
-    r: object  # Resolved
+    r: Resolved
     anchor: str
     root: tuple[str, frozenset]  # tag name, classes
     parts: list | None = None  # parts() of the plain rendering; None: not compared part by part
@@ -210,6 +211,7 @@ class SiteCheck:
     def _folder(self) -> None:
         """The folder against the record, and the record against what verify expects."""
         rec, at = self.record, self.label
+        assert rec is not None  # run(): only a recorded folder is compared
         if rec["engine"] != code_version():
             self.problems.append(
                 Problem("it was built by another version of lessonkit than this verify", at, None, REBUILD)
@@ -276,13 +278,15 @@ class SiteCheck:
     def page(self, rel: str, html: str, rep: SiteReport | None = None, doc: Doc | None = None) -> list[Problem]:
         """The problems of one HTML file of the folder (``rel``: its path in the folder); ``doc``: its
         scan, when the caller has it (:func:`lessonkit.checks.mutation.run_site`)."""
+        assert self.record is not None  # run() and the mutation check: a recorded folder
         rep = rep or SiteReport()
         where = f"{self.label}/{rel}"
         doc = doc if doc is not None else Doc(html)
         # First the elements lessonkit emitted (block roots, source listings; any tag whose classes
         # are written with character references too), checked; then every other claim is one too many.
         if "roots" not in doc.memo:
-            roots, by_id = [], {}
+            roots: list[int] = []
+            by_id: dict[str, list[int]] = {}
             for i, m in enumerate(doc.tags):
                 a = m[3]
                 if not m[1] and ("lk-block" in a or "lk-figure" in a or "lk-source" in a or "&" in a):
@@ -335,7 +339,7 @@ class SiteCheck:
 
     def pages_dest(self, page: str) -> str:
         """Where a problem of a page of docs/ is reported: its HTML file, else the page."""
-        dest = self.record["pages"].get(page)
+        dest = self.record["pages"].get(page) if self.record is not None else None
         return f"{self.label}/{dest}" if dest else page
 
     def pinned_text(self, file: str, a: int, b: int) -> str | None:

@@ -18,6 +18,7 @@ import tarfile
 import urllib.parse
 import urllib.request
 import zlib
+from collections.abc import Mapping
 from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
 
@@ -129,7 +130,7 @@ PYPI_SIMPLE = "https://pypi.org/simple/"
 MAX_ARCHIVE = 256 * 1024 * 1024  # bytes; a release archive larger than this is not the pinned one
 
 
-def pip_index_url(environ: dict[str, str] | None = None) -> str:
+def pip_index_url(environ: Mapping[str, str] | None = None) -> str:
     """The index pip would use: ``PIP_INDEX_URL``, else ``index-url`` of pip's configuration
     files (``[global]``, overridden by ``[download]``; global < user < site < ``PIP_CONFIG_FILE``),
     else PyPI. Extra indexes and find-links are left to :func:`pip_download`, the fallback."""
@@ -189,7 +190,7 @@ def _ssl_context(environ) -> ssl.SSLContext:
 
 
 def index_download(
-    project: str, filename: str, sha256: str, dest: Path, timeout: float = 30, environ: dict[str, str] | None = None
+    project: str, filename: str, sha256: str, dest: Path, timeout: float = 30, environ: Mapping[str, str] | None = None
 ) -> Path:
     """``filename`` of ``project`` read straight from the package index's simple API (PEP 691
     JSON or PEP 503 HTML) into the folder ``dest``, and checked against ``sha256`` as it is

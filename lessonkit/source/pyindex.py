@@ -106,7 +106,7 @@ class SourceFile:
                 call = node.value
                 out.append(
                     Definition(
-                        f"{ast.unparse(call.func)}({ast.unparse(call.args[0])})", "call", node.lineno, node.end_lineno
+                        f"{ast.unparse(call.func)}({ast.unparse(call.args[0])})", "call", node.lineno, _end(node)
                     )
                 )
         return out
@@ -193,7 +193,7 @@ def _defs(node: ast.stmt, prefix: str) -> list[Definition]:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         start = min([d.lineno for d in node.decorator_list] + [node.lineno])
         kind = "class" if isinstance(node, ast.ClassDef) else "def"
-        return [Definition(prefix + node.name, kind, start, node.end_lineno)]
+        return [Definition(prefix + node.name, kind, start, _end(node))]
     targets = []
     if isinstance(node, ast.Assign):
         targets = node.targets
@@ -205,4 +205,9 @@ def _defs(node: ast.stmt, prefix: str) -> list[Definition]:
             names.append(t.id)
         elif isinstance(t, ast.Tuple):
             names += [e.id for e in t.elts if isinstance(e, ast.Name)]
-    return [Definition(prefix + n, "assign", node.lineno, node.end_lineno) for n in names]
+    return [Definition(prefix + n, "assign", node.lineno, _end(node)) for n in names]
+
+
+def _end(node: ast.stmt) -> int:
+    """The last line of a parsed statement (``ast.parse`` always sets ``end_lineno``)."""
+    return node.end_lineno if node.end_lineno is not None else node.lineno

@@ -148,9 +148,9 @@ def _locate(part: str, region: list[str], lo: int, where: str) -> int:
             f"{frag!r} does not occur in {where}",
             hint=("closest lines: " + "; ".join(cands)) if cands else "quote the line verbatim",
         )
-    cands = "; ".join(f"L{n}: {region[n - lo].strip()[:60]!r}" for n in hits[:6])
+    listed = "; ".join(f"L{n}: {region[n - lo].strip()[:60]!r}" for n in hits[:6])
     raise LessonError(
-        f"{frag!r} occurs in {len(hits)} lines of {where}", hint=f"quote more of the line you mean ({cands})"
+        f"{frag!r} occurs in {len(hits)} lines of {where}", hint=f"quote more of the line you mean ({listed})"
     )
 
 

@@ -200,7 +200,7 @@ def excerpt_of(tree: Tree, block: Block, file_key: str = "File", symbol_key: str
     ``Start-*``/``End-*`` patterns), or a body (runs between elision lines, each verbatim);
     then ``Docstring``, ``Dedent`` and ``Emphasize`` (see :mod:`lessonkit.source.select`)."""
     try:
-        sf = tree.file(block.get(file_key))
+        sf = tree.file(block.get(file_key) or "")  # none: the empty path's error, at the block
     except LessonError as exc:
         raise exc.at(block.path, block.line_of(file_key))
     symbol = block.get(symbol_key)
@@ -326,12 +326,14 @@ def _without_docstring(sf: SourceFile, d, block: Block) -> tuple[list, list]:
 
 def _body_runs(sf: SourceFile, region: list[str], lo: int, block: Block, symbol, where, d) -> tuple[list, list]:
     """The file lines each run of the body quotes, in order, and the lines its elisions leave out."""
+    assert block.body is not None and block.body_line is not None  # excerpt_of: a block with a body
     parts = select.body_parts(block.body, block.body_line)
     if len(parts) == 1:
         return [_only_run(sf, region, lo, block, symbol, where)], []
     problems = select.body_problems(block, d is not None)
     if problems:
         raise LessonError.collect(problems)
+    runs: list[tuple[int, int]]
     runs, window = [], 0
     for at, lines in parts:
         if not lines:
@@ -364,6 +366,7 @@ def _body_runs(sf: SourceFile, region: list[str], lo: int, block: Block, symbol,
         runs.append(_trim(sf, lo + k, lo + k + len(lines) - 1))
         window = k + len(lines)
     elided = []
+    gaps: list[tuple[int, int, str | None]]
     gaps = [(d.start - 1, runs[0][0], "first")] if not parts[0][1] else []  # d: body_problems checked it
     gaps += [(x, y, None) for (_, x), (y, _) in zip(runs, runs[1:])]
     if not parts[-1][1]:
@@ -404,6 +407,7 @@ def _outside(sf, lines, symbol, lo, region, block, at) -> LessonError | None:
 
 def _only_run(sf: SourceFile, region: list[str], lo: int, block: Block, symbol, where) -> tuple[int, int]:
     """The lines a body without elisions quotes: exactly one place in the region."""
+    assert block.body is not None and block.body_line is not None  # _body_runs: a block with a body
     hits = _matches(region, block.body)
     if not hits:
         raise _outside(sf, block.body, symbol, lo, region, block, block.body_line) or _mismatch(
@@ -445,6 +449,8 @@ def check_commit(block: Block, commit: str) -> None:
 
 def based_on(tree: Tree, block: Block) -> Excerpt:
     value = block.get("Based-on")
+    if value is None:
+        raise LessonError("no `Based-on` line", path=block.path, line=block.line, hint="write `Based-on: FILE::SYMBOL`")
     file, symbol = (s.strip() for s in value.split("::", 1))
     try:
         sf = tree.file(file)

@@ -67,12 +67,14 @@ def body_parts(body: tuple[str, ...], body_line: int) -> list[tuple[int, tuple[s
 
 def elision_lines(block: Block) -> list[int]:
     """The page lines of the body's elision lines."""
+    if block.body_line is None:  # no body
+        return []
     return [block.body_line + k for k, line in enumerate(block.body or ()) if is_elision(line)]
 
 
 def body_problems(block: Block, has_scope: bool) -> list[Problem]:
     """Elision lines that cannot stand where they are (checked before any file is read)."""
-    if not block.body:
+    if not block.body or block.body_line is None:
         return []
     at = elision_lines(block)
     if not at:
@@ -224,7 +226,7 @@ def docstring_range(module: ast.Module, lines: list[str], name: str, start: int,
             f"the docstring of `{name}` shares a line with other code",
             hint="`Docstring: hide` leaves out whole lines; quote the lines you want as a body instead",
         )
-    return first.lineno, first.end_lineno
+    return first.lineno, first.end_lineno or first.lineno
 
 
 def _node(body: list[ast.stmt], parts: list[str], start: int, end: int):
@@ -249,6 +251,7 @@ def dedent(runs: list[list[str]], mode: str | int, first_lines: list[int], block
     elif mode == "auto":
         cut = min((w for w, _ in widths), default=0)
     else:
+        assert isinstance(mode, int)  # dedent_mode: "none", "auto" or a number of spaces
         least = min(widths, default=(0, 0))
         if least[0] < mode:
             raise LessonError(

@@ -178,7 +178,7 @@ class Store:
     def _path(self, key: str) -> Path | None:
         """``<cache>/<kind>/<key>``; None when the folder is not the cache's own (a link) or the
         key is not a plain name. An entry that is itself a link is dropped by get and replaced by put."""
-        if self.dir is None or not KEY.fullmatch(key):
+        if self.dir is None or self.cache is None or not KEY.fullmatch(key):
             return None
         where = str(self.dir)
         if where not in _CHECKED:
@@ -223,6 +223,8 @@ class Store:
         self.dropped += 1
         _MEMORY.pop((self.kind, key), None)
         log.debug("lessonkit: dropped a damaged cache entry %s/%s", self.kind, key)
+        if self.cache is None:  # no disk layer: nothing on disk to remove
+            return
         try:
             remove_owned(self.cache, self.kind, key)
         except Exception as exc:  # cannot remove: the next put replaces it, or the cache is read-only
@@ -233,7 +235,7 @@ class Store:
 
     def put(self, key: str, value: str) -> None:
         self._remember(key, value)
-        if self.dir is None:
+        if self.dir is None or self.cache is None:  # no disk layer (both are None together)
             return
         path = self._path(key)
         if path is None:

@@ -115,7 +115,8 @@ def configure(config: "MkDocsConfig", *, add_extensions: bool) -> None:
     if isinstance(events, BuildEvents):
         events.build = b
     else:  # registers its on_* methods for the rest of this configuration's build
-        config.plugins[PLUGIN] = BuildEvents(b)
+        # MkDocs registers any object's on_* methods, as it does a hooks module's: not a BasePlugin on purpose
+        config.plugins[PLUGIN] = BuildEvents(b)  # type: ignore[assignment]
     b.forget_site(Path(config.site_dir))  # until this build succeeds, nothing vouches for the folder
     cached = " (build cache)" if tree.cached else ""
     log.info(f"lessonkit: pinned {b.project.pin.version} ({b.project.pin.short}) from {tree.provider}{cached}")
@@ -152,7 +153,7 @@ def _paths_from_the_project(config: "MkDocsConfig", root: Path) -> None:
     search = config.plugins.get("material/search")
     for option in ("jieba_dict", "jieba_dict_user"):
         value = getattr(getattr(search, "config", None), option, None)
-        if isinstance(value, str) and value:
+        if isinstance(value, str) and value and search is not None:
             search.config[option] = str(root / value)
 
 
@@ -266,17 +267,21 @@ class BuildEvents:
         The theme's templates come compiled from :mod:`lessonkit.integrations.mkdocs.themecache`."""
         themecache.use(env, self.build.project.cache)
         rendered = [(f.src_uri, f.page) for f in files.documentation_pages() if f.page is not None]
+        bundle = files.get_file_from_path(self.build.project.site.bundle)  # on_files added it
         try:
-            files.get_file_from_path(self.build.project.site.bundle).content_bytes = self.build.finish(rendered)
+            data = self.build.finish(rendered)
         except LessonError as exc:
             raise PluginError(str(exc)) from None
+        if bundle is None:
+            raise PluginError(f"{self.build.project.site.bundle}: a plugin removed the bundle from the site's files")
+        bundle.content_bytes = data
         self.build.watch_site(Path(config.site_dir))  # MkDocs writes the pages next
         return env
 
     @event_priority(-100)  # after every plugin, the search index in particular, has read the page
     def on_page_context(self, context, page: "Page", config: "MkDocsConfig", nav):
         deferred = self.build.deferred.pop(page.file.src_uri, None)
-        if deferred is not None and deferred.html:
+        if deferred is not None and deferred.html and page.content is not None:
             page.content, missing = deferred.fill(page.content)
             if missing:  # another plugin rewrote the page between on_page_content and here
                 raise PluginError(

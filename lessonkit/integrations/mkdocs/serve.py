@@ -25,7 +25,9 @@ import signal
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from mkdocs import utils
@@ -33,7 +35,8 @@ from mkdocs.commands.build import _build_page, _populate_page, build
 from mkdocs.config import load_config
 from mkdocs.exceptions import Abort, BuildError, PluginError
 from mkdocs.plugins import BasePlugin, event_priority
-from mkdocs.structure.files import Files, InclusionLevel
+from mkdocs.structure.files import File, Files, InclusionLevel
+from mkdocs.structure.pages import Page
 
 from lessonkit import incremental
 from lessonkit.config import environment
@@ -41,6 +44,11 @@ from lessonkit.integrations.mkdocs import hooks as mkdocs_hooks
 from lessonkit.integrations.mkdocs import jiebacache
 from lessonkit.build import API_ENTRY
 from lessonkit.errors import LessonError
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
+    from mkdocs.config.defaults import MkDocsConfig
+    from mkdocs.structure.nav import Navigation
 
 log = logging.getLogger("mkdocs.lessonkit.integrations.mkdocs.serve")
 SKIP = {".git", ".nox", ".venv", ".cache", "site", "__pycache__", "node_modules", ".pytest_cache", "tests", "tools"}
@@ -50,8 +58,10 @@ SEARCH_INDEX = "search/search_index.json"
 class _Capture(BasePlugin):
     """Keeps what ``build()`` does not return: the final file list, the navigation, the environment."""
 
-    files = nav = env = None
-    paths: tuple[Path, ...] = ()  # replaced per build by on_files
+    files: Files | None = None
+    nav: Navigation | None = None
+    env: Environment | None = None
+    paths: Sequence[Path] = ()  # replaced per build by on_files
 
     @event_priority(100)  # before the lessonkit hooks add the generated pages
     def on_files(self, files, config):
@@ -89,6 +99,13 @@ def _search(config):
         if hasattr(plugin, "search_index") and hasattr(plugin.search_index, "entries"):
             return plugin
     return None
+
+
+def _page(f: File) -> Page:
+    """The page of a documentation file (MkDocs gave every one a page when it built the navigation)."""
+    if f.page is None:
+        raise BuildError(f"docs/{f.src_uri}: MkDocs gave this file no page")
+    return f.page
 
 
 def _env_events(config, env, files) -> None:
@@ -138,8 +155,11 @@ class Incremental:
         self.site_dir = str(site_dir)
         self.dev_addr = dev_addr
         self.serve_url = serve_url
-        self.graph = self.digests = self.state = None
-        self.config = self.capture = None
+        self.graph: incremental.Graph | None = None  # None: no build, or the last one failed
+        self.digests: dict[str, str] | None = None
+        self.state: dict[str, str] = {}  # the digests of the project files at the last build
+        self.config: MkDocsConfig | None = None  # these two: set by each full build
+        self.capture: _Capture | None = None
         self.last: incremental.Plan | None = None  # what the last rebuild did (tests, log)
         self.started = False
         self.jieba: _Jieba | None = None
@@ -179,7 +199,7 @@ class Incremental:
 
     # ------------------------------------------------------------------ a change
     def rebuild(self) -> None:
-        if self.graph is None:
+        if self.graph is None or self.config is None or self.capture is None:  # set together by full()
             return self.full("the last build failed")
         t0 = time.perf_counter()
         state = scan(self.root)
@@ -212,7 +232,10 @@ class Incremental:
             log.error(f"lessonkit serve: not rebuilt: {exc} — fix the problem and save again")
 
     def _partial(self, state: dict[str, str], t0: float) -> None:
-        config, files = self.config, self.capture.files
+        config, capture = self.config, self.capture
+        assert config is not None and capture is not None  # rebuild(): after a full build
+        files, nav, env = capture.files, capture.nav, capture.env
+        assert files is not None and nav is not None and env is not None  # the full build captured them
         counter = utils.CountHandler()
         counter.setLevel(logging.WARNING)
         logging.getLogger("mkdocs").addHandler(counter)
@@ -222,7 +245,7 @@ class Incremental:
             api = files.get_file_from_path("api.md")
             try:
                 plan = b.plan(
-                    self.capture.paths, Path(api.abs_src_path) if api is not None and api.abs_src_path else None
+                    list(capture.paths), Path(api.abs_src_path) if api is not None and api.abs_src_path else None
                 )
                 graph, digests = b.graph()
             except LessonError as exc:
@@ -248,16 +271,22 @@ class Incremental:
             generated = {g.uri: g.content for g in plan.generated}
             for f in redo:
                 if f.src_uri in generated:
-                    f.content_string = generated[f.src_uri]
-            titles = {f.src_uri: f.page.title for f in redo}
+                    content = generated[f.src_uri]
+                    if isinstance(content, str):
+                        f.content_string = content
+                    else:
+                        f.content_bytes = content
+            titles = {f.src_uri: _page(f).title for f in redo}
             for f in redo:
-                _populate_page(f.page, config, files)
-            retitled = [f.src_uri for f in redo if f.page.title != titles[f.src_uri]]
+                _populate_page(_page(f), config, files)
+            retitled = [f.src_uri for f in redo if _page(f).title != titles[f.src_uri]]
             if retitled:  # the navigation of every page shows it
                 b.cancel()
                 return self.full(f"the title of {retitled[0]} changed")
             bundle = files.get_file_from_path(b.project.site.bundle)
-            _env_events(config, self.capture.env, Files([*redo, bundle]))
+            if bundle is None:  # the lessonkit hooks add it on every build
+                raise BuildError(f"{b.project.site.bundle}: a plugin removed the bundle from the site's files")
+            _env_events(config, env, Files([*redo, bundle]))
             if bundle.src_uri in todo.outputs:
                 bundle.copy_file()
             search = _search(config)
@@ -269,17 +298,15 @@ class Incremental:
                 search.search_index.entries = []
             for f in redo:
                 n = len(search.search_index.entries) if search else 0
-                _build_page(
-                    f.page, config, doc_files, self.capture.nav, self.capture.env, excluded=f.inclusion.is_excluded()
-                )
+                _build_page(_page(f), config, doc_files, nav, env, excluded=f.inclusion.is_excluded())
                 if search:
-                    entries[f.page.url] = search.search_index.entries[n:]
+                    entries[_page(f).url] = search.search_index.entries[n:]
             for f in doc_files:
-                f.page.validate_anchor_links(files=files, log_level=config.validation.links.anchors)
+                _page(f).validate_anchor_links(files=files, log_level=config.validation.links.anchors)
             if search:  # full-build order: the pages' order, each page's entries in its order
-                search.search_index.entries = [e for f in doc_files for e in entries.get(f.page.url, [])]
+                search.search_index.entries = [e for f in doc_files for e in entries.get(_page(f).url, [])]
                 search.on_post_build(config=config)
-            config.plugins[mkdocs_hooks.PLUGIN].on_post_build(config)
+            config.plugins[mkdocs_hooks.PLUGIN].on_post_build(config=config)
             if config.strict and (counts := counter.get_counts()):
                 raise Abort("Aborted with " + ", ".join(f"{v} {k.lower()}s" for k, v in counts) + " in strict mode!")
         finally:
@@ -304,8 +331,8 @@ def serve(config_file: str = "mkdocs.yml", dev_addr: str | None = None, liverelo
         logger.setLevel(logging.INFO)
     problems = mkdocs_hooks.SERVE_LOG  # the pages' problems: the same lines, never counted by strict mode
     if not problems.handlers:
-        for handler in logger.handlers:
-            problems.addHandler(handler)
+        for each in logger.handlers:
+            problems.addHandler(each)
         problems.propagate = False
     from os.path import isfile, join
 
@@ -325,6 +352,7 @@ def serve(config_file: str = "mkdocs.yml", dev_addr: str | None = None, liverelo
     try:
         builder.full()
         config = builder.config
+        assert config is not None  # full() set it
         host, port = config.dev_addr
         server = LiveReloadServer(
             builder=builder.rebuild_or_report,

@@ -153,14 +153,14 @@ class CheckedTree:
     def recheck(self) -> list[str]:
         """Pinned files that differ from the checked copy now (cheap: sizes, then sha256; files
         that no box holds: size, mtime and inode)."""
-        self.files()
+        tree = self.files()
         changed = []
         for rel, digest in self._digests.items():
             p = self.pinned_root / rel
             try:
                 if (
                     p.is_symlink()
-                    or p.stat().st_size != len(self._tree[rel])
+                    or p.stat().st_size != len(tree[rel])
                     or hashlib.sha256(p.read_bytes()).hexdigest() != digest
                 ):
                     changed.append(rel)

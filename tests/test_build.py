@@ -179,6 +179,21 @@ def test_every_experiment_gives_the_same_output_twice(real_project):
             assert a.stdout == b.stdout, label
 
 
+# What a clean build may print: lessonkit's own lines and MkDocs' summary (issue 26, section 6).
+QUIET_LOG = re.compile(
+    r"INFO    -  (lessonkit: .*|Cleaning site directory|Building documentation to directory: .*"
+    r"|Documentation built in [0-9.]+ seconds)"
+)
+
+
+def test_the_build_log_holds_only_lessonkit_and_mkdocs_lines(built_site):
+    """No dependency noise: jieba's dictionary lines, mkdocstrings' "Formatting signatures
+    requires either Black or Ruff" (the API reference's signatures are shown as written)."""
+    log = (built_site.parent / "build.log").read_text(encoding="utf-8").splitlines()
+    assert [line for line in log if not QUIET_LOG.fullmatch(line)] == []
+    assert any(line.startswith("INFO    -  Documentation built in ") for line in log)
+
+
 def test_home_page_links_every_lesson_attachment_and_the_bundle(built_site):
     html = (built_site / "index.html").read_text()
     hrefs = set(re.findall(r'href="([^"#]*)', html))

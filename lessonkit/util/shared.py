@@ -19,9 +19,10 @@ The kinds of entry:
 * ``fixed`` — built once at import and never changed afterwards.
 
 Not lessonkit's own, and so not in the list: the interpreter's module table. A project's block
-kind modules (``sourcemap/kinds.toml``) are imported once per process, like any module, so a
-``serve`` session keeps the version of a kind module it first imported (restart serve after
-editing one); MkDocs likewise keeps each hooks file it loaded.
+kind and attachment modules (``sourcemap/kinds.toml``, ``sourcemap/attachments.toml``) are
+imported once per process and project folder, like any module, so a ``serve`` session keeps the
+version of such a module it first imported (restart serve after editing one); MkDocs likewise
+keeps each hooks file it loaded.
 """
 
 from __future__ import annotations

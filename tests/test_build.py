@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from lessonkit.run.runner import RECORD_HELPER
+
 from support import ROOT, build_real_site
 from lessonkit.checks import verify
 from lessonkit.project import Project
@@ -89,11 +91,16 @@ def test_bundle_runs_outside_the_site(built_site, tmp_path):
         zf.extractall(tmp_path)
     tmp_path = tmp_path / "autograd-resources"
     names = [n.removeprefix("autograd-resources/") for n in names]
+    helper = "experiments/lessonkit_record.py"  # lessonkit's record helper, which _record.py builds on
+    assert helper in names and (tmp_path / helper).read_bytes() == RECORD_HELPER.read_bytes()
+    assert "`experiments/lessonkit_record.py`" in (tmp_path / "README.md").read_text(encoding="utf-8")
     for rel in names:
-        if rel.endswith(".py") and (rel.startswith("experiments/") or rel.startswith("mini-autograd/")):
+        if rel.endswith(".py") and rel.startswith(("experiments/", "mini-autograd/")) and rel != helper:
             assert (tmp_path / rel).read_bytes() == (ROOT / rel).read_bytes(), rel
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AUTOGRAD_PINNED_ROOT", "AUTOGRAD_SOURCE")}
-    scripts = sorted(p for p in (tmp_path / "experiments").glob("*.py") if not p.name.startswith("_"))
+    scripts = sorted(
+        p for p in (tmp_path / "experiments").glob("*.py") if not p.name.startswith("_") and p.name != Path(helper).name
+    )
     assert len(scripts) >= 15
     for script in scripts:
         r = subprocess.run(

@@ -24,6 +24,7 @@ from typing import Callable
 from lessonkit.config import environment
 from lessonkit.site import attachments
 from lessonkit.run.box import sandbox
+from lessonkit.run.runner import RECORD_HELPER
 from lessonkit.site import citations as site
 from lessonkit.attachments import CONFIG, Attachment, Inputs
 from lessonkit.config.files import show, tree_path_problem
@@ -334,6 +335,8 @@ def bundle(
                 )
             if p.is_file():
                 entries[rel] = p.read_bytes()
+    helpers = record_helpers(project, entries)
+    entries.update(helpers)
     for page, text in sorted(texts.items()):
         if page.startswith("docs/attachments/") or page == "docs/walkthrough.md":
             plain = attachments.plain_markdown(project, text, page, results)
@@ -344,10 +347,29 @@ def bundle(
             "attachments/" + Path(g.uri).name, g.content if isinstance(g.content, bytes) else g.content.encode()
         )
     top = bundle_folder(project)
-    entries["README.md"] = project.site.render("bundle-readme.md", pin=project.pin, folder=top).encode()
+    entries["README.md"] = project.site.render(
+        "bundle-readme.md", pin=project.pin, folder=top, record_helpers=sorted(helpers)
+    ).encode()
     epoch = environment.source_date_epoch() or environment.ZIP_FIRST
     # one top folder, named like the archive: unzipping never scatters files into the current folder
     return attachments.zip_bytes({f"{top}/{name}": data for name, data in entries.items()}, epoch)
+
+
+def record_helpers(project: Project, entries: dict[str, bytes]) -> dict[str, bytes]:
+    """A copy of lessonkit's record helper for each code folder whose scripts import it
+    (``lessonkit_record``), so that they run outside the build too: ``{path in the bundle: bytes}``."""
+    helper = RECORD_HELPER.read_bytes()
+    out = {}
+    for d in project.site.code:
+        top = d.rstrip("/")
+        name = f"{top}/{RECORD_HELPER.name}"
+        uses = any(
+            rel.startswith(top + "/") and rel.endswith(".py") and b"lessonkit_record" in data
+            for rel, data in entries.items()
+        )
+        if uses and name not in entries:  # a folder's own file of that name wins
+            out[name] = helper
+    return out
 
 
 def bundle_folder(project: Project) -> str:

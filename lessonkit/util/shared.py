@@ -75,11 +75,11 @@ STATE: tuple[tuple[str, tuple[str, str]], ...] = (
         ),
     ),
     (
-        "lessonkit.run.box.fastexit._status",
+        "lessonkit.run.box.lessonkit_record._WRITER",
         (
             "process",
-            "The status given to sys.exit while experiments are stopped by a signal: the process ends "
-            "with it once the shutdown handlers have run (lessonkit.run.box.fastexit).",
+            "The recorder that writes an experiment's record (at most one per process): state of the "
+            "experiment's own process in its box, the only place lessonkit_record is imported.",
         ),
     ),
     (

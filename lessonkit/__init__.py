@@ -12,11 +12,12 @@ The names are imported on first use (PEP 562), so ``import lessonkit`` costs not
 standard-library-only entry points (``python -S -m lessonkit.cli.prefill``) stay so.
 
 The engine is layered (docs/dev/architecture.md): ``config`` reads and checks what a project
-says, ``source`` provides the pinned tree and resolves excerpts in it, ``run`` runs experiments in
-boxes, ``kinds`` and ``pipeline`` parse and render the blocks, ``project`` ties them together,
-``checks`` verifies (``verify``, mutation, the living kinds), ``attachments`` and ``site`` make the
-generated pages, ``build`` is one site build, ``integrations.mkdocs`` the MkDocs plugin and
-hooks, ``cli`` the ``lessonkit`` command.
+says, ``source`` provides the pinned tree and resolves excerpts in it, ``run`` runs experiments
+in boxes, ``kinds`` and ``pipeline`` parse and render the blocks, ``attachments`` holds the
+interface of generated pages, ``project`` ties them together, ``checks`` verifies
+(``checks.verify``, ``checks.mutation``, ``checks.living``), ``site`` makes the generated pages,
+``build`` is one site build, ``integrations.mkdocs`` the MkDocs plugin and hooks, ``cli`` the
+``lessonkit`` command.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from lessonkit.config.checks import KINDS_LABEL
 from lessonkit.config.files import _type_name, show
+from lessonkit.config.modules import import_project_module
 from lessonkit.errors import LessonError
 from lessonkit.kinds import experiment
 from lessonkit.kinds import figure
@@ -144,8 +145,6 @@ __all__ += ["REPIN_ROLES", "CITATION_ROLES"]
 def import_kind_module(root: Path, name: str, line: int) -> list:
     """Import one module of ``kinds.toml`` from the project root and return its kinds (see
     :func:`lessonkit.config.modules.import_project_module`: only the project's own modules)."""
-    from lessonkit.config.modules import import_project_module
-
     module = import_project_module(root, name, KINDS_LABEL, line, "kind")
     many, one = getattr(module, "KINDS", None), getattr(module, "KIND", None)
     found = list(many) if isinstance(many, (list, tuple)) else ([one] if one is not None else [])

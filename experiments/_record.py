@@ -1,4 +1,5 @@
-"""Record structured state of an experiment for the lesson build.
+"""This series' recorder: lessonkit's record helper (``lessonkit_record``, which the build puts
+in every experiment's box) plus what autograd adds, its boxes, nodes and graphs.
 
 An experiment stores what its lesson states under stable dotted keys::
 
@@ -13,94 +14,43 @@ and captures the real autograd graph of a run::
         y = grad(f)(x)
     record.graph("graph", cap, end_node, labels={end_node: "M"})
 
-At exit the object is written as JSON to the file named by ``$LESSONKIT_RECORD``
-(set by the build's runner, outside the working directory). Without it the
-script still runs and prints a note on stderr, so stdout (what the page shows)
-is the same either way. The output is deterministic: no ids or addresses, keys
-sorted, nodes numbered in creation order (a topological order: a node is
-created after its parents).
+Keys, the encoding of plain values and NumPy values, ``$LESSONKIT_RECORD`` and its limit are
+lessonkit_record's (see its docstring); this module adds:
 
-Value encoding (what :func:`encode` returns):
-  - ``None``, ``bool``, ``int``, ``str`` and finite Python ``float``: themselves;
-  - non-finite floats: ``{"float": "nan" | "inf" | "-inf"}``;
-  - NumPy scalars: ``{"scalar": v, "dtype": "float64"}``;
-  - arrays: ``{"array": nested lists, "shape": [..], "dtype": ".."}``;
   - Boxes: ``{"box": "ArrayBox", "trace": t, "value": encoded _value}``
     (plus ``"node": index`` inside a capture);
-  - tuples and lists: lists; dicts: objects with ``str`` keys.
+  - nodes: only by name (``names={node: "label"}``): a node without one is an error, addresses
+    are never recorded;
+  - :class:`Capture`, the nodes and boxes a run creates, numbered in creation order (a
+    topological order: a node is created after its parents), and :func:`closure_functions`.
 """
 
 from __future__ import annotations
 
-import atexit
-import json
-import math
-import os
-import re
 import sys
 
-import numpy as np
-
-LIMIT = 4 * 1024 * 1024  # the runner reads at most this many bytes
-KEY = re.compile(r"^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*$")
+import lessonkit_record
 
 
-def encode(value, names=None):
-    """A JSON-ready, deterministic form of ``value`` (see the module docstring).
-
-    ``names`` maps nodes (by identity) to the label used for them, e.g. ``{node: "M"}``;
-    a node without a name is an error: addresses are never recorded."""
-    names = names or {}
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, np.generic):  # before float: np.float64 is a float subclass
-        item = value.item()
-        if isinstance(item, float) and not math.isfinite(item):
-            item = {"float": repr(item)}
-        elif isinstance(item, complex):
-            item = [item.real, item.imag]
-        return {"scalar": item, "dtype": str(value.dtype)}
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else {"float": repr(value)}
-    if isinstance(value, np.ndarray):
-        data = value.tolist()
-        if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
-            data = json.loads(json.dumps(data, allow_nan=True).replace("NaN", '"nan"')
-                              .replace("-Infinity", '"-inf"').replace("Infinity", '"inf"'))
-        if value.dtype.kind == "c":
-            data = np.stack([value.real, value.imag], axis=-1).tolist()
-        return {"array": data, "shape": list(value.shape), "dtype": str(value.dtype)}
+def _autograd(value, names):
+    """The encoding of autograd's boxes; a node without a name is an error (lessonkit_record
+    records a named one as ``{"node": name}``)."""
     if _is_box(value):
         out = {"box": type(value).__name__, "trace": value._trace, "value": encode(value._value, names)}
         if id(value._node) in _ACTIVE_NODES:
             out["node"] = _ACTIVE_NODES[id(value._node)]
         return out
-    if id(value) in {id(k) for k in names}:
-        return {"node": next(v for k, v in names.items() if k is value)}
-    if isinstance(value, (tuple, list)):
-        return [encode(v, names) for v in value]
-    if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            key = _key_name(k, names)
-            if key in out:
-                raise ValueError(f"two dict keys encode to the same name {key!r}")
-            out[key] = encode(v, names)
-        return out
-    if _is_node(value):
+    if _is_node(value) and not any(k is value for k in names):
         raise ValueError(f"a {type(value).__name__} without a name: pass names={{node: 'label'}}")
-    raise TypeError(f"cannot record a {type(value).__name__}: record its fields instead")
+    return NotImplemented
 
 
-def _key_name(k, names):
-    for node, name in names.items():
-        if node is k:
-            return name
-    if isinstance(k, (str, int)) and not isinstance(k, bool):
-        return str(k)
-    raise TypeError(f"cannot record a dict key of type {type(k).__name__}")
+ENCODERS = (_autograd,)
+
+
+def encode(value, names=None):
+    """A JSON-ready, deterministic form of ``value``: lessonkit_record's, with autograd's boxes."""
+    return lessonkit_record.encode(value, names, ENCODERS)
 
 
 def _is_box(value) -> bool:
@@ -309,89 +259,17 @@ def _plain(value):
         return {"unrecorded": type(value).__name__}
 
 
-class Recorder:
-    """The one recording of this process (``record``)."""
+class Recorder(lessonkit_record.Recorder):
+    """The one recording of this process (``record``): lessonkit_record's, with autograd."""
 
-    def __init__(self):
-        self.data: dict = {}
-        self._registered = False
-
-    def _slot(self, key: str):
-        if not isinstance(key, str) or not KEY.match(key):
-            raise ValueError(f"bad record key {key!r}: dotted names of letters, digits, _ and -")
-        *parents, last = key.split(".")
-        node = self.data
-        for p in parents:
-            node = node.setdefault(p, {})
-            if not isinstance(node, dict):
-                raise ValueError(f"record key {key!r}: {p!r} already holds a value")
-        self._register()
-        return node, last
-
-    def set(self, key: str, value, names=None):
-        """Record ``value`` under ``key`` (each key once: a second set is a mistake)."""
-        node, last = self._slot(key)
-        if last in node:
-            raise ValueError(f"record key {key!r} is already set")
-        node[last] = encode(value, names)
-        return value
-
-    def append(self, key: str, value, names=None):
-        """Append ``value`` to the list under ``key``."""
-        node, last = self._slot(key)
-        lst = node.setdefault(last, [])
-        if not isinstance(lst, list):
-            raise ValueError(f"record key {key!r} holds a value, not a list")
-        lst.append(encode(value, names))
-        return value
-
-    def count(self, key: str, n: int = 1) -> int:
-        """Add ``n`` to the counter under ``key``."""
-        node, last = self._slot(key)
-        node[last] = node.get(last, 0) + n
-        return node[last]
-
-    def table(self, key: str, columns: list[str], rows: list, names=None):
-        """A named table: ``{"columns": [...], "rows": [[...], ...]}``."""
-        if any(len(r) != len(columns) for r in rows):
-            raise ValueError(f"table {key!r}: every row needs {len(columns)} cells")
-        self.set(key, {"columns": list(columns), "rows": [list(r) for r in rows]}, names)
+    encoders = ENCODERS
 
     def capture(self) -> Capture:
         return Capture()
 
     def graph(self, key: str, capture: Capture, end, labels=None):
         """Record the graph reachable from ``end`` (see :meth:`Capture.graph`)."""
-        node, last = self._slot(key)
-        if last in node:
-            raise ValueError(f"record key {key!r} is already set")
-        node[last] = capture.graph(end, labels)
-        return node[last]
-
-    def dumps(self) -> str:
-        return json.dumps(self.data, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-    def _register(self):
-        if not self._registered:
-            atexit.register(self.write)
-            self._registered = True
-
-    def write(self) -> None:
-        """Write the recording to ``$LESSONKIT_RECORD`` (at exit; no file: a note on stderr)."""
-        path = os.environ.get("LESSONKIT_RECORD")
-        text = self.dumps()
-        size = len(text.encode("utf-8"))
-        if size > LIMIT:
-            print(f"_record: the recording is {size} bytes, more than {LIMIT}: record less",
-                  file=sys.stderr)
-            sys.stderr.flush()
-            os._exit(3)
-        if not path:
-            print(f"_record: LESSONKIT_RECORD is not set; {len(self.data)} top-level keys not written",
-                  file=sys.stderr)
-            return
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        return self.set_encoded(key, capture.graph(end, labels))
 
 
 record = Recorder()

@@ -115,7 +115,7 @@ def render_order(files: list[PageFile], project: Project, with_experiments: list
 
 
 def _jobs(project: Project, report: verify.Report) -> list:
-    """Every run a build needs: experiment blocks, snapshots, figures, inline values, diagrams."""
+    """Every run a build needs: experiment blocks, snapshots, figures, inline values, attachments."""
     return living.build_jobs(project, report)
 
 
@@ -196,7 +196,8 @@ class Build:
     scanner: SiteScanner | None = None  # a links.SiteScanner reading the pages as they are written
     to_scan: Path | None = None  # the page file MkDocs writes next (then handed to the scanner)
     attached: dict[str, str] | None = None  # uri -> Markdown of the attachments
-    calls_text: str | None = None
+    bundle_extra: dict[str, bytes] = field(default_factory=dict)  # what the attachments add to the bundle
+    late: set[str] = field(default_factory=set)  # the attachments' uris (Plan.late)
     generated_pages: list = field(default_factory=list)  # pages.Generated of the plan (content known early)
     t0: float = field(default_factory=time.perf_counter)
     log: Callable[[str], None] = print  # where problems are written (MkDocs: an error logger)
@@ -318,7 +319,9 @@ class Build:
         self.generated = {g.uri: g.code for g in generated if g.code}
         if api_page is not None:
             self.api = set(API_ENTRY.findall(api_page.read_text(encoding="utf-8")))
-        return Plan(generated, pages.attachment_uris(project), with_experiments)
+        late = pages.attachment_uris(project)
+        self.late = set(late)
+        return Plan(generated, late, with_experiments)
 
     # -- pages
     def page(self, uri: str, path: str | None, markdown: str, links) -> str:
@@ -349,7 +352,7 @@ class Build:
             anchors=self.report.anchors(rel) if self.report is not None else None,
             recalls=self.report.recalls.get(rel, {}) if self.report is not None else {},
         )
-        if uri in pages.ATTACHMENTS:  # generated once every experiment has run
+        if uri in self.late:  # an attachment: generated once every experiment has run
             self.results()
             markdown = (self.attached or {}).get(uri, markdown)  # results() made them
         markdown = fill_tokens(markdown, self.tokens)  # the bundle's tokens follow in finish()
@@ -413,7 +416,7 @@ class Build:
                 f"({sum(r.cpu_seconds for r in ran):.1f} s CPU), {len(results) - len(ran)} from cache, "
                 f"{time.perf_counter() - self.t0:.1f} s wall"
             )
-            attached, self.calls_text = pages.attachment_pages(self.project, self.report, results)
+            attached, self.bundle_extra = pages.attachment_pages(self.project, self.report, results)
             self.attached = {g.uri: g.content if isinstance(g.content, str) else g.content.decode() for g in attached}
         return results
 
@@ -425,7 +428,7 @@ class Build:
             self.prewarm = None
         results = self.results()
         attached = [pages.Generated(uri, text) for uri, text in (self.attached or {}).items()]  # results() made them
-        data = pages.bundle(self.project, results, self.texts, attached, self.calls_text)
+        data = pages.bundle(self.project, results, self.texts, attached, self.bundle_extra)
         late = {"bundle-sha256": attachments.sha256(data), "bundle-size": f"{len(data) / 1024:.1f} KiB"}
         for uri, page in rendered:
             if not page.content or "[[lessonkit:" not in page.content:

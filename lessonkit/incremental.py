@@ -159,7 +159,7 @@ def record(build) -> tuple[Graph, dict[str, str]]:
     d.update({"src:" + k: v for k, v in srcs.items()})
     d["api"] = digest_of(sorted(build.api))
     attached = dict(build.attached or {})
-    data = bundle(project, results, build.texts, [Generated(u, t) for u, t in attached.items()], build.calls_text)
+    data = bundle(project, results, build.texts, [Generated(u, t) for u, t in attached.items()], build.bundle_extra)
     d["bundle"] = digest(data)
     graph.record(project.site.bundle, {"bundle"})
     runner = project.runner

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
+from lessonkit.attachments import Registered
+from lessonkit.attachments import for_project as attachments_for_project
 from lessonkit.config import environment
 from lessonkit.run import runner as execute
 from lessonkit.config import site as siteconfig
@@ -56,6 +58,12 @@ class Project:
     def kinds(self) -> Registry:
         """The block kinds this project's pages may use (built-ins plus ``sourcemap/kinds.toml``)."""
         return for_project(self.root)
+
+    @cached_property
+    def attachments(self) -> Registered:
+        """The generated pages this project adds to the engine's (``sourcemap/attachments.toml``),
+        checked; the engine's own are :data:`lessonkit.site.attachments.ENGINE`."""
+        return attachments_for_project(self.root)
 
     # -- the pinned tree (provided and checked once per project object)
     @cached_property

@@ -156,6 +156,7 @@ def built_site(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("site") / "site"
     r = build_real_site(out)
     assert r.returncode == 0, r.stderr[-3000:]
+    (out.parent / "build.log").write_text(r.stderr, encoding="utf-8")  # beside the site, not in it
     return out
 
 

@@ -97,7 +97,8 @@ def test_error_table_quotes_real_messages():
 
 def test_nox_new_scaffolds_a_lesson_that_builds_and_verifies(tmp_path):
     proj = tmp_path / "proj"
-    for name in ("docs", "experiments", "mini-autograd", "sourcemap", "hooks", "templates", "overrides"):
+    parts = ("docs", "experiments", "mini-autograd", "sourcemap", "hooks", "templates", "overrides", "lessonkit_ext")
+    for name in parts:
         shutil.copytree(ROOT / name, proj / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "mkdocs.yml", proj / "mkdocs.yml")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "LESSONKIT_CACHE": str(ROOT / ".cache")}

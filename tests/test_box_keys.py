@@ -152,7 +152,8 @@ def test_a_sibling_script_not_named_literally_is_not_in_the_box(site, tmp_path):
     first = runner(site, shared).run(j)
     assert (first.ok, first.stdout) == (True, "absent\n"), first.stderr[-1500:]
     assert [p for p, _ in runner(site, shared).spec(j).files if p.startswith("project/")] == [
-        f"project/experiments/{p.name}" for p in sorted((site.root / "experiments").glob("_*.py"))
+        "project/.lessonkit/lessonkit_record.py",  # lessonkit's record helper, in every box
+        *(f"project/experiments/{p.name}" for p in sorted((site.root / "experiments").glob("_*.py"))),
     ]
     site.script("rt_b.py", "VALUE = 2\n")
     warm = runner(site, shared).run(j)

@@ -347,20 +347,6 @@ def test_screenshots_at_1280_and_375(server, browser):
         assert (ARTIFACTS / f"{name}.png").stat().st_size > 10_000
 
 
-def test_call_sequence_caller_skips_filtered_frames():
-    """A call under a filtered frame (a VJP <lambda>) belongs to the nearest kept caller above
-    it, not to the last kept call at a shallower depth (toposort is a sibling, not a caller)."""
-    from lessonkit.site.attachments import sequence_svg
-
-    calls = [(0, "core.backward_pass"), (1, "util.toposort"), (1, "numpy_vjps.<lambda>"), (2, "numpy_vjps.unbroadcast")]
-    svg = sequence_svg(calls)
-    actor = r'<text x="(\d+)" y="29" text-anchor="middle" class="lk-actor-text">([^<]+)<'
-    xs = {m: int(x) for x, m in re.findall(actor, svg)}
-    arrows = re.findall(r'<line x1="(\d+)" y1="\d+" x2="(\d+)" y2="\d+" class="lk-msg"', svg)
-    # backward_pass (core) -> toposort (util), then core -> numpy_vjps for unbroadcast
-    assert [(int(a), int(b)) for a, b in arrows][-1] == (xs["core"], xs["numpy_vjps"])
-
-
 def test_api_reference_shows_the_signature_readers_call(built_site):
     html = (built_site / "api" / "index.html").read_text()
     row = re.search(r"<tr>\s*<td><code>grad</code></td>(.*?)</tr>", html, re.S).group(1)

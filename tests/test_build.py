@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from lessonkit.run.runner import RECORD_HELPER
+
 from support import ROOT, build_real_site
 from lessonkit.checks import verify
 from lessonkit.project import Project
@@ -89,11 +91,16 @@ def test_bundle_runs_outside_the_site(built_site, tmp_path):
         zf.extractall(tmp_path)
     tmp_path = tmp_path / "autograd-resources"
     names = [n.removeprefix("autograd-resources/") for n in names]
+    helper = "experiments/lessonkit_record.py"  # lessonkit's record helper, which _record.py builds on
+    assert helper in names and (tmp_path / helper).read_bytes() == RECORD_HELPER.read_bytes()
+    assert "`experiments/lessonkit_record.py`" in (tmp_path / "README.md").read_text(encoding="utf-8")
     for rel in names:
-        if rel.endswith(".py") and (rel.startswith("experiments/") or rel.startswith("mini-autograd/")):
+        if rel.endswith(".py") and rel.startswith(("experiments/", "mini-autograd/")) and rel != helper:
             assert (tmp_path / rel).read_bytes() == (ROOT / rel).read_bytes(), rel
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AUTOGRAD_PINNED_ROOT", "AUTOGRAD_SOURCE")}
-    scripts = sorted(p for p in (tmp_path / "experiments").glob("*.py") if not p.name.startswith("_"))
+    scripts = sorted(
+        p for p in (tmp_path / "experiments").glob("*.py") if not p.name.startswith("_") and p.name != Path(helper).name
+    )
     assert len(scripts) >= 15
     for script in scripts:
         r = subprocess.run(
@@ -177,6 +184,21 @@ def test_every_experiment_gives_the_same_output_twice(real_project):
         for label, a, b in pool.map(twice, jobs.values()):
             assert a.ok and b.ok, label
             assert a.stdout == b.stdout, label
+
+
+# What a clean build may print: lessonkit's own lines and MkDocs' summary (issue 26, section 6).
+QUIET_LOG = re.compile(
+    r"INFO    -  (lessonkit: .*|Cleaning site directory|Building documentation to directory: .*"
+    r"|Documentation built in [0-9.]+ seconds)"
+)
+
+
+def test_the_build_log_holds_only_lessonkit_and_mkdocs_lines(built_site):
+    """No dependency noise: jieba's dictionary lines, mkdocstrings' "Formatting signatures
+    requires either Black or Ruff" (the API reference's signatures are shown as written)."""
+    log = (built_site.parent / "build.log").read_text(encoding="utf-8").splitlines()
+    assert [line for line in log if not QUIET_LOG.fullmatch(line)] == []
+    assert any(line.startswith("INFO    -  Documentation built in ") for line in log)
 
 
 def test_home_page_links_every_lesson_attachment_and_the_bundle(built_site):

@@ -2044,6 +2044,114 @@ for _name, _spec in KINDS_CASES.items():
     case(f"kinds-toml-{_name}")(_kinds_case(_name, *_spec))
 
 
+# -- sourcemap/attachments.toml: the same module list as kinds.toml, and each attachment checked
+ATTACHMENTS = "sourcemap/attachments.toml"
+_ATT = "from lessonkit import Attachment\nclass A(Attachment):\n    name, uri = {name!r}, {uri!r}\n"
+_ATT_READS = _ATT + "    reads = ({reads!r},)\n"
+ATTACHMENT_CASES = {  # name: (attachments.toml text, module source or None, line, message text)
+    "not-toml": ("modules = [\n", None, 2, "not valid TOML"),
+    "unknown-key": ('modules = []\npages = ["x"]\n', None, 2, "unknown key `pages`"),
+    "path-as-name": ('modules = [\n  "../x",\n]\n', None, 2, "'../x' is not a module name"),
+    "stdlib-module": (
+        'modules = ["antigravity"]\n',
+        None,
+        1,
+        "cannot import attachment module `antigravity`: ModuleNotFoundError: no `antigravity.py`",
+    ),
+    "module-raises": (
+        '\nmodules = ["{m}"]\n',
+        "raise RuntimeError('boom')\n",
+        2,
+        "cannot import attachment module `{m}`: RuntimeError: boom",
+    ),
+    "none-defined": ('modules = ["{m}"]\n', "X = 1\n", 1, "module `{m}` defines neither ATTACHMENT nor ATTACHMENTS"),
+    "not-a-list": ('modules = ["{m}"]\n', "ATTACHMENTS = 5\n", 1, "`ATTACHMENTS` of module `{m}` is an integer"),
+    "the-class": (
+        'modules = ["{m}"]\n',
+        _ATT.format(name="a", uri="attachments/a.md") + "ATTACHMENT = A\n",
+        1,
+        "which is not an Attachment instance",
+    ),
+    "bad-name": (
+        'modules = ["{m}"]\n',
+        _ATT.format(name="Call Sequence", uri="attachments/a.md") + "ATTACHMENT = A()\n",
+        1,
+        "module `{m}` lists an attachment named 'Call Sequence', not lowercase words joined by `-`",
+    ),
+    "uri-not-md": (
+        'modules = ["{m}"]\n',
+        _ATT.format(name="a", uri="attachments/a.html") + "ATTACHMENT = A()\n",
+        1,
+        "attachment `a` (module `{m}`) writes 'attachments/a.html', which does not end in `.md`",
+    ),
+    "uri-outside": (
+        'modules = ["{m}"]\n',
+        _ATT.format(name="a", uri="../a.md") + "ATTACHMENT = A()\n",
+        1,
+        "writes '../a.md', which has an empty, `.` or `..` segment",
+    ),
+    "uri-of-the-engine": (
+        'modules = ["{m}"]\n',
+        _ATT.format(name="a", uri="attachments/acceptance.md") + "ATTACHMENT = A()\n",
+        1,
+        "writes 'attachments/acceptance.md', which is a page lessonkit writes itself",
+    ),
+    "uri-of-docs": (
+        'modules = ["{m}"]\n',
+        _ATT.format(name="a", uri="index.md") + "ATTACHMENT = A()\n",
+        1,
+        "attachment `a` (module `{m}`) writes index.md, which docs/ holds as a page of its own",
+    ),
+    "same-name-twice": (
+        'modules = ["{m}"]\n',
+        _ATT.format(name="a", uri="attachments/a.md") + "ATTACHMENTS = [A(), A()]\n",
+        1,
+        "two attachments are named `a`",
+    ),
+    "reads-missing": (
+        'modules = ["{m}"]\n',
+        _ATT_READS.format(name="a", uri="attachments/a.md", reads="experiments/gone.py") + "ATTACHMENT = A()\n",
+        1,
+        "attachment `a` (module `{m}`) reads 'experiments/gone.py', which does not exist",
+    ),
+    "reads-a-folder": (
+        'modules = ["{m}"]\n',
+        _ATT_READS.format(name="a", uri="attachments/a.md", reads="docs") + "ATTACHMENT = A()\n",
+        1,
+        "reads 'docs', which is a folder, not a file",
+    ),
+    "reads-outside": (
+        'modules = ["{m}"]\n',
+        _ATT_READS.format(name="a", uri="attachments/a.md", reads="/etc/passwd") + "ATTACHMENT = A()\n",
+        1,
+        "reads '/etc/passwd', which is an absolute path",
+    ),
+    "diagram-source-missing": (
+        'modules = ["{m}"]\n',
+        "from lessonkit import Diagram\nclass D(Diagram):\n    name, uri = 'd', 'attachments/d.md'\n"
+        "ATTACHMENT = D('experiments/calls.py')\n",
+        1,
+        "attachment `d` (module `{m}`) reads 'experiments/calls.py', which does not exist",
+    ),
+}
+
+
+def _attachments_case(name, toml, module, line, message) -> Case:
+    def setup(ctx: Ctx) -> list[Expect]:
+        m = "lk_att_" + name.replace("-", "_")  # one module name per case: imports are cached in-process
+        (ctx.site.root / ATTACHMENTS).write_text(toml.replace("{m}", m), encoding="utf-8")
+        if module is not None:
+            (ctx.site.root / f"{m}.py").write_text(module, encoding="utf-8")
+        ctx.page("# t\n")
+        return [Expect(ATTACHMENTS, line, message.replace("{m}", m))]
+
+    return setup
+
+
+for _name, _spec in ATTACHMENT_CASES.items():
+    case(f"attachments-toml-{_name}")(_attachments_case(_name, *_spec))
+
+
 # -- sourcemap/site.toml: every field typed, every path plain and inside the project
 SITE = "sourcemap/site.toml"
 SITE_CASES = {  # name: (site.toml text, line, message text)
@@ -2077,16 +2185,8 @@ SITE_CASES = {  # name: (site.toml text, line, message text)
     "bundle-absolute": ('[bundle]\npath = "/tmp/x.zip"\n', 2, "`path` in `[bundle]` is an absolute path"),
     "bundle-not-zip": ('[bundle]\npath = "downloads/x.tar"\n', 2, "`path` in `[bundle]` does not end in .zip"),
     "bundle-into-git": ('[bundle]\npath = ".git/x.zip"\n', 2, "is inside .git"),
-    "readme-outside": (
-        '[attachments]\nreadme = "../../../../etc/passwd"\n',
-        2,
-        "`readme` in `[attachments]` has an empty, `.` or `..` segment",
-    ),
-    "readme-absolute": ('[attachments]\nreadme = "/etc/passwd"\n', 2, "is an absolute path"),
-    "readme-link-out": ('[attachments]\nreadme = "outside/passwd"\n', 2, "leads outside the project (a link)"),
-    "readme-folder": ('[attachments]\nreadme = "docs"\n', 2, "`readme` in `[attachments]` is a folder, not a file"),
-    "diagram-backslash": ('[diagrams]\ncalls = "experiments\\\\x.py"\n', 2, "contains a backslash"),
-    "diagram-table": ("[diagrams]\ncalls = {a = 1}\n", 2, "`calls` in `[diagrams]` is a table, not a string"),
+    "diagrams-moved": ('[diagrams]\ncalls = "experiments/x.py"\n', 1, "unknown table `[diagrams]`"),
+    "attachments-moved": ('\n[attachments]\nreadme = "README.md"\n', 2, "unknown table `[attachments]`"),
     "box-pinned-text": (
         '[experiments]\npinned = "autograd/"\n',
         2,

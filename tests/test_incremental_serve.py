@@ -27,7 +27,7 @@ import pytest
 from support import ROOT, block
 
 URL = "http://127.0.0.1:8000/"
-PARTS = ["docs", "experiments", "mini-autograd", "sourcemap", "overrides", "hooks", "templates"]
+PARTS = ["docs", "experiments", "mini-autograd", "sourcemap", "overrides", "hooks", "templates", "lessonkit_ext"]
 UNRELATED = "lessons/07-broadcasting/index.html"
 
 
@@ -243,7 +243,7 @@ def test_prefill_runs_the_builds_experiments_into_its_cache_with_the_standard_li
 def test_an_experiment_key_holds_the_scripts_it_names_and_every_helper(site):
     """Editing one script changes its key and the keys of scripts that name it, not the others';
     a helper (``_*.py``) is in every key, as is everything for a script that lists files."""
-    from lessonkit.site.pages import script_job
+    from lessonkit.attachments import script_job
 
     site.script("a.py", "print(1)\n")
     site.script("b.py", "import a\n")

@@ -209,15 +209,6 @@ def test_figures_take_their_words_from_the_caller():
     assert _texts(figures.alive_svg({"N": [1]}, "t", layer="第 {n} 层后"))[1] == "第 1 层后"
 
 
-def test_diagram_words_come_from_the_caller():
-    from lessonkit.site.attachments import nesting_svg, sequence_svg
-
-    svg = nesting_svg([2, 1], "float", "ArrayBox · _trace = {level}", "嵌套")
-    assert 'aria-label="嵌套"' in svg and _texts(svg)[:2] == ["ArrayBox · _trace = 2", "ArrayBox · _trace = 1"]
-    assert _texts(nesting_svg([0]))[0] == "Box · trace 0" and "raw value" in nesting_svg([0])
-    assert 'aria-label="调用"' in sequence_svg([(1, "m.f")], title="调用")
-
-
 class _Probe(InlineKind):
     name = "probe"
 

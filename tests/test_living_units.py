@@ -18,6 +18,7 @@ from lessonkit.pipeline import svg as figures
 from lessonkit.pipeline import recording
 from lessonkit.source import refs as sourceref
 from lessonkit.errors import LessonError
+from lessonkit.run.runner import RECORD_HELPER
 from lessonkit.pipeline.recording import Format, build_snapshot, format_value, lookup
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +31,7 @@ def run_recorded(pinned_root: Path, script: Path, tmp: Path) -> dict:
         "PATH": os.environ.get("PATH", "/usr/bin"),
         "PYTHONHASHSEED": "0",
         "LESSONKIT_RECORD": str(out),
-        "PYTHONPATH": os.pathsep.join([str(pinned_root), str(EXPERIMENTS)]),
+        "PYTHONPATH": os.pathsep.join([str(pinned_root), str(EXPERIMENTS), str(RECORD_HELPER.parent)]),
         "AUTOGRAD_PINNED_ROOT": str(pinned_root),
         "AUTOGRAD_PINNED_VERSION": "1.9.1",
     }
@@ -38,7 +39,7 @@ def run_recorded(pinned_root: Path, script: Path, tmp: Path) -> dict:
         [sys.executable, "-B", str(script)], cwd=tmp, env=env, capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "_record:" not in proc.stderr
+    assert "lessonkit_record:" not in proc.stderr
     return json.loads(out.read_text(encoding="utf-8"))
 
 
@@ -185,7 +186,7 @@ def test_record_helper_encodes_deterministically(pinned_root, tmp_path):
 def test_record_without_env_prints_a_note_and_keeps_stdout(pinned_root, tmp_path):
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin"),
-        "PYTHONPATH": os.pathsep.join([str(pinned_root), str(EXPERIMENTS)]),
+        "PYTHONPATH": os.pathsep.join([str(pinned_root), str(EXPERIMENTS), str(RECORD_HELPER.parent)]),
     }
     proc = subprocess.run(
         [sys.executable, "-B", "-c", "from _record import record; record.set('x', 1); print('hi')"],
@@ -196,7 +197,7 @@ def test_record_without_env_prints_a_note_and_keeps_stdout(pinned_root, tmp_path
         timeout=60,
     )
     assert (proc.returncode, proc.stdout) == (0, "hi\n")
-    assert proc.stderr == "_record: LESSONKIT_RECORD is not set; 1 top-level keys not written\n"
+    assert proc.stderr == "lessonkit_record: LESSONKIT_RECORD is not set; 1 top-level keys not written\n"
 
 
 def test_experiment_05_records_the_real_graph_and_steps(rec05):

@@ -383,6 +383,7 @@ def test_a_rewritten_jieba_cache_in_tmpdir_does_not_change_the_search_index(tmp_
             timeout=600,
         )
         assert r.returncode == 0, r.stderr[-3000:]
+        assert "prefix dict" not in r.stderr and "Loading model" not in r.stderr  # jieba's DEBUG lines
         return (tmp_path / name / "search" / "search_index.json").read_text(encoding="utf-8")
 
     clean = index(clean_tmp, "clean")

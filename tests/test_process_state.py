@@ -33,7 +33,8 @@ import lessonkit
 from lessonkit.util import shared
 
 PACKAGE = Path(lessonkit.__file__).resolve().parent
-NOT_IMPORTED = {"lessonkit.run.box._boot"}  # run as a script inside each sandbox box, never imported
+# run as a script inside each sandbox box, and imported only by experiments inside their boxes
+NOT_IMPORTED = {"lessonkit.run.box._boot", "lessonkit.run.box.lessonkit_record"}
 MUTATORS = {
     "append",
     "appendleft",

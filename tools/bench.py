@@ -297,9 +297,9 @@ def plain_generated(lk_root: Path, cache: Path) -> dict[str, str]:
     generates it, with each slot as plain Markdown (the whole file as a fenced code
     block with line numbers, the tables as Markdown tables). Needs a warm cache."""
     from lessonkit.site import pages
-    from lessonkit.site import citations as site
-    from lessonkit.checks import verify
+    from lessonkit.checks import living, verify
     from lessonkit.project import Project
+    from lessonkit.site import citations as site
 
     project = Project(lk_root, cache=cache)
     paths = project.pages()
@@ -309,7 +309,7 @@ def plain_generated(lk_root: Path, cache: Path) -> dict[str, str]:
         raise SystemExit(f"bench: the project has annotation problems: {report.problems[0]}")
     cites = site.citations(report, "docs/", texts)
     results = {}
-    for job in [r.job for rs in report.resolved.values() for r in rs if r.job] + pages.diagram_jobs(project):
+    for job in [r.job for rs in report.resolved.values() for r in rs if r.job] + living.attachment_jobs(project):
         result = project.runner.cached(job)
         if result is None:
             raise SystemExit(f"bench: no cached output for {job.label}; the warm cache is incomplete")

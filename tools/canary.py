@@ -28,7 +28,10 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-COPY = ["docs", "overrides", "experiments", "mini-autograd", "sourcemap", "mkdocs.yml", "pyproject.toml"]
+COPY = [
+    *("docs", "overrides", "experiments", "mini-autograd", "sourcemap", "lessonkit_ext"),
+    *("mkdocs.yml", "pyproject.toml"),
+]
 OPEN = re.compile(r"^\s*(`{3,}|~{3,})\s*([\w-]*)")
 
 

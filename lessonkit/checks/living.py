@@ -9,7 +9,6 @@ resolve code path as the build) and, for recorded values, from the runner's resu
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from dataclasses import dataclass, field
 
 from lessonkit.run import runner as execute
@@ -79,26 +78,18 @@ def all_jobs(project, report: Report) -> list[execute.Job]:
     return list(by_key.values())
 
 
-def script_job(project, rel: str) -> execute.Job:
-    """The job that runs a whole script (the diagrams' data sources)."""
-    return execute.Job(Path(rel).name, (project.root / rel).read_bytes(), execute.DEFAULT_TIMEOUT, rel)
-
-
-def diagram_jobs(project) -> list[execute.Job]:
-    diagrams = project.site.diagrams
-    return [script_job(project, rel) for rel in diagrams.values()] if _has_diagram_sources(project) else []
-
-
-def _has_diagram_sources(project) -> bool:
-    diagrams = project.site.diagrams
-    return set(diagrams) == {"calls", "nesting"} and all((project.root / rel).is_file() for rel in diagrams.values())
+def attachment_jobs(project) -> list[execute.Job]:
+    """The runs the project's attachments draw from (``Attachment.jobs``), in registration order."""
+    registered = project.attachments
+    return [job for a in registered for job in registered.call(a, "jobs", project)]
 
 
 def build_jobs(project, report: Report) -> list[execute.Job]:
-    """Every run a build needs: experiment blocks, snapshots, figures, inline values, diagram
-    sources. Standard library only, like everything it calls: the noxfile's prefill runs it
-    while the lock installs (``python -m lessonkit.cli.prefill``)."""
-    return all_jobs(project, report) + diagram_jobs(project)
+    """Every run a build needs: experiment blocks, snapshots, figures, inline values, and what the
+    attachments draw from. Standard library only, like everything it calls (the project's
+    attachment modules included): the noxfile's prefill runs it while the lock installs
+    (``python -m lessonkit.cli.prefill``)."""
+    return all_jobs(project, report) + attachment_jobs(project)
 
 
 def recorded_jobs(project, report: Report) -> list[execute.Job]:

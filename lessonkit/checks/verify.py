@@ -86,7 +86,7 @@ def build_map(project: Project, report: Report) -> dict:
 
 def check_config(project: Project) -> None:
     """The configuration files besides the pin (which providing the tree checks): roles.toml,
-    kinds.toml and site.toml, each one located error before any page is read."""
+    kinds.toml, attachments.toml and site.toml, each one located error before any page is read."""
     roles = project.sourcemap / "roles.toml"
     if roles.exists() or roles.is_symlink():
         maps.read_roles(roles, project.rel(roles))
@@ -94,6 +94,7 @@ def check_config(project: Project) -> None:
     projectchecks.check_docs(project.root)  # links out of the project, loops, FIFOs: before MkDocs or we read them
     projectchecks.check_code_folders(project.root, ["experiments", *project.site.code, *project.site.teaching])
     project.kinds  # noqa: B018 (imports the project's kind modules: once, not once per page)
+    project.attachments  # noqa: B018 (imports and checks the project's attachment modules)
     siteconfig.check_box_pinned(project.site, project.pin.manifest)
     siteconfig.check_import_path(project.site, project.pin.manifest)
 

@@ -14,78 +14,27 @@ from lessonkit.config.files import (
     CONTROL,
     DIST,
     MANIFEST_LINE,
-    MAX_CONFIG_BYTES,
     MAX_MANIFEST_BYTES,
     MAX_VALUE,
     _type_name,
-    read_text,
-    read_toml,
     show,
     tree_path_problem,
 )
+from lessonkit.config.modules import HINT as MODULES_HINT
+from lessonkit.config.modules import read_modules
 from lessonkit.errors import LessonError, Problem
 
 
 # ---------------------------------------------------------------- kinds.toml
 
 KINDS_LABEL = "sourcemap/kinds.toml"
-KINDS_HINT = 'write `modules = ["package.module"]`, modules of the project importable from its root'
-MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}(\.[A-Za-z_][A-Za-z0-9_]{0,99}){0,9}$")
-
-
-def _quoted_line(text: str, value: str, default: int) -> int:
-    for n, line in enumerate(text.split("\n"), 1):
-        if f'"{value}"' in line or f"'{value}'" in line:
-            return n
-    return default
+KINDS_HINT = MODULES_HINT
 
 
 def read_kind_modules(root: Path) -> list[tuple[str, int]]:
-    """``sourcemap/kinds.toml``: exactly ``modules = [names…]``, each a dotted module name whose
-    top-level package is a file or folder of the project root. (name, line) pairs."""
-    path = root / KINDS_LABEL
-    data, lines = read_toml(path, KINDS_LABEL, KINDS_HINT)
-    text = read_text(path, KINDS_LABEL, MAX_CONFIG_BYTES, KINDS_HINT)
-    at = lines.get(("", "modules"), 1)
-    if set(data) != {"modules"}:
-        extra = sorted(set(data) - {"modules"})
-        raise LessonError(
-            f"unknown key `{extra[0]}`" if extra else "no `modules` key",
-            path=KINDS_LABEL,
-            line=lines.get(("", extra[0]), 1) if extra else 1,
-            hint=KINDS_HINT,
-        )
-    modules = data["modules"]
-    if not isinstance(modules, list):
-        raise LessonError(
-            f"`modules` is {_type_name(modules)}, not an array of module names",
-            path=KINDS_LABEL,
-            line=at,
-            hint=KINDS_HINT,
-        )
-    out: list[tuple[str, int]] = []
-    for name in modules:
-        if not isinstance(name, str):
-            raise LessonError(
-                f"`modules` holds {_type_name(name)} {show(name)}, not a module name",
-                path=KINDS_LABEL,
-                line=at,
-                hint=KINDS_HINT,
-            )
-        line = _quoted_line(text, name, at)
-        if not MODULE_NAME.fullmatch(name):
-            raise LessonError(
-                f"{show(name)} is not a module name",
-                path=KINDS_LABEL,
-                line=line,
-                hint="dotted Python identifiers, e.g. `lessonkinds.note`",
-            )
-        if any(n == name for n, _ in out):
-            raise LessonError(
-                f"module `{name}` is listed twice", path=KINDS_LABEL, line=line, hint="list each module once"
-            )
-        out.append((name, line))
-    return out
+    """``sourcemap/kinds.toml``: exactly ``modules = [names…]`` (see :mod:`lessonkit.config.modules`).
+    (name, line) pairs."""
+    return read_modules(root, KINDS_LABEL, KINDS_HINT)
 
 
 # ---------------------------------------------------------------- site.toml
@@ -99,9 +48,6 @@ _SITE_FIELDS = {  # (table, key) -> what the value must be
     ("repository", "teaching"): "folders",
     ("repository", "code"): "folders",
     ("bundle", "path"): "output",
-    ("diagrams", "calls"): "file",
-    ("diagrams", "nesting"): "file",
-    ("attachments", "readme"): "file",
     ("experiments", "pinned"): "pinned-paths",
     ("experiments", "versions"): "distributions",
     ("experiments", "path"): "pinned-path",
@@ -189,6 +135,8 @@ def _site_value_problem(real_root: str, what: str, value: object) -> str | None:
         return "is a folder, not a file"
     if what == "folder" and os.path.exists(real) and not os.path.isdir(real):
         return "is a file, not a folder"
+    if what == "folder" and rel.rsplit("/", 1)[-1] == ".lessonkit":  # lessonkit.run.runner.HELPERS
+        return "is named like the folder of lessonkit's own files in an experiment's box"
     return None
 
 

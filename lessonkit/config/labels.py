@@ -70,7 +70,7 @@ LABELS = {
     "cell-checked": " (typed by hand, checked against the recording)",
     "value-title": "{script}, recorded by this build's run: {key}",
     "line-ref": "line {span}",
-    # figures and diagrams
+    # figures
     "figure-source": " (drawn from this build's run of {script})",
     "figure-plain": "[Figure: {title}, drawn from the recording of {script}]",
     "figure-root": "root",
@@ -79,10 +79,6 @@ LABELS = {
     "figure-sum-step": "sum(axis={axis}, keepdims={keepdims})",
     "figure-after-layer": "after layer {n}",
     "figure-trace": "trace {trace}",
-    "calls-diagram": "call sequence diagram",
-    "nesting-diagram": "nested boxes and their trace numbers",
-    "nesting-box": "Box · trace {level}",
-    "nesting-inner": "raw value",
     # source browser, symbol index, the cited-source list of a lesson
     "cited-by": "Cited by: ",
     "cited-by-aria": "Blocks that cite this line",

@@ -16,14 +16,6 @@ project without ``site.toml`` still builds::
     [bundle]
     path = "downloads/autograd-resources.zip"  # default: "downloads/<name>-resources.zip"
 
-    [diagrams]                    # optional: experiments whose output the diagram attachments draw
-    calls = "experiments/debug_walkthrough.py"
-    nesting = "experiments/higher_order.py"
-
-    [attachments]
-    readme = "mini-autograd/README.md"   # optional: shown as attachments/mini-readme.md
-    readme_translation = "mini-autograd/README.zh.md"  # optional: shown above the original
-
     [experiments]                 # optional: what of the pinned tree each experiment's box holds
     pinned = ["autograd/", "examples/*.py"]  # files, folders or patterns of the manifest
                                   # (default: the whole tree)
@@ -41,6 +33,8 @@ project without ``site.toml`` still builds::
     from-index = "来自 Python 包索引的发布包 {detail}"   # {detail}: the provider's file or name
 
 Templates are looked up in the project's ``templates/`` first, then in ``lessonkit/templates/``.
+Generated pages of the project's own (attachments, diagrams) are registered in
+``sourcemap/attachments.toml`` (:mod:`lessonkit.attachments`), not here.
 """
 
 from __future__ import annotations
@@ -62,11 +56,14 @@ _KEYS = {
     "upstream": {"name", "label", "package"},
     "repository": {"teaching", "code"},
     "bundle": {"path"},
-    "diagrams": {"calls", "nesting"},
-    "attachments": {"readme", "readme_translation"},
     "snapshots": {"badges", "prose-columns"},
     "experiments": {"pinned", "versions", "path"},
     "labels": None,  # keys: lessonkit.config.labels.LABELS, or the project's own (`x-…`)
+}
+# Tables an older site.toml had: the project's own attachments are registered in attachments.toml.
+MOVED = {
+    "diagrams": "diagrams are attachments of the project's own now: register them in sourcemap/attachments.toml",
+    "attachments": "a project's own attachments are registered in sourcemap/attachments.toml",
 }
 # The defaults of [snapshots]: which `Label:` a snapshot may carry, which columns are prose.
 BADGES = ("by hand", "from the source", "observed")
@@ -82,9 +79,6 @@ class SiteConfig:
     teaching: tuple[str, ...] = ()
     code: tuple[str, ...] = ("experiments",)
     bundle: str = ""
-    diagrams: dict[str, str] = field(default_factory=dict)
-    readme: str | None = None
-    readme_translation: str | None = None
     labels: Labels = field(default_factory=lambda: Labels(LABELS))
     badges: tuple[str, ...] = BADGES
     prose_columns: tuple[str, ...] = PROSE_COLUMNS
@@ -169,7 +163,8 @@ def load(root: Path, repo_url: str) -> SiteConfig:
                 f"unknown table `[{table}]`",
                 path=CONFIG,
                 line=_line(path, f"[{table}]"),
-                hint="known tables: " + ", ".join(f"[{t}]" for t in _KEYS),
+                hint=MOVED.get(table, "known tables: " + ", ".join(f"[{t}]" for t in _KEYS))
+                + (" (see docs/dev/engine-guide.md, 'Attachments of your own')" if table in MOVED else ""),
             )
         for key, value in values.items():
             known = _KEYS[table]
@@ -208,9 +203,6 @@ def load(root: Path, repo_url: str) -> SiteConfig:
         tuple(repo.get("teaching", ())),
         tuple(repo.get("code", ("experiments",))),
         data.get("bundle", {}).get("path", f"downloads/{name}-resources.zip"),
-        dict(data.get("diagrams", {})),
-        data.get("attachments", {}).get("readme"),
-        data.get("attachments", {}).get("readme_translation"),
         Labels({**LABELS, **_labels(data.get("labels", {}), path)}, line=_line(path, "[labels]")),
         tuple(data.get("snapshots", {}).get("badges", BADGES)),
         tuple(data.get("snapshots", {}).get("prose-columns", PROSE_COLUMNS)),

@@ -18,16 +18,14 @@ kind's inline HTML (``[[lessonkit:…]]`` is reserved for the site's tokens).
 
 from __future__ import annotations
 
-import contextlib
 import difflib
-import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from lessonkit.config.checks import KINDS_LABEL
 from lessonkit.config.files import _type_name, show
-from lessonkit.config.environment import display_text
+from lessonkit.config.modules import import_project_module
 from lessonkit.errors import LessonError
 from lessonkit.kinds import experiment
 from lessonkit.kinds import figure
@@ -145,59 +143,9 @@ __all__ += ["REPIN_ROLES", "CITATION_ROLES"]
 
 
 def import_kind_module(root: Path, name: str, line: int) -> list:
-    """Import one module of ``kinds.toml`` from the project root and return its kinds.
-
-    Refuses (before importing anything) a module whose top-level package is not in the project
-    root, such as a module of the standard library; any failure of the module itself, ``SystemExit``
-    included, is one located error."""
-    import importlib
-    import importlib.machinery
-    import sys
-
-    top = name.split(".")[0]
-    real_root = os.path.realpath(root)
-    try:
-        spec = importlib.machinery.PathFinder.find_spec(top, [real_root])
-    except (ImportError, ValueError, OSError):
-        spec = None
-    origin = (spec.origin or (list(spec.submodule_search_locations or [""])[0])) if spec else ""
-    if spec is None or not origin or not os.path.realpath(origin).startswith(real_root + os.sep):
-        raise LessonError(
-            f"cannot import kind module `{name}`: ModuleNotFoundError: no `{top}.py` or `{top}/` in the project root",
-            path=KINDS_LABEL,
-            line=line,
-            hint="kind modules are the project's own, importable from its root",
-        )
-    loaded = sys.modules.get(top)  # already imported: from the Python installation it would not be ours
-    where = os.path.realpath(getattr(loaded, "__file__", None) or "/") if loaded is not None else ""
-    installed = {os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix)}
-    if loaded is not None and (where == "/" or any(where.startswith(p) for p in installed)):
-        raise LessonError(
-            f"module `{name}` has the name of a module lessonkit already uses",
-            path=KINDS_LABEL,
-            line=line,
-            hint="rename the module",
-        )
-    added = real_root not in sys.path
-    if added:
-        sys.path.insert(0, real_root)
-    bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # the build writes nothing there
-    try:
-        module = importlib.import_module(name)
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # an author's module: any failure, SystemExit included, at its line
-        raise LessonError(
-            f"cannot import kind module `{name}`: {type(exc).__name__}: {display_text(str(exc), 200)}",
-            path=KINDS_LABEL,
-            line=line,
-            hint="the module must be importable from the project root",
-        ) from None
-    finally:
-        sys.dont_write_bytecode = bytecode
-        if added:
-            with contextlib.suppress(ValueError):
-                sys.path.remove(real_root)
+    """Import one module of ``kinds.toml`` from the project root and return its kinds (see
+    :func:`lessonkit.config.modules.import_project_module`: only the project's own modules)."""
+    module = import_project_module(root, name, KINDS_LABEL, line, "kind")
     many, one = getattr(module, "KINDS", None), getattr(module, "KIND", None)
     found = list(many) if isinstance(many, (list, tuple)) else ([one] if one is not None else [])
     if many is not None and not isinstance(many, (list, tuple)):

@@ -34,6 +34,10 @@ from lessonkit.run.outcomes import failure as failure
 log = logging.getLogger("lessonkit.run.runner")
 
 DEFAULT_TIMEOUT = 60
+# lessonkit's record helper (`import lessonkit_record`), standard library only: every box holds a
+# copy in a folder of its own on the script's PYTHONPATH, and so every key names its sha256.
+RECORD_HELPER = Path(__file__).resolve().parent / "box" / "lessonkit_record.py"
+HELPERS = ".lessonkit"  # <box>/project/.lessonkit/: the engine's files for the script
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
 # A script that lists files or imports by a computed name may read any sibling script: its box
 # holds them all (and its key names them all).
@@ -57,7 +61,8 @@ class Runner:
     the pin (``pin_commit``, ``pin_sdist_sha256`` besides version and manifest digest), the tools
     and the engine's own code. A box holds of ``experiments/`` the helpers (``_*.py``), the files
     that are not scripts, and the scripts its own source names (a word equal to the script's
-    module name), transitively; all of them if it lists files or imports by a computed name.
+    module name), transitively; all of them if it lists files or imports by a computed name;
+    and lessonkit's record helper (:data:`RECORD_HELPER`, ``import lessonkit_record``).
     ``jail`` (default: the process's, :func:`lessonkit.run.box.sandbox.jail`) is part of the key."""
 
     def __init__(
@@ -105,6 +110,9 @@ class Runner:
                 self._scripts[p.stem] = (f"project/{rel}", digest)
             else:
                 always.append((f"project/{rel}", digest))
+        helper = RECORD_HELPER.read_bytes()
+        self._blobs[hashlib.sha256(helper).hexdigest()] = helper
+        always.append((f"project/{HELPERS}/{RECORD_HELPER.name}", hashlib.sha256(helper).hexdigest()))
         self._always = tuple(always)
         self._visible: dict[bytes, tuple[tuple[str, str], ...]] = {}
         self._specs: dict[Job, BoxSpec] = {}
@@ -414,11 +422,15 @@ class Runner:
             "PYTHONIOENCODING": "utf-8",
             "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONPATH": os.pathsep.join(
-                ["/".join(("{box}/pinned", self.import_path)).rstrip("/"), *(f"{{box}}/project/{n}" for n in names)]
+                [
+                    "/".join(("{box}/pinned", self.import_path)).rstrip("/"),
+                    *(f"{{box}}/project/{n}" for n in names),
+                    f"{{box}}/project/{HELPERS}",
+                ]
             ),
             f"{self.env_prefix}_PINNED_ROOT": "{box}/pinned",
             f"{self.env_prefix}_PINNED_VERSION": self.pinned_version,
-            "LESSONKIT_RECORD": "{box}/io/record.json",
+            "LESSONKIT_RECORD": "{box}/io/record.json",  # read back by outcomes.read_record
             "OMP_NUM_THREADS": "1",
             "OPENBLAS_NUM_THREADS": "1",
         }

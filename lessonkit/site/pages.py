@@ -3,8 +3,8 @@
 * the source browser: one page per Python file of the pinned package (site.toml, e.g. ``autograd/``),
   plus an index, and one page per script of this repository (experiments, Mini);
 * the symbol index;
-* the generated attachments (repository map, acceptance record, the two diagrams
-  drawn from experiment output, Mini's README);
+* the attachments: the engine's (acceptance record, repository map) and the project's own
+  (:mod:`lessonkit.attachments`);
 * the downloadable bundle.
 
 Source and script pages are Markdown with *slots* (``CITED_MARK`` and friends) that
@@ -16,7 +16,6 @@ everything they show.
 from __future__ import annotations
 
 import contextlib
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,15 +23,15 @@ from typing import Callable
 
 from lessonkit.config import environment
 from lessonkit.site import attachments
-from lessonkit.run import runner as execute
 from lessonkit.run.box import sandbox
+from lessonkit.run.runner import RECORD_HELPER
 from lessonkit.site import citations as site
-from lessonkit.checks.living import _has_diagram_sources, diagram_jobs, script_job  # noqa: F401 (pages' API)
+from lessonkit.attachments import CONFIG, Attachment, Inputs
+from lessonkit.config.files import show, tree_path_problem
 from lessonkit.errors import LessonError
 from lessonkit.project import Project
 from lessonkit.util.store import Store, digest
 from lessonkit.checks.verify import Report
-from lessonkit.util.text import lines as text_lines
 
 NO_SEARCH = "---\nsearch:\n  exclude: true\n---\n\n"  # whole pages stay out of the search index
 CODE_MARK = '<div class="lk-code-slot"></div>'
@@ -274,113 +273,50 @@ def fill_code_page(
     return Store(project.cache, "pages").get_or_make(key, fill)
 
 
-# ---------------------------------------------------------------- attachments drawn from the build
+# ---------------------------------------------------------------- attachments
 
 
-def _output(project: Project, results: dict, rel: str) -> execute.Result:
-    res = results.get(project.runner.key(script_job(project, rel)))
-    if res is None or not res.ok:
-        raise LessonError(
-            "the diagram source experiment did not run successfully",
-            path=rel,
-            hint="run it with `lessonkit run " + rel + "` to see its error",
-        )
-    return res
-
-
-ATTACHMENTS = (
-    "attachments/acceptance.md",
-    "attachments/repo-map.md",
-    "attachments/call-sequence.md",
-    "attachments/nested-traces.md",
-    "attachments/mini-readme.md",
-)
+def attachments_of(project: Project) -> list[Attachment]:
+    """Every attachment the project gets: the engine's (:data:`attachments.ENGINE`, those enabled),
+    then its own (``sourcemap/attachments.toml``), in order. Known before any experiment runs."""
+    registered = project.attachments
+    return [a for a in attachments.ENGINE if a.enabled(project)] + [
+        a for a in registered if registered.call(a, "enabled", project)
+    ]
 
 
 def attachment_uris(project: Project) -> list[str]:
-    """The generated attachments this project has (known before any experiment runs)."""
-    readme = project.site.readme
-    has = {
-        "attachments/acceptance.md": True,
-        "attachments/repo-map.md": (project.sourcemap / "roles.toml").is_file(),
-        "attachments/call-sequence.md": _has_diagram_sources(project),
-        "attachments/nested-traces.md": _has_diagram_sources(project),
-        "attachments/mini-readme.md": readme is not None and (project.root / readme).is_file(),
-    }
-    return [uri for uri in ATTACHMENTS if has[uri]]
+    """The pages of :func:`attachments_of`."""
+    return [a.uri for a in attachments_of(project)]
 
 
-def attachment_pages(project: Project, report: Report, results: dict) -> tuple[list[Generated], str | None]:
-    """The generated attachments, and the call list behind the sequence diagram (or None)."""
-    uris = attachment_uris(project)
-    out = [Generated("attachments/acceptance.md", attachments.acceptance(project, report, results), in_nav=True)]
-    if "attachments/repo-map.md" in uris:
-        out.append(Generated("attachments/repo-map.md", attachments.repo_map(project), in_nav=True))
-    calls_text = None
-    if "attachments/call-sequence.md" in uris:
-        diagrams, calls_text = _diagrams(project, results)
-        out += diagrams
-    if "attachments/mini-readme.md" in uris and project.site.readme is not None:  # listed only then
-        readme = (project.root / project.site.readme).read_text(encoding="utf-8")
-        translation, tpath = None, project.site.readme_translation  # optional, shown above the original
-        if tpath is not None:
-            if not (project.root / tpath).is_file():
+def attachment_pages(project: Project, report: Report, results: dict) -> tuple[list[Generated], dict[str, bytes]]:
+    """The attachments' pages, and the files they add to the bundle (by path in it)."""
+    inputs = Inputs(project, report, results)
+    registered = project.attachments
+    out: list[Generated] = []
+    extra: dict[str, bytes] = {}
+    for a in attachments_of(project):
+        out.append(Generated(a.uri, registered.call(a, "page", inputs), in_nav=a.in_nav))
+        for name, data in registered.call(a, "bundle", inputs).items():
+            if not isinstance(name, str) or "/" in name or tree_path_problem(name) or not isinstance(data, bytes):
+                module, line = registered.where(a)
                 raise LessonError(
-                    f"`readme_translation` names `{tpath}`, which does not exist",
-                    path="sourcemap/site.toml",
-                    hint="write the file or remove the key",
+                    f"attachment `{a.name}` (module `{module}`) adds {show(name)} to the bundle, not a file "
+                    "name with bytes",
+                    path=CONFIG,
+                    line=line,
+                    hint='return `{"name.txt": b"…"}` from bundle()',
                 )
-            translation = re.sub(r"^#\s.*\n+", "", (project.root / tpath).read_text(encoding="utf-8"), count=1)
-        text = project.site.render(
-            "readme.md",
-            path=project.site.readme,
-            translation=translation,
-            translation_path=tpath,
-            readme=re.sub(r"^#\s", "## ", readme, count=1),
-        )
-        out.append(Generated("attachments/mini-readme.md", text, in_nav=True))
-    return out, calls_text
-
-
-def _diagrams(project: Project, results: dict) -> tuple[list[Generated], str]:
-    sources, labels = project.site.diagrams, project.site.labels
-    calls = _output(project, results, sources["calls"])
-    nesting = _output(project, results, sources["nesting"])
-    levels = attachments.parse_nesting(nesting.stdout, sources["nesting"])
-    call_list = attachments.parse_calls(calls.stdout, sources["calls"])
-    pages = [
-        Generated(
-            "attachments/call-sequence.md",
-            project.site.render(
-                "call-sequence.md",
-                source=sources["calls"],
-                digest=calls.digest[:16],
-                svg=attachments.sequence_svg(call_list, title=labels["calls-diagram"]),
-            ),
-            in_nav=True,
-        ),
-        Generated(
-            "attachments/nested-traces.md",
-            project.site.render(
-                "nested-traces.md",
-                source=sources["nesting"],
-                levels=" ".join(map(str, levels)),
-                svg=attachments.nesting_svg(
-                    levels, labels["nesting-inner"], labels["nesting-box"], labels["nesting-diagram"]
-                ),
-            ),
-            in_nav=True,
-        ),
-    ]
-    calls_text = "\n".join(l for l in text_lines(calls.stdout) if l.startswith("CALL: ")) + "\n"
-    return pages, calls_text
+            extra["attachments/" + name] = data
+    return out, extra
 
 
 # ---------------------------------------------------------------- the downloadable bundle
 
 
 def bundle(
-    project: Project, results: dict, texts: dict[str, str], generated: list[Generated], calls_text: str | None
+    project: Project, results: dict, texts: dict[str, str], generated: list[Generated], extra: dict[str, bytes]
 ) -> bytes:
     """Byte-identical scripts and plain-text attachments in a reproducible zip."""
     entries: dict[str, bytes] = {}
@@ -399,21 +335,41 @@ def bundle(
                 )
             if p.is_file():
                 entries[rel] = p.read_bytes()
+    helpers = record_helpers(project, entries)
+    entries.update(helpers)
     for page, text in sorted(texts.items()):
         if page.startswith("docs/attachments/") or page == "docs/walkthrough.md":
             plain = attachments.plain_markdown(project, text, page, results)
             entries["attachments/" + Path(page).name] = plain.encode()
-    if calls_text is not None:
-        entries["attachments/call-sequence.txt"] = calls_text.encode()
+    entries.update(extra)  # what the attachments add (attachment_pages)
     for g in generated:
         entries.setdefault(
             "attachments/" + Path(g.uri).name, g.content if isinstance(g.content, bytes) else g.content.encode()
         )
     top = bundle_folder(project)
-    entries["README.md"] = project.site.render("bundle-readme.md", pin=project.pin, folder=top).encode()
+    entries["README.md"] = project.site.render(
+        "bundle-readme.md", pin=project.pin, folder=top, record_helpers=sorted(helpers)
+    ).encode()
     epoch = environment.source_date_epoch() or environment.ZIP_FIRST
     # one top folder, named like the archive: unzipping never scatters files into the current folder
     return attachments.zip_bytes({f"{top}/{name}": data for name, data in entries.items()}, epoch)
+
+
+def record_helpers(project: Project, entries: dict[str, bytes]) -> dict[str, bytes]:
+    """A copy of lessonkit's record helper for each code folder whose scripts import it
+    (``lessonkit_record``), so that they run outside the build too: ``{path in the bundle: bytes}``."""
+    helper = RECORD_HELPER.read_bytes()
+    out = {}
+    for d in project.site.code:
+        top = d.rstrip("/")
+        name = f"{top}/{RECORD_HELPER.name}"
+        uses = any(
+            rel.startswith(top + "/") and rel.endswith(".py") and b"lessonkit_record" in data
+            for rel, data in entries.items()
+        )
+        if uses and name not in entries:  # a folder's own file of that name wins
+            out[name] = helper
+    return out
 
 
 def bundle_folder(project: Project) -> str:

@@ -19,9 +19,10 @@ The kinds of entry:
 * ``fixed`` — built once at import and never changed afterwards.
 
 Not lessonkit's own, and so not in the list: the interpreter's module table. A project's block
-kind modules (``sourcemap/kinds.toml``) are imported once per process, like any module, so a
-``serve`` session keeps the version of a kind module it first imported (restart serve after
-editing one); MkDocs likewise keeps each hooks file it loaded.
+kind and attachment modules (``sourcemap/kinds.toml``, ``sourcemap/attachments.toml``) are
+imported once per process and project folder, like any module, so a ``serve`` session keeps the
+version of such a module it first imported (restart serve after editing one); MkDocs likewise
+keeps each hooks file it loaded.
 """
 
 from __future__ import annotations
@@ -74,11 +75,11 @@ STATE: tuple[tuple[str, tuple[str, str]], ...] = (
         ),
     ),
     (
-        "lessonkit.run.box.fastexit._status",
+        "lessonkit.run.box.lessonkit_record._WRITER",
         (
             "process",
-            "The status given to sys.exit while experiments are stopped by a signal: the process ends "
-            "with it once the shutdown handlers have run (lessonkit.run.box.fastexit).",
+            "The recorder that writes an experiment's record (at most one per process): state of the "
+            "experiment's own process in its box, the only place lessonkit_record is imported.",
         ),
     ),
     (

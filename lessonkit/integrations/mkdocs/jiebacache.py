@@ -9,13 +9,16 @@ instead, named by jieba's version and the dictionary file's path, size and modif
 where the cache cannot be written, at a private temporary folder of this process (removed at
 exit). It must run before anything loads the dictionary (Material's ``on_config`` does, via
 ``load_userdict``): the hooks' ``on_config`` runs first, and ``serve`` calls it before its own
-first use of jieba.
+first use of jieba. It also quiets jieba's logger, which writes four DEBUG lines to stderr each
+time the dictionary loads ("Building prefix dict …", "Loading model cost …"): a build's log is
+lessonkit's and MkDocs' own lines; jieba's warnings and errors still show.
 """
 
 from __future__ import annotations
 
 import atexit
 import hashlib
+import logging
 import os
 import shutil
 import tempfile
@@ -52,4 +55,5 @@ def use(cache: Path) -> Path | None:
         folder = Path(tempfile.mkdtemp(prefix="lessonkit-jieba-"))
         atexit.register(shutil.rmtree, folder, True)
     jieba.dt.tmp_dir = str(folder)
+    jieba.setLogLevel(logging.WARNING)  # jieba sets its logger to DEBUG, with its own stderr handler
     return folder

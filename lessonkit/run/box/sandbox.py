@@ -7,6 +7,7 @@ Every experiment runs in its own folder ``box-<n>`` inside its process's folder 
     <box>/pinned/              the checked pinned copy (in a jail: the common copy, mounted)
     <box>/project/experiments  the project files the script may read (its key names each), and the
     <box>/project/<folder>     other folders site.toml names ([repository] teaching)
+    <box>/project/.lessonkit   lessonkit's record helper, lessonkit_record.py (on the PYTHONPATH)
     <box>/io/                  stdout, stderr, the record file (outside work/)
 
 What the box is specified by, and keyed by, is a :class:`lessonkit.run.box.spec.BoxSpec`; the

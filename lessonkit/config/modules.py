@@ -1,0 +1,133 @@
+"""A project's own Python modules, as its registration files name them: ``sourcemap/kinds.toml``
+(block kinds) and ``sourcemap/attachments.toml`` (generated pages). Both hold exactly::
+
+    modules = ["package.module", …]   # importable from the project root
+
+:func:`read_modules` checks the file; :func:`import_project_module` imports one of its modules
+from the project root and nowhere else. Every mistake is one line ``file:LINE: what — hint``,
+located at the line that names the module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from pathlib import Path
+from types import ModuleType
+
+from lessonkit.config.environment import display_text
+from lessonkit.config.files import MAX_CONFIG_BYTES, _type_name, read_text, read_toml, show
+from lessonkit.errors import LessonError
+
+MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}(\.[A-Za-z_][A-Za-z0-9_]{0,99}){0,9}$")
+
+
+HINT = 'write `modules = ["package.module"]`, modules of the project importable from its root'
+
+
+def quoted_line(text: str, value: str, default: int) -> int:
+    """The first line of ``text`` holding ``value`` in quotes (else ``default``)."""
+    for n, line in enumerate(text.split("\n"), 1):
+        if f'"{value}"' in line or f"'{value}'" in line:
+            return n
+    return default
+
+
+def read_modules(root: Path, label: str, hint: str) -> list[tuple[str, int]]:
+    """``label`` (a file of the project): exactly ``modules = [names…]``, each a dotted module
+    name, listed once. (name, line) pairs, in the file's order."""
+    path = root / label
+    data, lines = read_toml(path, label, hint)
+    text = read_text(path, label, MAX_CONFIG_BYTES, hint)
+    at = lines.get(("", "modules"), 1)
+    if set(data) != {"modules"}:
+        extra = sorted(set(data) - {"modules"})
+        raise LessonError(
+            f"unknown key `{extra[0]}`" if extra else "no `modules` key",
+            path=label,
+            line=lines.get(("", extra[0]), 1) if extra else 1,
+            hint=hint,
+        )
+    modules = data["modules"]
+    if not isinstance(modules, list):
+        raise LessonError(
+            f"`modules` is {_type_name(modules)}, not an array of module names", path=label, line=at, hint=hint
+        )
+    out: list[tuple[str, int]] = []
+    for name in modules:
+        if not isinstance(name, str):
+            raise LessonError(
+                f"`modules` holds {_type_name(name)} {show(name)}, not a module name", path=label, line=at, hint=hint
+            )
+        line = quoted_line(text, name, at)
+        if not MODULE_NAME.fullmatch(name):
+            raise LessonError(
+                f"{show(name)} is not a module name",
+                path=label,
+                line=line,
+                hint="dotted Python identifiers, e.g. `lessonkinds.note`",
+            )
+        if any(n == name for n, _ in out):
+            raise LessonError(f"module `{name}` is listed twice", path=label, line=line, hint="list each module once")
+        out.append((name, line))
+    return out
+
+
+def import_project_module(root: Path, name: str, label: str, line: int, what: str) -> ModuleType:
+    """Import module ``name`` of ``label`` (at ``line``) from the project root.
+
+    Refuses (before importing anything) a module whose top-level package is not in the project
+    root, such as a module of the standard library; any failure of the module itself, ``SystemExit``
+    included, is one located error. ``what`` names the module in messages ("kind", "attachment")."""
+    import importlib
+    import importlib.machinery
+    import sys
+
+    top = name.split(".")[0]
+    real_root = os.path.realpath(root)
+    try:
+        spec = importlib.machinery.PathFinder.find_spec(top, [real_root])
+    except (ImportError, ValueError, OSError):
+        spec = None
+    origin = (spec.origin or (list(spec.submodule_search_locations or [""])[0])) if spec else ""
+    if spec is None or not origin or not os.path.realpath(origin).startswith(real_root + os.sep):
+        raise LessonError(
+            f"cannot import {what} module `{name}`: ModuleNotFoundError: no `{top}.py` or `{top}/` in the project root",
+            path=label,
+            line=line,
+            hint=f"{what} modules are the project's own, importable from its root",
+        )
+    loaded = sys.modules.get(top)  # already imported: from the Python installation it would not be ours
+    where = os.path.realpath(getattr(loaded, "__file__", None) or "/") if loaded is not None else ""
+    installed = {os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix)}
+    if loaded is not None and (where == "/" or any(where.startswith(p) for p in installed)):
+        raise LessonError(
+            f"module `{name}` has the name of a module lessonkit already uses",
+            path=label,
+            line=line,
+            hint="rename the module",
+        )
+    if loaded is not None and not where.startswith(real_root + os.sep):  # another project's module of that name
+        for key in [k for k in sys.modules if k == top or k.startswith(top + ".")]:
+            del sys.modules[key]
+    added = real_root not in sys.path
+    if added:
+        sys.path.insert(0, real_root)
+    bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # the build writes nothing there
+    try:
+        return importlib.import_module(name)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # an author's module: any failure, SystemExit included, at its line
+        raise LessonError(
+            f"cannot import {what} module `{name}`: {type(exc).__name__}: {display_text(str(exc), 200)}",
+            path=label,
+            line=line,
+            hint="the module must be importable from the project root",
+        ) from None
+    finally:
+        sys.dont_write_bytecode = bytecode
+        if added:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(real_root)

@@ -1,0 +1,150 @@
+"""lessonkit's record helper, ``lessonkit_record``: standard library only, in every experiment's
+box (and key), in the bundle next to the scripts that import it, and the base of this series'
+``experiments/_record.py``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import zipfile
+
+from lessonkit.attachments import script_job
+from lessonkit.run import jobs, runner
+from lessonkit.run.runner import RECORD_HELPER
+from support import ROOT
+
+REC = (
+    "from lessonkit_record import record\n\n"
+    "record.set('answer', 6 * 7)\nrecord.append('rows', {'n': 1})\nprint('done')\n"
+)
+
+
+def _standalone(code: str, tmp_path, **env) -> subprocess.CompletedProcess:
+    """``code`` run by hand, the helper on the path (as the bundle has it next to the scripts)."""
+    return subprocess.run(
+        [sys.executable, "-B", "-c", code],
+        cwd=tmp_path,
+        env={"PATH": os.environ.get("PATH", "/usr/bin"), "PYTHONPATH": str(RECORD_HELPER.parent), **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_the_helper_is_standard_library_only_and_reads_what_the_runner_reads():
+    text = RECORD_HELPER.read_text(encoding="utf-8")
+    imported = set(re.findall(r"^(?:import|from) ([\w.]+)", text, re.M))
+    assert imported == {"__future__", "atexit", "json", "math", "os", "re", "sys"}
+    namespace: dict = {}
+    exec(compile(text, str(RECORD_HELPER), "exec"), namespace)  # noqa: S102 (lessonkit's own file)
+    assert namespace["LIMIT"] == jobs.RECORD_LIMIT and namespace["ENV"] == "LESSONKIT_RECORD"
+
+
+def test_a_recording_is_written_where_lessonkit_record_says(tmp_path):
+    out = tmp_path / "rec.json"
+    r = _standalone(REC, tmp_path, LESSONKIT_RECORD=str(out))
+    assert (r.returncode, r.stdout, r.stderr) == (0, "done\n", "")
+    assert out.read_text(encoding="utf-8") == '{"answer":42,"rows":[{"n":1}]}'
+    r = _standalone(REC, tmp_path)  # by hand, without the variable: the same stdout, a note
+    assert (r.returncode, r.stdout) == (0, "done\n")
+    assert r.stderr == "lessonkit_record: LESSONKIT_RECORD is not set; 2 top-level keys not written\n"
+
+
+def test_a_subclass_encodes_objects_of_its_own_and_one_recorder_writes(tmp_path):
+    code = (
+        "import lessonkit_record\n"
+        "class Point:\n    def __init__(self, x, y): self.x, self.y = x, y\n"
+        "def point(value, names):\n"
+        "    if not isinstance(value, Point):\n        return NotImplemented\n"
+        "    return {'point': lessonkit_record.encode([value.x, value.y], names)}  # nested values: encoded\n"
+        "class Mine(lessonkit_record.Recorder):\n    encoders = (point,)\n"
+        "mine = Mine()\n"
+        "mine.set('p', {'a': Point(1, 2.5), 'b': [Point(0, float('inf'))]})\n"
+        "print(mine.dumps())\n"
+        "try:\n    lessonkit_record.record.set('q', 1)\nexcept ValueError as e:\n    print(e)\n"
+        "try:\n    lessonkit_record.encode(Point(1, 1))\nexcept TypeError as e:\n    print(e)\n"
+    )
+    r = _standalone(code, tmp_path, LESSONKIT_RECORD=str(tmp_path / "r.json"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [
+        '{"p":{"a":{"point":[1,2.5]},"b":[{"point":[0,{"float":"inf"}]}]}}',
+        "another Recorder already records this process: record everything through one",
+        "cannot record a Point: record its fields instead",
+    ]
+
+
+def test_every_box_holds_the_helper_and_every_key_names_it(site, tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOGRAD_SOURCE", str(site.pinned_root))
+    site.script("rec.py", REC)
+    project = site.project()
+    job = script_job(project, "experiments/rec.py")
+    spec = project.runner.spec(job)
+    helper = ("project/.lessonkit/lessonkit_record.py", hashlib.sha256(RECORD_HELPER.read_bytes()).hexdigest())
+    assert helper in spec.files
+    assert dict(spec.env)["PYTHONPATH"].split(os.pathsep)[-1] == "{box}/project/.lessonkit"
+    result = project.runner.run(job)
+    assert (result.exit_code, result.stdout, result.record) == (0, "done\n", {"answer": 42, "rows": [{"n": 1}]})
+    changed = tmp_path / "lessonkit_record.py"  # another version of the helper: another key for every script
+    changed.write_bytes(RECORD_HELPER.read_bytes() + b"\n# changed\n")
+    monkeypatch.setattr(runner, "RECORD_HELPER", changed)
+    other = site.project()
+    assert other.runner.key(script_job(other, "experiments/rec.py")) != project.runner.key(job)
+
+
+def test_a_value_recorded_through_the_helper_is_on_the_page_and_the_helper_in_the_bundle(site):
+    site.script("rec.py", REC)
+    site.page("a.md", "# a\n\n答案是 [[value: rec answer]]。\n")
+    r = site.build()
+    assert r.returncode == 0, r.stderr[-3000:]
+    html = (site.root / "site" / "a" / "index.html").read_text(encoding="utf-8")
+    assert re.search(r">42</[a-z]+>。", html), html[-2000:]
+    with zipfile.ZipFile(site.root / "site" / "downloads" / "autograd-resources.zip") as z:
+        names = z.namelist()
+        assert z.read("autograd-resources/experiments/lessonkit_record.py") == RECORD_HELPER.read_bytes()
+        readme = z.read("autograd-resources/README.md").decode("utf-8")
+    assert "autograd-resources/mini-autograd/lessonkit_record.py" not in names  # only where a script imports it
+    assert "`experiments/lessonkit_record.py`" in readme
+
+
+def test_the_series_recorder_builds_on_the_helper():
+    text = (ROOT / "experiments" / "_record.py").read_text(encoding="utf-8")
+    assert "import lessonkit_record\n" in text and "class Recorder(lessonkit_record.Recorder):" in text
+    assert "\ndef write(" not in text and "LIMIT" not in text  # the protocol is the helper's, once
+
+
+def test_the_series_recorder_keeps_its_encoding(pinned_root, tmp_path):
+    """Boxes and named nodes as before the helper moved into lessonkit."""
+    code = (
+        "import numpy as np\nfrom autograd.tracer import Node\nfrom autograd import grad\nfrom _record import record\n"
+        "boxes = []\n"
+        "def f(x):\n    boxes.append(x)\n    return x * x\n"
+        "grad(f)(np.float64(3.0))\n"
+        "class N(Node):\n    def __init__(self): pass\n"
+        "n = N()\n"
+        "record.set('b', boxes[0])\nrecord.set('n', {'a': n}, names={n: 'M'})\n"
+        "try:\n    record.set('bad', n)\nexcept ValueError as e:\n    print(e)\n"
+        "print(record.dumps())\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-B", "-c", code],
+        cwd=tmp_path,
+        env={
+            "PATH": os.environ.get("PATH", "/usr/bin"),
+            "PYTHONPATH": os.pathsep.join([str(pinned_root), str(ROOT / "experiments"), str(RECORD_HELPER.parent)]),
+            "LESSONKIT_RECORD": str(tmp_path / "r.json"),
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    first, second = r.stdout.splitlines()
+    assert first == "a N without a name: pass names={node: 'label'}"
+    assert json.loads(second) == {
+        "b": {"box": "ArrayBox", "trace": 0, "value": {"dtype": "float64", "scalar": 3.0}},
+        "n": {"a": {"node": "M"}},
+    }

@@ -427,6 +427,14 @@ CASES["record-is-a-folder"] = Case(
         "write one JSON object of at most 4 MiB, or nothing",
     ),
 )
+CASES["record-overflowing-float"] = Case(
+    REC + "open(os.environ['LESSONKIT_RECORD'], 'w').write('{\"plot\": {\"y\": [1, 1e400]}}')\n",
+    0,
+    error=fail(
+        "wrote a bad record to $LESSONKIT_RECORD: the number 1e400 is too large for a float",
+        "record finite numbers (a float ends near 1.8e308)",
+    ),
+)
 CASES["record-of-a-failed-run-ignored"] = Case(
     REC + "open(os.environ['LESSONKIT_RECORD'], 'w').write('{oops')\nraise SystemExit(2)\n",
     2,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import math
 import os
 import re
 import signal
@@ -36,10 +37,22 @@ _KINDS = {
 }
 
 
+class NotFinite(ValueError):
+    """A number of a record that is no finite float (``1e400``)."""
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise NotFinite(f"the number {text[:40]} is too large for a float")
+    return value
+
+
 def read_record(box_dir: Path, limit: int) -> tuple[dict | None, str]:
     """The record the script left at ``io/record.json`` of its box folder, or a problem saying why
     it is not one. Opened without following a link at any step (the box owns ``io/``), without
-    blocking (a FIFO), and only as a regular file of at most ``limit`` bytes."""
+    blocking (a FIFO), and only as a regular file of at most ``limit`` bytes. Its numbers are
+    finite: NaN, Infinity and numbers beyond a float's range (``1e400``) are refused."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
     fds = []
     try:
@@ -75,7 +88,9 @@ def read_record(box_dir: Path, limit: int) -> tuple[dict | None, str]:
         raise ValueError(f"{name} is not JSON")
 
     try:
-        value = json.loads(data.decode("utf-8"), parse_constant=no_constant)
+        value = json.loads(data.decode("utf-8"), parse_constant=no_constant, parse_float=_finite)
+    except NotFinite as exc:
+        return None, f"record: {exc}"
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         return None, f"record: not valid JSON ({str(exc)[:120]})"
     if not isinstance(value, dict):
@@ -174,9 +189,12 @@ def failure(result: Result | None, job: Job, timeout: int) -> LessonError:
             hint="build the site again (`lessonkit build`) with the same LESSONKIT_CACHE",
         )
     if result.problem.startswith("record: "):
+        finite = result.problem.startswith("record: the number ")
         return LessonError(
             f"experiment {label} wrote a bad record to $LESSONKIT_RECORD: {result.problem[8:]}",
-            hint="write one JSON object of at most 4 MiB, or nothing",
+            hint="record finite numbers (a float ends near 1.8e308)"
+            if finite
+            else "write one JSON object of at most 4 MiB, or nothing",
         )
     if result.problem.startswith("vanished: "):
         return LessonError(

@@ -50,9 +50,10 @@ def _finite(text: str) -> float:
 
 def read_record(box_dir: Path, limit: int) -> tuple[dict | None, str]:
     """The record the script left at ``io/record.json`` of its box folder, or a problem saying why
-    it is not one. Opened without following a link at any step (the box owns ``io/``), without
-    blocking (a FIFO), and only as a regular file of at most ``limit`` bytes. Its numbers are
-    finite: NaN, Infinity and numbers beyond a float's range (``1e400``) are refused."""
+    it is not one; an empty file is no record (the runner makes it empty). Opened without
+    following a link at any step (without a jail the box owns ``io/``), without blocking (a
+    FIFO), and only as a regular file of at most ``limit`` bytes. Its numbers are finite: NaN,
+    Infinity and numbers beyond a float's range (``1e400``) are refused."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
     fds = []
     try:
@@ -83,6 +84,8 @@ def read_record(box_dir: Path, limit: int) -> tuple[dict | None, str]:
             os.close(fd)
     if len(data) > limit:
         return None, f"record: larger than {limit >> 20} MiB"
+    if not data:
+        return None, ""
 
     def no_constant(name):
         raise ValueError(f"{name} is not JSON")
@@ -164,6 +167,7 @@ _OOM = ("MemoryError", "Unable to allocate", "Cannot allocate memory", "std::bad
 
 def failure(result: Result | None, job: Job, timeout: int) -> LessonError:
     """The one-line error for a job that did not pass (located by the caller with ``.at``)."""
+    from lessonkit.run.box.jail import TMP_SIZE, WORK_SIZE
     from lessonkit.run.jobs import FILE_LIMIT, OUTPUT_CAP
 
     label = job.label
@@ -201,10 +205,10 @@ def failure(result: Result | None, job: Job, timeout: int) -> LessonError:
             f"experiment {label} lost its temporary folder ({result.problem[10:]}); its output is not used",
             hint="another program removed or filled it (a /tmp cleaner, a full disk); build again",
         )
-    if result.problem.startswith("box: "):
+    if result.problem.startswith("box: "):  # said by the launcher on its own channel, never by the script
         return LessonError(
             f"experiment {label} could not be started in its box: {result.problem[5:]}",
-            hint="set LESSONKIT_SANDBOX=copy to run without namespaces",
+            hint="the jail failed, not the script: see docs/dev/reliability.md (LESSONKIT_SANDBOX chooses the jail)",
         )
     if result.exit_code == -signal.SIGXFSZ or "File too large" in result.stderr:
         return LessonError(
@@ -216,6 +220,12 @@ def failure(result: Result | None, job: Job, timeout: int) -> LessonError:
         return LessonError(
             f"experiment {label} did not finish within {timeout} s and was stopped",
             hint="make it faster, or raise `Timeout:` for this block",
+        )
+    if result.exit_code != 0 and "No space left on device" in result.stderr:
+        return LessonError(
+            f"experiment {label} ran out of space for the files it writes (No space left on device)",
+            hint=f"write less: in a jail its working folder holds {WORK_SIZE >> 20} MiB, /tmp and /dev/shm "
+            f"{TMP_SIZE >> 20} MiB each",
         )
     if result.exit_code != 0 and any(s in result.stderr for s in _OOM):
         return LessonError(

@@ -667,3 +667,34 @@ def test_the_build_states_its_jail_and_warns_once_without_one(tmp_path, pinned_r
     if mode:
         assert warnings == [warning]
     assert f"<strong>Jail:</strong> {jail.describe()}." in page, page[-3000:]
+
+
+def test_a_jail_asked_for_that_does_not_work_is_a_build_error(tmp_path, pinned_root):
+    """CI asks for bubblewrap (`.ci/run`, the workflow: LESSONKIT_SANDBOX=bwrap): where it is
+    missing the build fails with one line, instead of running without a jail after a warning."""
+    from support import block
+
+    s = TmpSite(tmp_path / "proj", pinned_root)
+    s.page("a.md", "# a\n\n" + block("experiment", "Purpose: a", body="print(1)") + "\n")
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    s.env.update(LESSONKIT_SANDBOX="bwrap", PATH=f"{os.path.dirname(sys.executable)}:{empty}")
+    r = s.build()
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert [line for line in r.stderr.splitlines() if "LESSONKIT_SANDBOX" in line] == [
+        "ERROR   -  LESSONKIT_SANDBOX: is `bwrap` but that jail does not work here: bwrap: bwrap is not installed — "
+        "install bubblewrap (Debian's `bubblewrap`), or unset LESSONKIT_SANDBOX to use whichever jail works, "
+        "or set it to `copy`"
+    ]
+    assert "without a jail" not in r.stderr  # no fallback
+
+
+def test_ci_installs_and_requires_the_jail():
+    """The CI entry point and the workflow install bubblewrap and ask for it."""
+    root = Path(__file__).resolve().parents[1]
+    run = (root / ".ci" / "run").read_text(encoding="utf-8")
+    workflow = (root / ".github" / "workflows" / "site.yml").read_text(encoding="utf-8")
+    assert "bubblewrap" in run and 'export LESSONKIT_SANDBOX="${LESSONKIT_SANDBOX:-bwrap}"' in run
+    assert "apt-get install -y chromium fonts-noto-cjk bubblewrap" in workflow
+    assert "LESSONKIT_SANDBOX: bwrap" in workflow
+    assert "kernel.apparmor_restrict_unprivileged_userns=0" in workflow  # Ubuntu 24.04's runners

@@ -304,10 +304,14 @@ def selected() -> Jail:
             return Jail(kind, _version(kind))
         reasons.append(f"{kind}: {why}")
     if mode:
-        if mode != "copy":
+        if mode != "copy":  # asked for (CI does: .ci/run): a missing jail is an error, not a warning
+            install = (
+                "install bubblewrap (Debian's `bubblewrap`), or " if mode == "bwrap" and "installed" in why else ""
+            )
             raise LessonError(
-                f"LESSONKIT_SANDBOX={mode} but that jail does not work here: {'; '.join(reasons)}",
-                hint="unset LESSONKIT_SANDBOX to use whichever jail works, or set it to `copy`",
+                f"is `{mode}` but that jail does not work here: {'; '.join(reasons)}",
+                path="LESSONKIT_SANDBOX",
+                hint=f"{install}unset LESSONKIT_SANDBOX to use whichever jail works, or set it to `copy`",
             )
         reasons = ["LESSONKIT_SANDBOX=copy"]
     jail = Jail("copy", "", "; ".join(reasons))

@@ -236,6 +236,12 @@ CASES["exit-message"] = Case(
 CASES["exit-125-is-not-a-box-failure"] = Case(
     "import sys\nsys.exit(125)\n", 125, error=fail("failed with exit code 125: no stderr")
 )
+CASES["imitates-a-launcher-failure"] = Case(  # the launcher speaks on a channel the script cannot write
+    "import os, sys\nsys.stderr.write('lessonkit-box: mount /proc: Operation not permitted\\n')\n"
+    "sys.stderr.flush()\nos._exit(125)\n",
+    125,
+    error=fail("failed with exit code 125: lessonkit-box: mount /proc: Operation not permitted"),
+)
 CASES["raises"] = Case(
     "raise ValueError('the claim is wrong')\n",
     1,
@@ -262,7 +268,21 @@ CASES["os-exit-after-output"] = Case(
 CASES["empties-cwd"] = Case(
     "import os, shutil\nfor n in os.listdir('.'):\n    os.remove(n)\nprint('emptied')\n", 0, stdout="emptied\n"
 )
-CASES["removes-cwd"] = Case("import os, shutil\nshutil.rmtree(os.getcwd())\nprint('removed')\n", 0, stdout="removed\n")
+CASES["removes-cwd"] = Case(  # in a jail the folder itself is a mount point: only its files go
+    "import os, shutil\ncwd = os.getcwd()\nshutil.rmtree(cwd, ignore_errors=True)\n"
+    "print('removed', os.path.exists(os.path.join(cwd, 'p_L3.py')))\n",
+    0,
+    stdout="removed False\n",
+)
+CASES["fills-the-working-folder"] = Case(
+    "for n in range(20):\n    open(f'f{n}', 'wb').write(b'x' * (10 << 20))\n",
+    1,
+    error=fail(
+        "ran out of space for the files it writes (No space left on device)",
+        "write less: in a jail its working folder holds 128 MiB, /tmp and /dev/shm 64 MiB each",
+    ),
+    needs="ns",
+)
 CASES["removes-the-box"] = Case(
     "import os, shutil\nshutil.rmtree(os.path.dirname(os.getcwd()), ignore_errors=True)\nprint('tried')\n",
     0,
@@ -372,7 +392,8 @@ CASES["record-outside-cwd"] = Case(
     record=None,
 )
 CASES["record-survives-emptied-cwd"] = Case(
-    REC + "import shutil\njson.dump({'a': 1}, open(os.environ['LESSONKIT_RECORD'], 'w'))\nshutil.rmtree(os.getcwd())\n",
+    REC + "import shutil\njson.dump({'a': 1}, open(os.environ['LESSONKIT_RECORD'], 'w'))\n"
+    "shutil.rmtree(os.getcwd(), ignore_errors=True)\n",
     0,
     stdout="",
     record={"a": 1},
@@ -419,12 +440,20 @@ CASES["record-not-utf8"] = Case(
         "write one JSON object of at most 4 MiB, or nothing",
     ),
 )
-CASES["record-is-a-folder"] = Case(
-    REC + "os.mkdir(os.environ['LESSONKIT_RECORD'])\n",
+CASES["record-cannot-become-a-folder"] = Case(  # without a jail: tests/test_escape.py
+    REC + "import errno\ntry:\n    os.mkdir(os.environ['LESSONKIT_RECORD'])\nexcept OSError as exc:\n"
+    "    print(errno.errorcode[exc.errno])\n",
+    0,
+    stdout="EEXIST\n",
+    record=None,
+    needs="ns",
+)
+CASES["record-overflowing-float"] = Case(
+    REC + "open(os.environ['LESSONKIT_RECORD'], 'w').write('{\"plot\": {\"y\": [1, 1e400]}}')\n",
     0,
     error=fail(
-        "wrote a bad record to $LESSONKIT_RECORD: a folder, not a regular file",
-        "write one JSON object of at most 4 MiB, or nothing",
+        "wrote a bad record to $LESSONKIT_RECORD: the number 1e400 is too large for a float",
+        "record finite numbers (a float ends near 1.8e308)",
     ),
 )
 CASES["record-of-a-failed-run-ignored"] = Case(

@@ -12,7 +12,13 @@ reason its probe gave) and asserts what it got, and that the host did not change
 * it cannot connect to a root-only unix socket (by path or abstract) nor to TCP on 127.0.0.1
   of the host, nor signal a host process; it sees its own PID namespace, no capabilities,
   ``no_new_privs``, and cannot make a user namespace;
-* a FIFO or a link at ``$LESSONKIT_RECORD`` fails at once, with the located line;
+* in a jail ``$LESSONKIT_RECORD`` cannot be replaced; without one a FIFO, a link or a folder
+  there fails at once, with the located line;
+* it holds no key of the build's session keyring and every key syscall fails; it holds no
+  descriptor but 0, 1 and 2; what it prints never passes for a launcher failure, which comes
+  on the launcher's own channel;
+* its working folder is bounded (one located line when full), and a bytecode file planted for
+  the box's own paths is never read;
 * what it wrote to ``/dev/shm`` and ``/tmp`` is gone after the run;
 * a box of a second build running at the same time, under the same temporary folder, can be
   neither found nor written.
@@ -269,19 +275,59 @@ def test_a_hostile_experiment_reaches_nothing_of_the_host(project, jail, host):
 # ---------------------------------------------------------------- the record file
 
 
+RECORD = """
+import errno, os
+r = os.environ["LESSONKIT_RECORD"]
+out = []
+for name, act in (("mkfifo", lambda: os.mkfifo(r)), ("symlink", lambda: os.symlink("/etc/passwd", r)),
+                  ("remove", lambda: os.remove(r)), ("rename", lambda: os.rename(r, r + ".x")),
+                  ("mkdir", lambda: os.mkdir(r)), ("create beside it", lambda: open(r + ".x", "w")),
+                  ("hard link to it", lambda: os.link(r, "mine"))):
+    try:
+        act()
+        out.append(name + " ESCAPED")
+    except OSError as exc:
+        out.append(name + " " + errno.errorcode[exc.errno])
+open(r, "w").write('{"a": 1}')
+print(", ".join(out))
+"""
+
+
+def test_in_a_jail_the_record_file_cannot_be_replaced(project, jail):
+    """The record is the one file of the box's host folder it may write (a bind mount of it):
+    no FIFO, link or folder can take its place, nothing can be created beside it."""
+    job, result = _run(project, jail, RECORD)
+    assert (result.ok, result.record) == (True, {"a": 1}), (result.problem, result.stderr[-1500:])
+    assert result.stdout == (
+        "mkfifo EEXIST, symlink EEXIST, remove EROFS, rename EROFS, mkdir EEXIST, create beside it EROFS, "
+        "hard link to it EXDEV\n"
+    )
+
+
 @pytest.mark.parametrize(
     "what,make",
     [
-        ("a FIFO", "os.mkfifo(os.environ['LESSONKIT_RECORD'])"),
-        ("a symbolic link", "os.symlink(EXCERPTS, os.environ['LESSONKIT_RECORD'])"),
+        ("a FIFO", "os.remove(os.environ['LESSONKIT_RECORD'])\nos.mkfifo(os.environ['LESSONKIT_RECORD'])"),
+        (
+            "a symbolic link",
+            "os.remove(os.environ['LESSONKIT_RECORD'])\nos.symlink(EXCERPTS, os.environ['LESSONKIT_RECORD'])",
+        ),
+        ("a folder", "os.remove(os.environ['LESSONKIT_RECORD'])\nos.mkdir(os.environ['LESSONKIT_RECORD'])"),
     ],
 )
-def test_a_record_that_is_not_a_regular_file_fails_at_once(project, jail, what, make):
+def test_a_record_that_is_not_a_regular_file_fails_at_once_without_a_jail(project, what, make):
+    """Without a jail the script may replace the record file: the host side opens it without
+    following a link, without blocking, and only as a regular file."""
     site, _ = project
     excerpts = site.root / "sourcemap" / "excerpts.json"
     excerpts.write_text('{"not": "a record"}')  # what a link would make the runner read
     t0 = time.monotonic()
-    job, result = _run(project, jail, f"import os\nEXCERPTS = {str(excerpts)!r}\n{make}\nprint('made')\n", timeout=30)
+    job, result = _run(
+        project,
+        jails.Jail("copy", "", "test"),
+        f"import os\nEXCERPTS = {str(excerpts)!r}\n{make}\nprint('made')\n",
+        timeout=30,
+    )
     assert time.monotonic() - t0 < 10, "the runner waited on the record"
     assert (result.ok, result.record, result.stdout) == (False, None, "made\n")
     assert str(execute.failure(result, job, job.timeout).at(P, AT)) == (
@@ -290,15 +336,205 @@ def test_a_record_that_is_not_a_regular_file_fails_at_once(project, jail, what, 
     )
 
 
-def test_a_record_that_is_a_link_is_not_followed_without_a_jail_either(project):
-    """The host side opens the record the same way whatever the box: never through a link."""
+# ---------------------------------------------------------------- keyrings, descriptors, the channel
+
+KEYS = """
+import ctypes, errno, json, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+L = ctypes.c_long
+out = {}
+
+
+def call(name, *args):
+    r = libc.syscall(*args)
+    out[name] = errno.errorcode.get(ctypes.get_errno(), "?") if r < 0 else f"ESCAPED {r}"
+    return r
+
+
+buf = ctypes.create_string_buffer(256)
+call("session keyring", L(250), L(0), L(-3), L(0))  # KEYCTL_GET_KEYRING_ID of @s
+n = call("read the host key", L(250), L(11), L(HOST_KEY), buf, L(256))  # KEYCTL_READ
+if n > 0:
+    out["read the host key"] += " " + buf.raw[:n].decode()
+call("read the host keyring", L(250), L(11), L(HOST_KEYRING), buf, L(256))
+call("update the host key", L(250), L(2), L(HOST_KEY), b"WRITTEN_BY_BOX", L(14))  # KEYCTL_UPDATE
+call("add to the host keyring", L(248), b"user", b"box", b"WRITTEN_BY_BOX", L(14), L(HOST_KEYRING))
+call("add to the session keyring", L(248), b"user", b"box", b"WRITTEN_BY_BOX", L(14), L(-3))
+call("request a key", L(249), b"user", b"lessonkit-escape", None, L(0))
+out["/proc/keys names the host key"] = "lessonkit-escape" in open("/proc/keys").read()
+print(json.dumps(out, sort_keys=True))
+"""
+
+# A process of its own with a new session keyring holding one key (nothing of the machine's
+# keyrings is touched), which runs KEYS in a box and then reads its key and keyring back.
+KEY_HOST = """
+import ctypes, json, sys
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+L = ctypes.c_long
+keyring = libc.syscall(L(250), L(1), b"lessonkit-escape-test")  # KEYCTL_JOIN_SESSION_KEYRING (new)
+key = libc.syscall(L(248), b"user", b"lessonkit-escape", b"HOST_KEYRING_SECRET", L(19), L(-3))
+assert keyring > 0 and key > 0, ctypes.get_errno()
+from lessonkit.run import runner as execute
+from lessonkit.run.box import jail as jails
+from lessonkit.run.runner import Job, Runner
+from lessonkit.source.pin import load_pin
+root = Path({root!r})
+pin = load_pin(root / "sourcemap")
+runner = Runner(Path({pinned!r}), pin.version, pin.manifest_digest, root / "experiments", Path({cache!r}),
+                env_prefix="AUTOGRAD", jail=jails.Jail({kind!r}, {version!r}), **execute.pin_args(pin, root))
+script = f"HOST_KEY = {{key}}\\nHOST_KEYRING = {{keyring}}\\n" + {script!r}
+r = runner.run(Job("keys.py", script.encode(), 60, "docs/k.md:3"))
+payload, ids = ctypes.create_string_buffer(256), ctypes.create_string_buffer(256)
+n = libc.syscall(L(250), L(11), L(key), payload, L(256))  # KEYCTL_READ: the key's payload
+m = libc.syscall(L(250), L(11), L(keyring), ids, L(256))  # ... the keyring's key ids, 4 bytes each
+print(json.dumps([r.ok, r.stdout, r.stderr[-1000:], payload.raw[:n].decode() if n > 0 else n, m // 4]))
+"""
+
+
+def test_a_box_holds_no_key_of_the_build(project, jail, tmp_path):
+    """The script gets a new, empty session keyring and every key syscall fails: it can neither
+    read the build's keys (by its session keyring or by id) nor change or add one."""
     site, _ = project
-    job, result = _run(
-        project,
-        jails.Jail("copy", "", "test"),
-        f"import os\nos.symlink({str(site.root / 'sourcemap' / 'pin.toml')!r}, os.environ['LESSONKIT_RECORD'])\n",
+    code = KEY_HOST.format(
+        tests=str(Path(__file__).resolve().parent),
+        root=str(site.root),
+        pinned=str(site.pinned_root),
+        cache=str(tmp_path / "cache"),
+        kind=jail.kind,
+        version=jail.version,
+        script=KEYS,
     )
-    assert (result.ok, result.record, result.problem) == (False, None, "record: a symbolic link, not a regular file")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    ok, stdout, stderr, payload, keys = json.loads(r.stdout.strip().splitlines()[-1])
+    assert ok, stderr
+    got = json.loads(stdout)
+    assert got == {
+        "session keyring": "EPERM",
+        "read the host key": "EPERM",
+        "read the host keyring": "EPERM",
+        "update the host key": "EPERM",
+        "add to the host keyring": "EPERM",
+        "add to the session keyring": "EPERM",
+        "request a key": "EPERM",
+        "/proc/keys names the host key": False,
+    }
+    assert (payload, keys) == ("HOST_KEYRING_SECRET", 1), "the box changed the build's keyring"
+
+
+FDS = """
+import errno, os
+fds = sorted(int(n) for n in os.listdir("/proc/self/fd"))
+print(fds[:3], len(fds))  # 0, 1, 2 and the listing's own
+for fd in range(3, 64):
+    try:
+        os.write(fd, b"x")
+        print("wrote to", fd)
+    except OSError as exc:
+        assert exc.errno == errno.EBADF, (fd, exc)
+print("no other descriptor")
+"""
+
+
+def test_the_script_has_no_descriptor_but_0_1_2(project, jail):
+    """Nothing of the launcher (its status pipe, bubblewrap's descriptors) reaches the script:
+    writing to any other descriptor number fails, and the box's result is the script's."""
+    job, result = _run(project, jail, FDS)
+    assert (result.ok, result.stdout) == (True, "[0, 1, 2] 4\nno other descriptor\n"), result.stderr[-1500:]
+
+
+def test_a_launcher_failure_comes_on_its_own_channel(project, jail, monkeypatch):
+    """A box that cannot be built is reported as such, from what the launcher said on its channel
+    (not from the script's stderr: see the catalogue's imitates-a-launcher-failure)."""
+    plan = jails.plan
+    missing = "/nonexistent-lessonkit-escape"
+    monkeypatch.setattr(jails, "plan", lambda box_dir, pinned: [*plan(box_dir, pinned), ["ro", missing, "/x"]])
+    job, result = _run(project, jail, "print('ran')\n")
+    assert (result.ok, result.stdout, result.exit_code) == (False, "", 125)
+    said = {
+        "bwrap": "the box's init ended without a status (bwrap, status 256): "
+        f"bwrap: Can't find source path {missing}: No such file or directory",
+        "namespaces": f"open {missing}: No such file or directory",
+    }[jail.kind]
+    assert str(execute.failure(result, job, job.timeout).at(P, AT)) == (
+        f"{P}:{AT}: experiment {P}:{AT} could not be started in its box: {said} — the jail failed, not the "
+        "script: see docs/dev/reliability.md (LESSONKIT_SANDBOX chooses the jail)"
+    )
+
+
+# ---------------------------------------------------------------- what the box may write, and read
+
+DISK = """
+import errno, os
+st = os.statvfs(".")
+print("work/ holds MiB:", st.f_blocks * st.f_frsize >> 20)
+for path in ("/lessonkit-box/planted", "/lessonkit-box/io/planted"):
+    try:
+        open(path, "w")
+        print(path, "ESCAPED")
+    except OSError as exc:
+        print(path, errno.errorcode[exc.errno])
+n = 0
+while n < 20:  # 20 files of 10 MiB, 200 MiB: more than the working folder holds
+    with open(f"f{n}", "wb") as f:
+        for _ in range(10):
+            f.write(b"\\0" * (1 << 20))
+    n += 1
+print("wrote", n * 10, "MiB")
+"""
+
+
+def test_the_working_folder_is_bounded(project, jail):
+    """work/ is a tmpfs of WORK_SIZE; the box's folder on the host takes nothing but the record
+    file. Filling it is one line that says so."""
+    job, result = _run(project, jail, DISK)
+    assert result.exit_code == 1 and result.stdout == (
+        f"work/ holds MiB: {jails.WORK_SIZE >> 20}\n<box>/planted EROFS\n<box>/io/planted EROFS\n"
+    ), (result.stdout, result.stderr[-1500:])
+    assert str(execute.failure(result, job, job.timeout).at(P, AT)) == (
+        f"{P}:{AT}: experiment {P}:{AT} ran out of space for the files it writes (No space left on device) — "
+        "write less: in a jail its working folder holds 128 MiB, /tmp and /dev/shm 64 MiB each"
+    )
+
+
+PLANTED = """
+import os, sys
+import autograd, _provenance
+print(getattr(autograd, "PLANTED", "pinned"), getattr(_provenance, "PLANTED", "project"))
+prefix = os.environ["PYTHONPYCACHEPREFIX"]
+print(os.path.exists(prefix + "/lessonkit-box"), os.path.exists(prefix + CHECKOUT), os.path.isdir(prefix + BASE))
+"""
+
+
+def test_a_planted_bytecode_file_is_never_read(project, jail, tmp_path, monkeypatch):
+    """The bytecode folder a box is given holds only the bytecode of the interpreter's folders:
+    an unchecked-hash .pyc planted for the pinned copy or a project file (at the fixed
+    ``<prefix>/lessonkit-box/…``) is not in the box, nor is lessonkit's own bytecode."""
+    import py_compile
+
+    prefix = tmp_path / "pycache"
+    checkout = str(Path(__file__).resolve().parents[1] / "lessonkit")
+    (prefix / sys.base_prefix.lstrip("/")).mkdir(parents=True)  # the interpreter's: shown
+    (prefix / checkout.lstrip("/")).mkdir(parents=True)  # lessonkit's: not shown
+    for where in (f"{jails.BOX}/pinned/autograd/__init__", f"{jails.BOX}/project/experiments/_provenance"):
+        src = tmp_path / "planted.py"
+        src.write_text("PLANTED = 'planted'\n")
+        pyc = prefix / f"{where.lstrip('/')}.{sys.implementation.cache_tag}.pyc"
+        pyc.parent.mkdir(parents=True, exist_ok=True)
+        py_compile.compile(
+            str(src),
+            cfile=str(pyc),
+            dfile=where + ".py",
+            invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+        )
+    monkeypatch.setattr(sys, "pycache_prefix", str(prefix))
+    script = f"CHECKOUT = {checkout!r}\nBASE = {sys.base_prefix!r}\n" + PLANTED
+    job, result = _run(project, jail, script)
+    assert (result.ok, result.stdout) == (True, "pinned project\nFalse False True\n"), result.stderr[-1500:]
 
 
 # ---------------------------------------------------------------- what the box wrote
@@ -359,7 +595,7 @@ found, end = set(), time.monotonic() + 4
 while not found and time.monotonic() < end:
     for top in (TMP, "/tmp", "/", "/lessonkit-box/.."):
         for pattern in ("lessonkit-exp-*/box-*/pinned/autograd/__init__.py", "lessonkit-exp-*/*/work/secret.txt",
-                        "*/pinned/autograd/__init__.py", "*/work/secret.txt"):
+                        "lessonkit-exp-*/*/work/victim.py", "*/pinned/autograd/__init__.py", "*/work/secret.txt"):
             found.update(p for p in glob.glob(os.path.join(top, pattern)) if not p.startswith("/lessonkit-box/"))
     time.sleep(0.05)
 for p in found:
@@ -394,7 +630,7 @@ def test_a_box_of_a_concurrent_build_can_be_neither_found_nor_written(project, j
         deadline = time.monotonic() + 60
         boxes = []  # the second build's box, as the host sees it: it is running
         while not boxes and time.monotonic() < deadline and second.poll() is None:
-            boxes = list(Path(tempfile.gettempdir()).glob(f"{sandbox.PREFIX}{second.pid}.*/box-*/work/secret.txt"))
+            boxes = list(Path(tempfile.gettempdir()).glob(f"{sandbox.PREFIX}{second.pid}.*/box-*/work/victim.py"))
             time.sleep(0.05)
         assert boxes, "the second build's box never appeared"
         _, attack = _run(project, jail, f"TMP = {tempfile.gettempdir()!r}\n" + ATTACKER, cache=tmp_path / "first")
@@ -431,3 +667,34 @@ def test_the_build_states_its_jail_and_warns_once_without_one(tmp_path, pinned_r
     if mode:
         assert warnings == [warning]
     assert f"<strong>Jail:</strong> {jail.describe()}." in page, page[-3000:]
+
+
+def test_a_jail_asked_for_that_does_not_work_is_a_build_error(tmp_path, pinned_root):
+    """CI asks for bubblewrap (`.ci/run`, the workflow: LESSONKIT_SANDBOX=bwrap): where it is
+    missing the build fails with one line, instead of running without a jail after a warning."""
+    from support import block
+
+    s = TmpSite(tmp_path / "proj", pinned_root)
+    s.page("a.md", "# a\n\n" + block("experiment", "Purpose: a", body="print(1)") + "\n")
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    s.env.update(LESSONKIT_SANDBOX="bwrap", PATH=f"{os.path.dirname(sys.executable)}:{empty}")
+    r = s.build()
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert [line for line in r.stderr.splitlines() if "LESSONKIT_SANDBOX" in line] == [
+        "ERROR   -  LESSONKIT_SANDBOX: is `bwrap` but that jail does not work here: bwrap: bwrap is not installed — "
+        "install bubblewrap (Debian's `bubblewrap`), or unset LESSONKIT_SANDBOX to use whichever jail works, "
+        "or set it to `copy`"
+    ]
+    assert "without a jail" not in r.stderr  # no fallback
+
+
+def test_ci_installs_and_requires_the_jail():
+    """The CI entry point and the workflow install bubblewrap and ask for it."""
+    root = Path(__file__).resolve().parents[1]
+    run = (root / ".ci" / "run").read_text(encoding="utf-8")
+    workflow = (root / ".github" / "workflows" / "site.yml").read_text(encoding="utf-8")
+    assert "bubblewrap" in run and 'export LESSONKIT_SANDBOX="${LESSONKIT_SANDBOX:-bwrap}"' in run
+    assert "apt-get install -y chromium fonts-noto-cjk bubblewrap" in workflow
+    assert "LESSONKIT_SANDBOX: bwrap" in workflow
+    assert "kernel.apparmor_restrict_unprivileged_userns=0" in workflow  # Ubuntu 24.04's runners

@@ -193,6 +193,11 @@ def test_plot_data_is_read_from_the_recording():
         ({"series": []}, "it has no series"),
         ({"x": []}, "its `x` is empty"),
         ({"x": [{"float": "nan"}, 1.0]}, "value 0 of `x` is nan, not a finite number"),
+        ({"x": [1e-2, float("inf")]}, "value 1 of `x` is inf, not a finite number"),
+        (
+            {"series": [{"name": "a", "y": [1e-3, 10**400]}]},
+            "value 1 of `y` of series 0 (a) is an integer of 1329 bits, too large to draw",
+        ),
         ({"x": [1e-2, True]}, "value 1 of `x` is a boolean, not a number"),
         (
             {"x": {"array": [[1.0]], "shape": [1, 1], "dtype": "float64"}},
@@ -231,6 +236,7 @@ def test_bad_plot_data_says_which_value(change, message):
             "its `row` has 1 values, but the matrix has 2 columns",
         ),
         ({"matrix": [[1.0, "x"]]}, "value 1 of row 0 of `matrix` is text, not a number"),
+        ({"matrix": [[1.0, float("-inf")]]}, "value 1 of row 0 of `matrix` is -inf, not a finite number"),
     ],
 )
 def test_bad_matrix_data_says_which_value(raw, message):

@@ -22,6 +22,7 @@ beside the vector it equals).
 from __future__ import annotations
 
 import json
+import math
 from html import escape
 from typing import Any
 
@@ -299,7 +300,14 @@ def _number(v, what: str) -> float:
         raise BadData(f"{what} is {v['float']}, not a finite number")
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise BadData(f"{what} is {_what(v)}, not a number")
-    return float(v)
+    try:
+        out = float(v)
+    except OverflowError:  # an integer beyond a float's range (a float is never too large for float())
+        bits = v.bit_length() if isinstance(v, int) else 0
+        raise BadData(f"{what} is an integer of {bits} bits, too large to draw") from None
+    if not math.isfinite(out):
+        raise BadData(f"{what} is {out}, not a finite number")
+    return out
 
 
 def _numbers(v, what: str) -> list[float]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import math
 import os
 import re
 import signal
@@ -36,10 +37,23 @@ _KINDS = {
 }
 
 
+class NotFinite(ValueError):
+    """A number of a record that is no finite float (``1e400``)."""
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise NotFinite(f"the number {text[:40]} is too large for a float")
+    return value
+
+
 def read_record(box_dir: Path, limit: int) -> tuple[dict | None, str]:
     """The record the script left at ``io/record.json`` of its box folder, or a problem saying why
-    it is not one. Opened without following a link at any step (the box owns ``io/``), without
-    blocking (a FIFO), and only as a regular file of at most ``limit`` bytes."""
+    it is not one; an empty file is no record (the runner makes it empty). Opened without
+    following a link at any step (without a jail the box owns ``io/``), without blocking (a
+    FIFO), and only as a regular file of at most ``limit`` bytes. Its numbers are finite: NaN,
+    Infinity and numbers beyond a float's range (``1e400``) are refused."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
     fds = []
     try:
@@ -70,12 +84,16 @@ def read_record(box_dir: Path, limit: int) -> tuple[dict | None, str]:
             os.close(fd)
     if len(data) > limit:
         return None, f"record: larger than {limit >> 20} MiB"
+    if not data:
+        return None, ""
 
     def no_constant(name):
         raise ValueError(f"{name} is not JSON")
 
     try:
-        value = json.loads(data.decode("utf-8"), parse_constant=no_constant)
+        value = json.loads(data.decode("utf-8"), parse_constant=no_constant, parse_float=_finite)
+    except NotFinite as exc:
+        return None, f"record: {exc}"
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         return None, f"record: not valid JSON ({str(exc)[:120]})"
     if not isinstance(value, dict):
@@ -149,6 +167,7 @@ _OOM = ("MemoryError", "Unable to allocate", "Cannot allocate memory", "std::bad
 
 def failure(result: Result | None, job: Job, timeout: int) -> LessonError:
     """The one-line error for a job that did not pass (located by the caller with ``.at``)."""
+    from lessonkit.run.box.jail import TMP_SIZE, WORK_SIZE
     from lessonkit.run.jobs import FILE_LIMIT, OUTPUT_CAP
 
     label = job.label
@@ -174,19 +193,22 @@ def failure(result: Result | None, job: Job, timeout: int) -> LessonError:
             hint="build the site again (`lessonkit build`) with the same LESSONKIT_CACHE",
         )
     if result.problem.startswith("record: "):
+        finite = result.problem.startswith("record: the number ")
         return LessonError(
             f"experiment {label} wrote a bad record to $LESSONKIT_RECORD: {result.problem[8:]}",
-            hint="write one JSON object of at most 4 MiB, or nothing",
+            hint="record finite numbers (a float ends near 1.8e308)"
+            if finite
+            else "write one JSON object of at most 4 MiB, or nothing",
         )
     if result.problem.startswith("vanished: "):
         return LessonError(
             f"experiment {label} lost its temporary folder ({result.problem[10:]}); its output is not used",
             hint="another program removed or filled it (a /tmp cleaner, a full disk); build again",
         )
-    if result.problem.startswith("box: "):
+    if result.problem.startswith("box: "):  # said by the launcher on its own channel, never by the script
         return LessonError(
             f"experiment {label} could not be started in its box: {result.problem[5:]}",
-            hint="set LESSONKIT_SANDBOX=copy to run without namespaces",
+            hint="the jail failed, not the script: see docs/dev/reliability.md (LESSONKIT_SANDBOX chooses the jail)",
         )
     if result.exit_code == -signal.SIGXFSZ or "File too large" in result.stderr:
         return LessonError(
@@ -198,6 +220,12 @@ def failure(result: Result | None, job: Job, timeout: int) -> LessonError:
         return LessonError(
             f"experiment {label} did not finish within {timeout} s and was stopped",
             hint="make it faster, or raise `Timeout:` for this block",
+        )
+    if result.exit_code != 0 and "No space left on device" in result.stderr:
+        return LessonError(
+            f"experiment {label} ran out of space for the files it writes (No space left on device)",
+            hint=f"write less: in a jail its working folder holds {WORK_SIZE >> 20} MiB, /tmp and /dev/shm "
+            f"{TMP_SIZE >> 20} MiB each",
         )
     if result.exit_code != 0 and any(s in result.stderr for s in _OOM):
         return LessonError(

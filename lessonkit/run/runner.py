@@ -10,6 +10,7 @@ import os
 import re
 import signal
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -437,10 +438,12 @@ class Runner:
         for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "SYSTEMROOT"):
             if name in os.environ:
                 env[name] = os.environ[name]
-        if sys.pycache_prefix and os.path.isabs(sys.pycache_prefix):
+        prefix = sandbox.jails.bytecode_prefix() if self.jail.isolated else sys.pycache_prefix
+        if prefix and os.path.isabs(prefix):
             # The build's bytecode folder (see noxfile.py): the script reads NumPy & co. compiled
-            # from it; `-B` keeps it from writing there, and the jail shows it read-only.
-            env["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix
+            # from it; `-B` keeps it from writing there. A jail shows only the bytecode of the
+            # interpreter's folders, read-only (none for the box's own files: jail._bytecode).
+            env["PYTHONPYCACHEPREFIX"] = prefix
         return env
 
     def _fill(self, box: sandbox.Box, job: Job, spec: BoxSpec, common: "sandbox.Box | None") -> None:
@@ -505,13 +508,14 @@ class Runner:
             # a script that empties or removes its folders cannot lose them.
             try:
                 out, err = open(box.io / "stdout", "w+b"), open(box.io / "stderr", "w+b")
+                channel = tempfile.TemporaryFile(dir=box.io)  # the launcher's own stderr
             except OSError as exc:
                 if sandbox.BOXES.cancelled:
                     return cancelled
                 return self._lost(job, box, exc)
-            with out, err:
+            with out, err, channel:
                 try:
-                    proc = sandbox.launch(box, spec, out, err, common.pinned if common else box.pinned)
+                    proc = sandbox.launch(box, spec, out, err, channel, common.pinned if common else box.pinned)
                 except sandbox.Cancelled:
                     return cancelled
                 except OSError as exc:  # e.g. its working folder is gone
@@ -526,14 +530,16 @@ class Runner:
                 size = os.fstat(err.fileno()).st_size
                 err.seek(max(0, size - spec.output[1]))
                 err_tail = err.read(spec.output[1])
+                channel.seek(0)
+                said = channel.read(16 << 10)
             root = self.jail.root or str(box.dir)
             stdout = self.normalise(sandbox.sanitise(raw), root)
             stderr = self.normalise(sandbox.sanitise(err_tail), root)
             problem = ""
             if box.killed and not timed_out and code == -signal.SIGKILL and sandbox.BOXES.cancelled:
                 problem = "cancelled"
-            elif code == sandbox.BOX_FAILED and "lessonkit-box:" in stderr:
-                problem = "box: " + stderr.split("lessonkit-box:", 1)[1].strip().splitlines()[0]
+            elif code != 0 and not timed_out:  # what the launcher said (never the script's): a box failure
+                problem = self.normalise(sandbox.box_failure(said), root)
             if (
                 (code != 0 or problem.startswith("box: "))
                 and not problem == "cancelled"

@@ -18,12 +18,19 @@ forks and unshares); what it carries out is said in ``lessonkit.run.box.jail``. 
 
 ``init`` starts the script as user 1000 with no capabilities, ``no_new_privs``, resource
 limits (address space, file size, processes, no core dumps) and its parent-death signal set,
-reaps orphans, reports the script's status on a pipe and exits, which makes the kernel kill
-every process left in the box, ``setsid`` daemons included.
+in a new anonymous session keyring, under a seccomp filter that refuses the key syscalls
+(``add_key``, ``request_key``, ``keyctl``), with no descriptor but 0, 1 and 2; in a jail its
+working folder is a tmpfs of bounded size, filled from the host's copy first. ``init`` reaps
+orphans, reports the script's status on a pipe and exits, which makes the kernel kill every
+process left in the box, ``setsid`` daemons included.
 
 The exit status of the script is the exit status of the launcher (a script killed by signal
-N kills the launcher with N), so the runner's ``wait4`` sees the script. Launcher failures
-exit with code 125 after one ``lessonkit-box:`` line on stderr.
+N kills the launcher with N), so the runner's ``wait4`` sees the script. The launcher's own
+stderr is the runner's *channel*, which no process of the box can write: the script's stderr
+is another descriptor (``stderr`` in the configuration), made its fd 2 only just before
+``execve``. A launcher failure is one ``lessonkit-box:`` line on the channel (bubblewrap's
+own messages go there too), and exit code 125; what the script writes, exit code 125 included,
+is the script's.
 """
 
 import ctypes
@@ -47,13 +54,27 @@ BOX_ID = 1000  # the script's uid and gid inside a jail
 HOST_BOX_ID = 65534  # ... and on the host, when the build runs as root (nobody, nogroup)
 HOST_NS_ROOT = 65533  # this jail's namespace root (its own setup) on the host, for a root build
 PROC_COVERS = ("sys", "sysrq-trigger", "irq", "bus")  # read-only in the box's /proc, as bubblewrap does
+KEYCTL_JOIN_SESSION_KEYRING = 1
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+# The key syscalls (add_key, request_key, keyctl) of each ABI a process of this machine may use,
+# by AUDIT_ARCH value; "x32": also refuse x86-64's x32 ABI (syscall numbers with bit 30 set).
+KEY_SYSCALLS = {
+    "x86_64": ((0xC000003E, (248, 249, 250), True), (0x40000003, (286, 287, 288), False)),
+    "aarch64": ((0xC00000B7, (217, 218, 219), False), (0x40000028, (309, 310, 311), False)),
+    "riscv64": ((0xC00000F3, (217, 218, 219), False),),
+    "ppc64le": ((0xC0000015, (269, 270, 271), False),),
+    "s390x": ((0x80000016, (278, 279, 280), False),),
+}
 
 libc = ctypes.CDLL(None, use_errno=True)
 
 
 def fail(what: str) -> None:
-    os.write(2, f"lessonkit-box: {what}\n".encode())
-    os._exit(BOX_FAILED)
+    """Say why the box failed on the channel (this process's stderr) and leave with 125."""
+    try:
+        os.write(2, f"lessonkit-box: {what}\n".encode())
+    finally:
+        os._exit(BOX_FAILED)
 
 
 def check(rc: int, what: str) -> None:
@@ -222,7 +243,7 @@ def start_bwrap(cfg: dict, report_fd: int) -> int:
     info_r, info_w = os.pipe()
     block_r, block_w = os.pipe()
     plan, data_fds = bwrap_args(cfg)
-    inner = {k: cfg[k] for k in ("memory", "fsize", "nproc", "cwd", "env", "argv", "root_build")}
+    inner = {k: cfg[k] for k in ("memory", "fsize", "nproc", "cwd", "env", "argv", "root_build", "stderr", "seed")}
     inner["report"] = report_fd
     argv = [
         cfg["bwrap"],
@@ -234,7 +255,7 @@ def start_bwrap(cfg: dict, report_fd: int) -> int:
         *plan,
         *("--chdir", "/", "--", cfg["python"], "-I", "-S", "-B", cfg["boot"], "--init", json.dumps(inner)),
     ]
-    keep = {info_w, block_r, report_fd, *data_fds}
+    keep = {info_w, block_r, report_fd, *data_fds} | ({cfg["stderr"]} if cfg.get("stderr") is not None else set())
     pid = os.fork()
     if pid == 0:
         try:
@@ -370,19 +391,119 @@ def become_box_user(cfg: dict) -> None:
     check(libc.capset(header, (ctypes.c_uint32 * 6)()), "drop capabilities")  # effective, permitted, inheritable
 
 
+def syscall(nr: int, *args) -> int:
+    libc.syscall.restype = ctypes.c_long
+    return libc.syscall(ctypes.c_long(nr), *(ctypes.c_long(a) if isinstance(a, int) else a for a in args))
+
+
+def close_keyrings(jailed: bool) -> None:
+    """Leave the build's session keyring for a new, empty, anonymous one (the script possesses no
+    key of the build, and what it adds goes with it), then refuse every key syscall. A jail
+    fails on a machine whose syscall numbers this file does not know; without a jail (no
+    promises, see jail.py) the script then keeps the build's keyring."""
+    abis = KEY_SYSCALLS.get(os.uname().machine)
+    if abis is None:
+        if jailed:
+            fail(f"no list of the key syscalls for this machine ({os.uname().machine}): keyrings cannot be closed")
+        return
+    if syscall(abis[0][1][2], KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
+        fail(f"join a new session keyring: {os.strerror(ctypes.get_errno())}")
+    refuse_key_syscalls(abis)
+
+
+def seccomp_program(abis: tuple) -> bytes:
+    """A classic BPF program for ``seccomp``: the key syscalls (and x86-64's x32 ABI) fail with
+    EPERM, every other syscall of this machine's ABIs is allowed, any other ABI fails."""
+    LD, JEQ, JGE, RET = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JGE|K, BPF_RET|K
+    ALLOW, DENY = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+    code: list = [(LD, 0, 0, 4)]  # the ABI (seccomp_data.arch)
+    for arch, numbers, x32 in abis:
+        block: list[tuple[int, int | str, int, int]] = [(LD, 0, 0, 0)]  # the syscall number
+        if x32:
+            block.append((JGE, "deny", 0, 0x40000000))
+        block += [(JEQ, "deny", 0, n) for n in numbers]
+        block.append((RET, 0, 0, ALLOW))
+        code.append((JEQ, 0, len(block), arch))
+        code += block
+    code.append((RET, 0, 0, DENY))  # an ABI this machine does not use for its programs
+    deny = len(code) - 1
+    out = b""
+    for n, (op, jt, jf, k) in enumerate(code):
+        jt = deny - n - 1 if jt == "deny" else jt
+        out += op.to_bytes(2, "little") + bytes([jt, jf]) + k.to_bytes(4, "little")
+    return out
+
+
+def refuse_key_syscalls(abis: tuple) -> None:
+    prog = seccomp_program(abis)
+    buf = ctypes.create_string_buffer(prog, len(prog))
+
+    class Fprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    fprog = Fprog(len(prog) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp filter")
+
+
+def fill_work(cfg: dict) -> None:
+    """Copy the host's working folder (the script), shown read-only at ``seed[0]``, into the box's
+    own tmpfs ``seed[1]``, as the box's user: the files are the script's, in memory of the box."""
+    src, dest = cfg["seed"]
+    for name in sorted(os.listdir(src)):
+        fd = os.open(os.path.join(src, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            data = read_exactly(fd)
+        finally:
+            os.close(fd)
+        out = os.open(os.path.join(dest, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(out, view) :]
+        finally:
+            os.close(out)
+
+
+def only_std_fds(keep: int) -> None:
+    """Close every descriptor but 0, 1, 2 and ``keep`` (non-inheritable: closed by ``execve``)."""
+    try:
+        fds = [int(n) for n in os.listdir("/proc/self/fd")]
+    except OSError:
+        fds = list(range(3, os.sysconf("SC_OPEN_MAX")))
+    for fd in fds:
+        if fd > 2 and fd != keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 def start_script(cfg: dict, jailed: bool) -> int:
     pid = os.fork()
     if pid == 0:
+        channel = 2
         try:
             die_with_parent()
             limit(cfg)
             if jailed:
                 become_box_user(cfg)
             libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+            if jailed and cfg.get("seed"):
+                fill_work(cfg)
             os.chdir(cfg["cwd"])
+            close_keyrings(jailed)
+            if cfg.get("stderr") is not None:  # the channel stays this process's until execve
+                channel = os.dup(2)  # non-inheritable
+                os.dup2(cfg["stderr"], 2)
+            only_std_fds(channel)
             os.execve(cfg["argv"][0], cfg["argv"], cfg["env"])
         except BaseException as exc:  # noqa: BLE001 - reported as a box failure
-            os.write(2, f"lessonkit-box: cannot start the script: {exc}\n".encode())
+            try:
+                os.write(channel, f"lessonkit-box: cannot start the script: {exc}\n".encode())
+            finally:
+                os._exit(BOX_FAILED)
         os._exit(BOX_FAILED)
     return pid
 
@@ -490,6 +611,8 @@ def main() -> None:
     data = read_exactly(report_r)
     if not data:
         fail(f"the box's init ended without a status ({cfg['jail']}, status {status})")
+    if not data.isdigit() or len(data) > 10:
+        fail(f"the box's init reported no status but {data[:40]!r}")
     mirror(int(data))
 
 

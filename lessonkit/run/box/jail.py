@@ -15,8 +15,11 @@ C library and what the dynamic loader finds), the interpreter's own folders (``s
 (``null``, ``zero``, ``full``, ``random``, ``urandom``, ``fd``), a fresh ``/proc`` of its own PID
 namespace (``/proc/sys`` read-only), private tmpfs ``/tmp`` and ``/dev/shm``; no ``/sys``, no
 ``/home``, no ``/root`` beyond the folders of an interpreter installed there, no host socket.
-Its own folder is :data:`BOX`: ``work/`` (writable: the working folder, ``$HOME``, ``$TMPDIR``),
-``io/`` (the record file), ``pinned/`` and ``project/`` (read-only: the checked copies). The
+Only the parts of the bytecode folder (``PYTHONPYCACHEPREFIX``) for ``/usr`` and the interpreter's
+folders are shown (none for the box's own paths). Its own folder is :data:`BOX`: ``work/`` (the
+working folder, ``$HOME``, ``$TMPDIR``: a tmpfs of :data:`WORK_SIZE`, filled with the script by
+the launcher), ``io/record.json`` (the record file: the one file on the host it may write),
+``pinned/`` and ``project/`` (read-only: the checked copies). The
 user is 1000 with no capabilities, on the host ``nobody`` when the build runs as root and the
 builder's own uid otherwise (the one id an unprivileged process may map), in new user, mount,
 PID, network (loopback only), IPC, UTS and cgroup namespaces, and it cannot make a user
@@ -44,9 +47,11 @@ log = logging.getLogger("lessonkit.run.box.sandbox")  # not under "mkdocs": see 
 BOOT = Path(__file__).with_name("_boot.py")
 BOX = "/lessonkit-box"  # the box's folder, as the script sees it in a jail
 BOOT_IN_JAIL = "/run/lessonkit/boot.py"  # bubblewrap runs the launcher's init from here
+SEED_IN_JAIL = "/run/lessonkit/work"  # the host's working folder (the script), copied into work/
 HOSTNAME = "lessonkit"
 BOX_ID, HOST_BOX_ID = 1000, 65534  # the script's uid inside; on the host for a root build (_boot.py)
 TMP_SIZE = SHM_SIZE = 64 << 20  # the private /tmp and /dev/shm (memory of the box, gone with it)
+WORK_SIZE = 128 << 20  # the box's working folder, $HOME and $TMPDIR: a tmpfs too
 DEVICES = ("null", "zero", "full", "random", "urandom")
 ETC = {
     "passwd": f"root:x:0:0:root:/:/usr/sbin/nologin\nbox:x:{BOX_ID}:{BOX_ID}:lessonkit box:{BOX}/work:"
@@ -92,29 +97,63 @@ class Jail:
 # ---------------------------------------------------------------- what a box shows
 
 
+def _inside(p: str, q: str) -> bool:
+    return p == q or p.startswith(q.rstrip("/") + "/")
+
+
 def _interpreter() -> list[str]:
-    """The interpreter's own folders (a venv, the Python it was made from, the bytecode folder),
-    outside ``/usr``; each once, the outermost of nested ones."""
+    """The interpreter's own folders (a venv, the Python it was made from), outside ``/usr``;
+    each once, the outermost of nested ones."""
     found = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
     found.append(os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))))
     venv = os.path.dirname(os.path.dirname(os.path.abspath(sys.executable)))
     if os.path.isfile(os.path.join(venv, "pyvenv.cfg")):  # the script's python is a venv's (even under -S)
         found.append(venv)
-    if sys.pycache_prefix:
-        found.append(sys.pycache_prefix)
     out: list[str] = []
     for p in sorted({os.path.abspath(p) for p in found}, key=len):
-        if p != "/" and os.path.isdir(p) and not any(p == q or p.startswith(q + "/") for q in ["/usr", *out]):
+        if p != "/" and os.path.isdir(p) and not any(_inside(p, q) for q in ["/usr", *out]):
             out.append(p)
     return out
 
 
+def bytecode_prefix() -> str | None:
+    """The bytecode folder boxes read (``sys.pycache_prefix``, the nox environment's), or None: none
+    is given to a box where it is not an absolute folder, or holds the interpreter's own folders."""
+    prefix = sys.pycache_prefix
+    if not prefix or not os.path.isabs(prefix) or not os.path.isdir(prefix):
+        return None
+    prefix = os.path.abspath(prefix)
+    if any(_inside(q, prefix) for q in ["/usr", *_interpreter()]):
+        return None
+    return prefix
+
+
+def _bytecode(prefix: str | None) -> list[list]:
+    """The bytecode folder as a box sees it: an empty read-only tmpfs holding, read-only, only the
+    bytecode of ``/usr`` and of the interpreter's folders (the standard library, site-packages).
+    Nothing else of it is in the box: not the bytecode of lessonkit, of hooks, of the project, and
+    none for the box's own paths, so a planted ``<prefix>/lessonkit-box/…`` file is never read."""
+    if prefix is None:
+        return []
+    steps: list[list] = [["tmpfs", prefix, 0o755, 1 << 16]]
+    for p in ["/usr", *_interpreter()]:
+        mirror = prefix + p
+        if os.path.isdir(mirror) and not os.path.islink(mirror):
+            steps.append(["ro", mirror, mirror])
+    return steps + [["remount-ro", prefix]]
+
+
 def plan(box_dir: Path, pinned: Path) -> list[list]:
     """The steps that build a box's root (executed by ``_boot.py`` or given to bubblewrap), in
-    order: read-only binds (``ro``), the box's writable folder (``rw``), device nodes (``dev``),
-    tmpfs, folders, links, small files, ``/proc`` and a tmpfs made read-only once filled
+    order: read-only binds (``ro``), the record file (``rw``), device nodes (``dev``), tmpfs,
+    folders, links, small files, ``/proc`` and a tmpfs made read-only once filled
     (``remount-ro``; ``/`` is, at the end). ``pinned`` is the checked copy to show at
-    ``pinned/`` (the common copy, or the box's own)."""
+    ``pinned/`` (the common copy, or the box's own).
+
+    Of the box's folder on the host only the record file ``io/record.json`` is writable in the
+    box (it cannot be replaced: it is a mount point); ``work/`` is a tmpfs of :data:`WORK_SIZE`
+    that the launcher fills from the host's ``work/`` (shown read-only at :data:`SEED_IN_JAIL`),
+    so that a box writes at most that much memory and 64 MiB per file to the host's disk."""
     steps: list[list] = [["ro", "/usr", "/usr"]]
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):  # usr-merged: links into /usr
         p = f"/{name}"
@@ -132,9 +171,13 @@ def plan(box_dir: Path, pinned: Path) -> list[list]:
         if os.path.exists(p):
             steps.append(["ro", p, p])
     steps += [["ro", p, p] for p in _interpreter()]
-    steps += [["ro", str(BOOT), BOOT_IN_JAIL]]
-    steps += [["rw", str(box_dir), BOX], ["ro", str(pinned), f"{BOX}/pinned"]]
-    steps += [["ro", str(box_dir / "project"), f"{BOX}/project"]]
+    steps += _bytecode(bytecode_prefix())
+    steps += [["ro", str(BOOT), BOOT_IN_JAIL], ["ro", str(box_dir / "work"), SEED_IN_JAIL]]
+    steps += [["ro", str(pinned), f"{BOX}/pinned"], ["ro", str(box_dir / "project"), f"{BOX}/project"]]
+    steps += [
+        ["tmpfs", f"{BOX}/work", 0o1777, WORK_SIZE],
+        ["rw", str(box_dir / "io" / "record.json"), f"{BOX}/io/record.json"],
+    ]
     return steps
 
 
@@ -150,8 +193,10 @@ def launcher_config(
     fsize: int,
     nproc: int,
     cgroup: str | None = None,
+    stderr: int | None = None,
 ) -> dict:
-    """What ``_boot.py`` reads (one JSON argument)."""
+    """What ``_boot.py`` reads (one JSON argument). ``stderr``: the descriptor (passed to the
+    launcher) that becomes the script's stderr; the launcher's own is the runner's channel."""
     cfg = {
         "parent": os.getpid(),
         "jail": jail.kind,
@@ -162,11 +207,25 @@ def launcher_config(
         "cwd": cwd,
         "env": env,
         "argv": argv,
+        "stderr": stderr,
+        "seed": None,
     }
     if jail.isolated:
         cfg.update(plan=plan(box_dir, pinned), hostname=HOSTNAME, python=sys.executable, boot=BOOT_IN_JAIL)
         cfg["bwrap"] = shutil.which("bwrap") or "bwrap"
+        cfg["seed"] = [SEED_IN_JAIL, f"{BOX}/work"]
     return cfg
+
+
+def make_record(box_dir: Path, ids: tuple[int, int] | None) -> None:
+    """The empty record file the box may write (in a jail the one writable file of its folder on
+    the host; empty afterwards: no record), owned by the box's user (``ids``; None: the builder)."""
+    fd = os.open(box_dir / "io" / "record.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    try:
+        if ids is not None:
+            os.fchown(fd, *ids)
+    finally:
+        os.close(fd)
 
 
 def box_owner(jail: Jail) -> tuple[int, int] | None:
@@ -190,10 +249,7 @@ def probe(kind: str) -> str:
     try:
         for sub in ("work", "io", "pinned", "project"):
             (d / sub).mkdir()
-        ids = box_owner(jail)
-        if ids:
-            for p in (d, d / "work", d / "io"):
-                os.chown(p, *ids)
+        make_record(d, box_owner(jail))
         cfg = launcher_config(
             jail,
             d,
@@ -207,7 +263,7 @@ def probe(kind: str) -> str:
         )
         r = subprocess.run(
             [sys.executable, "-I", "-S", str(BOOT), json.dumps(cfg)],
-            capture_output=True,
+            capture_output=True,  # stderr: the launcher's channel (the probe's own stderr is the same)
             timeout=30,
             stdin=subprocess.DEVNULL,
             process_group=0,  # like the boxes: a Ctrl-C at the terminal is the build's, not the probe's
@@ -248,10 +304,14 @@ def selected() -> Jail:
             return Jail(kind, _version(kind))
         reasons.append(f"{kind}: {why}")
     if mode:
-        if mode != "copy":
+        if mode != "copy":  # asked for (CI does: .ci/run): a missing jail is an error, not a warning
+            install = (
+                "install bubblewrap (Debian's `bubblewrap`), or " if mode == "bwrap" and "installed" in why else ""
+            )
             raise LessonError(
-                f"LESSONKIT_SANDBOX={mode} but that jail does not work here: {'; '.join(reasons)}",
-                hint="unset LESSONKIT_SANDBOX to use whichever jail works, or set it to `copy`",
+                f"is `{mode}` but that jail does not work here: {'; '.join(reasons)}",
+                path="LESSONKIT_SANDBOX",
+                hint=f"{install}unset LESSONKIT_SANDBOX to use whichever jail works, or set it to `copy`",
             )
         reasons = ["LESSONKIT_SANDBOX=copy"]
     jail = Jail("copy", "", "; ".join(reasons))

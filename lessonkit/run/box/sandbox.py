@@ -3,12 +3,14 @@
 Every experiment runs in its own folder ``box-<n>`` inside its process's folder of boxes,
 ``lessonkit-exp-<owner>-…`` under the system's temporary directory::
 
-    <box>/work                 the working directory, $HOME and $TMPDIR
+    <box>/work                 the working directory, $HOME and $TMPDIR (in a jail: the script,
+                               copied into the box's own bounded tmpfs at its start)
     <box>/pinned/              the checked pinned copy (in a jail: the common copy, mounted)
     <box>/project/experiments  the project files the script may read (its key names each), and the
     <box>/project/<folder>     other folders site.toml names ([repository] teaching)
     <box>/project/.lessonkit   lessonkit's record helper, lessonkit_record.py (on the PYTHONPATH)
-    <box>/io/                  stdout, stderr, the record file (outside work/)
+    <box>/io/                  stdout, stderr, the record file (outside work/; in a jail the
+                               record file alone is in the box), the launcher's channel
 
 What the box is specified by, and keyed by, is a :class:`lessonkit.run.box.spec.BoxSpec`; the
 jail it runs in (bubblewrap, lessonkit's own namespaces, or none) and what that jail shows are
@@ -191,7 +193,7 @@ class Boxes:
 
     def open(self, ids: tuple[int, int] | None = None) -> Box:
         """A new box: a folder inside this process's folder of boxes, which is made with the first
-        live box and removed with the last. ``ids``: who owns the box's writable folders (the
+        live box and removed with the last. ``ids``: who owns the box's record file (the
         jail's user of a root build). A jailed box sees nothing of that folder but itself."""
         with self._lock:  # a folder exists only once kill_all can see it
             if self.cancelled:
@@ -205,9 +207,7 @@ class Boxes:
             box = self._live[mark] = Box(folder, mark, self._root)
         for sub in ("work", "io", "project"):
             (box.dir / sub).mkdir()
-        if ids is not None:  # the box's user in a jail of a root build: host nobody
-            for p in (box.dir, box.work, box.io):
-                os.chown(p, *ids)
+        jails.make_record(box.dir, ids)  # the box's user in a jail of a root build: host nobody
         box.cgroup = _make_cgroup(mark, NPROC)
         return box
 
@@ -277,9 +277,11 @@ def _zombie(pid: int) -> bool:
         return True
 
 
-def launch(box: Box, spec: BoxSpec, stdout, stderr, pinned: Path) -> subprocess.Popen:
+def launch(box: Box, spec: BoxSpec, stdout, stderr, channel, pinned: Path) -> subprocess.Popen:
     """Start the launcher of ``box`` as ``spec`` says (its jail, script, environment, limits);
-    ``pinned`` is the checked copy to show at ``pinned/``. The box's files are already written."""
+    ``pinned`` is the checked copy to show at ``pinned/``. The box's files are already written.
+    ``stdout`` and ``stderr`` are the script's; ``channel`` is the launcher's own stderr, where
+    it says why a box failed, and which nothing in the box can write (see ``_boot.py``)."""
     jail = jails.Jail(*spec.jail)
     root = jail.root or str(box.dir)
     cfg = jails.launcher_config(
@@ -293,6 +295,7 @@ def launch(box: Box, spec: BoxSpec, stdout, stderr, pinned: Path) -> subprocess.
         fsize=spec.fsize,
         nproc=spec.nproc,
         cgroup=str(box.cgroup) if box.cgroup else None,
+        stderr=stderr.fileno(),
     )
     with BOXES._lock:  # started before a cancel (and so killed by it), or not at all
         if BOXES.cancelled:
@@ -303,10 +306,20 @@ def launch(box: Box, spec: BoxSpec, stdout, stderr, pinned: Path) -> subprocess.
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), MARK: box.mark},
             stdin=subprocess.DEVNULL,
             stdout=stdout,
-            stderr=stderr,
+            stderr=channel,
+            pass_fds=(stderr.fileno(),),
             start_new_session=True,
         )
     return box.proc
+
+
+def box_failure(said: bytes) -> str:
+    """What the launcher said on its channel, as a runner's problem ("" : nothing, the box worked):
+    its first ``lessonkit-box:`` line and the last other line (bubblewrap's, a traceback's)."""
+    lines = [line.strip() for line in sanitise(said).split("\n") if line.strip()]
+    ours = [line.removeprefix("lessonkit-box:").strip() for line in lines if line.startswith("lessonkit-box:")]
+    other = [line for line in lines if not line.startswith("lessonkit-box:")]
+    return ("box: " + ": ".join([*ours[:1], *other[-1:]]))[:400] if lines else ""
 
 
 def reap(proc: subprocess.Popen, timeout: float, box: Box):

@@ -116,10 +116,4 @@ PROSE_NUMBERS = [
         "代入同样得到 $(2, 10, -12)$",
         'the same hand derivation by another route; asserted',
     ),
-    # -- derived, not observed
-    (
-        "lessons/13-custom-primitive.md",
-        "内层为 5",
-        'derived from the recorded outer trace id (+1); no event of the run carries trace 5',
-    ),
 ]

@@ -54,14 +54,14 @@ def _site_bytes(site_dir: Path) -> dict[str, str]:
     }
 
 
-def _make(base: Path, pinned_root: Path) -> TmpSite:
+def _make(base: Path, pinned_root: Path, seconds: float = 1.0) -> TmpSite:
     s = TmpSite(base, pinned_root)
     s.env["SOURCE_DATE_EPOCH"] = "1764460800"
     for n in range(4):
         s.page(
             f"e{n}.md",
             "# e\n\n"
-            + block("experiment", f"Purpose: {n}", "Timeout: 30", body=SLOW.format(seconds=1.0 + 0.25 * n, n=n)),
+            + block("experiment", f"Purpose: {n}", "Timeout: 30", body=SLOW.format(seconds=seconds + 0.25 * n, n=n)),
         )
     return s
 
@@ -236,7 +236,8 @@ def test_a_signal_to_the_prefill_leaves_no_box_process_or_partial_entry(tmp_path
     when the install fails, and a terminal's Ctrl-C reaches it too) runs the build's experiments
     through the build's runner: a signal ends it within 2 s, with no box, process or partial
     cache entry left, and no traceback."""
-    s = _make(tmp_path / "proj", pinned_root)
+    # experiments of 5 s and more: on a loaded machine the signal still comes while they run
+    s = _make(tmp_path / "proj", pinned_root, seconds=5.0)
     before = _snapshot(s.root)
     proc = subprocess.Popen(
         [sys.executable, "-I", "-m", "lessonkit.cli.prefill", str(s.root)],

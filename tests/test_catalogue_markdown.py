@@ -337,6 +337,7 @@ ACTIVE: dict[str, tuple[str, list[str]]] = {
         "    <iframe src=x>\n\n<!-- <script>x()</script> -->\n",
         [],
     ),
+    "a code span over two lines of a paragraph: text": ("写成 `<script>\nalert(1)</script>` 也只是文字\n", []),
     "ordinary links, images and attributes": (
         '[a](https://example.org) ![b](img.png) <a href="#x" title="data: 1">c</a> <b class="note">d</b>\n'
         "段落 {: #mine .wide data-x=1 }\n",

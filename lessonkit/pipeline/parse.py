@@ -602,6 +602,28 @@ def _blank_code(line: str, spans: list[tuple[int, int]] | None = None) -> str:
     return line
 
 
+def _blank_paragraph_code(rows: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """``rows`` (consecutive indices are one paragraph) with the code spans that go on from one
+    line to the next blanked out (the line breaks kept)."""
+    out, k = [], 0
+    while k < len(rows):
+        j = k + 1
+        while j < len(rows) and rows[j][0] == rows[j - 1][0] + 1:
+            j += 1
+        text = "\n".join(line for _, line in rows[k:j])
+        if "`" in text:
+            text = _blank_spans(text)
+        out += list(zip([i for i, _ in rows[k:j]], text.split("\n")))
+        k = j
+    return out
+
+
+def _blank_spans(text: str) -> str:
+    for a, b in reversed(_code_spans(text)):
+        text = text[:a] + re.sub(r"[^\n]", " ", text[a:b]) + text[b:]
+    return text
+
+
 def _scheme(value: str, attr: str) -> str | None:
     """The scheme of a URL that runs code (any attribute) or carries a document (a URL
     attribute), as a browser reads it: references decoded, spaces and control characters gone."""
@@ -635,6 +657,8 @@ def active_html(prose: list[tuple[int, str]], path: str, offset: int = 0) -> lis
     if not any("<" in line or "{" in line or "]" in line for _, line in prose):
         return []
     rows = [(i, _blank_code(line)) for i, line in prose]
+    if any("`" in line for _, line in rows):  # a code span may go on over the lines of its paragraph
+        rows = _blank_paragraph_code(rows)
     found: dict[int, str] = {}  # 0-based index -> what is wrong there (the first one)
     text = "\n".join(line for _, line in rows)
     starts = [0]

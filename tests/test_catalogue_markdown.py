@@ -236,7 +236,7 @@ def test_blocks_in_blockquotes_footnotes_and_definitions_are_rendered_in_place(s
 
 ACTIVE_HINT = "remove it: a page shows code, output and figures through annotation blocks, which the build checks"
 RUNS = "which runs code in the reader's browser"
-EMBEDS = "which shows another document inside the page, which nothing checks"
+EMBEDS = "which embeds another document in the page (nothing checks what it shows)"
 LABEL = (
     'prose shows the engine\'s badge "真实源码 REAL SOURCE" as a label, as if an engine block followed — write the '
     "annotation block instead; to name a kind of block, write its badge inside a sentence or in quotes (「…」)"

@@ -167,6 +167,23 @@ def test_raw_html_imitating_a_block_is_a_located_error(built, tmp_path):
     assert r.returncode == 1 and want in r.stderr.splitlines(), r.stderr
 
 
+def test_active_content_and_a_badge_as_a_label_fail_the_build_at_their_lines(built, tmp_path):
+    site = _clone(built, tmp_path / "active")
+    site.page(LESSON, TEXT + "\n**真实源码 REAL SOURCE** `autograd/core.py`\n\n<img src=x\n  onerror=alert(1)>\n")
+    line = TEXT.count("\n") + 2
+    want = [
+        f"docs/{LESSON}:{line}: prose shows the engine's badge \"真实源码 REAL SOURCE\" as a label, as if an engine "
+        "block followed — write the annotation block instead; to name a kind of block, write its badge inside a "
+        "sentence or in quotes (「…」)",
+        f"docs/{LESSON}:{line + 3}: raw HTML has an event attribute `onerror`, which runs code in the reader's "
+        "browser — remove it: a page shows code, output and figures through annotation blocks, which the build checks",
+    ]
+    r = site.build()
+    assert r.returncode != 0 and all(f"ERROR   -  {w}" in r.stderr.splitlines() for w in want), r.stderr[-3000:]
+    r = site.verify()
+    assert r.returncode == 1 and r.stderr.splitlines()[:2] == want, r.stderr
+
+
 def test_an_imitation_added_after_lessonkit_is_not_an_engine_block(built, tmp_path):
     site = _clone(built, tmp_path / "a2")
     _hook(
@@ -694,7 +711,7 @@ def test_scripts_frames_and_values_added_after_lessonkit_are_caught(built, tmp_p
         "<span class=\"lk-fig-source\">（图由本次构建运行 <code>e…' where lessonkit wrote '2.500000</span><span "
         f"class=\"lk-fig-source\">（图由本次构建运行 <code>e…' — {HINT}",
         f"{PAGE}: an event attribute `onload` on a <body>, which runs code in the reader's browser — {ADDED}",
-        f"{PAGE}: a <iframe> element, which shows another document inside the page — {ADDED}",
+        f"{PAGE}: a <iframe> element, which embeds another document in the page — {ADDED}",
         f"{PAGE}: a `data:` URL in `src` of a <iframe> — {ADDED}",
         f"{PAGE}: an inline <script> that Material's templates do not write — {ADDED}",
     ]

@@ -571,7 +571,7 @@ ACTIVE_ELEMENTS = {
     "meta": "can reload or redirect the page",
     **dict.fromkeys(
         ("iframe", "frame", "frameset", "object", "embed", "applet", "portal"),
-        "shows another document inside the page, which nothing checks",
+        "embeds another document in the page (nothing checks what it shows)",
     ),
 }
 # URL schemes that run code (javascript, vbscript) or carry a whole document or image (data).

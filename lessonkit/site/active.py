@@ -2,7 +2,7 @@
 write (``verify --site``, :mod:`lessonkit.site.shipped`).
 
 A page's text can be checked, but a script can rewrite it in the reader's browser, a stylesheet or
-a ``style`` attribute can hide it or draw other text over it, and a frame shows another document.
+a ``style`` attribute can hide it or draw other text over it, and a frame embeds another document.
 So every page of the folder may hold only:
 
 * ``<script>`` elements that Material's templates write: an inline script whose code is one of
@@ -205,7 +205,7 @@ def problems(check, doc: Doc, rel: str, where: str, verified: list[int]) -> list
             if not allowed.inline_ok(attr_text, content):
                 out.append(Problem("a <style> element that Material's templates do not write", where, None, HINT))
         elif name in EMBEDS:
-            out.append(Problem(f"a <{name}> element, which shows another document inside the page", where, None, HINT))
+            out.append(Problem(f"a <{name}> element, which embeds another document in the page", where, None, HINT))
         elif name == "base":
             out.append(Problem("a <base> element, which changes where the page's links point", where, None, HINT))
         elif name == "meta" and doc.attrs(k).get("http-equiv", "").strip().lower() == "refresh":

@@ -11,7 +11,8 @@ So every page of the folder may hold only:
   own file), or a script whose ``src`` is a file of the folder copied from Material's theme or from
   lessonkit's assets (each copy is compared with its source by :meth:`SiteCheck._copies`);
 * ``<style>`` elements and ``style`` attributes of Material's templates (outside the engine's
-  blocks, whose markup is compared whole), and stylesheets that are files of the folder;
+  blocks, whose markup is compared whole), the style sheets of lessonkit's own diagrams (the
+  ``<style>…</style>`` constants of :data:`DRAWINGS`), and stylesheets that are files of the folder;
 * no event attribute (``onclick=…``: none of Material's templates writes one), no frame, object
   or embedded document, no ``<base>``, no refresh, and no URL that runs code (``javascript:``,
   ``vbscript:``) or carries a document (``data:``, in an attribute that loads or links to one).
@@ -33,6 +34,7 @@ from lessonkit.checks.htmlscan import Doc
 from lessonkit.checks.shown import inside
 from lessonkit.errors import Problem
 
+DRAWINGS = ("lessonkit.pipeline.svg", "lessonkit.site.attachments")  # where lessonkit draws diagrams
 HINT = "something after lessonkit added it (a hook, plugin or extra_javascript); remove it and rebuild"
 EMBEDS = frozenset("iframe frame frameset object embed applet portal".split())
 URL_ATTRS = frozenset(
@@ -145,8 +147,25 @@ class Allowed:
                 out.add(rel)
         return out
 
+    @cached_property
+    def sheets(self) -> set[str]:
+        """The style sheets lessonkit's own drawings write into a page (a diagram's ``<style>``):
+        the module-level ``<style>…</style>`` constants of its drawing modules."""
+        import importlib
+
+        out = set()
+        for name in DRAWINGS:
+            module = importlib.import_module(name)
+            for value in vars(module).values():
+                if isinstance(value, str) and value.startswith("<style>") and value.endswith("</style>"):
+                    out.add(value[len("<style>") : -len("</style>")])
+        return out
+
     def inline_ok(self, attrs: str, code: str) -> bool:
         return any(a.fullmatch(attrs.strip()) and c.fullmatch(code.strip()) for a, c in self.inline)
+
+    def style_ok(self, attrs: str, code: str) -> bool:
+        return (not attrs.strip() and code in self.sheets) or self.inline_ok(attrs, code)
 
 
 def theme_folder_ok(check, folder: Path) -> bool:
@@ -202,8 +221,12 @@ def problems(check, doc: Doc, rel: str, where: str, verified: list[int]) -> list
         elif name == "script":
             out += _script(check, rel, where, attr_text, content)
         elif name == "style" and not in_block:
-            if not allowed.inline_ok(attr_text, content):
-                out.append(Problem("a <style> element that Material's templates do not write", where, None, HINT))
+            if not allowed.style_ok(attr_text, content):
+                out.append(
+                    Problem(
+                        "a <style> element that neither Material's templates nor lessonkit write", where, None, HINT
+                    )
+                )
         elif name in EMBEDS:
             out.append(Problem(f"a <{name}> element, which embeds another document in the page", where, None, HINT))
         elif name == "base":

@@ -636,7 +636,7 @@ HIDES = "a `hidden` attribute: text a reader does not see, or sees and nothing c
 def test_text_kept_but_hidden_and_text_shown_but_not_compared_are_caught(built, tmp_path):
     """The real text stays in the page, where a text comparison finds it, but a reader does not see
     it (a <template>, `hidden`); what the reader sees instead is where no text is compared (a
-    "line number" span, an <xmp>, a backlink span of a source page)."""
+    "line number" span, an <xmp>), or nothing is (a source page's line without its first name)."""
     site = _clone(built, tmp_path / "hidden")
     _hook(
         site,
@@ -655,10 +655,7 @@ def test_text_kept_but_hidden_and_text_shown_but_not_compared_are_caught(built, 
             elif page.file.src_uri == "source/autograd/core.py.md":
                 i = output.index('<span id="L26"')
                 j = output.index('<span class="n">outgrads</span>', i)
-                forged = (
-                    '<span hidden><span class="n">outgrads</span></span>'
-                    '<span class="lk-cites" aria-label="x">SRCPAGE_FORGED</span>'
-                )
+                forged = '<span hidden><span class="n">outgrads</span></span>'  # the reader sees only ` = …`
                 output = output[:j] + forged + output[j + len('<span class="n">outgrads</span>') :]
             return output
         """,
@@ -677,7 +674,7 @@ def test_text_kept_but_hidden_and_text_shown_but_not_compared_are_caught(built, 
         "'<span hidden>grad = 6.0</span><xmp>8.0 (FORGED)</xmp>\\n</code…' where lessonkit wrote 'grad = "
         f"6.0\\n</code></pre></div><p class=\"lk-provenance\">Pytho…' — {HINT}",
         f"{SOURCE_PAGE}: the source page of autograd/core.py is not the markup lessonkit wrote ({HIDES}): "
-        "'<span hidden><span class=\"n\">outgrads</span></span><span cla…' where lessonkit wrote "
+        "'<span hidden><span class=\"n\">outgrads</span></span> <span cl…' where lessonkit wrote "
         f"'<span class=\"n\">outgrads</span> <span class=\"o\">=</span> <sp…' — {HINT}",
     ]
 

@@ -12,17 +12,25 @@ its text as a reader sees it:
   output, provenance, code, line numbers); code run by run (the runs of an elided excerpt, a
   recall's lines and its folded full version), each real-source run also with the pinned lines it
   names (its line numbers; a block of one run, the lines its own head names) less the indentation
-  its ``Dedent`` removes; a snapshot's recorded cells with its recording; a figure is found, not
-  redrawn;
+  its ``Dedent`` removes; a snapshot's recorded cells with its recording. Then the whole element
+  (tags, attributes, text) against the block rendered as the build renders it (code highlighted,
+  links as the build links them): nothing hidden, added or restyled. A figure or a snapshot is
+  drawn again and compared whole, and nothing inside it may claim to be the engine's but what
+  lessonkit writes there;
 * a recorded value in prose, equal to the value this build's run recorded;
-* the code of a source-browser or script page, every line equal to the file's.
+* the code of a source-browser or script page, every line equal to the file's, its listing's
+  markup lessonkit's.
+
+Scripts, styles, event attributes, frames and URLs that run code are Material's or lessonkit's
+only (:mod:`lessonkit.site.active`).
 
 Anything else that claims to be the engine's is an imitation (raw HTML, a plugin), and a block
 of the Markdown that is not on its page was removed. The reference for an experiment's output
 is the result this build stored in the cache, sealed (:mod:`lessonkit.util.seal`): a stored
 result that does not carry the seal is not a recorded run. What the folder is comes from the
-build's record (:mod:`lessonkit.checks.record`), which is checked, not trusted: its files are
-the folder's files, its blocks the blocks verify expects.
+build's record (:mod:`lessonkit.checks.record`), which is checked, not trusted: its files (every
+file, not only pages) are the folder's files, each copy equals its source, its blocks are the
+blocks verify expects.
 """
 
 from __future__ import annotations

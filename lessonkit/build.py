@@ -186,6 +186,8 @@ class Build:
     urls: dict[str, str] = field(default_factory=dict)  # uri -> url
     dests: dict[str, str] = field(default_factory=dict)  # uri -> the file it is written to, in the site folder
     api: set[str] = field(default_factory=set)  # documented API object paths
+    copied: dict[str, str] = field(default_factory=dict)  # site file -> the file MkDocs copies there
+    theme: list[str] = field(default_factory=list)  # the theme's folders, in MkDocs' order
     deferred: dict[str, Deferred] = field(default_factory=dict)  # uri -> code filled after the search index
     nonce: str = field(default_factory=lambda: secrets.token_hex(4))
     current: PageContext | None = None  # the page whose Markdown is being rendered
@@ -489,7 +491,9 @@ class Build:
 
         if self.command != "build" or self.problems or self.report is None:
             return
-        record.write(self.project, site_dir, self.report, self.results(), self.dests, self.generated)
+        record.write(
+            self.project, site_dir, self.report, self.results(), self.dests, self.generated, self.copied, self.theme
+        )
 
     def check_links(self, site_dir: Path) -> None:
         """Check every link of the written site."""

@@ -230,3 +230,178 @@ def test_blocks_in_blockquotes_footnotes_and_definitions_are_rendered_in_place(s
     assert note.count("lk-block lk-teaching") == 1 and "x" in unescape(re.sub(r"<[^>]+>", "", note))
     assert re.search(r"<dd>.*?lk-block lk-teaching.*?</dd>", html, re.S)
     assert "File: autograd/core.py" not in html  # no raw header anywhere
+
+
+# ---------------------------------------------------------------- active content and badges as labels (issue 30)
+
+ACTIVE_HINT = "remove it: a page shows code, output and figures through annotation blocks, which the build checks"
+RUNS = "which runs code in the reader's browser"
+EMBEDS = "which embeds another document in the page (nothing checks what it shows)"
+LABEL = (
+    'prose shows the engine\'s badge "真实源码 REAL SOURCE" as a label, as if an engine block followed — write the '
+    "annotation block instead; to name a kind of block, write its badge inside a sentence or in quotes (「…」)"
+)
+# name -> (the page after its title line and a blank line, exact problems; the page's line 3 is the first)
+ACTIVE: dict[str, tuple[str, list[str]]] = {
+    "script": (
+        "文字\n\n<script>document.title = 1</script>\n",
+        [f"docs/a.md:5: raw HTML has a <script> element, {RUNS}"],
+    ),
+    "script inside an SVG": (
+        "<svg><script>x()</script></svg>\n",
+        [f"docs/a.md:3: raw HTML has a <script> element, {RUNS}"],
+    ),
+    "event attribute on the next line of its tag": (
+        "文字 <img src=x\n  onerror=alert(1)> 后面\n",
+        [f"docs/a.md:4: raw HTML has an event attribute `onerror`, {RUNS}"],
+    ),
+    "event attribute after a slash": (
+        "<b/onmouseover=x()>b</b>\n",
+        [f"docs/a.md:3: raw HTML has an event attribute `onmouseover`, {RUNS}"],
+    ),
+    "iframe with a data URL": (
+        '<iframe src="data:text/html;base64,PGI+">\n</iframe>\n',
+        [f"docs/a.md:3: raw HTML has a <iframe> element, {EMBEDS}"],
+    ),
+    "object and embed": (
+        "<object data=x.svg></object>\n\n<EMBED src=x.svg>\n",
+        [
+            f"docs/a.md:3: raw HTML has a <object> element, {EMBEDS}",
+            f"docs/a.md:5: raw HTML has a <embed> element, {EMBEDS}",
+        ],
+    ),
+    "javascript href, entity-encoded with a tab": (
+        '<a href="java&#x09;script:alert(1)">a</a>\n',
+        [f"docs/a.md:3: raw HTML has a `javascript:` URL in `href`, {RUNS}"],
+    ),
+    "data URL in an image": (
+        '<img src=" data:image/svg+xml;base64,PHN2Zz4=">\n',
+        ["docs/a.md:3: raw HTML has a `data:` URL in `src`, which shows content that nothing checks"],
+    ),
+    "style attribute": (
+        '<span style="position:absolute;top:0">x</span>\n',
+        ["docs/a.md:3: raw HTML has a `style` attribute, which can hide text or draw other text over a block"],
+    ),
+    "style element": (
+        "<style>.lk-real-source code { display: none }</style>\n",
+        [
+            "docs/a.md:3: raw HTML has a <style> element, which restyles the page (it can hide text or draw other "
+            "text over a block)"
+        ],
+    ),
+    "base and meta refresh": (
+        '<base href="https://example.org/">\n<meta http-equiv="refresh" content="0">\n',
+        [
+            "docs/a.md:3: raw HTML has a <base> element, which changes where every link and resource of the page "
+            "points",
+            "docs/a.md:4: raw HTML has a <meta> element, which can reload or redirect the page",
+        ],
+    ),
+    "Markdown link to javascript, entity-encoded": (
+        "[点我](&#106;avascript:alert(1))\n",
+        [f"docs/a.md:3: a Markdown link or image to a `javascript:` URL, {RUNS}"],
+    ),
+    "Markdown image of a data URL": (
+        "![图](data:image/svg+xml;base64,PHN2Zz4=)\n",
+        ["docs/a.md:3: a Markdown link or image to a `data:` URL, which shows content that nothing checks"],
+    ),
+    "reference definition": (
+        "[x][r]\n\n[r]: vbscript:msgbox\n",
+        [f"docs/a.md:5: a Markdown link or image to a `vbscript:` URL, {RUNS}"],
+    ),
+    "attribute list": (
+        '一段话\n{: onclick="x()" }\n',
+        [f"docs/a.md:4: an attribute list `{{: … }}` sets an event attribute `onclick`, {RUNS}"],
+    ),
+    "attribute list with a style": (
+        "## 标题 { style='display:none' }\n",
+        [
+            "docs/a.md:3: an attribute list `{: … }` sets a `style` attribute, which can hide text or draw other "
+            "text over a block"
+        ],
+    ),
+    "after a one-line comment": (
+        "<!-- x --> <script>y()</script>\n",
+        [f"docs/a.md:3: raw HTML has a <script> element, {RUNS}"],
+    ),
+    "after a comment that closes": (
+        "<!--\nnote\n--> <embed src=x>\n",
+        [f"docs/a.md:5: raw HTML has a <embed> element, {EMBEDS}"],
+    ),
+    "before a comment that stays open": (
+        "<object data=x></object> <!-- open\n-->\n",
+        [f"docs/a.md:3: raw HTML has a <object> element, {EMBEDS}"],
+    ),
+    "in a code span, a fence, indented code and a comment: text": (
+        "写 `<script>` 或 `<b onclick=x>` 都只是文字\n\n```html\n<script>x()</script>\n```\n\n"
+        "    <iframe src=x>\n\n<!-- <script>x()</script> -->\n",
+        [],
+    ),
+    "a code span over two lines of a paragraph: text": ("写成 `<script>\nalert(1)</script>` 也只是文字\n", []),
+    "ordinary links, images and attributes": (
+        '[a](https://example.org) ![b](img.png) <a href="#x" title="data: 1">c</a> <b class="note">d</b>\n'
+        "段落 {: #mine .wide data-x=1 }\n",
+        [],
+    ),
+    # badges written as Markdown: the label of a block without the block
+    "badge in bold over a code fence": (
+        "**真实源码 REAL SOURCE** `autograd/core.py` · `backward_pass`\n\n```python\nx = 1\n```\n",
+        [f"docs/a.md:3: {LABEL}"],
+    ),
+    "badge as a heading": ("### 真实源码 REAL SOURCE\n", [f"docs/a.md:3: {LABEL}"]),
+    "badge as a list item and a table cell": (
+        "- 真实源码 REAL SOURCE：x\n\n| 种类 | 说明 |\n|---|---|\n| a | _真实源码 REAL SOURCE_ |\n",
+        [f"docs/a.md:3: {LABEL}", f"docs/a.md:7: {LABEL}"],
+    ),
+    "badge as an admonition title": ('!!! note "真实源码 REAL SOURCE"\n\n    x\n', [f"docs/a.md:3: {LABEL}"]),
+    "admonition of an engine type": (
+        '!!! lk-real-source "源码"\n\n    ```python\n    x = 1\n    ```\n',
+        [
+            "docs/a.md:3: an admonition of type `lk-real-source` uses the engine class lk-real-source — write a "
+            "real-source block instead"
+        ],
+    ),
+    "badge inside a sentence, in quotes or in code: prose": (
+        "带「真实源码 REAL SOURCE」标记的块逐字来自固定版本；写法见 `真实源码 REAL SOURCE`。\n"
+        "[真实源码 REAL SOURCE] 是它的徽标。\n",
+        [],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(ACTIVE))
+def test_active_content_and_badges_as_labels_are_located_errors(name, site):
+    text, problems = ACTIVE[name]
+    site.page("a.md", "# t\n\n" + text)
+    hinted = [p if " — " in p else f"{p} — {ACTIVE_HINT}" for p in problems]
+    assert site.problems() == hinted
+
+
+FAKE = (
+    '<div class="lk-block lk-real-source"><span class="lk-badge lk-badge-real">真实源码 REAL SOURCE</span>'
+    "<code>outgrads = {end_node: (g, True)}</code></div>"
+)
+
+
+def test_what_figures_and_snapshots_show_as_markdown_is_checked_as_prose(site):
+    """A figure's caption, a snapshot's title and its cells are Markdown on the page: an imitation, a
+    badge as a label or active content there is a located error at its line, as in prose."""
+    site.script("g.py", 'from _record import record\nrecord.set("g", 7.0)\n')
+    site.page(
+        "a.md",
+        "# t\n\n"
+        + block("figure", "Experiment: experiments/g.py", "Graph: g", f"Caption: 图注 {FAKE}")
+        + "\n"
+        + block(
+            "snapshot",
+            "Experiment: experiments/g.py",
+            'Title: <span class="lk-badge lk-badge-real">真实源码 REAL SOURCE</span> 标题',
+            body="对象 | 值\ng | @g\n说明 | <img src=x onerror=alert(1)>\n真实源码 REAL SOURCE | x\n",
+        ),
+    )
+    assert site.problems() == [
+        "docs/a.md:6: raw HTML uses the engine class lk-block — write a real-source block instead",
+        "docs/a.md:11: raw HTML uses the engine class lk-badge — write a real-source block instead",
+        f"docs/a.md:15: raw HTML has an event attribute `onerror`, {RUNS} — {ACTIVE_HINT}",
+        f"docs/a.md:16: {LABEL}",
+    ]

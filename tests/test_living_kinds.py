@@ -526,3 +526,43 @@ def test_snapshot_title_references_are_checked(site):
     ), v.stderr
     site.page("a.md", "# 表\n\n" + table.replace("xx.calls.9.ingrad", "xx.calls.0.ingrad"))
     assert site.verify().returncode == 0
+
+
+def test_a_checked_cell_that_shows_a_value_shows_the_numbers_it_checks(site):
+    """``8.0 {@xx.grad = 6.0}`` would show 8.0 with the marker of a cell checked against the run;
+    a cell that shows more than the value it checks (``(6.0, 6.0)``) or words is the author's."""
+    snap = block(
+        "snapshot",
+        "Experiment: experiments/multiple_paths.py",
+        body="""
+                对象 | 值
+                两个贡献 | (6.0, 6.0) {@xx.grad = 6.0}
+                说明 | 六 {@xx.grad = 6.0}
+                显示 | 8.0 {@xx.grad = 6.0}
+                """,
+    )
+    _site(site, "# 快照\n\n" + snap)
+    r = site.verify()
+    assert r.returncode == 1
+    assert r.stderr.splitlines()[:1] == [
+        "docs/a.md:9: snapshot cell shows '8.0' but checks `xx.grad` = 6.0: a checked cell that shows a value shows "
+        "the numbers it checks, and 6.0 is not among them — show 6.0, or write `@xx.grad` to show the recorded value"
+    ]
+
+
+def test_a_figure_caption_shows_the_value_of_this_build_from_a_warm_cache(site):
+    """The caption's `[[value: …]]` is an input of the figure's HTML: a warm build with another
+    recorded value shows the new one (the render cache's key holds the rendered caption)."""
+    site.script("g.py", GRAPH)
+    site.script("v.py", 'from _record import record\nrecord.set("x", 1.5)\n')
+    site.page(
+        "a.md", "# 图\n\n" + block("figure", "Experiment: experiments/g.py", "Graph: g", "Caption: x = [[value: v x]]")
+    )
+    assert site.build().returncode == 0
+    assert re.search(r"<figcaption>x = <span[^>]*>1.500000</span>", _html(site))
+    site.script("v.py", 'from _record import record\nrecord.set("x", 2.5)\n')
+    r = site.build()
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"<figcaption>x = <span[^>]*>2.500000</span>", _html(site))
+    r = site.run("-m", "lessonkit", "verify", "--no-map", "--site", "site")
+    assert r.returncode == 0, r.stderr

@@ -41,6 +41,12 @@ print("grad = 6.0")
 with open(os.environ["LESSONKIT_RECORD"], "w") as fh:
     json.dump({"grad": 6.0}, fh)
 """
+SHAPE = """\
+from _record import record
+
+record.set("v", 2.5)
+record.set("plot", {"x": [1, 10], "series": [{"name": "a", "y": [1, 2]}]})
+"""
 TEXT = (
     "# 反向传播\n\n"
     + block("real-source", "File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217")
@@ -48,7 +54,17 @@ TEXT = (
     + block("teaching-simplification", "Title: 字典版", body="def f(x):\n    return x\n")
     + "\n"
     + block("experiment", "File: experiments/tiny.py", "Purpose: 打印一个梯度")
-    + "\n结果是 [[value: tiny grad]]。\n"
+    + "\n结果是 [[value: tiny grad]]。\n\n"
+    + block(
+        "snapshot",
+        "Experiment: experiments/shape.py",
+        "Title: 形状",
+        body="对象 | 值\nv | @v\n手写 | 2.500000 {@v = 2.500000}",
+    )
+    + "\n"
+    + block(
+        "figure", "Experiment: experiments/shape.py", "Plot: plot", "Scale: loglog", "Caption: v = [[value: shape v]]"
+    )
 )
 # What case (a) puts on the page: a REAL SOURCE block that names real lines but shows other code.
 FAKE = (
@@ -94,6 +110,7 @@ def _hook(site: TmpSite, code: str) -> None:
 def built(tmp_path_factory, pinned_root) -> TmpSite:
     site = TmpSite(tmp_path_factory.mktemp("shipped") / "proj", pinned_root)
     site.script("tiny.py", TINY)
+    site.script("shape.py", SHAPE)
     site.page(LESSON, TEXT)
     r = site.run("-m", "lessonkit", "verify", "--update-map")
     assert r.returncode == 0, r.stderr
@@ -107,12 +124,15 @@ def test_the_clean_site_passes_and_every_change_of_its_html_is_caught(built):
     summary = next(line for line in r.stdout.splitlines() if line.startswith("site: "))
     record = json.loads(store.Store(built.cache, "site").get(site_record._key(built.root / "site")))
     pages = len(record["code_pages"])
+    html = [f for f in record["files"] if f.endswith(".html")]
+    assert len(record["files"]) > len(html) > 0  # every file of the folder is recorded, not only pages
     assert summary.startswith(
-        f"site: {len(record['files'])} HTML file(s) of site/, 3 engine block(s), {pages} source page(s) ("
+        f"site: {len(html)} HTML file(s) of site/, 5 engine block(s), {pages} source page(s) ("
     ), summary
     assert "0 problem(s)" in summary
-    # one change in the real-source code, the output and the disclaimer, and in each source page
-    assert f"site mutations: {3 + pages}/{3 + pages} caught (100%)" in r.stdout
+    # one change in the real-source code, the output, the disclaimer, the figure's caption, a snapshot
+    # cell, and in each source page
+    assert f"site mutations: {5 + pages}/{5 + pages} caught (100%)" in r.stdout
 
 
 def test_a_verify_whose_pinned_tree_came_from_elsewhere_expects_the_builds_provenance(built):
@@ -145,6 +165,23 @@ def test_raw_html_imitating_a_block_is_a_located_error(built, tmp_path):
     assert r.returncode != 0 and want in r.stderr, r.stderr[-3000:]
     r = site.verify()
     assert r.returncode == 1 and want in r.stderr.splitlines(), r.stderr
+
+
+def test_active_content_and_a_badge_as_a_label_fail_the_build_at_their_lines(built, tmp_path):
+    site = _clone(built, tmp_path / "active")
+    site.page(LESSON, TEXT + "\n**真实源码 REAL SOURCE** `autograd/core.py`\n\n<img src=x\n  onerror=alert(1)>\n")
+    line = TEXT.count("\n") + 2
+    want = [
+        f"docs/{LESSON}:{line}: prose shows the engine's badge \"真实源码 REAL SOURCE\" as a label, as if an engine "
+        "block followed — write the annotation block instead; to name a kind of block, write its badge inside a "
+        "sentence or in quotes (「…」)",
+        f"docs/{LESSON}:{line + 3}: raw HTML has an event attribute `onerror`, which runs code in the reader's "
+        "browser — remove it: a page shows code, output and figures through annotation blocks, which the build checks",
+    ]
+    r = site.build()
+    assert r.returncode != 0 and all(f"ERROR   -  {w}" in r.stderr.splitlines() for w in want), r.stderr[-3000:]
+    r = site.verify()
+    assert r.returncode == 1 and r.stderr.splitlines()[:2] == want, r.stderr
 
 
 def test_an_imitation_added_after_lessonkit_is_not_an_engine_block(built, tmp_path):
@@ -587,3 +624,132 @@ def test_a_recall_without_its_link_or_showing_other_line_numbers_is_caught(shape
         f"{SHAPES_PAGE}: real-source block autograd/core.py L11–L13 (its full version): its line numbers read "
         f"10–22 (61 where 16 belongs) instead of 10–22 — {HINT}"
     )
+
+
+# -- what a reader sees, not only the text (red team of issue 30: V1–V4, V6–V8, V2b, K1) --------------
+
+ADDED = "something after lessonkit added it (a hook, plugin or extra_javascript); remove it and rebuild"
+SOURCE_PAGE = "site/source/autograd/core.py/index.html"
+HIDES = "a `hidden` attribute: text a reader does not see, or sees and nothing compares"
+
+
+def test_text_kept_but_hidden_and_text_shown_but_not_compared_are_caught(built, tmp_path):
+    """The real text stays in the page, where a text comparison finds it, but a reader does not see
+    it (a <template>, `hidden`); what the reader sees instead is where no text is compared (a
+    "line number" span, an <xmp>), or nothing is (a source page's line without its first name)."""
+    site = _clone(built, tmp_path / "hidden")
+    _hook(
+        site,
+        f"""\
+        def on_post_page(output, page, config):
+            if page.file.src_uri == {LESSON!r}:
+                token = '<span class="n">outgrads</span>'
+                output = output.replace(
+                    token, '<template>' + token + '</template><span class="linenos">FORGED_outgrads</span>', 1
+                )
+                i = output.index('class="lk-output"')
+                output = output[:i] + output[i:].replace(
+                    "grad = 6.0", "<span hidden>grad = 6.0</span><xmp>8.0 (FORGED)</xmp>", 1
+                )
+                output = output.replace('class="lk-disclaimer"', 'class="lk-disclaimer" hidden', 1)
+            elif page.file.src_uri == "source/autograd/core.py.md":
+                i = output.index('<span id="L26"')
+                j = output.index('<span class="n">outgrads</span>', i)
+                forged = '<span hidden><span class="n">outgrads</span></span>'  # the reader sees only ` = …`
+                output = output[:j] + forged + output[j + len('<span class="n">outgrads</span>') :]
+            return output
+        """,
+    )
+    _built(site)
+    r = _site_verify(site)
+    assert r.returncode == 1
+    assert _errors(r)[:-1] == [
+        f"{PAGE}: real-source block autograd/core.py L25–L32 differs from the pinned source (line 26: "
+        "'outgradsFORGED_outgrads = {end_node: (g, False)}' instead of 'outgrads = {end_node: (g, False)}') — "
+        f"{HINT}",
+        f"{PAGE}: teaching-simplification block #teach-1 is not the markup lessonkit wrote ({HIDES}): "
+        "'<p class=\"lk-disclaimer\" hidden>以下不是 HIPS/autograd verbatim …' where lessonkit wrote "
+        f"'<p class=\"lk-disclaimer\">以下不是 HIPS/autograd verbatim source。…' — {HINT}",
+        f"{PAGE}: experiment block #exp-tiny (experiments/tiny.py) is not the markup lessonkit wrote ({HIDES}): "
+        "'<span hidden>grad = 6.0</span><xmp>8.0 (FORGED)</xmp>\\n</code…' where lessonkit wrote 'grad = "
+        f"6.0\\n</code></pre></div><p class=\"lk-provenance\">Pytho…' — {HINT}",
+        f"{SOURCE_PAGE}: the source page of autograd/core.py is not the markup lessonkit wrote ({HIDES}): "
+        "'<span hidden><span class=\"n\">outgrads</span></span> <span cl…' where lessonkit wrote "
+        f"'<span class=\"n\">outgrads</span> <span class=\"o\">=</span> <sp…' — {HINT}",
+    ]
+
+
+def test_scripts_frames_and_values_added_after_lessonkit_are_caught(built, tmp_path):
+    """A script (no engine class or badge in it), an event attribute and a frame added to a page; a
+    REAL SOURCE imitation in a snapshot's hand-written cell; another value in a figure's caption."""
+    site = _clone(built, tmp_path / "added")
+    _hook(
+        site,
+        f"""\
+        def on_post_page(output, page, config):
+            if page.file.src_uri != {LESSON!r}:
+                return output
+            output = output.replace("</body>", "<script>document.title = 1</script></body>", 1)
+            output = output.replace("<body ", '<body onload="void 0" ', 1)
+            output = output.replace("<article", '<iframe src="data:text/html;base64,PGI+"></iframe><article', 1)
+            output = output.replace("<td>手写</td>", "<td>" + {FAKE!r} + "</td>", 1)
+            source = '</span><span class="lk-fig-source"'
+            return output.replace("2.500000" + source, "1.500000" + source)
+        """,
+    )
+    _built(site)
+    r = _site_verify(site)
+    assert r.returncode == 1
+    assert _errors(r)[:-1] == [
+        f"{PAGE}: an element claims to be a REAL SOURCE block (autograd/core.py L23–L33) that lessonkit did not "
+        "emit; its code is not the pinned source (line 23: 'def backward_pass(g, end_node):' instead of '') — raw "
+        "HTML or a plugin imitates an engine block; write a real-source block in the Markdown instead",
+        f"{PAGE}: figure block #figure-1 (experiments/shape.py) is not the markup lessonkit wrote: '1.500000</span>"
+        "<span class=\"lk-fig-source\">（图由本次构建运行 <code>e…' where lessonkit wrote '2.500000</span><span "
+        f"class=\"lk-fig-source\">（图由本次构建运行 <code>e…' — {HINT}",
+        f"{PAGE}: an event attribute `onload` on a <body>, which runs code in the reader's browser — {ADDED}",
+        f"{PAGE}: a <iframe> element, which embeds another document in the page — {ADDED}",
+        f"{PAGE}: a `data:` URL in `src` of a <iframe> — {ADDED}",
+        f"{PAGE}: an inline <script> that Material's templates do not write — {ADDED}",
+    ]
+
+
+def test_scripts_and_styles_changed_before_or_after_the_record_are_caught(built, tmp_path):
+    """Material's bundle changed while the pages are written (the record then holds the changed
+    file: it is no longer the copy of the theme's file), lessonkit's script after the record."""
+    site = _clone(built, tmp_path / "files")
+    _hook(
+        site,
+        """\
+        import glob, os
+        from mkdocs.plugins import event_priority
+
+        def on_post_page(output, page, config):
+            for path in glob.glob(os.path.join(config["site_dir"], "assets/javascripts/bundle.*.min.js")):
+                if not open(path).read().endswith(";/*early*/"):
+                    with open(path, "a") as fh:
+                        fh.write(";/*early*/")
+            return output
+
+        @event_priority(-1000)
+        def on_post_build(config):
+            with open(os.path.join(config["site_dir"], "assets/lessonkit.js"), "a") as fh:
+                fh.write(";/*late*/")
+        """,
+    )
+    _built(site)
+    r = _site_verify(site)
+    assert r.returncode == 1
+    bundle = next((site.root / "site/assets/javascripts").glob("bundle.*.min.js")).name
+    import material
+
+    theme = Path(material.__file__).parent / "templates" / "assets" / "javascripts" / bundle
+    assert _errors(r)[:-1] == [
+        "site/assets/lessonkit.js: changed after the build that wrote the folder — build the site again (`nox -s "
+        "build`) before `verify --site`",
+        f"site/assets/javascripts/{bundle}: it is not the copy of {theme} it was (a hook or plugin changed it, or "
+        "its source changed after the build) — build the site again (`nox -s build`) before `verify --site`",
+        f"site/assets/lessonkit.js: it is not the copy of {ROOT / 'lessonkit/assets/lessonkit.js'} it was (a hook "
+        "or plugin changed it, or its source changed after the build) — build the site again (`nox -s build`) "
+        "before `verify --site`",
+    ]

@@ -299,7 +299,8 @@ def _visible(doc, start: int, end: int, skip=()) -> list[int]:
 
 def site_targets(check) -> list[tuple[str, str, int]]:
     """(file, what, offset): one character to change in each real-source block's code, each
-    experiment's output, each teaching block's disclaimer and each source page's code."""
+    experiment's output, each teaching block's disclaimer, each figure's caption, each snapshot's
+    recorded cells and each source page's code."""
     from lessonkit.checks.htmlscan import Doc
 
     out = []
@@ -315,6 +316,12 @@ def site_targets(check) -> list[tuple[str, str, int]]:
             i = ids.get(exp.anchor)
             kind = exp.r.kind.name
             want = {"real-source": "highlight", "experiment": "lk-output", "teaching-simplification": "lk-disclaimer"}
+            if i is not None and kind in ("figure", "snapshot"):
+                spot = _drawn_spot(doc, i, kind)
+                if spot is not None:
+                    what = "the caption of" if kind == "figure" else "a recorded cell of"
+                    out.append((rel, f"{what} {_site_what(exp)}", spot))
+                continue
             if i is None or kind not in want:
                 continue
             found = [
@@ -349,6 +356,23 @@ def site_targets(check) -> list[tuple[str, str, int]]:
         if spots:
             out.append((rel, f"the source page of {file}", spots[len(spots) // 2]))
     return out
+
+
+def _drawn_spot(doc, i: int, kind: str) -> int | None:
+    """One character of what a figure's caption (its author's words and recorded values, not the
+    line naming the script; else its drawing) or a snapshot's first recorded cell shows."""
+    stop = doc.close_of(i)
+    if kind == "figure":
+        caps = [j for j in range(i + 1, stop) if not doc.tags[j][1] and doc.name(j) == "figcaption"]
+        skip = [doc.span(k) for k in range(i + 1, stop) if "lk-fig-source" in doc.tags[k][3]]
+        spots = _visible(doc, *doc.inner(caps[0]), skip) if caps else []
+        if not spots:
+            svg = next((j for j in range(i + 1, stop) if doc.name(j) == "svg" and not doc.tags[j][1]), None)
+            spots = _visible(doc, *doc.inner(svg)) if svg is not None else []
+    else:
+        cells = [j for j in range(i + 1, stop) if "lk-generated" in doc.tags[j][3] or "lk-checked" in doc.tags[j][3]]
+        spots = _visible(doc, *doc.inner(cells[0])) if cells else []
+    return spots[len(spots) // 2] if spots else None
 
 
 def _site_what(exp) -> str:

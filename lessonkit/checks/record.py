@@ -4,7 +4,11 @@ A successful ``mkdocs build`` (not ``serve``) records, in the build cache (a sea
 ``site`` store, keyed by the site folder's absolute path), what it wrote, with a digest of the
 lessonkit that wrote it (``engine``):
 
-* ``files``: the sha256 of every HTML file of the folder, read back once MkDocs has written them;
+* ``files``: the sha256 of every file of the folder (pages, scripts, stylesheets, images, the
+  search index, the bundle), read back once MkDocs and every plugin have written them;
+* ``copied``: each file MkDocs copied into the folder and the file it copied (of docs/, the theme or
+  lessonkit's assets), and ``theme``: the theme's folders, so that verify can compare each copy with
+  its source as it is now;
 * ``pages``: each page written from a file of ``docs/`` and the HTML file it became;
 * ``blocks``: each page's engine blocks in order, ``[id, kind, sha256 of the code shown, digest
   of the run shown]`` (:func:`emitted`);
@@ -30,7 +34,7 @@ from pathlib import Path
 
 from lessonkit.util.store import Store, code_version
 
-FORMAT = "2"
+FORMAT = "3"
 KIND = "site"
 
 
@@ -53,6 +57,29 @@ def html_files(site_dir: Path) -> dict[str, bytes]:
                 if not path.is_symlink():
                     out[path.relative_to(root).as_posix()] = path.read_bytes()
     return out
+
+
+def site_files(site_dir: Path) -> dict[str, str]:
+    """The sha256 of every file under ``site_dir`` by its posix path in the folder (a link, not
+    followed, as ``link`` and the sha256 of where it points)."""
+    out: dict[str, str] = {}
+    root = Path(site_dir)
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        links = [d for d in dirs if (Path(folder) / d).is_symlink()]  # os.walk does not enter them
+        for name in sorted(files + links):
+            path = Path(folder) / name
+            rel = path.relative_to(root).as_posix()
+            out[rel] = f"link {sha256(os.readlink(path))}" if path.is_symlink() else file_sha256(path)
+    return out
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def sha256(data: bytes | str) -> str:
@@ -79,7 +106,16 @@ def emitted(project, report, results: dict) -> dict[str, list[list]]:
     return out
 
 
-def write(project, site_dir: Path, report, results: dict, dests: dict[str, str], code_pages: dict) -> None:
+def write(
+    project,
+    site_dir: Path,
+    report,
+    results: dict,
+    dests: dict[str, str],
+    code_pages: dict,
+    copied: dict[str, str] | None = None,
+    theme: list[str] | None = None,
+) -> None:
     """Record a successful build's site folder (see the module docstring)."""
     site_dir = Path(site_dir)
     pages = {}
@@ -95,7 +131,9 @@ def write(project, site_dir: Path, report, results: dict, dests: dict[str, str],
         "pages": pages,
         "blocks": emitted(project, report, results),
         "code_pages": {dests[uri]: list(code) for uri, code in sorted(code_pages.items()) if uri in dests},
-        "files": {rel: sha256(data) for rel, data in html_files(site_dir).items()},
+        "files": site_files(site_dir),
+        "copied": dict(sorted((copied or {}).items())),
+        "theme": list(theme or []),
         "provider": project.tree.provider,
     }
     Store(project.cache, KIND).put(_key(site_dir), json.dumps(data, sort_keys=True, ensure_ascii=False))
@@ -116,9 +154,11 @@ def read(project, site_dir: Path) -> dict | None:
         data = json.loads(raw)
     except ValueError:
         return None
-    keys = {"format", "engine", "root", "site", "pages", "blocks", "code_pages", "files", "provider"}
+    keys = {"format", "engine", "root", "site", "pages", "blocks", "code_pages", "files", "copied", "theme", "provider"}
     if not isinstance(data, dict) or set(data) != keys or data["format"] != FORMAT:
         return None
-    if not isinstance(data["provider"], str):
+    if not isinstance(data["provider"], str) or not isinstance(data["copied"], dict):
+        return None
+    if not isinstance(data["theme"], list) or not all(isinstance(d, str) for d in data["theme"]):
         return None
     return data

@@ -66,11 +66,11 @@ def _layout(doc: Doc, i: int) -> list[tuple[str, int, int, list]]:
             if name is not None:
                 a, b = doc.span(j)
                 out.append(("rest", pos, a, []))
-                if name == "code":
+                if name == "code":  # the number column, a cell of the highlight table: not code
                     skip = [
                         doc.span(k)
                         for k in range(j + 1, doc.close_of(j))
-                        if "linenos" in doc.tags[k][3] and "linenos" in doc.classes(k)
+                        if "linenos" in doc.tags[k][3] and doc.name(k) == "td" and "linenos" in doc.classes(k)
                     ]
                     out.append((name, doc.tags[j].end(), b, skip))
                 else:
@@ -391,3 +391,90 @@ def compare_cells(doc: Doc, i: int, exp, what: str, where: str) -> list[Problem]
             HINT,
         )
     ]
+
+
+# -- an element's markup: tags, attributes and text, as lessonkit wrote it
+
+NO_SEARCH = re.compile(r' data-search-exclude="[^"]*"')  # Material's search drops it from the page itself
+# What lessonkit writes inside a figure or a snapshot, besides what its author wrote there.
+INSIDE = {
+    "figure": frozenset({"lk-fig-source", "lk-value"}),
+    "snapshot": frozenset(
+        "lk-head lk-badge lk-badge-snap lk-meta lk-links lk-snapshot-title lk-snapshot-table lk-generated "
+        "lk-checked lk-value".split()
+    ),
+}
+# What makes text that is in the markup invisible, or text that is not in it visible.
+HIDES = (
+    (re.compile(r"\shidden\b", re.I), "a `hidden` attribute"),
+    (re.compile(r"\sstyle\s*=", re.I), "a `style` attribute"),
+    (
+        re.compile(r"<(template|xmp|noscript|textarea|noembed|noframes|plaintext|script|style|iframe|object)\b", re.I),
+        None,
+    ),
+    (re.compile(r"\bclass=\"[^\"]*\b(linenos|lk-cites)\b"), None),
+)
+
+
+def markup_problem(doc: Doc, i: int, want: str, what: str, where: str) -> list[Problem]:
+    """Element ``i`` against the markup lessonkit writes for it (``want``), character for character
+    (each text part is compared already; this finds what changes what a reader sees without
+    changing that text: hidden or template copies of it, raw-text elements, styles, wrappers,
+    attributes, links)."""
+    a, b = doc.span(i)
+    have = doc.html[a:b]
+    if "data-search-exclude" in have:
+        have = NO_SEARCH.sub("", have)
+    if "data-search-exclude" in want:
+        want = NO_SEARCH.sub("", want)
+    if have == want:
+        return []
+    k = next((n for n, (x, y) in enumerate(zip(have, want)) if x != y), min(len(have), len(want)))
+    got, wrote = _at(have, k), _at(want, k)
+    why = ""
+    region = have[have.rfind("<", 0, k + 1) if "<" in have[: k + 1] else k : k + 200]
+    for pattern, name in HIDES:
+        m = pattern.search(region)
+        if m:
+            why = f" ({name or f'`{m[1]}`'}: text a reader does not see, or sees and nothing compares)"
+            break
+    return [
+        Problem(
+            f"{what} is not the markup lessonkit wrote{why}: {got!r} where lessonkit wrote {wrote!r}",
+            where,
+            None,
+            HINT,
+        )
+    ]
+
+
+def _at(html: str, k: int, limit: int = 60) -> str:
+    """The markup of ``html`` from the tag (or text) that holds offset ``k``."""
+    start = html.rfind("<", 0, k + 1)
+    if start < 0 or html.rfind(">", 0, k) > start:  # in text: from the end of the previous tag
+        start = html.rfind(">", 0, k) + 1
+    text = html[start : start + limit]
+    return text + "…" if start + limit < len(html) else text if text else "nothing"
+
+
+def nested_claims(doc: Doc, i: int) -> list[int]:
+    """The elements inside figure or snapshot ``i`` that claim to be the engine's, other than what
+    lessonkit writes there (:data:`INSIDE`; the figure's drawing is lessonkit's): an imitation in a
+    caption, a title or a cell."""
+    kind = "figure" if doc.name(i) == "figure" else "snapshot"
+    out, k, stop = [], i + 1, doc.close_of(i)
+    while k < stop:
+        m = doc.tags[k]
+        if m[1]:
+            k += 1
+            continue
+        if m[2].lower() == "svg":  # the drawing
+            k = doc.close_of(k) + 1
+            continue
+        a = m[3]
+        if ("lk" in a or "&" in a) and any(is_claim(c) and c not in INSIDE[kind] for c in doc.classes(k)):
+            out.append(k)
+            k = doc.close_of(k) + 1
+            continue
+        k += 1
+    return out

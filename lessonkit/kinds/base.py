@@ -123,6 +123,9 @@ class Kind:
     # True: blocks of this kind with the same `Session:` on a page form a session; parse gives each
     # of them the session's blocks (Block.session), after asking session_problems about them.
     sessions: ClassVar[bool] = False
+    # The header keys whose values the block shows as Markdown, and "body" when it shows its body
+    # so: parse checks them as it checks prose (imitations of engine blocks, badges, active content).
+    markup: ClassVar[tuple[str, ...]] = ()
 
     def validate(self, block: "Block") -> list[Problem]:
         """Header rules that need no file (required keys are checked already)."""

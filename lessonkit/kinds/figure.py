@@ -48,6 +48,7 @@ class Figure(Kind):
     fields = ("Experiment", *SHAPES, "Title", "Caption", "Edge-labels", "Notes", "Precision", *PLOT_FIELDS)
     required = ("Experiment",)
     citation = None
+    markup = ("Caption",)
 
     def validate(self, b):
         out = []
@@ -221,12 +222,14 @@ class Figure(Kind):
     def render(self, renderer, r, anchor, result):
         shape, data = self.inputs(r, result)
         b = r.block
+        caption = b.get("Caption")
+        from lessonkit.kinds.snapshot import _with_refs  # the caption's Markdown (code, $math$, references)
+
+        # rendered before the key is made: its `[[value: …]]` and `[[line: …]]` references are
+        # inputs of the figure's HTML as much as the caption's text
+        text = _with_refs(caption, renderer, b.line_of("Caption")) if caption else ""
 
         def make() -> str:
-            caption = b.get("Caption")
-            from lessonkit.kinds.snapshot import _with_refs  # the caption's Markdown (code, $math$, references)
-
-            text = _with_refs(caption, renderer, b.line_of("Caption")) if caption else ""
             drawn = renderer.labels.html("figure-source", script=f"<code>{escape(r.job.label)}</code>")
             cap = f'<figcaption>{text}<span class="lk-fig-source"{renderer.no_search}>{drawn}</span></figcaption>'
             svg = self.svg(r, shape, data, renderer.labels)
@@ -242,6 +245,7 @@ class Figure(Kind):
             json.dumps(data, sort_keys=True, ensure_ascii=False),
             b.get("Title") or "",
             b.get("Caption") or "",
+            text,
             r.job.label,
             renderer.labels.fingerprint,
         )

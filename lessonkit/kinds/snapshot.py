@@ -36,6 +36,7 @@ class Snapshot(Kind):
     fields = ("Experiment", "Title", "Label", "Precision")
     required = ("Experiment",)
     citation = None
+    markup = ("Title", "body")
 
     def validate(self, b):
         out = []

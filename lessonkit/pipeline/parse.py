@@ -8,6 +8,7 @@ header is validated here, before any file is opened.
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import re
 import unicodedata
@@ -206,6 +207,11 @@ def _comment_opens(line: str, spans: list[tuple[int, int]]) -> bool:
     return bool(starts) and "-->" not in line[starts[-1] + 4 :]
 
 
+def _comment_start(line: str, spans: list[tuple[int, int]]) -> int:
+    """Where the comment that stays open after this line starts (see :func:`_comment_opens`)."""
+    return [m.start() for m in re.finditer("<!--", line) if not _in_spans(spans, m.start())][-1]
+
+
 def _unquote(line: str, depth: int) -> str | None:
     """``line`` without its first ``depth`` blockquote markers; "" for a blank line; None when the
     line is not inside that many blockquotes (Markdown ends the blockquote, and a fence in it, there)."""
@@ -255,10 +261,13 @@ def parse_page(text: str, path: str, line_offset: int = 0, *, kinds, badges: tup
     ordinal = 0
     i = 0
     prev_blank, in_code, in_comment = True, False, False
+    prose: list[tuple[int, str]] = []  # (index, text) of the lines Markdown shows as prose: for active_html
     while i < len(lines):
         line = lines[i]
         if in_comment:
             in_comment = "-->" not in line
+            if not in_comment and "<" in line[line.index("-->") :]:  # what follows the comment is shown
+                prose.append((i, " " * (line.index("-->") + 3) + line[line.index("-->") + 3 :]))
             i += 1
             continue
         blank = not line.strip()
@@ -274,11 +283,15 @@ def parse_page(text: str, path: str, line_offset: int = 0, *, kinds, badges: tup
             spans = _code_spans(line) if "`" in line else []
             if _comment_opens(line, spans):
                 in_comment = True
+                prose.append((i, _blank_code(line[: _comment_start(line, spans)], spans)))  # shown before it
             else:
                 _inline(page, kinds, line, i, path, line_offset)
                 _ids(page, line, spans, line_offset + i + 1)
                 if "lk" in line or "&" in line or (badges and "<" in line):
                     page.engine_html += engine_html(line, path, line_offset + i + 1, badges)
+                if badges or "!!!" in line or "???" in line:
+                    page.engine_html += badge_labels(line, path, line_offset + i + 1, badges)
+                prose.append((i, _blank_code(line, spans)))
                 skip = _misplaced(page, kinds, lines, i, spans, path, line_offset)
                 if skip is not None:
                     i = skip
@@ -315,6 +328,7 @@ def parse_page(text: str, path: str, line_offset: int = 0, *, kinds, badges: tup
             try:
                 block = _build(kinds[word], lines, i, end, indent, path, line_offset, ordinal)
                 page.items.append(block)
+                page.engine_html += markup_values(kinds[word], block, badges)
             except LessonError as exc:
                 page.items.append(BrokenBlock(exc.at(path, lineno), i, end, indent, ordinal))
             ordinal += 1
@@ -331,6 +345,7 @@ def parse_page(text: str, path: str, line_offset: int = 0, *, kinds, badges: tup
             break  # an unclosed ordinary fence runs to the end of the page
         i = end + 1
         prev_blank = False
+    page.engine_html += active_html(prose, path, line_offset)
     _link_sessions(page, kinds)
     return page
 
@@ -543,6 +558,214 @@ def engine_html(line: str, path: str, lineno: int, badges: tuple[str, ...] = ())
                     code=ENGINE_HTML,
                 )
             )
+    return out
+
+
+# -- active content: raw HTML or Markdown that runs code, embeds or restyles (refused in a page an
+# author writes, with code ENGINE_HTML like an imitation: the build and verify report both)
+
+# The elements a page may not contain, and why.
+ACTIVE_ELEMENTS = {
+    "script": "runs code in the reader's browser",
+    "style": "restyles the page (it can hide text or draw other text over a block)",
+    "link": "loads a stylesheet or another resource into the page",
+    "base": "changes where every link and resource of the page points",
+    "meta": "can reload or redirect the page",
+    **dict.fromkeys(
+        ("iframe", "frame", "frameset", "object", "embed", "applet", "portal"),
+        "embeds another document in the page (nothing checks what it shows)",
+    ),
+}
+# URL schemes that run code (javascript, vbscript) or carry a whole document or image (data).
+RUNS = ("javascript", "vbscript")
+URL_ATTRS = frozenset(
+    "href src srcset action formaction data poster background xlink:href codebase lowsrc dynsrc ping manifest".split()
+)
+ACTIVE_HINT = "remove it: a page shows code, output and figures through annotation blocks, which the build checks"
+# A start tag or a comment (the scanner of lessonkit.checks.htmlscan, for prose): possessive
+# quantifiers keep it linear.
+_TAG = re.compile(
+    r"<!--.*?(?:-->|\Z)|<([A-Za-z][^\s/>]*+)((?:[\s/]++|[^\s/>=][^\s/>=]*+(?:\s*+=\s*+(?:\"[^\"]*+\"|'[^']*+'"
+    r"|[^\s>]*+))?+)*+)>",
+    re.S,
+)
+_ATTR = re.compile(r"""([^\s/>=][^\s/>=]*+)(?:\s*+=\s*+(?:"([^"]*+)"|'([^']*+)'|([^\s>]*+)))?+""")
+# A Markdown link or image destination `](url` and a reference definition `[id]: url`.
+_MD_URL = re.compile(r"\]\([ \t]*<?(?P<inline>[^\s)>]+)|^[ \t]*(?:>[ \t]?)*[ \t]*\[[^\]]+\]:[ \t]*<?(?P<ref>\S+)")
+# An attribute list `{: … }` (attr_list reads `{ … }` too) and a `key=value` in it.
+_ATTR_LIST = re.compile(r"\{:?([^{}\n]*)\}")
+_LIST_PAIR = re.compile(r"""(?:^|\s)([^\s=#.{}'"]+)[ \t]*=[ \t]*(?:"([^"]*)"|'([^']*)'|(\S+))""")
+
+
+def _blank_code(line: str, spans: list[tuple[int, int]] | None = None) -> str:
+    """``line`` with its code spans (text, as Markdown shows them) blanked out."""
+    for a, b in reversed(spans if spans is not None else _code_spans(line) if "`" in line else []):
+        line = line[:a] + " " * (b - a) + line[b:]
+    return line
+
+
+def _blank_paragraph_code(rows: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """``rows`` (consecutive indices are one paragraph) with the code spans that go on from one
+    line to the next blanked out (the line breaks kept)."""
+    out, k = [], 0
+    while k < len(rows):
+        j = k + 1
+        while j < len(rows) and rows[j][0] == rows[j - 1][0] + 1:
+            j += 1
+        text = "\n".join(line for _, line in rows[k:j])
+        if "`" in text:
+            text = _blank_spans(text)
+        out += list(zip([i for i, _ in rows[k:j]], text.split("\n")))
+        k = j
+    return out
+
+
+def _blank_spans(text: str) -> str:
+    for a, b in reversed(_code_spans(text)):
+        text = text[:a] + re.sub(r"[^\n]", " ", text[a:b]) + text[b:]
+    return text
+
+
+def _scheme(value: str, attr: str) -> str | None:
+    """The scheme of a URL that runs code (any attribute) or carries a document (a URL
+    attribute), as a browser reads it: references decoded, spaces and control characters gone."""
+    from html import unescape
+
+    text = re.sub(r"[\x00-\x20\x7f]+", "", unescape(value) if "&" in value else value).lower()
+    for scheme in RUNS + (("data",) if attr in URL_ATTRS else ()):
+        if text.startswith(scheme + ":") or (attr == "srcset" and f",{scheme}:" in text):
+            return scheme
+    return None
+
+
+def _attribute_problem(name: str, value: str) -> str | None:
+    """Why an attribute written in a page is refused, or None."""
+    if name.startswith("on") and len(name) > 2:
+        return f"an event attribute `{name}`, which runs code in the reader's browser"
+    if name == "style":
+        return "a `style` attribute, which can hide text or draw other text over a block"
+    scheme = _scheme(value, name)
+    if scheme is not None:
+        what = "runs code in the reader's browser" if scheme in RUNS else "shows content that nothing checks"
+        return f"a `{scheme}:` URL in `{name}`, which {what}"
+    return None
+
+
+def active_html(prose: list[tuple[int, str]], path: str, offset: int = 0) -> list[Problem]:
+    """Problems for active content in the prose of a page (``prose``: (0-based index, text) of the
+    lines Markdown shows as prose): the elements of :data:`ACTIVE_ELEMENTS`, event attributes,
+    ``style`` attributes and URLs that run code or carry a document, in raw HTML (a tag may span
+    lines), attribute lists and Markdown links. One problem per line; code spans are text."""
+    if not any("<" in line or "{" in line or "]" in line for _, line in prose):
+        return []
+    rows = [(i, _blank_code(line)) for i, line in prose]
+    if any("`" in line for _, line in rows):  # a code span may go on over the lines of its paragraph
+        rows = _blank_paragraph_code(rows)
+    found: dict[int, str] = {}  # 0-based index -> what is wrong there (the first one)
+    text = "\n".join(line for _, line in rows)
+    starts = [0]
+    for _, line in rows[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+
+    def at(pos: int) -> int:
+        return rows[bisect.bisect_right(starts, pos) - 1][0]
+
+    if "<" in text:
+        for m in _TAG.finditer(text):
+            if m[1] is None:  # a comment
+                continue
+            name = m[1].lower()
+            if name in ACTIVE_ELEMENTS:
+                found.setdefault(at(m.start()), f"raw HTML has a <{name}> element, which {ACTIVE_ELEMENTS[name]}")
+            for a in _ATTR.finditer(m[2]):
+                value = a[2] if a[2] is not None else a[3] if a[3] is not None else a[4] or ""
+                why = _attribute_problem(a[1].lower(), value)
+                if why is not None:
+                    found.setdefault(at(m.start(2) + a.start()), f"raw HTML has {why}")
+    for i, line in rows:
+        for m in _MD_URL.finditer(line) if "]" in line else ():
+            url = m["inline"] or m["ref"]
+            scheme = _scheme(url, "href")
+            if scheme is not None:
+                what = "runs code in the reader's browser" if scheme in RUNS else "shows content that nothing checks"
+                found.setdefault(i, f"a Markdown link or image to a `{scheme}:` URL, which {what}")
+        for m in _ATTR_LIST.finditer(line) if "{" in line and "=" in line else ():
+            for pair in _LIST_PAIR.finditer(m[1]):
+                value = next((v for v in pair.groups()[1:] if v is not None), "")
+                why = _attribute_problem(pair[1].lower(), value)
+                if why is not None:
+                    found.setdefault(i, f"an attribute list `{{: … }}` sets {why}")
+    return [Problem(msg, path, offset + i + 1, ACTIVE_HINT, code=ENGINE_HTML) for i, msg in sorted(found.items())]
+
+
+# -- badges written as prose: the label of an engine block, without the block
+LABEL_LEAD = re.compile(r"^[ \t]*(?:>[ \t]?)*(?:(?:[-*+]|[0-9]{1,9}[.)])[ \t]+)?(?:#{1,6}[ \t]+)?[*_~=]*[ \t]*")
+# an admonition, a details block or a tab: its types and its quoted title
+TITLED = re.compile(
+    r"^[ \t]*(?:>[ \t]?)*[ \t]*(?P<mark>!!!|\?\?\?\+?|===)[ \t]*(?P<types>[^\"\n]*?)[ \t]*"
+    r"(?:\"(?P<title>[^\"\n]*)\")?[ \t]*$"
+)
+
+
+def badge_labels(line: str, path: str, lineno: int, badges: tuple[str, ...] = ()) -> list[Problem]:
+    """Problems for one prose line that labels something the way only the engine's blocks are
+    labelled: an admonition whose type is an engine class (``!!! lk-real-source``), or one of
+    ``badges`` as a label (at the start of the line or of a table cell, alone in emphasis, as an
+    admonition's or a tab's title). The badge inside a sentence, after other words, is prose."""
+    from html import unescape
+
+    if "!!!" not in line and "???" not in line and "&" not in line and not any(b and b in line for b in badges):
+        return []
+    line = _blank_code(line)
+    titled = TITLED.match(line) if ("!" in line or "?" in line or "=" in line) else None
+    if titled is not None:
+        engine = [t for t in titled["types"].split() if t.startswith("lk-")]
+        if engine:
+            instead = next((what for names, what in INSTEAD if engine[0] in names), "an annotation block")
+            what = "an admonition" if titled["mark"] != "===" else "a tab"
+            return [
+                Problem(
+                    f"{what} of type `{engine[0]}` uses the engine class {engine[0]}",
+                    path,
+                    lineno,
+                    f"write {instead} instead",
+                    code=ENGINE_HTML,
+                )
+            ]
+    plain = unescape(line) if "&" in line else line
+    texts = [titled["title"] or ""] if titled is not None else plain.split("|") if "|" in plain else [plain]
+    for badge in badges:
+        if not badge or badge not in plain:
+            continue
+        alone = re.search(r"(\*\*|__|\*|_|~~|==)[ \t]*" + re.escape(badge) + r"[ \t]*\1", plain)
+        if alone or any(LABEL_LEAD.sub("", t, count=1).startswith(badge) for t in texts):
+            return [
+                Problem(
+                    f'prose shows the engine\'s badge "{badge}" as a label, as if an engine block followed',
+                    path,
+                    lineno,
+                    "write the annotation block instead; to name a kind of block, write its badge inside a "
+                    "sentence or in quotes (「…」)",
+                    code=ENGINE_HTML,
+                )
+            ]
+    return []
+
+
+def markup_values(spec, block: Block, badges: tuple[str, ...] = ()) -> list[Problem]:
+    """The header values and body lines a kind shows as Markdown (``spec.markup``: field names,
+    ``"body"`` for the body): checked as prose is, for imitations, badges and active content."""
+    rows = []
+    for name in getattr(spec, "markup", ()):
+        if name == "body":
+            rows += [(block.body_line + k, line) for k, line in enumerate(block.body or ())]
+        elif block.get(name):
+            rows.append((block.line_of(name), block.get(name)))
+    out = []
+    for n, value in rows:
+        out += engine_html(value, block.path, n, badges)
+        out += badge_labels(value, block.path, n, badges)
+        out += active_html([(n - 1, value)], block.path)
     return out
 
 

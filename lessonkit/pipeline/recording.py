@@ -263,6 +263,7 @@ def _cell(text: str, rec: Recording, fmt: Format) -> Cell:
     note = CELL_NOTE.match(text)
     if note:  # a formula or prose, with the number it stands for checked against the run
         _check(note["hand"], note["key"], rec, fmt)
+        _shows_what_it_checks(note["text"], note["hand"], note["key"])
         return Cell(note["text"], note["key"], "checked")
     m = CELL_REF.match(text)
     if not m:
@@ -275,6 +276,26 @@ def _cell(text: str, rec: Recording, fmt: Format) -> Cell:
     if shown.startswith("`") and shown.endswith("`") and len(shown) > 1:
         shown, code = shown[1:-1], True
     return Cell(shown, key, "checked", code)
+
+
+VALUE_LIKE = re.compile(r"^[\s`()\[\],;+\-−.0-9eE]*[0-9][\s`()\[\],;+\-−.0-9eE]*$")
+NUMBER = re.compile(r"[-+−]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+
+
+def _shows_what_it_checks(text: str, hand: str, key: str) -> None:
+    """A checked cell whose text is a value (numbers and brackets only) shows the numbers it
+    checks (``(3.0, 3.0) {@ingrad = 3.0}`` does): ``8.0 {@g = 7.0}`` would show 8.0 marked as
+    checked against the run."""
+    if not VALUE_LIKE.match(text) or _normal(text) == _normal(hand):
+        return
+    shown = [float(x) for x in NUMBER.findall(text.replace("−", "-"))]
+    missing = [x for x in NUMBER.findall(hand.replace("−", "-")) if float(x) not in shown]
+    if missing:
+        raise LessonError(
+            f"snapshot cell shows {text.strip()!r} but checks `{key}` = {hand.strip()}: a checked cell that "
+            f"shows a value shows the numbers it checks, and {missing[0]} is not among them",
+            hint=f"show {hand.strip()}, or write `@{key}` to show the recorded value",
+        )
 
 
 def _check(hand: str, key: str, rec: Recording, fmt: Format) -> None:

@@ -12,17 +12,25 @@ its text as a reader sees it:
   output, provenance, code, line numbers); code run by run (the runs of an elided excerpt, a
   recall's lines and its folded full version), each real-source run also with the pinned lines it
   names (its line numbers; a block of one run, the lines its own head names) less the indentation
-  its ``Dedent`` removes; a snapshot's recorded cells with its recording; a figure is found, not
-  redrawn;
+  its ``Dedent`` removes; a snapshot's recorded cells with its recording. Then the whole element
+  (tags, attributes, text) against the block rendered as the build renders it (code highlighted,
+  links as the build links them): nothing hidden, added or restyled. A figure or a snapshot is
+  drawn again and compared whole, and nothing inside it may claim to be the engine's but what
+  lessonkit writes there;
 * a recorded value in prose, equal to the value this build's run recorded;
-* the code of a source-browser or script page, every line equal to the file's.
+* the code of a source-browser or script page, every line equal to the file's, its listing's
+  markup lessonkit's.
+
+Scripts, styles, event attributes, frames and URLs that run code are Material's or lessonkit's
+only (:mod:`lessonkit.site.active`).
 
 Anything else that claims to be the engine's is an imitation (raw HTML, a plugin), and a block
 of the Markdown that is not on its page was removed. The reference for an experiment's output
 is the result this build stored in the cache, sealed (:mod:`lessonkit.util.seal`): a stored
 result that does not carry the seal is not a recorded run. What the folder is comes from the
-build's record (:mod:`lessonkit.checks.record`), which is checked, not trusted: its files are
-the folder's files, its blocks the blocks verify expects.
+build's record (:mod:`lessonkit.checks.record`), which is checked, not trusted: its files (every
+file, not only pages) are the folder's files, each copy equals its source, its blocks are the
+blocks verify expects.
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ from html import escape
 from pathlib import Path
 
 from lessonkit.checks import shown
-from lessonkit.site import listings
+from lessonkit.site import active, listings
 from lessonkit.checks import record as site_record
 from lessonkit.checks.htmlscan import Doc
 from lessonkit.errors import LessonError, Problem
@@ -51,23 +59,45 @@ def _plain_code(text, lang, linestart=1, title=None, code_block_count=0, hl_line
     return f'<div class="language-python highlight"><pre><code>{escape(text, quote=False)}</code></pre></div>'
 
 
-class _Links:
-    """Where a block links to on the written site: only whether the page exists changes its text."""
+API_ENTRY = re.compile(r"^::: *([\w.]+)", re.M)  # an entry of docs/api.md (as the build reads them)
 
-    def __init__(self, uris: set[str]):
-        self.uris = uris
+
+def url_of(dest: str) -> str:
+    """The URL MkDocs gives the page it wrote to ``dest`` (directory URLs: ``x/index.html`` is ``x/``)."""
+    if dest == "index.html":
+        return "./"
+    return dest[: -len("index.html")] if dest.endswith("/index.html") else dest
+
+
+class _Links:
+    """Where a block links to on the written site, as the build links it (``lessonkit.build.SiteLinks``):
+    relative URLs from :attr:`page_url` to the pages the build's record lists."""
+
+    def __init__(self, urls: dict[str, str], api: set[str]):
+        self.urls, self.entries, self.page_url = urls, api, "./"
+
+    def _rel(self, uri: str) -> str | None:
+        from mkdocs.utils import get_relative_url
+
+        url = self.urls.get(uri)
+        return get_relative_url(url, self.page_url) if url is not None else None
 
     def source(self, file, start, end):
-        return "#" if site_cites.source_uri(file) in self.uris else None
+        rel = self._rel(site_cites.source_uri(file))
+        return f"{rel}#L{start}-L{end}" if rel else None
 
     def script(self, file):
-        return "#" if site_cites.code_uri(file) in self.uris else None
+        return self._rel(site_cites.code_uri(file))
 
     def api(self, file, symbol):
-        return None
+        if not symbol or not file.endswith(".py"):
+            return None
+        dotted = file[:-3].replace("/", ".").removesuffix(".__init__") + "." + symbol
+        rel = self._rel("api.md")
+        return f"{rel}#{dotted}" if rel and dotted in self.entries else None
 
     def page(self, uri):
-        return "#" if uri in self.uris else None
+        return self._rel(uri)
 
 
 @dataclass
@@ -80,6 +110,7 @@ class Expected:
     parts: list | None = None  # parts() of the plain rendering; None: not compared part by part
     cells: list[str] | None = None  # a snapshot's recorded cells, as shown
     problem: Problem | None = None  # why it could not be rendered (no recorded run)
+    markup: str | None = None  # the whole element as lessonkit writes it (shown.markup_problem)
 
 
 @dataclass
@@ -95,9 +126,13 @@ class SiteCheck:
     """Everything ``verify --site`` needs, computed once; :meth:`page` checks one HTML file."""
 
     def __init__(self, project, report, site_dir: Path):
+        from markdown import Markdown
+        from pymdownx.highlight import Highlight
+
         from lessonkit.checks import living
-        from lessonkit.pipeline.markdown import provenance
+        from lessonkit.pipeline.markdown import HIGHLIGHT, provenance, tools
         from lessonkit.pipeline.render import Renderer
+        from lessonkit.util.store import Store
 
         self.project, self.report, self.site_dir = project, report, Path(site_dir)
         self.label = project.rel(self.site_dir)
@@ -106,24 +141,46 @@ class SiteCheck:
         self.docs: dict[str, Doc] = {}  # the scans of run(), for the mutation check
         self._pinned_lines: dict[str, list[str]] = {}
         self.files = site_record.html_files(self.site_dir) if self.site_dir.is_dir() else {}
+        self.hashes = site_record.site_files(self.site_dir) if self.site_dir.is_dir() else {}  # every file
         if self.record is None:
             return
         recorded = project.runner.recorded(living.build_jobs(project, report))
         self.results = {k: r for k, (r, _) in recorded.items() if r is not None}
-        uris = {
-            site_cites.source_uri(f) if o == "pinned" else site_cites.code_uri(f)
-            for o, f in self.record["code_pages"].values()
+        urls = {
+            site_cites.source_uri(f) if o == "pinned" else site_cites.code_uri(f): url_of(dest)
+            for dest, (o, f) in self.record["code_pages"].items()
         }
-        uris |= {page.removeprefix("docs/") for page in self.record["pages"]}  # a recall links to its page
+        urls |= {page.removeprefix("docs/"): url_of(dest) for page, dest in self.record["pages"].items()}
+        api = project.docs / "api.md"
+        entries = set(API_ENTRY.findall(api.read_text(encoding="utf-8"))) if "docs/api.md" in report.resolved else set()
+        self.links = _Links(urls, entries)
         self.renderer = Renderer(
             project.pin,
             _plain_code,
-            _Links(uris),
+            self.links,
             provenance(project, self.record["provider"]),
             project.site.label,
             labels=project.site.labels,
             project=project,
         )
+        # The same blocks with their code highlighted as the build highlights it (the render cache's
+        # sealed, content-keyed entries, or made again): what each element's markup must be.
+        self.marked = Renderer(
+            project.pin,
+            Highlight(Markdown(), **HIGHLIGHT).highlight,
+            self.links,
+            provenance(project, self.record["provider"]),
+            project.site.label,
+            labels=project.site.labels,
+            store=Store(project.cache, "render"),
+            tools=tools(),
+            project=project,
+        )
+        texts = {page: project.read_page(project.root / page) for page in report.resolved}
+        self.cites = site_cites.citations(report, "docs/", texts)
+        self.cites += site_cites.prose_citations(project, report, "docs/", texts)
+        self._listings: dict[str, str] = {}  # a source page's listing, as lessonkit writes it
+        self.allowed = active.Allowed(self)
         self.pages = {dest: page for page, dest in self.record["pages"].items()}
         self.stale: set[str] = set()
         self.expected = {page: self._expected(page) for page in self.record["pages"] if page in report.resolved}
@@ -140,6 +197,8 @@ class SiteCheck:
         out = []
         # what a recall's head links to depends on the page: set as the build sets it
         self.renderer.page, self.renderer.recalls = page, self.report.recalls.get(page, {})
+        self.marked.page, self.marked.recalls = page, self.report.recalls.get(page, {})
+        self.links.page_url = url_of(self.record["pages"][page])
         for r, anchor in zip(self.report.resolved[page], self.report.anchors(page)):
             result = None
             if r.job is not None:
@@ -167,9 +226,12 @@ class SiteCheck:
                 table = r.kind.table(r, result)
                 cells = [c for row in table.rows for c in row if c.mode in ("generated", "checked")]
                 exp.cells = [shown.td_text(_cell(c, r.job.label, self.renderer, r.block.line)) for c in cells]
+            exp.markup = r.kind.render(self.renderer, r, anchor, result)  # drawn again, no cache
             return exp
         doc = Doc(r.kind.render(self.renderer, r, anchor, result))
-        return Expected(r, anchor, (doc.name(0), frozenset(doc.classes(0))), shown.parts(doc, 0))
+        exp = Expected(r, anchor, (doc.name(0), frozenset(doc.classes(0))), shown.parts(doc, 0))
+        exp.markup = r.kind.render(self.marked, r, anchor, result)
+        return exp
 
     def _values(self, page: str) -> Counter:
         from lessonkit.kinds import value as value_kind
@@ -218,14 +280,15 @@ class SiteCheck:
             )
         if rec["root"] != str(self.project.root):
             self.problems.append(Problem(f"it was built from another project ({rec['root']})", at, None, REBUILD))
-        for rel in sorted(set(self.files) | set(rec["files"])):
+        for rel in sorted(set(self.hashes) | set(rec["files"])):  # every file: pages, scripts, styles, data
             where = f"{at}/{rel}"
             if rel not in rec["files"]:
                 self.problems.append(Problem("the build did not write this file", where, None, REBUILD))
-            elif rel not in self.files:
+            elif rel not in self.hashes:
                 self.problems.append(Problem("the build wrote this file; it is gone", where, None, REBUILD))
-            elif site_record.sha256(self.files[rel]) != rec["files"][rel]:
+            elif self.hashes[rel] != rec["files"][rel]:
                 self.problems.append(Problem("changed after the build that wrote the folder", where, None, REBUILD))
+        self._copies()
         emitted = site_record.emitted(self.project, self.report, self.results)
         for page in sorted(set(emitted) | set(rec["blocks"])):
             if page not in rec["blocks"]:  # a page MkDocs did not build (exclude_docs): fine without blocks
@@ -259,9 +322,7 @@ class SiteCheck:
                 )
         from lessonkit.site.pages import browser_files
 
-        cites = site_cites.citations(self.report, "docs/", {})
-        cites += site_cites.prose_citations(self.project, self.report, "docs/", {})
-        pinned, repo = browser_files(self.project, cites)
+        pinned, repo = browser_files(self.project, self.cites)
         want = {("pinned", f) for f in pinned} | {("repo", f) for f in repo}
         have = {tuple(v) for v in rec["code_pages"].values()}
         for origin, file in sorted(want ^ have):
@@ -273,6 +334,49 @@ class SiteCheck:
                     REBUILD,
                 )
             )
+
+    def _copies(self) -> None:
+        """Each file MkDocs copied (from docs/, the theme, lessonkit's assets) against its source as
+        it is now: a hook or plugin that changed a script, a stylesheet or an image between the copy
+        and the record is caught here. The sources must be where copies come from."""
+        rec, at, root = self.record, self.label, self.project.root
+        themes = [Path(d) for d in rec["theme"]]
+        origins = [self.project.docs, Path(__file__).parents[1] / "assets", *themes]
+        for d in themes:
+            if not active.theme_folder_ok(self, d):
+                self.problems.append(
+                    Problem(
+                        f"the build took theme files from {d}, outside the project and the installed themes",
+                        at,
+                        None,
+                        REBUILD,
+                    )
+                )
+        for rel, source in sorted(rec["copied"].items()):
+            src, where = Path(source), f"{at}/{rel}"
+            shown = self.project.rel(src) if root in src.resolve().parents else str(src)
+            if not any(o.resolve() in src.resolve().parents for o in origins):
+                self.problems.append(
+                    Problem(
+                        f"the build copied this file from {shown}, which is not a file of docs/, the theme or "
+                        "lessonkit",
+                        where,
+                        None,
+                        REBUILD,
+                    )
+                )
+            elif rel in self.hashes and (
+                not src.is_file() or src.is_symlink() or site_record.file_sha256(src) != self.hashes[rel]
+            ):
+                self.problems.append(
+                    Problem(
+                        f"it is not the copy of {shown} it was (a hook or plugin changed it, or its source "
+                        "changed after the build)",
+                        where,
+                        None,
+                        REBUILD,
+                    )
+                )
 
     # -- one page
     def page(self, rel: str, html: str, rep: SiteReport | None = None, doc: Doc | None = None) -> list[Problem]:
@@ -304,8 +408,10 @@ class SiteCheck:
             problems += self._blocks(doc, where, page, by_id, verified, rep)
         code = self.record["code_pages"].get(rel)
         if code is not None:
-            problems += listings.source_page(self, doc, where, code, roots, verified, rep)
+            found = listings.source_page(self, doc, where, code, roots, verified, rep)
+            problems += found or self._listing_markup(doc, where, rel, code, roots)
         problems += listings.imitations(self, doc, where, verified)
+        problems += active.problems(self, doc, rel, where, verified)  # scripts, styles, frames: Material's only
         return problems
 
     def _blocks(self, doc, where, page, by_id, verified, rep) -> list[Problem]:
@@ -331,11 +437,41 @@ class SiteCheck:
             i = found[0]
             verified.append(i)
             if exp.parts is not None:
-                out += shown.compare_block(self, doc, i, exp, what, where)
+                wrong = shown.compare_block(self, doc, i, exp, what, where)
             elif exp.cells is not None:
-                out += shown.compare_cells(doc, i, exp, what, where)
+                wrong = shown.compare_cells(doc, i, exp, what, where)
+            else:
+                wrong = []
+            if r.kind.name in shown.ROOTS:  # what an author wrote in it may not claim to be the engine's
+                wrong += [listings.imitation(self, doc, k, where) for k in shown.nested_claims(doc, i)]
+            if not wrong and exp.markup is not None:  # the same text: the same markup (nothing hidden, added)
+                wrong = shown.markup_problem(doc, i, exp.markup, what, where)
+            out += wrong
         out += shown.prose_values(self, doc, where, page, verified)
         return out
+
+    def _listing_markup(self, doc: Doc, where: str, rel: str, code, roots: list[int]) -> list[Problem]:
+        """A source page's listing (its lines are the file's) against the markup lessonkit writes
+        for it: the highlighted file (the highlight cache's sealed, content-keyed entry), line
+        anchors, numbers, symbol anchors and the marks of cited lines."""
+        from mkdocs.utils import get_relative_url
+
+        from lessonkit.site.pages import code_file
+
+        origin, file = code
+        want = self._listings.get(rel)
+        if want is None:
+            sf = code_file(self.project, origin, file)
+            own = [c for c in self.cites if c.origin == origin and c.file == file]
+
+            def href(c) -> str:
+                return get_relative_url(self.links.urls[c.page], url_of(rel)) + f"#{c.anchor}"
+
+            labels = self.project.site.labels
+            want = site_cites.code_html(sf, own, href, site_cites.symbol_lines(sf), self.project.cache, labels)
+            self._listings[rel] = want
+        box = next(i for i in roots if doc.name(i) == "div" and "lk-source" in doc.classes(i))
+        return shown.markup_problem(doc, box, want, f"the source page of {file}", where)
 
     def pages_dest(self, page: str) -> str:
         """Where a problem of a page of docs/ is reported: its HTML file, else the page."""

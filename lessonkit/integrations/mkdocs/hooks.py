@@ -276,6 +276,9 @@ class BuildEvents:
             raise PluginError(f"{self.build.project.site.bundle}: a plugin removed the bundle from the site's files")
         bundle.content_bytes = data
         self.build.watch_site(Path(config.site_dir))  # MkDocs writes the pages next
+        # what MkDocs copies next, and from where: verify --site compares each copy with its source
+        self.build.copied = {f.dest_uri: f.abs_src_path for f in files.media_files() if f.abs_src_path}
+        self.build.theme = [str(d) for d in config.theme.dirs]
         return env
 
     @event_priority(-100)  # after every plugin, the search index in particular, has read the page

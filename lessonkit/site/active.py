@@ -1,0 +1,328 @@
+"""What runs, restyles or embeds in a written page: only what Material's templates and lessonkit
+write (``verify --site``, :mod:`lessonkit.site.shipped`).
+
+A page's text can be checked, but a script can rewrite it in the reader's browser, a stylesheet or
+a ``style`` attribute can hide it or draw other text over it, and a frame embeds another document.
+So every page of the folder may hold only:
+
+* ``<script>`` elements that Material's templates write: an inline script whose code is one of
+  theirs (a template's expression, such as the site's base URL, may stand for any text without
+  quotes or markup), the JSON ``__config`` (data, not code: its search worker must be Material's
+  own file), or a script whose ``src`` is a file of the folder copied from Material's theme or from
+  lessonkit's assets (each copy is compared with its source by :meth:`SiteCheck._copies`);
+* ``<style>`` elements and ``style`` attributes of Material's templates (outside the engine's
+  blocks, whose markup is compared whole), the style sheets of lessonkit's own diagrams (the
+  ``<style>…</style>`` constants of :data:`DRAWINGS`), and stylesheets that are files of the folder;
+* no event attribute (``onclick=…``: none of Material's templates writes one), no frame, object
+  or embedded document, no ``<base>``, no refresh, and no URL that runs code (``javascript:``,
+  ``vbscript:``) or carries a document (``data:``, in an attribute that loads or links to one).
+
+What is allowed is read from the installed theme's templates, not listed here: a new version of
+Material that writes another script is allowed as it is, and a page that writes one more is not.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import posixpath
+import re
+from functools import cached_property
+from pathlib import Path
+
+from lessonkit.checks.htmlscan import Doc
+from lessonkit.checks.shown import inside
+from lessonkit.errors import Problem
+
+DRAWINGS = ("lessonkit.pipeline.svg", "lessonkit.site.attachments")  # where lessonkit draws diagrams
+HINT = "something after lessonkit added it (a hook, plugin or extra_javascript); remove it and rebuild"
+EMBEDS = frozenset("iframe frame frameset object embed applet portal".split())
+URL_ATTRS = frozenset(
+    "href src srcset action formaction data poster background xlink:href codebase lowsrc dynsrc ping manifest".split()
+)
+# Attribute text worth parsing: an event or style attribute, a URL scheme, a character reference.
+# In the page's text in lower case (attribute and element names are): where an event or style
+# attribute, a URL scheme or a character reference may be, and the elements that run or embed.
+CANDIDATE = re.compile(r"script|style|&#|data[\s\x00-\x1f]*:|on[a-z]+[\s\x00-\x1f]*=")
+ELEMENT = re.compile(r"<(?:script|style|link|meta|base|iframe|frame|frameset|object|embed|applet|portal)(?=[\s/>])")
+ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+SCRIPT_ELEMENT = re.compile(r"<script\b([^>]*)>(.*?)</script\s*>", re.S | re.I)
+STYLE_ELEMENT = re.compile(r"<style\b([^>]*)>(.*?)</style\s*>", re.S | re.I)
+STYLE_ATTR = re.compile(r"""\sstyle\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
+ATTRIBUTE = re.compile(r'\s([a-zA-Z][\w:-]*)\s*=\s*"([^"]*)"')
+EVENT_ATTR = re.compile(r"""\s(on[a-z]+)\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
+JINJA = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)
+
+
+def _pattern(template_text: str) -> re.Pattern:
+    """A template's text as a pattern: its expressions (``{{ … }}``) stand for any text without
+    quotes, markup or backslashes (a URL, a name), the rest is literal."""
+    parts = JINJA.split(template_text.strip())
+    return re.compile(r"[^\"'<>\\]*?".join(re.escape(p) for p in parts), re.S)
+
+
+def _scheme(value: str, attr: str) -> str | None:
+    from html import unescape
+
+    text = re.sub(r"[\x00-\x20\x7f]+", "", unescape(value) if "&" in value else value).lower()
+    for scheme in ("javascript", "vbscript", *(("data",) if attr in URL_ATTRS else ())):
+        if text.startswith(scheme + ":") or (attr == "srcset" and f",{scheme}:" in text):
+            return scheme
+    return None
+
+
+def _installed(name: str) -> Path | None:
+    import importlib.util
+
+    spec = importlib.util.find_spec(name)
+    return Path(spec.origin).parent.resolve() if spec is not None and spec.origin else None
+
+
+class Allowed:
+    """What Material's templates (the installed theme) and lessonkit write that runs or styles a page."""
+
+    def __init__(self, check):
+        self.check = check
+        material = _installed("material")
+        self.templates = material / "templates" if material is not None else None
+        self.assets = (Path(__file__).parents[1] / "assets").resolve()
+
+    @cached_property
+    def _texts(self) -> list[str]:
+        """The templates: Material's, and those of the build's theme folders (a project's
+        ``custom_dir`` overrides some) where copies may come from (:func:`theme_folder_ok`)."""
+        folders = [self.templates] if self.templates is not None else []
+        folders += [Path(d) for d in self.check.record["theme"] if theme_folder_ok(self.check, Path(d))]
+        seen, out = set(), []
+        for folder in folders:
+            for path in sorted(folder.rglob("*.html")) if folder.is_dir() else ():
+                if path.resolve() not in seen:
+                    seen.add(path.resolve())
+                    out.append(path.read_text(encoding="utf-8", errors="replace"))
+        return out
+
+    @cached_property
+    def urls(self) -> list[tuple[str, re.Pattern]]:
+        """(attribute, value) of the templates' URLs that run code or carry a document
+        (Material's search share button is ``href="javascript:void(0)"``)."""
+        out = []
+        for text in self._texts:
+            for m in ATTRIBUTE.finditer(text):
+                if _scheme(m[2], m[1].lower()) is not None:
+                    out.append((m[1].lower(), _pattern(m[2])))
+        return out
+
+    @cached_property
+    def inline(self) -> list[tuple[re.Pattern, re.Pattern]]:
+        """(attributes, code) of every inline ``<script>`` and ``<style>`` of the templates."""
+        out = []
+        for text in self._texts:
+            for m in [*SCRIPT_ELEMENT.finditer(text), *STYLE_ELEMENT.finditer(text)]:
+                if "src=" in m[1] or "{%" in m[2] or "tojson" in m[2]:
+                    continue  # a script file (allowed by what it loads), or data
+                out.append((_pattern(m[1]), _pattern(m[2])))
+        return out
+
+    @cached_property
+    def styles(self) -> list[re.Pattern]:
+        return [_pattern(m[1] if m[1] is not None else m[2]) for t in self._texts for m in STYLE_ATTR.finditer(t)]
+
+    @cached_property
+    def events(self) -> list[tuple[str, re.Pattern]]:
+        return [
+            (m[1].lower(), _pattern(m[2] if m[2] is not None else m[3]))
+            for t in self._texts
+            for m in EVENT_ATTR.finditer(t)
+        ]
+
+    @cached_property
+    def scripts(self) -> set[str]:
+        """The files of the folder a page may load as a script: copies of Material's theme files and
+        of lessonkit's assets (the build's record says what was copied from where)."""
+        roots = [r for r in (self.templates.resolve() if self.templates else None, self.assets) if r is not None]
+        out = set()
+        for rel, source in self.check.record["copied"].items():
+            src = Path(source).resolve()
+            if rel.endswith((".js", ".mjs")) and any(r in src.parents for r in roots):
+                out.add(rel)
+        return out
+
+    @cached_property
+    def sheets(self) -> set[str]:
+        """The style sheets lessonkit's own drawings write into a page (a diagram's ``<style>``):
+        the module-level ``<style>…</style>`` constants of its drawing modules."""
+        import importlib
+
+        out = set()
+        for name in DRAWINGS:
+            module = importlib.import_module(name)
+            for value in vars(module).values():
+                if isinstance(value, str) and value.startswith("<style>") and value.endswith("</style>"):
+                    out.add(value[len("<style>") : -len("</style>")])
+        return out
+
+    def inline_ok(self, attrs: str, code: str) -> bool:
+        return any(a.fullmatch(attrs.strip()) and c.fullmatch(code.strip()) for a, c in self.inline)
+
+    def style_ok(self, attrs: str, code: str) -> bool:
+        return (not attrs.strip() and code in self.sheets) or self.inline_ok(attrs, code)
+
+
+def theme_folder_ok(check, folder: Path) -> bool:
+    """A theme folder copies may come from: inside the project (not its site folder or the cache),
+    or inside the installed MkDocs or Material."""
+    folder, root = folder.resolve(), check.project.root
+    if root == folder or root in folder.parents:
+        outside = [check.site_dir.resolve(), Path(check.project.cache).resolve()]
+        return not any(o == folder or o in folder.parents for o in outside)
+    return any(p is not None and (folder == p or p in folder.parents) for p in map(_installed, ("material", "mkdocs")))
+
+
+def _resolve(page: str, url: str) -> str | None:
+    """The file of the folder that ``url`` on page ``page`` names, or None when it names none
+    (another site, a scheme)."""
+    url = url.strip().split("#", 1)[0].split("?", 1)[0]
+    if not url or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:|^//", url):
+        return None
+    path = url.lstrip("/") if url.startswith("/") else posixpath.join(posixpath.dirname(page), url)
+    path = posixpath.normpath(path)
+    if path.startswith("../") or path == "..":
+        return None
+    return path + "index.html" if url.endswith("/") else path
+
+
+def problems(check, doc: Doc, rel: str, where: str, verified: list[int]) -> list[Problem]:
+    """The scripts, styles, event attributes, frames and URLs of page ``rel`` that neither
+    Material's templates nor lessonkit wrote (see the module docstring)."""
+    memo = ("active", tuple(sorted(verified)))
+    if memo in doc.memo:
+        return doc.memo[memo]
+    allowed, html = check.allowed, doc.html
+    out: list[Problem] = []
+    spans = sorted(doc.span(i) for i in verified)
+    starts = doc.memo.get("starts") or doc.memo.setdefault("starts", [t.start() for t in doc.tags])
+    raw = {a: b for _, a, b in doc.raw}  # raw-text contents: start -> end
+
+    def tag_at(pos: int) -> int | None:
+        k = bisect.bisect_right(starts, pos) - 1
+        return k if k >= 0 and doc.tags[k].end() > pos and not doc.tags[k][1] else None
+
+    low = html.lower()
+    if len(low) != len(html):  # a character whose lower case is longer: offsets must stay
+        low = html.translate(ASCII_LOWER)
+    elements = {k for m in ELEMENT.finditer(low) if (k := tag_at(m.start())) is not None and starts[k] == m.start()}
+    candidates = {k for m in CANDIDATE.finditer(low) if (k := tag_at(m.start())) is not None}
+    for k in sorted(elements | candidates):
+        m = doc.tags[k]
+        name, attr_text, in_block = m[2].lower(), m[3], inside(spans, m.start())
+        content = html[m.end() : raw.get(m.end(), m.end())]
+        if k not in elements:
+            pass
+        elif name == "script":
+            out += _script(check, rel, where, attr_text, content)
+        elif name == "style" and not in_block:
+            if not allowed.style_ok(attr_text, content):
+                out.append(
+                    Problem(
+                        "a <style> element that neither Material's templates nor lessonkit write", where, None, HINT
+                    )
+                )
+        elif name in EMBEDS:
+            out.append(Problem(f"a <{name}> element, which embeds another document in the page", where, None, HINT))
+        elif name == "base":
+            out.append(Problem("a <base> element, which changes where the page's links point", where, None, HINT))
+        elif name == "meta" and doc.attrs(k).get("http-equiv", "").strip().lower() == "refresh":
+            out.append(Problem("a <meta> refresh, which replaces the page with another", where, None, HINT))
+        elif name == "link":
+            out += _link(check, doc, k, rel, where)
+        if k not in candidates:
+            continue
+        for attr, value in doc.attrs(k).items():
+            if attr.startswith("on") and len(attr) > 2:
+                if not any(e == attr and p.fullmatch(value.strip()) for e, p in allowed.events):
+                    out.append(
+                        Problem(
+                            f"an event attribute `{attr}` on a <{name}>, which runs code in the reader's browser",
+                            where,
+                            None,
+                            HINT,
+                        )
+                    )
+            elif attr == "style" and not in_block and not any(p.fullmatch(value.strip()) for p in allowed.styles):
+                out.append(
+                    Problem(
+                        f"a `style` attribute on a <{name}> that Material's templates do not write", where, None, HINT
+                    )
+                )
+            else:
+                scheme = _scheme(value, attr)
+                if scheme is not None and not any(a == attr and p.fullmatch(value.strip()) for a, p in allowed.urls):
+                    out.append(Problem(f"a `{scheme}:` URL in `{attr}` of a <{name}>", where, None, HINT))
+    doc.memo[memo] = out
+    return out
+
+
+def _script(check, rel: str, where: str, attr_text: str, code: str) -> list[Problem]:
+    from html import unescape
+
+    from lessonkit.checks.htmlscan import attributes
+
+    attrs = attributes(attr_text)
+    allowed = check.allowed
+    if "src" in attrs:
+        target = _resolve(rel, attrs["src"])
+        extra = set(attrs) - {"src", "defer", "async", "type"}
+        if (
+            target in allowed.scripts
+            and not extra
+            and not code.strip()
+            and attrs.get("type", "module") in ("module", "text/javascript")
+        ):
+            return []
+        what = f"a file of the folder ({target})" if target in check.hashes else f"{unescape(attrs['src'])!r}"
+        return [
+            Problem(f"a <script> that loads {what}, which is neither Material's nor lessonkit's", where, None, HINT)
+        ]
+    if attrs == {"id": "__config", "type": "application/json"}:  # Material's configuration: data
+        try:
+            config = json.loads(code)
+        except ValueError:
+            config = None
+        worker = config.get("search") if isinstance(config, dict) else None
+        if isinstance(config, dict) and (
+            worker is None or (isinstance(worker, str) and _resolve(rel, worker) in allowed.scripts)
+        ):
+            return []
+        return [
+            Problem("Material's configuration script names a search worker that is not Material's", where, None, HINT)
+        ]
+    if allowed.inline_ok(attr_text, code):
+        return []
+    return [Problem("an inline <script> that Material's templates do not write", where, None, HINT)]
+
+
+def _link(check, doc: Doc, k: int, rel: str, where: str) -> list[Problem]:
+    attrs = doc.attrs(k)
+    kinds = set(attrs.get("rel", "").lower().split())
+    if not kinds & {"stylesheet", "preload", "modulepreload", "prefetch", "import"}:
+        return []
+    target = _resolve(rel, attrs.get("href", ""))
+    if "modulepreload" in kinds and target not in check.allowed.scripts:
+        return [
+            Problem(
+                f"a <link rel=modulepreload> of {attrs.get('href', '')!r}, which is neither Material's nor lessonkit's",
+                where,
+                None,
+                HINT,
+            )
+        ]
+    if target is None or target not in check.hashes:
+        return [
+            Problem(
+                f"a <link rel={attrs.get('rel')}> to {attrs.get('href', '')!r}, which is not a file of the folder",
+                where,
+                None,
+                HINT,
+            )
+        ]
+    return []

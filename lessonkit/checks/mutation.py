@@ -331,13 +331,13 @@ def site_targets(check) -> list[tuple[str, str, int]]:
             ]
             # every run of a real-source block's code (elided runs, a recall's full version) apart
             parts = found if kind == "real-source" else found[:1]
-            what = {"highlight": "the code of", "lk-output": "the output of", "lk-disclaimer": "the disclaimer of"}
+            whats = {"highlight": "the code of", "lk-output": "the output of", "lk-disclaimer": "the disclaimer of"}
             for n, part in enumerate(parts, 1):
                 a, b = doc.inner(part)
                 skip = [doc.span(k) for k in range(part + 1, doc.close_of(part)) if "linenos" in doc.tags[k][3]]
                 spots = _visible(doc, a, b, skip)
                 if spots:
-                    target = what[want[kind]] + " " + _site_what(exp) + (f" (code run {n})" if len(parts) > 1 else "")
+                    target = whats[want[kind]] + " " + _site_what(exp) + (f" (code run {n})" if len(parts) > 1 else "")
                     out.append((rel, target, spots[len(spots) // 2] if kind != "teaching-simplification" else spots[0]))
     for rel, (origin, file) in sorted(check.record["code_pages"].items()):
         if rel not in check.files:
@@ -365,7 +365,10 @@ def _drawn_spot(doc, i: int, kind: str) -> int | None:
     if kind == "figure":
         caps = [j for j in range(i + 1, stop) if not doc.tags[j][1] and doc.name(j) == "figcaption"]
         skip = [doc.span(k) for k in range(i + 1, stop) if "lk-fig-source" in doc.tags[k][3]]
-        spots = _visible(doc, *doc.inner(caps[0]), skip) if caps else []
+        spots: list[int] = []
+        if caps:
+            a, b = doc.inner(caps[0])
+            spots = _visible(doc, a, b, skip)
         if not spots:
             svg = next((j for j in range(i + 1, stop) if doc.name(j) == "svg" and not doc.tags[j][1]), None)
             spots = _visible(doc, *doc.inner(svg)) if svg is not None else []

@@ -755,12 +755,14 @@ def badge_labels(line: str, path: str, lineno: int, badges: tuple[str, ...] = ()
 def markup_values(spec, block: Block, badges: tuple[str, ...] = ()) -> list[Problem]:
     """The header values and body lines a kind shows as Markdown (``spec.markup``: field names,
     ``"body"`` for the body): checked as prose is, for imitations, badges and active content."""
-    rows = []
+    rows: list[tuple[int, str]] = []
     for name in getattr(spec, "markup", ()):
+        value = block.get(name)
         if name == "body":
-            rows += [(block.body_line + k, line) for k, line in enumerate(block.body or ())]
-        elif block.get(name):
-            rows.append((block.line_of(name), block.get(name)))
+            if block.body_line is not None:
+                rows += [(block.body_line + k, line) for k, line in enumerate(block.body or ())]
+        elif value:
+            rows.append((block.line_of(name), value))
     out = []
     for n, value in rows:
         out += engine_html(value, block.path, n, badges)

@@ -198,6 +198,7 @@ class SiteCheck:
         # what a recall's head links to depends on the page: set as the build sets it
         self.renderer.page, self.renderer.recalls = page, self.report.recalls.get(page, {})
         self.marked.page, self.marked.recalls = page, self.report.recalls.get(page, {})
+        assert self.record is not None  # pages are expected only when the build recorded the folder
         self.links.page_url = url_of(self.record["pages"][page])
         for r, anchor in zip(self.report.resolved[page], self.report.anchors(page)):
             result = None
@@ -340,6 +341,7 @@ class SiteCheck:
         it is now: a hook or plugin that changed a script, a stylesheet or an image between the copy
         and the record is caught here. The sources must be where copies come from."""
         rec, at, root = self.record, self.label, self.project.root
+        assert rec is not None  # run() checks copies only of a recorded folder
         themes = [Path(d) for d in rec["theme"]]
         origins = [self.project.docs, Path(__file__).parents[1] / "assets", *themes]
         for d in themes:
@@ -442,7 +444,7 @@ class SiteCheck:
                 wrong = shown.compare_cells(doc, i, exp, what, where)
             else:
                 wrong = []
-            if r.kind.name in shown.ROOTS:  # what an author wrote in it may not claim to be the engine's
+            if r.spec.name in shown.ROOTS:  # what an author wrote in it may not claim to be the engine's
                 wrong += [listings.imitation(self, doc, k, where) for k in shown.nested_claims(doc, i)]
             if not wrong and exp.markup is not None:  # the same text: the same markup (nothing hidden, added)
                 wrong = shown.markup_problem(doc, i, exp.markup, what, where)

@@ -40,7 +40,8 @@ from mkdocs.structure.files import File, Files, InclusionLevel, get_files
 from mkdocs.utils import get_relative_url
 
 from lessonkit import build as lk_build
-from lessonkit.config import files as lk_config
+from lessonkit.config import checks as lk_checks
+from lessonkit.config import environment as lk_env
 from lessonkit.integrations.mkdocs import themecache
 from lessonkit.errors import LessonError
 
@@ -79,8 +80,8 @@ def on_config(config: "MkDocsConfig") -> None:
     ``on_pre_build``), point the API reference at the tree."""
     root = Path(config.config_file_path).parent.resolve()
     try:
-        lk_config.site_urls()  # SITE_URL, LESSONKIT_REPO_URL: http(s) addresses, or a located error
-        lk_config.check_docs(root)  # before MkDocs walks docs/
+        lk_env.site_urls()  # SITE_URL, LESSONKIT_REPO_URL: http(s) addresses, or a located error
+        lk_checks.check_docs(root)  # before MkDocs walks docs/
         command = "serve" if SESSION.command == "serve" else "build"
         b = lk_build.Build(root, command, log=log.error, log_info=log.info)
         tree = b.start()

@@ -10,11 +10,8 @@
       var el = document.getElementById("L" + n);
       if (el) { el.classList.add("lk-hl"); if (!first) first = el; }
     }
-    if (!first) return;
-    // Show the "cited by" line that belongs to the range too: it sits right above the first
-    // line, and scroll-margin-top (lessonkit.css) keeps both below Material's sticky header.
-    var prev = first.previousElementSibling;
-    (prev && prev.classList.contains("lk-cites") ? prev : first).scrollIntoView({ block: "start" });
+    // scroll-margin-top (lessonkit.css) keeps the first line below Material's sticky header
+    if (first) first.scrollIntoView({ block: "start" });
   }
   /* An anchor inside a folded experiment script (#exp-NAME-L25): open the script, then show the line. */
   function openFolded() {
@@ -40,4 +37,12 @@ document.addEventListener("click", function (ev) {
     url.searchParams.set("h", input.value.trim());
     a.href = url.toString();
   }
+}, true);
+/* The copy button of a source page copies the file's exact text: the code element's text is the
+   file (line numbers and gutter markers are drawn by CSS), and clipboard.js copies a button's
+   data-clipboard-text as it is (Material's own copy trims the final newline). */
+document.addEventListener("click", function (ev) {
+  var btn = ev.target.closest && ev.target.closest("[data-clipboard-target]");
+  var code = btn && document.querySelector(btn.getAttribute("data-clipboard-target"));
+  if (code && code.closest(".lk-source")) btn.setAttribute("data-clipboard-text", code.textContent);
 }, true);

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from html import escape
 from typing import Callable, Protocol
@@ -102,6 +103,9 @@ class Deferred:
         return page_html, missing
 
 
+LINENO_LINK = re.compile(r'(<span class="(?:normal|special)">)<a href=')
+
+
 @dataclass
 class Renderer:
     pin: Pin
@@ -120,7 +124,9 @@ class Renderer:
     def code(self, text: str, start: int, anchor: str, title: str | None = None) -> str:
         def make() -> str:
             html = self.highlight(text, "python", linestart=start, title=title, code_block_count=0)
-            return html.replace("__codelineno-0-", f"{anchor}-L").replace("__span-0-", f"{anchor}-s")
+            html = html.replace("__codelineno-0-", f"{anchor}-L").replace("__span-0-", f"{anchor}-s")
+            # line-number links are for the mouse (a link to the line): out of the Tab order
+            return LINENO_LINK.sub(r'\1<a tabindex="-1" href=', html)
 
         if self.store is None:
             html = make()

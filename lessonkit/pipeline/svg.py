@@ -29,7 +29,7 @@ STYLE = (
     ".lk-arrow{fill:currentColor}"
     ".lk-label{fill:currentColor;font-family:" + SANS.replace("'", "&apos;") + "}"
     ".lk-code{fill:currentColor;font-family:" + MONO + "}"
-    ".lk-note{fill:var(--md-accent-fg-color,#c2185b);font-family:" + MONO + "}"
+    ".lk-note{fill:var(--lk-note,#b33c12);font-family:" + MONO + "}"
     ".lk-cell{fill:none;stroke:currentColor;stroke-width:1}"
     ".lk-halo{paint-order:stroke;stroke:var(--md-default-bg-color,#fff);stroke-width:5px;stroke-linejoin:round}"
     "</style>"

@@ -46,3 +46,20 @@ document.addEventListener("click", function (ev) {
   var code = btn && document.querySelector(btn.getAttribute("data-clipboard-target"));
   if (code && code.closest(".lk-source")) btn.setAttribute("data-clipboard-text", code.textContent);
 }, true);
+/* A box that scrolls sideways (a wide table, diagram or formula) and holds nothing focusable can
+   still be scrolled with the keyboard: it joins the Tab order while it overflows. */
+(function () {
+  var BOXES = ".md-typeset__scrollwrap, .lk-diagram-wrap, .lk-math-block, .lk-math, .lk-snapshot-table";
+  var FOCUSABLE = "a[href], button, input, select, textarea, summary, [tabindex]";
+  function update() {
+    document.querySelectorAll(BOXES).forEach(function (el) {
+      var wide = el.scrollWidth > el.clientWidth + 1 && !el.querySelector(FOCUSABLE);
+      if (wide && !el.hasAttribute("tabindex")) { el.setAttribute("tabindex", "0"); el.dataset.lkScroll = ""; }
+      else if (!wide && el.hasAttribute("data-lk-scroll")) { el.removeAttribute("tabindex"); delete el.dataset.lkScroll; }
+    });
+  }
+  var timer = null;
+  window.addEventListener("resize", function () { clearTimeout(timer); timer = setTimeout(update, 150); });
+  if (window.document$) { window.document$.subscribe(function () { setTimeout(update, 0); }); }
+  else { document.addEventListener("DOMContentLoaded", update); }
+})();

@@ -254,7 +254,12 @@ def test_the_code_of_every_source_page_is_the_file_exactly(built_site, real_proj
         assert len(numbers) == len(data.decode("utf-8").split("\n")) - (1 if data.endswith(b"\n") else 0) or not data
         assert all(a.get("tabindex") == "-1" and a.get("aria-hidden") == "true" for a in numbers), rel
         marks = [a for a in parser.links if a.get("class") == "lk-mark"]
-        assert all(a["aria-label"].startswith("被引用：") and a["href"].startswith("#cited-") for a in marks), rel
+        assert all(
+            a["aria-label"].startswith("引用此处的块：")
+            and a["title"].startswith("被引用：")
+            and a["href"].startswith("#cited-")
+            for a in marks
+        ), rel
 
 
 def test_copy_button_of_a_source_page_copies_the_file(server, browser, real_project):

@@ -89,7 +89,9 @@ def test_no_autograd_in_engine_code_outside_docstrings_and_comments():
 
 
 def test_every_default_label_is_used_by_the_engine_and_translated_by_the_series():
-    own = (ROOT / "lessonkit" / "labels.py").read_text(encoding="utf-8").split("class Labels")[1]  # not the defaults
+    own = (
+        (ROOT / "lessonkit" / "config" / "labels.py").read_text(encoding="utf-8").split("class Labels")[1]
+    )  # not the defaults
     code = own + "\n".join(p.read_text(encoding="utf-8") for p in ENGINE if p.name != "labels.py")
     unused = [k for k in LABELS if f'"{k}"' not in code and f"'{k}'" not in code]
     assert unused == []
@@ -266,7 +268,9 @@ def test_a_series_without_labels_builds_in_the_engines_english(site):
     badge = re.findall(r'<span class="lk-badge lk-badge-real"[^>]*>([^<]*)</span>', page)
     assert badge == ["REAL SOURCE"] and ">line 28</a>" in page and "View in the source browser" in page
     src = (site.root / "site" / "source" / "autograd" / "core.py" / "index.html").read_text(encoding="utf-8")
-    assert 'aria-label="Blocks that cite this line">Cited by: <a' in src and "Ranges cited by the lessons" in src
+    assert (
+        '<a class="lk-mark" href="#cited-backward_pass" aria-label="Blocks that cite this line: A" title="Cited by: A">'
+    ) in src and "Ranges cited by the lessons" in src
     pages = [page, src] + [
         (site.root / "site" / p / "index.html").read_text(encoding="utf-8")
         for p in ("symbols", "source", "attachments/acceptance")

@@ -157,10 +157,10 @@ def test_build_renders_each_kind(site):
         r'aria-hidden="true"></a><a class="lk-mark" href="#([^"]+)" aria-label="([^"]+)"',
         src,
     ) == [
-        ("25", "cited-backward_pass", "被引用：活的课程"),
-        ("28", "cited-backward_pass", "被引用：活的课程（正文）"),
-        ("30", "cited-backward_pass", "被引用：活的课程（正文）"),
-        ("199", "cited-add_outgrads", "被引用：活的课程（正文）"),
+        ("25", "cited-backward_pass", "引用此处的块：活的课程"),
+        ("28", "cited-backward_pass", "引用此处的块：活的课程（正文）"),
+        ("30", "cited-backward_pass", "引用此处的块：活的课程（正文）"),
+        ("199", "cited-add_outgrads", "引用此处的块：活的课程（正文）"),
     ]
     acc = (site.root / "site" / "attachments" / "acceptance" / "index.html").read_text(encoding="utf-8")
     living = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", acc.split('id="living"')[1].split("</table>")[0]))

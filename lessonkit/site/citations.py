@@ -166,7 +166,7 @@ def code_html(
     for c in cites:
         cited.update(range(c.start, c.end + 1))
     labels = labels or defaults()
-    sep = labels["list-separator"]
+    sep, colon = labels["list-separator"], labels["colon"]
     marks_at: dict[int, tuple[str, list[str]]] = {}  # first line -> (group id, citing pages)
     for gid, _, rows in cite_groups(cites):
         for start, _end, cs in rows:
@@ -181,8 +181,9 @@ def code_html(
         mark = ""
         if n in marks_at:
             gid, pages = marks_at[n]
-            name = escape(labels["cited-by"] + sep.join(pages))
-            mark = f'<a class="lk-mark" href="#{gid}" aria-label="{name}" title="{name}"></a>'
+            name = escape(labels["cited-by-aria"] + colon + sep.join(pages))  # what a screen reader says
+            tip = escape(labels["cited-by"] + sep.join(pages))  # what the pointer shows
+            mark = f'<a class="lk-mark" href="#{gid}" aria-label="{name}" title="{tip}"></a>'
         return (
             f'<span id="L{n}" class="{cls}"><a class="lk-ln" href="#L{n}" tabindex="-1" aria-hidden="true"></a>'
             + mark

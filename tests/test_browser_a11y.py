@@ -541,3 +541,27 @@ def test_identifiers_are_not_broken_inside_a_word(server, browser, rel):
         .map(c => c.textContent)""")
     v.close()
     assert broken == []
+
+
+def test_cited_ranges_are_grouped_by_symbol():
+    """One row per symbol; a fragment of the same lines as a named citation shares its row and
+    range; a fragment elsewhere is a row of its own; one link per page and range."""
+    from lessonkit.site.citations import Citation, cite_groups, cites_table_html
+
+    def cite(page, label, start, end, symbol=None, role="source"):
+        return Citation(page, label, f"src-{start}", "real-source", role, "pinned", "a.py", symbol, start, end)
+
+    cites = [
+        cite("lessons/05-x.md", "05", 25, 32, "backward_pass"),
+        cite("lessons/05-x.md", "05", 28, 28, "backward_pass", "prose"),
+        cite("lessons/07-y.md", "07", 25, 32),  # a fragment of the same lines
+        cite("lessons/07-y.md", "07", 25, 32, "backward_pass"),  # the same page again: one link
+        cite("lessons/03-z.md", "03", 4, 4),
+    ]
+    groups = cite_groups(cites)
+    assert [(gid, sym, [(a, b, [c.label for c in cs]) for a, b, cs in rows]) for gid, sym, rows in groups] == [
+        ("cited-L4-L4", None, [(4, 4, ["03"])]),
+        ("cited-backward_pass", "backward_pass", [(25, 32, ["05", "07"]), (28, 28, ["05"])]),
+    ]
+    html = cites_table_html(cites, lambda c: f"../{c.page}#{c.anchor}")
+    assert html.count('class="lk-cite-group"') == 2 and '<a href="#L28">L28</a>: ' in html

@@ -122,13 +122,16 @@ def highlighted(sf: SourceFile, cache: Path | None = None) -> str:
 
 
 def cite_groups(cites: list[Citation]) -> list[tuple[str, str | None, list[tuple[int, int, list[Citation]]]]]:
-    """The cited ranges of one file, one group per symbol (a fragment without a symbol is a group
-    of its own): ``(id, symbol, [(start, end, one citation per page), ...])``, groups in the order
-    of their first line, ranges in line order. ``id`` is the group's anchor (``cited-…``)."""
+    """The cited ranges of one file, one group per symbol: ``(id, symbol, [(start, end, one
+    citation per page), ...])``, groups in the order of their first line, ranges in line order.
+    ``id`` is the group's anchor (``cited-…``). A citation without a symbol joins the symbol that
+    another citation gives the same lines, else it is a group of its own (a fragment)."""
+    named = {(c.start, c.end): c.symbol for c in cites if c.symbol}
     groups: dict[str, tuple[str | None, dict[tuple[int, int], list[Citation]]]] = {}
     for c in cites:
-        gid = f"cited-{slug(c.symbol)}" if c.symbol else f"cited-L{c.start}-L{c.end}"
-        groups.setdefault(gid, (c.symbol, defaultdict(list)))[1][(c.start, c.end)].append(c)
+        symbol = c.symbol or named.get((c.start, c.end))
+        gid = f"cited-{slug(symbol)}" if symbol else f"cited-L{c.start}-L{c.end}"
+        groups.setdefault(gid, (symbol, defaultdict(list)))[1][(c.start, c.end)].append(c)
     out = []
     for gid, (symbol, ranges) in groups.items():
         rows = [(start, end, per_page(cs)) for (start, end), cs in sorted(ranges.items())]

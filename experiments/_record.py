@@ -14,9 +14,9 @@ and captures the real autograd graph of a run::
     record.graph("graph", cap, end_node, labels={end_node: "M"})
 
 At exit the object is written as JSON to the file named by ``$LESSONKIT_RECORD``
-(set by the build's runner, outside the working directory). Without it the
-script still runs and prints a note on stderr, so stdout (what the page shows)
-is the same either way. The output is deterministic: no ids or addresses, keys
+(set by the build's runner, outside the working directory). Without it (a
+reader running the script from the bundle) the script runs just the same and
+says nothing about the recording: stdout and stderr are what the page shows. The output is deterministic: no ids or addresses, keys
 sorted, nodes numbered in creation order (a topological order: a node is
 created after its parents).
 
@@ -377,7 +377,7 @@ class Recorder:
             self._registered = True
 
     def write(self) -> None:
-        """Write the recording to ``$LESSONKIT_RECORD`` (at exit; no file: a note on stderr)."""
+        """Write the recording to ``$LESSONKIT_RECORD`` (at exit; outside the build, nothing)."""
         path = os.environ.get("LESSONKIT_RECORD")
         text = self.dumps()
         size = len(text.encode("utf-8"))
@@ -386,9 +386,7 @@ class Recorder:
                   file=sys.stderr)
             sys.stderr.flush()
             os._exit(3)
-        if not path:
-            print(f"_record: LESSONKIT_RECORD is not set; {len(self.data)} top-level keys not written",
-                  file=sys.stderr)
+        if not path:  # run outside the build: the recording has no reader
             return
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)

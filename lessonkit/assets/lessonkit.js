@@ -10,11 +10,8 @@
       var el = document.getElementById("L" + n);
       if (el) { el.classList.add("lk-hl"); if (!first) first = el; }
     }
-    if (!first) return;
-    // Show the "cited by" line that belongs to the range too: it sits right above the first
-    // line, and scroll-margin-top (lessonkit.css) keeps both below Material's sticky header.
-    var prev = first.previousElementSibling;
-    (prev && prev.classList.contains("lk-cites") ? prev : first).scrollIntoView({ block: "start" });
+    // scroll-margin-top (lessonkit.css) keeps the first line below Material's sticky header
+    if (first) first.scrollIntoView({ block: "start" });
   }
   /* An anchor inside a folded experiment script (#exp-NAME-L25): open the script, then show the line. */
   function openFolded() {
@@ -44,3 +41,28 @@ document.addEventListener("click", function (ev) {
     a.href = url.toString();
   }
 }, true);
+/* The copy button of a source page copies the file's exact text: the code element's text is the
+   file (line numbers and gutter markers are drawn by CSS), and clipboard.js copies a button's
+   data-clipboard-text as it is (Material's own copy trims the final newline). */
+document.addEventListener("click", function (ev) {
+  var btn = ev.target.closest && ev.target.closest("[data-clipboard-target]");
+  var code = btn && document.querySelector(btn.getAttribute("data-clipboard-target"));
+  if (code && code.closest(".lk-source")) btn.setAttribute("data-clipboard-text", code.textContent);
+}, true);
+/* A box that scrolls sideways (a wide table, diagram or formula) and holds nothing focusable can
+   still be scrolled with the keyboard: it joins the Tab order while it overflows. */
+(function () {
+  var BOXES = ".md-typeset__scrollwrap, .lk-diagram-wrap, .lk-math-block, .lk-math, .lk-snapshot-table";
+  var FOCUSABLE = "a[href], button, input, select, textarea, summary, [tabindex]";
+  function update() {
+    document.querySelectorAll(BOXES).forEach(function (el) {
+      var wide = el.scrollWidth > el.clientWidth + 1 && !el.querySelector(FOCUSABLE);
+      if (wide && !el.hasAttribute("tabindex")) { el.setAttribute("tabindex", "0"); el.dataset.lkScroll = ""; }
+      else if (!wide && el.hasAttribute("data-lk-scroll")) { el.removeAttribute("tabindex"); delete el.dataset.lkScroll; }
+    });
+  }
+  var timer = null;
+  window.addEventListener("resize", function () { clearTimeout(timer); timer = setTimeout(update, 150); });
+  if (window.document$) { window.document$.subscribe(function () { setTimeout(update, 0); }); }
+  else { document.addEventListener("DOMContentLoaded", update); }
+})();

@@ -155,6 +155,9 @@ class Deferred:
         return page_html, missing
 
 
+LINENO_LINK = re.compile(r'(<span class="(?:normal|special)">)<a href=')
+
+
 @dataclass
 class Renderer:
     pin: Pin
@@ -179,7 +182,9 @@ class Renderer:
 
         def make() -> str:
             html = self.highlight(text, "python", linestart=start, title=title, code_block_count=0, hl_lines=hl or None)
-            return html.replace("__codelineno-0-", f"{anchor}-L").replace("__span-0-", f"{anchor}-s")
+            html = html.replace("__codelineno-0-", f"{anchor}-L").replace("__span-0-", f"{anchor}-s")
+            # line-number links are for the mouse (a link to the line): out of the Tab order
+            return LINENO_LINK.sub(r'\1<a tabindex="-1" href=', html)
 
         if self.store is None:
             html = make()

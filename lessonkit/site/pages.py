@@ -34,7 +34,9 @@ from lessonkit.util.store import Store, digest
 from lessonkit.checks.verify import Report
 from lessonkit.util.text import lines as text_lines
 
-NO_SEARCH = "---\nsearch:\n  exclude: true\n---\n\n"  # whole pages stay out of the search index
+# Source and script pages stay out of the search index, and leave the table of contents out
+# (three headings), so that their code has the width of both sidebars' columns but one.
+NO_SEARCH = "---\nsearch:\n  exclude: true\nhide:\n  - toc\n---\n\n"
 CODE_MARK = '<div class="lk-code-slot"></div>'
 CITED_MARK = '<div class="lk-cited-slot"></div>'
 SYMBOLS_MARK = '<div class="lk-symbols-slot"></div>'

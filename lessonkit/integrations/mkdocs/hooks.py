@@ -42,7 +42,7 @@ from mkdocs.utils import get_relative_url
 from lessonkit import build as lk_build
 from lessonkit.config import checks as lk_checks
 from lessonkit.config import environment as lk_env
-from lessonkit.integrations.mkdocs import jiebacache, setup, themecache
+from lessonkit.integrations.mkdocs import jiebacache, pagefacts, setup, themecache
 from lessonkit.errors import LessonError
 
 if TYPE_CHECKING:
@@ -111,12 +111,19 @@ def configure(config: "MkDocsConfig", *, add_extensions: bool) -> None:
         b.prestart(_pages(config))
     except LessonError as exc:
         raise PluginError(str(exc)) from None
+    # the page dates come from the history of the site's inputs (pagefacts)
+    dates = pagefacts.PageDates(root, ["docs", "sourcemap", "templates", *b.project.site.code])
     events = config.plugins.get(PLUGIN)
     if isinstance(events, BuildEvents):
-        events.build = b
+        events.build, events.dates = b, dates
     else:  # registers its on_* methods for the rest of this configuration's build
-        config.plugins[PLUGIN] = BuildEvents(b)
+        config.plugins[PLUGIN] = BuildEvents(b, dates)
     b.forget_site(Path(config.site_dir))  # until this build succeeds, nothing vouches for the folder
+    pin = b.project.pin  # for the theme's templates (a licence link at the pinned commit, say)
+    if pin.commit_known:  # a pin without a commit (a release archive) links no upstream commit
+        config.extra["lessonkit_pin"] = {"repo": pin.repo, "commit": pin.commit, "version": pin.version}
+    else:
+        config.extra.pop("lessonkit_pin", None)
     cached = " (build cache)" if tree.cached else ""
     log.info(f"lessonkit: pinned {b.project.pin.version} ({b.project.pin.short}) from {tree.provider}{cached}")
     plugin = config.plugins.get("mkdocstrings")  # the API reference reads the pinned tree
@@ -212,8 +219,9 @@ class BuildEvents:
     Registered in ``config.plugins`` like a hooks module: MkDocs calls its ``on_*`` methods
     (not a ``BasePlugin``, whose no-op ``on_*`` methods would be registered too)."""
 
-    def __init__(self, build: lk_build.Build):
+    def __init__(self, build: lk_build.Build, dates: pagefacts.PageDates | None = None):
         self.build = build
+        self.dates = dates
 
     def on_pre_build(self, config: "MkDocsConfig") -> None:
         """Every plugin is configured (Material's search has loaded its dictionary): the
@@ -283,6 +291,8 @@ class BuildEvents:
                     f"docs/{page.file.src_uri}: {len(missing)} highlighted code block(s) or formula(s) could "
                     "not be put back into the page — a plugin changed the page HTML after lessonkit"
                 )
+        # the date the page last changed, reproducibly (lessonkit.integrations.mkdocs.pagefacts)
+        context["lessonkit_updated"] = self.dates.of(page.file.abs_src_path) if self.dates else None
         return context
 
     @event_priority(-100)  # the page's final HTML: MkDocs writes it once this returns

@@ -430,6 +430,44 @@ class Build:
             self.scanner.written(self.to_scan)
         self.to_scan = dest
 
+    # -- the search index (after Material's search plugin wrote it)
+    def search_index(self, site_dir: Path, nav: list[str] | None = None) -> tuple[int, int] | None:
+        """Rewrite the written search index: without blocks an earlier page of ``nav`` (docs-relative
+        pages, the navigation's order) holds too, compacted, and with the glossary's terms as tags of
+        the sections that define them (:mod:`lessonkit.site.search`). Returns its sizes before and
+        after (None: the site has no index). A full build and the incremental serve call it alike."""
+        from lessonkit.site import search
+
+        path = site_dir / search.INDEX
+        if not path.is_file():
+            return None
+        conf = self.project.site
+        terms_of = None
+        uri = conf.glossary.removeprefix("docs/") if conf.glossary else None
+        if uri is not None and (conf.glossary not in self.texts or uri not in self.urls):
+            from lessonkit.config.site import CONFIG, _line
+
+            self.report_problem(
+                Problem(
+                    f"`glossary` in `[search]` names {conf.glossary}, which is not a page of this site",
+                    CONFIG,
+                    _line(self.project.root / CONFIG, "glossary"),
+                    hint="name a page of docs/ that the site builds, or remove `[search]`",
+                )
+            )
+        elif uri is not None:
+            rows = search.glossary_rows(self.texts[conf.glossary], conf.glossary_terms, conf.glossary_introduced)
+
+            def page_html(url: str) -> str | None:
+                page = site_dir / url / "index.html" if url.endswith("/") or not url else site_dir / url
+                return page.read_text(encoding="utf-8") if page.is_file() else None
+
+            def terms_of(docs):
+                return search.defined_terms(rows, docs, uri, self.urls, page_html)
+
+        order = [self.urls[page] for page in nav or [] if page in self.urls]
+        return search.rewrite(path, terms_of, order)
+
     def check_links(self, site_dir: Path) -> None:
         """Check every link of the written site."""
         from lessonkit.site.links import check_site

@@ -41,3 +41,36 @@ document.addEventListener("click", function (ev) {
     a.href = url.toString();
   }
 }, true);
+/* Material's search reads the query on keyup only: text that arrives without a key release
+   (pasted, dropped, or committed by an input method) left the results at 「键入以开始搜索」.
+   Every change of the query reaches it as a keyup: each input event outside a composition, and
+   the end of a composition. Material ignores a keyup that leaves the query as it was. */
+(function () {
+  function query(el) { return el && el.classList && el.classList.contains("md-search__input"); }
+  function nudge(el) { el.dispatchEvent(new KeyboardEvent("keyup", { bubbles: true })); }
+  document.addEventListener("input", function (ev) { if (query(ev.target) && !ev.isComposing) nudge(ev.target); }, true);
+  document.addEventListener("compositionend", function (ev) { if (query(ev.target)) nudge(ev.target); }, true);
+})();
+/* A single Chinese character is no word to highlight: Material marks one where it cuts a query
+   short (「种子」 is looked up as 「种*」) or a one-character word matches. Such marks are unwrapped
+   in the results, and such terms are left out of the opened page's highlight (`?h=`). */
+(function () {
+  var HAN = /^\p{Script=Han}$/u;
+  function tidy(root) {
+    root.querySelectorAll("mark").forEach(function (m) {
+      if (HAN.test(m.textContent.trim())) m.replaceWith(document.createTextNode(m.textContent));
+    });
+    root.querySelectorAll("a.md-search-result__link").forEach(function (a) {
+      var url = new URL(a.href, window.location.href), h = url.searchParams.get("h");
+      if (!h) return;
+      var kept = h.split(/\s+/).filter(function (t) { return t && !HAN.test(t); }).join(" ");
+      if (kept !== h) { url.searchParams.set("h", kept); a.href = url.toString(); }
+    });
+  }
+  function watch() {
+    var list = document.querySelector(".md-search-result__list");
+    if (!list) return;
+    new MutationObserver(function () { tidy(list); }).observe(list, { childList: true, subtree: true });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", watch); else watch();
+})();

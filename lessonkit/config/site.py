@@ -33,6 +33,11 @@ project without ``site.toml`` still builds::
     prose-columns = ["说明", "来源"]  # columns whose cells are the author's prose, not values of a
                                   # run (a column counts when its name contains one of these)
 
+    [search]                      # optional: the glossary, whose terms search ranks first
+    glossary = "docs/glossary.md" # a page whose tables define terms, one row each
+    terms = ["中文", "English"]    # the columns that name a row's terms (`a / b`, `a（b）`: several)
+    introduced = "首次介绍"        # the column whose first link is the section introducing them
+
     [labels]                      # every word the engine shows (defaults: English, lessonkit/config/labels.py)
     real-source = "真实源码 REAL SOURCE"
     purpose = "目的（Purpose）"
@@ -63,6 +68,7 @@ _KEYS = {
     "attachments": {"readme", "readme_translation"},
     "snapshots": {"badges", "prose-columns"},
     "experiments": {"pinned", "versions"},
+    "search": {"glossary", "terms", "introduced"},
     "labels": None,  # keys: lessonkit.config.labels.LABELS, or the project's own (`x-…`)
 }
 # The defaults of [snapshots]: which `Label:` a snapshot may carry, which columns are prose.
@@ -89,6 +95,10 @@ class SiteConfig:
     # [experiments] versions: (label, distribution) of the installed packages whose versions key every
     # experiment and appear in its provenance line, beside Python's (`["NumPy=numpy"]`; default none)
     tools: tuple[tuple[str, str], ...] = ()
+    # [search]: the glossary page (project-relative), its term columns and its "introduced in" column
+    glossary: str | None = None
+    glossary_terms: tuple[str, ...] = ()
+    glossary_introduced: str | None = None
 
     @property
     def env_prefix(self) -> str:
@@ -186,6 +196,9 @@ def load(root: Path, repo_url: str) -> SiteConfig:
                 line=_line(path, key),
                 hint='for example `badges = ["by hand", "observed"]`',
             )
+    search = data.get("search", {})
+    if search:
+        _check_search(search, path)
     up, repo = data.get("upstream", {}), data.get("repository", {})
     name = up.get("name", default_name)
     return SiteConfig(
@@ -204,7 +217,45 @@ def load(root: Path, repo_url: str) -> SiteConfig:
         tuple(data.get("snapshots", {}).get("prose-columns", PROSE_COLUMNS)),
         tuple(data.get("experiments", {}).get("pinned", ())),
         tuple(_tool(v) for v in data.get("experiments", {}).get("versions", ())),
+        search.get("glossary"),
+        tuple(search.get("terms", ())),
+        search.get("introduced"),
     )
+
+
+def _check_search(search: dict, path: Path) -> None:
+    """``[search]``: a glossary page under docs/ (a Markdown file) and the columns it is read by."""
+    glossary = search.get("glossary")
+    if glossary is None:
+        raise LessonError(
+            "`[search]` has no `glossary`",
+            path=CONFIG,
+            line=_line(path, "[search]"),
+            hint='name the glossary page, e.g. `glossary = "docs/glossary.md"`',
+        )
+    if not (isinstance(glossary, str) and glossary.startswith("docs/") and glossary.endswith(".md")):
+        raise LessonError(
+            f"`glossary` in `[search]` is {glossary!r}, not a page under docs/",
+            path=CONFIG,
+            line=_line(path, "glossary"),
+            hint='for example `glossary = "docs/glossary.md"`',
+        )
+    terms = search.get("terms")
+    if not isinstance(terms, list) or not terms or not all(isinstance(t, str) and t.strip() for t in terms):
+        raise LessonError(
+            "`terms` in `[search]` is not a list of column names",
+            path=CONFIG,
+            line=_line(path, "terms") if terms is not None else _line(path, "[search]"),
+            hint='the header cells of the columns that name the terms, e.g. `terms = ["Term"]`',
+        )
+    introduced = search.get("introduced")
+    if introduced is not None and not (isinstance(introduced, str) and introduced.strip()):
+        raise LessonError(
+            "`introduced` in `[search]` is empty",
+            path=CONFIG,
+            line=_line(path, "introduced"),
+            hint="the header cell of the column whose link is the introducing section, or leave it out",
+        )
 
 
 def _tool(entry: str) -> tuple[str, str]:

@@ -83,8 +83,8 @@ class Deferred:
         )
 
     def slot_text(self, text_html: str, html: str) -> str:
-        """``html`` (a formula's MathML) held back like code; the page carries ``text_html``, the
-        text the search index would take from ``html``, meanwhile (see :func:`mathml.search_text`)."""
+        """``html`` (a formula's MathML) held back like code; the page carries ``text_html``
+        meanwhile (for a formula, nothing: its wrapper keeps it out of the index anyway)."""
         token = self._hold(html)
         return f"<!--{token}-->{text_html}<!--/{token}-->"
 

@@ -104,7 +104,9 @@ def browser_pages(project: Project, cites: list[site.Citation]) -> list[Generate
     out.append(
         Generated(
             "symbols.md",
-            conf.render("symbols.md", index=site.symbol_index(cites, lambda uri: uri, conf.labels)),
+            # out of the search index like the source pages it indexes: a search for a name finds
+            # the lessons that explain it, not the table row that lists them
+            NO_SEARCH + conf.render("symbols.md", index=site.symbol_index(cites, lambda uri: uri, conf.labels)),
             in_nav=True,
         )
     )

@@ -190,6 +190,27 @@ def build_of(config: "MkDocsConfig") -> lk_build.Build:
     return events.build
 
 
+def nav_pages(nav) -> list[str]:
+    """The pages ``nav:`` of ``mkdocs.yml`` lists, in its order (docs-relative paths; links to
+    other sites left out). Read from the configuration, not from MkDocs' navigation object, so
+    that the incremental serve, which keeps the configuration, reads the same list."""
+    out: list[str] = []
+
+    def walk(item) -> None:
+        if isinstance(item, str):
+            if "://" not in item and item not in out:
+                out.append(item)
+        elif isinstance(item, dict):
+            for value in item.values():
+                walk(value)
+        elif isinstance(item, list):
+            for value in item:
+                walk(value)
+
+    walk(nav or [])
+    return out
+
+
 def _add(files: "Files", config, uri: str, content, in_nav: bool = False) -> None:
     existing = files.get_file_from_path(uri)
     if existing is not None:
@@ -285,7 +306,9 @@ class BuildEvents:
         """A build that stops early leaves nothing running behind it (serve goes on to the next)."""
         self.build.cancel()
 
+    @event_priority(-100)  # after Material's search plugin wrote the search index
     def on_post_build(self, config: "MkDocsConfig") -> None:
+        self.build.search_index(Path(config.site_dir), nav_pages(config.nav))
         self.build.check_links(Path(config.site_dir))
         if self.build.problems:
             raise Abort(f"lessonkit: {len(self.build.problems)} annotation problem(s); see the lines above")

@@ -60,11 +60,19 @@ document.addEventListener("click", function (ev) {
     root.querySelectorAll("mark").forEach(function (m) {
       if (HAN.test(m.textContent.trim())) m.replaceWith(document.createTextNode(m.textContent));
     });
-    root.querySelectorAll("a.md-search-result__link").forEach(function (a) {
-      var url = new URL(a.href, window.location.href), h = url.searchParams.get("h");
-      if (!h) return;
-      var kept = h.split(/\s+/).filter(function (t) { return t && !HAN.test(t); }).join(" ");
-      if (kept !== h) { url.searchParams.set("h", kept); a.href = url.toString(); }
+    root.querySelectorAll(".md-search-result__item").forEach(function (item) {
+      var links = [].slice.call(item.querySelectorAll("a.md-search-result__link")), words = [];
+      var urls = links.map(function (a) {
+        var url = new URL(a.href, window.location.href);
+        var kept = (url.searchParams.get("h") || "").split(/\s+/).filter(function (t) { return t && !HAN.test(t); });
+        kept.forEach(function (t) { if (words.indexOf(t) < 0) words.push(t); });
+        return [url, kept.join(" ")];
+      });
+      /* A link without words (the page's, when only its sections matched) gets its sections' words. */
+      links.forEach(function (a, n) {
+        var url = urls[n][0], h = urls[n][1] || words.join(" ");
+        if (url.searchParams.has("h") && url.searchParams.get("h") !== h) { url.searchParams.set("h", h); a.href = url.toString(); }
+      });
     });
   }
   function watch() {
@@ -73,4 +81,21 @@ document.addEventListener("click", function (ev) {
     new MutationObserver(function () { tidy(list); }).observe(list, { childList: true, subtree: true });
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", watch); else watch();
+})();
+/* Printing from a browser without ::details-content (lessonkit.css opens folded blocks with it),
+   or from the dark scheme: open every folded block and print the light scheme; afterwards the
+   page is as it was. */
+(function () {
+  var opened = [], scheme = null;
+  window.addEventListener("beforeprint", function () {
+    opened = [].slice.call(document.querySelectorAll("details:not([open])"));
+    opened.forEach(function (d) { d.open = true; });
+    scheme = document.body.getAttribute("data-md-color-scheme");
+    if (scheme && scheme !== "default") document.body.setAttribute("data-md-color-scheme", "default");
+  });
+  window.addEventListener("afterprint", function () {
+    opened.forEach(function (d) { d.open = false; });
+    opened = [];
+    if (scheme) document.body.setAttribute("data-md-color-scheme", scheme);
+  });
 })();

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from html import escape
 from typing import Callable, Protocol
@@ -12,6 +13,9 @@ from lessonkit.source.pin import Pin
 from lessonkit.config.labels import Labels, defaults
 from lessonkit.project import Resolved
 from lessonkit.util.store import Store, digest
+
+# What `Renderer.code` makes of highlighted code; part of its cache key (bump it when that changes).
+CODE_HTML = "2"  # 2: each line's anchor carries its number (data-ln), for print
 
 # Block chrome (badges, link rows, labels, provenance) stays out of the search index: a search
 # for "GitHub" or a badge's word should not match every block. Material drops the attribute itself.
@@ -120,12 +124,17 @@ class Renderer:
     def code(self, text: str, start: int, anchor: str, title: str | None = None) -> str:
         def make() -> str:
             html = self.highlight(text, "python", linestart=start, title=title, code_block_count=0)
-            return html.replace("__codelineno-0-", f"{anchor}-L").replace("__span-0-", f"{anchor}-s")
+            html = html.replace("__codelineno-0-", f"{anchor}-L").replace("__span-0-", f"{anchor}-s")
+            # Each line's anchor carries the line's number: a printed page shows it at the start of
+            # the line (lessonkit.css), where the number column cannot follow a line that wraps.
+            line = re.compile(f'<a id="{re.escape(anchor)}-L(\\d+)" name="{re.escape(anchor)}-L(\\d+)"></a>')
+            return line.sub(lambda m: m.group(0)[:-5] + f' data-ln="{m.group(1)}"></a>', html)
 
         if self.store is None:
             html = make()
         else:
-            html = self.store.get_or_make(digest("code", self.tools, text, str(start), anchor, title or ""), make)
+            key = digest("code", CODE_HTML, self.tools, text, str(start), anchor, title or "")
+            html = self.store.get_or_make(key, make)
         return self.deferred.slot(text, html) if self.deferred is not None else html
 
     def head(self, badge: str, kind: str, meta: list[str], links: list[tuple[str, str]]) -> str:

@@ -304,6 +304,14 @@ def bench(session: nox.Session) -> None:
     session.run("python", "tools/bench.py", *session.posargs, env=ENV)
 
 
+@nox.session(venv_backend="none", default=False)
+def pdf(session: nox.Session) -> None:
+    """The whole course as one PDF: build the site with LESSONKIT_PDF=1, which prints its pages
+    with Chromium into site/downloads/autograd-course.pdf (and links it from the home page)."""
+    _install(session, [*BUILD_REQS, "playwright==1.65.2", "greenlet==3.5.6", "pypdf==7.1.0"])
+    session.run("mkdocs", "build", "--strict", *session.posargs, env={**ENV, "LESSONKIT_PDF": "1"})
+
+
 @nox.session(venv_backend="venv")
 def lint(session: nox.Session) -> None:
     """Lint and format check with ruff (rules and the not-yet-formatted files: pyproject.toml)."""

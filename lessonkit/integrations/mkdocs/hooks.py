@@ -248,6 +248,8 @@ class BuildEvents:
         for uri in plan.late:  # written once every experiment has run
             _add(files, config, uri, "", in_nav=True)
         _add(files, config, b.project.site.bundle, b"")
+        if b.pdf:  # a site file from the start, so that links to it check; printed in on_post_build
+            _add(files, config, b.project.site.pdf_path, b"")
         _add_assets(files, config)
         every = list(files)
         listed = [lk_build.PageFile(f.src_uri, f.abs_src_path) for f in every]
@@ -278,6 +280,7 @@ class BuildEvents:
         The theme's templates come compiled from :mod:`lessonkit.integrations.mkdocs.themecache`."""
         themecache.use(env, self.build.project.cache)
         rendered = [(f.src_uri, f.page) for f in files.documentation_pages() if f.page is not None]
+        self.build.titles = {uri: page.title for uri, page in rendered if page.title}
         try:
             files.get_file_from_path(self.build.project.site.bundle).content_bytes = self.build.finish(rendered)
         except LessonError as exc:
@@ -308,7 +311,9 @@ class BuildEvents:
 
     @event_priority(-100)  # after Material's search plugin wrote the search index
     def on_post_build(self, config: "MkDocsConfig") -> None:
-        self.build.search_index(Path(config.site_dir), nav_pages(config.nav))
-        self.build.check_links(Path(config.site_dir))
+        site_dir, nav = Path(config.site_dir), nav_pages(config.nav)
+        self.build.search_index(site_dir, nav)
+        self.build.course_pdf(site_dir, nav, config.site_name)  # when LESSONKIT_PDF asks for it
+        self.build.check_links(site_dir)
         if self.build.problems:
             raise Abort(f"lessonkit: {len(self.build.problems)} annotation problem(s); see the lines above")

@@ -270,3 +270,40 @@ def test_search_table_of_site_toml_is_checked(tmp_path):
     )
     conf = siteconfig.load(tmp_path, "https://github.com/o/p")
     assert (conf.glossary, conf.glossary_terms, conf.glossary_introduced) == ("docs/g.md", ("中文",), "首次介绍")
+
+
+def test_a_build_writes_the_rewritten_index_the_same_way_twice(site):
+    """A small series with Material's search and a glossary: the written index is compacted, the
+    glossary's term defines its sections, two builds write the same bytes, and a glossary that
+    is not a page of the site is one located error."""
+    cfg = site.root / "mkdocs.yml"
+    cfg.write_text(cfg.read_text().replace("plugins: []", "plugins:\n  - search:\n      lang: zh"))
+    site.page(
+        "glossary.md", "# 术语\n\n## 引擎 {#engine}\n\n| 中文 | 首次介绍 |\n|---|---|\n| 反向传播 | [一](a.md#why) |\n"
+    )
+    site.page("a.md", "# 第一篇\n\n## 为什么 {#why}\n\n反向传播从种子开始。\n\n## 然后 {#then}\n\n没有别的。\n")
+    toml = site.root / "sourcemap" / "site.toml"
+    toml.write_text(
+        toml.read_text(encoding="utf-8")
+        + '\n[search]\nglossary = "docs/glossary.md"\nterms = ["中文"]\nintroduced = "首次介绍"\n',
+        encoding="utf-8",
+    )
+    first = site.build()
+    assert first.returncode == 0, first.stderr[-2000:]
+    index = site.root / "site" / "search" / "search_index.json"
+    raw = index.read_bytes()
+    data = json.loads(raw)
+    by = {d["location"]: d for d in data["docs"]}
+    assert by["a/#why"]["defines"] == ["反向传播"] and by["glossary/#engine"]["defines"] == ["反向传播"]
+    assert "defines" not in by["a/#then"] and data["config"]["fields"]["defines"] == {"boost": search.DEFINES_BOOST}
+    assert b"\\u" not in raw.split(b'"docs"')[1]
+    assert site.build().returncode == 0
+    assert index.read_bytes() == raw
+    toml.write_text(toml.read_text(encoding="utf-8").replace("docs/glossary.md", "docs/missing.md"), encoding="utf-8")
+    broken = site.build()
+    line = toml.read_text(encoding="utf-8").split("\n").index('glossary = "docs/missing.md"') + 1
+    assert broken.returncode != 0
+    assert (
+        f"sourcemap/site.toml:{line}: `glossary` in `[search]` names docs/missing.md, which is not a page of this site"
+        in broken.stderr
+    )

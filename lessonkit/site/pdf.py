@@ -92,10 +92,24 @@ def print_pages(site_dir: Path, pages: list[tuple[str, str]], executable: str | 
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{httpd.server_address[1]}/"
+    executable = executable or chromium()
+    out: list = []
+
+    def run() -> None:  # a thread of its own: the caller may be inside an event loop (Playwright's sync API)
+        try:
+            out.append(asyncio.run(_print_all(base, pages, executable)))
+        except BaseException as exc:  # handed to the caller
+            out.append(exc)
+
     try:
-        return asyncio.run(_print_all(base, pages, executable or chromium()))
+        worker = threading.Thread(target=run, name="lessonkit-pdf")
+        worker.start()
+        worker.join()
     finally:
         httpd.shutdown()
+    if isinstance(out[0], BaseException):
+        raise out[0]
+    return out[0]
 
 
 PAGE_SECONDS = 300  # one page's load and print; past it the build reports the page instead of waiting
@@ -225,21 +239,32 @@ BFCHAR = re.compile(r"(<[0-9A-Fa-f]+>\s*)<([0-9A-Fa-f]{4,8})>")
 
 
 def fix_text(writer, equivalents: dict[int, int]) -> int:
-    """Rewrite the ToUnicode maps of ``writer``'s fonts: a radical that stands for an ideograph
-    (``equivalents``) becomes that ideograph. Returns how many mappings changed."""
-    from pypdf.generic import NameObject
-
+    """Rewrite the ToUnicode maps of ``writer``'s fonts (those of its pages and of the forms
+    they draw, such as a figure): a radical that stands for an ideograph (``equivalents``)
+    becomes that ideograph. Returns how many mappings changed."""
     changed = 0
-    seen = set()
+    seen: set[int] = set()
+
+    def fonts_of(resources, depth: int = 0):
+        resources = resources.get_object() if resources is not None else None
+        if not resources or depth > 8:
+            return
+        yield from ((resources.get("/Font") or {}).values())
+        for xobject in (resources.get("/XObject") or {}).values():
+            form = xobject.get_object()
+            if form.get("/Subtype") == "/Form":
+                yield from fonts_of(form.get("/Resources"), depth + 1)
+
     for page in writer.pages:
-        fonts = (page.get("/Resources") or {}).get("/Font") or {}
-        for ref in fonts.values():
-            font = ref.get_object()
-            stream_ref = font.get("/ToUnicode")
-            if stream_ref is None or id(stream_ref.get_object()) in seen:
+        for ref in fonts_of(page.get("/Resources")):
+            stream_ref = ref.get_object().get("/ToUnicode")
+            if stream_ref is None:
                 continue
             stream = stream_ref.get_object()
-            seen.add(id(stream))
+            key = stream_ref.idnum if hasattr(stream_ref, "idnum") else id(stream)
+            if key in seen:
+                continue
+            seen.add(key)
             text = stream.get_data().decode("latin-1")
             count = 0
 
@@ -254,7 +279,6 @@ def fix_text(writer, equivalents: dict[int, int]) -> int:
             new = BFCHAR.sub(swap, _expand_ranges(text, equivalents))
             if count:
                 stream.set_data(new.encode("latin-1"))
-                font[NameObject("/ToUnicode")] = stream_ref
                 changed += count
     return changed
 

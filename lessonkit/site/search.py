@@ -30,8 +30,9 @@ other match the way Material's ``tags`` field (boost 10⁶) would: a query is a 
 appends ``*``), and ``grad`` must not rank the definition of "numerical gradient checking" above
 the pages about ``grad``.
 
-Both work on the JSON file alone, so a full build and the incremental serve (which writes the
-index again from its kept entries) give the same bytes.
+All of it reads the JSON file Material wrote (and, to find the section around a linked anchor,
+the written page), never Material's entries in memory, so a full build and the incremental
+serve (which writes the index again from its kept entries) give the same bytes.
 """
 
 from __future__ import annotations

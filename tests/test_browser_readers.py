@@ -180,7 +180,7 @@ def test_search_highlights_the_term_on_the_opened_page(server, browser):
     v.page.wait_for_load_state("load")
     v.page.wait_for_timeout(500)
     url = v.page.url
-    marks = v.page.eval_on_selector_all("article mark", "els => els.map(e => e.innerText)")
+    marks = v.page.eval_on_selector_all("article mark", "els => els.map(e => e.textContent)")  # folded hints too
     v.close()
     assert "h=" in url and marks and set(marks) == {"累加"}, (url, marks[:5])
 

@@ -124,7 +124,8 @@ def test_build_renders_each_kind(site):
         '<tr><td>同一个值</td><td class="lk-checked" title="experiments/multiple_paths.py 的记录 xx.grad（手写值，'
         '已与记录比对）">6.0</td><td>手写并比对</td></tr>',
         '<tr><td>公式</td><td class="lk-checked" title="experiments/multiple_paths.py 的记录 xx.grad（手写值，'
-        '已与记录比对）"><span class="lk-math"><math xmlns="http://www.w3.org/1998/Math/MathML" display="inline">'
+        '已与记录比对）"><span class="lk-math" data-search-exclude="math">'
+        '<math xmlns="http://www.w3.org/1998/Math/MathML" display="inline">'
         '<mrow><mi>x</mi><mo>&#x0002B;</mo><mi>x</mi></mrow></math></span></td><td>公式照写</td></tr>',
         "<tr><td>分支</td><td><code>vs.add(prev_g, g)</code></td><td>手写</td></tr>",
     ]

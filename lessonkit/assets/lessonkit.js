@@ -66,3 +66,61 @@ document.addEventListener("click", function (ev) {
   if (window.document$) { window.document$.subscribe(function () { setTimeout(update, 0); }); }
   else { document.addEventListener("DOMContentLoaded", update); }
 })();
+/* Material's search reads the query on keyup only: text that arrives without a key release
+   (pasted, dropped, or committed by an input method) left the results at 「键入以开始搜索」.
+   Every change of the query reaches it as a keyup: each input event outside a composition, and
+   the end of a composition. Material ignores a keyup that leaves the query as it was. */
+(function () {
+  function query(el) { return el && el.classList && el.classList.contains("md-search__input"); }
+  function nudge(el) { el.dispatchEvent(new KeyboardEvent("keyup", { bubbles: true })); }
+  document.addEventListener("input", function (ev) { if (query(ev.target) && !ev.isComposing) nudge(ev.target); }, true);
+  document.addEventListener("compositionend", function (ev) { if (query(ev.target)) nudge(ev.target); }, true);
+})();
+/* A single Chinese character is no word to highlight: Material marks one where it cuts a query
+   short (「种子」 is looked up as 「种*」) or a one-character word matches. Such marks are unwrapped
+   in the results, and such terms are left out of the opened page's highlight (`?h=`). */
+(function () {
+  var HAN = /^\p{Script=Han}$/u;
+  function tidy(root) {
+    root.querySelectorAll("mark").forEach(function (m) {
+      if (HAN.test(m.textContent.trim())) m.replaceWith(document.createTextNode(m.textContent));
+    });
+    root.querySelectorAll(".md-search-result__item").forEach(function (item) {
+      var links = [].slice.call(item.querySelectorAll("a.md-search-result__link")), words = [];
+      var urls = links.map(function (a) {
+        var url = new URL(a.href, window.location.href);
+        var kept = (url.searchParams.get("h") || "").split(/\s+/).filter(function (t) { return t && !HAN.test(t); });
+        kept.forEach(function (t) { if (words.indexOf(t) < 0) words.push(t); });
+        return [url, kept.join(" ")];
+      });
+      /* A link without words (the page's, when only its sections matched) gets its sections' words. */
+      links.forEach(function (a, n) {
+        var url = urls[n][0], h = urls[n][1] || words.join(" ");
+        if (url.searchParams.has("h") && url.searchParams.get("h") !== h) { url.searchParams.set("h", h); a.href = url.toString(); }
+      });
+    });
+  }
+  function watch() {
+    var list = document.querySelector(".md-search-result__list");
+    if (!list) return;
+    new MutationObserver(function () { tidy(list); }).observe(list, { childList: true, subtree: true });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", watch); else watch();
+})();
+/* Printing from a browser without ::details-content (lessonkit.css opens folded blocks with it),
+   or from the dark scheme: open every folded block and print the light scheme; afterwards the
+   page is as it was. */
+(function () {
+  var opened = [], scheme = null;
+  window.addEventListener("beforeprint", function () {
+    opened = [].slice.call(document.querySelectorAll("details:not([open])"));
+    opened.forEach(function (d) { d.open = true; });
+    scheme = document.body.getAttribute("data-md-color-scheme");
+    if (scheme && scheme !== "default") document.body.setAttribute("data-md-color-scheme", "default");
+  });
+  window.addEventListener("afterprint", function () {
+    opened.forEach(function (d) { d.open = false; });
+    opened = [];
+    if (scheme) document.body.setAttribute("data-md-color-scheme", scheme);
+  });
+})();

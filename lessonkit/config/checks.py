@@ -104,6 +104,8 @@ _SITE_FIELDS = {  # (table, key) -> what the value must be
     ("attachments", "readme"): "file",
     ("experiments", "pinned"): "pinned-paths",
     ("experiments", "versions"): "distributions",
+    ("search", "glossary"): "file",
+    ("search", "introduced"): "text",
 }
 
 

@@ -205,6 +205,27 @@ def build_of(config: "MkDocsConfig") -> lk_build.Build:
     return events.build
 
 
+def nav_pages(nav) -> list[str]:
+    """The pages ``nav:`` of ``mkdocs.yml`` lists, in its order (docs-relative paths; links to
+    other sites left out). Read from the configuration, not from MkDocs' navigation object, so
+    that the incremental serve, which keeps the configuration, reads the same list."""
+    out: list[str] = []
+
+    def walk(item) -> None:
+        if isinstance(item, str):
+            if "://" not in item and item not in out:
+                out.append(item)
+        elif isinstance(item, dict):
+            for value in item.values():
+                walk(value)
+        elif isinstance(item, list):
+            for value in item:
+                walk(value)
+
+    walk(nav or [])
+    return out
+
+
 def _add(files: "Files", config, uri: str, content, in_nav: bool = False) -> None:
     existing = files.get_file_from_path(uri)
     if existing is not None:
@@ -243,6 +264,8 @@ class BuildEvents:
         for uri in plan.late:  # written once every experiment has run
             _add(files, config, uri, "", in_nav=True)
         _add(files, config, b.project.site.bundle, b"")
+        if b.pdf:  # a site file from the start, so that links to it check; printed in on_post_build
+            _add(files, config, b.project.site.pdf_path, b"")
         _add_assets(files, config)
         every = list(files)
         listed = [lk_build.PageFile(f.src_uri, f.abs_src_path) for f in every]
@@ -274,6 +297,7 @@ class BuildEvents:
         The theme's templates come compiled from :mod:`lessonkit.integrations.mkdocs.themecache`."""
         themecache.use(env, self.build.project.cache)
         rendered = [(f.src_uri, f.page) for f in files.documentation_pages() if f.page is not None]
+        self.build.titles = {uri: page.title for uri, page in rendered if page.title}
         try:
             files.get_file_from_path(self.build.project.site.bundle).content_bytes = self.build.finish(rendered)
         except LessonError as exc:
@@ -304,12 +328,17 @@ class BuildEvents:
         """A build that stops early leaves nothing running behind it (serve goes on to the next)."""
         self.build.cancel()
 
-    @event_priority(-100)  # after every plugin has written its files: the record lists what the folder holds
+    # after every plugin has written its files (Material's search its index): the record lists what
+    # the folder holds
+    @event_priority(-100)
     def on_post_build(self, config: "MkDocsConfig") -> None:
-        self.build.check_links(Path(config.site_dir))
+        site_dir, nav = Path(config.site_dir), nav_pages(config.nav)
+        self.build.search_index(site_dir, nav)
+        self.build.course_pdf(site_dir, nav, config.site_name)  # when LESSONKIT_PDF asks for it
+        self.build.check_links(site_dir)
         n = len(self.build.problems)
         if not n:
-            self.build.record_site(Path(config.site_dir))  # for `verify --site`; only when there is no problem
+            self.build.record_site(site_dir)  # for `verify --site`; only when there is no problem
         if n and self.build.command == "serve":  # each is in an error box on its page; the site is served
             SERVE_LOG.error(
                 f"lessonkit: {n} annotation problem(s), each shown in an error box on its page "

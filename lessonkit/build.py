@@ -362,7 +362,8 @@ class Build:
 
     def page_html(self, uri: str, html: str, page_url: str, relative: Callable[[str, str], str]) -> str:
         """The rendered HTML of a page with the links only the whole site knows: the lessons citing
-        each line of a generated code page; the source lines and lessons of each API entry."""
+        each line of a generated code page; the source lines and lessons of each API entry. Other
+        pages' closed ``<details>`` are marked out of the search index (:func:`search.fold_out`)."""
         gen = self.generated.get(uri)
 
         def lesson(c):
@@ -376,7 +377,9 @@ class Build:
             return pages.fill_code_page(self.project, html, *gen, self.citations, lesson)
         if uri == "api.md":  # each entry: the call signature, its source lines, its lessons
             return site.api_entry_links(html, self.project, self.citations, source, lesson)
-        return html
+        from lessonkit.site import search
+
+        return search.fold_out(html)  # folded hints and answers stay out of the search index
 
     def anchor_ids(self, uri: str, html: str) -> set[str]:
         """The ids of a page's HTML and of its highlighted blocks still waiting in the HTML stash."""

@@ -203,6 +203,26 @@ def test_a_block_an_earlier_page_of_the_navigation_holds_is_dropped():
     assert "<ul><li>x<ul><li>" in docs[1]["text"]  # a list item is never cut across its nested list
 
 
+def test_closed_details_are_marked_out_of_the_index_and_open_ones_stay():
+    html = (
+        '<p>问题</p><details class="tip"><summary>提示</summary><p>先想</p></details>'
+        '<details class="success" open="open"><summary>展开的</summary></details>'
+        '<details open><summary>也展开</summary></details>'
+        '<details class="lk-script" data-search-exclude="chrome"><summary>脚本</summary></details>'
+        "<details><summary>答案</summary></details>"
+        "<p><code>&lt;details&gt;</code> 是文字</p>"
+    )
+    assert search.fold_out(html) == (
+        '<p>问题</p><details class="tip" data-search-exclude="folded"><summary>提示</summary><p>先想</p></details>'
+        '<details class="success" open="open"><summary>展开的</summary></details>'
+        '<details open><summary>也展开</summary></details>'
+        '<details class="lk-script" data-search-exclude="chrome"><summary>脚本</summary></details>'
+        '<details data-search-exclude="folded"><summary>答案</summary></details>'
+        "<p><code>&lt;details&gt;</code> 是文字</p>"
+    )
+    assert search.fold_out("<p>没有折叠块</p>") == "<p>没有折叠块</p>"
+
+
 def _index(tmp_path, docs, separator=SEPARATOR):
     path = tmp_path / "search_index.json"
     data = {"config": {"lang": ["zh"], "separator": separator, "pipeline": ["stemmer"], "fields": {}}, "docs": docs}

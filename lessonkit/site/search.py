@@ -274,6 +274,20 @@ def drop_repeats(docs: list[dict], order: list[str]) -> None:
         docs[i]["text"] = BLOCK.sub(keep, text).strip()
 
 
+# A closed <details> (a hint, an answer, a folded script) and the attribute Material's search
+# plugin skips an element by (it removes the attribute from the page afterwards).
+CLOSED_DETAILS = re.compile(r"<details(?![^>]*\s(?:open|data-search-exclude)[\s=>])([^>]*)>")
+FOLDED = ' data-search-exclude="folded"'
+
+
+def fold_out(html: str) -> str:
+    """A page's HTML with its closed ``<details>`` out of the search index: what a page folds away
+    (a quiz's hints and answers, say) is meant to be opened after the reader has tried, and a
+    result's teaser would show it unfolded. An open one (``???+``) stays, and so does its summary's
+    page, found by the text around it."""
+    return CLOSED_DETAILS.sub(lambda m: f"<details{m.group(1)}{FOLDED}>", html) if "<details" in html else html
+
+
 INLINE_CODE = re.compile(r"(?<!<pre>)<code>((?:(?!</?code>).)*)</code>", re.S)
 
 

@@ -67,9 +67,10 @@ document.addEventListener("click", function (ev) {
   else { document.addEventListener("DOMContentLoaded", update); }
 })();
 /* Material's search reads the query on keyup only: text that arrives without a key release
-   (pasted, dropped, or committed by an input method) left the results at 「键入以开始搜索」.
-   Every change of the query reaches it as a keyup: each input event outside a composition, and
-   the end of a composition. Material ignores a keyup that leaves the query as it was. */
+   (pasted, dropped, or committed by an input method) left the results at their "type to start"
+   prompt. Every change of the query reaches it as a keyup: each input event outside a
+   composition, and the end of a composition. Material ignores a keyup that leaves the query as
+   it was. */
 (function () {
   function query(el) { return el && el.classList && el.classList.contains("md-search__input"); }
   function nudge(el) { el.dispatchEvent(new KeyboardEvent("keyup", { bubbles: true })); }
@@ -77,8 +78,9 @@ document.addEventListener("click", function (ev) {
   document.addEventListener("compositionend", function (ev) { if (query(ev.target)) nudge(ev.target); }, true);
 })();
 /* A single Chinese character is no word to highlight: Material marks one where it cuts a query
-   short (「种子」 is looked up as 「种*」) or a one-character word matches. Such marks are unwrapped
-   in the results, and such terms are left out of the opened page's highlight (`?h=`). */
+   short (a two-character word is looked up as its first character and `*`) or a one-character
+   word matches. Such marks are unwrapped in the results, and such terms are left out of the
+   opened page's highlight (`?h=`). */
 (function () {
   var HAN = /^\p{Script=Han}$/u;
   function tidy(root) {

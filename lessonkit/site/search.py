@@ -94,7 +94,8 @@ class Row:
 
 HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*(?:\{([^}]*)\})?[ \t]*#*[ \t]*$")
 LINK = re.compile(r"\[([^\]]*)\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
-TERM_SPLIT = re.compile(r"[/、（）(),，;；]+")
+# `/`, the ideographic comma, full-width and ASCII parentheses, commas and semicolons
+TERM_SPLIT = re.compile(r"[/\u3001\uff08\uff09(),\uff0c;\uff1b]+")
 RULE = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 
 

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 from support import ROOT
+
+from lessonkit.errors import LessonError
 from test_site import Visit
 
 AXE_VERSION = "4.14.1"  # axe-core, exact: the rules and their results change between releases
@@ -189,7 +191,8 @@ def test_every_control_is_reached_by_tab_and_shows_its_focus(server, browser, re
     p.add_style_tag(content=NO_MOTION)  # judge each focus as it ends up, not halfway through a fade
     p.evaluate(_KEY_ALL)
     wanted = p.evaluate(_TABBABLE)
-    reached, hidden, unringed = [], [], []
+    lines = p.evaluate("() => document.querySelectorAll('.lk-source a.lk-ln').length")
+    reached, kinds, hidden, unringed = [], [], [], []
     for _ in range(len(wanted) + 20):
         p.keyboard.press("Tab")
         f = p.evaluate(_FOCUSED)
@@ -199,6 +202,7 @@ def test_every_control_is_reached_by_tab_and_shows_its_focus(server, browser, re
         if reached and key == reached[0]:
             break  # round the page once
         reached.append(key)
+        kinds.append(what)
         if is_hidden:
             hidden.append(what)
         elif not ring:
@@ -206,8 +210,8 @@ def test_every_control_is_reached_by_tab_and_shows_its_focus(server, browser, re
     v.close()
     assert hidden == [] and unringed == []
     assert sorted(set(wanted) - set(reached), key=int) == []
-    if rel.startswith("source/"):
-        assert len(reached) < 400  # 800 before: one hidden line-number link per line
+    if rel.startswith("source/"):  # one line-number link per line, none of them a Tab stop
+        assert lines > 400 and "a.lk-ln" not in kinds, len(reached)
 
 
 # --- the source browser -------------------------------------------------------------------------
@@ -416,7 +420,10 @@ def test_page_dates_come_from_git_or_source_date_epoch(tmp_path, monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764460800")  # 2025-11-30T00:00:00Z
     no_git = pagefacts.PageDates(tmp_path, ["docs"])  # not a repository: the epoch's day
     assert no_git.of(str(tmp_path / "docs" / "a.md")) == "2025-11-30" and no_git.of(None) == "2025-11-30"
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", "soon")
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "soon")  # the build stops on it before any page (on_config)
+    with pytest.raises(LessonError, match=r"^SOURCE_DATE_EPOCH: 'soon' is not a whole number of seconds"):
+        pagefacts.epoch_date()
+    monkeypatch.delenv("SOURCE_DATE_EPOCH")
     assert pagefacts.epoch_date() is None and pagefacts.PageDates(tmp_path, ["docs"]).of(None) is None
 
     def git(*args, date):

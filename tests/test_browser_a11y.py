@@ -307,6 +307,24 @@ def test_a_phone_shows_the_cited_range_as_code(server, browser):
     v.close()
 
 
+def test_the_cited_ranges_read_as_one_card_per_symbol_on_a_phone(server, browser):
+    """At 375 px a symbol's name stands above its ranges, which take the column's width."""
+    v = Visit(browser, f"{server}/source/autograd/core.py/", width=375)
+    got = v.page.evaluate("""() => { const col = document.querySelector('article').getBoundingClientRect().width;
+        const rows = [...document.querySelectorAll('tr.lk-cite-group')];
+        const cells = rows.map(r => [...r.children].map(c => c.getBoundingClientRect()));
+        return [rows.length, cells.every(([name, pages]) => pages.top >= name.bottom - 1),
+                Math.min(...cells.map(([, pages]) => pages.width)) / col,
+                document.documentElement.scrollWidth <= document.documentElement.clientWidth]; }""")
+    wide = Visit(browser, f"{server}/source/autograd/core.py/", width=1280)
+    side = wide.page.evaluate("""() => { const [name, pages] = document.querySelector('tr.lk-cite-group').children;
+        return pages.getBoundingClientRect().left >= name.getBoundingClientRect().right - 1; }""")
+    v.close()
+    wide.close()
+    assert got[0] > 20 and got[1] and got[2] > 0.9 and got[3], got
+    assert side  # two columns on a wide screen
+
+
 def test_line_numbers_keep_4_5_to_1_in_both_schemes(server, browser):
     """The colour of line numbers and gutter text against the line behind them (the counter is
     generated content, which axe does not see): plain, cited and highlighted lines."""

@@ -213,7 +213,9 @@ def test_the_course_pdf_has_every_page_of_the_navigation_in_order(course):
     skip = set(siteconfig.load(ROOT, "https://github.com/HIPS/autograd").pdf_skip)
     printed = [p for p in nav if p not in skip]
     outline = [(item.title, reader.get_destination_page_number(item)) for item in reader.outline]
-    assert len(outline) == len(printed) == 25
+    # the home page, the 14 lessons, the attachments and the glossary: one bookmark each
+    assert len(outline) == len(printed) and {"index.md", "glossary.md"} <= set(printed)
+    assert sum(p.startswith("lessons/") for p in printed) == 14 and len(printed) > 20
     assert outline[0] == ("首页", 0)  # the navigation names the home page
     starts = [n for _, n in outline]
     assert starts == sorted(set(starts))  # every page of the site has pages of its own

@@ -147,6 +147,28 @@ def test_a_glossary_term_lists_a_section_that_defines_it_first(search, query, fi
     assert found[0] in first, found[:5]
 
 
+def test_an_input_methods_commit_searches_and_its_composition_does_not(search):
+    """While an input method composes, its input events leave the results alone (the text is not
+    the reader's yet); the commit (compositionend) runs the search."""
+    search.locator(".md-search__input").first.click()
+    search.fill(".md-search__input", "")
+    search.wait_for_function("() => !document.querySelector('.md-search-result__item')", timeout=10000)
+    search.evaluate(
+        """() => { const q = document.querySelector('.md-search__input');
+        q.value = '反向';
+        q.dispatchEvent(new InputEvent('input', {bubbles: true, isComposing: true, data: '反向'})); }"""
+    )
+    search.wait_for_timeout(1000)
+    assert search.locator(".md-search-result__item").count() == 0
+    search.evaluate(
+        """() => { const q = document.querySelector('.md-search__input');
+        q.value = '反向传播';
+        q.dispatchEvent(new CompositionEvent('compositionend', {bubbles: true, data: '反向传播'})); }"""
+    )
+    search.wait_for_selector(".md-search-result__item", timeout=15000)
+    assert L + "05-reverse-mode/" in pages_of(search.evaluate(SNAPSHOT))[:3]
+
+
 @pytest.mark.parametrize("query", ["反向传播", "Box 是什么", "add_outgrads", "闭包"])
 def test_typing_and_pasting_give_the_same_results(search, query):
     typed = results(search, query, how="type")

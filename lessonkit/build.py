@@ -551,8 +551,9 @@ class Build:
             return None
         conf = self.project.site
         terms_of = None
-        uri = conf.glossary.removeprefix("docs/") if conf.glossary else None
-        if uri is not None and (conf.glossary not in self.texts or uri not in self.urls):
+        glossary = conf.glossary
+        uri = glossary.removeprefix("docs/") if glossary else None
+        if uri is not None and (glossary not in self.texts or uri not in self.urls):
             from lessonkit.config.site import CONFIG, _line
 
             self.report_problem(
@@ -564,7 +565,8 @@ class Build:
                 )
             )
         elif uri is not None:
-            rows = search.glossary_rows(self.texts[conf.glossary], conf.glossary_terms, conf.glossary_introduced)
+            assert glossary is not None  # uri is not None
+            rows = search.glossary_rows(self.texts[glossary], conf.glossary_terms, conf.glossary_introduced)
 
             def page_html(url: str) -> str | None:
                 page = site_dir / url / "index.html" if url.endswith("/") or not url else site_dir / url

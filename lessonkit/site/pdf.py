@@ -365,7 +365,7 @@ def read_cmap(data: bytes, index: int = 0) -> dict[int, int]:
     if cmap_at is None:
         return {}
     (subtables,) = struct.unpack(">H", data[cmap_at + 2 : cmap_at + 4])
-    found = {}
+    found: dict[int, int] = {}
     for n in range(subtables):
         platform, encoding, at = struct.unpack(">HHI", data[cmap_at + 4 + 8 * n : cmap_at + 12 + 8 * n])
         (fmt,) = struct.unpack(">H", data[cmap_at + at : cmap_at + at + 2])

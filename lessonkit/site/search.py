@@ -192,7 +192,7 @@ def defined_terms(
     base = urls.get(glossary_uri)
     if base is None:
         return {}
-    titles = {}
+    titles: dict[str, str] = {}
     for d in docs:
         if d["location"].split("#", 1)[0] == base:
             titles.setdefault(_norm(d["title"]), d["location"])

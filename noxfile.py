@@ -317,8 +317,18 @@ def repin(session: nox.Session) -> None:
 @nox.session(venv_backend="none", default=False)
 def bench(session: nox.Session) -> None:
     """Build benchmark: lessonkit vs a plain site, cold cache, verify, serve, 10x lessons, markdown-exec."""
-    _install(session, [*BUILD_REQS, "markdown-exec==1.12.6", "pyinstrument==5.1.3"])
+    # Playwright (the test lock's pins) drives Chromium for the home page's first-paint report.
+    browser = ["playwright==1.65.2", "greenlet==3.5.6"]
+    _install(session, [*BUILD_REQS, "markdown-exec==1.12.6", "pyinstrument==5.1.3", *browser])
     session.run("python", "tools/bench.py", *session.posargs, env=ENV)
+
+
+@nox.session(venv_backend="none", default=False)
+def pdf(session: nox.Session) -> None:
+    """The whole course as one PDF: build the site with LESSONKIT_PDF=1, which prints its pages
+    with Chromium into site/downloads/autograd-course.pdf (and links it from the home page)."""
+    _install(session, [*BUILD_REQS, "playwright==1.65.2", "greenlet==3.5.6", "pypdf==7.1.0"])
+    session.run("mkdocs", "build", "--strict", *session.posargs, env={**ENV, "LESSONKIT_PDF": "1"})
 
 
 @nox.session(venv_backend="venv")

@@ -202,11 +202,17 @@ class Build:
     late: set[str] = field(default_factory=set)  # the attachments' uris (Plan.late)
     generated_pages: list = field(default_factory=list)  # pages.Generated of the plan (content known early)
     t0: float = field(default_factory=time.perf_counter)
+    pdf: bool = False  # print the course PDF after the site is written (LESSONKIT_PDF, `build` only)
+    titles: dict[str, str] = field(default_factory=dict)  # uri -> page title (the PDF's outline)
     log: Callable[[str], None] = print  # where problems are written (MkDocs: an error logger)
     log_info: Callable[[str], None] = print
 
     def __post_init__(self):
         self.project = Project(Path(self.root))
+        if self.command == "build":
+            from lessonkit.config import environment
+
+            self.pdf = environment.course_pdf()
 
     # -- on_config
     def start(self):
@@ -357,7 +363,8 @@ class Build:
         if uri in self.late:  # an attachment: generated once every experiment has run
             self.results()
             markdown = (self.attached or {}).get(uri, markdown)  # results() made them
-        markdown = fill_tokens(markdown, self.tokens)  # the bundle's tokens follow in finish()
+        markdown = fill_tokens(markdown, {**self.tokens, "course-pdf": self.course_pdf_link(uri)})
+        # (the bundle's tokens follow in finish())
         if uri.startswith("lessons/"):
             own = [c for c in self.citations if c.page == uri]
             depth = uri.count("/")
@@ -374,7 +381,8 @@ class Build:
 
     def page_html(self, uri: str, html: str, page_url: str, relative: Callable[[str, str], str]) -> str:
         """The rendered HTML of a page with the links only the whole site knows: the lessons citing
-        each line of a generated code page; the source lines and lessons of each API entry."""
+        each line of a generated code page; the source lines and lessons of each API entry. Other
+        pages' closed ``<details>`` are marked out of the search index (:func:`search.fold_out`)."""
         gen = self.generated.get(uri)
 
         def lesson(c):
@@ -388,7 +396,9 @@ class Build:
             return pages.fill_code_page(self.project, html, *gen, self.citations, lesson)
         if uri == "api.md":  # each entry: the call signature, its source lines, its lessons
             return site.api_entry_links(html, self.project, self.citations, source, lesson)
-        return html
+        from lessonkit.site import search
+
+        return search.fold_out(html)  # folded hints and answers stay out of the search index
 
     def anchor_ids(self, uri: str, html: str) -> set[str]:
         """The ids of a page's HTML and of its highlighted blocks still waiting in the HTML stash."""
@@ -494,6 +504,83 @@ class Build:
         record.write(
             self.project, site_dir, self.report, self.results(), self.dests, self.generated, self.copied, self.theme
         )
+
+    # -- the course PDF
+    def course_pdf_link(self, uri: str) -> str:
+        """``[[lessonkit:course-pdf]]`` on the page ``uri``: a link to the PDF when this build
+        prints it, else the note that says how to make it."""
+        words = self.project.site.labels
+        if not self.pdf:
+            return words["course-pdf-off"]
+        return words.fill("course-pdf", path="../" * uri.count("/") + self.project.site.pdf_path)
+
+    def course_pdf(self, site_dir: Path, nav: list[str], title: str) -> tuple[int, int] | None:
+        """Print the navigation's pages (less ``[pdf] skip``) of the written site into
+        ``[pdf] path`` (:mod:`lessonkit.site.pdf`), when this build makes the PDF."""
+        if not self.pdf:
+            return None
+        from lessonkit.site import pdf
+
+        conf = self.project.site
+        skip = set(conf.pdf_skip)
+        pages = [(self.urls[u], self.titles.get(u) or u) for u in nav if u in self.urls and u not in skip]
+        from lessonkit.config import environment
+
+        epoch = environment.source_date_epoch()
+        epoch = int(time.time()) if epoch is None else epoch
+        date = time.strftime("D:%Y%m%d%H%M%SZ", time.gmtime(epoch))
+        t0 = time.perf_counter()
+        try:
+            n, size = pdf.course_pdf(site_dir, pages, site_dir / conf.pdf_path, title, date)
+        except LessonError as exc:
+            for p in exc.problems:
+                self.report_problem(p)
+            return None
+        self.log_info(
+            f"lessonkit: course PDF {conf.pdf_path}: {len(pages)} page(s) of the site, {n} PDF pages, "
+            f"{size / 2**20:.1f} MiB, {time.perf_counter() - t0:.1f} s"
+        )
+        return n, size
+
+    # -- the search index (after Material's search plugin wrote it)
+    def search_index(self, site_dir: Path, nav: list[str] | None = None) -> tuple[int, int] | None:
+        """Rewrite the written search index: without blocks an earlier page of ``nav`` (docs-relative
+        pages, the navigation's order) holds too, compacted, and with the glossary's terms as tags of
+        the sections that define them (:mod:`lessonkit.site.search`). Returns its sizes before and
+        after (None: the site has no index). A full build and the incremental serve call it alike."""
+        from lessonkit.site import search
+
+        path = site_dir / search.INDEX
+        if not path.is_file():
+            return None
+        conf = self.project.site
+        terms_of = None
+        glossary = conf.glossary
+        uri = glossary.removeprefix("docs/") if glossary else None
+        if uri is not None and (glossary not in self.texts or uri not in self.urls):
+            from lessonkit.config.site import CONFIG, _line
+
+            self.report_problem(
+                Problem(
+                    f"`glossary` in `[search]` names {conf.glossary}, which is not a page of this site",
+                    CONFIG,
+                    _line(self.project.root / CONFIG, "glossary"),
+                    hint="name a page of docs/ that the site builds, or remove `[search]`",
+                )
+            )
+        elif uri is not None:
+            assert glossary is not None  # uri is not None
+            rows = search.glossary_rows(self.texts[glossary], conf.glossary_terms, conf.glossary_introduced)
+
+            def page_html(url: str) -> str | None:
+                page = site_dir / url / "index.html" if url.endswith("/") or not url else site_dir / url
+                return page.read_text(encoding="utf-8") if page.is_file() else None
+
+            def terms_of(docs):
+                return search.defined_terms(rows, docs, uri, self.urls, page_html)
+
+        order = [self.urls[page] for page in nav or [] if page in self.urls]
+        return search.rewrite(path, terms_of, order)
 
     def check_links(self, site_dir: Path) -> None:
         """Check every link of the written site."""

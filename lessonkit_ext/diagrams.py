@@ -1,8 +1,9 @@
 """This series' two diagrams, drawn from what two experiments print in this build.
 
-* ``call-sequence``: a sequence diagram of ``grad``'s calls, one lifeline per module, from the
-  ``CALL: <depth> <name>`` lines of ``experiments/debug_walkthrough.py`` (the bundle also gets the
-  lines themselves, ``call-sequence.txt``);
+* ``call-sequence``: ``grad``'s calls as a tree read from top to bottom (one row per call, in
+  call order, indented under its caller), from the ``CALL: <depth> <name>`` lines of
+  ``experiments/debug_walkthrough.py`` (the bundle also gets the lines themselves,
+  ``call-sequence.txt``);
 * ``nested-traces``: the boxes ``grad(grad(grad(f)))`` nests, from the ``NESTING: 2 1 0`` line of
   ``experiments/higher_order.py``.
 
@@ -51,66 +52,79 @@ def _module(name: str) -> str:
     return name.split(".")[0] if not name.startswith("numpy.") else ".".join(name.split(".")[:2])
 
 
-def sequence_svg(calls: list[tuple[int, str]], max_depth: int = 9, title: str = "call sequence diagram") -> str:
-    """A sequence diagram (SVG) of the recorded calls: one lifeline per module.
+def call_tree(calls: list[tuple[int, str]], max_depth: int = 9) -> list[tuple[int, int | None, str]]:
+    """The recorded calls that are drawn, in call order: ``(level, caller, name)``, where
+    ``caller`` is the index of the calling row (None for a call from the user's code) and
+    ``level`` its depth in the drawn tree.
 
-    Filtered frames (``<lambda>``, comprehensions) draw no arrow but still end the calls
-    above them: a call's caller is the nearest *kept* call on the stack at a smaller depth,
-    so ``unbroadcast`` called from a VJP lambda inside ``backward_pass`` is drawn from
-    ``backward_pass``'s module, not from ``toposort`` which returned before. ``title`` is the
-    figure's accessible name (``[labels] x-calls-diagram``)."""
-    kept, callers = [], []
-    frames: dict[int, str] = {}  # depth -> module of the kept call open at that depth
+    Filtered frames (``<lambda>``, comprehensions) and calls deeper than ``max_depth`` are not
+    drawn but still end the calls above them: a call's caller is the nearest *kept* call on the
+    stack at a smaller depth, so ``unbroadcast`` called from a VJP lambda inside ``backward_pass``
+    hangs under ``backward_pass``, not under ``toposort``, which returned before."""
+    rows: list[tuple[int, int | None, str]] = []
+    frames: dict[int, int] = {}  # recorded depth -> row of the kept call open at that depth
     for d, n in calls:
         for k in [k for k in frames if k >= d]:
             del frames[k]
         if NOISE.search(n) or d > max_depth:
             continue
-        mod = _module(n)
-        callers.append(frames[max(frames)] if frames else "user")
-        kept.append((d, n))
-        frames[d] = mod
-    modules: list[str] = []
-    for _, n in kept:
-        mod = _module(n)
-        if mod not in modules:
-            modules.append(mod)
-    col, row, top = 190, 22, 60
-    width = col * len(modules) + 40
-    height = top + row * (len(kept) + 1) + 20
-    x = {m: 20 + col * i + col // 2 for i, m in enumerate(modules)}
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="lk-diagram" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}" font-size="11" '
-        f'font-family="ui-monospace, SFMono-Regular, Menlo, monospace">',
-        '<defs><marker id="lk-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
-        'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="currentColor"/></marker></defs>',
-    ]
-    for m in modules:
-        parts.append(
-            f'<rect x="{x[m] - 85}" y="10" width="170" height="28" rx="4" class="lk-actor"/>'
-            f'<text x="{x[m]}" y="29" text-anchor="middle" class="lk-actor-text">{escape(m)}</text>'
-            f'<line x1="{x[m]}" y1="38" x2="{x[m]}" y2="{height - 10}" class="lk-lifeline"/>'
-        )
-    for i, ((depth, name), caller) in enumerate(zip(kept, callers)):
+        caller = frames[max(frames)] if frames else None
+        rows.append((0 if caller is None else rows[caller][0] + 1, caller, n))
+        frames[d] = len(rows) - 1
+    return rows
+
+
+SEQ_STYLE = (
+    "<style>"
+    ".lk-seq{color:var(--md-default-fg-color,#222)}"
+    ".lk-seq-fun{fill:currentColor}"
+    ".lk-seq-mod{fill:var(--lk-ln-fg,#5c5f66)}"
+    ".lk-seq-edge{stroke:currentColor;stroke-width:1;fill:none}"
+    ".lk-seq-arrow{fill:currentColor}"
+    "</style>"
+)
+
+
+def sequence_svg(calls: list[tuple[int, str]], max_depth: int = 9, title: str = "call sequence diagram") -> str:
+    """The recorded calls as a figure that reads from top to bottom: one row per call, in the
+    order the calls happened, indented under its caller (:func:`call_tree`), with an arrow from
+    the caller's line to the callee; each row names the function, then its module. Narrow enough
+    for the text column (the depth is bounded by ``max_depth``). ``title`` is the figure's
+    accessible name and ``<title>`` (``[labels] calls-diagram``)."""
+    rows = call_tree(calls, max_depth)
+    indent, row, top, left, char = 18, 24, 14, 14, 7.3  # char: the width of one character at 12 px
+    labels = []
+    for level, _, name in rows:
         mod = _module(name)
-        y = top + row * (i + 1)
-        x2 = x[mod]
-        x1 = x.get(caller, 5)
-        label = escape(_short(name.split(".", 1 if not name.startswith("numpy.") else 2)[-1]))
-        if caller == mod:
-            parts.append(
-                f'<path d="M{x2},{y - 8} h24 v10 h-20" class="lk-msg" fill="none" '
-                'marker-end="url(#lk-arrow)"/>'
-                f'<text x="{x2 + 28}" y="{y - 2}" class="lk-msg-text">{label}</text>'
-            )
-        else:
-            anchor = "start" if x2 > x1 else "end"
-            tx = x1 + 6 if x2 > x1 else x1 - 6
-            parts.append(
-                f'<line x1="{x1}" y1="{y}" x2="{x2}" y2="{y}" class="lk-msg" marker-end="url(#lk-arrow)"/>'
-                f'<text x="{tx}" y="{y - 4}" text-anchor="{anchor}" class="lk-msg-text">{label}</text>'
-            )
+        fun = _short(name[len(mod) + 1 :] if name.startswith(mod + ".") else name)
+        labels.append((fun, mod))
+    width = left + max(
+        (lv * indent + (len(f) + len(m) + 2) * char for (lv, _, _), (f, m) in zip(rows, labels)), default=0
+    )
+    width = int(width) + 16
+    height = top + row * max(len(rows), 1) + 8
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="lk-diagram lk-seq" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}" font-size="12" '
+        f'font-family="ui-monospace, SFMono-Regular, Menlo, monospace"><title>{escape(title)}</title>{SEQ_STYLE}',
+        '<defs><marker id="lk-seq-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" '
+        'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" class="lk-seq-arrow"/></marker></defs>',
+    ]
+    ys = [top + row * i + row // 2 for i in range(len(rows))]
+    xs = [left + level * indent for level, _, _ in rows]
+    for i, (level, caller, _) in enumerate(rows):  # caller's stem down to the row, then across to it
+        if caller is None:
+            continue
+        x0 = xs[caller] + 4
+        parts.append(
+            f'<path d="M{x0},{ys[caller] + 6} V{ys[i]} H{xs[i] - 3}" class="lk-seq-edge" '
+            'marker-end="url(#lk-seq-arrow)"/>'
+        )
+    for i, (fun, mod) in enumerate(labels):
+        parts.append(
+            f'<text x="{xs[i] + 2}" y="{ys[i] + 4}"><tspan class="lk-seq-fun">{escape(fun)}</tspan>'
+            f'<tspan class="lk-seq-mod" dx="{2 * char:.1f}">{escape(mod)}</tspan></text>'
+        )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -145,7 +159,7 @@ def nesting_svg(
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="lk-diagram" viewBox="0 0 {width} {height}" '
         f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}" font-size="13" '
-        f'font-family="ui-monospace, SFMono-Regular, Menlo, monospace">'
+        f'font-family="ui-monospace, SFMono-Regular, Menlo, monospace"><title>{escape(title)}</title>'
     ]
     for i, level in enumerate(levels):
         x, y = 10 + pad * i, 10 + pad * i

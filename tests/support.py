@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -67,6 +68,12 @@ class TmpSite:
         (root / "sourcemap").mkdir(parents=True)
         for name in ("pin.toml", "manifest.sha256", "site.toml"):
             shutil.copy(ROOT / "sourcemap" / name, root / "sourcemap" / name)
+        # The series' glossary is no page of a throwaway site: its [search] table goes (a test that
+        # wants one writes its own).
+        toml = root / "sourcemap" / "site.toml"
+        toml.write_text(
+            re.sub(r"(?ms)^\[search\]\n.*?(?=^\[|\Z)", "", toml.read_text(encoding="utf-8")), encoding="utf-8"
+        )
         (root / "experiments").mkdir()
         for helper in sorted((ROOT / "experiments").glob("_*.py")):  # _provenance, _record
             shutil.copy(helper, root / "experiments" / helper.name)

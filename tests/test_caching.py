@@ -452,15 +452,18 @@ def test_deferred_formulas_give_every_page_the_same_page_and_search_index(real_p
         filled, missing = deferred.fill(early)
         assert (filled, missing) == (direct, []), path
         assert _search_entries(early) == _search_entries(direct), path
-    assert held > 100  # the lessons' formulas (a formula the index reads differently stays in place)
+    assert held > 100  # every formula of the lessons waits
 
 
-def test_search_text_is_the_mathml_text_or_nothing():
-    from lessonkit.pipeline.mathml import search_text
-
-    assert search_text("<math><mi>x</mi><mo>&lt;</mo><msup><mi>y</mi><mn>2</mn></msup></math>") == "x&lt;y2"
-    assert search_text("<math><mi>x</mi>\n<mo>+</mo></math>") is None  # a whitespace-only node
-    assert search_text("<math><mi>x</mi><mtext>&#160;</mtext></math>") is None  # nbsp is whitespace too
-    assert search_text("<math><mi>x</mi><sup>2</sup></math>") is None  # a tag the index keeps
-    assert search_text('<span class="lk-error">$x$</span>') is None
-    assert search_text("<math></math>") is None
+def test_formulas_stay_out_of_the_search_index(lesson05):
+    """A formula's MathML text ("v¯=∂L∂v") never reaches the index: not from the page that waits
+    for its formulas, nor from one that carries them (a site without the wait)."""
+    path, text = lesson05
+    direct, _ = _render(text, path, None)
+    early, _ = _render(text, path, Deferred("m4th", {}))
+    assert direct.count('data-search-exclude="math"') > 20
+    for html in (direct, early):
+        entries = _search_entries(html)
+        joined = "".join(e["title"] + e["text"] for e in entries)
+        assert "∂" not in joined and "¯" not in joined, path
+        assert any("反向模式从" in e["text"].replace("\u200b", "") for e in entries)

@@ -258,7 +258,10 @@ def test_a_series_without_labels_builds_in_the_engines_english(site):
     badge = re.findall(r'<span class="lk-badge lk-badge-real"[^>]*>([^<]*)</span>', page)
     assert badge == ["REAL SOURCE"] and ">line 28</a>" in page and "View in the source browser" in page
     src = (site.root / "site" / "source" / "autograd" / "core.py" / "index.html").read_text(encoding="utf-8")
-    assert 'aria-label="Blocks that cite this line">Cited by: <a' in src and "Ranges cited by the lessons" in src
+    assert (
+        '<a class="lk-cite-mark" href="#cited-backward_pass" '
+        'aria-label="Blocks that cite this line: A" title="Cited by: A">'
+    ) in src and "Ranges cited by the lessons" in src
     pages = [page, src] + [
         (site.root / "site" / p / "index.html").read_text(encoding="utf-8")
         for p in ("symbols", "source", "attachments/acceptance")

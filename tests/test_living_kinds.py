@@ -124,7 +124,8 @@ def test_build_renders_each_kind(site):
         '<tr><td>同一个值</td><td class="lk-checked" title="experiments/multiple_paths.py 的记录 xx.grad（手写值，'
         '已与记录比对）">6.0</td><td>手写并比对</td></tr>',
         '<tr><td>公式</td><td class="lk-checked" title="experiments/multiple_paths.py 的记录 xx.grad（手写值，'
-        '已与记录比对）"><span class="lk-math"><math xmlns="http://www.w3.org/1998/Math/MathML" display="inline">'
+        '已与记录比对）"><span class="lk-math" data-search-exclude="math">'
+        '<math xmlns="http://www.w3.org/1998/Math/MathML" display="inline">'
         '<mrow><mi>x</mi><mo>&#x0002B;</mo><mi>x</mi></mrow></math></span></td><td>公式照写</td></tr>',
         "<tr><td>分支</td><td><code>vs.add(prev_g, g)</code></td><td>手写</td></tr>",
     ]
@@ -140,12 +141,27 @@ def test_build_renders_each_kind(site):
         "的记录绘制）</span></figcaption>"
     )
     src = (site.root / "site" / "source" / "autograd" / "core.py" / "index.html").read_text(encoding="utf-8")
-    assert re.findall(r'<span class="lk-cites"[^>]*>(.*?)</span>', src) == [
-        '被引用：<a href="../../../a/#src-backward_pass">活的课程 · backward_pass</a>',
-        # one link per page and cited range: ref-3 names the same line as ref-1
-        '被引用：<a href="../../../a/#ref-1">活的课程 · backward_pass（正文）</a>',
-        '被引用：<a href="../../../a/#ref-2">活的课程 · backward_pass（正文）</a>',
-        '被引用：<a href="../../../a/#ref-4">活的课程 · add_outgrads（正文）</a>',
+    # one row per symbol, one link per page and cited range: ref-3 names the same line as ref-1
+    assert re.findall(r'<tr id="cited-[^"]+" class="lk-cite-group">.*?</tr>', src) == [
+        '<tr id="cited-backward_pass" class="lk-cite-group"><td><a href="#L25-L32"><code>backward_pass</code></a></td>'
+        '<td><ul class="lk-cite-ranges"><li><a href="#L25-L32">L25–L32</a>：'
+        '<a href="../../../a/#src-backward_pass">活的课程</a></li>'
+        '<li><a href="#L28">L28</a>：<a href="../../../a/#ref-1">活的课程（正文）</a></li>'
+        '<li><a href="#L30-L31">L30–L31</a>：<a href="../../../a/#ref-2">活的课程（正文）</a></li></ul></td></tr>',
+        '<tr id="cited-add_outgrads" class="lk-cite-group"><td><a href="#L199"><code>add_outgrads</code></a></td>'
+        '<td><ul class="lk-cite-ranges"><li><a href="#L199">L199</a>：'
+        '<a href="../../../a/#ref-4">活的课程（正文）</a></li></ul></td></tr>',
+    ]
+    # the first line of each range carries a gutter marker, a link to its symbol's row
+    assert re.findall(
+        r'<span id="L(\d+)" class="lk-line lk-cited"><a class="lk-ln" href="#L\1" tabindex="-1" '
+        r'aria-hidden="true"></a><a class="lk-cite-mark" href="#([^"]+)" aria-label="([^"]+)"',
+        src,
+    ) == [
+        ("25", "cited-backward_pass", "引用此处的块：活的课程"),
+        ("28", "cited-backward_pass", "引用此处的块：活的课程（正文）"),
+        ("30", "cited-backward_pass", "引用此处的块：活的课程（正文）"),
+        ("199", "cited-add_outgrads", "引用此处的块：活的课程（正文）"),
     ]
     acc = (site.root / "site" / "attachments" / "acceptance" / "index.html").read_text(encoding="utf-8")
     living = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", acc.split('id="living"')[1].split("</table>")[0]))

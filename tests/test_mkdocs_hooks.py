@@ -33,8 +33,15 @@ class FakeBuild:
     def __init__(self, root, command="build", log=print, log_info=print):
         self.root, self.command, self.cancelled, self.current = root, command, 0, None
         self.calls: list[str] = []
+        pin = SimpleNamespace(
+            version="1.0",
+            short="abc1234",
+            commit="abc1234" + "0" * 33,
+            repo="https://forge.test/o/p",
+            commit_known=True,
+        )
         self.project = SimpleNamespace(
-            pin=SimpleNamespace(version="1.0", short="abc1234"),
+            pin=pin,
             site=SimpleNamespace(code=("experiments", "tiny"), teaching=("tiny",)),
             cache=Path(root) / ".cache",
         )
@@ -313,6 +320,12 @@ def test_on_config_logs_where_the_pinned_tree_came_from(project, caplog):
     with caplog.at_level(logging.INFO, logger="mkdocs.plugins.lessonkit"):
         config.plugins.on_config(config)
     assert caplog.messages == ["lessonkit: pinned 1.0 (abc1234) from a test tree"]
+    # the pin, for the theme's templates (the licence link of the footer names its commit)
+    assert config.extra["lessonkit_pin"] == {
+        "repo": "https://forge.test/o/p",
+        "commit": "abc1234" + "0" * 33,
+        "version": "1.0",
+    }
 
 
 def test_a_page_rewritten_before_its_code_and_formulas_are_put_back_is_one_located_error():

@@ -224,6 +224,32 @@ def test_a_later_hook_that_renames_code_is_caught(built, tmp_path):
     ]
 
 
+def test_a_source_page_whose_code_holds_more_than_the_file_is_caught(built, tmp_path):
+    """The code element of a source page is the file's text (its copy button copies it): a row of
+    citations put back into it, or a line-number link back in the Tab order, is reported."""
+    site = _clone(built, tmp_path / "b2")
+    _hook(
+        site,
+        """\
+        def on_post_page(output, page, config):
+            if page.file.src_uri != "source/autograd/core.py.md":
+                return output
+            line = '<span id="L25" class="lk-line lk-cited">'
+            output = output.replace(line, '<span class="lk-cites">Cited by: 05</span>' + line)
+            return output.replace('<a class="lk-ln" href="#L30" tabindex="-1" ', '<a class="lk-ln" href="#L30" ')
+        """,
+    )
+    _built(site)
+    page = (site.root / "site/source/autograd/core.py/index.html").read_text(encoding="utf-8")
+    assert "Cited by: 05" in page and '<a class="lk-ln" href="#L30" aria-hidden' in page
+    r = _site_verify(site)
+    assert r.returncode == 1
+    assert _errors(r)[:-1] == [
+        "site/source/autograd/core.py/index.html: the source page of autograd/core.py differs from the pinned "
+        f"source (line 24: 'Cited by: 05' instead of ''; 2 line(s) differ) — {HINT}",
+    ]
+
+
 def _forge_render(cache: Path, with_key: bool) -> int:
     """Rename `outgrads` in every highlighted block of the render cache, with the entry's digest
     recomputed; with the cache's key, its seal too (what only code with the build's rights can)."""

@@ -57,6 +57,14 @@ fresh      ratio 8: the README's build command (read from README.md) run verbati
            ``python -m venv`` + ``pip install -r requirements.txt`` with an empty pip cache,
            run right before it. The pinned sdist is downloaded as on a new machine.
            ``--only 8`` measures just this ratio (``--fresh-reps`` pairs).
+paint      reported, not a ratio: the warm build's home page loaded in headless Chromium
+           (Playwright) on an emulated 1.6 Mbps / 150 ms RTT link (CDP
+           ``Network.emulateNetworkConditions``, cache disabled), served from the built site
+           with gzip as static hosts do (the median of three loads) and without (one load): the
+           first contentful paint (Paint Timing), the load event, the bytes transferred (the
+           search index, which Material's bundle fetches at start, included) and when the index
+           had arrived.
+           ``--only paint`` measures just this (one warm build first).
 """
 
 from __future__ import annotations
@@ -877,9 +885,116 @@ def _load() -> str:
 
 def _only(value: str) -> set[str]:
     ratios = {v.strip() for v in value.split(",")}
-    if not ratios or not ratios <= {"2", "7", "8"}:
-        raise argparse.ArgumentTypeError(f"{value!r}: ratios 2, 7 and 8 can be measured alone, e.g. `2` or `7,8`")
+    if not ratios or not ratios <= {"2", "7", "8", "paint"}:
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: ratios 2, 7 and 8 and the paint report can be measured alone, e.g. `2` or `7,paint`"
+        )
     return ratios
+
+
+# --------------------------------------------------------------------------- first paint
+
+# 1.6 Mbps down, 750 kbps up, 150 ms round trip: Lighthouse's "slow 4G" profile.
+SLOW_LINK = {"offline": False, "latency": 150, "downloadThroughput": 1_600_000 / 8, "uploadThroughput": 750_000 / 8}
+COMPRESSIBLE = (".html", ".css", ".js", ".json", ".svg", ".xml", ".txt", ".map")
+PAINT_JS = """() => new Promise(done => {
+  const seen = performance.getEntriesByName("first-contentful-paint")[0];
+  if (seen) return done(seen.startTime);
+  new PerformanceObserver(list => done(list.getEntries()[0].startTime)).observe({ type: "paint", buffered: true });
+})"""
+WEIGHT_JS = """() => {
+  const nav = performance.getEntriesByType("navigation")[0];
+  return [nav.loadEventStart, performance.getEntriesByType("resource").reduce((n, r) => n + r.transferSize, nav.transferSize)];
+}"""
+
+
+def _site_server(site: Path, gzip_level: int | None):
+    """A local static server of ``site`` (threads; gzip for text files when ``gzip_level``)."""
+    import functools
+    import gzip
+    import http.server
+    import threading
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def send_head(self):
+            path = Path(self.translate_path(self.path))
+            if path.is_dir():
+                path = path / "index.html"
+            wants = "gzip" in self.headers.get("Accept-Encoding", "")
+            if gzip_level is None or not wants or not path.is_file() or path.suffix not in COMPRESSIBLE:
+                return super().send_head()
+            import io
+
+            body = gzip.compress(path.read_bytes(), compresslevel=gzip_level, mtime=0)
+            self.send_response(200)
+            self.send_header("Content-Type", self.guess_type(str(path)))
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            return io.BytesIO(body)
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(site)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
+
+
+def first_paint(site: Path, loads: int = 3) -> dict[str, dict[str, float]] | str:
+    """The home page on the slow link, with gzip and without (see ``paint`` in the module
+    docstring): medians in milliseconds and KiB. A string says why it was not measured."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return "Playwright is not installed (`nox -s bench` installs it)"
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(chromium).exists():
+        return "Chromium not found (apt-get install chromium)"
+    args = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run", "--disable-quic"]
+    out: dict[str, dict[str, float]] = {}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=args)
+        try:
+            for label, level, n in (("gzip", 6, loads), ("uncompressed", None, 1)):
+                httpd = _site_server(site, level)
+                url = f"http://127.0.0.1:{httpd.server_address[1]}/"
+                rows = []
+                try:
+                    for _ in range(n):
+                        context = browser.new_context(viewport={"width": 1280, "height": 900})
+                        page = context.new_page()
+                        cdp = context.new_cdp_session(page)
+                        cdp.send("Network.enable")
+                        cdp.send("Network.setCacheDisabled", {"cacheDisabled": True})
+                        cdp.send("Network.emulateNetworkConditions", SLOW_LINK)
+                        t0 = time.perf_counter()
+                        with page.expect_response(lambda r: r.url.endswith("search/search_index.json")) as index:
+                            page.goto(url, wait_until="load")
+                        index.value.finished()
+                        ready = (time.perf_counter() - t0) * 1000
+                        fcp = page.evaluate(PAINT_JS)
+                        load, weight = page.evaluate(WEIGHT_JS)
+                        rows.append((fcp, load, weight / 1024, ready))
+                        context.close()
+                finally:
+                    httpd.shutdown()
+                med = [statistics.median(col) for col in zip(*rows)]
+                out[label] = dict(zip(("fcp_ms", "load_ms", "page_kib", "index_ms"), med))
+        finally:
+            browser.close()
+    return out
+
+
+def paint_lines(result) -> list[str]:
+    if isinstance(result, str):
+        return [f"  home page first paint: not measured: {result}"]
+    return [
+        f"  home page at 1.6 Mbps / 150 ms RTT ({label}): first contentful paint {r['fcp_ms']:.0f} ms, "
+        f"load {r['load_ms']:.0f} ms, {r['page_kib']:.0f} KiB transferred (search index included), "
+        f"index arrived after {r['index_ms']:.0f} ms"
+        for label, r in result.items()
+    ]
 
 
 def _run_only(args, reps, work: Path, pinned: Path, cores: int) -> int:
@@ -926,6 +1041,13 @@ def _run_only(args, reps, work: Path, pinned: Path, cores: int) -> int:
             f"(samples {', '.join(f'{x.wall:.2f}' for x in live.samples)})"
         )
         rows.append(("7", "serve: edit to rebuilt page (lessonkit serve) / plain build", live.wall / P.wall, 0.10))
+    if "paint" in args.only:
+        if not args.only & {"2", "7"}:
+            lk = copy_project(work / "lessonkit", snap)
+            print("bench: warm build for the paint report …", flush=True)
+            timed(mkdocs_build(lk), lk, {**env, "LESSONKIT_CACHE": str(work / "cache-warm")})
+        print("bench: home page on a slow link (Chromium) …", flush=True)
+        paint = paint_lines(first_paint(lk / "site"))
     if "8" in args.only:
         pip, readme = Series("pip-lock"), Series("readme-fresh")
         for rep in range(1, args.fresh_reps + 1):
@@ -941,6 +1063,9 @@ def _run_only(args, reps, work: Path, pinned: Path, cores: int) -> int:
         ok = wall <= target
         failed += [] if ok else [num]
         print(f"{num:<2} {label:<62} {wall:6.2f}  ≤ {target:.2f}  {'pass' if ok else 'FAIL'}")
+    if "paint" in args.only:
+        print("reported, not pass/fail:")
+        print("\n".join(paint))
     return 1 if failed else 0
 
 
@@ -1045,6 +1170,8 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
         series["pip-lock"].samples.append(a)
         series["readme-fresh"].samples.append(b)
 
+    print("bench: home page on a slow link (Chromium) …", flush=True)
+    paint = first_paint(lk / "site")
     cold_minus_warm = series["cold"].cpu - series["warm"].cpu
     json_cpu = statistics.median(exp_cpu_json)
     log_cpu = statistics.median(exp_cpu_log)
@@ -1120,6 +1247,7 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
         f"(build log: {log_cpu:.2f} s)"
     )
     print(f"  {verify_summary}")
+    print("\n".join(paint_lines(paint)))
     if mdexec is not None and mdexec_errors:
         print(f"  markdown-exec: {mdexec_errors} block(s) raised when run in the shared build process")
     if args.json:
@@ -1142,6 +1270,7 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
                         {"n": n, "what": l, "wall": w, "cpu": c, "spread": spread.get(l), "target": t}
                         for n, l, w, c, t in rows
                     ],
+                    "paint": paint,
                 },
                 indent=1,
             ),

@@ -10,11 +10,8 @@
       var el = document.getElementById("L" + n);
       if (el) { el.classList.add("lk-hl"); if (!first) first = el; }
     }
-    if (!first) return;
-    // Show the "cited by" line that belongs to the range too: it sits right above the first
-    // line, and scroll-margin-top (lessonkit.css) keeps both below Material's sticky header.
-    var prev = first.previousElementSibling;
-    (prev && prev.classList.contains("lk-cites") ? prev : first).scrollIntoView({ block: "start" });
+    // scroll-margin-top (lessonkit.css) keeps the first line below Material's sticky header
+    if (first) first.scrollIntoView({ block: "start" });
   }
   /* An anchor inside a folded experiment script (#exp-NAME-L25): open the script, then show the line. */
   function openFolded() {
@@ -44,3 +41,88 @@ document.addEventListener("click", function (ev) {
     a.href = url.toString();
   }
 }, true);
+/* The copy button of a source page copies the file's exact text: the code element's text is the
+   file (line numbers and gutter markers are drawn by CSS), and clipboard.js copies a button's
+   data-clipboard-text as it is (Material's own copy trims the final newline). */
+document.addEventListener("click", function (ev) {
+  var btn = ev.target.closest && ev.target.closest("[data-clipboard-target]");
+  var code = btn && document.querySelector(btn.getAttribute("data-clipboard-target"));
+  if (code && code.closest(".lk-source")) btn.setAttribute("data-clipboard-text", code.textContent);
+}, true);
+/* A box that scrolls sideways (a wide table, diagram or formula) and holds nothing focusable can
+   still be scrolled with the keyboard: it joins the Tab order while it overflows. */
+(function () {
+  var BOXES = ".md-typeset__scrollwrap, .lk-diagram-wrap, .lk-math-block, .lk-math, .lk-snapshot-table";
+  var FOCUSABLE = "a[href], button, input, select, textarea, summary, [tabindex]";
+  function update() {
+    document.querySelectorAll(BOXES).forEach(function (el) {
+      var wide = el.scrollWidth > el.clientWidth + 1 && !el.querySelector(FOCUSABLE);
+      if (wide && !el.hasAttribute("tabindex")) { el.setAttribute("tabindex", "0"); el.dataset.lkScroll = ""; }
+      else if (!wide && el.hasAttribute("data-lk-scroll")) { el.removeAttribute("tabindex"); delete el.dataset.lkScroll; }
+    });
+  }
+  var timer = null;
+  window.addEventListener("resize", function () { clearTimeout(timer); timer = setTimeout(update, 150); });
+  if (window.document$) { window.document$.subscribe(function () { setTimeout(update, 0); }); }
+  else { document.addEventListener("DOMContentLoaded", update); }
+})();
+/* Material's search reads the query on keyup only: text that arrives without a key release
+   (pasted, dropped, or committed by an input method) left the results at their "type to start"
+   prompt. Every change of the query reaches it as a keyup: each input event outside a
+   composition, and the end of a composition. Material ignores a keyup that leaves the query as
+   it was. */
+(function () {
+  function query(el) { return el && el.classList && el.classList.contains("md-search__input"); }
+  function nudge(el) { el.dispatchEvent(new KeyboardEvent("keyup", { bubbles: true })); }
+  document.addEventListener("input", function (ev) { if (query(ev.target) && !ev.isComposing) nudge(ev.target); }, true);
+  document.addEventListener("compositionend", function (ev) { if (query(ev.target)) nudge(ev.target); }, true);
+})();
+/* A single Chinese character is no word to highlight: Material marks one where it cuts a query
+   short (a two-character word is looked up as its first character and `*`) or a one-character
+   word matches. Such marks are unwrapped in the results, and such terms are left out of the
+   opened page's highlight (`?h=`). */
+(function () {
+  var HAN = /^\p{Script=Han}$/u;
+  function tidy(root) {
+    root.querySelectorAll("mark").forEach(function (m) {
+      if (HAN.test(m.textContent.trim())) m.replaceWith(document.createTextNode(m.textContent));
+    });
+    root.querySelectorAll(".md-search-result__item").forEach(function (item) {
+      var links = [].slice.call(item.querySelectorAll("a.md-search-result__link")), words = [];
+      var urls = links.map(function (a) {
+        var url = new URL(a.href, window.location.href);
+        var kept = (url.searchParams.get("h") || "").split(/\s+/).filter(function (t) { return t && !HAN.test(t); });
+        kept.forEach(function (t) { if (words.indexOf(t) < 0) words.push(t); });
+        return [url, kept.join(" ")];
+      });
+      /* A link without words (the page's, when only its sections matched) gets its sections' words. */
+      links.forEach(function (a, n) {
+        var url = urls[n][0], h = urls[n][1] || words.join(" ");
+        if (url.searchParams.has("h") && url.searchParams.get("h") !== h) { url.searchParams.set("h", h); a.href = url.toString(); }
+      });
+    });
+  }
+  function watch() {
+    var list = document.querySelector(".md-search-result__list");
+    if (!list) return;
+    new MutationObserver(function () { tidy(list); }).observe(list, { childList: true, subtree: true });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", watch); else watch();
+})();
+/* Printing from a browser without ::details-content (lessonkit.css opens folded blocks with it),
+   or from the dark scheme: open every folded block and print the light scheme; afterwards the
+   page is as it was. */
+(function () {
+  var opened = [], scheme = null;
+  window.addEventListener("beforeprint", function () {
+    opened = [].slice.call(document.querySelectorAll("details:not([open])"));
+    opened.forEach(function (d) { d.open = true; });
+    scheme = document.body.getAttribute("data-md-color-scheme");
+    if (scheme && scheme !== "default") document.body.setAttribute("data-md-color-scheme", "default");
+  });
+  window.addEventListener("afterprint", function () {
+    opened.forEach(function (d) { d.open = false; });
+    opened = [];
+    if (scheme) document.body.setAttribute("data-md-color-scheme", scheme);
+  });
+})();

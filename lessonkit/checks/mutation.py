@@ -350,7 +350,7 @@ def site_targets(check) -> list[tuple[str, str, int]]:
         skip = [
             doc.span(k)
             for k in range(box + 1, doc.close_of(box))
-            if "lk-ln" in doc.tags[k][3] or "lk-cites" in doc.tags[k][3]
+            if "lk-ln" in doc.tags[k][3] or "lk-cite-mark" in doc.tags[k][3]
         ]
         spots = _visible(doc, a, b, skip)
         if spots:

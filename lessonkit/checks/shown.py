@@ -18,7 +18,7 @@ CLAIMS = frozenset(
     "lk-block lk-real-source lk-teaching lk-experiment lk-snapshot lk-figure lk-error lk-head lk-badge lk-meta "
     "lk-links lk-disclaimer lk-purpose lk-output-label lk-output-wrap lk-output lk-truncated lk-provenance "
     "lk-script lk-snapshot-title lk-snapshot-table lk-generated lk-checked lk-fig-source lk-source lk-line lk-ln "
-    "lk-cited lk-cites lk-sym lk-value".split()
+    "lk-cited lk-cite-mark lk-sym lk-value".split()
 )
 PARTS = ("lk-head", "lk-disclaimer", "lk-purpose", "lk-output-label", "lk-output", "lk-truncated", "lk-provenance")
 ROOTS = {"snapshot": ("div", frozenset({"lk-block", "lk-snapshot"})), "figure": ("figure", frozenset({"lk-figure"}))}

@@ -51,6 +51,8 @@ _SITE_FIELDS = {  # (table, key) -> what the value must be
     ("experiments", "pinned"): "pinned-paths",
     ("experiments", "versions"): "distributions",
     ("experiments", "path"): "pinned-path",
+    ("search", "glossary"): "file",
+    ("search", "introduced"): "text",
 }
 
 

@@ -1,7 +1,8 @@
 """The environment a build reads: ``LESSONKIT_CACHE``, ``LESSONKIT_SOURCE`` (and a pin's legacy
-name), ``LESSONKIT_SDIST``, ``LESSONKIT_GIT_REMOTE``, ``LESSONKIT_SANDBOX``, ``SITE_URL`` and
-``LESSONKIT_REPO_URL`` and ``SOURCE_DATE_EPOCH``, each checked before anything acts on it; a mistake is one line naming
-the variable. (Split from :mod:`lessonkit.config.files`, which still exports these names.)"""
+name), ``LESSONKIT_SDIST``, ``LESSONKIT_GIT_REMOTE``, ``LESSONKIT_SANDBOX``, ``LESSONKIT_PDF``,
+``SITE_URL``, ``LESSONKIT_REPO_URL`` and ``SOURCE_DATE_EPOCH``, each checked before anything acts
+on it; a mistake is one line naming the variable. (Split from :mod:`lessonkit.config.files`, which
+still exports these names.)"""
 
 from __future__ import annotations
 
@@ -135,6 +136,21 @@ def sandbox_mode() -> str:
             hint="set it to `bwrap`, `namespaces` or `copy`, or unset it",
         )
     return value
+
+
+def course_pdf() -> bool:
+    """``LESSONKIT_PDF``: whether a build prints the course PDF (``1``/``yes``/``true``; ``0``,
+    ``no``, ``false`` or unset: not)."""
+    value = env("LESSONKIT_PDF")
+    if value is None or value.strip().lower() in ("0", "no", "false"):
+        return False
+    if value.strip().lower() in ("1", "yes", "true"):
+        return True
+    raise LessonError(
+        f"{show(value)} is not 1 or 0",
+        path="LESSONKIT_PDF",
+        hint="LESSONKIT_PDF=1 makes the build print the course PDF (nox -s pdf); unset it otherwise",
+    )
 
 
 def site_urls() -> dict[str, str]:

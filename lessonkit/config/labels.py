@@ -106,6 +106,9 @@ LABELS = {
     "from-checkout": "local checkout ({detail})",
     "from-git": "git ({detail})",
     "from-other": "{detail}",
+    # the course PDF (`[[lessonkit:course-pdf]]`): a Markdown link when the build made it, else a note
+    "course-pdf": "[The whole course as one PDF]({path})",
+    "course-pdf-off": "The whole course as one PDF is made by a build with `LESSONKIT_PDF=1`.",
     # API pages (mkdocstrings)
     "api-call": "Called as",
     "api-source": "Source",

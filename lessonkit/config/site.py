@@ -27,6 +27,15 @@ project without ``site.toml`` still builds::
     prose-columns = ["说明", "来源"]  # columns whose cells are the author's prose, not values of a
                                   # run (a column counts when its name contains one of these)
 
+    [search]                      # optional: the glossary, whose terms search ranks first
+    glossary = "docs/glossary.md" # a page whose tables define terms, one row each
+    terms = ["中文", "English"]    # the columns that name a row's terms (`a / b`, `a（b）`: several)
+    introduced = "首次介绍"        # the column whose first link is the section introducing them
+
+    [pdf]                         # optional: the course PDF a build with LESSONKIT_PDF=1 prints
+    path = "downloads/autograd-course.pdf"  # where in the site (default: downloads/<name>-course.pdf)
+    skip = ["api.md"]             # pages of the navigation it leaves out (docs-relative)
+
     [labels]                      # every word the engine shows (defaults: English, lessonkit/config/labels.py)
     real-source = "真实源码 REAL SOURCE"
     purpose = "目的（Purpose）"
@@ -58,6 +67,8 @@ _KEYS = {
     "bundle": {"path"},
     "snapshots": {"badges", "prose-columns"},
     "experiments": {"pinned", "versions", "path"},
+    "search": {"glossary", "terms", "introduced"},
+    "pdf": {"path", "skip"},
     "labels": None,  # keys: lessonkit.config.labels.LABELS, or the project's own (`x-…`)
 }
 # Tables an older site.toml had: the project's own attachments are registered in attachments.toml.
@@ -88,6 +99,13 @@ class SiteConfig:
     tools: tuple[tuple[str, str], ...] = ()
     # [experiments] path: the folder of the pinned tree on the experiments' sys.path ("" : its top)
     import_path: str = ""
+    # [search]: the glossary page (project-relative), its term columns and its "introduced in" column
+    glossary: str | None = None
+    glossary_terms: tuple[str, ...] = ()
+    glossary_introduced: str | None = None
+    # [pdf]: where the course PDF goes in the site, and the pages of the navigation it leaves out
+    pdf_path: str = ""
+    pdf_skip: tuple[str, ...] = ()
 
     @property
     def env_prefix(self) -> str:
@@ -193,6 +211,11 @@ def load(root: Path, repo_url: str) -> SiteConfig:
                 hint='for example `badges = ["by hand", "observed"]`',
             )
     import_path = data.get("experiments", {}).get("path", "")  # checked by config.checks
+    search = data.get("search", {})
+    if search:
+        _check_search(search, path)
+    pdf = data.get("pdf", {})
+    _check_pdf(pdf, path)
     up, repo = data.get("upstream", {}), data.get("repository", {})
     name = up.get("name", default_name)
     return SiteConfig(
@@ -209,7 +232,69 @@ def load(root: Path, repo_url: str) -> SiteConfig:
         tuple(data.get("experiments", {}).get("pinned", ())),
         tuple(_tool(v) for v in data.get("experiments", {}).get("versions", ())),
         import_path.strip("/"),
+        search.get("glossary"),
+        tuple(search.get("terms", ())),
+        search.get("introduced"),
+        pdf.get("path", f"downloads/{name}-course.pdf"),
+        tuple(pdf.get("skip", ())),
     )
+
+
+def _check_pdf(pdf: dict, path: Path) -> None:
+    """``[pdf]``: a path in the site that ends in ``.pdf``; pages under docs/ to leave out."""
+    out = pdf.get("path")
+    if out is not None and not (
+        isinstance(out, str) and out.endswith(".pdf") and not out.startswith("/") and ".." not in out.split("/")
+    ):
+        raise LessonError(
+            f"`path` in `[pdf]` is {out!r}, not a path in the site that ends in .pdf",
+            path=CONFIG,
+            line=_line_in(path, "[pdf]", "path"),
+            hint='for example `path = "downloads/course.pdf"`',
+        )
+    skip = pdf.get("skip", [])
+    if not isinstance(skip, list) or not all(isinstance(s, str) and s.endswith(".md") for s in skip):
+        raise LessonError(
+            "`skip` in `[pdf]` is not a list of pages",
+            path=CONFIG,
+            line=_line_in(path, "[pdf]", "skip"),
+            hint='docs-relative Markdown files of the navigation, e.g. `skip = ["api.md"]`',
+        )
+
+
+def _check_search(search: dict, path: Path) -> None:
+    """``[search]``: a glossary page under docs/ (a Markdown file) and the columns it is read by."""
+    glossary = search.get("glossary")
+    if glossary is None:
+        raise LessonError(
+            "`[search]` has no `glossary`",
+            path=CONFIG,
+            line=_line(path, "[search]"),
+            hint='name the glossary page, e.g. `glossary = "docs/glossary.md"`',
+        )
+    if not (isinstance(glossary, str) and glossary.startswith("docs/") and glossary.endswith(".md")):
+        raise LessonError(
+            f"`glossary` in `[search]` is {glossary!r}, not a page under docs/",
+            path=CONFIG,
+            line=_line(path, "glossary"),
+            hint='for example `glossary = "docs/glossary.md"`',
+        )
+    terms = search.get("terms")
+    if not isinstance(terms, list) or not terms or not all(isinstance(t, str) and t.strip() for t in terms):
+        raise LessonError(
+            "`terms` in `[search]` is not a list of column names",
+            path=CONFIG,
+            line=_line(path, "terms") if terms is not None else _line(path, "[search]"),
+            hint='the header cells of the columns that name the terms, e.g. `terms = ["Term"]`',
+        )
+    introduced = search.get("introduced")
+    if introduced is not None and not (isinstance(introduced, str) and introduced.strip()):
+        raise LessonError(
+            "`introduced` in `[search]` is empty",
+            path=CONFIG,
+            line=_line(path, "introduced"),
+            hint="the header cell of the column whose link is the introducing section, or leave it out",
+        )
 
 
 def _tool(entry: str) -> tuple[str, str]:
@@ -255,6 +340,21 @@ def _labels(values: dict, path: Path) -> dict[str, str]:
         if wrong:
             raise LessonError(wrong[0], path=CONFIG, line=_line(path, key), hint=wrong[1])
     return dict(values)
+
+
+def _line_in(path: Path, table: str, key: str) -> int:
+    """The line of ``key = …`` in ``[table]`` (else of the table's header)."""
+    lines = path.read_text(encoding="utf-8").split("\n") if path.exists() else []
+    start = next((n for n, line in enumerate(lines) if line.strip() == table), None)
+    if start is None:
+        return _line(path, key)
+    pattern = re.compile(r'\s*["\']?' + re.escape(key) + r'["\']?\s*=')
+    for n in range(start + 1, len(lines)):
+        if lines[n].strip().startswith("["):
+            break
+        if pattern.match(lines[n]):
+            return n + 1
+    return start + 1
 
 
 def _line(path: Path, needle: str) -> int:

@@ -148,6 +148,8 @@ class Experiment(Kind):
             limit = len(result.stdout.encode())
             notice = f'<p class="lk-truncated">{labels.html("truncated", bytes=result.truncated, limit=limit)}</p>'
         no_search = renderer.no_search
+        # The folded script stays out of the search index too: the lesson's prose and excerpts name
+        # what it uses, and its code page shows the whole file.
         return (
             f'<div class="lk-block lk-experiment" id="{anchor}">'
             + renderer.head(labels["experiment"], "exp", meta, links)
@@ -156,7 +158,7 @@ class Experiment(Kind):
             f'<div class="lk-output-wrap" id="{anchor}-output"><pre class="lk-output"><code>{out}</code></pre></div>'
             f'{notice}' + f'<p class="lk-provenance"{no_search}>{escape(renderer.provenance)} · '
             f'{escape(labels["exit-code"])} {result.exit_code}</p>'
-            + f'<details class="lk-script"><summary>{summary}</summary>{code}</details></div>'
+            + f'<details class="lk-script"{no_search}><summary>{summary}</summary>{code}</details></div>'
         )
 
     def plain(self, r, project, result):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as etree
 from functools import lru_cache
-from html import escape, unescape
+from html import escape
 
 from latex2mathml.converter import convert
 from markdown import Extension
@@ -142,50 +142,30 @@ def _convert(tex: str, display: str, md=None) -> str:
         return f'<span class="lk-error">{escape(tex)}</span>'
 
 
-MATH_TAG = re.compile(r"</?([a-zA-Z][\w:-]*)")
-TEXT_NODE = re.compile(r">([^<]+)<")
-NOT_MATHML = {"main", "mark", "map", "menu", "meta", "meter"}  # HTML tags that start with "m"
-
-
-def search_text(mathml: str) -> str | None:
-    """The text Material's search index takes from ``mathml``, as one run of HTML text: its
-    text nodes joined. None where one run would not index the same (a whitespace-only node,
-    which the index collapses with its neighbours; a tag it keeps or skips, e.g. ``sup``):
-    such a formula stays in the page as it is."""
-    if not (mathml.startswith("<") and mathml.endswith(">")):
-        return None
-    for tag in MATH_TAG.findall(mathml):
-        tag = tag.lower()
-        if tag in NOT_MATHML or not (tag.startswith("m") or tag in ("semantics", "annotation", "none")):
-            return None
-    if "data-search" in mathml:
-        return None
-    nodes = TEXT_NODE.findall(mathml)
-    if not nodes or any(unescape(n).isspace() for n in nodes):
-        return None
-    return "".join(nodes)
+# Formulas stay out of the search index: their text nodes joined ("v¯=∂L∂v") match no query a
+# reader types and read as noise in a result's teaser. Material drops the attribute from the page.
+NO_SEARCH = "math"
 
 
 def _page_math(tex: str, display: str, md) -> str:
     """The formula's MathML; on a page whose code waits for the search index (``Deferred``),
-    the MathML waits too, and the page carries its text meanwhile: a lesson's formulas are
-    most of its tags, and parsing tags is most of the index's work."""
+    the MathML waits too (its wrapper keeps it out of the index, so the page carries nothing in
+    its place meanwhile): a lesson's formulas are most of its tags, and parsing tags is most of
+    the index's work."""
     html = to_mathml(tex, display, md)
     from lessonkit.pipeline.markdown import page_context
 
     ctx = page_context(md) if md is not None else None
     deferred = ctx.deferred if ctx is not None else None
     if deferred is not None and not html.startswith('<span class="lk-error">'):
-        text = search_text(html)
-        if text is not None:
-            return deferred.slot_text(text, html)
+        return deferred.slot_text("", html)
     return html
 
 
 class InlineMath(InlineProcessor):
     # InlineProcessor's handleMatch takes `data` where Pattern's does not (markdown's stubs ignore it too)
     def handleMatch(self, m, data):  # type: ignore[override]
-        el = etree.Element("span", {"class": "lk-math"})
+        el = etree.Element("span", {"class": "lk-math", "data-search-exclude": NO_SEARCH})
         el.text = self.md.htmlStash.store(_page_math(m.group("tex"), "inline", self.md))
         return el, m.start(0), m.end(0)
 
@@ -199,7 +179,7 @@ class BlockMath(BlockProcessor):
     def run(self, parent, blocks):
         m = self.RE.match(blocks.pop(0))
         tex = m.group("tex") if m else ""  # test() matched the block
-        div = etree.SubElement(parent, "div", {"class": "lk-math-block"})
+        div = etree.SubElement(parent, "div", {"class": "lk-math-block", "data-search-exclude": NO_SEARCH})
         div.text = self.parser.md.htmlStash.store(_page_math(tex, "block", self.parser.md))
 
 

@@ -503,7 +503,7 @@ ATTR_CLASS = re.compile(r"""(?:^|\s)\.(?P<dot>[\w-]+)|\bclass\s*=\s*(?:"(?P<dq>[
 # what a reader of an imitation would take it for: the block to write instead
 INSTEAD = (
     (
-        ("lk-real-source", "lk-badge-real", "lk-source", "lk-line", "lk-ln", "lk-cited", "lk-cites"),
+        ("lk-real-source", "lk-badge-real", "lk-source", "lk-line", "lk-ln", "lk-cited", "lk-cite-mark"),
         "a real-source block",
     ),
     (("lk-teaching", "lk-badge-teach", "lk-disclaimer"), "a teaching-simplification block"),

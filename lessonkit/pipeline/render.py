@@ -14,6 +14,9 @@ from lessonkit.config.labels import Labels, defaults
 from lessonkit.kinds.base import Resolved
 from lessonkit.util.store import Store, digest
 
+# What `Renderer.code` makes of highlighted code; part of its cache key (bump it when that changes).
+CODE_HTML = "2"  # 2: each line's anchor carries its number (data-ln), for print
+
 # Block chrome (badges, link rows, labels, provenance) stays out of the search index: a search
 # for "GitHub" or a badge's word should not match every block. Material drops the attribute itself.
 NO_SEARCH = ' data-search-exclude="chrome"'
@@ -137,8 +140,8 @@ class Deferred:
         )
 
     def slot_text(self, text_html: str, html: str) -> str:
-        """``html`` (a formula's MathML) held back like code; the page carries ``text_html``, the
-        text the search index would take from ``html``, meanwhile (see :func:`mathml.search_text`)."""
+        """``html`` (a formula's MathML) held back like code; the page carries ``text_html``
+        meanwhile (for a formula, nothing: its wrapper keeps it out of the index anyway)."""
         token = self._hold(html)
         return f"<!--{token}-->{text_html}<!--/{token}-->"
 
@@ -154,6 +157,9 @@ class Deferred:
                 continue
             page_html = page_html[:start] + html + page_html[end + len(end_mark) :]
         return page_html, missing
+
+
+LINENO_LINK = re.compile(r'(<span class="(?:normal|special)">)<a href=')
 
 
 @dataclass
@@ -180,12 +186,18 @@ class Renderer:
 
         def make() -> str:
             html = self.highlight(text, "python", linestart=start, title=title, code_block_count=0, hl_lines=hl or None)
-            return html.replace("__codelineno-0-", f"{anchor}-L").replace("__span-0-", f"{anchor}-s")
+            html = html.replace("__codelineno-0-", f"{anchor}-L").replace("__span-0-", f"{anchor}-s")
+            # line-number links are for the mouse (a link to the line): out of the Tab order
+            html = LINENO_LINK.sub(r'\1<a tabindex="-1" href=', html)
+            # Each line's anchor carries the line's number: a printed page shows it at the start of
+            # the line (lessonkit.css), where the number column cannot follow a line that wraps.
+            line = re.compile(f'<a id="{re.escape(anchor)}-L(\\d+)" name="{re.escape(anchor)}-L(\\d+)"></a>')
+            return line.sub(lambda m: m.group(0)[:-5] + f' data-ln="{m.group(1)}"></a>', html)
 
         if self.store is None:
             html = make()
         else:
-            key = digest("code", self.tools, text, str(start), anchor, title or "", repr(hl))
+            key = digest("code", CODE_HTML, self.tools, text, str(start), anchor, title or "", repr(hl))
             html = self.store.get_or_make(key, make)
         return self.deferred.slot(text, html) if self.deferred is not None else html
 

@@ -27,7 +27,7 @@ from lessonkit.util.text import md_code, md_text, md_url
 from lessonkit.checks import living
 from lessonkit.checks.verify import Report
 
-FORMAT = "2"  # bump when the HTML of the generated pages changes shape
+FORMAT = "3"  # bump when the HTML of the generated pages changes shape
 SOURCE_DIR = "source"
 CODE_DIR = "code"
 TITLE = re.compile(r"^#\s+(.+?)\s*(\{.*\})?\s*$", re.M)
@@ -123,6 +123,36 @@ def highlighted(sf: SourceFile, cache: Path | None = None) -> str:
     return Store(cache, "highlight").get_or_make(digest("highlight", pygments.__version__, sf.rel, sf.data), make)
 
 
+def cite_groups(cites: list[Citation]) -> list[tuple[str, str | None, list[tuple[int, int, list[Citation]]]]]:
+    """The cited ranges of one file, one group per symbol: ``(id, symbol, [(start, end, one
+    citation per page), ...])``, groups in the order of their first line, ranges in line order.
+    ``id`` is the group's anchor (``cited-…``). A citation without a symbol joins the symbol that
+    another citation gives the same lines, else it is a group of its own (a fragment)."""
+    named = {(c.start, c.end): c.symbol for c in cites if c.symbol}
+    groups: dict[str, tuple[str | None, dict[tuple[int, int], list[Citation]]]] = {}
+    for c in cites:
+        symbol = c.symbol or named.get((c.start, c.end))
+        gid = f"cited-{slug(symbol)}" if symbol else f"cited-L{c.start}-L{c.end}"
+        groups.setdefault(gid, (symbol, defaultdict(list)))[1][(c.start, c.end)].append(c)
+    out = []
+    for gid, (symbol, ranges) in groups.items():
+        rows = [(start, end, per_page(cs)) for (start, end), cs in sorted(ranges.items())]
+        out.append((gid, symbol, rows))
+    return sorted(out, key=lambda g: (g[2][0][0], g[2][0][1], g[0]))
+
+
+def _cite_text(c: Citation, labels: Labels) -> str:
+    return c.label + (labels["cite-prose"] if c.role == "prose" else "")
+
+
+def _span(start: int, end: int) -> str:
+    return f"L{start}" if start == end else f"L{start}–L{end}"
+
+
+def _range_href(start: int, end: int) -> str:
+    return f"#L{start}" if start == end else f"#L{start}-L{end}"
+
+
 def code_html(
     sf: SourceFile,
     cites: list[Citation],
@@ -131,31 +161,39 @@ def code_html(
     cache: Path | None = None,
     labels: Labels | None = None,
 ) -> str:
-    """The whole file, highlighted, one anchor per line (#L12), cited ranges marked,
-    each range's first line carrying links back to every citing block."""
-    cited: dict[int, list[Citation]] = defaultdict(list)
-    starts: dict[int, list[Citation]] = defaultdict(list)
+    """The whole file, highlighted, one anchor per line (#L12), cited ranges marked.
+
+    The ``code`` element's text is exactly the file's text: the line numbers are drawn by CSS
+    (a counter on an empty, non-focusable link) and the first line of each cited range carries
+    an empty gutter marker, a link to its symbol's entry in the list of cited ranges
+    (:func:`cites_table_html`) whose name lists the citing pages."""
+    cited: set[int] = set()
     for c in cites:
-        starts[c.start].append(c)
-        for n in range(c.start, c.end + 1):
-            cited[n].append(c)
-    body = highlighted(sf, cache)
+        cited.update(range(c.start, c.end + 1))
     labels = labels or defaults()
-    prose, cited_by = labels["cite-prose"], labels.html("cited-by")
-    aria = escape(labels["cited-by-aria"])
+    sep, colon = labels["list-separator"], labels["colon"]
+    marks_at: dict[int, tuple[str, list[str]]] = {}  # first line -> (group id, citing pages)
+    for gid, _, rows in cite_groups(cites):
+        for start, _end, cs in rows:
+            _, pages = marks_at.setdefault(start, (gid, []))
+            pages += [t for t in (_cite_text(c, labels) for c in cs) if t not in pages]
+    body = highlighted(sf, cache)
 
     def line(m: re.Match) -> str:
         n = int(m.group(1))
         cls = "lk-line lk-cited" if n in cited else "lk-line"
-        marks = "".join(f'<span class="lk-sym" id="sym-{slug(s)}"></span>' for s in symbol_lines.get(n, []))
-        back = ""
-        if n in starts:
-            links = []
-            for c in per_page(starts[n]):
-                text = f"{c.label} · {c.symbol or f'L{c.start}–L{c.end}'}" + (prose if c.role == "prose" else "")
-                links.append(f'<a href="{escape(href(c))}">{escape(text)}</a>')
-            back = f'<span class="lk-cites" aria-label="{aria}">{cited_by}{" ".join(links)}</span>'
-        return back + f'<span id="L{n}" class="{cls}">{marks}<a class="lk-ln" href="#L{n}" aria-hidden="true">{n}</a>'
+        anchors = "".join(f'<span class="lk-sym" id="sym-{slug(s)}"></span>' for s in symbol_lines.get(n, []))
+        mark = ""
+        if n in marks_at:
+            gid, pages = marks_at[n]
+            name = escape(labels["cited-by-aria"] + colon + sep.join(pages))  # what a screen reader says
+            tip = escape(labels["cited-by"] + sep.join(pages))  # what the pointer shows
+            mark = f'<a class="lk-cite-mark" href="#{gid}" aria-label="{name}" title="{tip}"></a>'
+        return (
+            f'<span id="L{n}" class="{cls}"><a class="lk-ln" href="#L{n}" tabindex="-1" aria-hidden="true"></a>'
+            + mark
+            + anchors
+        )
 
     body = _LINE.sub(line, body)
     return f'<div class="lk-source highlight"><pre><code>{body}</code></pre></div>'
@@ -279,22 +317,28 @@ def symbol_table_html(sf: SourceFile, labels: Labels | None = None) -> str:
 
 
 def cites_table_html(cites: list[Citation], href: Callable[[Citation], str], labels: Labels | None = None) -> str:
-    """One row per cited range, with one link per citing page (no internal block ids)."""
+    """The list of cited ranges: one row per symbol (the gutter markers of the code link to it),
+    each of its ranges with one link per citing page (no internal block ids)."""
     labels = labels or defaults()
     if not cites:
         return f"<p>{escape(labels['not-cited'])}</p>"
-    ranges: dict[tuple, list[Citation]] = defaultdict(list)
-    for c in cites:  # one row per range: a fragment and a named citation of the same lines share it
-        ranges[(c.start, c.end)].append(c)
+    colon, sep = escape(labels["colon"]), escape(labels["list-separator"])
     rows = []
-    for (start, end), cs in sorted(ranges.items()):
-        symbol = next((c.symbol for c in cs if c.symbol), "")
-        sym = f"<code>{escape(symbol)}</code>" if symbol else escape(labels["fragment"])
-        links = escape(labels["list-separator"]).join(
-            f'<a href="{escape(href(c))}">{escape(c.label)}</a>' for c in per_page(cs)
+    for gid, symbol, ranges in cite_groups(cites):
+        first = ranges[0]
+        name = f"<code>{escape(symbol)}</code>" if symbol else escape(labels["fragment"])
+        items = "".join(
+            f'<li><a href="{_range_href(start, end)}">{_span(start, end)}</a>{colon}'
+            + sep.join(f'<a href="{escape(href(c))}">{escape(_cite_text(c, labels))}</a>' for c in cs)
+            + "</li>"
+            for start, end, cs in ranges
         )
-        rows.append([f'<a href="#L{start}">L{start}–L{end}</a>', sym, links])
-    return _table([escape(labels[k]) for k in ("col-lines", "col-symbol", "col-citing-pages")], rows)
+        rows.append(
+            f'<tr id="{gid}" class="lk-cite-group"><td><a href="{_range_href(first[0], first[1])}">{name}</a></td>'
+            f'<td><ul class="lk-cite-ranges">{items}</ul></td></tr>'
+        )
+    head = "".join(f"<th>{escape(labels[k])}</th>" for k in ("col-symbol", "col-citing-pages"))
+    return f'<table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
 _API_ENTRY = re.compile(

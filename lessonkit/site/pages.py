@@ -34,6 +34,9 @@ from lessonkit.util.store import Store, digest
 from lessonkit.checks.verify import Report
 
 NO_SEARCH = "---\nsearch:\n  exclude: true\n---\n\n"  # whole pages stay out of the search index
+# Source and script pages stay out of the search index, and leave the table of contents out
+# (three headings), so that their code has the width of both sidebars' columns but one.
+CODE_PAGE = "---\nsearch:\n  exclude: true\nhide:\n  - toc\n---\n\n"
 CODE_MARK = '<div class="lk-code-slot"></div>'
 CITED_MARK = '<div class="lk-cited-slot"></div>'
 SYMBOLS_MARK = '<div class="lk-symbols-slot"></div>'
@@ -77,7 +80,7 @@ def browser_pages(project: Project, cites: list[site.Citation]) -> list[Generate
         sf = _located(project.pinned.file, file)
         upstream = project.pin.permalink(file, 1, len(sf.lines))
         github = upstream.rsplit("#", 1)[0] if upstream else None
-        md = NO_SEARCH + conf.render(
+        md = CODE_PAGE + conf.render(
             "source-page.md",
             file=file,
             pin=project.pin,
@@ -98,7 +101,7 @@ def browser_pages(project: Project, cites: list[site.Citation]) -> list[Generate
         ]
         users = list({p: (p, lb, a) for p, lb, a in reversed(users)}.values())[::-1]
         sf = _located(lambda f: repo_file(project, f), file)
-        md = NO_SEARCH + conf.render(
+        md = CODE_PAGE + conf.render(
             "code-page.md",
             file=file,
             lines=len(sf.lines),
@@ -111,7 +114,9 @@ def browser_pages(project: Project, cites: list[site.Citation]) -> list[Generate
     out.append(
         Generated(
             "symbols.md",
-            conf.render("symbols.md", index=site.symbol_index(cites, lambda uri: uri, conf.labels)),
+            # out of the search index like the source pages it indexes: a search for a name finds
+            # the lessons that explain it, not the table row that lists them
+            NO_SEARCH + conf.render("symbols.md", index=site.symbol_index(cites, lambda uri: uri, conf.labels)),
             in_nav=True,
         )
     )

@@ -42,7 +42,7 @@ from mkdocs.utils import get_relative_url
 from lessonkit import build as lk_build
 from lessonkit.config import checks as lk_checks
 from lessonkit.config import environment as lk_env
-from lessonkit.integrations.mkdocs import jiebacache, setup, themecache
+from lessonkit.integrations.mkdocs import jiebacache, pagefacts, setup, themecache
 from lessonkit.errors import LessonError
 
 if TYPE_CHECKING:
@@ -111,13 +111,20 @@ def configure(config: "MkDocsConfig", *, add_extensions: bool) -> None:
         b.prestart(_pages(config))
     except LessonError as exc:
         raise PluginError(str(exc)) from None
+    # the page dates come from the history of the site's inputs (pagefacts)
+    dates = pagefacts.PageDates(root, ["docs", "sourcemap", "templates", *b.project.site.code])
     events = config.plugins.get(PLUGIN)
     if isinstance(events, BuildEvents):
-        events.build = b
+        events.build, events.dates = b, dates
     else:  # registers its on_* methods for the rest of this configuration's build
         # MkDocs registers any object's on_* methods, as it does a hooks module's: not a BasePlugin on purpose
-        config.plugins[PLUGIN] = BuildEvents(b)  # type: ignore[assignment]
+        config.plugins[PLUGIN] = BuildEvents(b, dates)  # type: ignore[assignment]
     b.forget_site(Path(config.site_dir))  # until this build succeeds, nothing vouches for the folder
+    pin = b.project.pin  # for the theme's templates (a licence link at the pinned commit, say)
+    if pin.commit_known:  # a pin without a commit (a release archive) links no upstream commit
+        config.extra["lessonkit_pin"] = {"repo": pin.repo, "commit": pin.commit, "version": pin.version}
+    else:
+        config.extra.pop("lessonkit_pin", None)
     cached = " (build cache)" if tree.cached else ""
     log.info(f"lessonkit: pinned {b.project.pin.version} ({b.project.pin.short}) from {tree.provider}{cached}")
     plugin = config.plugins.get("mkdocstrings")  # the API reference reads the pinned tree
@@ -199,6 +206,27 @@ def build_of(config: "MkDocsConfig") -> lk_build.Build:
     return events.build
 
 
+def nav_pages(nav) -> list[str]:
+    """The pages ``nav:`` of ``mkdocs.yml`` lists, in its order (docs-relative paths; links to
+    other sites left out). Read from the configuration, not from MkDocs' navigation object, so
+    that the incremental serve, which keeps the configuration, reads the same list."""
+    out: list[str] = []
+
+    def walk(item) -> None:
+        if isinstance(item, str):
+            if "://" not in item and item not in out:
+                out.append(item)
+        elif isinstance(item, dict):
+            for value in item.values():
+                walk(value)
+        elif isinstance(item, list):
+            for value in item:
+                walk(value)
+
+    walk(nav or [])
+    return out
+
+
 def _add(files: "Files", config, uri: str, content, in_nav: bool = False) -> None:
     existing = files.get_file_from_path(uri)
     if existing is not None:
@@ -213,8 +241,9 @@ class BuildEvents:
     Registered in ``config.plugins`` like a hooks module: MkDocs calls its ``on_*`` methods
     (not a ``BasePlugin``, whose no-op ``on_*`` methods would be registered too)."""
 
-    def __init__(self, build: lk_build.Build):
+    def __init__(self, build: lk_build.Build, dates: pagefacts.PageDates | None = None):
         self.build = build
+        self.dates = dates
 
     def on_pre_build(self, config: "MkDocsConfig") -> None:
         """Every plugin is configured (Material's search has loaded its dictionary): the
@@ -236,6 +265,8 @@ class BuildEvents:
         for uri in plan.late:  # written once every experiment has run
             _add(files, config, uri, "", in_nav=True)
         _add(files, config, b.project.site.bundle, b"")
+        if b.pdf:  # a site file from the start, so that links to it check; printed in on_post_build
+            _add(files, config, b.project.site.pdf_path, b"")
         _add_assets(files, config)
         every = list(files)
         listed = [lk_build.PageFile(f.src_uri, f.abs_src_path) for f in every]
@@ -268,6 +299,7 @@ class BuildEvents:
         themecache.use(env, self.build.project.cache)
         rendered = [(f.src_uri, f.page) for f in files.documentation_pages() if f.page is not None]
         bundle = files.get_file_from_path(self.build.project.site.bundle)  # on_files added it
+        self.build.titles = {uri: page.title for uri, page in rendered if page.title}
         try:
             data = self.build.finish(rendered)
         except LessonError as exc:
@@ -291,6 +323,8 @@ class BuildEvents:
                     f"docs/{page.file.src_uri}: {len(missing)} highlighted code block(s) or formula(s) could "
                     "not be put back into the page — a plugin changed the page HTML after lessonkit"
                 )
+        # the date the page last changed, reproducibly (lessonkit.integrations.mkdocs.pagefacts)
+        context["lessonkit_updated"] = self.dates.of(page.file.abs_src_path) if self.dates else None
         return context
 
     @event_priority(-100)  # the page's final HTML: MkDocs writes it once this returns
@@ -302,12 +336,17 @@ class BuildEvents:
         """A build that stops early leaves nothing running behind it (serve goes on to the next)."""
         self.build.cancel()
 
-    @event_priority(-100)  # after every plugin has written its files: the record lists what the folder holds
+    # after every plugin has written its files (Material's search its index): the record lists what
+    # the folder holds
+    @event_priority(-100)
     def on_post_build(self, config: "MkDocsConfig") -> None:
-        self.build.check_links(Path(config.site_dir))
+        site_dir, nav = Path(config.site_dir), nav_pages(config.nav)
+        self.build.search_index(site_dir, nav)
+        self.build.course_pdf(site_dir, nav, config.site_name)  # when LESSONKIT_PDF asks for it
+        self.build.check_links(site_dir)
         n = len(self.build.problems)
         if not n:
-            self.build.record_site(Path(config.site_dir))  # for `verify --site`; only when there is no problem
+            self.build.record_site(site_dir)  # for `verify --site`; only when there is no problem
         if n and self.build.command == "serve":  # each is in an error box on its page; the site is served
             SERVE_LOG.error(
                 f"lessonkit: {n} annotation problem(s), each shown in an error box on its page "

@@ -67,18 +67,6 @@ def test_the_diagrams_take_their_words_from_the_series(series):
     assert 'aria-label="调用"' in series.sequence_svg([(1, "m.f")], title="调用")
 
 
-def test_call_sequence_caller_skips_filtered_frames(series):
-    """A call under a filtered frame (a VJP <lambda>) belongs to the nearest kept caller above
-    it, not to the last kept call at a shallower depth (toposort is a sibling, not a caller)."""
-    calls = [(0, "core.backward_pass"), (1, "util.toposort"), (1, "numpy_vjps.<lambda>"), (2, "numpy_vjps.unbroadcast")]
-    svg = series.sequence_svg(calls)
-    actor = r'<text x="(\d+)" y="29" text-anchor="middle" class="lk-actor-text">([^<]+)<'
-    xs = {m: int(x) for x, m in re.findall(actor, svg)}
-    arrows = re.findall(r'<line x1="(\d+)" y1="\d+" x2="(\d+)" y2="\d+" class="lk-msg"', svg)
-    # backward_pass (core) -> toposort (util), then core -> numpy_vjps for unbroadcast
-    assert [(int(a), int(b)) for a, b in arrows][-1] == (xs["core"], xs["numpy_vjps"])
-
-
 def test_a_call_line_of_another_shape_is_an_error_at_the_experiment(series):
     with pytest.raises(LessonError) as err:
         series.parse_calls("CALL: 1 core.f\nCALL: deep core.g\n", "experiments/debug_walkthrough.py")

@@ -11,8 +11,9 @@ So every page of the folder may hold only:
   own file), or a script whose ``src`` is a file of the folder copied from Material's theme or from
   lessonkit's assets (each copy is compared with its source by :meth:`SiteCheck._copies`);
 * ``<style>`` elements and ``style`` attributes of Material's templates (outside the engine's
-  blocks, whose markup is compared whole), the style sheets of lessonkit's own diagrams (the
-  ``<style>…</style>`` constants of :data:`DRAWINGS`), and stylesheets that are files of the folder;
+  blocks, whose markup is compared whole), the style sheets of lessonkit's own diagrams and of
+  the project's registered attachments (the ``<style>…</style>`` constants of :data:`DRAWINGS`
+  and of the attachments' modules), and stylesheets that are files of the folder;
 * no event attribute (``onclick=…``: none of Material's templates writes one), no frame, object
   or embedded document, no ``<base>``, no refresh, and no URL that runs code (``javascript:``,
   ``vbscript:``) or carries a document (``data:``, in an attribute that loads or links to one).
@@ -150,12 +151,19 @@ class Allowed:
     @cached_property
     def sheets(self) -> set[str]:
         """The style sheets lessonkit's own drawings write into a page (a diagram's ``<style>``):
-        the module-level ``<style>…</style>`` constants of its drawing modules."""
+        the module-level ``<style>…</style>`` constants of its drawing modules, and of the modules
+        that register the project's own attachments (``sourcemap/attachments.toml``), whose pages
+        the build writes."""
         import importlib
+        import sys
 
         out = set()
-        for name in DRAWINGS:
-            module = importlib.import_module(name)
+        modules = [importlib.import_module(name) for name in DRAWINGS]
+        for a in self.check.project.attachments:
+            own = sys.modules.get(type(a).__module__)
+            if own is not None:
+                modules.append(own)
+        for module in modules:
             for value in vars(module).values():
                 if isinstance(value, str) and value.startswith("<style>") and value.endswith("</style>"):
                     out.add(value[len("<style>") : -len("</style>")])

@@ -12,8 +12,8 @@ copy is part of every experiment's key)::
 
 At exit the recording is written as one JSON object to the file named by ``$LESSONKIT_RECORD``,
 which the build's runner sets (outside the working directory) and reads back after a successful
-run. Without the variable (a script run by hand) the script still runs and prints a note on
-stderr, so stdout, what a page shows, is the same either way. The output is deterministic: keys
+run. Without the variable (a script run by hand, say by a reader from the bundle) the script
+runs just the same and says nothing about the recording: stdout and stderr are what the page shows. The output is deterministic: keys
 sorted, no ids or addresses, at most :data:`LIMIT` bytes (more ends the script with status 3).
 
 What :func:`encode` makes of a value:
@@ -179,7 +179,7 @@ class Recorder:
         self._registered = True
 
     def write(self) -> None:
-        """Write the recording to ``$LESSONKIT_RECORD`` (at exit; no variable: a note on stderr)."""
+        """Write the recording to ``$LESSONKIT_RECORD`` (at exit; no variable: nothing)."""
         path = os.environ.get(ENV)
         text = self.dumps()
         size = len(text.encode("utf-8"))
@@ -187,8 +187,7 @@ class Recorder:
             print(f"lessonkit_record: the recording is {size} bytes, more than {LIMIT}: record less", file=sys.stderr)
             sys.stderr.flush()
             os._exit(3)
-        if not path:
-            print(f"lessonkit_record: {ENV} is not set; {len(self.data)} top-level keys not written", file=sys.stderr)
+        if not path:  # run outside the build (a reader, from the bundle): the recording has no reader
             return
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)

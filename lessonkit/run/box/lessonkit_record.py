@@ -14,7 +14,8 @@ At exit the recording is written as one JSON object to the file named by ``$LESS
 which the build's runner sets (outside the working directory) and reads back after a successful
 run. Without the variable (a script run by hand, say by a reader from the bundle) the script
 runs just the same and says nothing about the recording: stdout and stderr are what the page
-shows. The output is deterministic: keys sorted, no ids or addresses, at most :data:`LIMIT` bytes (more ends the script with status 3).
+shows. The output is deterministic: keys sorted, no ids or addresses, at most :data:`LIMIT`
+bytes (more ends the script with status 3).
 
 What :func:`encode` makes of a value:
 

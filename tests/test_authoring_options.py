@@ -136,7 +136,7 @@ def _code(html: str) -> str:
 
 
 def _numbers(html: str, anchor: str) -> list[int]:
-    return [int(n) for n in re.findall(rf'<a href="#{re.escape(anchor)}-L(\d+)">', html)]
+    return [int(n) for n in re.findall(rf'<a (?:tabindex="-1" )?href="#{re.escape(anchor)}-L(\d+)">', html)]
 
 
 # ---------------------------------------------------------------- the page shows what was selected

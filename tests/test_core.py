@@ -320,6 +320,6 @@ def test_built_page_shows_real_lines_permalink_and_badge(site):
     assert r.returncode == 0, r.stderr
     html = (site.root / "site" / "r" / "index.html").read_text()
     assert f'href="https://github.com/HIPS/autograd/blob/{COMMIT}/autograd/core.py#L25-L32"' in html
-    assert '<a href="#src-backward_pass-L25">25</a>' in html
-    assert '<a href="#src-backward_pass-L32">32</a>' in html
+    assert '<a tabindex="-1" href="#src-backward_pass-L25">25</a>' in html
+    assert '<a tabindex="-1" href="#src-backward_pass-L32">32</a>' in html
     assert "REAL SOURCE" in html and 'id="src-backward_pass"' in html

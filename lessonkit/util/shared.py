@@ -111,6 +111,22 @@ STATE: tuple[tuple[str, tuple[str, str]], ...] = (
         ),
     ),
     (
+        "lessonkit.run.box._boot.libc.syscall.restype",
+        (
+            "process",
+            "The return type of libc's syscall() for the box's launcher (a long): set before each call by the "
+            "launcher, a process of its own that runs _boot.py; the same value every time.",
+        ),
+    ),
+    (
+        "lessonkit.site.pdf.radicals",
+        (
+            "process",
+            "Which ideograph shares its glyph with each CJK radical in the system's CJK font (read from the "
+            "installed font once): a fact about the machine while the process runs.",
+        ),
+    ),
+    (
         "lessonkit.run.box.fastexit._status",
         (
             "process",

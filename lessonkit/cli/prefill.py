@@ -45,6 +45,8 @@ def main(argv: list[str]) -> int:
     if not argv:
         print("usage: python -m lessonkit.cli.prefill ROOT [MODULE …]", file=sys.stderr)
         return 2
+    from lessonkit.run.box import sandbox
+
     try:
         prefill(Path(argv[0]), argv[1:])
     except LessonError as exc:
@@ -52,7 +54,9 @@ def main(argv: list[str]) -> int:
         return 1
     except KeyboardInterrupt:  # Ctrl-C reaches the whole group: the boxes are already ended, nox says the rest
         return 130
-    return 0
+    # SIGINT cancelled the runs, but its KeyboardInterrupt landed where something caught it (the
+    # runs then end as cancelled): the prefill was still interrupted
+    return 130 if sandbox.BOXES.cancelled else 0
 
 
 if __name__ == "__main__":

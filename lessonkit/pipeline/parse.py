@@ -745,7 +745,7 @@ def badge_labels(line: str, path: str, lineno: int, badges: tuple[str, ...] = ()
                     path,
                     lineno,
                     "write the annotation block instead; to name a kind of block, write its badge inside a "
-                    "sentence or in quotes (「…」)",
+                    "sentence or in quotes (\u300c…\u300d)",
                     code=ENGINE_HTML,
                 )
             ]

@@ -128,8 +128,8 @@ def connect(family, address):
 
 attempt("read /etc/shadow", lambda: open("/etc/shadow").read())
 attempt("read the 0600 secret", lambda: open(SECRET).read())
-attempt("list /root/.ssh", lambda: os.listdir("/root/.ssh"))
-attempt("read /root/.npmrc", lambda: open("/root/.npmrc").read())
+attempt("list the builder's ~/.ssh", lambda: os.listdir(os.path.join(HOME_DIR, ".ssh")))
+attempt("read the builder's ~/.npmrc", lambda: open(os.path.join(HOME_DIR, ".npmrc")).read())
 attempt("read the host process's environ", lambda: open(f"/proc/{HOST_PID}/environ", "rb").read())
 attempt("write /etc/passwd", lambda: write("/etc/passwd"))
 attempt("write /usr/bin/env", lambda: write("/usr/bin/env"))
@@ -165,8 +165,8 @@ ABSENT, READ_ONLY = {"ENOENT"}, {"EROFS", "EACCES"}
 EXPECTED = {
     "read /etc/shadow": ABSENT,  # the jail's /etc holds stubs only
     "read the 0600 secret": ABSENT,
-    "list /root/.ssh": ABSENT,
-    "read /root/.npmrc": ABSENT,
+    "list the builder's ~/.ssh": ABSENT,
+    "read the builder's ~/.npmrc": ABSENT,
     "read the host process's environ": ABSENT,  # another PID namespace
     "write /etc/passwd": READ_ONLY,
     "write /usr/bin/env": READ_ONLY,
@@ -248,6 +248,7 @@ def host(tmp_path):
 def test_a_hostile_experiment_reaches_nothing_of_the_host(project, jail, host):
     passwd, env_bin = Path("/etc/passwd").read_bytes(), Path("/usr/bin/env").read_bytes()
     script = "".join(f"{k} = {host[k]!r}\n" for k in ("SECRET", "ROOT_OWNED", "UNIX", "ABSTRACT", "PORT", "HOST_PID"))
+    script += f"HOME_DIR = {str(Path.home())!r}\n"  # the build user's home folder on the host
     job, result = _run(project, jail, script + HOSTILE)
     assert result.ok, (result.problem, result.stderr[-2000:])
     got = json.loads(result.stdout)

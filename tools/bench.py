@@ -88,19 +88,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 EDIT_PAGE = "docs/lessons/05-reverse-mode.md"
 SCALE = 10
-COPY_IGNORE = shutil.ignore_patterns(
-    ".git",
-    ".venv",
-    ".nox",
-    ".cache",
-    "site",
-    ".pytest_cache",
-    "__pycache__",
-    "*.egg-info",
-    "test-artifacts",
-    ".hypothesis",
-    ".lessonkit-ready",
-)
 EXP_LOG = re.compile(r"lessonkit: (\d+) experiment\(s\): (\d+) run \(([\d.]+) s CPU\)")
 VERIFY_SUMMARY = re.compile(r"^verify: .*$", re.M)
 MAIN_GUARD = re.compile(r"^if __name__ == ['\"]__main__['\"]:", re.M)
@@ -173,7 +160,24 @@ def mkdocs_build(root: Path, *extra: str) -> list[str]:
 
 
 def copy_project(dest: Path, src: Path = ROOT) -> Path:
-    shutil.copytree(src, dest, ignore=COPY_IGNORE, symlinks=True)
+    """A copy of ``src``. Of the checkout itself (a git work tree): the files a clone would hold
+    plus the working tree's changes and new files git does not ignore (no caches, site/, .nox or
+    build/); of a snapshot: every file."""
+    if src != ROOT or not (src / ".git").exists():
+        shutil.copytree(src, dest, symlinks=True)
+        return dest
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=src,
+        capture_output=True,
+        check=True,
+    ).stdout
+    for rel in sorted({p for p in listed.decode().split("\0") if p}):
+        source, target = src / rel, dest / rel
+        if not source.exists() and not source.is_symlink():
+            continue  # deleted in the working tree, not yet committed
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target, follow_symlinks=False)
     return dest
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from lessonkit.attachments.base import Attachment, Diagram, Inputs, script_job
 from lessonkit.config.environment import display_text
 from lessonkit.config.files import _type_name, show, tree_path_problem
-from lessonkit.config.modules import HINT, import_project_module, read_modules
+from lessonkit.config.modules import HINT, Registration, read_modules, registered_objects
 from lessonkit.errors import LessonError
 
 __all__ = ["Attachment", "Diagram", "Inputs", "Registered", "for_project", "script_job", "CONFIG"]
@@ -38,6 +38,17 @@ ENGINE_PAGES = ("attachments/acceptance.md", "attachments/repo-map.md", "symbols
 ENGINE_FOLDERS = ("source/", "code/", "assets/")
 NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 MAX_NAME = 64
+REGISTRATION = Registration(
+    label=CONFIG,
+    what="attachment",
+    one="ATTACHMENT",
+    many="ATTACHMENTS",
+    types=(Attachment,),
+    plural="attachments",
+    type_name="an Attachment",
+    example="MyAttachment(…)",
+    instance_note="an instance of a lessonkit.Attachment subclass",
+)
 
 
 class Registered(Sequence):
@@ -104,39 +115,10 @@ def for_project(root: Path) -> Registered:
         return Registered(root)
     entries: list[tuple[Attachment, str, int]] = []
     for name, line in read_modules(root, CONFIG, HINT):
-        for a in _module_attachments(root, name, line):
+        for a in registered_objects(root, name, line, REGISTRATION):
             _check(root, a, name, line, entries)
             entries.append((a, name, line))
     return Registered(root, entries)
-
-
-def _module_attachments(root: Path, name: str, line: int) -> list[Attachment]:
-    module = import_project_module(root, name, CONFIG, line, "attachment")
-    many, one = getattr(module, "ATTACHMENTS", None), getattr(module, "ATTACHMENT", None)
-    if many is not None and not isinstance(many, (list, tuple)):
-        raise LessonError(
-            f"`ATTACHMENTS` of module `{name}` is {_type_name(many)}, not a list of attachments",
-            path=CONFIG,
-            line=line,
-            hint="write `ATTACHMENTS = [MyAttachment(…), …]`",
-        )
-    found = list(many) if many is not None else ([one] if one is not None else [])
-    if not found:
-        raise LessonError(
-            f"module `{name}` defines neither ATTACHMENT nor ATTACHMENTS",
-            path=CONFIG,
-            line=line,
-            hint="add `ATTACHMENT = MyAttachment(…)` at the end of the module",
-        )
-    for a in found:
-        if not isinstance(a, Attachment):
-            raise LessonError(
-                f"module `{name}` lists {show(a)}, which is not an Attachment instance",
-                path=CONFIG,
-                line=line,
-                hint="write `ATTACHMENT = MyAttachment(…)` (an instance of a lessonkit.Attachment subclass)",
-            )
-    return found
 
 
 def _check(root: Path, a: Attachment, module: str, line: int, before: list[tuple[Attachment, str, int]]) -> None:

@@ -40,7 +40,7 @@ def read_kind_modules(root: Path) -> list[tuple[str, int]]:
 # ---------------------------------------------------------------- site.toml
 
 SITE_LABEL = "sourcemap/site.toml"
-SITE_HINT = "see lessonkit/config/site.py for the fields"
+SITE_HINT = "see the engine guide, 'site.toml', for its fields"
 _SITE_FIELDS = {  # (table, key) -> what the value must be
     ("upstream", "name"): "name",
     ("upstream", "label"): "text",

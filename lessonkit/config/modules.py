@@ -4,7 +4,8 @@
     modules = ["package.module", …]   # importable from the project root
 
 :func:`read_modules` checks the file; :func:`import_project_module` imports one of its modules
-from the project root and nowhere else. Every mistake is one line ``file:LINE: what — hint``,
+from the project root and nowhere else; :func:`registered_objects` takes the objects a module
+registers (``KIND``/``KINDS``, ``ATTACHMENT``/``ATTACHMENTS``). Every mistake is one line ``file:LINE: what — hint``,
 located at the line that names the module.
 """
 
@@ -13,8 +14,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from lessonkit.config.environment import display_text
 from lessonkit.config.files import MAX_CONFIG_BYTES, _type_name, read_text, read_toml, show
@@ -131,3 +134,52 @@ def import_project_module(root: Path, name: str, label: str, line: int, what: st
         if added:
             with contextlib.suppress(ValueError):
                 sys.path.remove(real_root)
+
+
+@dataclass(frozen=True)
+class Registration:
+    """What a registration file's modules define, for :func:`registered_objects` and its messages:
+    ``one``/``many`` the module attributes (``KIND``/``KINDS``), ``types`` what each object must be
+    an instance of, ``plural`` and ``type_name`` how messages name them, ``example`` a constructor
+    call (``MyKind()``) and ``instance_note`` what an instance is."""
+
+    label: str
+    what: str
+    one: str
+    many: str
+    types: tuple[type, ...]
+    plural: str
+    type_name: str
+    example: str
+    instance_note: str
+
+
+def registered_objects(root: Path, name: str, line: int, reg: Registration) -> list[Any]:
+    """Import module ``name`` (listed at ``line`` of ``reg.label``) from the project root and return
+    the objects it registers: ``reg.many`` (a list or tuple) if it defines it, else ``[reg.one]``.
+    A module that defines neither, a ``many`` that is not a list, or an object of another type is
+    one located error at ``line``."""
+    module = import_project_module(root, name, reg.label, line, reg.what)
+    many, one = getattr(module, reg.many, None), getattr(module, reg.one, None)
+
+    def error(what: str, hint: str) -> LessonError:
+        return LessonError(what, path=reg.label, line=line, hint=hint)
+
+    if many is not None and not isinstance(many, (list, tuple)):
+        raise error(
+            f"`{reg.many}` of module `{name}` is {_type_name(many)}, not a list of {reg.plural}",
+            f"write `{reg.many} = [{reg.example}, …]`",
+        )
+    found = list(many) if many is not None else ([one] if one is not None else [])
+    if not found:
+        raise error(
+            f"module `{name}` defines neither {reg.one} nor {reg.many}",
+            f"add `{reg.one} = {reg.example}` at the end of the module",
+        )
+    for obj in found:
+        if not isinstance(obj, reg.types):
+            raise error(
+                f"module `{name}` lists {show(obj)}, which is not {reg.type_name} instance",
+                f"write `{reg.one} = {reg.example}` ({reg.instance_note})",
+            )
+    return found

@@ -24,8 +24,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from lessonkit.config.checks import KINDS_LABEL
-from lessonkit.config.files import _type_name, show
-from lessonkit.config.modules import import_project_module
+from lessonkit.config.modules import Registration, registered_objects
 from lessonkit.errors import LessonError
 from lessonkit.kinds import experiment
 from lessonkit.kinds import figure
@@ -122,6 +121,17 @@ KINDS = Registry(
 )
 
 CONFIG = "sourcemap/kinds.toml"
+REGISTRATION = Registration(
+    label=KINDS_LABEL,
+    what="kind",
+    one="KIND",
+    many="KINDS",
+    types=(Kind, InlineKind),
+    plural="kinds",
+    type_name="a Kind or InlineKind",
+    example="MyKind()",
+    instance_note="an instance, not the class",
+)
 
 
 def for_project(root: Path) -> Registry:
@@ -144,30 +154,5 @@ __all__ += ["REPIN_ROLES", "CITATION_ROLES"]
 
 def import_kind_module(root: Path, name: str, line: int) -> list:
     """Import one module of ``kinds.toml`` from the project root and return its kinds (see
-    :func:`lessonkit.config.modules.import_project_module`: only the project's own modules)."""
-    module = import_project_module(root, name, KINDS_LABEL, line, "kind")
-    many, one = getattr(module, "KINDS", None), getattr(module, "KIND", None)
-    found = list(many) if isinstance(many, (list, tuple)) else ([one] if one is not None else [])
-    if many is not None and not isinstance(many, (list, tuple)):
-        raise LessonError(
-            f"`KINDS` of module `{name}` is {_type_name(many)}, not a list of kinds",
-            path=KINDS_LABEL,
-            line=line,
-            hint="write `KINDS = [MyKind(), …]`",
-        )
-    if not found:
-        raise LessonError(
-            f"module `{name}` defines neither KIND nor KINDS",
-            path=KINDS_LABEL,
-            line=line,
-            hint="add `KIND = MyKind()` at the end of the module",
-        )
-    for k in found:
-        if not isinstance(k, (Kind, InlineKind)):
-            raise LessonError(
-                f"module `{name}` lists {show(k)}, which is not a Kind or InlineKind instance",
-                path=KINDS_LABEL,
-                line=line,
-                hint="write `KIND = MyKind()` (an instance, not the class)",
-            )
-    return found
+    :func:`lessonkit.config.modules.registered_objects`: only the project's own modules)."""
+    return registered_objects(root, name, line, REGISTRATION)

@@ -37,6 +37,7 @@ serve (which writes the index again from its kept entries) give the same bytes.
 
 from __future__ import annotations
 
+import functools
 import json
 import posixpath
 import re
@@ -68,6 +69,13 @@ def compact_text(text: str, sep: re.Pattern) -> str:
     """``text`` without the zero-width spaces that the separator makes redundant (see the module)."""
     if ZWSP not in text:
         return text
+    return _compacted(text, sep)
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _compacted(text: str, sep: re.Pattern) -> str:
+    # A pure function of its arguments (compiled patterns compare by pattern and flags): the
+    # incremental serve rewrites the whole index after every edit, mostly of unchanged entries.
 
     def splits(ch: str) -> bool:
         return not ch or (ch not in AMBIGUOUS and sep.fullmatch(ch) is not None)

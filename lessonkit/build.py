@@ -149,7 +149,7 @@ class SiteLinks:
         if not symbol or not file.endswith(".py"):
             return None
         dotted = file[:-3].replace("/", ".").removesuffix(".__init__") + "." + symbol
-        rel = self._rel("api.md")
+        rel = self._rel(self.build.project.site.api)
         return f"{rel}#{dotted}" if rel and dotted in self.build.api else None
 
     def page(self, uri):
@@ -365,7 +365,7 @@ class Build:
             markdown = (self.attached or {}).get(uri, markdown)  # results() made them
         markdown = fill_tokens(markdown, {**self.tokens, "course-pdf": self.course_pdf_link(uri)})
         # (the bundle's tokens follow in finish())
-        if uri.startswith("lessons/"):
+        if self.project.site.is_lesson(uri):
             own = [c for c in self.citations if c.page == uri]
             depth = uri.count("/")
             words = self.project.site.labels
@@ -394,7 +394,7 @@ class Build:
 
         if gen and pages.CODE_MARK in html:
             return pages.fill_code_page(self.project, html, *gen, self.citations, lesson)
-        if uri == "api.md":  # each entry: the call signature, its source lines, its lessons
+        if uri == self.project.site.api:  # each entry: the call signature, its source lines, its lessons
             return site.api_entry_links(html, self.project, self.citations, source, lesson)
         from lessonkit.site import search
 

@@ -68,11 +68,12 @@ class TmpSite:
         (root / "sourcemap").mkdir(parents=True)
         for name in ("pin.toml", "manifest.sha256", "site.toml"):
             shutil.copy(ROOT / "sourcemap" / name, root / "sourcemap" / name)
-        # The series' glossary is no page of a throwaway site: its [search] table goes (a test that
-        # wants one writes its own).
+        # The series' glossary and walkthrough are no pages of a throwaway site: its [search] and
+        # [pages] tables go (a test that wants them writes its own).
         toml = root / "sourcemap" / "site.toml"
         toml.write_text(
-            re.sub(r"(?ms)^\[search\]\n.*?(?=^\[|\Z)", "", toml.read_text(encoding="utf-8")), encoding="utf-8"
+            re.sub(r"(?ms)^\[(?:search|pages)\]\n.*?(?=^\[|\Z)", "", toml.read_text(encoding="utf-8")),
+            encoding="utf-8",
         )
         (root / "experiments").mkdir()
         for helper in sorted((ROOT / "experiments").glob("_*.py")):  # _provenance, _record

@@ -1581,7 +1581,7 @@ def _(ctx):
 @case("manifest-missing")
 def _(ctx):
     (ctx.site.root / MANIFEST).unlink()
-    return [Expect(MANIFEST, None, "does not exist", "python -m lessonkit manifest TREE OUT writes it")]
+    return [Expect(MANIFEST, None, "does not exist", "`lessonkit manifest TREE OUT` writes it")]
 
 
 @case("manifest-many-bad-lines")
@@ -2195,6 +2195,21 @@ SITE_CASES = {  # name: (site.toml text, line, message text)
     "box-pinned-empty": ("[experiments]\npinned = []\n", 2, "`pinned` in `[experiments]` is empty (leave it out"),
     "box-pinned-parent": ('[experiments]\npinned = ["../x"]\n', 2, "item '../x' has an empty, `.` or `..` segment"),
     "box-pinned-number": ("[experiments]\npinned = [3]\n", 2, "has an item that is an integer, not a string"),
+    "pages-api-missing": ('[pages]\napi = "apii.md"\n', 2, "`api` in `[pages]` is not a page of docs/"),
+    "pages-api-not-markdown": ('[pages]\napi = "index.html"\n', 2, "`api` in `[pages]` is not a Markdown page"),
+    "pages-lessons-parent": ('[pages]\nlessons = "../x/"\n', 2, "`lessons` in `[pages]` has an empty, `.` or `..`"),
+    "pages-lessons-file": ('[pages]\nlessons = "index.md"\n', 2, "`lessons` in `[pages]` is a file of docs/, not"),
+    "pages-bundle-text-string": (
+        '[pages]\nbundle-text = "index.md"\n',
+        2,
+        "`bundle-text` in `[pages]` is a string, not an array of pages",
+    ),
+    "pages-bundle-text-missing": (
+        '[pages]\n\nbundle-text = ["index.md", "tour.md"]\n',
+        3,
+        "`bundle-text` in `[pages]` item 'tour.md' is not a page of docs/",
+    ),
+    "pages-unknown-key": ('[pages]\nlesson = "x/"\n', 2, "unknown key `lesson` in `[pages]`"),
     "box-pinned-nothing": (
         '[experiments]\n\npinned = ["autograd/", "autgrad/*.py"]\n',
         3,

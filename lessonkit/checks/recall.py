@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from lessonkit.errors import LessonError, Problem
 
-LESSONS = "docs/lessons/"
+LESSONS = "lessons/"  # the default of site.toml [pages] lessons (docs-relative)
 HINT = "show the whole symbol once (`Symbol` and no body) on an earlier page, or drop `Recall`"
 
 
@@ -28,9 +28,10 @@ class Showing:
     anchor: str  # the block's id on its page
 
 
-def course_order(pages) -> list[str]:
-    """Project-relative pages, the lessons first (by name), then the rest (by name)."""
-    return sorted(pages, key=lambda p: (not p.startswith(LESSONS), p))
+def course_order(pages, lessons: str = LESSONS) -> list[str]:
+    """Project-relative pages, the lessons (docs-relative folder ``lessons``) first by name, then the
+    rest by name."""
+    return sorted(pages, key=lambda p: (not p.startswith("docs/" + lessons), p))
 
 
 def recalls(r) -> bool:
@@ -53,10 +54,10 @@ def is_full(r) -> bool:
     )
 
 
-def full_showings(report) -> dict[tuple[str, str], list[Showing]]:
+def full_showings(report, lessons: str = LESSONS) -> dict[tuple[str, str], list[Showing]]:
     """Every full showing of every (file, symbol), in course order."""
     out: dict[tuple[str, str], list[Showing]] = {}
-    for page in course_order(report.resolved):
+    for page in course_order(report.resolved, lessons):
         for r, anchor in zip(report.resolved[page], report.anchors(page)):
             if is_full(r):
                 s = Showing(page, r.block.ordinal, r.block.line, anchor)
@@ -68,7 +69,8 @@ def targets(project, report) -> tuple[dict[str, dict[int, Showing]], list[Proble
     """page -> {block ordinal -> the first full showing it recalls}, and one located problem for
     every recall of a symbol not shown in full before it. Pages the report does not hold (a check of
     some pages only) are resolved here when a recall may need them."""
-    order = course_order(report.resolved)
+    lessons = project.site.lessons
+    order = course_order(report.resolved, lessons)
     wanted = any(recalls(r) for rs in report.resolved.values() for r in rs)
     if not wanted:
         return {}, []
@@ -76,7 +78,7 @@ def targets(project, report) -> tuple[dict[str, dict[int, Showing]], list[Proble
     seen: dict[tuple[str, str], Showing] = {}
     found: dict[str, dict[int, Showing]] = {}
     problems: list[Problem] = []
-    for page in course_order([*order, *extra]):
+    for page in course_order([*order, *extra], lessons):
         own = page in report.resolved
         rs = report.resolved[page] if own else extra[page][0]
         ids = report.anchors(page) if own else extra[page][1]

@@ -123,7 +123,7 @@ def check(project: Project, pages: list[Path] | None = None) -> Report:
             problems += project.kinds.inline[ref.kind].check(project, ref)
         rel = project.rel(path)
         generated = page_ids(
-            resolved, report.anchors(rel), sum(r.kind == "line" for r in refs), rel.startswith("docs/lessons/")
+            resolved, report.anchors(rel), sum(r.kind == "line" for r in refs), project.site.is_lesson(rel)
         )
         problems += duplicate_ids(rel, parsed.ids, generated)
         report.problems += sorted(problems, key=lambda p: p.line or 0)

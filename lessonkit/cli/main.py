@@ -239,7 +239,7 @@ def _new(args) -> int:
     from lessonkit.cli.scaffold import new_lesson
 
     project = Project(Path(args.root))
-    made = new_lesson(project.root, args.number, args.title, args.slug, project.pin.short)
+    made = new_lesson(project.root, args.number, args.title, args.slug, project.pin.short, project.site.lessons)
     for p in made:
         print(f"created {project.rel(p)}")
     print("added the page to the nav in mkdocs.yml")

@@ -1,5 +1,6 @@
-"""``nox -s new -- NN "TITLE" [slug]``: a new lesson that builds and verifies as created, from the
-project's templates ``templates/new-lesson.md`` and ``templates/new-experiment.py``."""
+"""``lessonkit new NN "TITLE" [slug]``: a new lesson that builds and verifies as created, from the
+project's templates ``templates/new-lesson.md`` and ``templates/new-experiment.py``, in the
+lessons' folder (site.toml ``[pages] lessons``, default ``docs/lessons/``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from lessonkit.errors import LessonError
 from lessonkit.config.site import environment, render
 
 
-def new_lesson(root: Path, nn: str, title: str, slug: str | None, short: str) -> list[Path]:
+def new_lesson(root: Path, nn: str, title: str, slug: str | None, short: str, folder: str = "lessons/") -> list[Path]:
     if not re.fullmatch(r"[0-9][0-9]", nn):  # ASCII digits only (\d also matches ١٥)
         raise LessonError(
             f"lesson number `{nn}` is not two digits", path="NUMBER", hint='use e.g. lessonkit new 15 "Title"'
@@ -20,7 +21,9 @@ def new_lesson(root: Path, nn: str, title: str, slug: str | None, short: str) ->
     slug = slug or f"lesson-{nn}"
     if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", slug):
         raise LessonError(f"slug `{slug}` is not lowercase-words-with-dashes", path="SLUG", hint="e.g. my-topic")
-    lessons = root / "docs" / "lessons"
+    folder = folder.strip("/") + "/"
+    lessons = root / "docs" / folder
+    lessons.mkdir(parents=True, exist_ok=True)
     clash = sorted(lessons.glob(f"{nn}-*.md"))
     if clash:
         raise LessonError(
@@ -39,14 +42,15 @@ def new_lesson(root: Path, nn: str, title: str, slug: str | None, short: str) ->
     code = render(env, "new-experiment.py", nn=nn)
     page.write_text(lesson, encoding="utf-8")
     script.write_text(code, encoding="utf-8")
-    _add_to_nav(root / "mkdocs.yml", f"lessons/{page.name}", int(nn))
+    _add_to_nav(root / "mkdocs.yml", f"{folder}{page.name}", int(nn), folder)
     return [page, script]
 
 
-def _add_to_nav(config: Path, entry: str, number: int) -> None:
-    """Insert the page after the last lesson entry of the stage it belongs to (≤ 08 or later)."""
+def _add_to_nav(config: Path, entry: str, number: int, folder: str = "lessons/") -> None:
+    """Insert the page after the last lesson entry of a smaller number (else before the first)."""
     lines = config.read_text(encoding="utf-8").split("\n")
-    items = {i: m for i, l in enumerate(lines) if (m := re.match(r"^(\s+)- lessons/(\d\d)-", l))}
+    pattern = re.compile(r"^(\s+)- (?:[^\n:]*:\s*)?" + re.escape(folder) + r"(\d\d)-")
+    items = {i: m for i, l in enumerate(lines) if (m := pattern.match(l))}
     stage_items = list(items)
     if not stage_items:
         raise LessonError("mkdocs.yml has no lessons in its nav", path="mkdocs.yml", hint="add the page to nav by hand")

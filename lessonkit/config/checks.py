@@ -53,6 +53,9 @@ _SITE_FIELDS = {  # (table, key) -> what the value must be
     ("experiments", "path"): "pinned-path",
     ("search", "glossary"): "file",
     ("search", "introduced"): "text",
+    ("pages", "lessons"): "docs-folder",
+    ("pages", "api"): "docs-page",
+    ("pages", "bundle-text"): "docs-pages",
 }
 
 
@@ -101,6 +104,29 @@ def _site_value_problem(real_root: str, what: str, value: object) -> str | None:
             if not DIST.fullmatch(dist) or (label and (len(label) > 40 or CONTROL.search(label))):
                 return f"item {show(v)} is not a distribution name (`numpy`) or a label and a name (`NumPy=numpy`)"
         return None
+    if what == "docs-pages":  # pages under docs/, docs-relative
+        if not isinstance(value, list):
+            return f"is {_type_name(value)}, not an array of pages"
+        for v in value:
+            p = _site_value_problem(real_root, "docs-page", v)
+            if p:
+                return f"item {show(v)} {p}" if isinstance(v, str) else p
+        return None
+    if what in ("docs-page", "docs-folder"):  # docs-relative: a page that exists, a folder
+        if not isinstance(value, str):
+            return f"is {_type_name(value)}, not a string"
+        rel = value.rstrip("/") if what == "docs-folder" else value
+        problem = tree_path_problem(rel) if rel else "is empty"
+        if problem:
+            return problem
+        real = os.path.realpath(os.path.join(real_root, "docs", rel))
+        if not real.startswith(os.path.realpath(os.path.join(real_root, "docs")) + os.sep):
+            return "leads outside docs/ (a link)"
+        if what == "docs-folder":
+            return "is a file of docs/, not a folder" if os.path.isfile(real) else None
+        if not rel.endswith(".md"):
+            return "is not a Markdown page (`.md`)"
+        return None if os.path.isfile(real) else "is not a page of docs/"
     if what == "folders":
         if not isinstance(value, list):
             return f"is {_type_name(value)}, not an array of folders"

@@ -278,7 +278,7 @@ def tree_path_problem(rel: str) -> str | None:
 
 def read_manifest(path: Path, label: str) -> tuple[dict[str, str], dict[str, int]]:
     """``{path: sha256}`` and ``{path: line}`` of the manifest; every line checked."""
-    hint = "sourcemap/manifest.sha256 must exist (python -m lessonkit manifest TREE OUT writes it)"
+    hint = "sourcemap/manifest.sha256 must exist (`lessonkit manifest TREE OUT` writes it)"
     text = read_text(path, label, MAX_MANIFEST_BYTES, hint, allow_cr=False)
     manifest: dict[str, str] = {}
     lines: dict[str, int] = {}

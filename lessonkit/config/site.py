@@ -32,6 +32,14 @@ project without ``site.toml`` still builds::
     terms = ["中文", "English"]    # the columns that name a row's terms (`a / b`, `a（b）`: several)
     introduced = "首次介绍"        # the column whose first link is the section introducing them
 
+    [pages]                       # optional: the pages the engine treats apart (docs-relative)
+    lessons = "lessons/"          # the lesson pages: each lists the source it cites; `lessonkit new`
+                                  # writes there; recalls look there first (default "lessons/")
+    api = "api.md"                # the API reference (mkdocstrings `::: name` entries) that
+                                  # excerpts link their symbols to (default "api.md", if present)
+    bundle-text = ["walkthrough.md"]  # pages whose plain text the bundle holds beside those of
+                                  # attachments/ (default none)
+
     [pdf]                         # optional: the course PDF a build with LESSONKIT_PDF=1 prints
     path = "downloads/autograd-course.pdf"  # where in the site (default: downloads/<name>-course.pdf)
     skip = ["api.md"]             # pages of the navigation it leaves out (docs-relative)
@@ -69,6 +77,7 @@ _KEYS = {
     "experiments": {"pinned", "versions", "path"},
     "search": {"glossary", "terms", "introduced"},
     "pdf": {"path", "skip"},
+    "pages": {"lessons", "api", "bundle-text"},
     "labels": None,  # keys: lessonkit.config.labels.LABELS, or the project's own (`x-…`)
 }
 # Tables an older site.toml had: the project's own attachments are registered in attachments.toml.
@@ -106,6 +115,15 @@ class SiteConfig:
     # [pdf]: where the course PDF goes in the site, and the pages of the navigation it leaves out
     pdf_path: str = ""
     pdf_skip: tuple[str, ...] = ()
+    # [pages]: the lessons' folder (docs-relative, ending in `/`), the API reference page and the
+    # pages whose plain text the bundle holds
+    lessons: str = "lessons/"
+    api: str = "api.md"
+    bundle_text: tuple[str, ...] = ()
+
+    def is_lesson(self, page: str) -> bool:
+        """Whether ``page`` (docs-relative, or project-relative under ``docs/``) is a lesson."""
+        return page.removeprefix("docs/").startswith(self.lessons)
 
     @property
     def env_prefix(self) -> str:
@@ -182,7 +200,7 @@ def load(root: Path, repo_url: str) -> SiteConfig:
                 path=CONFIG,
                 line=_line(path, f"[{table}]"),
                 hint=MOVED.get(table, "known tables: " + ", ".join(f"[{t}]" for t in _KEYS))
-                + (" (see docs/dev/engine-guide.md, 'Attachments of your own')" if table in MOVED else ""),
+                + (" (see the engine guide, 'Attachments of your own')" if table in MOVED else ""),
             )
         for key, value in values.items():
             known = _KEYS[table]
@@ -216,7 +234,7 @@ def load(root: Path, repo_url: str) -> SiteConfig:
         _check_search(search, path)
     pdf = data.get("pdf", {})
     _check_pdf(pdf, path)
-    up, repo = data.get("upstream", {}), data.get("repository", {})
+    up, repo, pages = data.get("upstream", {}), data.get("repository", {}), data.get("pages", {})
     name = up.get("name", default_name)
     return SiteConfig(
         root,
@@ -237,6 +255,9 @@ def load(root: Path, repo_url: str) -> SiteConfig:
         search.get("introduced"),
         pdf.get("path", f"downloads/{name}-course.pdf"),
         tuple(pdf.get("skip", ())),
+        pages.get("lessons", "lessons/").strip("/") + "/",
+        pages.get("api", "api.md"),
+        tuple(pages.get("bundle-text", ())),
     )
 
 

@@ -117,7 +117,8 @@ class RealSource(Kind):
         if r.full is not None:
             target = renderer.recalls.get(r.block.ordinal)
             if target is not None:
-                links.insert(0, (recall_text(renderer.labels, target.page), recall_href(renderer, target)))
+                lessons = renderer.project.site.lessons if renderer.project is not None else "lessons/"
+                links.insert(0, (recall_text(renderer.labels, target.page, lessons), recall_href(renderer, target)))
             summary = escape(renderer.labels.fill("recall-full", symbol=r.full.symbol))
             full = (
                 # its own container: Material's copy button targets the code of the container's id
@@ -146,11 +147,12 @@ class RealSource(Kind):
 KIND = RealSource()
 
 
-def recall_text(labels, page: str) -> str:
-    """「full source: lesson 01」: the words of a recall's link to ``page`` (project-relative)."""
+def recall_text(labels, page: str, lessons: str = "lessons/") -> str:
+    """「full source: lesson 01」: the words of a recall's link to ``page`` (project-relative; a
+    lesson when it is in the docs-relative folder ``lessons``)."""
     name = page.rsplit("/", 1)[-1]
     m = LESSON.match(name)
-    if m and page.startswith("docs/lessons/"):
+    if m and page.startswith("docs/" + lessons):
         return labels.fill("recall-lesson", n=m[1])
     return labels.fill("recall-page", page=name.removesuffix(".md"))
 

@@ -140,7 +140,7 @@ def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> 
         list(resolved.values()),
         [ids[k] for k in resolved],
         sum(i.ref.kind == "line" for i in page.inline),
-        ctx.path.startswith("docs/lessons/"),
+        project.site.is_lesson(ctx.path),
     )
     # the ids in the page file, as verify reads it (not those of what the build appends, such as the
     # lesson's list of cited source)

@@ -343,7 +343,7 @@ def bundle(
     helpers = record_helpers(project, entries)
     entries.update(helpers)
     for page, text in sorted(texts.items()):
-        if page.startswith("docs/attachments/") or page == "docs/walkthrough.md":
+        if page.startswith("docs/attachments/") or page.removeprefix("docs/") in project.site.bundle_text:
             plain = attachments.plain_markdown(project, text, page, results)
             entries["attachments/" + Path(page).name] = plain.encode()
     entries.update(extra)  # what the attachments add (attachment_pages)

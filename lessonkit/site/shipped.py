@@ -59,7 +59,7 @@ def _plain_code(text, lang, linestart=1, title=None, code_block_count=0, hl_line
     return f'<div class="language-python highlight"><pre><code>{escape(text, quote=False)}</code></pre></div>'
 
 
-API_ENTRY = re.compile(r"^::: *([\w.]+)", re.M)  # an entry of docs/api.md (as the build reads them)
+API_ENTRY = re.compile(r"^::: *([\w.]+)", re.M)  # an entry of the API page ([pages] api, as the build reads them)
 
 
 def url_of(dest: str) -> str:
@@ -73,8 +73,8 @@ class _Links:
     """Where a block links to on the written site, as the build links it (``lessonkit.build.SiteLinks``):
     relative URLs from :attr:`page_url` to the pages the build's record lists."""
 
-    def __init__(self, urls: dict[str, str], api: set[str]):
-        self.urls, self.entries, self.page_url = urls, api, "./"
+    def __init__(self, urls: dict[str, str], api: set[str], api_page: str):
+        self.urls, self.entries, self.api_page, self.page_url = urls, api, api_page, "./"
 
     def _rel(self, uri: str) -> str | None:
         from mkdocs.utils import get_relative_url
@@ -93,7 +93,7 @@ class _Links:
         if not symbol or not file.endswith(".py"):
             return None
         dotted = file[:-3].replace("/", ".").removesuffix(".__init__") + "." + symbol
-        rel = self._rel("api.md")
+        rel = self._rel(self.api_page)
         return f"{rel}#{dotted}" if rel and dotted in self.entries else None
 
     def page(self, uri):
@@ -151,9 +151,11 @@ class SiteCheck:
             for dest, (o, f) in self.record["code_pages"].items()
         }
         urls |= {page.removeprefix("docs/"): url_of(dest) for page, dest in self.record["pages"].items()}
-        api = project.docs / "api.md"
-        entries = set(API_ENTRY.findall(api.read_text(encoding="utf-8"))) if "docs/api.md" in report.resolved else set()
-        self.links = _Links(urls, entries)
+        api_page = project.site.api
+        api = project.docs / api_page
+        in_report = f"docs/{api_page}" in report.resolved
+        entries = set(API_ENTRY.findall(api.read_text(encoding="utf-8"))) if in_report else set()
+        self.links = _Links(urls, entries, api_page)
         self.renderer = Renderer(
             project.pin,
             _plain_code,

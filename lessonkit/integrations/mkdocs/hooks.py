@@ -253,7 +253,7 @@ class BuildEvents:
     def on_files(self, files: "Files", config: "MkDocsConfig") -> "Files":
         b = self.build
         paths = [Path(f.abs_src_path) for f in files.documentation_pages() if f.abs_src_path]
-        api = files.get_file_from_path("api.md")
+        api = files.get_file_from_path(b.project.site.api)
         try:
             plan = b.plan(paths, Path(api.abs_src_path) if api is not None and api.abs_src_path else None)
         except LessonError as exc:  # unreadable pages

@@ -242,7 +242,7 @@ class Incremental:
         try:
             mkdocs_hooks.on_config(config)  # a new Build for the new state of the project
             b = mkdocs_hooks.build_of(config)
-            api = files.get_file_from_path("api.md")
+            api = files.get_file_from_path(b.project.site.api)
             try:
                 plan = b.plan(
                     list(capture.paths), Path(api.abs_src_path) if api is not None and api.abs_src_path else None

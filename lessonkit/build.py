@@ -149,7 +149,7 @@ class SiteLinks:
         if not symbol or not file.endswith(".py"):
             return None
         dotted = file[:-3].replace("/", ".").removesuffix(".__init__") + "." + symbol
-        rel = self._rel(self.build.project.site.api)
+        rel = self._rel(self.build.api_uri)
         return f"{rel}#{dotted}" if rel and dotted in self.build.api else None
 
     def page(self, uri):
@@ -186,6 +186,7 @@ class Build:
     urls: dict[str, str] = field(default_factory=dict)  # uri -> url
     dests: dict[str, str] = field(default_factory=dict)  # uri -> the file it is written to, in the site folder
     api: set[str] = field(default_factory=set)  # documented API object paths
+    api_uri: str = "api.md"  # the page that documents them (site.toml [pages] api), set by plan()
     copied: dict[str, str] = field(default_factory=dict)  # site file -> the file MkDocs copies there
     theme: list[str] = field(default_factory=list)  # the theme's folders, in MkDocs' order
     deferred: dict[str, Deferred] = field(default_factory=dict)  # uri -> code filled after the search index
@@ -199,6 +200,7 @@ class Build:
     to_scan: Path | None = None  # the page file MkDocs writes next (then handed to the scanner)
     attached: dict[str, str] | None = None  # uri -> Markdown of the attachments
     bundle_extra: dict[str, bytes] = field(default_factory=dict)  # what the attachments add to the bundle
+    bundled: bytes | None = None  # the bundle, once every experiment has run (bundle_bytes())
     late: set[str] = field(default_factory=set)  # the attachments' uris (Plan.late)
     generated_pages: list = field(default_factory=list)  # pages.Generated of the plan (content known early)
     t0: float = field(default_factory=time.perf_counter)
@@ -325,6 +327,7 @@ class Build:
             self._start_prewarm(report, with_experiments)  # unless prestart() did
         self.generated_pages = generated = pages.browser_pages(project, self.citations)
         self.generated = {g.uri: g.code for g in generated if g.code}
+        self.api_uri = project.site.api
         if api_page is not None:
             self.api = set(API_ENTRY.findall(api_page.read_text(encoding="utf-8")))
         late = pages.attachment_uris(project)
@@ -438,9 +441,7 @@ class Build:
         if self.prewarm is not None:
             self.prewarm.join()
             self.prewarm = None
-        results = self.results()
-        attached = [pages.Generated(uri, text) for uri, text in (self.attached or {}).items()]  # results() made them
-        data = pages.bundle(self.project, results, self.texts, attached, self.bundle_extra)
+        data = self.bundle_bytes()
         late = {"bundle-sha256": attachments.sha256(data), "bundle-size": f"{len(data) / 1024:.1f} KiB"}
         for uri, page in rendered:
             if not page.content or "[[lessonkit:" not in page.content:
@@ -451,6 +452,15 @@ class Build:
             ):
                 self.report_problem(p)
         return data
+
+    def bundle_bytes(self) -> bytes:
+        """The bundle (:func:`lessonkit.site.pages.bundle`): made once, after every experiment has
+        run; its inputs (the pages read by plan(), the runs, the attachments) are fixed by then."""
+        results = self.results()
+        if self.bundled is None:
+            attached = [pages.Generated(uri, text) for uri, text in (self.attached or {}).items()]  # made by results()
+            self.bundled = pages.bundle(self.project, results, self.texts, attached, self.bundle_extra)
+        return self.bundled
 
     def graph(self):
         """What every output of this build read, and the digests of those inputs (incremental serve:

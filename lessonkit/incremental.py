@@ -150,17 +150,14 @@ def record(build) -> tuple[Graph, dict[str, str]]:
     inputs (configuration, engine, theme, the pin, the set of pages) are not recorded here: the
     serve builder compares them before asking the Build (see :mod:`lessonkit.integrations.mkdocs.serve`).
     """
-    from lessonkit.site.pages import Generated, bundle
-
     project = build.project
-    results = build.results()
+    build.results()  # every experiment has run: the attachments and the bundle exist
     graph, d = Graph(), {}
     srcs = _file_digests(project.root, project.site.code)
     d.update({"src:" + k: v for k, v in srcs.items()})
     d["api"] = digest_of(sorted(build.api))
     attached = dict(build.attached or {})
-    data = bundle(project, results, build.texts, [Generated(u, t) for u, t in attached.items()], build.bundle_extra)
-    d["bundle"] = digest(data)
+    d["bundle"] = digest(build.bundle_bytes())
     graph.record(project.site.bundle, {"bundle"})
     runner = project.runner
     for rel, text in build.texts.items():

@@ -201,5 +201,5 @@ def test_a_site_toml_of_the_old_shape_says_where_diagrams_went(site):
     assert r.returncode == 1
     assert (
         "sourcemap/site.toml:1: unknown table `[diagrams]` — diagrams are attachments of the project's own now: "
-        "register them in sourcemap/attachments.toml (see docs/dev/engine-guide.md, 'Attachments of your own')"
+        "register them in sourcemap/attachments.toml (see the engine guide, 'Attachments of your own')"
     ) in r.stderr

@@ -23,7 +23,6 @@ def new_lesson(root: Path, nn: str, title: str, slug: str | None, short: str, fo
         raise LessonError(f"slug `{slug}` is not lowercase-words-with-dashes", path="SLUG", hint="e.g. my-topic")
     folder = folder.strip("/") + "/"
     lessons = root / "docs" / folder
-    lessons.mkdir(parents=True, exist_ok=True)
     clash = sorted(lessons.glob(f"{nn}-*.md"))
     if clash:
         raise LessonError(
@@ -40,6 +39,7 @@ def new_lesson(root: Path, nn: str, title: str, slug: str | None, short: str, fo
     env = environment(root)  # the project's templates/new-lesson.md and new-experiment.py
     lesson = render(env, "new-lesson.md", nn=nn, title=title.strip(), short=short, script=script.name)
     code = render(env, "new-experiment.py", nn=nn)
+    lessons.mkdir(parents=True, exist_ok=True)  # the series' first lesson in a new folder
     page.write_text(lesson, encoding="utf-8")
     script.write_text(code, encoding="utf-8")
     _add_to_nav(root / "mkdocs.yml", f"{folder}{page.name}", int(nn), folder)

@@ -48,6 +48,15 @@ STATE: tuple[tuple[str, tuple[str, str]], ...] = (
         ),
     ),
     (
+        "lessonkit.site.search._compacted",
+        (
+            "cache",
+            "A search-index text without its redundant zero-width spaces, memoised by (text, separator) "
+            "(a pure function of its arguments; lru_cache of 4096 entries): the serve rewrites the whole "
+            "index after every edit.",
+        ),
+    ),
+    (
         "lessonkit.kinds.snapshot._md",
         (
             "cache",

@@ -42,6 +42,7 @@ from lessonkit import incremental
 from lessonkit.config import environment
 from lessonkit.integrations.mkdocs import hooks as mkdocs_hooks
 from lessonkit.integrations.mkdocs import jiebacache
+from lessonkit.integrations.mkdocs.watch import Watcher
 from lessonkit.build import API_ENTRY
 from lessonkit.errors import LessonError
 
@@ -362,6 +363,8 @@ def serve(config_file: str = "mkdocs.yml", dev_addr: str | None = None, liverelo
             mount_path=urlsplit(config.site_url or "/").path,
             polling_interval=0.1,
         )
+        # the system's notifications (see .watch), else polling; the server only calls what both have
+        server.observer = Watcher(server.observer)  # type: ignore[assignment]
         server.build_delay = 0.05
 
         def error_handler(code):

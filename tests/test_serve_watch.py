@@ -1,0 +1,121 @@
+"""The serve's watcher (lessonkit.integrations.mkdocs.watch): a saved page is served rebuilt,
+reading a page starts no rebuild, and where the system cannot watch a folder every folder is
+watched by polling instead."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+from watchdog.events import FileSystemEventHandler
+from watchdog.observers.polling import PollingObserver
+
+from lessonkit.integrations.mkdocs.watch import Watcher
+from support import TmpSite
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _get(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return resp.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def _wait(predicate, seconds: float) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_an_edit_is_served_and_reading_the_pages_starts_no_rebuild(tmp_path, pinned_root):
+    s = TmpSite(tmp_path / "proj", pinned_root)
+    page = s.page("a.md", "# 甲\n\n第一版。\n")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lessonkit", "serve", "-a", f"127.0.0.1:{port}"],
+        cwd=s.root,
+        env=s.env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(l.decode() for l in proc.stderr), daemon=True)
+    reader.start()
+    url = f"http://127.0.0.1:{port}/a/"
+    try:
+        assert _wait(lambda: "第一版" in (_get(url) or ""), 120), "".join(lines)[-3000:]
+        assert _wait(lambda: any("Watching paths for changes" in l for l in lines), 10)
+        # the build read every watched page and script; reading them again changes nothing either
+        page.read_text(encoding="utf-8")
+        for p in s.root.joinpath("experiments").iterdir():
+            p.read_bytes()
+        time.sleep(1.5)
+        assert not [l for l in lines if "lessonkit serve:" in l and "full build" not in l], "".join(lines)
+        page.write_text("# 甲\n\n第二版。\n", encoding="utf-8")
+        assert _wait(lambda: "第二版" in (_get(url) or ""), 30), "".join(lines)[-3000:]
+        assert [l for l in lines if "lessonkit serve: rebuilt 1 page(s)" in l], "".join(lines)
+        assert not [l for l in lines if "by polling" in l]  # the system's notifications, here
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+class _Refusing(PollingObserver):
+    """A native observer that has reached the system's limit after its first watch."""
+
+    def schedule(self, handler, path, recursive=False, **kwargs):
+        if self._watches:
+            raise OSError(28, "inotify watch limit reached")
+        return super().schedule(handler, path, recursive=recursive, **kwargs)
+
+
+def test_a_folder_the_system_cannot_watch_moves_every_watch_to_polling(tmp_path, caplog):
+    polling = PollingObserver(timeout=0.05)
+    watcher = Watcher(polling)
+    native = watcher.active = _Refusing(timeout=0.05)
+    seen: list[str] = []
+
+    class Handler(FileSystemEventHandler):
+        def on_any_event(self, event):
+            seen.append(f"{event.event_type} {Path(event.src_path).name}")
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    (first / "a.md").write_text("x")
+    with caplog.at_level("INFO", logger="mkdocs.lessonkit.integrations.mkdocs.watch"):
+        watcher.schedule(Handler(), str(first), recursive=True)
+        watcher.schedule(Handler(), str(second), recursive=True)
+    assert watcher.active is polling and not native._watches
+    assert [w[2] for w in watcher.watches] == [str(first), str(second)]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"lessonkit serve: the system cannot watch {second}: inotify watch limit reached; watching every "
+        "folder by polling"
+    ]
+    watcher.start()
+    try:
+        time.sleep(0.2)
+        (first / "a.md").read_text()  # read: no change
+        (second / "b.md").write_text("y")
+        (first / "a.md").write_text("z")
+        assert _wait(lambda: {"created b.md", "modified a.md"} <= set(seen), 10), seen
+    finally:
+        watcher.stop()
+        watcher.join(5)
+    assert all(e.split()[0] in ("created", "modified", "deleted", "moved", "closed") for e in seen), seen

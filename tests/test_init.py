@@ -172,7 +172,11 @@ SRC_LAYOUT = {
     "versioneer.py": "def get_root():\n    root = '.'\n    return root\n",
     "src/srcpkg.egg-info/top_level.txt": "srcpkg\n",
     "src/srcpkg/__init__.py": "from srcpkg.shapes import area\n",
-    "src/srcpkg/shapes.py": 'def area(w, h):\n    """The area of a w by h rectangle."""\n    return w * h\n',
+    # the module's first function returns nothing (a nested function's return does not count)
+    "src/srcpkg/shapes.py": (
+        "def register(shape):\n    def key():\n        return shape\n    REGISTRY.append(key)\n\n"
+        'def area(w, h):\n    """The area of a w by h rectangle."""\n    return w * h\n\nREGISTRY = []\n'
+    ),
 }
 
 
@@ -184,7 +188,8 @@ def test_init_picks_the_package_not_the_build_helpers_and_imports_a_src_layout_f
     series = tmp_path / "s"
     assert main(["init", str(series), "--package", "srcpkg==0.1", "--sdist", str(archive), "--lang", "en"]) == 0
     lesson = (series / "docs" / "lessons" / "01-first-look.md").read_text(encoding="utf-8")
-    assert "File: src/srcpkg/shapes.py\nSymbol: area\n" in lesson
+    assert "File: src/srcpkg/shapes.py\nSymbol: area\n" in lesson  # the function that returns a value
+    assert "1. Which line of `area` returns its result?\n" in lesson
     site_toml = (series / "sourcemap" / "site.toml").read_text(encoding="utf-8")
     assert 'package = "src/srcpkg/"\n' in site_toml and '[experiments]\npath = "src"' in site_toml
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LESSONKIT_", "AUTOGRAD_"))}
@@ -199,6 +204,24 @@ def test_init_picks_the_package_not_the_build_helpers_and_imports_a_src_layout_f
     assert "srcpkg.shapes from the pinned tree: src/srcpkg/shapes.py" in page
     checked = run("-m", "lessonkit", "verify", "--site", "site")
     assert checked.returncode == 0, checked.stderr[-2000:]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_function_that_returns_nothing_gets_a_question_about_what_it_changes(tmp_path, lang):
+    files = {
+        "srcpkg.egg-info/top_level.txt": "srcpkg\n",
+        "srcpkg/__init__.py": "REGISTRY = []\n\n\ndef register(x):\n    REGISTRY.append(x)\n    REGISTRY.sort()\n",
+    }
+    archive = _sdist(tmp_path / "dist", files)
+    series = tmp_path / "s"
+    assert main(["init", str(series), "--package", "srcpkg==0.1", "--sdist", str(archive), "--lang", lang]) == 0
+    lesson = (series / "docs" / "lessons" / "01-first-look.md").read_text(encoding="utf-8")
+    assert "File: srcpkg/__init__.py\nSymbol: register\n" in lesson
+    question = {
+        "en": "1. `register` returns nothing: what does it change, and where?\n",
+        "zh": "1. `register` 不返回值：它改变了什么，在哪一行？\n",
+    }
+    assert question[lang] in lesson and "returns its result" not in lesson and "返回结果" not in lesson
 
 
 @pytest.mark.parametrize(

@@ -52,6 +52,7 @@ class Example:
     symbol: str  # a public top-level function of it
     module: str  # its dotted module name
     base: str = ""  # the folder of the tree it is imported from: "" (the top) or "src"
+    returns: bool = True  # it returns a value (the self-test asks where; else what it does)
 
 
 def init(
@@ -205,21 +206,39 @@ def _example(release: Release) -> Example:
             tree = ast.parse(path.read_bytes())
         except (SyntaxError, ValueError):
             continue
-        for node in tree.body:
-            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_") and not node.decorator_list:
-                if 3 <= (node.end_lineno or node.lineno) - node.lineno + 1 <= 40:
-                    module = ".".join(parts)[:-3].removesuffix(".__init__")
-                    first = (package not in names, rel.endswith("__init__.py"), len(parts), rel)
-                    candidates.append((first, node.name, package, module, base))
-                    break
+        shown = [
+            node
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef)
+            and not node.name.startswith("_")
+            and not node.decorator_list
+            and 3 <= (node.end_lineno or node.lineno) - node.lineno + 1 <= 40
+        ]
+        if shown:  # the module's first such function that returns a value, else its first
+            node = next((n for n in shown if _returns_a_value(n)), shown[0])
+            module = ".".join(parts)[:-3].removesuffix(".__init__")
+            first = (package not in names, rel.endswith("__init__.py"), len(parts), rel)
+            candidates.append((first, node.name, package, module, base, _returns_a_value(node)))
     if not candidates:
         raise LessonError(
             f"{release.root} has no Python module with a public top-level function to show",
             path="--package",
             hint="lessonkit init needs a pure-Python package; write the first lesson by hand",
         )
-    first, symbol, package, module, base = sorted(candidates)[0]
-    return Example(package, first[3], symbol, module, base)
+    first, symbol, package, module, base, returns = sorted(candidates)[0]
+    return Example(package, first[3], symbol, module, base, returns)
+
+
+def _returns_a_value(fn: ast.FunctionDef) -> bool:
+    """Whether ``fn`` itself (not a function or class inside it) has a ``return`` with a value."""
+    todo: list[ast.AST] = list(fn.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Return) and node.value is not None:
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return False
 
 
 # ---------------------------------------------------------------- the files of the new series
@@ -310,7 +329,7 @@ def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
         f"Purpose: {t['purpose']}\n"
         "```\n\n"
         f"## {t['self-test']} {{#self-test}}\n\n"
-        f"1. {t['question']}\n"
+        f"1. {t['question' if ex.returns else 'question-effect']}\n"
     )
     experiment_tpl = (
         '"""Experiment for lesson {{ nn }}: the package is imported from the pinned tree."""\n\n'

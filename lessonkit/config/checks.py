@@ -81,6 +81,17 @@ def check_site(root: Path, data: dict, lines: dict[tuple[str, str], int]) -> Non
                 raise LessonError(f"`{key}` in `[{table}]` {problem}", path=SITE_LABEL, line=line, hint=SITE_HINT)
 
 
+def _items_problem(real_root: str, value: object, item: str, noun: str) -> str | None:
+    """Why ``value`` is not an array of ``item`` values (the first item's problem), or None."""
+    if not isinstance(value, list):
+        return f"is {_type_name(value)}, not an array of {noun}"
+    for v in value:
+        p = _site_value_problem(real_root, item, v)
+        if p:
+            return f"item {show(v)} {p}" if isinstance(v, str) else p
+    return None
+
+
 def _site_value_problem(real_root: str, what: str, value: object) -> str | None:
     if what == "pinned-paths":  # files or folders of the pinned tree; siteconfig matches them to the manifest
         if not isinstance(value, list):
@@ -105,13 +116,7 @@ def _site_value_problem(real_root: str, what: str, value: object) -> str | None:
                 return f"item {show(v)} is not a distribution name (`numpy`) or a label and a name (`NumPy=numpy`)"
         return None
     if what == "docs-pages":  # pages under docs/, docs-relative
-        if not isinstance(value, list):
-            return f"is {_type_name(value)}, not an array of pages"
-        for v in value:
-            p = _site_value_problem(real_root, "docs-page", v)
-            if p:
-                return f"item {show(v)} {p}" if isinstance(v, str) else p
-        return None
+        return _items_problem(real_root, value, "docs-page", "pages")
     if what in ("docs-page", "docs-folder"):  # docs-relative: a page that exists, a folder
         if not isinstance(value, str):
             return f"is {_type_name(value)}, not a string"
@@ -128,13 +133,7 @@ def _site_value_problem(real_root: str, what: str, value: object) -> str | None:
             return "is not a Markdown page (`.md`)"
         return None if os.path.isfile(real) else "is not a page of docs/"
     if what == "folders":
-        if not isinstance(value, list):
-            return f"is {_type_name(value)}, not an array of folders"
-        for v in value:
-            p = _site_value_problem(real_root, "folder", v)
-            if p:
-                return f"item {show(v)} {p}" if isinstance(v, str) else p
-        return None
+        return _items_problem(real_root, value, "folder", "folders")
     if not isinstance(value, str):
         return f"is {_type_name(value)}, not a string"
     if not value.strip() or len(value) > MAX_VALUE:

@@ -196,6 +196,7 @@ class Build:
     early: Early | None = None  # what prestart() found and started, until plan() takes it
     extra: Pending | None = None  # prestart()'s Pending when plan() saw other pages: closed after `pending`
     prewarm: BaseProcess | None = None  # a process filling the caches ahead of the source pages
+    prewarm_planned: bool = False  # whether this build decided about the prewarm (once)
     scanner: SiteScanner | None = None  # a links.SiteScanner reading the pages as they are written
     to_scan: Path | None = None  # the page file MkDocs writes next (then handed to the scanner)
     attached: dict[str, str] | None = None  # uri -> Markdown of the attachments
@@ -251,9 +252,10 @@ class Build:
             self.texts.clear()
             return  # plan() reads the pages again and reports every problem, located
         self.early = Early(sorted(paths), report, jobs)
-        if project.runner.uncached(jobs):
+        cold = bool(project.runner.uncached(jobs))
+        if cold:
             self.early.with_experiments = living.pages_with_runs(project, report)
-            self._start_prewarm(report, self.early.with_experiments)
+        self._start_prewarm(report, paths, self.early.with_experiments, cold)
 
     def start_experiments(self) -> None:
         """``on_pre_build``: start the experiments :meth:`prestart` listed (once)."""
@@ -279,11 +281,27 @@ class Build:
 
         pending.on_each_done(show)
 
-    def _start_prewarm(self, report, with_experiments: list[str]) -> None:
-        """On a cold build (experiments to run), another process highlights the code of the
-        pages with experiments, converts their formulas and indexes the pinned symbols meanwhile."""
-        if self.prewarm is None:
-            self.prewarm = pages.start_prewarm(self.project, pages.prewarm_plan(report, with_experiments))
+    def _start_prewarm(self, report, paths: list[Path], with_experiments: list[str] | None, cold: bool) -> None:
+        """Once per build, maybe start another process that fills the caches of what this one
+        renders late (:func:`pages.prewarm_plan`). On a cold build (experiments to run): the code
+        and formulas of the pages with experiments, the pinned symbols and the source pages. With
+        every run cached but the source pages not highlighted (a fresh clone whose experiments ran
+        before the build, a cleared cache), the build renders on one core: the prewarm then takes
+        every page's code and formulas and the source pages, from the end of the render order."""
+        if self.prewarm_planned:
+            return
+        self.prewarm_planned = True
+        project = self.project
+        files = pages.unhighlighted(project)
+        if cold:
+            plan = pages.prewarm_plan(report, with_experiments or [], files=files)
+        elif pages.worth_prewarming(project, files):
+            runs = living.pages_with_runs(project, report) if with_experiments is None else with_experiments
+            others = [rel for rel in (project.rel(p) for p in paths) if rel not in set(runs)]
+            plan = pages.prewarm_plan(report, runs, others, files, backwards=True)
+        else:
+            return
+        self.prewarm = pages.start_prewarm(project, plan)
 
     # -- on_files
     def read_pages(self, paths: list[Path]) -> None:
@@ -323,8 +341,7 @@ class Build:
         self.citations += site.prose_citations(project, report, "docs/", self.texts)  # inline `line` references
         if with_experiments is None:
             with_experiments = living.pages_with_runs(project, report)
-        if self.pending.to_run:
-            self._start_prewarm(report, with_experiments)  # unless prestart() did
+        self._start_prewarm(report, paths, with_experiments, bool(self.pending.to_run))  # unless prestart() did
         self.generated_pages = generated = pages.browser_pages(project, self.citations)
         self.generated = {g.uri: g.code for g in generated if g.code}
         self.api_uri = project.site.api
@@ -438,7 +455,8 @@ class Build:
     def finish(self, rendered: Sequence[tuple[str, RenderedPage]]) -> bytes:
         """Every page's Markdown is rendered: build the bundle and fill the tokens that name it in
         ``rendered`` (``(uri, page)`` pairs whose ``content`` is HTML). Returns the bundle."""
-        if self.prewarm is not None:
+        if self.prewarm is not None:  # what it has left to do, this build has done itself
+            self.prewarm.terminate()  # its cache entries are written whole or not at all
             self.prewarm.join()
             self.prewarm = None
         data = self.bundle_bytes()

@@ -140,6 +140,43 @@ def _prestarted(site, monkeypatch):
     return paths, b, b.early.pending
 
 
+def test_every_run_cached_but_nothing_highlighted_the_prewarm_takes_the_source_pages(site, monkeypatch):
+    """A fresh clone whose experiments ran before the build (the noxfile's prefill): the build
+    would render everything on one core, so the prewarm takes every page's code and the source
+    pages, from the end of the render order; a build with those caches filled starts none."""
+    import shutil
+
+    from lessonkit.site import pages
+
+    paths = _two_experiment_pages(site, monkeypatch)
+    b = Build(site.root, log=lambda s: None, log_info=lambda s: None)
+    b.start()
+    b.plan(paths)
+    b.results()  # every run is in the cache now
+    b.cancel()
+    for kind in ("highlight", "render"):  # what its own (cold build's) prewarm may have done
+        shutil.rmtree(site.cache / kind, ignore_errors=True)
+    project = site.project()
+    files = pages.unhighlighted(project)
+    assert len(files) == len(sum(pages.browser_files(project, []), [])) > 0  # nothing highlighted yet
+    warm = Build(site.root, log=lambda s: None, log_info=lambda s: None)
+    warm.start()
+    warm.prestart()
+    assert warm.early.pending is None and not project.runner.uncached(warm.early.jobs)
+    assert warm.prewarm is not None  # not a cold build, but a cold render cache
+    warm.prewarm.join(120)
+    assert warm.prewarm.exitcode == 0
+    assert pages.unhighlighted(site.project()) == []  # every source page's file
+    assert len(list((site.cache / "render").iterdir())) == 2  # both experiment scripts' code
+    warm.cancel()
+    again = Build(site.root, log=lambda s: None, log_info=lambda s: None)
+    again.start()
+    again.prestart()
+    assert again.prewarm is None and again.prewarm_planned
+    shutil.rmtree(site.cache / "highlight")  # a few hundred lines alone are not worth a process
+    assert not pages.worth_prewarming(project, [f for f in files if f[0] == "repo"])
+
+
 def test_prestart_starts_the_experiments_and_plan_takes_them_over(site, monkeypatch):
     paths, b, started = _prestarted(site, monkeypatch)
     assert started.to_run == 2

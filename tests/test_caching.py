@@ -271,7 +271,9 @@ def test_prewarm_process_fills_what_the_page_asks_for(site, monkeypatch):
 
     project = site.project()
     plan = pages.prewarm_plan(verify.check(project), ["docs/p.md"])
-    assert [(start, anchor) for _, start, anchor in plan.code] == [(156, "src-Box")]
+    assert [(anchor, shown.file, shown.start, full) for anchor, shown, full in plan.code] == [
+        ("src-Box", "autograd/tracer.py", 156, None)
+    ]
     proc = pages.start_prewarm(project, plan)
     proc.join(120)
     assert proc.exitcode == 0

@@ -112,15 +112,25 @@ def _lexer(name: str):
 _LINE = re.compile(r'<span id="L-(\d+)">')
 
 
+def _highlight_key(sf: SourceFile) -> str:
+    import pygments
+
+    return digest("highlight", pygments.__version__, sf.rel, sf.data)
+
+
 def highlighted(sf: SourceFile, cache: Path | None = None) -> str:
     """Pygments HTML of a whole file, one ``<span id="L-n">`` per line; cached by content."""
-    import pygments
 
     def make() -> str:
         body = highlight(sf.text, _lexer(sf.rel), HtmlFormatter(linespans="L"))
         return body[body.index("<pre>") + 5 : body.rindex("</pre>")].removeprefix("<span></span>")
 
-    return Store(cache, "highlight").get_or_make(digest("highlight", pygments.__version__, sf.rel, sf.data), make)
+    return Store(cache, "highlight").get_or_make(_highlight_key(sf), make)
+
+
+def is_highlighted(sf: SourceFile, cache: Path | None) -> bool:
+    """Whether :func:`highlighted` would find ``sf`` in the cache."""
+    return Store(cache, "highlight").holds(_highlight_key(sf))
 
 
 def cite_groups(cites: list[Citation]) -> list[tuple[str, str | None, list[tuple[int, int, list[Citation]]]]]:

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from lessonkit.config import environment
 from lessonkit.site import attachments
@@ -32,6 +32,9 @@ from lessonkit.errors import LessonError
 from lessonkit.project import Project
 from lessonkit.util.store import Store, digest
 from lessonkit.checks.verify import Report
+
+if TYPE_CHECKING:
+    from lessonkit.source.resolve import Excerpt
 
 NO_SEARCH = "---\nsearch:\n  exclude: true\n---\n\n"  # whole pages stay out of the search index
 # Source and script pages stay out of the search index, and leave the table of contents out
@@ -143,25 +146,82 @@ def code_file(project: Project, origin: str, file: str):
 class Prewarm:
     """Work a build hands to another process: its results land in the content-keyed caches."""
 
-    code: list[tuple[str, int, str]]  # (text, first line, anchor) of blocks, in render order
+    # (anchor, what the block shows, its recalled whole symbol) of blocks that show code, in the
+    # order to warm them; what it shows is an excerpt, or (text, first line) of its body
+    code: list[tuple[str, "Excerpt | tuple[str, int]", "Excerpt | None"]]
     pages: list[str]  # project-relative pages whose formulas to convert
+    files: list[tuple[str, str]] = field(default_factory=list)  # (origin, file): source pages to highlight
+    later: list[tuple[str, "Excerpt | tuple[str, int]", "Excerpt | None"]] = field(default_factory=list)
 
 
-def prewarm_plan(report: Report, pages: list[str]) -> Prewarm:
+# Spawning the prewarm costs about a third of a second of CPU: worth it for a cold cache, not
+# for a source page or two (a script edited during `serve`).
+PREWARM_MIN_LINES = 1000
+
+
+def unhighlighted(project: Project) -> list[tuple[str, str]]:
+    """The source browser's files (:func:`browser_files`, without citations) whose highlighted
+    text is not in the cache, in the order the build renders their pages."""
+    pinned, repo = browser_files(project, [])
+    out = []
+    for origin, files in (("pinned", pinned), ("repo", repo)):
+        for file in files:
+            try:
+                sf = code_file(project, origin, file)
+            except LessonError:
+                continue  # its page reports it
+            if not site.is_highlighted(sf, project.cache):
+                out.append((origin, file))
+    return out
+
+
+def worth_prewarming(project: Project, files: list[tuple[str, str]]) -> bool:
+    """Whether ``files`` (:func:`unhighlighted`) are enough work for a process of their own."""
+    lines = 0
+    for origin, file in files:
+        with contextlib.suppress(LessonError):
+            lines += len(code_file(project, origin, file).lines)
+        if lines >= PREWARM_MIN_LINES:
+            return True
+    return False
+
+
+def prewarm_plan(
+    report: Report,
+    pages: list[str],
+    others: Sequence[str] = (),
+    files: Sequence[tuple[str, str]] = (),
+    backwards: bool = False,
+) -> Prewarm:
+    """What the prewarm does: the code and formulas of ``pages``, then the source pages of
+    ``files``, then the code of ``others``.
+
+    On a cold build (experiments to run) ``pages`` are those with experiments, in the order their
+    runs end: the build renders them last, once their runs are in, and the prewarm works ahead of
+    it. With every run cached (``backwards``), the build renders from the start of its order and
+    the prewarm from the end: each list is taken in reverse, so that the two meet in the middle.
+    The build renders the source pages in ``files``' order while the experiments run (or before the
+    pages with experiments): the prewarm takes them from the last one."""
     from lessonkit.pipeline.render import code_of
 
-    code = [
-        (*code_of(r), anchor)
-        for page in pages
-        for r, anchor in zip(report.resolved.get(page, []), report.anchors(page))
-        if r.spec.citation is not None
-    ]  # blocks that show code (not snapshot or figure)
-    return Prewarm(code, pages)
+    def step(items):
+        return list(reversed(items)) if backwards else list(items)
+
+    def blocks(page: str) -> list:
+        return [
+            (anchor, r.excerpt if r.excerpt is not None else code_of(r), r.full)
+            for r, anchor in zip(report.resolved.get(page, []), report.anchors(page))
+            if r.spec.citation is not None
+        ]  # blocks that show code (not snapshot or figure)
+
+    first = [b for page in step(pages) for b in step(blocks(page))]
+    last = [b for page in step(others) for b in step(blocks(page))]
+    return Prewarm(first, step(pages) + step(others), list(reversed(files)), last)
 
 
 def prewarm(project: Project, plan: Prewarm) -> None:
-    """Highlight the blocks' code, convert the pages' formulas, and index every pinned
-    Python file's symbols, into the caches the build reads."""
+    """Highlight the blocks' code, convert the pages' formulas, index every pinned Python file's
+    symbols and highlight the source pages' files, into the caches the build reads."""
     from markdown import Markdown
 
     from lessonkit.pipeline import mathml
@@ -169,10 +229,20 @@ def prewarm(project: Project, plan: Prewarm) -> None:
     from lessonkit.pipeline.render import NoLinks
 
     renderer = make_renderer(Markdown(), project, NoLinks())
-    for text, start, anchor in plan.code:
-        renderer.code(text, start, anchor)
+
+    def code(blocks) -> None:
+        for anchor, shown, full in blocks:  # the calls the block's kind makes (Renderer.shown, recalls)
+            if isinstance(shown, tuple):
+                text, start = shown
+                renderer.code(text, start, anchor)
+            else:
+                renderer.excerpt(shown, anchor)
+            if full is not None:
+                renderer.excerpt(full, anchor + "-full")
+
+    code(plan.code)
     formulas = project.store("mathml")
-    for page in plan.pages:
+    for page in dict.fromkeys(plan.pages):
         mathml.prewarm((project.root / page).read_text(encoding="utf-8"), formulas)
     for rel in sorted(project.pin.manifest):
         if rel.endswith(".py"):
@@ -180,6 +250,12 @@ def prewarm(project: Project, plan: Prewarm) -> None:
                 project.pinned.file(rel).definitions
             except LessonError:
                 pass
+    for origin, file in plan.files:
+        try:
+            site.highlighted(code_file(project, origin, file), project.cache)
+        except LessonError:
+            pass
+    code(plan.later)
 
 
 def _prewarm_worker(root: str, cache: str, plan) -> None:

@@ -233,6 +233,13 @@ class Store:
                 f"lessonkit: cannot remove a damaged cache entry in {self.dir} ({exc}); the build continues without it",
             )
 
+    def holds(self, key: str) -> bool:
+        """Whether an entry for ``key`` is there (without reading it; :meth:`get` still checks it)."""
+        if (self.kind, key) in _MEMORY:
+            return True
+        path = self._path(key)
+        return path is not None and path.is_file() and not path.is_symlink()
+
     def put(self, key: str, value: str) -> None:
         self._remember(key, value)
         if self.dir is None or self.cache is None:  # no disk layer (both are None together)

@@ -10,6 +10,8 @@ the built HTML. One test checks the real site when the session has built it.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -133,6 +135,29 @@ def test_the_clean_site_passes_and_every_change_of_its_html_is_caught(built):
     # one change in the real-source code, the output, the disclaimer, the figure's caption, a snapshot
     # cell, and in each source page
     assert f"site mutations: {5 + pages}/{5 + pages} caught (100%)" in r.stdout
+    # the mutation check ran in another process meanwhile; its line comes where it always did
+    assert [line.split(":")[0] for line in r.stdout.splitlines()] == ["verify", "site", "mutations", "site mutations"]
+
+
+def test_the_mutation_check_beside_the_site_check_fails_verify_if_its_process_gives_no_result():
+    """`verify --mutate --site` runs the mutation check in a helper process; one that ends without
+    sending its result (killed, out of memory) is a failure with one line, never a pass."""
+    import multiprocessing
+
+    from lessonkit.cli import main as cli
+
+    ctx = multiprocessing.get_context("spawn")
+    ours, theirs = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=os._exit, args=(9,), daemon=True)
+    proc.start()
+    theirs.close()
+    out = io.StringIO()
+    with contextlib.redirect_stderr(out):
+        assert cli._mutation_result(proc, ours) == 1
+    assert out.getvalue() == (
+        "lessonkit verify: the mutation check's process ended without a result (exit code 9) — "
+        "run `lessonkit mutate` to see it alone\n"
+    )
 
 
 def test_a_verify_whose_pinned_tree_came_from_elsewhere_expects_the_builds_provenance(built):

@@ -70,16 +70,111 @@ def _verify(args) -> int:
     if problems:
         return 1
     site = None
+    beside = None
     if args.site is not None:  # what the build wrote, once the inputs are right
+        if args.mutate:  # the mutation check needs no site: it runs on the other core meanwhile
+            beside = _start_mutations(project.root)
         site = _site_check(project, report, Path(args.site))
         if site is None:
+            if beside is not None:
+                beside[0].terminate()
+                beside[0].join()
             return 1
-    if args.mutate:  # the same process: the pinned tree is provided and checked once
-        code = _mutation_check(project, {project.rel(p) for p in pages} if pages else None)
+    if args.mutate:  # else the same process: the pinned tree is provided and checked once
+        if beside is not None:
+            code = _mutation_result(*beside)
+        else:
+            code = _mutation_check(project, {project.rel(p) for p in pages} if pages else None)
         if site is not None:
             code = max(code, _site_mutation_check(site))
         return code
     return 0
+
+
+class _Captured:
+    """What a function printed, in order, with the stream it went to."""
+
+    def __init__(self, out: list[tuple[str, str]], name: str):
+        self.out, self.name = out, name
+
+    def write(self, text: str) -> int:
+        self.out.append((self.name, text))
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def _mutation_worker(root: str, conn) -> None:
+    """:func:`_mutation_check` of the whole site in a helper process: sends (exit code, what it printed)."""
+    import contextlib
+
+    from lessonkit.project import Project
+    from lessonkit.run.box import sandbox
+
+    sandbox.helper_process()  # dies with verify; Ctrl-C is verify's to handle
+    printed: list[tuple[str, str]] = []
+    try:
+        with (
+            contextlib.redirect_stdout(_Captured(printed, "out")),
+            contextlib.redirect_stderr(_Captured(printed, "err")),
+        ):
+            code = _mutation_check(Project(Path(root)), None)
+    except LessonError as exc:
+        code = 1
+        printed += [("err", f"{p}\n") for p in exc.problems]
+    except Exception as exc:  # one line, never a traceback; verify fails
+        code = 1
+        what = (str(exc).strip().splitlines() or [""])[0][:200]
+        printed.append(
+            (
+                "err",
+                f"lessonkit verify: the mutation check stopped ({type(exc).__name__}: {what}) — "
+                "run `lessonkit mutate` to see it alone\n",
+            )
+        )
+    with contextlib.suppress(OSError):
+        conn.send((code, printed))
+    conn.close()
+
+
+def _start_mutations(root: Path):
+    """Start :func:`_mutation_worker`; (process, our end of its pipe), or None when no process
+    can be spared (the mutation check then runs here, after the site check)."""
+    import multiprocessing
+
+    from lessonkit.run.box import sandbox
+
+    ctx = multiprocessing.get_context("spawn")
+    ours, theirs = ctx.Pipe(duplex=False)  # (the reading end, the writing end)
+    proc = ctx.Process(target=_mutation_worker, args=(str(root), theirs), daemon=True, name="lessonkit-mutate")
+    started = sandbox.start_helper(proc)
+    theirs.close()
+    if not started:
+        ours.close()
+        return None
+    return proc, ours
+
+
+def _mutation_result(proc, conn) -> int:
+    """Print what :func:`_mutation_worker` printed, in order; its exit code. A process that ended
+    without a result fails verify."""
+    try:
+        code, printed = conn.recv()
+    except (EOFError, OSError):
+        proc.join()
+        print(
+            f"lessonkit verify: the mutation check's process ended without a result (exit code "
+            f"{proc.exitcode}) — run `lessonkit mutate` to see it alone",
+            file=sys.stderr,
+        )
+        return 1
+    finally:
+        conn.close()
+    proc.join()
+    for stream, text in printed:
+        (sys.stdout if stream == "out" else sys.stderr).write(text)
+    return code
 
 
 def _site_check(project, report, site_dir: Path):

@@ -142,3 +142,30 @@ def test_the_micrograd_example_builds_verifies_mutates_and_repins_to_itself(exam
         if p.is_file() and "site" not in p.relative_to(proj).parts[:1]
     }
     assert after == before  # nothing of the project is modified by build, verify, mutate or repin
+
+
+def test_new_in_the_example_starts_from_the_engines_templates_and_builds(example):
+    """The example has no templates/new-lesson.md or new-experiment.py: `lessonkit new` takes the
+    engine's (English), which name the example's project and package, and the result builds,
+    runs and verifies as created."""
+    proj, env = example
+    assert not (proj / "templates" / "new-lesson.md").exists()
+    new = _run(proj, env, "-m", "lessonkit", "new", "02", "A second lesson", "second")
+    assert new.returncode == 0, new.stdout + new.stderr
+    assert new.stdout.splitlines()[:2] == [
+        "created docs/lessons/02-second.md",
+        "created experiments/lesson02_second.py",
+    ]
+    page = (proj / "docs" / "lessons" / "02-second.md").read_text(encoding="utf-8")
+    assert page.startswith("# 02 · A second lesson\n")
+    purpose = "Purpose: show that micrograd is imported from the pinned tree\n"
+    assert "File: experiments/lesson02_second.py\n" + purpose in page
+    assert "      - lessons/02-second.md" in (proj / "mkdocs.yml").read_text(encoding="utf-8")
+    script = (proj / "experiments" / "lesson02_second.py").read_text(encoding="utf-8")
+    assert "import micrograd\n" in script and 'os.environ["MICROGRAD_PINNED_ROOT"]' in script
+    build = _run(proj, env, "-m", "mkdocs", "build", "--strict")
+    assert build.returncode == 0, build.stderr[-3000:]
+    lesson = (proj / "site" / "lessons" / "02-second" / "index.html").read_text(encoding="utf-8")
+    assert "micrograd 0.1.0" in lesson and "micrograd from the pinned tree: micrograd/__init__.py" in lesson
+    verify = _run(proj, env, "-m", "lessonkit", "verify", "--mutate", "--site", "site")
+    assert verify.returncode == 0, verify.stdout + verify.stderr

@@ -334,7 +334,10 @@ def _new(args) -> int:
     from lessonkit.cli.scaffold import new_lesson
 
     project = Project(Path(args.root))
-    made = new_lesson(project.root, args.number, args.title, args.slug, project.pin.short, project.site.lessons)
+    conf = project.site
+    stem = Path(conf.package.strip("/")).name.removesuffix(".py")
+    pinned = {"upstream": conf.name, "prefix": conf.env_prefix, "module": stem if stem.isidentifier() else None}
+    made = new_lesson(project.root, args.number, args.title, args.slug, project.pin.short, conf.lessons, pinned)
     for p in made:
         print(f"created {project.rel(p)}")
     print("added the page to the nav in mkdocs.yml")

@@ -1,17 +1,31 @@
 """``lessonkit new NN "TITLE" [slug]``: a new lesson that builds and verifies as created, from the
-project's templates ``templates/new-lesson.md`` and ``templates/new-experiment.py``, in the
-lessons' folder (site.toml ``[pages] lessons``, default ``docs/lessons/``)."""
+project's templates ``templates/new-lesson.md`` and ``templates/new-experiment.py`` (else the
+engine's, in English), in the lessons' folder (site.toml ``[pages] lessons``, default ``docs/lessons/``)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Mapping
 
 from lessonkit.errors import LessonError
 from lessonkit.config.site import environment, render
 
 
-def new_lesson(root: Path, nn: str, title: str, slug: str | None, short: str, folder: str = "lessons/") -> list[Path]:
+def new_lesson(
+    root: Path,
+    nn: str,
+    title: str,
+    slug: str | None,
+    short: str,
+    folder: str = "lessons/",
+    pinned: Mapping[str, str | None] | None = None,
+) -> list[Path]:
+    """Write lesson ``nn`` and its experiment from the templates ``new-lesson.md`` and
+    ``new-experiment.py`` (the project's, else the engine's) and add the page to the nav.
+    ``pinned``: what the templates may name besides ``nn``, ``title``, ``short`` and ``script``:
+    ``upstream`` (the project's name), ``prefix`` (of its ``_PINNED_ROOT`` variable) and ``module`` (the
+    package experiments import, or None)."""
     if not re.fullmatch(r"[0-9][0-9]", nn):  # ASCII digits only (\d also matches ١٥)
         raise LessonError(
             f"lesson number `{nn}` is not two digits", path="NUMBER", hint='use e.g. lessonkit new 15 "Title"'
@@ -36,14 +50,24 @@ def new_lesson(root: Path, nn: str, title: str, slug: str | None, short: str, fo
         raise LessonError(
             f"{script.relative_to(root).as_posix()} already exists", path="SLUG", hint="pick another slug"
         )
-    env = environment(root)  # the project's templates/new-lesson.md and new-experiment.py
-    lesson = render(env, "new-lesson.md", nn=nn, title=title.strip(), short=short, script=script.name)
-    code = render(env, "new-experiment.py", nn=nn)
+    env = environment(root)  # the project's templates/, then the engine's
+    names = dict(pinned or {})
+    lesson = render(env, "new-lesson.md", **names, nn=nn, title=title.strip(), short=short, script=script.name)
+    code = render(env, _template(root, "new-experiment.py"), **names, nn=nn)
     lessons.mkdir(parents=True, exist_ok=True)  # the series' first lesson in a new folder
     page.write_text(lesson, encoding="utf-8")
     script.write_text(code, encoding="utf-8")
     _add_to_nav(root / "mkdocs.yml", f"{folder}{page.name}", int(nn), folder)
     return [page, script]
+
+
+# The engine's templates that are not what their name says until they are filled in (a .py file
+# with Jinja2 in it is not Python): a project's own file of the plain name comes first.
+ENGINE_NAMES = {"new-experiment.py": "new-experiment.py.jinja"}
+
+
+def _template(root: Path, name: str) -> str:
+    return name if (root / "templates" / name).is_file() else ENGINE_NAMES.get(name, name)
 
 
 def _add_to_nav(config: Path, entry: str, number: int, folder: str = "lessons/") -> None:

@@ -20,6 +20,9 @@ from lessonkit.source.resolve import Tree
 from lessonkit.config.site import SiteConfig
 from lessonkit.util.store import Store
 
+_PARSED: dict[tuple, tuple[tuple, ParsedPage]] = {}  # Project.parse: (place, text, kinds, badges) -> page
+_PARSED_LIMIT = 2048  # pages; emptied when full
+
 
 @dataclass
 class Project:
@@ -164,8 +167,26 @@ class Project:
         return tuple(labels[k] for k in ("real-source", "teaching-simplification", "experiment", "snapshot"))
 
     def parse(self, path: Path, text: str | None = None, offset: int = 0) -> ParsedPage:
+        """The page's blocks and inline references (:func:`parse_page`), parsed once per process for
+        the same text, place, kinds and badges (a serve rebuild parses only the pages that changed)."""
         text = self.read_page(path) if text is None else text
-        return parse_page(text, self.rel(path), offset, kinds=self.kinds, badges=self.badges)
+        rel, kinds = self.rel(path), tuple(self.kinds.values())
+        key = (rel, text, offset, tuple(map(id, kinds)), self.badges)
+        hit = _PARSED.get(key)
+        if hit is None:
+            if len(_PARSED) >= _PARSED_LIMIT:
+                _PARSED.clear()
+            # the kinds are kept with the entry, so that their ids in the key stay theirs
+            hit = _PARSED[key] = (kinds, parse_page(text, rel, offset, kinds=self.kinds, badges=self.badges))
+        page = hit[1]
+        return replace(  # its own lists: a caller that changes them changes no other caller's page
+            page,
+            items=list(page.items),
+            inline=list(page.inline),
+            problems_inline=list(page.problems_inline),
+            ids=list(page.ids),
+            engine_html=list(page.engine_html),
+        )
 
     # -- resolution: the one code path
     def resolve(self, block: Block) -> Resolved:

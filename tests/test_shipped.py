@@ -368,7 +368,7 @@ def test_an_experiment_output_changed_after_the_build_is_caught(built, undo):
     r = _site_verify(built)
     assert r.returncode == 1
     assert _errors(r)[:-1] == [
-        f"{PAGE}: changed after the build that wrote the folder — build the site again (`nox -s build`) before "
+        f"{PAGE}: changed after the build that wrote the folder — build the site again (`lessonkit build`) before "
         "`verify --site`",
         f"{PAGE}: experiment output of experiments/tiny.py differs from this build's recorded run (line 1: "
         f"'8.0 (forged cache entry)' instead of 'grad = 6.0') — {HINT}",
@@ -381,7 +381,7 @@ def test_a_result_sealed_again_after_the_build_is_caught(built, undo):
     assert r.returncode == 1
     assert _errors(r)[:-1] == [
         f"{PAGE}: the run of experiment block #exp-tiny in the build cache is not the one the build that wrote site/ "
-        "showed: its cache entry changed after the build — build the site again (`nox -s build`) before "
+        "showed: its cache entry changed after the build — build the site again (`lessonkit build`) before "
         "`verify --site`",
         f"{PAGE}: experiment output of experiments/tiny.py differs from this build's recorded run (line 1: "
         f"'grad = 6.0' instead of '8.0 (forged cache entry)') — {HINT}",
@@ -796,11 +796,11 @@ def test_scripts_and_styles_changed_before_or_after_the_record_are_caught(built,
 
     theme = Path(material.__file__).parent / "templates" / "assets" / "javascripts" / bundle
     assert _errors(r)[:-1] == [
-        "site/assets/lessonkit.js: changed after the build that wrote the folder — build the site again (`nox -s "
+        "site/assets/lessonkit.js: changed after the build that wrote the folder — build the site again (`lessonkit "
         "build`) before `verify --site`",
         f"site/assets/javascripts/{bundle}: it is not the copy of {theme} it was (a hook or plugin changed it, or "
-        "its source changed after the build) — build the site again (`nox -s build`) before `verify --site`",
+        "its source changed after the build) — build the site again (`lessonkit build`) before `verify --site`",
         f"site/assets/lessonkit.js: it is not the copy of {ROOT / 'lessonkit/assets/lessonkit.js'} it was (a hook "
-        "or plugin changed it, or its source changed after the build) — build the site again (`nox -s build`) "
+        "or plugin changed it, or its source changed after the build) — build the site again (`lessonkit build`) "
         "before `verify --site`",
     ]

@@ -149,7 +149,7 @@ def course_pdf() -> bool:
     raise LessonError(
         f"{show(value)} is not 1 or 0",
         path="LESSONKIT_PDF",
-        hint="LESSONKIT_PDF=1 makes the build print the course PDF (nox -s pdf); unset it otherwise",
+        hint="LESSONKIT_PDF=1 makes the build print the course PDF; unset it otherwise",
     )
 
 

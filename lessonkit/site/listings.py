@@ -25,7 +25,7 @@ from lessonkit.errors import LessonError, Problem
 from lessonkit.pipeline.parse import INSTEAD
 
 IMITATES = "raw HTML or a plugin imitates an engine block; write {instead} in the Markdown instead"
-REBUILD = "build the site again (`nox -s build`) before `verify --site`"
+REBUILD = "build the site again (`lessonkit build`) before `verify --site`"
 LINE = re.compile(r'<span id="L(\d+)" class="lk-line(?: lk-cited)?">')
 # a line's start: its number (drawn by CSS from an empty link), the gutter marker of a cited range
 # (empty: its names are attributes), the symbol anchors

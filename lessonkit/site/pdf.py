@@ -84,7 +84,7 @@ def print_pages(site_dir: Path, pages: list[tuple[str, str]], executable: str | 
         raise LessonError(
             "the course PDF needs Playwright, which is not installed",
             path="LESSONKIT_PDF",
-            hint="run `nox -s pdf`, which installs it (or build without LESSONKIT_PDF)",
+            hint="pip install playwright pypdf (and a Chromium), or build without LESSONKIT_PDF",
         ) from None
     import asyncio
 

@@ -48,6 +48,16 @@ STATE: tuple[tuple[str, tuple[str, str]], ...] = (
         ),
     ),
     (
+        "lessonkit.project._PARSED",
+        (
+            "cache",
+            "Parsed pages by (path, text, line offset, the kinds' identities, badges): everything "
+            "parse_page reads; the entry keeps the kind objects, so that their ids stay theirs, and every "
+            "caller gets its own lists. Kind modules live as long as the process (below). Bounded, "
+            "emptied when full: a serve rebuild parses only the pages that changed.",
+        ),
+    ),
+    (
         "lessonkit.site.search._compacted",
         (
             "cache",

@@ -350,7 +350,7 @@ class BuildEvents:
         if n and self.build.command == "serve":  # each is in an error box on its page; the site is served
             SERVE_LOG.error(
                 f"lessonkit: {n} annotation problem(s), each shown in an error box on its page "
-                "(see the lines above); `nox -s build` fails on them"
+                "(see the lines above); `lessonkit build` fails on them"
             )
         elif n:
             raise Abort(f"lessonkit: {n} annotation problem(s); see the lines above")

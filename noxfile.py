@@ -140,6 +140,42 @@ for name in sys.argv[1:]:
 """
 
 
+# What `mkdocs build` imports first for this site (MkDocs, the extensions and plugins mkdocs.yml
+# names, Pygments, Jinja2, lessonkit's build). On a new environment nothing is compiled yet: the
+# build's first second or two on its one core is compiling them. Imported in the background while
+# jieba compiles and the prefill ends, their bytecode is in PYCACHE when the build starts. Not
+# Material's search plugin: it imports jieba, which QUIET_COMPILE compiles (quietly).
+BUILD_IMPORTS = [
+    "mkdocs.__main__",
+    "mkdocs.commands.build",
+    "mkdocs_autorefs",
+    "mkdocstrings",
+    "mkdocstrings_handlers.python",
+    "markdown.extensions.toc",
+    "pymdownx.details",
+    "pymdownx.highlight",
+    "pymdownx.inlinehilite",
+    "pymdownx.superfences",
+    "pymdownx.snippets",
+    "pygments.lexers.python",
+    "pygments.formatters.html",
+    "latex2mathml.converter",
+    "lessonkit.integrations.mkdocs.hooks",
+]
+
+
+def _warm_imports(python: str, names: list[str]) -> None:
+    """Import ``names`` in the background into PYCACHE (see BUILD_IMPORTS); nox waits for it before
+    it exits. A module that is missing or fails is skipped: the build reports what matters."""
+    proc = subprocess.Popen(
+        [python, "-I", "-X", f"pycache_prefix={PYCACHE}", "-c", WARM_IMPORTS, *names],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    atexit.register(proc.wait)
+
+
 def _warm_stamp(names: list[str]) -> Path:
     """Marks that the bytecode of ``names`` (the experiments' imports) is in PYCACHE."""
     return SHARED / f".warm-{hashlib.sha256(repr(names).encode()).hexdigest()[:12]}"
@@ -225,6 +261,7 @@ def _install(session: nox.Session, reqs: list[str]) -> None:
             fill.terminate()  # SIGTERM: its runner ends its boxes (see lessonkit.run.box.sandbox)
             fill.wait()
             raise
+        _warm_imports(python, BUILD_IMPORTS)  # on the other core, beside jieba's compile
         session.run(python, "-X", f"pycache_prefix={PYCACHE}", "-c", QUIET_COMPILE, external=True, silent=True)
         _, err = fill.communicate()
         if fill.returncode:  # the build reports it again, located; say here that the prefill did not help

@@ -114,6 +114,16 @@ def render_order(files: list[PageFile], project: Project, with_experiments: list
     return first + then + last
 
 
+def _writable(folder: Path | None) -> bool:
+    """Whether entries can be written under ``folder`` (its first existing folder is writable)."""
+    if folder is None:
+        return False
+    for there in (folder, *folder.parents):
+        if there.exists():
+            return there.is_dir() and os.access(there, os.W_OK)
+    return False
+
+
 def _jobs(project: Project, report: verify.Report) -> list:
     """Every run a build needs: experiment blocks, snapshots, figures, inline values, attachments."""
     return living.build_jobs(project, report)
@@ -292,6 +302,8 @@ class Build:
             return
         self.prewarm_planned = True
         project = self.project
+        if not _writable(project.cache):  # its work reaches the build only through the cache
+            return
         files = pages.unhighlighted(project)
         if cold:
             plan = pages.prewarm_plan(report, with_experiments or [], files=files)

@@ -72,21 +72,46 @@ def _shared_env(session: nox.Session) -> Path:
     return bin_dir
 
 
+# Runs lessonkit.cli.prefill from the checkout before the project is installed: the checkout is put
+# last on sys.path, so that only `lessonkit` (nothing the environment has) is found there.
+RUN_PREFILL = """import runpy, sys
+sys.path.append(sys.argv.pop(1))
+runpy.run_module("lessonkit.cli.prefill", run_name="__main__", alter_sys=True)
+"""
+
+
 def _prefill(python: str, imports: list[str]) -> subprocess.Popen:
-    """Fill the build cache while the rest of the lock installs: the pinned tree (on a new machine,
-    the sdist download), the bytecode of what the experiments import, and every experiment's result
-    (`lessonkit/cli/prefill.py`, standard library only; its results are ordinary cache entries, which
-    the build checks like any other). `-I`: only the environment's modules (the checkout is reached
-    through the project's .pth); `-X pycache_prefix` because `-I` ignores PYTHON* variables.
+    """Fill the build cache while the lock installs: the pinned tree (on a new machine, the sdist
+    download) and the pages' check at once; then, once the noxfile writes a line on its stdin (the
+    experiments' own dependencies are installed), the bytecode of what the experiments import and
+    every experiment's result (`lessonkit/cli/prefill.py`, standard library only; its results are
+    ordinary cache entries, which the build checks like any other). `-I`: only the environment's
+    modules and lessonkit from the checkout; `-X pycache_prefix` because `-I` ignores PYTHON*
+    variables.
     """
     return subprocess.Popen(
-        [python, "-I", "-X", f"pycache_prefix={PYCACHE}", "-m", "lessonkit.cli.prefill", str(ROOT), *imports],
+        [python, "-I", "-X", f"pycache_prefix={PYCACHE}", "-c", RUN_PREFILL, str(ROOT), "--wait", str(ROOT), *imports],
         cwd=ROOT,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def _tell(fill: subprocess.Popen, line: str, last: bool = False) -> None:
+    """A line to the prefill (see lessonkit/cli/prefill.py; it may have ended meanwhile)."""
+    if fill.stdin is None:
+        return
+    try:
+        fill.stdin.write(line + "\n")
+        fill.stdin.flush()
+        if last:
+            fill.stdin.close()
+    except (BrokenPipeError, OSError):
+        pass
+    if last:
+        fill.stdin = None  # communicate() later has nothing to write
 
 
 def _first_requirements(imports: list[str]) -> list[str]:
@@ -249,13 +274,14 @@ def _install(session: nox.Session, reqs: list[str]) -> None:
             else:
                 session.run(python, "-m", "pip", "install", "--quiet", *args, external=True)
 
-        _link_project(session, python)  # the prefill imports lessonkit
         imports = _experiment_imports()
         first = _first_requirements(imports)
-        if first:
-            install(*first)
-        fill = _prefill(python, imports)
+        fill = _prefill(python, imports)  # the tree and the pages' check while the installs start
         try:
+            _link_project(session, python)
+            if first:
+                install(*first)
+            _tell(fill, "installed")  # the experiments can run now
             install(*reqs)
         except BaseException:  # the install failed or was interrupted: nothing may run on without us
             fill.terminate()  # SIGTERM: its runner ends its boxes (see lessonkit.run.box.sandbox)
@@ -263,6 +289,9 @@ def _install(session: nox.Session, reqs: list[str]) -> None:
             raise
         _warm_imports(python, BUILD_IMPORTS)  # on the other core, beside jieba's compile
         session.run(python, "-X", f"pycache_prefix={PYCACHE}", "-c", QUIET_COMPILE, external=True, silent=True)
+        # The build starts next and runs, beside its pages, the experiments the prefill has not
+        # started: it starts no more, and ends with the ones it is running.
+        _tell(fill, "finish", last=True)
         _, err = fill.communicate()
         if fill.returncode:  # the build reports it again, located; say here that the prefill did not help
             session.log(f"prefill of the build cache failed (the build does the work): {err.strip()[-500:]}")

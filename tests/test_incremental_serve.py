@@ -14,6 +14,7 @@ responses when it serves them (``LiveReloadServer._inject_js_into_html``).
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import logging
 import os
@@ -238,6 +239,56 @@ def test_prefill_runs_the_builds_experiments_into_its_cache_with_the_standard_li
     r = prefill("-I")
     assert (r.returncode, r.stderr) == (0, "")  # a failing experiment is the build's to report
     assert len(list((site.cache / "experiments").glob("*.json"))) == 4  # and is never cached
+
+
+def test_a_waiting_prefill_runs_nothing_before_its_line_and_starts_nothing_after_finish(site):
+    """The noxfile starts the prefill with `--wait` before anything is installed: it checks the pages,
+    then runs experiments only once stdin says the dependencies are in ("installed"); a second line
+    ("finish": the build starts now) stops it from starting more, and the build runs the rest."""
+    for n in range(3):
+        site.script(f"e{n}.py", f"print({n} * 7)\n")
+        site.page(f"e{n}.md", f"# e{n}\n\n" + block("experiment", f"File: experiments/e{n}.py", "Purpose: 等待"))
+    prefix = ["-X", f"pycache_prefix={sys.pycache_prefix}"] if sys.pycache_prefix else []
+    command = [sys.executable, "-I", *prefix, "-m", "lessonkit.cli.prefill", "--wait", str(site.root), "json"]
+
+    def prefill(lines: str) -> subprocess.CompletedProcess:
+        return subprocess.run(command, cwd=ROOT, env=site.env, input=lines, capture_output=True, text=True, timeout=300)
+
+    entries = lambda: sorted((site.cache / "experiments").glob("*.json"))  # noqa: E731
+    r = prefill("")  # the installer ended without saying the dependencies are in
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.startswith("prefill: stdin ended before its line 'installed' — "), r.stderr
+    assert entries() == []
+    r = prefill("installed\nfinish\n")  # the build starts at once: only what already runs ends
+    assert (r.returncode, r.stderr) == (0, ""), r.stderr[-2000:]
+    ran = len(entries())
+    assert ran <= min(3, os.cpu_count() or 1)
+    first = site.build()
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert f"3 experiment(s): {3 - ran} run" in first.stderr and f", {ran} from cache" in first.stderr
+    shutil.rmtree(site.cache / "experiments")
+    # now exactly as noxfile.py starts it: its RUN_PREFILL snippet, from the checkout
+    tree = ast.parse((ROOT / "noxfile.py").read_text(encoding="utf-8"))
+    snippet = next(
+        n.value.value
+        for n in tree.body
+        if isinstance(n, ast.Assign) and [getattr(t, "id", "") for t in n.targets] == ["RUN_PREFILL"]
+    )
+    command = [sys.executable, "-I", *prefix, "-c", snippet, str(ROOT), "--wait", str(site.root), "json"]
+    with open(site.root / "prefill.err", "w+") as err:
+        proc = subprocess.Popen(
+            command, cwd=ROOT, env=site.env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err, text=True
+        )
+        assert proc.stdin is not None
+        proc.stdin.write("installed\n")  # and no "finish" (stdin stays open): it runs them all, and ends
+        proc.stdin.flush()
+        code = proc.wait(timeout=300)
+        proc.stdin.close()
+        err.seek(0)
+        assert (code, err.read()) == (0, "")
+    assert len(entries()) == 3
+    again = site.build()
+    assert "3 experiment(s): 0 run (0.0 s CPU), 3 from cache" in again.stderr, again.stderr[-2000:]
 
 
 def test_an_experiment_key_holds_the_scripts_it_names_and_every_helper(site):

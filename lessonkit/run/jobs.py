@@ -10,7 +10,7 @@ import hashlib
 import json
 import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
@@ -113,6 +113,25 @@ class Pending:
         """Wait for every job (in the order given to start)."""
         try:
             return {k: f.result() for k, f in self._futures.items()}
+        finally:
+            self._pool.shutdown(wait=True)
+            self._signals.close()
+
+    def finish(self) -> None:
+        """Start no more jobs: the ones not started yet are dropped (their futures cancelled), the
+        running ones end as they would. Safe from any thread; collect with :meth:`settled`."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def settled(self) -> dict[str, Result]:
+        """Wait for every job that was not dropped by :meth:`finish`; their results, in order."""
+        out: dict[str, Result] = {}
+        try:
+            for k, f in self._futures.items():
+                try:
+                    out[k] = f.result()
+                except CancelledError:
+                    pass
+            return out
         finally:
             self._pool.shutdown(wait=True)
             self._signals.close()

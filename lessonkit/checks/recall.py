@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lessonkit.config.site import LESSONS
 from lessonkit.errors import LessonError, Problem
 
-LESSONS = "lessons/"  # the default of site.toml [pages] lessons (docs-relative)
 HINT = "show the whole symbol once (`Symbol` and no body) on an earlier page, or drop `Recall`"
 
 

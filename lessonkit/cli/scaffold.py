@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Mapping
 
 from lessonkit.errors import LessonError
-from lessonkit.config.site import environment, render
+from lessonkit.config.site import LESSONS, environment, render
 
 
 def new_lesson(
@@ -18,7 +18,7 @@ def new_lesson(
     title: str,
     slug: str | None,
     short: str,
-    folder: str = "lessons/",
+    folder: str = LESSONS,
     pinned: Mapping[str, str | None] | None = None,
 ) -> list[Path]:
     """Write lesson ``nn`` and its experiment from the templates ``new-lesson.md`` and

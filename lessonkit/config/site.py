@@ -68,6 +68,7 @@ from lessonkit.config.labels import problem as label_problem
 from lessonkit.util import text
 
 CONFIG = "sourcemap/site.toml"
+LESSONS = "lessons/"  # the default of [pages] lessons: the lessons' folder, docs-relative
 ENGINE_TEMPLATES = Path(__file__).parents[1] / "templates"
 _KEYS = {
     "upstream": {"name", "label", "package"},
@@ -117,7 +118,7 @@ class SiteConfig:
     pdf_skip: tuple[str, ...] = ()
     # [pages]: the lessons' folder (docs-relative, ending in `/`), the API reference page and the
     # pages whose plain text the bundle holds
-    lessons: str = "lessons/"
+    lessons: str = LESSONS
     api: str = "api.md"
     bundle_text: tuple[str, ...] = ()
 
@@ -255,7 +256,7 @@ def load(root: Path, repo_url: str) -> SiteConfig:
         search.get("introduced"),
         pdf.get("path", f"downloads/{name}-course.pdf"),
         tuple(pdf.get("skip", ())),
-        pages.get("lessons", "lessons/").strip("/") + "/",
+        pages.get("lessons", LESSONS).strip("/") + "/",
         pages.get("api", "api.md"),
         tuple(pages.get("bundle-text", ())),
     )

@@ -6,6 +6,7 @@ import re
 from dataclasses import replace
 from html import escape
 
+from lessonkit.config.site import LESSONS
 from lessonkit.errors import Problem
 from lessonkit.pipeline.parse import LINES
 from lessonkit.source import select
@@ -117,7 +118,7 @@ class RealSource(Kind):
         if r.full is not None:
             target = renderer.recalls.get(r.block.ordinal)
             if target is not None:
-                lessons = renderer.project.site.lessons if renderer.project is not None else "lessons/"
+                lessons = renderer.project.site.lessons if renderer.project is not None else LESSONS
                 links.insert(0, (recall_text(renderer.labels, target.page, lessons), recall_href(renderer, target)))
             summary = escape(renderer.labels.fill("recall-full", symbol=r.full.symbol))
             full = (
@@ -147,7 +148,7 @@ class RealSource(Kind):
 KIND = RealSource()
 
 
-def recall_text(labels, page: str, lessons: str = "lessons/") -> str:
+def recall_text(labels, page: str, lessons: str = LESSONS) -> str:
     """「full source: lesson 01」: the words of a recall's link to ``page`` (project-relative; a
     lesson when it is in the docs-relative folder ``lessons``)."""
     name = page.rsplit("/", 1)[-1]

@@ -1,0 +1,71 @@
+"""The bench writes the table of docs/dev/performance.md itself (`--doc`): its rows, exactly,
+between the two marker lines, and nothing else of the page changes."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+
+import pytest
+
+from support import ROOT
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_tool", ROOT / "tools" / "bench.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+ROWS = [
+    ("1", "warm build / plain build", 0.6912, 0.7051, 1.10),
+    ("7", "serve: edit to rebuilt page", 0.0949, math.nan, 0.10),
+    ("8", "README build command / pip install", 1.3333, 1.9, 1.00),
+    ("-", "supporting: warm / plain-docs", 1.2, 1.23, None),
+]
+
+
+def test_the_table_holds_each_ratio_with_its_target_and_result(bench):
+    spread = {"warm build / plain build": "0.64–0.77"}
+    text = bench.doc_table(ROWS, spread, "One run.", ["  home page: 1 ms"])
+    assert text.splitlines() == [
+        "One run.",
+        "",
+        "| # | ratio | target | wall | CPU | spread (wall) | result |",
+        "|---|---|---|---|---|---|---|",
+        "| 1 | warm build / plain build | ≤ 1.10 | 0.69 | 0.71 | 0.64–0.77 | pass |",
+        "| 7 | serve: edit to rebuilt page | ≤ 0.10 | 0.09 | — | — | pass |",
+        "| 8 | README build command / pip install | ≤ 1.00 | 1.33 | 1.90 | — | **fail** |",
+        "| - | supporting: warm / plain-docs | — | 1.20 | 1.23 | — | report |",
+        "",
+        "- home page: 1 ms",
+    ]
+
+
+def test_the_table_replaces_only_what_is_between_the_markers(bench, tmp_path):
+    page = tmp_path / "performance.md"
+    page.write_text(f"# P\n\nbefore\n{bench.DOC_BEGIN}\nold table\n{bench.DOC_END}\nafter\n", encoding="utf-8")
+    bench.write_doc(page, "new table")
+    assert page.read_text(encoding="utf-8") == f"# P\n\nbefore\n{bench.DOC_BEGIN}\nnew table\n{bench.DOC_END}\nafter\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["performance.md"]  # no temporary file left
+
+
+def test_a_page_without_the_markers_is_one_line_and_unchanged(bench, tmp_path):
+    page = tmp_path / "performance.md"
+    page.write_text("# P\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as exc:
+        bench.write_doc(page, "table")
+    assert str(exc.value).startswith(f"{page}: no `{bench.DOC_BEGIN}` … `{bench.DOC_END}` lines — put the two lines")
+    assert "\n" not in str(exc.value)
+    assert page.read_text(encoding="utf-8") == "# P\n"
+
+
+def test_the_performance_page_has_the_markers(bench):
+    text = (ROOT / "docs" / "dev" / "performance.md").read_text(encoding="utf-8")
+    assert text.count(bench.DOC_BEGIN) == 1 and text.count(bench.DOC_END) == 1
+    assert text.index(bench.DOC_BEGIN) < text.index(bench.DOC_END)

@@ -160,6 +160,39 @@ def test_the_mutation_check_beside_the_site_check_fails_verify_if_its_process_gi
     )
 
 
+SPLIT = """
+import os, sys
+from pathlib import Path
+from lessonkit.checks import mutation, verify
+from lessonkit.project import Project
+from lessonkit.site import shipped
+
+project = Project(Path("."))
+check = shipped.SiteCheck(project, verify.check(project), Path("site"))
+assert not check.run().problems
+alone = mutation.run_site(check, split=False)
+pages = sorted({o.file for o in alone.outcomes})
+helper = mutation._start_share(check, [])  # an empty share: only whether a helper can start here
+if helper is not None:
+    assert mutation._share_result(*helper) == {}
+beside = mutation.run_site(check)
+mutation._share_worker = lambda check, share, conn: os._exit(9)  # the forked helper dies at once
+redone = mutation.run_site(check)
+print(len(alone.outcomes), len(pages), helper is not None, alone == beside, alone == redone, alone.ok)
+"""
+
+
+def test_the_site_mutations_split_over_two_processes_give_the_same_outcomes(built):
+    """`run_site` gives every other page to a forked copy of verify: the outcomes are the ones one
+    process finds, in the same order; a helper that dies without a result costs time, not checks."""
+    r = built.run("-c", SPLIT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    n, pages, forked, same, redone, ok = r.stdout.split()
+    assert int(n) > int(pages) >= 2  # so that each process has pages
+    assert forked == str((os.cpu_count() or 1) >= 2)
+    assert (same, redone, ok) == ("True", "True", "True")
+
+
 def test_a_verify_whose_pinned_tree_came_from_elsewhere_expects_the_builds_provenance(built):
     """The build's tree came through AUTOGRAD_SOURCE; verify's comes through LESSONKIT_SOURCE (the
     same hash-checked bytes). The pages say where the build's came from, and that is what verify

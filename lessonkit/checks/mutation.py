@@ -385,29 +385,98 @@ def _site_what(exp) -> str:
     return f"{r.kind.name} block #{exp.anchor} ({r.block.path}:{r.block.line})"
 
 
-def run_site(check) -> SiteMutationReport:
+def run_site(check, split: bool = True) -> SiteMutationReport:
     """Change one character of what each engine element shows (see :func:`site_targets`) in a copy
     of the page's HTML, and ask :meth:`lessonkit.site.shipped.SiteCheck.page` about the copy: each
-    change must be reported. The unchanged pages must pass first (verify --site did)."""
-    report = SiteMutationReport([], [])
+    change must be reported. The unchanged pages must pass first (verify --site did).
+
+    With ``split`` (and a second core, and the ``fork`` start method, and no other thread in this
+    process), a forked copy of this process takes every other page: it has the whole check as it
+    is, nothing is computed twice. Outcomes are in page order either way; pages whose helper ended
+    without a result are mutated here."""
     by_file: dict[str, list] = {}
     for rel, target, offset in site_targets(check):
         by_file.setdefault(rel, []).append((target, offset))
+    files = list(by_file.items())
+    share = files[1::2]
+    helper = _start_share(check, share) if split and share else None
+    done = {rel: _mutate_page(check, rel, targets) for rel, targets in (files[0::2] if helper else files)}
+    if helper is not None:
+        got = _share_result(*helper)
+        for rel, targets in share:
+            done[rel] = got[rel] if got is not None and rel in got else _mutate_page(check, rel, targets)
+    report = SiteMutationReport([], [])
+    for rel, _ in files:
+        outcomes, problems = done[rel]
+        report.outcomes += outcomes
+        report.problems += problems
+    return report
+
+
+def _mutate_page(check, rel: str, targets) -> tuple[list[SiteOutcome], list[Problem]]:
+    """The site mutations of one page: their outcomes, or the problem that the page fails unchanged."""
     from lessonkit.checks.htmlscan import Doc
 
-    for rel, targets in by_file.items():
-        doc = check.docs.get(rel) or Doc(check.files[rel].decode("utf-8", "replace"))
-        html = doc.html
-        if check.page(rel, html, doc=doc):
-            report.problems.append(
-                Problem("the page does not pass verify --site unchanged", f"{check.label}/{rel}", None, "run it first")
-            )
-            continue
-        for target, offset in targets:
-            old = html[offset]
-            new = _swap(old)  # a letter or digit for a letter or digit: no tag moves (Doc.with_text)
-            mutated = html[:offset] + new + html[offset + 1 :]
-            found = check.page(rel, mutated, doc=doc.with_text(mutated, offset))
-            detail = found[0].message if found else "verify --site reported nothing"
-            report.outcomes.append(SiteOutcome(f"{check.label}/{rel}", target, offset, old, new, detail, bool(found)))
-    return report
+    doc = check.docs.get(rel) or Doc(check.files[rel].decode("utf-8", "replace"))
+    html = doc.html
+    if check.page(rel, html, doc=doc):
+        return [], [
+            Problem("the page does not pass verify --site unchanged", f"{check.label}/{rel}", None, "run it first")
+        ]
+    outcomes = []
+    for target, offset in targets:
+        old = html[offset]
+        new = _swap(old)  # a letter or digit for a letter or digit: no tag moves (Doc.with_text)
+        mutated = html[:offset] + new + html[offset + 1 :]
+        found = check.page(rel, mutated, doc=doc.with_text(mutated, offset))
+        detail = found[0].message if found else "verify --site reported nothing"
+        outcomes.append(SiteOutcome(f"{check.label}/{rel}", target, offset, old, new, detail, bool(found)))
+    return outcomes, []
+
+
+def _share_worker(check, share, conn) -> None:
+    """In the forked helper: the mutations of ``share``'s pages, sent as one dict (rel -> result)."""
+    from lessonkit.run.box import sandbox
+
+    sandbox.helper_process()  # dies with verify; Ctrl-C is verify's to handle
+    try:
+        conn.send({rel: _mutate_page(check, rel, targets) for rel, targets in share})
+    except Exception:  # noqa: BLE001 (verify mutates these pages itself)
+        pass
+    conn.close()
+
+
+def _start_share(check, share):
+    """Fork :func:`_share_worker` for ``share``: (process, our end of its pipe), or None when it
+    cannot be forked safely or usefully (one core; no ``fork``; another thread in this process)."""
+    import multiprocessing
+    import os
+    import threading
+
+    from lessonkit.run.box import sandbox
+
+    if (os.cpu_count() or 1) < 2 or threading.active_count() > 1:
+        return None
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    ctx = multiprocessing.get_context("fork")
+    ours, theirs = ctx.Pipe(duplex=False)  # (the reading end, the writing end)
+    proc = ctx.Process(target=_share_worker, args=(check, share, theirs), daemon=True, name="lessonkit-site-mutate")
+    started = sandbox.start_helper(proc)
+    theirs.close()
+    if not started:
+        ours.close()
+        return None
+    return proc, ours
+
+
+def _share_result(proc, conn) -> dict | None:
+    """What the helper sent, or None when it ended without a result."""
+    try:
+        got = conn.recv()
+    except (EOFError, OSError):
+        got = None
+    finally:
+        conn.close()
+    proc.join()
+    return got if isinstance(got, dict) else None

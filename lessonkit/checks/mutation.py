@@ -459,15 +459,7 @@ def _start_share(check, share):
         return None
     if "fork" not in multiprocessing.get_all_start_methods():
         return None
-    ctx = multiprocessing.get_context("fork")
-    ours, theirs = ctx.Pipe(duplex=False)  # (the reading end, the writing end)
-    proc = ctx.Process(target=_share_worker, args=(check, share, theirs), daemon=True, name="lessonkit-site-mutate")
-    started = sandbox.start_helper(proc)
-    theirs.close()
-    if not started:
-        ours.close()
-        return None
-    return proc, ours
+    return sandbox.start_piped_helper("fork", _share_worker, (check, share), "lessonkit-site-mutate")
 
 
 def _share_result(proc, conn) -> dict | None:

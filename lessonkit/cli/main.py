@@ -141,19 +141,9 @@ def _mutation_worker(root: str, conn) -> None:
 def _start_mutations(root: Path):
     """Start :func:`_mutation_worker`; (process, our end of its pipe), or None when no process
     can be spared (the mutation check then runs here, after the site check)."""
-    import multiprocessing
-
     from lessonkit.run.box import sandbox
 
-    ctx = multiprocessing.get_context("spawn")
-    ours, theirs = ctx.Pipe(duplex=False)  # (the reading end, the writing end)
-    proc = ctx.Process(target=_mutation_worker, args=(str(root), theirs), daemon=True, name="lessonkit-mutate")
-    started = sandbox.start_helper(proc)
-    theirs.close()
-    if not started:
-        ours.close()
-        return None
-    return proc, ours
+    return sandbox.start_piped_helper("spawn", _mutation_worker, (str(root),), "lessonkit-mutate")
 
 
 def _mutation_result(proc, conn) -> int:

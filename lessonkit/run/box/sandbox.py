@@ -421,6 +421,24 @@ def helper_process() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def start_piped_helper(method: str, target, args: tuple, name: str):
+    """Start ``target(*args, conn)`` in a helper process (``multiprocessing`` start ``method``) that
+    sends its result on ``conn``: (process, our reading end), or None when no process can be
+    spared (see :func:`start_helper`; the caller then does the work itself)."""
+    import multiprocessing
+    import typing
+
+    ctx: typing.Any = multiprocessing.get_context(method)  # a start method's context (BaseContext has no Process)
+    ours, theirs = ctx.Pipe(duplex=False)  # (the reading end, the writing end)
+    proc = ctx.Process(target=target, args=(*args, theirs), daemon=True, name=name)
+    started = start_helper(proc)
+    theirs.close()
+    if not started:
+        ours.close()
+        return None
+    return proc, ours
+
+
 def start_helper(proc) -> bool:
     """Start a helper (a ``multiprocessing`` process) with SIGINT and SIGTERM blocked meanwhile,
     so that a signal finds either a started child, which the build then ends, or none.

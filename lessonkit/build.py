@@ -505,7 +505,11 @@ class Build:
             if running is not None:
                 running.cancel()
         if self.prewarm is not None:
-            self.prewarm.terminate()
+            self.prewarm.terminate()  # and waited for: no cache entry of it lands after cancel()
+            self.prewarm.join(timeout=10)
+            if self.prewarm.is_alive():
+                self.prewarm.kill()
+                self.prewarm.join()
             self.prewarm = None
         if self.scanner is not None:
             self.scanner.close()

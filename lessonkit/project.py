@@ -31,6 +31,9 @@ class Project:
     _resolved: dict = field(default_factory=dict, repr=False)  # block content -> Resolved
     # a tree already provided and checked for this pin (repin --apply); otherwise the providers run
     provided: PinnedTree | None = None
+    # what kinds that name a script derive from it, once per project object (kinds._recorded)
+    _scripts_named: dict = field(default_factory=dict, repr=False)  # a reference's text -> checked rel
+    _script_jobs: dict = field(default_factory=dict, repr=False)  # rel -> its Job
 
     def __post_init__(self):
         self.root = self.root.resolve()

@@ -24,7 +24,16 @@ NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 
 
 def script_rel(project, value: str, path: str | None, line: int | None) -> str:
-    """``experiments/x.py`` checked: a path under experiments/ that exists."""
+    """``experiments/x.py`` checked: a path under experiments/ that exists (a name that passed is
+    not checked again by the same project object: a page names the same script many times)."""
+    known = project._scripts_named.get(value)
+    if known is not None:
+        return known
+    project._scripts_named[value] = rel = _checked_script(project, value, path, line)
+    return rel
+
+
+def _checked_script(project, value: str, path: str | None, line: int | None) -> str:
     try:
         rel = check_rel_path(value)
     except LessonError as exc:
@@ -51,9 +60,14 @@ def script_rel(project, value: str, path: str | None, line: int | None) -> str:
 
 
 def job_for(project, rel: str) -> execute.Job:
-    """The run of ``rel``: the same job (and cache key) as an experiment block with ``File: rel``."""
-    source = project.scripts.file(rel).data
-    return execute.Job(Path(rel).name, source, execute.DEFAULT_TIMEOUT, rel, sandbox.DEFAULT_MEMORY)
+    """The run of ``rel``: the same job (and cache key) as an experiment block with ``File: rel``
+    (one object per script and project object, so that its key is looked up, not made again)."""
+    job = project._script_jobs.get(rel)
+    if job is None:
+        source = project.scripts.file(rel).data
+        job = execute.Job(Path(rel).name, source, execute.DEFAULT_TIMEOUT, rel, sandbox.DEFAULT_MEMORY)
+        project._script_jobs[rel] = job
+    return job
 
 
 def recording_of(result, rel: str, path: str | None, line: int | None) -> Recording:

@@ -117,6 +117,7 @@ class Runner:
         self._always = tuple(always)
         self._visible: dict[bytes, tuple[tuple[str, str], ...]] = {}
         self._specs: dict[Job, BoxSpec] = {}
+        self._keys: dict[int, tuple[Job, str]] = {}  # id(job) -> (job, key): see key()
         self.tools = tuple(tools)
         v = versions(self.tools)
         self._tools = (("executable", sys.executable), *sorted(v.items()))
@@ -162,7 +163,14 @@ class Runner:
         return spec
 
     def key(self, job: Job) -> str:
-        return self.spec(job).key
+        # by the job object first: a page's inline values ask for the same few jobs thousands of
+        # times, and hashing a Job (its fields, session parts and all) costs more than the lookup
+        got = self._keys.get(id(job))
+        if got is not None and got[0] is job:
+            return got[1]
+        key = self.spec(job).key
+        self._keys[id(job)] = (job, key)  # the job is kept alive with it: its id is not reused
+        return key
 
     def visible(self, source: bytes) -> tuple[tuple[str, str], ...]:
         """The project files a box running ``source`` holds: the helpers and other files that are

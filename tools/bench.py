@@ -157,9 +157,10 @@ def write_doc(path: Path, block: str) -> None:
     a, b = text.find(DOC_BEGIN), text.find(DOC_END)
     if a < 0 or b < a:
         raise SystemExit(f"{path}: no `{DOC_BEGIN}` … `{DOC_END}` lines — put the two lines where the table goes")
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text[: a + len(DOC_BEGIN)] + "\n" + block + "\n" + text[b:], encoding="utf-8")
-    os.replace(tmp, path)
+    from lessonkit.util.fs import atomic_write
+
+    new = text[: a + len(DOC_BEGIN)] + "\n" + block + "\n" + text[b:]
+    atomic_write(path, new.encode("utf-8"), durable=True)  # a file under version control
 
 
 def _walls(s: "Series") -> list[float]:

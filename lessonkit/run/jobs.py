@@ -111,11 +111,7 @@ class Pending:
 
     def results(self) -> dict[str, Result]:
         """Wait for every job (in the order given to start)."""
-        try:
-            return {k: f.result() for k, f in self._futures.items()}
-        finally:
-            self._pool.shutdown(wait=True)
-            self._signals.close()
+        return self._collect(dropped_too=True)
 
     def finish(self) -> None:
         """Start no more jobs: the ones not started yet are dropped (their futures cancelled), the
@@ -124,13 +120,18 @@ class Pending:
 
     def settled(self) -> dict[str, Result]:
         """Wait for every job that was not dropped by :meth:`finish`; their results, in order."""
+        return self._collect(dropped_too=False)
+
+    def _collect(self, dropped_too: bool) -> dict[str, Result]:
+        """Wait for the jobs, in order; a dropped one raises CancelledError unless not ``dropped_too``."""
         out: dict[str, Result] = {}
         try:
             for k, f in self._futures.items():
                 try:
                     out[k] = f.result()
                 except CancelledError:
-                    pass
+                    if dropped_too:
+                        raise
             return out
         finally:
             self._pool.shutdown(wait=True)

@@ -751,7 +751,8 @@ def fresh_pair(snap: Path, work: Path, env: dict[str, str], tag: str) -> tuple[S
     base = work / f"fresh-{tag}"
     base.mkdir()
     # PYTHONPYCACHEPREFIX: the bench's own environment's bytecode folder (noxfile.py), not a new machine's
-    dropped = ("AUTOGRAD_SOURCE", "VIRTUAL_ENV", "PYTHONPATH", "PYTHONPYCACHEPREFIX")
+    # PYTHONDONTWRITEBYTECODE: a setting of the machine the bench runs on, not of a new machine
+    dropped = ("AUTOGRAD_SOURCE", "VIRTUAL_ENV", "PYTHONPATH", "PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE")
     clean = {k: v for k, v in env.items() if k not in dropped}
     (base / "tmp").mkdir()
     clean["TMPDIR"] = str(base / "tmp")  # a machine of its own: nobody else's /tmp cleanup, no jieba cache

@@ -503,17 +503,27 @@ def test_the_working_folder_is_bounded(project, jail):
 
 
 PLANTED = """
-import os, sys
+import importlib.util, os, sys
 import autograd, _provenance
 print(getattr(autograd, "PLANTED", "pinned"), getattr(_provenance, "PLANTED", "project"))
 prefix = os.environ["PYTHONPYCACHEPREFIX"]
-print(os.path.exists(prefix + "/lessonkit-box"), os.path.exists(prefix + CHECKOUT), os.path.isdir(prefix + BASE))
+print(
+    os.path.exists(prefix + "/lessonkit-box/project"), os.path.exists(prefix + CHECKOUT), os.path.isdir(prefix + BASE)
+)
+with open(autograd.__file__, "rb") as f:
+    source = f.read()
+with open(importlib.util.cache_from_source(autograd.__file__), "rb") as f:
+    pyc = f.read()
+# the runner's own: checked-hash (flags 3), of this very source
+magic, flags, digest = pyc[:4], int.from_bytes(pyc[4:8], "little"), pyc[8:16]
+print(magic == importlib.util.MAGIC_NUMBER, flags, digest == importlib.util.source_hash(source))
 """
 
 
 def test_a_planted_bytecode_file_is_never_read(project, jail, tmp_path, monkeypatch):
-    """The bytecode folder a box is given holds only the bytecode of the interpreter's folders:
-    an unchecked-hash .pyc planted for the pinned copy or a project file (at the fixed
+    """The bytecode folder a box is given holds only the bytecode of the interpreter's folders
+    and, for the pinned copy, the checked-hash bytecode the runner compiled from the checked
+    bytes: an unchecked-hash .pyc planted for the pinned copy or a project file (at the fixed
     ``<prefix>/lessonkit-box/…``) is not in the box, nor is lessonkit's own bytecode."""
     import py_compile
 
@@ -535,7 +545,9 @@ def test_a_planted_bytecode_file_is_never_read(project, jail, tmp_path, monkeypa
     monkeypatch.setattr(sys, "pycache_prefix", str(prefix))
     script = f"CHECKOUT = {checkout!r}\nBASE = {sys.base_prefix!r}\n" + PLANTED
     job, result = _run(project, jail, script)
-    assert (result.ok, result.stdout) == (True, "pinned project\nFalse False True\n"), result.stderr[-1500:]
+    assert (result.ok, result.stdout) == (True, "pinned project\nFalse False True\nTrue 3 True\n"), result.stderr[
+        -1500:
+    ]
 
 
 # ---------------------------------------------------------------- what the box wrote

@@ -58,6 +58,15 @@ STATE: tuple[tuple[str, tuple[str, str]], ...] = (
         ),
     ),
     (
+        "lessonkit.run.box.tree._BYTECODE",
+        (
+            "cache",
+            "Checked-hash bytecode of pinned modules by (SHA-256 of the source, its path in a jail): a pure "
+            "function of its key, compiled once per process instead of once per serve rebuild; bounded, "
+            "emptied when full.",
+        ),
+    ),
+    (
         "lessonkit.site.search._compacted",
         (
             "cache",

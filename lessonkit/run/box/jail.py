@@ -16,7 +16,8 @@ C library and what the dynamic loader finds), the interpreter's own folders (``s
 namespace (``/proc/sys`` read-only), private tmpfs ``/tmp`` and ``/dev/shm``; no ``/sys``, no
 ``/home``, no ``/root`` beyond the folders of an interpreter installed there, no host socket.
 Only the parts of the bytecode folder (``PYTHONPYCACHEPREFIX``) for ``/usr`` and the interpreter's
-folders are shown (none for the box's own paths). Its own folder is :data:`BOX`: ``work/`` (the
+folders are shown; for the box's own paths only the checked-hash bytecode of ``pinned/`` that the
+runner compiled from the checked copy (nothing of the folder on disk). Its own folder is :data:`BOX`: ``work/`` (the
 working folder, ``$HOME``, ``$TMPDIR``: a tmpfs of :data:`WORK_SIZE`, filled with the script by
 the launcher), ``io/record.json`` (the record file: the one file on the host it may write),
 ``pinned/`` and ``project/`` (read-only: the checked copies). The
@@ -128,11 +129,14 @@ def bytecode_prefix() -> str | None:
     return prefix
 
 
-def _bytecode(prefix: str | None) -> list[list]:
+def _bytecode(prefix: str | None, pinned_bytecode: Path | None = None) -> list[list]:
     """The bytecode folder as a box sees it: an empty read-only tmpfs holding, read-only, only the
-    bytecode of ``/usr`` and of the interpreter's folders (the standard library, site-packages).
-    Nothing else of it is in the box: not the bytecode of lessonkit, of hooks, of the project, and
-    none for the box's own paths, so a planted ``<prefix>/lessonkit-box/…`` file is never read."""
+    bytecode of ``/usr`` and of the interpreter's folders (the standard library, site-packages),
+    and at ``<prefix>/lessonkit-box/pinned`` the checked-hash bytecode that the runner compiled
+    from the checked pinned copy (``pinned_bytecode``, the common copy's; see
+    ``CheckedTree.write_bytecode``). Nothing else of it is in the box: not the bytecode of
+    lessonkit, of hooks, of the project, and nothing of the folder on disk for the box's own
+    paths, so a planted ``<prefix>/lessonkit-box/…`` file is never read."""
     if prefix is None:
         return []
     steps: list[list] = [["tmpfs", prefix, 0o755, 1 << 16]]
@@ -140,6 +144,8 @@ def _bytecode(prefix: str | None) -> list[list]:
         mirror = prefix + p
         if os.path.isdir(mirror) and not os.path.islink(mirror):
             steps.append(["ro", mirror, mirror])
+    if pinned_bytecode is not None and pinned_bytecode.is_dir() and not pinned_bytecode.is_symlink():
+        steps.append(["ro", str(pinned_bytecode), f"{prefix}{BOX}/pinned"])
     return steps + [["remount-ro", prefix]]
 
 
@@ -171,7 +177,7 @@ def plan(box_dir: Path, pinned: Path) -> list[list]:
         if os.path.exists(p):
             steps.append(["ro", p, p])
     steps += [["ro", p, p] for p in _interpreter()]
-    steps += _bytecode(bytecode_prefix())
+    steps += _bytecode(bytecode_prefix(), pinned.parent / "bytecode")  # the common copy's (sandbox.Box)
     steps += [["ro", str(BOOT), BOOT_IN_JAIL], ["ro", str(box_dir / "work"), SEED_IN_JAIL]]
     steps += [["ro", str(pinned), f"{BOX}/pinned"], ["ro", str(box_dir / "project"), f"{BOX}/project"]]
     steps += [

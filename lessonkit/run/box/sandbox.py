@@ -163,6 +163,11 @@ class Box:
         return self.dir / "project"
 
     @property
+    def bytecode(self) -> Path:
+        """The common copy's: the checked bytecode of ``pinned/`` (CheckedTree.write_bytecode)."""
+        return self.dir / "bytecode"
+
+    @property
     def io(self) -> Path:
         return self.dir / "io"
 

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
+import marshal
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -19,6 +23,61 @@ from lessonkit.errors import Problem
 from lessonkit.util.fs import signature
 from lessonkit.run.jobs import _shared_files
 from lessonkit.config.site import pinned_match
+
+# The bytecode of pinned modules, by (sha256 of the source, its path in a jail); None where
+# compiling failed or warned (the box then compiles that module itself, and says what it says).
+_BYTECODE: dict[tuple[str, str], bytes | None] = {}
+_BYTECODE_LIMIT = 4096  # entries; emptied when full (a repin or a test suite meets many trees)
+
+
+# Compiles what it reads on stdin (a marshalled list of (path, source)) and writes a marshalled
+# list of the code objects (None where compiling failed or gave a warning, under -W error).
+_COMPILER = """import marshal, sys
+out = []
+for path, data in marshal.load(sys.stdin.buffer):
+    try:
+        out.append(marshal.dumps(compile(data, path, "exec", dont_inherit=True, optimize=0)))
+    except (SyntaxError, ValueError, Warning):
+        out.append(None)
+sys.stdout.buffer.write(marshal.dumps(out))
+"""
+
+
+def checked_bytecode(sources: list[tuple[str, str, bytes]]) -> dict[tuple[str, str], bytes | None]:
+    """Checked-hash ``.pyc`` files (PEP 552) of ``sources``, ``(sha256, path, source)`` each, by
+    ``(sha256, path)``: the interpreter that imports one hashes the source again and compiles that
+    instead where the two differ. None for a module whose compiling fails or warns (its box then
+    compiles it itself and shows what that says, as without bytecode). Compiled by this
+    interpreter in a process of its own (``-W error``: the warning filters of a build's threads
+    are left alone), at optimisation level 0 (the boxes' scripts run without ``-O``); memoised
+    for the process, so that each serve rebuild does not compile the tree again."""
+    wanted = [(d, p, data) for d, p, data in sources if (d, p) not in _BYTECODE]
+    if wanted:
+        codes: list[bytes | None] = [None] * len(wanted)  # no bytecode: each box compiles what it imports
+        try:
+            run = subprocess.run(
+                [sys.executable, "-I", "-S", "-B", "-W", "error", "-c", _COMPILER],
+                input=marshal.dumps([(p, data) for _, p, data in wanted]),
+                capture_output=True,
+                check=False,
+                timeout=120,
+            )
+            if run.returncode == 0:
+                codes = marshal.loads(run.stdout)
+        except (OSError, subprocess.TimeoutExpired, ValueError, EOFError, TypeError):
+            pass
+        if len(_BYTECODE) + len(wanted) > _BYTECODE_LIMIT:
+            _BYTECODE.clear()
+        for (digest, path, data), code in zip(wanted, codes):
+            _BYTECODE[(digest, path)] = (
+                None
+                if code is None
+                else importlib.util.MAGIC_NUMBER
+                + (0b11).to_bytes(4, "little")  # hash-based, check the source
+                + importlib.util.source_hash(data)
+                + code
+            )
+    return {(d, p): _BYTECODE.get((d, p)) for d, p, _ in sources}
 
 
 class CheckedTree:
@@ -118,6 +177,35 @@ class CheckedTree:
             with open(os.path.join(base, rel), "xb") as f:  # a new file in a new folder, never followed
                 f.write(data)
 
+    def write_bytecode(self, box: sandbox.Box, in_jail: str) -> None:
+        """The checked-hash bytecode of the copy's modules, into ``box.bytecode``, laid out as
+        in a bytecode folder (``PYTHONPYCACHEPREFIX``) for the copy's path in a jail,
+        ``in_jail`` (``/lessonkit-box/pinned``): the boxes mount it there, read-only. Made by this
+        process from the checked bytes, never read from a folder on disk; a box's interpreter
+        checks each file against the source it imports (see :func:`checked_bytecode`)."""
+        suffix = f".{sys.implementation.cache_tag}.pyc"
+        made = {str(box.bytecode)}
+        os.mkdir(box.bytecode)
+        files = self.files()
+        modules = [(self._digests[rel], f"{in_jail}/{rel}", data) for rel, data in files.items() if rel.endswith(".py")]
+        compiled = checked_bytecode(modules)
+        for digest, path, _ in modules:
+            if sandbox.BOXES.cancelled:
+                raise sandbox.Cancelled()
+            pyc = compiled[(digest, path)]
+            if pyc is None:
+                continue
+            parts = path[len(in_jail) + 1 :].split("/")
+            folder = str(box.bytecode)
+            for part in parts[:-1]:  # one level at a time, as write_into
+                folder = os.path.join(folder, part)
+                if folder not in made:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(folder)
+                    made.add(folder)
+            with open(os.path.join(folder, parts[-1][: -len(".py")] + suffix), "xb") as f:
+                f.write(pyc)
+
     # -- the common copy: with namespaces, every box mounts one read-only copy
 
     def lease(self) -> None:
@@ -142,6 +230,7 @@ class CheckedTree:
                 box = sandbox.BOXES.open()
                 try:
                     self.write_into(box)
+                    self.write_bytecode(box, f"{sandbox.jails.BOX}/pinned")
                 except BaseException:
                     sandbox.BOXES.close(box)
                     raise

@@ -21,6 +21,8 @@ defences notice it:
 
 from __future__ import annotations
 
+import bisect
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -271,43 +273,60 @@ class SiteMutationReport:
         return f"mutations: {self.caught}/{n} caught ({pct:.0f}%)"
 
 
+_VISIBLE = re.compile(r"&[#\w]+;|[^\W_]")  # a character reference, or a letter or digit
+
+
 def _visible(doc, start: int, end: int, skip=()) -> list[int]:
     """Offsets of the letters and digits a reader sees between two offsets (outside tags, character
     references and ``skip`` ranges)."""
-    import re
-
-    import bisect
-
-    out, pos = [], start
-    k = 0
+    html, tags = doc.html, doc.tags
+    out: list[int] = []
     cuts = sorted(skip)
-    starts = doc.memo.get("starts") or doc.memo.setdefault("starts", [t.start() for t in doc.tags])
-    inside = doc.tags[bisect.bisect_left(starts, start) : bisect.bisect_left(starts, end)]
-    for m in [*inside, None]:
-        stop = m.start() if m is not None else end
-        for e in re.finditer(r"&[#\w]+;|[^\W_]", doc.html[pos:stop]):
-            at = pos + e.start()
-            while k < len(cuts) and cuts[k][1] <= at:
+    k, n_cuts = 0, len(cuts)
+    starts = doc.memo.get("starts") or doc.memo.setdefault("starts", [t.start() for t in tags])
+    lo, hi = bisect.bisect_left(starts, start), bisect.bisect_left(starts, end)
+    pos = start
+    for t in range(lo, hi + 1):  # the text before each tag inside, then the rest up to ``end``
+        stop = tags[t].start() if t < hi else end
+        if stop > pos:
+            while k < n_cuts and cuts[k][1] <= pos:
                 k += 1
-            if e.group(0)[0] != "&" and not (k < len(cuts) and cuts[k][0] <= at):
-                out.append(at)
-        if m is None:
-            break
-        pos = max(pos, m.end())
+            if not (k < n_cuts and cuts[k][0] <= pos and stop <= cuts[k][1]):  # not wholly skipped
+                for e in _VISIBLE.finditer(html, pos, stop):
+                    at = e.start()
+                    while k < n_cuts and cuts[k][1] <= at:
+                        k += 1
+                    if html[at] != "&" and not (k < n_cuts and cuts[k][0] <= at):
+                        out.append(at)
+        if t < hi:
+            pos = max(pos, tags[t].end())
     return out
 
 
 def site_targets(check) -> list[tuple[str, str, int]]:
     """(file, what, offset): one character to change in each real-source block's code, each
     experiment's output, each teaching block's disclaimer, each figure's caption, each snapshot's
-    recorded cells and each source page's code."""
+    recorded cells and each source page's code; the files in :func:`target_files` order."""
+    return [(rel, what, offset) for rel in target_files(check) for what, offset in page_targets(check, rel)]
+
+
+def target_files(check) -> list[str]:
+    """The HTML files that site mutations change: the lessons' pages (by path), then the source pages."""
+    rels = [rel for rel, page in sorted(check.pages.items()) if page in check.expected and rel in check.files]
+    rels += [rel for rel in sorted(check.record["code_pages"]) if rel in check.files]
+    return list(dict.fromkeys(rels))
+
+
+def page_targets(check, rel: str) -> list[tuple[str, int]]:
+    """(what, offset) of one file's site mutations (see :func:`site_targets`)."""
     from lessonkit.checks.htmlscan import Doc
 
-    out = []
-    for rel, page in sorted(check.pages.items()):
-        if page not in check.expected or rel not in check.files:
-            continue
-        doc = check.docs.get(rel) or Doc(check.files[rel].decode("utf-8", "replace"))
+    out: list[tuple[str, int]] = []
+    if rel not in check.files:
+        return out
+    doc = check.docs.get(rel) or Doc(check.files[rel].decode("utf-8", "replace"))
+    page = check.pages.get(rel)
+    if page is not None and page in check.expected:
         ids: dict[str | None, int] = {}
         for t, m in enumerate(doc.tags):
             if not m[1] and "id=" in m[3] and "lk-" in m[3]:
@@ -320,7 +339,7 @@ def site_targets(check) -> list[tuple[str, str, int]]:
                 spot = _drawn_spot(doc, i, kind)
                 if spot is not None:
                     what = "the caption of" if kind == "figure" else "a recorded cell of"
-                    out.append((rel, f"{what} {_site_what(exp)}", spot))
+                    out.append((f"{what} {_site_what(exp)}", spot))
                 continue
             if i is None or kind not in want:
                 continue
@@ -338,23 +357,20 @@ def site_targets(check) -> list[tuple[str, str, int]]:
                 spots = _visible(doc, a, b, skip)
                 if spots:
                     target = whats[want[kind]] + " " + _site_what(exp) + (f" (code run {n})" if len(parts) > 1 else "")
-                    out.append((rel, target, spots[len(spots) // 2] if kind != "teaching-simplification" else spots[0]))
-    for rel, (origin, file) in sorted(check.record["code_pages"].items()):
-        if rel not in check.files:
-            continue
-        doc = check.docs.get(rel) or Doc(check.files[rel].decode("utf-8", "replace"))
+                    out.append((target, spots[len(spots) // 2] if kind != "teaching-simplification" else spots[0]))
+    code = check.record["code_pages"].get(rel)
+    if code is not None:
         box = next((i for i, m in enumerate(doc.tags) if not m[1] and "lk-source" in m[3]), None)
-        if box is None:
-            continue
-        a, b = doc.inner(box)
-        skip = [
-            doc.span(k)
-            for k in range(box + 1, doc.close_of(box))
-            if "lk-ln" in doc.tags[k][3] or "lk-cite-mark" in doc.tags[k][3]
-        ]
-        spots = _visible(doc, a, b, skip)
-        if spots:
-            out.append((rel, f"the source page of {file}", spots[len(spots) // 2]))
+        if box is not None:
+            a, b = doc.inner(box)
+            skip = [
+                doc.span(k)
+                for k in range(box + 1, doc.close_of(box))
+                if "lk-ln" in doc.tags[k][3] or "lk-cite-mark" in doc.tags[k][3]
+            ]
+            spots = _visible(doc, a, b, skip)
+            if spots:
+                out.append((f"the source page of {code[1]}", spots[len(spots) // 2]))
     return out
 
 
@@ -388,38 +404,90 @@ def _site_what(exp) -> str:
 def run_site(check, split: bool = True) -> SiteMutationReport:
     """Change one character of what each engine element shows (see :func:`site_targets`) in a copy
     of the page's HTML, and ask :meth:`lessonkit.site.shipped.SiteCheck.page` about the copy: each
-    change must be reported. The unchanged pages must pass first (verify --site did).
+    change must be reported. Each page must pass unchanged first (it is checked again here).
 
     With ``split`` (and a second core, and the ``fork`` start method, and no other thread in this
     process), a forked copy of this process takes every other page: it has the whole check as it
     is, nothing is computed twice. Outcomes are in page order either way; pages whose helper ended
     without a result are mutated here."""
-    by_file: dict[str, list] = {}
-    for rel, target, offset in site_targets(check):
-        by_file.setdefault(rel, []).append((target, offset))
-    files = list(by_file.items())
-    share = files[1::2]
-    helper = _start_share(check, share) if split and share else None
-    done = {rel: _mutate_page(check, rel, targets) for rel, targets in (files[0::2] if helper else files)}
-    if helper is not None:
-        got = _share_result(*helper)
-        for rel, targets in share:
-            done[rel] = got[rel] if got is not None and rel in got else _mutate_page(check, rel, targets)
+    done = _by_page(check, target_files(check), _mutations_of, split)
     report = SiteMutationReport([], [])
-    for rel, _ in files:
-        outcomes, problems = done[rel]
+    for outcomes, problems in done.values():
         report.outcomes += outcomes
         report.problems += problems
     return report
 
 
-def _mutate_page(check, rel: str, targets) -> tuple[list[SiteOutcome], list[Problem]]:
-    """The site mutations of one page: their outcomes, or the problem that the page fails unchanged."""
+def check_site(check, mutate: bool, split: bool = True):
+    """``verify --site`` (:meth:`lessonkit.site.shipped.SiteCheck.run`) and, with ``mutate``, the
+    site mutations (:func:`run_site`) in one pass over the pages: each page is checked, then, if
+    it passed, mutated, by the same process, which keeps its scan and finds its targets from it.
+    With ``split`` as in :func:`run_site`, a forked copy takes every other page. Returns the site
+    report (problems, counts, in the order one process gives) and the mutation report (None
+    without ``mutate``, or when the site has problems: there is nothing to mutate then)."""
+    from lessonkit.site.shipped import SiteReport
+
+    rep = check.folder()
+    if rep is None:
+        return SiteReport(check.problems), None
+    done = _by_page(check, list(check.files), lambda c, rel: _page_pass(c, rel, mutate), split)
+    muts: dict[str, tuple] = {}
+    for rel, (problems, counts, mutated) in done.items():
+        check.problems += problems
+        rep.files, rep.blocks = rep.files + counts[0], rep.blocks + counts[1]
+        rep.code_pages, rep.lines = rep.code_pages + counts[2], rep.lines + counts[3]
+        if mutated is not None:
+            muts[rel] = mutated
+    if not mutate or check.problems:
+        return rep, None
+    report = SiteMutationReport([], [])
+    for rel in target_files(check):  # the order run_site gives
+        outcomes, problems = muts.get(rel, ([], []))
+        report.outcomes += outcomes
+        report.problems += problems
+    return rep, report
+
+
+def _page_pass(check, rel: str, mutate: bool):
+    """One file of :func:`check_site`: (its problems, its counts, its mutations or None)."""
+    from lessonkit.site.shipped import SiteReport
+
+    counts = SiteReport([])
+    problems = check.check_file(rel, counts)
+    mutated = None
+    if mutate and not problems:
+        mutated = _mutate_page(check, rel, page_targets(check, rel), checked=True)
+    return problems, (counts.files, counts.blocks, counts.code_pages, counts.lines), mutated
+
+
+def _mutations_of(check, rel: str):
+    targets = page_targets(check, rel)
+    return _mutate_page(check, rel, targets) if targets else ([], [])
+
+
+def _by_page(check, rels: list[str], work, split: bool) -> dict:
+    """``work(check, rel)`` of every file of ``rels``, by file in that order; with ``split``, a
+    forked copy of this process does every other one (see :func:`run_site`), and what it did not
+    send is done here."""
+    share = rels[1::2]
+    helper = _start_share(check, share, work) if split and share else None
+    mine = rels[0::2] if helper else rels
+    done = {rel: work(check, rel) for rel in mine}
+    if helper is not None:
+        got = _share_result(*helper)
+        for rel in share:
+            done[rel] = got[rel] if got is not None and rel in got else work(check, rel)
+    return {rel: done[rel] for rel in rels}
+
+
+def _mutate_page(check, rel: str, targets, checked: bool = False) -> tuple[list[SiteOutcome], list[Problem]]:
+    """The site mutations of one page: their outcomes, or the problem that the page fails unchanged
+    (``checked``: it was just checked, and passed)."""
     from lessonkit.checks.htmlscan import Doc
 
     doc = check.docs.get(rel) or Doc(check.files[rel].decode("utf-8", "replace"))
     html = doc.html
-    if check.page(rel, html, doc=doc):
+    if not checked and check.page(rel, html, doc=doc):
         return [], [
             Problem("the page does not pass verify --site unchanged", f"{check.label}/{rel}", None, "run it first")
         ]
@@ -434,19 +502,19 @@ def _mutate_page(check, rel: str, targets) -> tuple[list[SiteOutcome], list[Prob
     return outcomes, []
 
 
-def _share_worker(check, share, conn) -> None:
-    """In the forked helper: the mutations of ``share``'s pages, sent as one dict (rel -> result)."""
+def _share_worker(check, share, work, conn) -> None:
+    """In the forked helper: ``work`` of ``share``'s pages, sent as one dict (rel -> result)."""
     from lessonkit.run.box import sandbox
 
     sandbox.helper_process()  # dies with verify; Ctrl-C is verify's to handle
     try:
-        conn.send({rel: _mutate_page(check, rel, targets) for rel, targets in share})
-    except Exception:  # noqa: BLE001 (verify mutates these pages itself)
+        conn.send({rel: work(check, rel) for rel in share})
+    except Exception:  # noqa: BLE001 (verify does these pages itself)
         pass
     conn.close()
 
 
-def _start_share(check, share):
+def _start_share(check, share, work):
     """Fork :func:`_share_worker` for ``share``: (process, our end of its pipe), or None when it
     cannot be forked safely or usefully (one core; no ``fork``; another thread in this process)."""
     import multiprocessing
@@ -459,7 +527,7 @@ def _start_share(check, share):
         return None
     if "fork" not in multiprocessing.get_all_start_methods():
         return None
-    return sandbox.start_piped_helper("fork", _share_worker, (check, share), "lessonkit-site-mutate")
+    return sandbox.start_piped_helper("fork", _share_worker, (check, share, work), "lessonkit-site-mutate")
 
 
 def _share_result(proc, conn) -> dict | None:

@@ -14,7 +14,6 @@ from lessonkit.util.text import whole_number
 
 
 def _verify(args) -> int:
-    from lessonkit.checks import verify
     from lessonkit.project import Project
 
     t0 = time.perf_counter()
@@ -35,7 +34,21 @@ def _verify(args) -> int:
             file=sys.stderr,
         )
         return 1
-    from lessonkit.checks import living
+    beside = None
+    if args.site is not None and args.mutate and not args.update_map:
+        # the mutation check needs no site and makes its own report: on the other core from now
+        beside = _start_mutations(project.root)
+    try:
+        return _verify_checks(args, project, pages, beside, t0)
+    finally:
+        if beside is not None and beside[0].is_alive():  # not collected: verify stopped before the mutations
+            beside[0].terminate()
+            beside[0].join()
+            beside[1].close()
+
+
+def _verify_checks(args, project, pages, beside, t0: float) -> int:
+    from lessonkit.checks import living, verify
 
     report = verify.check(project, pages)
     problems = list(report.problems)
@@ -69,24 +82,19 @@ def _verify(args) -> int:
     print(summary, file=sys.stderr if problems else sys.stdout)
     if problems:
         return 1
-    site = None
-    beside = None
+    site_mutations = None
     if args.site is not None:  # what the build wrote, once the inputs are right
-        if args.mutate:  # the mutation check needs no site: it runs on the other core meanwhile
-            beside = _start_mutations(project.root)
-        site = _site_check(project, report, Path(args.site))
+        site = _site_check(project, report, Path(args.site), args.mutate)
         if site is None:
-            if beside is not None:
-                beside[0].terminate()
-                beside[0].join()
             return 1
+        site_mutations = site
     if args.mutate:  # else the same process: the pinned tree is provided and checked once
         if beside is not None:
             code = _mutation_result(*beside)
         else:
             code = _mutation_check(project, {project.rel(p) for p in pages} if pages else None)
-        if site is not None:
-            code = max(code, _site_mutation_check(site))
+        if site_mutations is not None:
+            code = max(code, _site_mutation_result(*site_mutations))
         return code
     return 0
 
@@ -167,33 +175,39 @@ def _mutation_result(proc, conn) -> int:
     return code
 
 
-def _site_check(project, report, site_dir: Path):
-    """``verify --site``: every HTML file of the written site (lessonkit.site.shipped); the
-    check object when it passed, else None."""
+def _site_check(project, report, site_dir: Path, mutate: bool):
+    """``verify --site``: every HTML file of the written site (lessonkit.site.shipped) and, with
+    ``mutate``, its mutations in the same pass (lessonkit.checks.mutation.check_site); when it
+    passed, (the site mutation report or None, the pass's seconds), else None."""
+    from lessonkit.checks import mutation
     from lessonkit.site import shipped
 
     t0 = time.perf_counter()
     check = shipped.SiteCheck(project, report, site_dir)
-    rep = check.run()
+    rep, mutated = mutation.check_site(check, mutate)
     for p in rep.problems:
         print(p, file=sys.stderr)
+    seconds = time.perf_counter() - t0
     print(
         f"site: {rep.files} HTML file(s) of {project.rel(site_dir)}/, {rep.blocks} engine block(s), "
         f"{rep.code_pages} source page(s) ({rep.lines} lines) checked against the pinned tree and this "
-        f"build's runs; {len(rep.problems)} problem(s) in {time.perf_counter() - t0:.2f} s",
+        f"build's runs; {len(rep.problems)} problem(s) in {seconds:.2f} s"
+        + (" (with the site mutations)" if mutated is not None else ""),
         file=sys.stderr if rep.problems else sys.stdout,
     )
-    return None if rep.problems else check
+    return None if rep.problems else (mutated, seconds)
 
 
-def _site_mutation_check(check) -> int:
-    from lessonkit.checks import mutation
-
-    t0 = time.perf_counter()
-    report = mutation.run_site(check)
+def _site_mutation_result(report, seconds: float) -> int:
+    """Print the site mutations of :func:`_site_check` (None: not asked for); the exit code."""
+    if report is None:
+        return 0
     for p in report.problems + [o.problem() for o in report.outcomes if not o.caught]:
         print(p, file=sys.stderr)
-    print(f"site {report.summary()} in {time.perf_counter() - t0:.2f} s", file=sys.stdout if report.ok else sys.stderr)
+    print(
+        f"site {report.summary()} (in the site check's {seconds:.2f} s)",
+        file=sys.stdout if report.ok else sys.stderr,
+    )
     return 0 if report.ok else 1
 
 

@@ -251,10 +251,20 @@ class SiteCheck:
 
     # -- the whole folder
     def run(self) -> SiteReport:
-        rep = SiteReport(self.problems)
+        rep = self.folder()
+        if rep is None:
+            return SiteReport(self.problems)
+        for rel in self.files:
+            self.problems += self.check_file(rel, rep)
+        return rep
+
+    def folder(self) -> SiteReport | None:
+        """The folder's own checks (its record, its files' hashes, the copies); the report its
+        pages are then added to (:meth:`check_file`), or None when there is no folder or no
+        record of it to check the pages against (the problem says which)."""
         if not self.site_dir.is_dir():
             self.problems.append(Problem(f"no site folder {self.label}", self.label, None, REBUILD))
-            return rep
+            return None
         if self.record is None:
             self.problems.append(
                 Problem(
@@ -265,13 +275,16 @@ class SiteCheck:
                     REBUILD + ", with the same LESSONKIT_CACHE",
                 )
             )
-            return rep
+            return None
         self._folder()
-        for rel, data in self.files.items():
-            rep.files += 1
-            self.docs[rel] = doc = Doc(data.decode("utf-8", "replace"))
-            self.problems += self.page(rel, doc.html, rep, doc)
-        return rep
+        return SiteReport(self.problems)
+
+    def check_file(self, rel: str, rep: SiteReport) -> list[Problem]:
+        """The problems of one HTML file of the folder, counted into ``rep``; its scan is kept
+        (:attr:`docs`) for the mutation check."""
+        rep.files += 1
+        self.docs[rel] = doc = Doc(self.files[rel].decode("utf-8", "replace"))
+        return self.page(rel, doc.html, rep, doc)
 
     def _folder(self) -> None:
         """The folder against the record, and the record against what verify expects."""

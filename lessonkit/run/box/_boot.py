@@ -33,8 +33,9 @@ own messages go there too), and exit code 125; what the script writes, exit code
 is the script's.
 """
 
+import binascii
 import ctypes
-import json
+import marshal
 import os
 import resource
 import signal
@@ -67,6 +68,24 @@ KEY_SYSCALLS = {
 }
 
 libc = ctypes.CDLL(None, use_errno=True)
+
+
+def encode(cfg: dict) -> str:
+    """A configuration as one argument: marshal's bytes in base64, as ``jail.encode_config`` makes
+    the launcher's (both modules are built into the interpreter: the launcher and the box's init
+    need not import json, and with it ``re``, about 12 ms each)."""
+    return binascii.b2a_base64(marshal.dumps(cfg), newline=False).decode("ascii")
+
+
+def decode(arg: str) -> dict:
+    """The configuration :func:`encode` made (the runner's, or this launcher's for the init)."""
+    try:
+        cfg = marshal.loads(binascii.a2b_base64(arg))
+    except (ValueError, EOFError, TypeError, binascii.Error):
+        cfg = None
+    if not isinstance(cfg, dict):
+        fail("the box's configuration cannot be read")
+    return cfg
 
 
 def fail(what: str) -> None:
@@ -253,7 +272,7 @@ def start_bwrap(cfg: dict, report_fd: int) -> int:
         # the init needs to become user 1000 only where it starts as the namespace's root
         *("--cap-drop", "ALL", *(("--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID") if cfg["root_build"] else ())),
         *plan,
-        *("--chdir", "/", "--", cfg["python"], "-I", "-S", "-B", cfg["boot"], "--init", json.dumps(inner)),
+        *("--chdir", "/", "--", cfg["python"], "-I", "-S", "-B", cfg["boot"], "--init", encode(inner)),
     ]
     keep = {info_w, block_r, report_fd, *data_fds} | ({cfg["stderr"]} if cfg.get("stderr") is not None else set())
     pid = os.fork()
@@ -270,8 +289,8 @@ def start_bwrap(cfg: dict, report_fd: int) -> int:
     info = read_exactly(info_r)
     os.close(info_r)
     try:
-        child = int(json.loads(info)["child-pid"])
-    except (ValueError, KeyError, TypeError):
+        child = child_pid(info)
+    except ValueError:
         _, status = os.waitpid(pid, 0)
         fail(f"bubblewrap did not start the box (status {status})")
     write_maps(child, 0)  # bubblewrap's own setup must be a mapped user; the script never is root
@@ -279,6 +298,22 @@ def start_bwrap(cfg: dict, report_fd: int) -> int:
     os.write(block_w, b"g")
     os.close(block_w)
     return pid
+
+
+def child_pid(info: bytes) -> int:
+    """The ``"child-pid"`` of bubblewrap's ``--info-fd`` JSON object (``{"child-pid": 123, …}``),
+    read without ``json``; ValueError when it holds none."""
+    at = info.find(b'"child-pid"')
+    if at < 0:
+        raise ValueError("no child-pid")
+    rest = info[at + len(b'"child-pid"') :].lstrip()
+    if not rest.startswith(b":"):
+        raise ValueError("no child-pid")
+    rest = rest[1:].lstrip()
+    digits = rest[: len(rest) - len(rest.lstrip(b"0123456789"))]
+    if not digits or int(digits) <= 0:
+        raise ValueError("no child-pid")
+    return int(digits)
 
 
 # ---------------------------------------------------------------- inside: the box's root
@@ -583,9 +618,9 @@ def mirror(status: int) -> None:
 def main() -> None:
     die_with_parent()
     if sys.argv[1] == "--init":  # inside bubblewrap: this process is the box's PID 1
-        cfg = json.loads(sys.argv[2])
+        cfg = decode(sys.argv[2])
         init(cfg, cfg["report"])
-    cfg = json.loads(sys.argv[1])
+    cfg = decode(sys.argv[1])
     if os.getppid() != cfg["parent"]:
         os._exit(BOX_FAILED)  # the runner is already gone
     if cfg.get("cgroup"):

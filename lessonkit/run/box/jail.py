@@ -30,8 +30,9 @@ namespace and goes with it.
 
 from __future__ import annotations
 
-import json
+import binascii
 import logging
+import marshal
 import os
 import shutil
 import subprocess
@@ -187,6 +188,11 @@ def plan(box_dir: Path, pinned: Path) -> list[list]:
     return steps
 
 
+def encode_config(cfg: dict) -> str:
+    """The launcher's one argument (``_boot.py`` decodes it): ``cfg`` as marshal's bytes in base64."""
+    return binascii.b2a_base64(marshal.dumps(cfg), newline=False).decode("ascii")
+
+
 def launcher_config(
     jail: Jail,
     box_dir: Path,
@@ -268,7 +274,7 @@ def probe(kind: str) -> str:
             nproc=64,
         )
         r = subprocess.run(
-            [sys.executable, "-I", "-S", str(BOOT), json.dumps(cfg)],
+            [sys.executable, "-I", "-S", str(BOOT), encode_config(cfg)],
             capture_output=True,  # stderr: the launcher's channel (the probe's own stderr is the same)
             timeout=30,
             stdin=subprocess.DEVNULL,

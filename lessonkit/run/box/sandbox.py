@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import json
 import logging
 import os
 import re
@@ -306,7 +305,7 @@ def launch(box: Box, spec: BoxSpec, stdout, stderr, channel, pinned: Path) -> su
         if BOXES.cancelled:
             raise Cancelled()
         box.proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", str(BOOT), json.dumps(cfg)],
+            [sys.executable, "-I", "-S", str(BOOT), jails.encode_config(cfg)],
             cwd=box.dir,
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), MARK: box.mark},
             stdin=subprocess.DEVNULL,

@@ -69,3 +69,50 @@ def test_the_performance_page_has_the_markers(bench):
     text = (ROOT / "docs" / "dev" / "performance.md").read_text(encoding="utf-8")
     assert text.count(bench.DOC_BEGIN) == 1 and text.count(bench.DOC_END) == 1
     assert text.index(bench.DOC_BEGIN) < text.index(bench.DOC_END)
+
+
+NOX_RUN = [
+    (4.1, "Running session build"),
+    (4.2, "/x/uv venv --quiet --python /x/python3 /x/.nox/lessonkit"),
+    (4.5, "/x/uv pip install --quiet --python /x/python autograd==1.9.1 numpy==2.4.6"),
+    (5.0, "/x/uv pip install --quiet --python /x/python -r requirements.txt -e ."),
+    (14.0, "/x/python -I -X pycache_prefix=/x/pycache -c 'import warnings"),
+    (14.5, "mkdocs build --strict"),
+    (25.0, "Session build was successful in 21 seconds."),
+    (25.2, "Running session verify"),
+    (25.3, "python -m lessonkit verify --mutate --site site"),
+    (30.0, "Ran 2 sessions in 26 seconds:"),
+]
+
+
+def test_the_readme_commands_steps_are_read_from_the_lines_nox_writes(bench):
+    sample = bench.Sample(30.5, 50.0, "", tuple(NOX_RUN))
+    phases = bench.nox_phases(sample)
+    assert [name for name, _ in phases] == [
+        "`pip install` of nox and uv",
+        "the environment and the experiments' own dependencies",
+        "the rest of the lock and the project (the prefill runs the experiments meanwhile)",
+        "jieba's bytecode",
+        "`mkdocs build --strict`",
+        "`lessonkit verify --mutate --site`",
+    ]
+    assert [round(t, 6) for _, t in phases] == [4.1, 0.9, 9.0, 0.5, 10.7, 5.3]
+    assert bench.nox_phases(bench.Sample(30.5, 50.0, "", tuple(NOX_RUN[:4]))) is None  # a step never started
+    other = bench.Sample(40.5, 50.0, "", tuple((t + 10, line) for t, line in NOX_RUN))
+    assert bench.phases_note([sample, other]) == (
+        "where the README command's time goes (ratio 8, median of 2 run(s)): `pip install` of nox and uv 9.1 s, "
+        "the environment and the experiments' own dependencies 0.9 s, the rest of the lock and the project (the "
+        "prefill runs the experiments meanwhile) 9.0 s, jieba's bytecode 0.5 s, `mkdocs build --strict` 10.7 s, "
+        "`lessonkit verify --mutate --site` 5.3 s"
+    )
+
+
+def test_timed_keeps_the_time_of_each_line_nox_writes(bench, tmp_path):
+    script = (
+        "import sys, time\nprint('nox > one', flush=True)\ntime.sleep(0.3)\n"
+        "print('other', file=sys.stderr, flush=True)\nprint('nox > two', flush=True)\n"
+    )
+    sample = bench.timed([sys.executable, "-c", script], tmp_path, {"PATH": "/usr/bin:/bin"}, marks=True)
+    assert [line for _, line in sample.marks] == ["one", "two"]
+    assert sample.marks[1][0] - sample.marks[0][0] >= 0.3
+    assert sample.log == "nox > one\nother\nnox > two\n"  # both streams, in the order they came

@@ -102,6 +102,7 @@ class Sample:
     wall: float
     cpu: float
     log: str = ""
+    marks: tuple[tuple[float, str], ...] = ()  # (seconds from the start, a `nox > ` line), with timed(marks=True)
 
 
 @dataclass
@@ -171,19 +172,71 @@ def _cpus(s: "Series") -> list[float]:
     return [x.cpu for x in s.samples]
 
 
-def timed(cmd: list[str], cwd: Path, env: dict[str, str], ok: tuple[int, ...] = (0,)) -> Sample:
-    """Run ``cmd`` to completion; wall from perf_counter, CPU from RUSAGE_CHILDREN deltas."""
+def timed(cmd: list[str], cwd: Path, env: dict[str, str], ok: tuple[int, ...] = (0,), marks: bool = False) -> Sample:
+    """Run ``cmd`` to completion; wall from perf_counter, CPU from RUSAGE_CHILDREN deltas. With
+    ``marks``, its output (stdout and stderr as one stream) is read as it comes and the time of each
+    line nox writes (``nox > …``) is kept: where a nox run spends its time (:func:`nox_phases`)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    seen: list[tuple[float, str]] = []
+    if marks:
+        with subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        ) as running:
+            assert running.stdout is not None
+            lines = []
+            for line in running.stdout:
+                lines.append(line)
+                if line.startswith("nox > "):
+                    seen.append((time.perf_counter() - t0, line[len("nox > ") :].rstrip("\n")))
+        returncode, log = running.returncode, "".join(lines)
+    else:
+        proc = subprocess.run(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        returncode, log = proc.returncode, proc.stdout + proc.stderr
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    log = proc.stdout + proc.stderr
-    if proc.returncode not in ok:
+    if returncode not in ok:
         tail = "\n".join(log.strip().splitlines()[-25:])
-        raise SystemExit(f"bench: command failed ({proc.returncode}) in {cwd}:\n  {' '.join(cmd)}\n{tail}")
-    return Sample(wall, cpu, log)
+        raise SystemExit(f"bench: command failed ({returncode}) in {cwd}:\n  {' '.join(cmd)}\n{tail}")
+    return Sample(wall, cpu, log, tuple(seen))
+
+
+# The steps of the README build command on a fresh clone, each from the first `nox > ` line that
+# starts it (in order) to the next step's: (name, what the line holds).
+NOX_STEPS = (
+    ("the environment and the experiments' own dependencies", "Running session build"),
+    ("the rest of the lock and the project (the prefill runs the experiments meanwhile)", "-r requirements.txt"),
+    ("jieba's bytecode", "import warnings"),
+    ("`mkdocs build --strict`", "mkdocs build"),
+    ("`lessonkit verify --mutate --site`", "Running session verify"),
+)
+
+
+def nox_phases(sample: Sample) -> list[tuple[str, float]] | None:
+    """Seconds per step of a README command run with ``timed(marks=True)``: first what ran before nox
+    did (``pip install`` of nox and uv), then :data:`NOX_STEPS`; None when a step's line is missing."""
+    starts, at = [], 0
+    for _, needle in NOX_STEPS:
+        found = next((i for i in range(at, len(sample.marks)) if needle in sample.marks[i][1]), None)
+        if found is None:
+            return None
+        starts.append(sample.marks[found][0])
+        at = found + 1
+    bounds = [0.0, *starts, sample.wall]
+    names = ["`pip install` of nox and uv", *(name for name, _ in NOX_STEPS)]
+    return [(name, bounds[n + 1] - bounds[n]) for n, name in enumerate(names)]
+
+
+def phases_note(samples: list[Sample]) -> str | None:
+    """One line: the median seconds of each step over the README command's runs (see :func:`nox_phases`)."""
+    runs = [p for p in (nox_phases(s) for s in samples) if p is not None]
+    if not runs:
+        return None
+    steps = ", ".join(
+        f"{name} {statistics.median(run[n][1] for run in runs):.1f} s" for n, (name, _) in enumerate(runs[0])
+    )
+    return f"where the README command's time goes (ratio 8, median of {len(runs)} run(s)): {steps}"
 
 
 def mkdocs_build(root: Path, *extra: str) -> list[str]:
@@ -783,7 +836,7 @@ def fresh_pair(snap: Path, work: Path, env: dict[str, str], tag: str) -> tuple[S
         "PIP_CACHE_DIR": str(base / "pip-cache-b"),
         "UV_CACHE_DIR": str(base / "uv-cache-b"),
     }
-    readme_side = timed(["bash", "-c", readme_build_command(clone / "README.md")], clone, fresh_env)
+    readme_side = timed(["bash", "-c", readme_build_command(clone / "README.md")], clone, fresh_env, marks=True)
     shutil.rmtree(base, ignore_errors=True)
     return pip_side, readme_side
 
@@ -1106,7 +1159,9 @@ def _run_only(args, reps, work: Path, pinned: Path, cores: int) -> int:
             pip.samples.append(a)
             readme.samples.append(b)
             print(f"  pip install of the lock {a.wall:.1f} s; README command on a fresh clone {b.wall:.1f} s")
-        rows.append(("8", "README build command, fresh clone / pip install of the lock", readme.wall / pip.wall, 1.00))
+        print(f"  {phases_note(readme.samples)}")
+        fresh = paired(_walls(readme), _walls(pip))[0]  # the median of the pairs' ratios
+        rows.append(("8", "README build command, fresh clone / pip install of the lock", fresh, 1.00))
     print(f"load average at start {load_start}, at end {_load()} (other work on the machine inflates wall times)")
     failed = []
     for num, label, wall, target in rows:
@@ -1337,7 +1392,8 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
             "median of the per-repetition ratios of its two sides, which ran back to back; the wall-time "
             "ratio decides the result."
         )
-        write_doc(args.doc, doc_table(rows, spread, context, paint_lines(paint)))
+        phases = phases_note(series["readme-fresh"].samples)
+        write_doc(args.doc, doc_table(rows, spread, context, paint_lines(paint) + ([phases] if phases else [])))
         print(f"bench: wrote the table into {args.doc}")
     if mdexec is None:
         print("  ratio 6 skipped: markdown-exec is not installed here (`nox -s bench` installs it)")

@@ -160,7 +160,7 @@ def test_every_run_cached_but_nothing_highlighted_the_prewarm_takes_the_source_p
     # project of a process: an earlier test may have highlighted the same pinned files)
     from lessonkit.util import store as stores
 
-    kept = {k: v for k, v in stores._MEMORY.items() if k[0] not in ("highlight", "render")}
+    kept = {k: v for k, v in stores._MEMORY.items() if k[1] not in ("highlight", "render")}
     monkeypatch.setattr(stores, "_MEMORY", kept)
     project = site.project()
     files = pages.unhighlighted(project)

@@ -64,6 +64,18 @@ def test_store_roundtrip_memory_and_disk(tmp_path, monkeypatch):
     assert list((tmp_path / "render").glob(".tmp-*")) == []
 
 
+def test_the_memory_layer_keeps_each_cache_apart(tmp_path):
+    """A record that describes its own cache (which archive its pinned tree came from) under the same
+    key in two caches: one process reads each cache's own, from memory too."""
+    first, second = store.Store(tmp_path / "a", "pin"), store.Store(tmp_path / "b", "pin")
+    key = f"{'f' * 40}.sdist"
+    first.put(key, "sha256 of the first archive")
+    assert (second.get(key), second.holds(key)) == (None, False)
+    second.put(key, "sha256 of the second archive")
+    assert (first.get(key), second.get(key)) == ("sha256 of the first archive", "sha256 of the second archive")
+    assert store.Store(None, "pin").get(key) is None  # a store without a disk layer has its own memory
+
+
 def test_store_keys_separate_every_input():
     keys = {
         store.digest("ab", "c"),

@@ -35,8 +35,9 @@ STATE: tuple[tuple[str, tuple[str, str]], ...] = (
         "lessonkit.util.store._MEMORY",
         (
             "cache",
-            "The memory layer of every Store: (kind, key) -> value, where the key is the SHA-256 of every "
-            "input (lessonkit's own source included); bounded, emptied when full.",
+            "The memory layer of every Store: (cache folder, kind, key) -> value, what this process read "
+            "from or wrote to that cache (most keys are the SHA-256 of every input, lessonkit's own source "
+            "included; a pin or site record is a fact about its own cache); bounded, emptied when full.",
         ),
     ),
     (

@@ -40,7 +40,9 @@ FORMAT = "lk-store-2"  # the entry file format (header line); keys are covered b
 # pinned tree's provider record: the tree itself is checked against the manifest on every use, and
 # the record only names where its bytes came from.
 UNSEALED = {"pin": "lk-store-1"}
-_MEMORY: dict[tuple[str, str], str] = {}
+# What this process read from or wrote to a cache, by (the cache folder, kind, key): a cache's own
+# entries only (a pin record, a site record is a fact about one cache, not a pure function of its key).
+_MEMORY: dict[tuple[str, str, str], str] = {}
 _MEMORY_LIMIT = 20_000
 KIND = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 KEY = re.compile(r"^[0-9A-Za-z][0-9A-Za-z._-]{0,199}$")
@@ -170,6 +172,7 @@ class Store:
         self.kind = kind
         self.cache = cache
         self.dir = cache / kind if cache is not None else None
+        self._memory = str(cache) if cache is not None else ""  # this cache's part of the memory layer
         self.hits = 0
         self.misses = 0
         self.dropped = 0
@@ -192,7 +195,7 @@ class Store:
         return self.dir / key if _CHECKED[where] else None
 
     def get(self, key: str) -> str | None:
-        value = _MEMORY.get((self.kind, key))
+        value = _MEMORY.get((self._memory, self.kind, key))
         if value is not None:
             return value
         path = self._path(key)
@@ -221,7 +224,7 @@ class Store:
     def drop(self, key: str) -> None:
         """Remove a damaged entry (it will be made again)."""
         self.dropped += 1
-        _MEMORY.pop((self.kind, key), None)
+        _MEMORY.pop((self._memory, self.kind, key), None)
         log.debug("lessonkit: dropped a damaged cache entry %s/%s", self.kind, key)
         if self.cache is None:  # no disk layer: nothing on disk to remove
             return
@@ -235,7 +238,7 @@ class Store:
 
     def holds(self, key: str) -> bool:
         """Whether an entry for ``key`` is there (without reading it; :meth:`get` still checks it)."""
-        if (self.kind, key) in _MEMORY:
+        if (self._memory, self.kind, key) in _MEMORY:
             return True
         path = self._path(key)
         return path is not None and path.is_file() and not path.is_symlink()
@@ -279,7 +282,7 @@ class Store:
     def _remember(self, key: str, value: str) -> None:
         if len(_MEMORY) >= _MEMORY_LIMIT:
             _MEMORY.clear()
-        _MEMORY[(self.kind, key)] = value
+        _MEMORY[(self._memory, self.kind, key)] = value
 
 
 def forget_memory() -> None:

@@ -171,8 +171,9 @@ for name in sys.argv[1:]:
 # What `mkdocs build` imports first for this site (MkDocs, the extensions and plugins mkdocs.yml
 # names, Pygments, Jinja2, lessonkit's build). On a new environment nothing is compiled yet: the
 # build's first second or two on its one core is compiling them. Imported in the background while
-# jieba compiles and the prefill ends, their bytecode is in PYCACHE when the build starts. Not
-# Material's search plugin: it imports jieba, which QUIET_COMPILE compiles (quietly).
+# jieba is imported and the prefill ends, most of their bytecode is in PYCACHE when the build starts
+# (what is not yet, the build compiles itself). Not Material's search plugin: it imports jieba,
+# which QUIET_COMPILE imports (quietly).
 BUILD_IMPORTS = [
     "mkdocs.__main__",
     "mkdocs.commands.build",
@@ -281,7 +282,7 @@ def _install(session: nox.Session, reqs: list[str]) -> None:
             fill.terminate()  # SIGTERM: its runner ends its boxes (see lessonkit.run.box.sandbox)
             fill.wait()
             raise
-        _warm_imports(python, BUILD_IMPORTS)  # on the other core, beside jieba's compile
+        _warm_imports(python, BUILD_IMPORTS)  # on the other core, beside jieba's import
         session.run(python, "-I", "-X", f"pycache_prefix={PYCACHE}", "-c", QUIET_COMPILE, external=True, silent=True)
         # The build starts next and runs, beside its pages, the experiments the prefill has not
         # started: it starts no more, and ends with the ones it is running.

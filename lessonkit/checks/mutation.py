@@ -425,11 +425,9 @@ def check_site(check, mutate: bool, split: bool = True):
     With ``split`` as in :func:`run_site`, a forked copy takes every other page. Returns the site
     report (problems, counts, in the order one process gives) and the mutation report (None
     without ``mutate``, or when the site has problems: there is nothing to mutate then)."""
-    from lessonkit.site.shipped import SiteReport
-
     rep = check.folder()
     if rep is None:
-        return SiteReport(check.problems), None
+        return check.new_report(check.problems), None
     done = _by_page(check, list(check.files), lambda c, rel: _page_pass(c, rel, mutate), split)
     muts: dict[str, tuple] = {}
     for rel, (problems, counts, mutated) in done.items():
@@ -450,9 +448,7 @@ def check_site(check, mutate: bool, split: bool = True):
 
 def _page_pass(check, rel: str, mutate: bool):
     """One file of :func:`check_site`: (its problems, its counts, its mutations or None)."""
-    from lessonkit.site.shipped import SiteReport
-
-    counts = SiteReport([])
+    counts = check.new_report([])
     problems = check.check_file(rel, counts)
     mutated = None
     if mutate and not problems:

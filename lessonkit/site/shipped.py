@@ -258,6 +258,11 @@ class SiteCheck:
             self.problems += self.check_file(rel, rep)
         return rep
 
+    @staticmethod
+    def new_report(problems: list[Problem]) -> SiteReport:
+        """A report to count into (for the mutation check, a layer below, which does not import this one)."""
+        return SiteReport(problems)
+
     def folder(self) -> SiteReport | None:
         """The folder's own checks (its record, its files' hashes, the copies); the report its
         pages are then added to (:meth:`check_file`), or None when there is no folder or no

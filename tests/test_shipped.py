@@ -168,44 +168,41 @@ from lessonkit.project import Project
 from lessonkit.site import shipped
 
 project = Project(Path("."))
-check = shipped.SiteCheck(project, verify.check(project), Path("site"))
-first = check.run()
+first = shipped.SiteCheck(project, verify.check(project), Path("site")).run()  # the site check alone
 assert not first.problems
 counts = (first.files, first.blocks, first.code_pages, first.lines)
-alone = mutation.run_site(check, split=False)
-pages = sorted({o.file for o in alone.outcomes})
-helper = mutation._start_share(check, [], mutation._mutations_of)  # only whether a helper can start here
-if helper is not None:
-    assert mutation._share_result(*helper) == {}
-beside = mutation.run_site(check)
 
 
 def one_pass(split):
-    # verify's own: the site check and its mutations in one pass over the pages (a new check object)
-    rep, mutated = mutation.check_site(shipped.SiteCheck(project, verify.check(project), Path("site")), True, split)
-    return (rep.problems, (rep.files, rep.blocks, rep.code_pages, rep.lines)) == ([], counts) and mutated == alone
+    # verify's: the site check and its mutations in one pass over the pages (a new check object)
+    check = shipped.SiteCheck(project, verify.check(project), Path("site"))
+    rep, mutated = mutation.check_site(check, True, split)
+    assert (rep.problems, (rep.files, rep.blocks, rep.code_pages, rep.lines)) == ([], counts)
+    return check, mutated
 
 
-together, together_alone = one_pass(True), one_pass(False)
+check, alone = one_pass(False)
+pages = sorted({o.file for o in alone.outcomes})
+helper = mutation._start_share(check, [], lambda c, rel: None)  # only whether a helper can start here
+if helper is not None:
+    assert mutation._share_result(*helper) == {}
+beside = one_pass(True)[1]
 mutation._share_worker = lambda check, share, work, conn: os._exit(9)  # the forked helper dies at once
-redone, together_redone = mutation.run_site(check), one_pass(True)
+redone = one_pass(True)[1]
 print(len(alone.outcomes), len(pages), helper is not None, alone == beside, alone == redone, alone.ok)
-print(together, together_alone, together_redone)
 """
 
 
-def test_the_site_mutations_split_over_two_processes_give_the_same_outcomes(built):
-    """`run_site` gives every other page to a forked copy of verify: the outcomes are the ones one
-    process finds, in the same order; a helper that dies without a result costs time, not checks.
-    So does `check_site`, verify's pass that checks each page and then mutates it."""
+def test_the_site_check_and_its_mutations_split_over_two_processes_give_the_same_outcomes(built):
+    """verify's one pass (each page checked, then mutated, by one process) gives every other page
+    to a forked copy of verify: the counts and outcomes are the ones one process finds, in the
+    same order; a helper that dies without a result costs time, not checks."""
     r = built.run("-c", SPLIT)
     assert r.returncode == 0, r.stderr[-3000:]
-    n, pages, forked, same, redone, ok, together, together_alone, together_redone = r.stdout.split()
+    n, pages, forked, same, redone, ok = r.stdout.split()
     assert int(n) > int(pages) >= 2  # so that each process has pages
     assert forked == str((os.cpu_count() or 1) >= 2)
     assert (same, redone, ok) == ("True", "True", "True")
-    # verify's one pass (check, then mutate, each page in one process) finds the same, split or not
-    assert (together, together_alone, together_redone) == ("True", "True", "True")
 
 
 def test_a_verify_whose_pinned_tree_came_from_elsewhere_expects_the_builds_provenance(built):

@@ -83,7 +83,7 @@ class MutationReport:
 
     @property
     def ok(self) -> bool:
-        return not self.problems and self.caught == len(self.outcomes)
+        return self.caught == len(self.outcomes)
 
     def summary(self) -> str:
         n = len(self.outcomes)
@@ -257,7 +257,6 @@ class SiteOutcome:
 @dataclass
 class SiteMutationReport:
     outcomes: list[SiteOutcome]
-    problems: list[Problem]
 
     @property
     def caught(self) -> int:
@@ -265,7 +264,7 @@ class SiteMutationReport:
 
     @property
     def ok(self) -> bool:
-        return not self.problems and self.caught == len(self.outcomes)
+        return self.caught == len(self.outcomes)
 
     def summary(self) -> str:
         n = len(self.outcomes)
@@ -401,30 +400,19 @@ def _site_what(exp) -> str:
     return f"{r.kind.name} block #{exp.anchor} ({r.block.path}:{r.block.line})"
 
 
-def run_site(check, split: bool = True) -> SiteMutationReport:
-    """Change one character of what each engine element shows (see :func:`site_targets`) in a copy
-    of the page's HTML, and ask :meth:`lessonkit.site.shipped.SiteCheck.page` about the copy: each
-    change must be reported. Each page must pass unchanged first (it is checked again here).
+def check_site(check, mutate: bool, split: bool = True):
+    """``verify --site`` (:meth:`lessonkit.site.shipped.SiteCheck.run`) and, with ``mutate``, the
+    site mutations in one pass over the pages: each page is checked, then, if it passed, mutated
+    by the same process, which keeps its scan and finds its targets from it (see
+    :func:`_mutate_page`: one character of what each engine element shows, changed in a copy of
+    the page's HTML, must be reported by :meth:`lessonkit.site.shipped.SiteCheck.page`).
 
     With ``split`` (and a second core, and the ``fork`` start method, and no other thread in this
     process), a forked copy of this process takes every other page: it has the whole check as it
-    is, nothing is computed twice. Outcomes are in page order either way; pages whose helper ended
-    without a result are mutated here."""
-    done = _by_page(check, target_files(check), _mutations_of, split)
-    report = SiteMutationReport([], [])
-    for outcomes, problems in done.values():
-        report.outcomes += outcomes
-        report.problems += problems
-    return report
-
-
-def check_site(check, mutate: bool, split: bool = True):
-    """``verify --site`` (:meth:`lessonkit.site.shipped.SiteCheck.run`) and, with ``mutate``, the
-    site mutations (:func:`run_site`) in one pass over the pages: each page is checked, then, if
-    it passed, mutated, by the same process, which keeps its scan and finds its targets from it.
-    With ``split`` as in :func:`run_site`, a forked copy takes every other page. Returns the site
-    report (problems, counts, in the order one process gives) and the mutation report (None
-    without ``mutate``, or when the site has problems: there is nothing to mutate then)."""
+    is, nothing is computed twice; pages whose helper ended without a result are done here.
+    Returns the site report (problems, counts, in the order one process gives) and the mutation
+    report (None without ``mutate``, or when the site has problems: there is nothing to mutate
+    then), its outcomes in page order either way."""
     rep = check.folder()
     if rep is None:
         return check.new_report(check.problems), None
@@ -438,12 +426,8 @@ def check_site(check, mutate: bool, split: bool = True):
             muts[rel] = mutated
     if not mutate or check.problems:
         return rep, None
-    report = SiteMutationReport([], [])
-    for rel in target_files(check):  # the order run_site gives
-        outcomes, problems = muts.get(rel, ([], []))
-        report.outcomes += outcomes
-        report.problems += problems
-    return rep, report
+    outcomes = [o for rel in target_files(check) for o in muts.get(rel, [])]  # page order
+    return rep, SiteMutationReport(outcomes)
 
 
 def _page_pass(check, rel: str, mutate: bool):
@@ -452,18 +436,13 @@ def _page_pass(check, rel: str, mutate: bool):
     problems = check.check_file(rel, counts)
     mutated = None
     if mutate and not problems:
-        mutated = _mutate_page(check, rel, page_targets(check, rel), checked=True)
+        mutated = _mutate_page(check, rel, page_targets(check, rel))
     return problems, (counts.files, counts.blocks, counts.code_pages, counts.lines), mutated
-
-
-def _mutations_of(check, rel: str):
-    targets = page_targets(check, rel)
-    return _mutate_page(check, rel, targets) if targets else ([], [])
 
 
 def _by_page(check, rels: list[str], work, split: bool) -> dict:
     """``work(check, rel)`` of every file of ``rels``, by file in that order; with ``split``, a
-    forked copy of this process does every other one (see :func:`run_site`), and what it did not
+    forked copy of this process does every other one (see :func:`check_site`), and what it did not
     send is done here."""
     share = rels[1::2]
     helper = _start_share(check, share, work) if split and share else None
@@ -476,17 +455,12 @@ def _by_page(check, rels: list[str], work, split: bool) -> dict:
     return {rel: done[rel] for rel in rels}
 
 
-def _mutate_page(check, rel: str, targets, checked: bool = False) -> tuple[list[SiteOutcome], list[Problem]]:
-    """The site mutations of one page: their outcomes, or the problem that the page fails unchanged
-    (``checked``: it was just checked, and passed)."""
+def _mutate_page(check, rel: str, targets) -> list[SiteOutcome]:
+    """The site mutations of one page, which has just passed the site check unchanged: their outcomes."""
     from lessonkit.checks.htmlscan import Doc
 
     doc = check.docs.get(rel) or Doc(check.files[rel].decode("utf-8", "replace"))
     html = doc.html
-    if not checked and check.page(rel, html, doc=doc):
-        return [], [
-            Problem("the page does not pass verify --site unchanged", f"{check.label}/{rel}", None, "run it first")
-        ]
     outcomes = []
     for target, offset in targets:
         old = html[offset]
@@ -495,7 +469,7 @@ def _mutate_page(check, rel: str, targets, checked: bool = False) -> tuple[list[
         found = check.page(rel, mutated, doc=doc.with_text(mutated, offset))
         detail = found[0].message if found else "verify --site reported nothing"
         outcomes.append(SiteOutcome(f"{check.label}/{rel}", target, offset, old, new, detail, bool(found)))
-    return outcomes, []
+    return outcomes
 
 
 def _share_worker(check, share, work, conn) -> None:

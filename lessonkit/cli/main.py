@@ -82,12 +82,11 @@ def _verify_checks(args, project, pages, beside, t0: float) -> int:
     print(summary, file=sys.stderr if problems else sys.stdout)
     if problems:
         return 1
-    site_mutations = None
+    site_mutations = None  # (report, seconds) of the site check's mutations, when it ran
     if args.site is not None:  # what the build wrote, once the inputs are right
-        site = _site_check(project, report, Path(args.site), args.mutate)
-        if site is None:
+        site_mutations = _site_check(project, report, Path(args.site), args.mutate)
+        if site_mutations is None:
             return 1
-        site_mutations = site
     if args.mutate:  # else the same process: the pinned tree is provided and checked once
         if beside is not None:
             code = _mutation_result(*beside)
@@ -202,8 +201,9 @@ def _site_mutation_result(report, seconds: float) -> int:
     """Print the site mutations of :func:`_site_check` (None: not asked for); the exit code."""
     if report is None:
         return 0
-    for p in report.problems + [o.problem() for o in report.outcomes if not o.caught]:
-        print(p, file=sys.stderr)
+    for o in report.outcomes:
+        if not o.caught:
+            print(o.problem(), file=sys.stderr)
     print(
         f"site {report.summary()} (in the site check's {seconds:.2f} s)",
         file=sys.stdout if report.ok else sys.stderr,

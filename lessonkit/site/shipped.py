@@ -403,7 +403,7 @@ class SiteCheck:
     # -- one page
     def page(self, rel: str, html: str, rep: SiteReport | None = None, doc: Doc | None = None) -> list[Problem]:
         """The problems of one HTML file of the folder (``rel``: its path in the folder); ``doc``: its
-        scan, when the caller has it (:func:`lessonkit.checks.mutation.run_site`)."""
+        scan, when the caller has it (:func:`lessonkit.checks.mutation.check_site`)."""
         assert self.record is not None  # run() and the mutation check: a recorded folder
         rep = rep or SiteReport()
         where = f"{self.label}/{rel}"

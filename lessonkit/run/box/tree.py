@@ -80,6 +80,22 @@ def checked_bytecode(sources: list[tuple[str, str, bytes]]) -> dict[tuple[str, s
     return {(d, p): _BYTECODE.get((d, p)) for d, p, _ in sources}
 
 
+def _write_tree(base: str, dirs, files) -> None:
+    """Make ``dirs`` (relative, parents first) under ``base``, then write ``files`` ((relative
+    path, bytes)) as new files. Folders are made one level at a time (never ``parents=True``):
+    once a cancel has removed the box, writing fails instead of re-creating it."""
+    for d in dirs:
+        if sandbox.BOXES.cancelled:
+            raise sandbox.Cancelled()
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(os.path.join(base, d))
+    for rel, data in files:
+        if sandbox.BOXES.cancelled:
+            raise sandbox.Cancelled()
+        with open(os.path.join(base, rel), "xb") as f:  # a new file in a new folder, never followed
+            f.write(data)
+
+
 class CheckedTree:
     """The pinned files a box holds, checked (``manifest``: posix path → sha256; without it the
     tree as found). ``box_pinned`` (``site.toml [experiments] pinned``) limits which pinned files are copied;
@@ -161,21 +177,8 @@ class CheckedTree:
             return self._layout
 
     def write_into(self, box: sandbox.Box) -> None:
-        """Write the pinned copy into ``box``. Folders are made one level at a time (never
-        ``parents=True``): once a cancel has removed the box, writing fails instead of
-        re-creating it."""
-        dirs, files = self.layout()
-        base = str(box.dir)
-        for d in dirs:
-            if sandbox.BOXES.cancelled:
-                raise sandbox.Cancelled()
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(os.path.join(base, d))
-        for rel, data in files:
-            if sandbox.BOXES.cancelled:
-                raise sandbox.Cancelled()
-            with open(os.path.join(base, rel), "xb") as f:  # a new file in a new folder, never followed
-                f.write(data)
+        """Write the pinned copy into ``box`` (see :func:`_write_tree`)."""
+        _write_tree(str(box.dir), *self.layout())
 
     def write_bytecode(self, box: sandbox.Box, in_jail: str) -> None:
         """The checked-hash bytecode of the copy's modules, into ``box.bytecode``, laid out as
@@ -184,27 +187,23 @@ class CheckedTree:
         process from the checked bytes, never read from a folder on disk; a box's interpreter
         checks each file against the source it imports (see :func:`checked_bytecode`)."""
         suffix = f".{sys.implementation.cache_tag}.pyc"
-        made = {str(box.bytecode)}
         os.mkdir(box.bytecode)
-        files = self.files()
-        modules = [(self._digests[rel], f"{in_jail}/{rel}", data) for rel, data in files.items() if rel.endswith(".py")]
+        modules = [
+            (self._digests[rel], f"{in_jail}/{rel}", data) for rel, data in self.files().items() if rel.endswith(".py")
+        ]
         compiled = checked_bytecode(modules)
+        dirs: dict[str, None] = {}  # in order, parents first
+        files: list[tuple[str, bytes]] = []
         for digest, path, _ in modules:
-            if sandbox.BOXES.cancelled:
-                raise sandbox.Cancelled()
             pyc = compiled[(digest, path)]
             if pyc is None:
                 continue
-            parts = path[len(in_jail) + 1 :].split("/")
-            folder = str(box.bytecode)
-            for part in parts[:-1]:  # one level at a time, as write_into
-                folder = os.path.join(folder, part)
-                if folder not in made:
-                    with contextlib.suppress(FileExistsError):
-                        os.mkdir(folder)
-                    made.add(folder)
-            with open(os.path.join(folder, parts[-1][: -len(".py")] + suffix), "xb") as f:
-                f.write(pyc)
+            rel = path[len(in_jail) + 1 :]
+            parts = rel.split("/")
+            for n in range(1, len(parts)):
+                dirs.setdefault("/".join(parts[:n]))
+            files.append((rel[: -len(".py")] + suffix, pyc))
+        _write_tree(str(box.bytecode), list(dirs), files)
 
     # -- the common copy: with namespaces, every box mounts one read-only copy
 

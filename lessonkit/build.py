@@ -626,9 +626,11 @@ class Build:
         order = [self.urls[page] for page in nav or [] if page in self.urls]
         return search.rewrite(path, terms_of, order)
 
-    def check_links(self, site_dir: Path) -> None:
-        """Check every link of the written site."""
-        from lessonkit.site.links import check_site
+    def check_links(self, site_dir: Path, config_file: Path | None = None) -> None:
+        """Check every link of the written site; each problem is reported where an author can
+        fix it (:func:`lessonkit.site.links.located`): the page's source line, else the line of
+        ``config_file`` (``mkdocs.yml``) that names the target."""
+        from lessonkit.site.links import check_site, located
 
         if self.command != "build":
             return
@@ -638,5 +640,18 @@ class Build:
             found = scanner.finish()
         else:
             found = check_site(site_dir, cache=self.project.cache)
-        for p in found:
-            self.report_problem(Problem(f"{p.what}: {p.target}", f"site/{p.page}"))
+        if not found:
+            return
+        sources = {}
+        for uri, url in self.urls.items():
+            text = self.texts.get(f"docs/{uri}")
+            if text is not None:
+                sources[url + "index.html" if url.endswith("/") or not url else url] = (f"docs/{uri}", text)
+        config = None
+        if config_file is not None:
+            try:
+                config = (self.project.rel(Path(config_file)), Path(config_file).read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError):
+                config = None
+        for p in located(found, sources, config):
+            self.report_problem(p)

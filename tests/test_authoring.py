@@ -128,13 +128,23 @@ def test_nox_new_scaffolds_a_lesson_that_builds_and_verifies(tmp_path):
 
 def test_a_broken_link_in_the_written_site_fails_the_build_located(site):
     """The link check reads the pages as MkDocs writes them (in another process where a core is
-    spare): a link MkDocs does not check itself (raw HTML) still fails `mkdocs build`."""
+    spare): a link MkDocs does not check itself (raw HTML) still fails `mkdocs build`, reported at
+    the source line that wrote it. A nav entry for a page that does not exist breaks a link on
+    every page: one line, at the line of mkdocs.yml that names it, not one per page."""
     site.page("a.md", '# a\n\n<a href="../nowhere/">哪里也不是</a> <a href="#nothing">无</a>\n')
+    site.page("b.md", "# b\n")
+    config = site.root / "mkdocs.yml"
+    config.write_text(config.read_text() + "nav:\n  - index.md\n  - a.md\n  - b.md\n  - gone.md\n")
     b = site.build()
     assert b.returncode != 0
-    lines = [ln for ln in b.stderr.splitlines() if "site/a/index.html" in ln]
-    assert any(ln.endswith("site/a/index.html: broken link: ../nowhere/") for ln in lines), b.stderr
-    assert any(ln.endswith("site/a/index.html: broken anchor: #nothing") for ln in lines), b.stderr
+    ours = [ln for ln in b.stderr.splitlines() if ln.startswith("ERROR")]
+    assert ours == [
+        "ERROR   -  mkdocs.yml:25: broken link: /gone.md (on 46 pages) — link to a page or file the site has (a "
+        "page's .md path, relative to the page)",
+        "ERROR   -  docs/a.md:3: broken link: ../nowhere/ — link to a page or file the site has (a page's .md "
+        "path, relative to the page)",
+        "ERROR   -  docs/a.md:3: broken anchor: #nothing — link to a heading or block anchor the target page has",
+    ], b.stderr
     assert "Traceback" not in b.stderr
 
 

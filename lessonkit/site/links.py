@@ -19,6 +19,7 @@ from html import unescape
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from lessonkit.errors import Problem
 from lessonkit.util.fs import Signature, signature
 from lessonkit.util.store import Store, digest
 
@@ -46,9 +47,67 @@ class LinkProblem:
     page: str
     target: str
     what: str
+    resolved: str = ""  # what the link names, from the site's root (the same on every page that has it)
 
     def __str__(self) -> str:
         return f"site/{self.page}: {self.what}: {self.target}"
+
+
+HINTS = {
+    "broken link": "link to a page or file the site has (a page's .md path, relative to the page)",
+    "broken anchor": "link to a heading or block anchor the target page has",
+    "link leaves the site": "link inside the site, or to a full https:// address",
+    "loads a resource from another host": "ship the file with the site (readers may not reach that host)",
+}
+
+
+def located(
+    problems: list[LinkProblem], sources: dict[str, tuple[str, str]], config: tuple[str, str] | None = None
+) -> list[Problem]:
+    """The link problems where an author can fix them. ``sources`` maps a written page
+    (``lessons/a/index.html``) to its source (``docs/lessons/a.md``) and that source's text;
+    ``config`` is the MkDocs configuration (its path and text). A link its page's source names is
+    reported at that line. One that is not there (a nav entry, a theme's or template's link) is
+    one line for all the pages that have it: at the configuration's line that names it, else at
+    the first written page, with how many other pages have it."""
+    out: dict[str, tuple[int, Problem]] = {}  # by its line: (where the first of it came, it)
+    rest: dict[tuple[str, str], list[tuple[int, LinkProblem]]] = {}
+    for n, p in enumerate(problems):
+        src = sources.get(p.page)
+        line = _line_naming(src[1], p.target) if src is not None else None
+        if src is not None and line is not None:
+            found = Problem(f"{p.what}: {p.target}", src[0], line, HINTS.get(p.what))
+            out.setdefault(str(found), (n, found))
+        else:
+            rest.setdefault((p.what, p.resolved or f"{p.page}#{p.target}"), []).append((n, p))
+    for (what, _), group in rest.items():
+        first, where, line = group[0][1], f"site/{group[0][1].page}", None
+        if config is not None:
+            for _, p in group:  # the pages may name it differently (../x, /x)
+                line = _line_naming(config[1], p.target)
+                if line is not None:
+                    first, where = p, config[0]
+                    break
+        more = f" (on {len(group)} pages)" if len(group) > 1 else ""
+        found = Problem(f"{what}: {first.target}{more}", where, line, HINTS.get(what))
+        out.setdefault(str(found), (group[0][0], found))
+    return [p for _, p in sorted(out.values(), key=lambda item: item[0])]
+
+
+def _line_naming(text: str, href: str) -> int | None:
+    """The first line of ``text`` that names ``href``: its path without ``./``, ``../`` and ``/``
+    (a page's address ``x/`` is also its source ``x.md``), or the whole ``#anchor``."""
+    path = unquote(href.split("#")[0].split("?")[0])
+    while path.startswith(("./", "../", "/")):
+        path = path[path.index("/") + 1 :]
+    if path and not path.strip("./"):
+        return None  # the site's root ("../.."): names nothing an author wrote
+    needles = [path or href] + ([path[:-1] + ".md"] if path.endswith("/") and len(path) > 1 else [])
+    for needle in needles:
+        n = next((n for n, ln in enumerate(text.splitlines(), 1) if needle in ln), None)
+        if n is not None:
+            return n
+    return None
 
 
 @dataclass
@@ -144,12 +203,12 @@ def check_site(
     for page, c in pages.items():
         for res in c.resources:
             if _external(res) and not res.startswith("data:"):
-                problems.append(LinkProblem(page, res, "loads a resource from another host"))
+                problems.append(LinkProblem(page, res, "loads a resource from another host", res))
         here = posixpath.dirname(page)
         for href in c.links:
             if href.startswith("#") and "?" not in href:  # this page: most links of a source page (#L12)
                 if _anchor_missing(href[1:], c.ids):
-                    problems.append(LinkProblem(page, href, "broken anchor"))
+                    problems.append(LinkProblem(page, href, "broken anchor", page + href))
                 continue
             if not href or href.startswith(("mailto:", "javascript:", "data:")) or _external(href):
                 continue
@@ -160,17 +219,17 @@ def check_site(
                 base = "" if path.startswith("/") else here  # "/x/": from the site root
                 target = posixpath.normpath(posixpath.join(base, unquote(path).lstrip("/")))
                 if target.startswith(".."):
-                    problems.append(LinkProblem(page, href, "link leaves the site"))
+                    problems.append(LinkProblem(page, href, "link leaves the site", target))
                     continue
                 if target == ".":
                     target = ""
                 if target in dirs or href.endswith("/"):
                     target = posixpath.join(target, "index.html")
                 if target not in files:
-                    problems.append(LinkProblem(page, href, "broken link"))
+                    problems.append(LinkProblem(page, href, "broken link", target))
                     continue
             if target.endswith(".html") and _anchor_missing(fragment, pages[target].ids if target in pages else set()):
-                problems.append(LinkProblem(page, href, "broken anchor"))
+                problems.append(LinkProblem(page, href, "broken anchor", f"{target}#{fragment}"))
     return problems
 
 

@@ -343,7 +343,7 @@ class BuildEvents:
         site_dir, nav = Path(config.site_dir), nav_pages(config.nav)
         self.build.search_index(site_dir, nav)
         self.build.course_pdf(site_dir, nav, config.site_name)  # when LESSONKIT_PDF asks for it
-        self.build.check_links(site_dir)
+        self.build.check_links(site_dir, Path(config.config_file_path))
         n = len(self.build.problems)
         if not n:
             self.build.record_site(site_dir)  # for `verify --site`; only when there is no problem

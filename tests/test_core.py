@@ -323,3 +323,20 @@ def test_built_page_shows_real_lines_permalink_and_badge(site):
     assert '<a tabindex="-1" href="#src-backward_pass-L25">25</a>' in html
     assert '<a tabindex="-1" href="#src-backward_pass-L32">32</a>' in html
     assert "REAL SOURCE" in html and 'id="src-backward_pass"' in html
+
+
+def test_a_commit_line_of_a_series_pinned_to_a_release_archive_names_the_archives_sha256():
+    """A release archive records no commit: the pin's id is its sha256, and the problem says so
+    instead of calling that a commit."""
+    from lessonkit.source.resolve import check_commit
+
+    b = parse_page(block("real-source", "File: m.py", "Symbol: f", "Commit: 1234567"), "d.md", kinds=KINDS).blocks[0]
+    sha = "9667a038e9d6ecba37995e26cb2f59ec6420b6ad"
+    with pytest.raises(LessonError) as err:
+        check_commit(b, sha, known=False)
+    assert str(err.value) == (
+        "d.md:4: `Commit: 1234567` is not the pinned tree — the pinned release archive records no commit; "
+        "its sha256 starts 9667a03 (write that, or remove the line)"
+    )
+    ok = parse_page(block("real-source", "File: m.py", "Symbol: f", "Commit: 9667A03"), "d.md", kinds=KINDS).blocks[0]
+    check_commit(ok, sha, known=False)  # a prefix, in either case: no problem

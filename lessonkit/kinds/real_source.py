@@ -89,7 +89,7 @@ class RealSource(Kind):
         return out + select.header_problems(b)
 
     def resolve(self, project, block):
-        check_commit(block, project.pin.commit)
+        check_commit(block, project.pin.commit, project.pin.commit_known)
         ex = excerpt_of(project.pinned, block)
         check_lines(block, ex)
         if block.get("Recall") is None:

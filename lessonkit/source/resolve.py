@@ -436,14 +436,20 @@ def check_lines(block: Block, ex: Excerpt) -> None:
         )
 
 
-def check_commit(block: Block, commit: str) -> None:
+def check_commit(block: Block, commit: str, known: bool = True) -> None:
+    """A block's ``Commit:`` line names the pinned tree: a prefix of the commit, or where the pin
+    records none (a release archive, ``known`` False), of the archive's sha256 that stands for it."""
     c = block.get("Commit")
     if c and not commit.lower().startswith(c.lower()):
+        what = "commit" if known else "tree"
+        hint = (
+            f"this site is pinned to {commit[:7]} ({commit})"
+            if known
+            else f"the pinned release archive records no commit; its sha256 starts {commit[:7]} "
+            "(write that, or remove the line)"
+        )
         raise LessonError(
-            f"`Commit: {c}` is not the pinned commit",
-            path=block.path,
-            line=block.line_of("Commit"),
-            hint=f"this site is pinned to {commit[:7]} ({commit})",
+            f"`Commit: {c}` is not the pinned {what}", path=block.path, line=block.line_of("Commit"), hint=hint
         )
 
 

@@ -33,6 +33,7 @@ EXPECTED = [
     ("伴随恒等式", L + "12-gradient-check/"),
     ("对偶数", L + "08-forward-mode/"),
     ("数值梯度检验", L + "12-gradient-check/"),
+    ("梯度检验", L + "12-gradient-check/"),
     ("自定义原语", L + "13-custom-primitive/"),
     ("向量空间", L + "05-reverse-mode/"),
     ("盒子", L + "04-tracer-and-box/"),

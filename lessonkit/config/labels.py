@@ -51,7 +51,7 @@ LABELS = {
     "no-output": "(no output)",
     "truncated": "Output too long: {bytes} more bytes not shown (limit {limit} bytes).",
     "output-plain": "Output:",
-    "fragment": "(fragment)",  # a cited range that is not a whole symbol, in tables
+    "fragment": "(a range of lines)",  # a cited range that is not a whole symbol, in tables
     "fragment-plain": "fragment",  # the same in the plain-text copy of a real-source block
     "elided": "⋯ {n} lines omitted ⋯",  # the row that stands for left-out lines of an excerpt
     "elided-title": "Every line in the source browser",  # the tooltip of its link
@@ -108,7 +108,9 @@ LABELS = {
     "from-other": "{detail}",
     # the course PDF (`[[lessonkit:course-pdf]]`): a Markdown link when the build made it, else a note
     "course-pdf": "[The whole course as one PDF]({path})",
-    "course-pdf-off": "The whole course as one PDF is made by a build with `LESSONKIT_PDF=1`.",
+    "course-pdf-off": (
+        "This edition of the site comes without the course PDF; a page printed from the browser has the same layout."
+    ),
     # API pages (mkdocstrings)
     "api-call": "Called as",
     "api-source": "Source",

@@ -83,7 +83,7 @@ class MutationReport:
 
     @property
     def ok(self) -> bool:
-        return self.caught == len(self.outcomes)
+        return not self.problems and self.caught == len(self.outcomes)
 
     def summary(self) -> str:
         n = len(self.outcomes)

@@ -12,7 +12,7 @@ from lessonkit.config import maps
 from lessonkit.config import checks as projectchecks
 from lessonkit.config import environment
 from lessonkit.config import site as siteconfig
-from lessonkit.errors import LessonError, Problem
+from lessonkit.errors import LessonError, Problem, fold_repeats
 from lessonkit.util.fs import atomic_write
 from lessonkit.project import Project, Resolved
 from lessonkit.pipeline.render import duplicate_ids, page_ids
@@ -126,7 +126,7 @@ def check(project: Project, pages: list[Path] | None = None) -> Report:
             resolved, report.anchors(rel), sum(r.kind == "line" for r in refs), project.site.is_lesson(rel)
         )
         problems += duplicate_ids(rel, parsed.ids, generated)
-        report.problems += sorted(problems, key=lambda p: p.line or 0)
+        report.problems += fold_repeats(sorted(problems, key=lambda p: p.line or 0))  # one line per mistake
     from lessonkit.checks import recall
 
     report.recalls, problems = recall.targets(project, report)

@@ -112,3 +112,57 @@ def test_fold_repeats_keeps_the_first_place_and_names_the_others():
     only_values = [Problem("failed", "docs/p.md", 8, "hint", about=run)] * 2
     assert [str(p) for p in fold_repeats(only_values, {run: 3})] == ["docs/p.md:3: failed (also cited at :8) — hint"]
     assert [str(p) for p in fold_repeats(only_values[:1], {run: 8})] == ["docs/p.md:8: failed — hint"]
+
+
+MAPPED = (
+    "# a\n\n"
+    + block("real-source", "File: autograd/core.py", "Symbol: backward_pass")
+    + '\n见 [[line: core.py::backward_pass "outgrads = {end_node: (g, False)}"]]。\n\n'
+    + block("real-source", "File: autograd/core.py", "Symbol: make_vjp")
+)  # the blocks at lines 3 and 10, the reference at 8
+
+
+@pytest.mark.parametrize(
+    "old, new, expected",
+    [
+        (
+            "```real-source\nFile: autograd/core.py\nSymbol: backward_pass",
+            "```real-sorce\nFile: autograd/core.py\nSymbol: backward_pass",
+            "docs/a.md:3: unknown block kind `real-sorce` — did you mean `real-source`?",
+        ),
+        (
+            "# a\n\n",
+            "# a\n\n```python\nx = 1\n\n",
+            "docs/a.md:6: real-source block inside the code fence opened on line 3, which is never closed "
+            "before it — close that fence with a line ``` before this block",
+        ),
+        (
+            "\n见 [[line:",
+            "\n```python\n见 [[line:",
+            "docs/a.md:11: real-source block inside the code fence opened on line 8, which is never closed "
+            "before it — close that fence with a line ``` before this block",
+        ),
+    ],
+    ids=["kind-typo", "unclosed-fence", "fence-hides-a-reference"],
+)
+def test_a_block_problem_is_no_stale_map(site, old, new, expected):
+    """The maps record a page's blocks and references by their order: a block that is not there as
+    written shifts the others, which is its own problem, not a stale map."""
+    page = site.page("a.md", MAPPED)
+    r = site.run("-m", "lessonkit", "verify", "--update-map")
+    assert r.returncode == 0, r.stderr
+    page.write_text(MAPPED.replace(old, new, 1), encoding="utf-8")
+    r = site.run("-m", "lessonkit", "verify")
+    assert r.returncode == 1
+    assert [l for l in r.stderr.splitlines() if not l.startswith("verify: ")] == [expected]
+    # fixed, the page matches its map again; a real change is still a stale map
+    page.write_text(MAPPED, encoding="utf-8")
+    r = site.run("-m", "lessonkit", "verify")
+    assert r.returncode == 0, r.stderr
+    one = "Symbol: backward_pass\nStart-at: outgrads = {end_node\nEnd-at: outgrads = {end_node"  # one line
+    page.write_text(MAPPED.replace("Symbol: backward_pass", one), encoding="utf-8")
+    r = site.run("-m", "lessonkit", "verify")
+    assert [l for l in r.stderr.splitlines() if not l.startswith("verify: ")] == [
+        "docs/a.md:3: the excerpt map is stale: lines, sha256 changed (recorded autograd/core.py L25-32, now "
+        "autograd/core.py L26-26) — run `lessonkit verify --update-map` to record the new state"
+    ]

@@ -279,7 +279,7 @@ def _ref_change(a: dict, b: dict) -> str:
 
 def stale_ref_map(project, report: Report, only_pages: set[str] | None = None) -> list[Problem]:
     """Problems when ``sourcemap/prose-refs.json`` does not record the references as they resolve now."""
-    from lessonkit.checks.verify import UPDATE_HINT
+    from lessonkit.checks.verify import UPDATE_HINT, troubled_pages
 
     path = project.sourcemap / REFS_NAME
     rel = project.rel(path)
@@ -299,8 +299,17 @@ def stale_ref_map(project, report: Report, only_pages: set[str] | None = None) -
     def key(e):
         return e.get("page"), e.get("ref")
 
-    old = {key(e): e for e in old_refs if only_pages is None or e.get("page") in only_pages}
-    new = {key(e): e for e in fresh["refs"] if only_pages is None or e["page"] in only_pages}
+    troubled = troubled_pages(report)  # references counted by their order: not compared there
+    old = {
+        key(e): e
+        for e in old_refs
+        if (only_pages is None or e.get("page") in only_pages) and e.get("page") not in troubled
+    }
+    new = {
+        key(e): e
+        for e in fresh["refs"]
+        if (only_pages is None or e["page"] in only_pages) and e["page"] not in troubled
+    }
     at = {(page, n): ref.line for page, n, ref, _ in line_refs(project, report)}  # page lines, for messages
     for k in sorted(set(old) | set(new), key=lambda k: (str(k[0]), k[1] or 0)):
         a, b = old.get(k), new.get(k)

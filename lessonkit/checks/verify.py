@@ -134,6 +134,15 @@ def check(project: Project, pages: list[Path] | None = None) -> Report:
     return report
 
 
+def troubled_pages(report: Report) -> set[str]:
+    """The pages whose blocks or references are not all there as written: a page with a problem of
+    its own (a block that does not parse or resolve, an unclosed fence that hides the blocks after
+    it) or that cannot be read. The maps record a page's blocks and references by their order, so
+    on such a page they are not compared: its own problem is the one line, not a stale map."""
+    pages = {p.path for p in report.problems if p.path}
+    return pages | {page for page, broken in report.broken.items() if broken is None or broken}
+
+
 def stale_map(project: Project, report: Report, only_pages: set[str] | None = None) -> list[Problem]:
     path = project.sourcemap / MAP_NAME
     rel = project.rel(path)
@@ -148,12 +157,13 @@ def stale_map(project: Project, report: Report, only_pages: set[str] | None = No
     for name in ("pin", "version", "manifest"):
         if recorded.get(name) != fresh[name]:
             problems.append(Problem(f"the excerpt map was made for another {name}", rel, None, UPDATE_HINT))
+    troubled = troubled_pages(report)
     old = {
         (e["page"], e["block"]): e
         for e in recorded.get("excerpts", [])
-        if only_pages is None or e["page"] in only_pages
+        if (only_pages is None or e["page"] in only_pages) and e["page"] not in troubled
     }
-    new = {(e["page"], e["block"]): e for e in fresh["excerpts"]}
+    new = {(e["page"], e["block"]): e for e in fresh["excerpts"] if e["page"] not in troubled}
     lines = {(p, r.block.ordinal): r.block.line for p, rs in report.resolved.items() for r in rs}
     own = {  # blocks that show the project's own files: never recorded (a map from before may list them)
         (p, r.block.ordinal)

@@ -166,3 +166,19 @@ def test_a_block_problem_is_no_stale_map(site, old, new, expected):
         "docs/a.md:3: the excerpt map is stale: lines, sha256 changed (recorded autograd/core.py L25-32, now "
         "autograd/core.py L26-26) — run `lessonkit verify --update-map` to record the new state"
     ]
+
+
+def test_a_script_that_records_nothing_names_the_helper_every_series_has(site):
+    site.script("quiet.py", "print('nothing recorded')\n")
+    site.page("p.md", "# p\n\nCounted [[value: quiet n]].\n")
+    v = site.verify()
+    assert v.returncode == 1
+    assert lines_of(v.stderr) == [
+        "docs/p.md:3: experiments/quiet.py recorded nothing — record values with "
+        '`from lessonkit_record import record`, then `record.set("key", value)`'
+    ]
+    # the hint works in a series without the autograd series' _record.py
+    (site.root / "experiments" / "_record.py").unlink()
+    site.script("quiet.py", "from lessonkit_record import record\n\nrecord.set('n', 3)\n")
+    v = site.verify()
+    assert v.returncode == 0, v.stderr

@@ -164,7 +164,7 @@ def test_a_block_problem_is_no_stale_map(site, old, new, expected):
     r = site.run("-m", "lessonkit", "verify")
     assert [l for l in r.stderr.splitlines() if not l.startswith("verify: ")] == [
         "docs/a.md:3: the excerpt map is stale: lines, sha256 changed (recorded autograd/core.py L25-32, now "
-        "autograd/core.py L26-26) — run `lessonkit verify --update-map` to record the new state"
+        "autograd/core.py L26) — run `lessonkit verify --update-map` to record the new state"
     ]
 
 
@@ -182,3 +182,9 @@ def test_a_script_that_records_nothing_names_the_helper_every_series_has(site):
     site.script("quiet.py", "from lessonkit_record import record\n\nrecord.set('n', 3)\n")
     v = site.verify()
     assert v.returncode == 0, v.stderr
+
+
+def test_a_message_names_one_line_as_one_line():
+    from lessonkit.util.text import line_span
+
+    assert [line_span(662, 662), line_span(662, 676)] == ["L662", "L662-676"]

@@ -20,6 +20,7 @@ from lessonkit.kinds.figure import Figure
 from lessonkit.kinds.snapshot import Snapshot
 from lessonkit.config.site import PROSE_COLUMNS
 from lessonkit.checks.verify import Report
+from lessonkit.util.text import line_span
 
 REFS_NAME = "prose-refs.json"  # sibling of excerpts.json: every inline `line` reference
 RECORDED = ("snapshot", "figure")  # fenced kinds drawn from a recording
@@ -329,7 +330,7 @@ def stale_ref_map(project, report: Report, only_pages: set[str] | None = None) -
         elif a is None:
             problems.append(
                 Problem(
-                    f"a new reference ({b['file']} L{b['lines'][0]}-{b['lines'][1]}) is not in the prose reference map",
+                    f"a new reference ({b['file']} {line_span(*b['lines'])}) is not in the prose reference map",
                     b["page"],
                     at[k],
                     UPDATE_HINT,

@@ -16,6 +16,7 @@ from lessonkit.errors import LessonError, Problem, fold_repeats
 from lessonkit.util.fs import atomic_write
 from lessonkit.project import Project, Resolved
 from lessonkit.pipeline.render import duplicate_ids, page_ids
+from lessonkit.util.text import line_span
 
 MAP_NAME = "excerpts.json"
 UPDATE_HINT = "run `lessonkit verify --update-map` to record the new state"
@@ -189,15 +190,15 @@ def stale_map(project: Project, report: Report, only_pages: set[str] | None = No
             )
             continue
         if a is None:
-            what = f"a new excerpt ({b['file']} L{b['lines'][0]}-{b['lines'][1]}) is not in the map"
+            what = f"a new excerpt ({b['file']} {line_span(*b['lines'])}) is not in the map"
         else:
             changes = [
                 k for k in (*maps.MAP_KEYS, *maps.MAP_OPTIONAL) if k not in ("page", "block") and a.get(k) != b.get(k)
             ]
             what = (
                 f"the excerpt map is stale: {', '.join(changes)} changed "
-                f"(recorded {a['file']} L{a['lines'][0]}-{a['lines'][1]}, now {b['file']} "
-                f"L{b['lines'][0]}-{b['lines'][1]})"
+                f"(recorded {a['file']} {line_span(*a['lines'])}, now {b['file']} "
+                f"{line_span(*b['lines'])})"
             )
         problems.append(Problem(what, key[0], lines.get(key), UPDATE_HINT))
     return problems

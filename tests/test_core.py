@@ -133,7 +133,7 @@ def test_fragment_outside_its_symbol(site):
         site, "File: autograd/core.py", "Symbol: VJPNode", "Commit: f53a217", body="outgrads = {end_node: (g, False)}"
     )
     assert len(problems) == 1
-    assert problems[0].startswith("docs/p.md:8: body is not inside `VJPNode` — it is at autograd/core.py L26-26")
+    assert problems[0].startswith("docs/p.md:8: body is not inside `VJPNode` — it is at autograd/core.py L26, outside")
 
 
 # ---------------------------------------------------------------- clear errors
@@ -198,7 +198,7 @@ def test_ambiguous_selector_lists_candidates(tmp_path):
         excerpt_of(tree, b)
     assert str(err.value) == (
         "d.md:3: call selector `defvjp(f)` is ambiguous: 2 calls in m.py — candidates: "
-        "L1-1, L3-3; quote the one you mean as a body under a Symbol-less block"
+        "L1, L3; quote the one you mean as a body under a Symbol-less block"
     )
 
 

@@ -300,14 +300,15 @@ def test_format_value(value, fmt, text):
 
 
 def test_load_rejects_bad_recordings():
+    WITH = '`from lessonkit_record import record`, then `record.set("key", value)`'  # in any series
     for value, msg in [
-        ("[1]", "<markdown>: the recording of e is a list, not an object — write it with experiments/_record.py"),
+        ("[1]", "<markdown>: the recording of e is a list, not an object — write it with " + WITH),
         (
             "{",
             "<markdown>: the recording of e is not valid JSON (Expecting property name enclosed in "
-            "double quotes: line 1 co) — write it with experiments/_record.py",
+            "double quotes: line 1 co) — write it with " + WITH,
         ),
-        (None, "<markdown>: e recorded nothing — record values with `from _record import record`"),
+        (None, "<markdown>: e recorded nothing — record values with " + WITH),
     ]:
         with pytest.raises(LessonError) as err:
             recording.load(value, "e")

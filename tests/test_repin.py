@@ -496,10 +496,10 @@ def test_release_1_8_0_selectors(site, monkeypatch, sdists):
         ("unchanged", (23, 36), (23, 36)),
     ]
     assert rows[0][4] == "L162-165 → L114-117 (a `Lines:` locator to rewrite)"
-    assert rows[1][4] == "L156-168 → L108-120" and rows[2][4] == "L168-168 → L120-120"
+    assert rows[1][4] == "L156-168 → L108-120" and rows[2][4] == "L168 → L120"
     assert rows[3][4:] == ("L162-165 → L114-117 (`Emphasize:` to rewrite)", "115, 117")
-    assert rows[4][4] == "L416-427 → L412-423 (runs L416-416, L419-427 → L412-412, L415-423)"
-    assert rows[5][4] == "L156-168 → L108-120 (runs L156-156, L167-168 → L108-108, L119-120)"
+    assert rows[4][4] == "L416-427 → L412-423 (runs L416, L419-427 → L412, L415-423)"
+    assert rows[5][4] == "L156-168 → L108-120 (runs L156, L167-168 → L108, L119-120)"
     assert "-    is_ufunc = isinstance(f_raw, np.ufunc)" in "\n".join(
         next(i for i in report.items if i.line == fences[7]).diff
     )

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 
 from lessonkit.run import runner as execute
-from lessonkit.errors import LessonError, Problem
+from lessonkit.errors import LessonError, Problem, fold_repeats
 from lessonkit.util.fs import atomic_write
 from lessonkit.kinds import line as line_kind
 from lessonkit.kinds import value as value_kind
@@ -20,6 +20,7 @@ from lessonkit.kinds.figure import Figure
 from lessonkit.kinds.snapshot import Snapshot
 from lessonkit.config.site import PROSE_COLUMNS
 from lessonkit.checks.verify import Report
+from lessonkit.util.text import line_span
 
 REFS_NAME = "prose-refs.json"  # sibling of excerpts.json: every inline `line` reference
 RECORDED = ("snapshot", "figure")  # fenced kinds drawn from a recording
@@ -151,52 +152,66 @@ def check_recorded(project, report: Report, results: dict[str, execute.Result] |
         results = project.runner.run_all(recorded_jobs(project, report))
     facts = Facts()
     for page in sorted(set(report.resolved) | set(report.inline)):
-        row = facts.per_page.setdefault(page, [0, 0, 0, 0, 0, 0])
+        found = _check_page(project, report, results, facts, page)
+        # a failed run is the mistake of the first place of the page that runs it, an experiment
+        # block too (which verify does not run itself): reported there once, as the build does
+        first: dict[str, int] = {}
         for r in report.resolved.get(page, []):
-            if r.spec.name not in RECORDED:
-                continue
-            if r.job is None:  # RECORDED kinds resolve with their run
-                continue
-            result = results.get(project.runner.key(r.job))
-            if result is None or not result.ok:
-                facts.problems += execute.failure(result, r.job, r.job.timeout).at(r.block.path, r.block.line).problems
-                continue
-            try:
-                if isinstance(r.spec, Snapshot):  # the kind named "snapshot"
-                    from lessonkit.kinds.snapshot import cell_refs
-
-                    for ref in cell_refs(r.block):  # inline references in the table's cells
-                        if ref.kind == "value":
-                            value_kind.value(project, ref)
-                            facts.values += 1
-                            row[4] += 1
-                        elif ref.kind == "line":
-                            facts.refs += 1
-                            row[5] += 1
-                    g, c, h = count_table(r.spec.table(r, result), project.site.prose_columns)
-                    facts.generated, facts.checked, facts.hand = facts.generated + g, facts.checked + c, facts.hand + h
-                    facts.tables += 1
-                    row[0], row[1], row[2] = row[0] + g, row[1] + c, row[2] + h
-                elif isinstance(r.spec, Figure):  # the kind named "figure"
-                    r.spec.inputs(r, result)
-                    facts.figures += 1
-                    row[3] += 1
-            except LessonError as exc:
-                facts.problems += exc.at(r.block.path, r.block.line).problems
-        for ref in report.inline.get(page, []):
-            if ref.kind == "line":
-                facts.refs += 1
-                row[5] += 1
-                continue
-            if ref.kind != "value":
-                continue
-            try:
-                value_kind.value(project, ref)  # the runner returns this build's result (run above)
-                facts.values += 1
-                row[4] += 1
-            except LessonError as exc:
-                facts.problems += exc.at(ref.path, ref.line).problems
+            if r.job is not None and r.block.line is not None:
+                first.setdefault(execute.run_about(r.job), r.block.line)
+        facts.problems += sorted(fold_repeats(found, first), key=lambda p: p.line or 0)
     return facts
+
+
+def _check_page(project, report: Report, results: dict, facts: Facts, page: str) -> list[Problem]:
+    """Count one page's recorded kinds and values into ``facts``: the problems found."""
+    problems: list[Problem] = []
+    row = facts.per_page.setdefault(page, [0, 0, 0, 0, 0, 0])
+    for r in report.resolved.get(page, []):
+        if r.spec.name not in RECORDED:
+            continue
+        if r.job is None:  # RECORDED kinds resolve with their run
+            continue
+        result = results.get(project.runner.key(r.job))
+        if result is None or not result.ok:
+            problems += execute.failure(result, r.job, r.job.timeout).at(r.block.path, r.block.line).problems
+            continue
+        try:
+            if isinstance(r.spec, Snapshot):  # the kind named "snapshot"
+                from lessonkit.kinds.snapshot import cell_refs
+
+                for ref in cell_refs(r.block):  # inline references in the table's cells
+                    if ref.kind == "value":
+                        value_kind.value(project, ref)
+                        facts.values += 1
+                        row[4] += 1
+                    elif ref.kind == "line":
+                        facts.refs += 1
+                        row[5] += 1
+                g, c, h = count_table(r.spec.table(r, result), project.site.prose_columns)
+                facts.generated, facts.checked, facts.hand = facts.generated + g, facts.checked + c, facts.hand + h
+                facts.tables += 1
+                row[0], row[1], row[2] = row[0] + g, row[1] + c, row[2] + h
+            elif isinstance(r.spec, Figure):  # the kind named "figure"
+                r.spec.inputs(r, result)
+                facts.figures += 1
+                row[3] += 1
+        except LessonError as exc:
+            problems += exc.at(r.block.path, r.block.line).problems
+    for ref in report.inline.get(page, []):
+        if ref.kind == "line":
+            facts.refs += 1
+            row[5] += 1
+            continue
+        if ref.kind != "value":
+            continue
+        try:
+            value_kind.value(project, ref)  # the runner returns this build's result (run above)
+            facts.values += 1
+            row[4] += 1
+        except LessonError as exc:
+            problems += exc.at(ref.path, ref.line).problems
+    return problems
 
 
 # -- the reference map (sourcemap/prose-refs.json)
@@ -265,7 +280,7 @@ def _ref_change(a: dict, b: dict) -> str:
 
 def stale_ref_map(project, report: Report, only_pages: set[str] | None = None) -> list[Problem]:
     """Problems when ``sourcemap/prose-refs.json`` does not record the references as they resolve now."""
-    from lessonkit.checks.verify import UPDATE_HINT
+    from lessonkit.checks.verify import UPDATE_HINT, troubled_pages
 
     path = project.sourcemap / REFS_NAME
     rel = project.rel(path)
@@ -285,8 +300,17 @@ def stale_ref_map(project, report: Report, only_pages: set[str] | None = None) -
     def key(e):
         return e.get("page"), e.get("ref")
 
-    old = {key(e): e for e in old_refs if only_pages is None or e.get("page") in only_pages}
-    new = {key(e): e for e in fresh["refs"] if only_pages is None or e["page"] in only_pages}
+    troubled = troubled_pages(report)  # references counted by their order: not compared there
+    old = {
+        key(e): e
+        for e in old_refs
+        if (only_pages is None or e.get("page") in only_pages) and e.get("page") not in troubled
+    }
+    new = {
+        key(e): e
+        for e in fresh["refs"]
+        if (only_pages is None or e["page"] in only_pages) and e["page"] not in troubled
+    }
     at = {(page, n): ref.line for page, n, ref, _ in line_refs(project, report)}  # page lines, for messages
     for k in sorted(set(old) | set(new), key=lambda k: (str(k[0]), k[1] or 0)):
         a, b = old.get(k), new.get(k)
@@ -306,7 +330,7 @@ def stale_ref_map(project, report: Report, only_pages: set[str] | None = None) -
         elif a is None:
             problems.append(
                 Problem(
-                    f"a new reference ({b['file']} L{b['lines'][0]}-{b['lines'][1]}) is not in the prose reference map",
+                    f"a new reference ({b['file']} {line_span(*b['lines'])}) is not in the prose reference map",
                     b["page"],
                     at[k],
                     UPDATE_HINT,

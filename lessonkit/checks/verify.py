@@ -12,10 +12,11 @@ from lessonkit.config import maps
 from lessonkit.config import checks as projectchecks
 from lessonkit.config import environment
 from lessonkit.config import site as siteconfig
-from lessonkit.errors import LessonError, Problem
+from lessonkit.errors import LessonError, Problem, fold_repeats
 from lessonkit.util.fs import atomic_write
 from lessonkit.project import Project, Resolved
 from lessonkit.pipeline.render import duplicate_ids, page_ids
+from lessonkit.util.text import line_span
 
 MAP_NAME = "excerpts.json"
 UPDATE_HINT = "run `lessonkit verify --update-map` to record the new state"
@@ -126,12 +127,21 @@ def check(project: Project, pages: list[Path] | None = None) -> Report:
             resolved, report.anchors(rel), sum(r.kind == "line" for r in refs), project.site.is_lesson(rel)
         )
         problems += duplicate_ids(rel, parsed.ids, generated)
-        report.problems += sorted(problems, key=lambda p: p.line or 0)
+        report.problems += fold_repeats(sorted(problems, key=lambda p: p.line or 0))  # one line per mistake
     from lessonkit.checks import recall
 
     report.recalls, problems = recall.targets(project, report)
     report.problems += problems
     return report
+
+
+def troubled_pages(report: Report) -> set[str]:
+    """The pages whose blocks or references are not all there as written: a page with a problem of
+    its own (a block that does not parse or resolve, an unclosed fence that hides the blocks after
+    it) or that cannot be read. The maps record a page's blocks and references by their order, so
+    on such a page they are not compared: its own problem is the one line, not a stale map."""
+    pages = {p.path for p in report.problems if p.path}
+    return pages | {page for page, broken in report.broken.items() if broken is None or broken}
 
 
 def stale_map(project: Project, report: Report, only_pages: set[str] | None = None) -> list[Problem]:
@@ -148,12 +158,13 @@ def stale_map(project: Project, report: Report, only_pages: set[str] | None = No
     for name in ("pin", "version", "manifest"):
         if recorded.get(name) != fresh[name]:
             problems.append(Problem(f"the excerpt map was made for another {name}", rel, None, UPDATE_HINT))
+    troubled = troubled_pages(report)
     old = {
         (e["page"], e["block"]): e
         for e in recorded.get("excerpts", [])
-        if only_pages is None or e["page"] in only_pages
+        if (only_pages is None or e["page"] in only_pages) and e["page"] not in troubled
     }
-    new = {(e["page"], e["block"]): e for e in fresh["excerpts"]}
+    new = {(e["page"], e["block"]): e for e in fresh["excerpts"] if e["page"] not in troubled}
     lines = {(p, r.block.ordinal): r.block.line for p, rs in report.resolved.items() for r in rs}
     own = {  # blocks that show the project's own files: never recorded (a map from before may list them)
         (p, r.block.ordinal)
@@ -179,15 +190,15 @@ def stale_map(project: Project, report: Report, only_pages: set[str] | None = No
             )
             continue
         if a is None:
-            what = f"a new excerpt ({b['file']} L{b['lines'][0]}-{b['lines'][1]}) is not in the map"
+            what = f"a new excerpt ({b['file']} {line_span(*b['lines'])}) is not in the map"
         else:
             changes = [
                 k for k in (*maps.MAP_KEYS, *maps.MAP_OPTIONAL) if k not in ("page", "block") and a.get(k) != b.get(k)
             ]
             what = (
                 f"the excerpt map is stale: {', '.join(changes)} changed "
-                f"(recorded {a['file']} L{a['lines'][0]}-{a['lines'][1]}, now {b['file']} "
-                f"L{b['lines'][0]}-{b['lines'][1]})"
+                f"(recorded {a['file']} {line_span(*a['lines'])}, now {b['file']} "
+                f"{line_span(*b['lines'])})"
             )
         problems.append(Problem(what, key[0], lines.get(key), UPDATE_HINT))
     return problems

@@ -14,6 +14,7 @@ from lessonkit.run.box import sandbox
 from lessonkit.errors import LessonError, Problem
 from lessonkit.pipeline.parse import check_rel_path
 from lessonkit.source.resolve import excerpt_of
+from lessonkit.kinds._recorded import MISSING
 from lessonkit.kinds.base import Kind, Resolved, slug
 from lessonkit.util.text import whole_number
 
@@ -83,7 +84,12 @@ class Experiment(Kind):
                     line=block.line_of("File"),
                     hint="experiments are experiments/*.py files",
                 )
-            ex = excerpt_of(project.scripts, block)
+            try:
+                ex = excerpt_of(project.scripts, block)
+            except LessonError as exc:
+                if not (project.root / rel).is_file():  # one mistake, however many places name the script
+                    raise exc.about(MISSING + rel) from None
+                raise
             source = project.scripts.file(rel).data
             job = execute.Job(Path(rel).name, source, timeout, rel, memory)
         else:

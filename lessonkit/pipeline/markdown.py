@@ -29,7 +29,7 @@ from markdown.preprocessors import Preprocessor
 from pymdownx.highlight import Highlight
 
 from lessonkit.run import runner as execute
-from lessonkit.errors import LessonError, Problem
+from lessonkit.errors import LessonError, Problem, fold_repeats
 from lessonkit.config.labels import PROVIDERS, provider_text  # noqa: F401 (where the pinned tree came from, in labels)
 from lessonkit.pipeline.parse import QUOTE, Block, BrokenBlock, blank_line, parse_page
 from lessonkit.project import Project, Resolved
@@ -161,7 +161,7 @@ def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> 
         placeholder = md.htmlStash.store(html)
         lines[item.start : item.end + 1] = alone(lines, item, placeholder)
     problems.sort(key=lambda p: p.line or 0)
-    return "\n".join(lines), problems
+    return "\n".join(lines), fold_repeats(problems)  # a failed run cited three times is one line
 
 
 def alone(lines: list[str], item, placeholder: str) -> list[str]:

@@ -1,6 +1,7 @@
 """Recorded runs: load an experiment's recording, look up values, build snapshot tables.
 
-An experiment writes one JSON object through ``experiments/_record.py`` (the
+An experiment writes one JSON object through lessonkit's record helper, ``lessonkit_record``
+(which a series may wrap, as the autograd series' ``experiments/_record.py`` does; the
 runner passes it back as ``Result.record``). This module is independent of
 MkDocs: it turns a recording plus an author's table spec into a table model,
 generating cells from the run and checking hand-written cells against it.
@@ -29,6 +30,9 @@ from lessonkit.errors import LessonError
 from lessonkit.util.text import whole_number
 
 LIMIT = 4 * 1024 * 1024
+# How a recording is written in any series: lessonkit's own helper, in every experiment's box
+# (lessonkit/run/box/lessonkit_record.py); a series may wrap it (the autograd series: _record.py).
+RECORD_WITH = '`from lessonkit_record import record`, then `record.set("key", value)`'
 KEY = re.compile(r"[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*")
 CELL_REF = re.compile(r"^(?P<tick>`?)@(?P<key>" + KEY.pattern + r")(?P=tick)(?:\s*=\s*(?P<hand>.+))?$")
 CELL_NOTE = re.compile(r"^(?P<text>.*?)\s*\{@(?P<key>" + KEY.pattern + r")\s*=\s*(?P<hand>[^{}]+)\}$")
@@ -52,14 +56,14 @@ def load(value, source: str) -> Recording:
         except (ValueError, RecursionError) as exc:
             raise LessonError(
                 f"the recording of {source} is not valid JSON ({str(exc)[:60]})",
-                hint="write it with experiments/_record.py",
+                hint=f"write it with {RECORD_WITH}",
             ) from None
     if value is None:
-        raise LessonError(f"{source} recorded nothing", hint="record values with `from _record import record`")
+        raise LessonError(f"{source} recorded nothing", hint=f"record values with {RECORD_WITH}")
     if not isinstance(value, dict):
         raise LessonError(
             f"the recording of {source} is a {type(value).__name__}, not an object",
-            hint="write it with experiments/_record.py",
+            hint=f"write it with {RECORD_WITH}",
         )
     return Recording(value, source)
 

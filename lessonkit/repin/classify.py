@@ -31,6 +31,7 @@ from lessonkit.source.resolve import Excerpt, Tree, based_on, excerpt_of
 from lessonkit.repin import runs
 from lessonkit.repin.acquire import Target
 from lessonkit.repin.model import Item, _udiff
+from lessonkit.util.text import line_span
 
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 
@@ -83,7 +84,7 @@ class Index:
                     continue
                 try:
                     for d in self.tree.file(rel).definitions:
-                        self._defs.setdefault(d.name, []).append(f"{rel} L{d.start}-{d.end}")
+                        self._defs.setdefault(d.name, []).append(f"{rel} {line_span(d.start, d.end)}")
                 except LessonError:
                     continue
         return [w for w in self._defs.get(_norm_symbol(symbol), []) if not (but and w.startswith(but + " "))]
@@ -118,7 +119,7 @@ def _missing_symbol(item: Item, sf: SourceFile, symbol: str, exc: LessonError, i
     cands = [f"`{symbol}` is defined at {w}" for w in index.where(symbol, but=sf.rel)]
     for c in difflib.get_close_matches(want, names, n=4, cutoff=0.6):
         d = next(d for d in pool if d.name == c)
-        cands.append(f"`{c}` at {sf.rel} L{d.start}-{d.end} (similar name)")
+        cands.append(f"`{c}` at {sf.rel} {line_span(d.start, d.end)} (similar name)")
     if exc.code == MISSING_SYMBOL:
         return replace(
             item, status="missing", detail=f"no symbol `{symbol}` in {sf.rel} of the target", candidates=cands[:8]
@@ -174,25 +175,25 @@ def _unresolved(
             sf.lines[d.start - 1 : d.end],
             pd.start,
             d.start,
-            f"{file} ({symbol}, L{pd.start}-{pd.end}) {vs[0]}",
-            f"{file} ({symbol}, L{d.start}-{d.end}) {vs[1]}",
+            f"{file} ({symbol}, {line_span(pd.start, pd.end)}) {vs[0]}",
+            f"{file} ({symbol}, {line_span(d.start, d.end)}) {vs[1]}",
         )
         detail = (
-            f"the quoted lines L{old.start}-{old.end} no longer occur verbatim in `{symbol}` "
-            f"(now L{d.start}-{d.end}): {exc.problem.hint or exc.problem.message}"
+            f"the quoted lines {line_span(old.start, old.end)} no longer occur verbatim in `{symbol}` "
+            f"(now {line_span(d.start, d.end)}): {exc.problem.hint or exc.problem.message}"
         )
         return replace(item, status="changed", detail=detail, new=(d.start, d.end), diff=diff)
     ratio, k = _closest_window(old, sf)
     n = len(old.lines)
-    closest = f"{sf.rel} L{k + 1}-{k + n} ({ratio:.0%} alike)"
+    closest = f"{sf.rel} {line_span(k + 1, k + n)} ({ratio:.0%} alike)"
     if ratio >= 0.6:
         diff = _udiff(
             old.lines,
             [l for l in sf.lines[k : k + n]],
             old.start,
             k + 1,
-            f"{file} L{old.start}-{old.end} {vs[0]}",
-            f"{file} L{k + 1}-{k + n} {vs[1]}",
+            f"{file} {line_span(old.start, old.end)} {vs[0]}",
+            f"{file} {line_span(k + 1, k + n)} {vs[1]}",
         )
         return replace(
             item,
@@ -257,7 +258,7 @@ def _source_item(project: Project, ttree: Tree, index: Index, block: Block, base
         if not based and old.emphasize:
             moved_to = dict(zip(old.numbers(), new.numbers()))
             emph = select.ranges([moved_to[n] for n in old.emphasize])
-        span = f"L{old.start}-{old.end} → L{new.start}-{new.end}"
+        span = f"{line_span(old.start, old.end)} → {line_span(new.start, new.end)}"
         if new.spans != ((new.start, new.end),) or old.spans != ((old.start, old.end),):
             span += f" (runs {_show_spans(old.spans)} → {_show_spans(new.spans)})"
         return replace(item, status="moved", detail=span + loc, emphasize=emph)
@@ -266,20 +267,20 @@ def _source_item(project: Project, ttree: Tree, index: Index, block: Block, base
         new.lines,
         old.start,
         new.start,
-        f"{file} L{old.start}-{old.end} {vs[0]}",
-        f"{file} L{new.start}-{new.end} {vs[1]}",
+        f"{file} {line_span(old.start, old.end)} {vs[0]}",
+        f"{file} {line_span(new.start, new.end)} {vs[1]}",
     )
     changed = sum(1 for l in diff if l[:1] in "+-" and not l.startswith(("+++", "---")))
     return replace(
         item,
         status="changed",
         diff=diff,
-        detail=f"L{old.start}-{old.end} → L{new.start}-{new.end}, {changed} line(s) differ",
+        detail=f"{line_span(old.start, old.end)} → {line_span(new.start, new.end)}, {changed} line(s) differ",
     )
 
 
 def _show_spans(spans) -> str:
-    return ", ".join(f"L{a}-{b}" for a, b in spans)
+    return ", ".join(line_span(a, b) for a, b in spans)
 
 
 def _title(text: str, fallback: str) -> str:

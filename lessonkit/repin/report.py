@@ -8,6 +8,7 @@ from collections import Counter
 from lessonkit.config.site import ENGINE_TEMPLATES
 from lessonkit.repin.classify import RepinReport
 from lessonkit.repin.model import ORDER, Item
+from lessonkit.util.text import line_span
 
 
 def _counts_text(c: Counter, order: tuple[str, ...]) -> str:
@@ -92,7 +93,7 @@ def _diff_rows(lines: list[str]) -> list[tuple[str, str]]:
 
 
 def _span(r: tuple[int, int] | None) -> str:
-    return f"L{r[0]}-{r[1]}" if r else ""
+    return line_span(r[0], r[1]) if r else ""
 
 
 def render_html(report: RepinReport) -> str:

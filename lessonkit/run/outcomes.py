@@ -166,7 +166,18 @@ _OOM = ("MemoryError", "Unable to allocate", "Cannot allocate memory", "std::bad
 
 
 def failure(result: Result | None, job: Job, timeout: int) -> LessonError:
-    """The one-line error for a job that did not pass (located by the caller with ``.at``)."""
+    """The one-line error for a job that did not pass (located by the caller with ``.at``). Every
+    place of a page that cites the run gets the same error, marked as about this run, so that the
+    page reports it once (:func:`lessonkit.errors.fold_repeats`)."""
+    return _failure(result, job, timeout).about(run_about(job))
+
+
+def run_about(job: Job) -> str:
+    """The :attr:`~lessonkit.errors.Problem.about` of the failures of ``job``'s run."""
+    return "run " + job.label
+
+
+def _failure(result: Result | None, job: Job, timeout: int) -> LessonError:
     from lessonkit.run.box.jail import TMP_SIZE, WORK_SIZE
     from lessonkit.run.jobs import FILE_LIMIT, OUTPUT_CAP
 
@@ -176,7 +187,12 @@ def failure(result: Result | None, job: Job, timeout: int) -> LessonError:
         return LessonError(
             f"experiment {label} was cancelled before it finished", hint="the build was interrupted; build again"
         )
-    tail = " | ".join(l for l in result.stderr.strip().splitlines()[-3:]) or "no stderr"
+    stderr = result.stderr
+    if not job.parts and job.label.endswith("/" + job.name):
+        # a script's traceback names its copy in the box (``<tmp>/x.py``, see Runner.normalise):
+        # the author knows it as the project's file
+        stderr = stderr.replace(f'File "<tmp>/{job.name}"', f'File "{job.label}"')
+    tail = " | ".join(l for l in stderr.strip().splitlines()[-3:]) or "no stderr"
     if result.problem == "tampered":
         return LessonError(
             f"experiment {label} ran while the pinned tree changed; its output is not used",
@@ -234,7 +250,7 @@ def failure(result: Result | None, job: Job, timeout: int) -> LessonError:
         )
     at = ""
     if job.parts:  # an inline driver: the traceback names page lines; say the last one
-        lines = PAGE_FRAME.findall(result.stderr)
+        lines = PAGE_FRAME.findall(stderr)
         at = f" at {lines[-1][0]}:{lines[-1][1]}" if lines else ""
     return LessonError(f"experiment {label} failed with exit code {result.exit_code}{at}: {tail[-300:]}", hint=run_hint)
 

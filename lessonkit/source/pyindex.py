@@ -12,7 +12,7 @@ from functools import cached_property
 
 from lessonkit.errors import LessonError
 from lessonkit.util.store import Store, digest
-from lessonkit.util.text import lines as text_lines
+from lessonkit.util.text import line_span, lines as text_lines
 
 MISSING_SYMBOL = "missing-symbol"  # LessonError.code: the file has no such symbol or call
 
@@ -133,7 +133,7 @@ class SourceFile:
         raise LessonError(
             f"symbol `{symbol}` is defined {len(hits)} times in {self.rel}",
             hint="candidates: "
-            + ", ".join(f"L{d.start}-{d.end}" for d in hits)
+            + ", ".join(line_span(d.start, d.end) for d in hits)
             + "; quote the lines you mean as a body without Symbol",
         )
 
@@ -184,7 +184,7 @@ class SourceFile:
         raise LessonError(
             f"call selector `{func}({want})` is ambiguous: {len(hits)} calls in {self.rel}",
             hint="candidates: "
-            + ", ".join(f"L{d.start}-{d.end}" for d in hits)
+            + ", ".join(line_span(d.start, d.end) for d in hits)
             + "; quote the one you mean as a body under a Symbol-less block",
         )
 

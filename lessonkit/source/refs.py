@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from lessonkit.errors import LessonError
 from lessonkit.source.resolve import Tree
-from lessonkit.util.text import lines as text_lines
+from lessonkit.util.text import line_span, lines as text_lines
 
 _Q = r'"(?:[^"\\]|\\.)*"'
 REF = re.compile(
@@ -160,7 +160,7 @@ def resolve(tree: Tree, ref: SourceRef) -> Resolved:
     sf = tree.file(rel)
     d = sf.find(ref.symbol)
     region = sf.lines[d.start - 1 : d.end]
-    where = f"`{ref.symbol}` ({sf.rel} L{d.start}-{d.end})"
+    where = f"`{ref.symbol}` ({sf.rel} {line_span(d.start, d.end)})"
     if ref.first is None:
         start, end = d.start, d.end
     else:

@@ -11,6 +11,7 @@ from lessonkit.pipeline.parse import Block, check_rel_path
 from lessonkit.source import select
 from lessonkit.source.pyindex import SourceFile
 from lessonkit.util.store import Store
+from lessonkit.util.text import line_span
 
 
 ELIDED = "\u2026"  # what stands for left-out lines in the text an excerpt's sha256 is taken of
@@ -219,7 +220,7 @@ def excerpt_of(tree: Tree, block: Block, file_key: str = "File", symbol_key: str
             raise exc.at(block.path, block.line_of(symbol_key))
         region = sf.lines[d.start - 1 : d.end]
         lo = d.start
-        where = f"{sf.rel} ({symbol}, L{d.start}-{d.end})"
+        where = f"{sf.rel} ({symbol}, {line_span(d.start, d.end)})"
     else:
         region, lo, where = sf.lines, 1, sf.rel
     if any(block.get(k) for k in select.PATTERNS):
@@ -283,7 +284,7 @@ def excerpt_of(tree: Tree, block: Block, file_key: str = "File", symbol_key: str
             raise exc.at(block.path, block.line_of("Emphasize"))
         hidden = [n for n in emph if not ex.shows(n, n)]
         if hidden:
-            where_shown = ", ".join(f"L{a}-{b}" for a, b in ex.spans)
+            where_shown = ", ".join(line_span(a, b) for a, b in ex.spans)
             raise LessonError(
                 f"`Emphasize: {value}`: line {hidden[0]} is not shown (the excerpt shows {where_shown})",
                 path=block.path,
@@ -347,7 +348,7 @@ def _body_runs(sf: SourceFile, region: list[str], lo: int, block: Block, symbol,
                     "this run of the body does not follow the previous one in the source",
                     path=block.path,
                     line=at,
-                    hint=f"it is at L{lo + k}-{lo + k + len(lines) - 1}; runs must keep the source's order "
+                    hint=f"it is at {line_span(lo + k, lo + k + len(lines) - 1)}; runs must keep the source's order "
                     "and may not overlap",
                 )
             raise _outside(sf, lines, symbol, lo, region, block, at) or _mismatch(
@@ -400,8 +401,8 @@ def _outside(sf, lines, symbol, lo, region, block, at) -> LessonError | None:
         f"body is not inside `{symbol}`",
         path=block.path,
         line=at,
-        hint=f"it is at {sf.rel} L{k + 1}-{k + len(lines)}, outside "
-        f"{symbol} (L{lo}-{lo + len(region) - 1}); fix the Symbol",
+        hint=f"it is at {sf.rel} {line_span(k + 1, k + len(lines))}, outside "
+        f"{symbol} ({line_span(lo, lo + len(region) - 1)}); fix the Symbol",
     )
 
 
@@ -429,7 +430,7 @@ def check_lines(block: Block, ex: Excerpt) -> None:
     want = block.lines_range
     if want and want != (ex.start, ex.end):
         raise LessonError(
-            f"`Lines: {want[0]}-{want[1]}` but the excerpt is at L{ex.start}-{ex.end}",
+            f"`Lines: {want[0]}-{want[1]}` but the excerpt is at {line_span(ex.start, ex.end)}",
             path=block.path,
             line=block.line_of("Lines"),
             hint=f"write `Lines: {ex.start}-{ex.end}` or remove the line (it is only a locator)",

@@ -38,6 +38,11 @@ def lines(text: str, keepends: bool = False) -> list[str]:
 MAX_DIGITS = 12  # any count, size or line number lessonkit reads fits (int() refuses > 4300 digits)
 
 
+def line_span(start: int, end: int) -> str:
+    """Lines of a file as a message names them: ``L662-676``, and ``L662`` for one line."""
+    return f"L{start}" if start == end else f"L{start}-{end}"
+
+
 def whole_number(text: str | None, max_digits: int = MAX_DIGITS) -> int | None:
     """``text`` as a whole number when it is 1 to ``max_digits`` ASCII digits, else None
     (no sign, no spaces, no other digits such as ``²`` or ``١``; never an exception)."""

@@ -249,3 +249,39 @@ def test_a_wrong_experiments_path_is_one_located_line(tmp_path, value, message):
     assert r.returncode == 1
     lines = [line for line in r.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith(message) and " — " in lines[0], r.stderr
+
+
+def test_init_prints_the_paths_as_given_and_ignores_what_the_commands_write(tmp_path, capsys, monkeypatch):
+    """An absolute DEST is printed as given (not relative to the working folder); the .gitignore
+    lists every folder lessonkit writes into the series: the cache, the site and repin's report."""
+    archive = _sdist(tmp_path / "dist", SRC_LAYOUT)
+    series = tmp_path / "abs" / "s"
+    monkeypatch.chdir(tmp_path / "dist")
+    assert main(["init", str(series), "--package", "srcpkg==0.1", "--sdist", str(archive), "--lang", "en"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"created {series}/mkdocs.yml"
+    assert all(line.startswith(f"created {series}/") for line in out[:-1]), out
+    assert (series / ".gitignore").read_text(encoding="utf-8") == ".cache/\nsite/\nsite-repin/\n__pycache__/\n"
+
+
+@pytest.mark.parametrize(
+    ("title", "slug"),
+    [
+        ("Three: a / b", "three-a-b"),
+        ("Sorting, fast and slow (part 2)", "sorting-fast-and-slow-part-2"),
+        ("第三课", "lesson-03"),
+    ],
+)
+def test_new_without_a_slug_takes_it_from_the_title_and_says_so(tmp_path, capsys, monkeypatch, title, slug):
+    archive = _sdist(tmp_path / "dist", SRC_LAYOUT)
+    series = tmp_path / "s"
+    assert main(["init", str(series), "--package", "srcpkg==0.1", "--sdist", str(archive), "--lang", "en"]) == 0
+    monkeypatch.setenv("LESSONKIT_SDIST", str(archive))
+    monkeypatch.setenv("LESSONKIT_CACHE", str(tmp_path / "cache"))
+    capsys.readouterr()
+    assert main(["--root", str(series), "new", "03", title]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"slug: {slug} (from the title; give a SLUG after the title for another)"
+    assert out[1] == f"created docs/lessons/03-{slug}.md"
+    assert (series / "docs" / "lessons" / f"03-{slug}.md").is_file()
+    assert f"      - lessons/03-{slug}.md" in (series / "mkdocs.yml").read_text(encoding="utf-8")

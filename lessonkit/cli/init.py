@@ -351,7 +351,7 @@ def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
     script = "lesson01_first_look.py"
     return {
         "mkdocs.yml": mkdocs_yml,
-        ".gitignore": ".cache/\nsite/\n__pycache__/\n",
+        ".gitignore": ".cache/\nsite/\nsite-repin/\n__pycache__/\n",
         "sourcemap/pin.toml": pin_toml,
         "sourcemap/site.toml": site_toml,
         "docs/index.md": index,

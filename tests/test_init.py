@@ -285,3 +285,61 @@ def test_new_without_a_slug_takes_it_from_the_title_and_says_so(tmp_path, capsys
     assert out[1] == f"created docs/lessons/03-{slug}.md"
     assert (series / "docs" / "lessons" / f"03-{slug}.md").is_file()
     assert f"      - lessons/03-{slug}.md" in (series / "mkdocs.yml").read_text(encoding="utf-8")
+
+
+def test_a_chinese_series_gets_every_label_and_the_engine_pages_in_chinese(tmp_path, capsys, monkeypatch):
+    """`--lang zh`: site.toml sets every label of the engine, templates/ holds Chinese copies of the
+    generated pages (acceptance record, source browser, symbol index, …), and the built pages
+    show none of the engine's English; without jieba, init says in one line how to get it."""
+    import importlib.util
+    import tomllib
+
+    from lessonkit.config.labels import LABELS
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "jieba" else real_find_spec(n, *a))
+    archive = _sdist(tmp_path / "dist", SRC_LAYOUT)
+    series = tmp_path / "s"
+    assert main(["init", str(series), "--package", "srcpkg==0.1", "--sdist", str(archive), "--lang", "zh"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2] == (
+        "note: Chinese search needs jieba to split words: pip install 'lessonkit[zh]' "
+        "(without it the search index is built without Chinese word segmentation)"
+    )
+    with (series / "sourcemap" / "site.toml").open("rb") as f:
+        labels = tomllib.load(f)["labels"]
+    assert set(labels) == set(LABELS)
+    engine_pages = ["acceptance.md", "bundle-readme.md", "code-page.md", "repo-map.md", "source-index.md"]
+    engine_pages += ["source-page.md", "symbols.md"]
+    assert sorted(p.name for p in (series / "templates").iterdir()) == sorted(
+        engine_pages + ["new-experiment.py", "new-lesson.md"]
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LESSONKIT_", "AUTOGRAD_"))}
+    env.update(NO_MKDOCS_2_WARNING="1", LESSONKIT_SDIST=str(archive), LESSONKIT_CACHE=str(tmp_path / "cache"))
+    built = _python(series, env, "mkdocs", "build", "--strict")
+    assert built.returncode == 0, built.stderr[-2000:]
+    site = series / "site"
+    titles = {
+        "attachments/acceptance/index.html": "本次构建的验收记录",
+        "source/index.html": "源码浏览",
+        "symbols/index.html": "符号索引",
+        "lessons/01-first-look/index.html": "01 · 初读 <code>area</code>",
+    }
+    english = ["Acceptance record", "Source browser", "Symbol index", "exit code", "package index", "Jump to the"]
+    english += ["The build generates", "namespaces; the script", "Output of this build", "Checked:", "Cited by"]
+    for page, title in titles.items():
+        html = (site / page).read_text(encoding="utf-8")
+        assert re.search(r"<h1 id=\"[^\"]*\">" + re.escape(title), html), page
+        for words in english:
+            assert words not in html, (page, words)
+    acceptance = (site / "attachments/acceptance/index.html").read_text(encoding="utf-8")
+    assert "本地发布包（" in acceptance and "| 退出码 |" not in acceptance and ">退出码<" in acceptance
+    checked = _python(series, env, "lessonkit", "verify", "--site", "site")
+    assert checked.returncode == 0, checked.stderr[-2000:]
+
+
+def _python(series: Path, env: dict[str, str], module: str, *args: str) -> subprocess.CompletedProcess:
+    """``python -m MODULE ARGS`` in the series' folder (this interpreter, its installed lessonkit)."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *args], cwd=series, env=env, capture_output=True, text=True, timeout=600
+    )

@@ -100,7 +100,8 @@ def _write_maps(dest: Path, release: Release) -> list[Path]:
     if report.problems:  # the engine cannot read what init wrote: a defect of init, said plainly
         raise LessonError("the new series does not verify:\n" + "\n".join(map(str, report.problems)))
     verify.write_map(project, report)
-    return [project.sourcemap / verify.MAP_NAME, living.write_ref_map(project, report)]
+    made = [project.sourcemap / verify.MAP_NAME, living.write_ref_map(project, report)]
+    return [dest / p.relative_to(project.root) for p in made]  # as dest is given (the project's root is absolute)
 
 
 def _release(name: str, version: str, work: Path, sdist: Path | None, repo: str | None) -> Release:
@@ -244,6 +245,9 @@ def _returns_a_value(fn: ast.FunctionDef) -> bool:
 # ---------------------------------------------------------------- the files of the new series
 
 WORDS = Path(__file__).with_name("words.toml")
+# The pages the engine generates (acceptance record, source browser, symbol index, …) in Chinese:
+# a Chinese series gets its own copies in templates/, as it gets every label in site.toml.
+TEMPLATES_ZH = Path(__file__).with_name("templates-zh")
 
 
 def _words() -> dict[str, dict[str, str]]:
@@ -349,6 +353,7 @@ def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
         return re.sub(r"\{\{ (\w+) \}\}", lambda m: values.get(m.group(1), m.group(0)), text)
 
     script = "lesson01_first_look.py"
+    pages = {f"templates/{p.name}": p.read_text(encoding="utf-8") for p in sorted(TEMPLATES_ZH.glob("*.md"))}
     return {
         "mkdocs.yml": mkdocs_yml,
         ".gitignore": ".cache/\nsite/\nsite-repin/\n__pycache__/\n",
@@ -359,4 +364,5 @@ def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
         f"experiments/{script}": fill(experiment_tpl, nn="01"),
         "templates/new-lesson.md": lesson_tpl,
         "templates/new-experiment.py": experiment_tpl,
+        **(pages if lang == "zh" else {}),
     }

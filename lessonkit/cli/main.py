@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import json
 import sys
@@ -310,6 +311,11 @@ def _init(args) -> int:
     made = init(dest, args.package, args.lang, Path(args.sdist) if args.sdist else None, args.repo)
     for p in made:
         print(f"created {p}")  # the path as given: dest / the file
+    if args.lang == "zh" and importlib.util.find_spec("jieba") is None:
+        print(
+            "note: Chinese search needs jieba to split words: pip install 'lessonkit[zh]' "
+            "(without it the search index is built without Chinese word segmentation)"
+        )
     print(f"next: cd {dest} && lessonkit build && lessonkit verify --mutate --site site")
     return 0
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import re
 import shutil
 import tarfile
@@ -43,6 +44,7 @@ class Release:
     root: str  # the archive's top folder
     tree: Path  # extracted, PKG-INFO removed
     repo: str
+    licence: str | None = None  # as the release's metadata states it (None: it states none)
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,25 @@ def _release(name: str, version: str, work: Path, sdist: Path | None, repo: str 
             f"{archive.name} does not hold a {name}-{version}/ folder", path="--package", hint="not a release archive"
         )
     tree = fetch.extract_sdist(archive, work, root)
-    return Release(name, version, archive, digest, root, tree, repo or _repo(meta, name))
+    return Release(name, version, archive, digest, root, tree, repo or _repo(meta, name), _licence(meta))
+
+
+def _licence(meta) -> str | None:
+    """The licence the release's metadata states: ``License-Expression`` (an SPDX expression), else
+    a one-line ``License``, else the last part of a ``License ::`` classifier; None: it states none."""
+    if meta is None:
+        return None
+    expression = (meta.get("License-Expression") or "").strip()
+    if expression:
+        return expression
+    text = (meta.get("License") or "").strip()
+    if text and "\n" not in text and len(text) <= 80 and text.upper() != "UNKNOWN":
+        return text
+    for value in meta.get_all("Classifier") or []:
+        parts = [part.strip() for part in value.split("::")]
+        if parts[0] == "License" and len(parts) > 1 and parts[-1] not in ("OSI Approved", "Other/Proprietary License"):
+            return parts[-1]
+    return None
 
 
 def _repo(meta, name: str) -> str:
@@ -256,8 +276,9 @@ def _words() -> dict[str, dict[str, str]]:
 
 
 def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
+    licence = release.licence or _words()[lang]["no-licence"]
     t = {k: v.format(name=release.name, version=release.version, symbol=ex.symbol, module=ex.module,
-                     package=ex.package) for k, v in _words()[lang].items()}  # fmt: skip
+                     package=ex.package, licence=licence) for k, v in _words()[lang].items()}  # fmt: skip
     env = re.sub(r"\W", "_", release.name).upper()
     short = release.sha256[:7]
     pin_toml = (
@@ -292,13 +313,22 @@ def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
     search = "      lang: zh\n" if lang == "zh" else ""
     mkdocs_yml = (
         f"site_name: {t['site']}\n"
+        "# The published address, from the environment: `SITE_URL=https://…/ lessonkit build`. Without\n"
+        "# it the site has no canonical links and its sitemap no addresses (rather than a made-up host).\n"
+        'site_url: !ENV [SITE_URL, ""]\n'
         "docs_dir: docs\n"
         "site_dir: site\n"
-        "strict: true\n\n"
+        "strict: true\n"
+        f"copyright: {json.dumps(t['copyright'], ensure_ascii=False)}\n\n"
         "theme:\n"
         "  name: material\n"
+        "  custom_dir: overrides  # the footer and the line below each page (last change, error report)\n"
         f"  language: {lang}\n"
         "  font: false  # no fonts from another host\n\n"
+        "extra:\n"
+        f"  upstream_repo: {release.repo}\n"
+        "  # this series' own repository, from the environment: `LESSONKIT_REPO_URL=https://… lessonkit build`\n"
+        '  project_repo: !ENV [LESSONKIT_REPO_URL, ""]\n\n'
         "# `lessonkit serve` and `mkdocs serve` rebuild when these change too.\n"
         "watch:\n"
         "  - experiments\n"
@@ -354,6 +384,13 @@ def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
 
     script = "lesson01_first_look.py"
     pages = {f"templates/{p.name}": p.read_text(encoding="utf-8") for p in sorted(TEMPLATES_ZH.glob("*.md"))}
+    theme = Path(__file__).with_name("overrides")  # @@key@@: the series' words
+    overrides = {
+        f"overrides/{p.relative_to(theme).as_posix()}": re.sub(
+            r"@@([a-z-]+)@@", lambda m: t[m[1]], p.read_text(encoding="utf-8")
+        )
+        for p in sorted(theme.rglob("*.html"))
+    }
     return {
         "mkdocs.yml": mkdocs_yml,
         ".gitignore": ".cache/\nsite/\nsite-repin/\n__pycache__/\n",
@@ -365,4 +402,5 @@ def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
         "templates/new-lesson.md": lesson_tpl,
         "templates/new-experiment.py": experiment_tpl,
         **(pages if lang == "zh" else {}),
+        **overrides,
     }

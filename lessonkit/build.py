@@ -209,6 +209,7 @@ class Build:
     prewarm_planned: bool = False  # whether this build decided about the prewarm (once)
     scanner: SiteScanner | None = None  # a links.SiteScanner reading the pages as they are written
     to_scan: Path | None = None  # the page file MkDocs writes next (then handed to the scanner)
+    site_path: str = "/"  # the path the site is published under (of site_url: "/my-series/"), for the link check
     attached: dict[str, str] | None = None  # uri -> Markdown of the attachments
     bundle_extra: dict[str, bytes] = field(default_factory=dict)  # what the attachments add to the bundle
     bundled: bytes | None = None  # the bundle, once every experiment has run (bundle_bytes())
@@ -523,7 +524,7 @@ class Build:
 
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         if self.command == "build" and self.scanner is None and cores > 1:
-            self.scanner = SiteScanner(site_dir, cache=self.project.cache)
+            self.scanner = SiteScanner(site_dir, cache=self.project.cache, base=self.site_path)
 
     def page_written(self, dest: Path | None) -> None:
         """MkDocs is about to write ``dest`` (None: nothing): the page before it is complete."""
@@ -542,11 +543,20 @@ class Build:
         """The build wrote ``site_dir`` without a problem: record what it holds, for ``verify --site``
         (:mod:`lessonkit.checks.record`)."""
         from lessonkit.checks import record
+        from lessonkit.site.links import site_base
 
         if self.command != "build" or self.problems or self.report is None:
             return
         record.write(
-            self.project, site_dir, self.report, self.results(), self.dests, self.generated, self.copied, self.theme
+            self.project,
+            site_dir,
+            self.report,
+            self.results(),
+            self.dests,
+            self.generated,
+            self.copied,
+            self.theme,
+            site_base(self.site_path),
         )
 
     # -- the course PDF
@@ -639,7 +649,7 @@ class Build:
             self.page_written(None)
             found = scanner.finish()
         else:
-            found = check_site(site_dir, cache=self.project.cache)
+            found = check_site(site_dir, cache=self.project.cache, base=self.site_path)
         if not found:
             return
         sources = {}

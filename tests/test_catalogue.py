@@ -1581,7 +1581,15 @@ def _(ctx):
 @case("manifest-missing")
 def _(ctx):
     (ctx.site.root / MANIFEST).unlink()
-    return [Expect(MANIFEST, None, "does not exist", "`lessonkit manifest TREE OUT` writes it")]
+    return [
+        Expect(
+            MANIFEST,
+            None,
+            "does not exist",
+            "restore it from version control (`git checkout -- sourcemap/manifest.sha256`): the pinned bytes "
+            "are checked against it; `lessonkit init` and `lessonkit repin --apply` write it",
+        )
+    ]
 
 
 @case("manifest-many-bad-lines")

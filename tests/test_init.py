@@ -249,3 +249,160 @@ def test_a_wrong_experiments_path_is_one_located_line(tmp_path, value, message):
     assert r.returncode == 1
     lines = [line for line in r.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith(message) and " — " in lines[0], r.stderr
+
+
+def test_init_prints_the_paths_as_given_and_ignores_what_the_commands_write(tmp_path, capsys, monkeypatch):
+    """An absolute DEST is printed as given (not relative to the working folder); the .gitignore
+    lists every folder lessonkit writes into the series: the cache, the site and repin's report."""
+    archive = _sdist(tmp_path / "dist", SRC_LAYOUT)
+    series = tmp_path / "abs" / "s"
+    monkeypatch.chdir(tmp_path / "dist")
+    assert main(["init", str(series), "--package", "srcpkg==0.1", "--sdist", str(archive), "--lang", "en"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"created {series}/mkdocs.yml"
+    assert all(line.startswith(f"created {series}/") for line in out[:-1]), out
+    assert (series / ".gitignore").read_text(encoding="utf-8") == ".cache/\nsite/\nsite-repin/\n__pycache__/\n"
+
+
+@pytest.mark.parametrize(
+    ("title", "slug"),
+    [
+        ("Three: a / b", "three-a-b"),
+        ("Sorting, fast and slow (part 2)", "sorting-fast-and-slow-part-2"),
+        ("第三课", "lesson-03"),
+    ],
+)
+def test_new_without_a_slug_takes_it_from_the_title_and_says_so(tmp_path, capsys, monkeypatch, title, slug):
+    archive = _sdist(tmp_path / "dist", SRC_LAYOUT)
+    series = tmp_path / "s"
+    assert main(["init", str(series), "--package", "srcpkg==0.1", "--sdist", str(archive), "--lang", "en"]) == 0
+    monkeypatch.setenv("LESSONKIT_SDIST", str(archive))
+    monkeypatch.setenv("LESSONKIT_CACHE", str(tmp_path / "cache"))
+    capsys.readouterr()
+    assert main(["--root", str(series), "new", "03", title]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"slug: {slug} (from the title; give a SLUG after the title for another)"
+    assert out[1] == f"created docs/lessons/03-{slug}.md"
+    assert (series / "docs" / "lessons" / f"03-{slug}.md").is_file()
+    assert f"      - lessons/03-{slug}.md" in (series / "mkdocs.yml").read_text(encoding="utf-8")
+
+
+def test_a_chinese_series_gets_every_label_and_the_engine_pages_in_chinese(tmp_path, capsys, monkeypatch):
+    """`--lang zh`: site.toml sets every label of the engine, templates/ holds Chinese copies of the
+    generated pages (acceptance record, source browser, symbol index, …), and the built pages
+    show none of the engine's English; without jieba, init says in one line how to get it."""
+    import importlib.util
+    import tomllib
+
+    from lessonkit.config.labels import LABELS
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "jieba" else real_find_spec(n, *a))
+    archive = _sdist(tmp_path / "dist", SRC_LAYOUT)
+    series = tmp_path / "s"
+    assert main(["init", str(series), "--package", "srcpkg==0.1", "--sdist", str(archive), "--lang", "zh"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2] == (
+        "note: Chinese search needs jieba to split words: pip install 'lessonkit[zh]' "
+        "(without it the search index is built without Chinese word segmentation)"
+    )
+    with (series / "sourcemap" / "site.toml").open("rb") as f:
+        labels = tomllib.load(f)["labels"]
+    assert set(labels) == set(LABELS)
+    engine_pages = ["acceptance.md", "bundle-readme.md", "code-page.md", "repo-map.md", "source-index.md"]
+    engine_pages += ["source-page.md", "symbols.md"]
+    assert sorted(p.name for p in (series / "templates").iterdir()) == sorted(
+        engine_pages + ["new-experiment.py", "new-lesson.md"]
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LESSONKIT_", "AUTOGRAD_"))}
+    env.update(NO_MKDOCS_2_WARNING="1", LESSONKIT_SDIST=str(archive), LESSONKIT_CACHE=str(tmp_path / "cache"))
+    built = _python(series, env, "mkdocs", "build", "--strict")
+    assert built.returncode == 0, built.stderr[-2000:]
+    site = series / "site"
+    titles = {
+        "attachments/acceptance/index.html": "本次构建的验收记录",
+        "source/index.html": "源码浏览",
+        "symbols/index.html": "符号索引",
+        "lessons/01-first-look/index.html": "01 · 初读 <code>area</code>",
+    }
+    english = ["Acceptance record", "Source browser", "Symbol index", "exit code", "package index", "Jump to the"]
+    english += ["The build generates", "namespaces; the script", "Output of this build", "Checked:", "Cited by"]
+    english += ["Upstream:", "Made with", "Source excerpts from", "not stated in"]
+    for page, title in titles.items():
+        html = (site / page).read_text(encoding="utf-8")
+        assert re.search(r"<h1 id=\"[^\"]*\">" + re.escape(title), html), page
+        for words in english:
+            assert words not in html, (page, words)
+    assert "源码节选取自 srcpkg 0.1，许可证（据其包元数据）：未注明。" in html  # the footer
+    assert "上游仓库：<a" in html and "用 MkDocs 与 Material for MkDocs 构建" in html
+    acceptance = (site / "attachments/acceptance/index.html").read_text(encoding="utf-8")
+    assert "本地发布包（" in acceptance and "| 退出码 |" not in acceptance and ">退出码<" in acceptance
+    checked = _python(series, env, "lessonkit", "verify", "--site", "site")
+    assert checked.returncode == 0, checked.stderr[-2000:]
+
+
+def _python(series: Path, env: dict[str, str], module: str, *args: str) -> subprocess.CompletedProcess:
+    """``python -m MODULE ARGS`` in the series' folder (this interpreter, its installed lessonkit)."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *args], cwd=series, env=env, capture_output=True, text=True, timeout=600
+    )
+
+
+@pytest.mark.parametrize(
+    ("headers", "licence"),
+    [
+        ("License-Expression: BSD-3-Clause\nLicense-File: LICENSE.txt\n", "BSD-3-Clause"),
+        ("License: MIT\nClassifier: License :: OSI Approved :: MIT License\n", "MIT"),
+        ("Classifier: License :: OSI Approved :: Apache Software License\n", "Apache Software License"),
+        ("License: UNKNOWN\nClassifier: Programming Language :: Python\n", None),
+        ("", None),
+    ],
+)
+def test_the_licence_is_the_one_the_release_metadata_states(headers, licence):
+    from email.parser import HeaderParser
+
+    from lessonkit.cli.init import _licence
+
+    assert _licence(HeaderParser().parsestr("Metadata-Version: 2.4\nName: x\n" + headers)) == licence
+
+
+def test_a_new_series_deploys_with_its_address_footer_and_page_facts(tmp_path):
+    """SITE_URL and LESSONKIT_REPO_URL reach the pages of a new series: canonical links, the
+    sitemap's addresses (checked under the site's path, the 404 page's links too), the footer with
+    the upstream repository and the licence the metadata states, and below each page its date and
+    where to report an error; verify --site passes on it."""
+    pkg_info = "Metadata-Version: 2.4\nName: srcpkg\nVersion: 0.1\nLicense-Expression: BSD-3-Clause\n"
+    archive = _sdist(tmp_path / "dist", {**SRC_LAYOUT, "PKG-INFO": pkg_info})
+    series = tmp_path / "s"
+    assert main(["init", str(series), "--package", "srcpkg==0.1", "--sdist", str(archive), "--lang", "en"]) == 0
+    yml = (series / "mkdocs.yml").read_text(encoding="utf-8")
+    assert 'site_url: !ENV [SITE_URL, ""]\n' in yml and '  project_repo: !ENV [LESSONKIT_REPO_URL, ""]\n' in yml
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LESSONKIT_", "AUTOGRAD_"))}
+    env.update(NO_MKDOCS_2_WARNING="1", LESSONKIT_SDIST=str(archive), LESSONKIT_CACHE=str(tmp_path / "cache"))
+    env.update(SITE_URL="https://example.net/srcpkg/", LESSONKIT_REPO_URL="https://github.com/me/srcpkg-lessons")
+    env.update(SOURCE_DATE_EPOCH="1764460800")
+    built = _python(series, env, "mkdocs", "build", "--strict")
+    assert built.returncode == 0, built.stderr[-2000:]
+    site = series / "site"
+    page = (site / "lessons" / "01-first-look" / "index.html").read_text(encoding="utf-8")
+    assert '<link rel="canonical" href="https://example.net/srcpkg/lessons/01-first-look/">' in page
+    sitemap = (site / "sitemap.xml").read_text(encoding="utf-8")
+    assert "<loc>https://example.net/srcpkg/lessons/01-first-look/</loc>" in sitemap
+    footer = re.sub(r"\s+", " ", page[page.index('<div class="md-copyright">') :].split("</footer>")[0])
+    assert (
+        '<div class="md-copyright__highlight">Source excerpts from srcpkg 0.1, licence as its package metadata '
+        "states it: BSD-3-Clause.</div>"
+    ) in footer
+    assert 'Upstream: <a href="https://pypi.org/project/srcpkg" rel="noopener">https://pypi.org/project/srcpkg</a>' in (
+        footer
+    )
+    assert 'This series: <a href="https://github.com/me/srcpkg-lessons" rel="noopener">' in footer
+    facts = re.sub(r"\s+", " ", re.search(r'<aside class="lk-page-facts">.*?</aside>', page, re.S)[0])
+    assert '<span>Last changed: <time datetime="2025-11-30">2025-11-30</time></span>' in facts
+    assert (
+        '<span>Found an error? <a href="https://github.com/me/srcpkg-lessons/issues/new?title=Error%20on%20'
+        'lessons/01-first-look.md" rel="noopener">Report it</a> (<code>lessons/01-first-look.md</code>)</span>'
+    ) in facts
+    assert 'href="/srcpkg/assets/' in (site / "404.html").read_text(encoding="utf-8")  # checked under /srcpkg/
+    checked = _python(series, env, "lessonkit", "verify", "--site", "site")
+    assert checked.returncode == 0, checked.stderr[-2000:]

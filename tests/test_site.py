@@ -215,3 +215,19 @@ def test_the_readme_and_site_toml_counts_of_the_pinned_sdist_are_the_pins(real_p
     assert f"holds {mb} of images" in site_toml
     site_pages = [p for p in real_project.pages() if "dev" not in p.relative_to(real_project.docs).parts]
     assert f"only the {len(site_pages)} pages of `docs/`" in " ".join(readme.split())
+
+
+def test_links_from_the_root_are_checked_under_the_path_the_site_is_published_at(tmp_path):
+    """With `site_url: https://example.net/series/` MkDocs writes the 404 page's links from the root
+    (`/series/assets/x.css`): they name files of the folder under that path, and a link from the
+    root outside it leaves the site."""
+    (tmp_path / "assets").mkdir()
+    (tmp_path / "assets" / "x.css").write_text("", encoding="utf-8")
+    (tmp_path / "index.html").write_text("<p>home</p>", encoding="utf-8")
+    links = '<a href="/series/">home</a> <a href="/series/assets/x.css">css</a> <a href="/series">bare</a>'
+    links += ' <a href="/other/">away</a> <a href="/series/gone/">gone</a>'
+    (tmp_path / "404.html").write_text(f"<p>{links}</p>", encoding="utf-8")
+    found = [(p.page, p.target, p.what) for p in check_site(tmp_path, base="/series/")]
+    assert found == [("404.html", "/other/", "link leaves the site"), ("404.html", "/series/gone/", "broken link")]
+    at_root = [(p.target, p.what) for p in check_site(tmp_path)]
+    assert ("/series/assets/x.css", "broken link") in at_root

@@ -16,7 +16,9 @@ lessonkit that wrote it (``engine``):
 * ``provider``: where the build's pinned tree came from, as the provenance lines say it. The
   bytes are hash-checked whichever provider gave them, so a verify run in another environment
   (say, with ``LESSONKIT_SOURCE`` set where the build had none) expects the build's provider,
-  not its own.
+  not its own;
+* ``base``: the path the site is published under (of ``site_url``, ``/`` without one), where the
+  links MkDocs writes from the root start (the 404 page's).
 
 The record is not trusted by itself: ``verify --site`` recomputes every block from the Markdown,
 the pinned tree and the recorded runs and reads every HTML file; it uses the record to know that
@@ -115,6 +117,7 @@ def write(
     code_pages: dict,
     copied: dict[str, str] | None = None,
     theme: list[str] | None = None,
+    base: str = "/",
 ) -> None:
     """Record a successful build's site folder (see the module docstring)."""
     site_dir = Path(site_dir)
@@ -135,6 +138,7 @@ def write(
         "copied": dict(sorted((copied or {}).items())),
         "theme": list(theme or []),
         "provider": project.tree.provider,
+        "base": base,  # the path of site_url, where the links from the root start
     }
     Store(project.cache, KIND).put(_key(site_dir), json.dumps(data, sort_keys=True, ensure_ascii=False))
 
@@ -154,10 +158,13 @@ def read(project, site_dir: Path) -> dict | None:
         data = json.loads(raw)
     except ValueError:
         return None
-    keys = {"format", "engine", "root", "site", "pages", "blocks", "code_pages", "files", "copied", "theme", "provider"}
+    keys = {"format", "engine", "root", "site", "pages", "blocks", "code_pages", "files", "copied", "theme"}
+    keys |= {"provider", "base"}
     if not isinstance(data, dict) or set(data) != keys or data["format"] != FORMAT:
         return None
     if not isinstance(data["provider"], str) or not isinstance(data["copied"], dict):
+        return None
+    if not isinstance(data["base"], str):
         return None
     if not isinstance(data["theme"], list) or not all(isinstance(d, str) for d in data["theme"]):
         return None

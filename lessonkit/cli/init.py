@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import re
 import shutil
 import tarfile
@@ -43,6 +44,7 @@ class Release:
     root: str  # the archive's top folder
     tree: Path  # extracted, PKG-INFO removed
     repo: str
+    licence: str | None = None  # as the release's metadata states it (None: it states none)
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,8 @@ def _write_maps(dest: Path, release: Release) -> list[Path]:
     if report.problems:  # the engine cannot read what init wrote: a defect of init, said plainly
         raise LessonError("the new series does not verify:\n" + "\n".join(map(str, report.problems)))
     verify.write_map(project, report)
-    return [project.sourcemap / verify.MAP_NAME, living.write_ref_map(project, report)]
+    made = [project.sourcemap / verify.MAP_NAME, living.write_ref_map(project, report)]
+    return [dest / p.relative_to(project.root) for p in made]  # as dest is given (the project's root is absolute)
 
 
 def _release(name: str, version: str, work: Path, sdist: Path | None, repo: str | None) -> Release:
@@ -134,7 +137,25 @@ def _release(name: str, version: str, work: Path, sdist: Path | None, repo: str 
             f"{archive.name} does not hold a {name}-{version}/ folder", path="--package", hint="not a release archive"
         )
     tree = fetch.extract_sdist(archive, work, root)
-    return Release(name, version, archive, digest, root, tree, repo or _repo(meta, name))
+    return Release(name, version, archive, digest, root, tree, repo or _repo(meta, name), _licence(meta))
+
+
+def _licence(meta) -> str | None:
+    """The licence the release's metadata states: ``License-Expression`` (an SPDX expression), else
+    a one-line ``License``, else the last part of a ``License ::`` classifier; None: it states none."""
+    if meta is None:
+        return None
+    expression = (meta.get("License-Expression") or "").strip()
+    if expression:
+        return expression
+    text = (meta.get("License") or "").strip()
+    if text and "\n" not in text and len(text) <= 80 and text.upper() != "UNKNOWN":
+        return text
+    for value in meta.get_all("Classifier") or []:
+        parts = [part.strip() for part in value.split("::")]
+        if parts[0] == "License" and len(parts) > 1 and parts[-1] not in ("OSI Approved", "Other/Proprietary License"):
+            return parts[-1]
+    return None
 
 
 def _repo(meta, name: str) -> str:
@@ -244,6 +265,9 @@ def _returns_a_value(fn: ast.FunctionDef) -> bool:
 # ---------------------------------------------------------------- the files of the new series
 
 WORDS = Path(__file__).with_name("words.toml")
+# The pages the engine generates (acceptance record, source browser, symbol index, …) in Chinese:
+# a Chinese series gets its own copies in templates/, as it gets every label in site.toml.
+TEMPLATES_ZH = Path(__file__).with_name("templates-zh")
 
 
 def _words() -> dict[str, dict[str, str]]:
@@ -252,8 +276,9 @@ def _words() -> dict[str, dict[str, str]]:
 
 
 def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
+    licence = release.licence or _words()[lang]["no-licence"]
     t = {k: v.format(name=release.name, version=release.version, symbol=ex.symbol, module=ex.module,
-                     package=ex.package) for k, v in _words()[lang].items()}  # fmt: skip
+                     package=ex.package, licence=licence) for k, v in _words()[lang].items()}  # fmt: skip
     env = re.sub(r"\W", "_", release.name).upper()
     short = release.sha256[:7]
     pin_toml = (
@@ -288,13 +313,22 @@ def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
     search = "      lang: zh\n" if lang == "zh" else ""
     mkdocs_yml = (
         f"site_name: {t['site']}\n"
+        "# The published address, from the environment: `SITE_URL=https://…/ lessonkit build`. Without\n"
+        "# it the site has no canonical links and its sitemap no addresses (rather than a made-up host).\n"
+        'site_url: !ENV [SITE_URL, ""]\n'
         "docs_dir: docs\n"
         "site_dir: site\n"
-        "strict: true\n\n"
+        "strict: true\n"
+        f"copyright: {json.dumps(t['copyright'], ensure_ascii=False)}\n\n"
         "theme:\n"
         "  name: material\n"
+        "  custom_dir: overrides  # the footer and the line below each page (last change, error report)\n"
         f"  language: {lang}\n"
         "  font: false  # no fonts from another host\n\n"
+        "extra:\n"
+        f"  upstream_repo: {release.repo}\n"
+        "  # this series' own repository, from the environment: `LESSONKIT_REPO_URL=https://… lessonkit build`\n"
+        '  project_repo: !ENV [LESSONKIT_REPO_URL, ""]\n\n'
         "# `lessonkit serve` and `mkdocs serve` rebuild when these change too.\n"
         "watch:\n"
         "  - experiments\n"
@@ -349,9 +383,17 @@ def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
         return re.sub(r"\{\{ (\w+) \}\}", lambda m: values.get(m.group(1), m.group(0)), text)
 
     script = "lesson01_first_look.py"
+    pages = {f"templates/{p.name}": p.read_text(encoding="utf-8") for p in sorted(TEMPLATES_ZH.glob("*.md"))}
+    theme = Path(__file__).with_name("overrides")  # @@key@@: the series' words
+    overrides = {
+        f"overrides/{p.relative_to(theme).as_posix()}": re.sub(
+            r"@@([a-z-]+)@@", lambda m: t[m[1]], p.read_text(encoding="utf-8")
+        )
+        for p in sorted(theme.rglob("*.html"))
+    }
     return {
         "mkdocs.yml": mkdocs_yml,
-        ".gitignore": ".cache/\nsite/\n__pycache__/\n",
+        ".gitignore": ".cache/\nsite/\nsite-repin/\n__pycache__/\n",
         "sourcemap/pin.toml": pin_toml,
         "sourcemap/site.toml": site_toml,
         "docs/index.md": index,
@@ -359,4 +401,6 @@ def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
         f"experiments/{script}": fill(experiment_tpl, nn="01"),
         "templates/new-lesson.md": lesson_tpl,
         "templates/new-experiment.py": experiment_tpl,
+        **(pages if lang == "zh" else {}),
+        **overrides,
     }

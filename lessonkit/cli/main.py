@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import json
 import sys
@@ -309,7 +310,12 @@ def _init(args) -> int:
     dest = Path(args.dest)
     made = init(dest, args.package, args.lang, Path(args.sdist) if args.sdist else None, args.repo)
     for p in made:
-        print(f"created {os.path.relpath(p) if p.is_absolute() else p}")
+        print(f"created {p}")  # the path as given: dest / the file
+    if args.lang == "zh" and importlib.util.find_spec("jieba") is None:
+        print(
+            "note: Chinese search needs jieba to split words: pip install 'lessonkit[zh]' "
+            "(without it the search index is built without Chinese word segmentation)"
+        )
     print(f"next: cd {dest} && lessonkit build && lessonkit verify --mutate --site site")
     return 0
 
@@ -335,13 +341,17 @@ def _build(args) -> int:
 def _new(args) -> int:
     from lessonkit.checks import verify
     from lessonkit.project import Project
-    from lessonkit.cli.scaffold import new_lesson
+    from lessonkit.cli.scaffold import new_lesson, slug_of
 
     project = Project(Path(args.root))
     conf = project.site
     stem = Path(conf.package.strip("/")).name.removesuffix(".py")
     pinned = {"upstream": conf.name, "prefix": conf.env_prefix, "module": stem if stem.isidentifier() else None}
-    made = new_lesson(project.root, args.number, args.title, args.slug, project.pin.short, conf.lessons, pinned)
+    slug = args.slug
+    if slug is None:
+        slug = slug_of(args.title, args.number)
+        print(f"slug: {slug} (from the title; give a SLUG after the title for another)")
+    made = new_lesson(project.root, args.number, args.title, slug, project.pin.short, conf.lessons, pinned)
     for p in made:
         print(f"created {project.rel(p)}")
     print("added the page to the nav in mkdocs.yml")
@@ -473,7 +483,7 @@ def main(argv=None) -> int:
     n = sub.add_parser("new", help="scaffold a lesson: page, experiment, nav entry")
     n.add_argument("number", help="two digits, e.g. 15")
     n.add_argument("title")
-    n.add_argument("slug", nargs="?", default=None, help="file name part, e.g. my-topic")
+    n.add_argument("slug", nargs="?", default=None, help="file name part, e.g. my-topic (default: from the title)")
     n.set_defaults(func=_new)
     m = sub.add_parser("manifest", help="write a manifest for a tree")
     m.add_argument("tree")

@@ -12,6 +12,16 @@ from lessonkit.errors import LessonError
 from lessonkit.config.site import LESSONS, environment, render
 
 
+SLUG_WORDS = 6  # a slug made from a title keeps its first words
+
+
+def slug_of(title: str, nn: str) -> str:
+    """The slug of a lesson given none: the title's ASCII letters and digits, lowercased, its first
+    words joined by ``-`` (``"Three: a / b"`` → ``three-a-b``); ``lesson-NN`` for a title without any."""
+    words = re.findall(r"[a-z0-9]+", title.lower())[:SLUG_WORDS]
+    return "-".join(words) or f"lesson-{nn}"
+
+
 def new_lesson(
     root: Path,
     nn: str,
@@ -32,7 +42,7 @@ def new_lesson(
         )
     if not title.strip():
         raise LessonError("the title is empty", path="TITLE", hint='use e.g. lessonkit new 15 "Title"')
-    slug = slug or f"lesson-{nn}"
+    slug = slug or slug_of(title, nn)
     if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", slug):
         raise LessonError(f"slug `{slug}` is not lowercase-words-with-dashes", path="SLUG", hint="e.g. my-topic")
     folder = folder.strip("/") + "/"

@@ -278,7 +278,12 @@ def tree_path_problem(rel: str) -> str | None:
 
 def read_manifest(path: Path, label: str) -> tuple[dict[str, str], dict[str, int]]:
     """``{path: sha256}`` and ``{path: line}`` of the manifest; every line checked."""
-    hint = "sourcemap/manifest.sha256 must exist (`lessonkit manifest TREE OUT` writes it)"
+    # The manifest is what the pinned bytes are checked against: never remade from those bytes
+    # behind the author's back. `lessonkit init` and `lessonkit repin --apply` write it.
+    hint = (
+        "restore it from version control (`git checkout -- sourcemap/manifest.sha256`): the pinned "
+        "bytes are checked against it; `lessonkit init` and `lessonkit repin --apply` write it"
+    )
     text = read_text(path, label, MAX_MANIFEST_BYTES, hint, allow_cr=False)
     manifest: dict[str, str] = {}
     lines: dict[str, int] = {}

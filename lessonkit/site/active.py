@@ -34,6 +34,7 @@ from pathlib import Path
 from lessonkit.checks.htmlscan import Doc
 from lessonkit.checks.shown import inside
 from lessonkit.errors import Problem
+from lessonkit.site.links import from_root
 
 DRAWINGS = ("lessonkit.pipeline.svg", "lessonkit.site.attachments")  # where lessonkit draws diagrams
 HINT = "something after lessonkit added it (a hook, plugin or extra_javascript); remove it and rebuild"
@@ -186,13 +187,20 @@ def theme_folder_ok(check, folder: Path) -> bool:
     return any(p is not None and (folder == p or p in folder.parents) for p in map(_installed, ("material", "mkdocs")))
 
 
-def _resolve(page: str, url: str) -> str | None:
+def _resolve(page: str, url: str, base: str = "/") -> str | None:
     """The file of the folder that ``url`` on page ``page`` names, or None when it names none
-    (another site, a scheme)."""
+    (another site, a scheme, a path from the root outside ``base``, the path the site is
+    published under)."""
     url = url.strip().split("#", 1)[0].split("?", 1)[0]
     if not url or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:|^//", url):
         return None
-    path = url.lstrip("/") if url.startswith("/") else posixpath.join(posixpath.dirname(page), url)
+    if url.startswith("/"):
+        inside = from_root(url, base)
+        if inside is None:
+            return None
+        path = inside.lstrip("/")
+    else:
+        path = posixpath.join(posixpath.dirname(page), url)
     path = posixpath.normpath(path)
     if path.startswith("../") or path == "..":
         return None
@@ -278,7 +286,7 @@ def _script(check, rel: str, where: str, attr_text: str, code: str) -> list[Prob
     attrs = attributes(attr_text)
     allowed = check.allowed
     if "src" in attrs:
-        target = _resolve(rel, attrs["src"])
+        target = _resolve(rel, attrs["src"], check.base)
         extra = set(attrs) - {"src", "defer", "async", "type"}
         if (
             target in allowed.scripts
@@ -298,7 +306,7 @@ def _script(check, rel: str, where: str, attr_text: str, code: str) -> list[Prob
             config = None
         worker = config.get("search") if isinstance(config, dict) else None
         if isinstance(config, dict) and (
-            worker is None or (isinstance(worker, str) and _resolve(rel, worker) in allowed.scripts)
+            worker is None or (isinstance(worker, str) and _resolve(rel, worker, check.base) in allowed.scripts)
         ):
             return []
         return [
@@ -314,7 +322,7 @@ def _link(check, doc: Doc, k: int, rel: str, where: str) -> list[Problem]:
     kinds = set(attrs.get("rel", "").lower().split())
     if not kinds & {"stylesheet", "preload", "modulepreload", "prefetch", "import"}:
         return []
-    target = _resolve(rel, attrs.get("href", ""))
+    target = _resolve(rel, attrs.get("href", ""), check.base)
     if "modulepreload" in kinds and target not in check.allowed.scripts:
         return [
             Problem(

@@ -176,13 +176,31 @@ def _scan_file(path: Path, store: Store | None) -> tuple[Signature | None, _Page
     return (signature(after) if signature(before) == signature(after) else None), page
 
 
+def site_base(path: str) -> str:
+    """The path a site is published under, as links from the root start: ``/my-series/`` for a
+    ``site_url`` of ``https://example.net/my-series`` (its path), ``/`` for none."""
+    return "/" + path.strip("/") + "/" if path.strip("/") else "/"
+
+
+def from_root(path: str, base: str) -> str | None:
+    """A link path from the root (``/my-series/source/``) as a path inside the site published under
+    ``base`` (``source/``); None when it is not under ``base`` (it leaves the site)."""
+    return path[len(base) :] if (path + "/").startswith(base) else None
+
+
 def check_site(
-    site: Path, cache: Path | None = None, scanned: dict[str, tuple[Signature | None, _Page]] | None = None
+    site: Path,
+    cache: Path | None = None,
+    scanned: dict[str, tuple[Signature | None, _Page]] | None = None,
+    base: str = "/",
 ) -> list[LinkProblem]:
     """Every problem of the built ``site``. With ``cache``, each page's scan (its ids,
     links and resources) is reused while the page's bytes are unchanged. ``scanned`` holds
     scans made earlier (:class:`SiteScanner`): one is used while its file still has the
-    size, modification time and inode it had when it was scanned."""
+    size, modification time and inode it had when it was scanned. ``base`` is the path the site
+    is published under (of ``site_url``: ``/my-series/``), where a link from the root such as
+    MkDocs writes on the 404 page (``/my-series/source/``) starts."""
+    base = site_base(base)
     store = Store(cache, "links") if cache is not None else None
     scanned = scanned or {}
     files: set[str] = set()
@@ -216,8 +234,13 @@ def check_site(
             path, fragment = (parts.path, parts.fragment) if parts else (href, "")
             target = page
             if path:
-                base = "" if path.startswith("/") else here  # "/x/": from the site root
-                target = posixpath.normpath(posixpath.join(base, unquote(path).lstrip("/")))
+                folder = here
+                if path.startswith("/"):  # "/my-series/x/": from the site root (the published path)
+                    folder, path = "", from_root(path, base)
+                    if path is None:
+                        problems.append(LinkProblem(page, href, "link leaves the site", href))
+                        continue
+                target = posixpath.normpath(posixpath.join(folder, unquote(path).lstrip("/")))
                 if target.startswith(".."):
                     problems.append(LinkProblem(page, href, "link leaves the site", target))
                     continue
@@ -236,7 +259,7 @@ def check_site(
 # ---------------------------------------------------------------- scanning in another process
 
 
-def _scanner_worker(conn, site: str, cache: str | None) -> None:
+def _scanner_worker(conn, site: str, cache: str | None, base: str = "/") -> None:
     """The scanning process: a page's name → its scan; ``finish`` → every problem of the site."""
     from lessonkit.run.box.sandbox import helper_process
 
@@ -256,7 +279,7 @@ def _scanner_worker(conn, site: str, cache: str | None) -> None:
                 pass  # finish() looks again
         elif what == "finish":
             try:
-                found = check_site(root, Path(cache) if cache is not None else None, scanned)
+                found = check_site(root, Path(cache) if cache is not None else None, scanned, base)
             except Exception:  # noqa: BLE001 - the build checks again, itself, and reports it there
                 found = None
             conn.send(found)
@@ -270,18 +293,18 @@ class SiteScanner:
     :func:`check_site` would. A scanner that cannot start, stops, or fails makes
     :meth:`finish` run :func:`check_site` here; :meth:`close` ends the process."""
 
-    def __init__(self, site: Path, cache: Path | None = None):
+    def __init__(self, site: Path, cache: Path | None = None, base: str = "/"):
         import multiprocessing
 
         from lessonkit.run.box.sandbox import start_helper
 
-        self.site, self.cache = Path(site), cache
+        self.site, self.cache, self.base = Path(site), cache, base
         self._conn = self._proc = None
         ctx = multiprocessing.get_context("spawn")
         ours, theirs = ctx.Pipe()
         proc = ctx.Process(
             target=_scanner_worker,
-            args=(theirs, str(self.site), str(cache) if cache is not None else None),
+            args=(theirs, str(self.site), str(cache) if cache is not None else None, base),
             daemon=True,
             name="lessonkit-links",
         )
@@ -318,7 +341,7 @@ class SiteScanner:
             pass
         finally:
             self.close()
-        return check_site(self.site, self.cache)
+        return check_site(self.site, self.cache, base=self.base)
 
     def close(self) -> None:
         conn, proc, self._conn, self._proc = self._conn, self._proc, None, None

@@ -138,6 +138,7 @@ class SiteCheck:
         self.label = project.rel(self.site_dir)
         self.problems: list[Problem] = []
         self.record = site_record.read(project, self.site_dir)
+        self.base = self.record["base"] if self.record else "/"  # the path the site is published under
         self.docs: dict[str, Doc] = {}  # the scans of run(), for the mutation check
         self._pinned_lines: dict[str, list[str]] = {}
         self.files = site_record.html_files(self.site_dir) if self.site_dir.is_dir() else {}

@@ -33,6 +33,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from mkdocs.exceptions import Abort, PluginError
 from mkdocs.plugins import event_priority
@@ -120,6 +121,7 @@ def configure(config: "MkDocsConfig", *, add_extensions: bool) -> None:
         # MkDocs registers any object's on_* methods, as it does a hooks module's: not a BasePlugin on purpose
         config.plugins[PLUGIN] = BuildEvents(b, dates)  # type: ignore[assignment]
     b.forget_site(Path(config.site_dir))  # until this build succeeds, nothing vouches for the folder
+    b.site_path = urlsplit(config.site_url or "/").path or "/"  # MkDocs' links from the root start there
     pin = b.project.pin  # for the theme's templates (a licence link at the pinned commit, say)
     if pin.commit_known:  # a pin without a commit (a release archive) links no upstream commit
         config.extra["lessonkit_pin"] = {"repo": pin.repo, "commit": pin.commit, "version": pin.version}

@@ -369,15 +369,19 @@ const ratio = (a, b) => { const x = lum(a), y = lum(b); return (Math.max(x, y) +
 
 @pytest.mark.parametrize("width", [1280, 375])
 def test_call_sequence_fits_the_column_with_a_caption_and_a_title(server, browser, width):
+    """The figure stays in the text column and the page does not scroll sideways; on a phone the
+    drawing keeps at least 440 px (its text readable) and scrolls inside its figure."""
     v = Visit(browser, f"{server}/attachments/call-sequence/", width=width)
     got = v.page.evaluate("""() => { const f = document.querySelector('figure.lk-diagram-figure#calls');
         const svg = f.querySelector('svg'); const col = document.querySelector('article').getBoundingClientRect();
-        const box = svg.getBoundingClientRect();
+        const box = f.getBoundingClientRect();
         return [box.left >= col.left - 1, box.right <= col.right + 1, svg.querySelector('title').textContent,
                 svg.getAttribute('role'), f.querySelector('figcaption').textContent.length,
-                document.documentElement.scrollWidth <= document.documentElement.clientWidth]; }""")
+                document.documentElement.scrollWidth <= document.documentElement.clientWidth,
+                Math.round(svg.getBoundingClientRect().width), f.scrollWidth > f.clientWidth]; }""")
     v.close()
     assert got[:4] == [True, True, "grad 调用时序图", "img"] and got[4] > 20 and got[5], got
+    assert got[6] >= 440 and got[7] == (width < 440 + 64), got  # scrolls only where the column is narrower
 
 
 def test_figure_labels_keep_4_5_to_1_in_both_schemes(built_site, server, browser):

@@ -88,6 +88,9 @@ def test_every_page_is_reachable_by_links_from_the_home_page(built_site):
 
 
 def test_user_dictionary_holds_every_chinese_glossary_term(built_site):
+    """Each Chinese glossary term is one word of the search index: in the user dictionary, or a
+    compound that ends with a shorter term of it (数值梯度检验: kept whole, it would hide 梯度检验
+    from search; split, both queries find lesson 12, see test_search_quality)."""
     root = Path(__file__).resolve().parents[1]
     words = {line.split()[0] for line in (root / "docs/user-dictionary.txt").read_text().splitlines() if line.strip()}
     missing = []
@@ -95,7 +98,8 @@ def test_user_dictionary_holds_every_chinese_glossary_term(built_site):
         if line.startswith("| ") and not line.startswith(("| 中文", "| 正文写法", "|---")):
             for w in re.split(r"\s*[/／、]\s*", line.split("|")[1].strip()):
                 w = re.sub(r"[（(].*?[）)]", "", w).strip()
-                if re.fullmatch(r"[\u4e00-\u9fff]{2,}", w) and w not in words:
+                compound = any(w.endswith(d) and len(d) >= 2 and d != w for d in words)
+                if re.fullmatch(r"[\u4e00-\u9fff]{2,}", w) and w not in words and not compound:
                     missing.append(w)
     assert missing == []
 

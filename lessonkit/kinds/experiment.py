@@ -3,6 +3,8 @@ build; the page shows the code and this build's output."""
 
 from __future__ import annotations
 
+import os
+
 from html import escape
 from pathlib import Path
 
@@ -87,7 +89,9 @@ class Experiment(Kind):
             try:
                 ex = excerpt_of(project.scripts, block)
             except LessonError as exc:
-                if not (project.root / rel).is_file():  # one mistake, however many places name the script
+                if not os.path.isfile(
+                    project.root / rel
+                ):  # one mistake, however many places name the script (a name too long: False)
                     raise exc.about(MISSING + rel) from None
                 raise
             source = project.scripts.file(rel).data

@@ -85,6 +85,11 @@ class LessonError(Exception):
         return self.problem.code
 
 
+# Problem.about of a script that is not there (the experiment kind and the kinds that show a
+# recorded run name it the same way): one mistake per page, however many places name it.
+MISSING_SCRIPT = "missing script "
+
+
 def fold_repeats(problems: list[Problem], first_at: dict[str, int] | None = None) -> list[Problem]:
     """``problems`` with one line per mistake: of the problems of one page with the same
     :attr:`Problem.about` (a failed run cited by a block and by inline values; a missing script

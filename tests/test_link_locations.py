@@ -58,3 +58,16 @@ def test_a_link_to_the_site_root_names_no_line():
         "site/a/b/index.html: broken link: ../.. — link to a page or file the site has (a page's .md path, "
         "relative to the page)"
     ]
+
+
+def test_the_line_that_links_wins_over_an_earlier_mention():
+    """Prose that names a file before the line that links to it: the link's line is reported."""
+    p = LinkProblem("a/index.html", "../b.md", "broken link", "b.md")
+    text = "# A\n\nThe file b.md holds the rest.\n\nSee [b](b.md).\n"
+    assert [str(x).split(" — ")[0] for x in located([p], {"a/index.html": ("docs/a.md", text)})] == [
+        "docs/a.md:5: broken link: ../b.md"
+    ]
+    # a nav entry in mkdocs.yml, after a comment that mentions the page
+    shared = [LinkProblem(page, "gone/", "broken link", "gone/index.html") for page in ("index.html", "a/index.html")]
+    config = ("mkdocs.yml", "# gone.md is planned\nnav:\n  - Gone: gone.md\n")
+    assert str(located(shared, {}, config)[0]).split(" — ")[0] == "mkdocs.yml:3: broken link: gone/ (on 2 pages)"

@@ -71,6 +71,9 @@ def test_the_four_kinds_are_registered():
         ),
         (r'[[line: a.py::f "say \"]]\" now" .. "b"]]', [r'a.py::f "say \"]]\" now" .. "b"']),
         ('[[line: a.py::f]] `[[line: b.py::g]]`', ["a.py::f"]),
+        # a double-backtick span holding one backtick is still one span: nothing in it is a reference
+        ('``a ` [[line: b.py::g]]`` then [[line: a.py::f]]', ["a.py::f"]),
+        ('a lone ` backtick, then [[line: a.py::f]]', ["a.py::f"]),
     ],
 )
 def test_inline_pattern_allows_brackets_inside_quotes(text, args):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from lessonkit.run import runner as execute
 from lessonkit.errors import LessonError, Problem, fold_repeats
+from lessonkit.run.outcomes import run_about
 from lessonkit.util.fs import atomic_write
 from lessonkit.kinds import line as line_kind
 from lessonkit.kinds import value as value_kind
@@ -158,7 +159,7 @@ def check_recorded(project, report: Report, results: dict[str, execute.Result] |
         first: dict[str, int] = {}
         for r in report.resolved.get(page, []):
             if r.job is not None and r.block.line is not None:
-                first.setdefault(execute.run_about(r.job), r.block.line)
+                first.setdefault(run_about(r.job), r.block.line)
         facts.problems += sorted(fold_repeats(found, first), key=lambda p: p.line or 0)
     return facts
 

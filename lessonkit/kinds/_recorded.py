@@ -15,12 +15,10 @@ from pathlib import Path
 
 from lessonkit.run import runner as execute
 from lessonkit.run.box import sandbox
-from lessonkit.errors import LessonError, Problem
+from lessonkit.errors import MISSING_SCRIPT, LessonError, Problem
 from lessonkit.pipeline.parse import check_rel_path
 from lessonkit.pipeline.recording import Recording, load
 from lessonkit.util.text import whole_number
-
-MISSING = "missing script "  # Problem.about of a script that is not there: one mistake per page
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 
@@ -57,7 +55,7 @@ def _checked_script(project, value: str, path: str | None, line: int | None) -> 
             path=path,
             line=line,
             hint=f"did you mean experiments/{close[0]}?" if close else "create the experiment first",
-            about=MISSING + rel,  # the experiment blocks naming it say so too (kinds.experiment)
+            about=MISSING_SCRIPT + rel,  # the experiment blocks naming it say so too (kinds.experiment)
         )
     return rel
 

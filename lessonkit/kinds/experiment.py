@@ -13,10 +13,9 @@ import re
 from lessonkit.run import runner as execute
 from lessonkit.run import session as drive
 from lessonkit.run.box import sandbox
-from lessonkit.errors import LessonError, Problem
+from lessonkit.errors import MISSING_SCRIPT, LessonError, Problem
 from lessonkit.pipeline.parse import check_rel_path
 from lessonkit.source.resolve import excerpt_of
-from lessonkit.kinds._recorded import MISSING
 from lessonkit.kinds.base import Kind, Resolved, slug
 from lessonkit.util.text import whole_number
 
@@ -92,7 +91,7 @@ class Experiment(Kind):
                 if not os.path.isfile(
                     project.root / rel
                 ):  # one mistake, however many places name the script (a name too long: False)
-                    raise exc.about(MISSING + rel) from None
+                    raise exc.about(MISSING_SCRIPT + rel) from None
                 raise
             source = project.scripts.file(rel).data
             job = execute.Job(Path(rel).name, source, timeout, rel, memory)

@@ -470,9 +470,10 @@ def _inline(page, kinds, line, index, path, offset) -> None:
     if "[[" not in line or not kinds.inline:
         return
     spans = []
+    code = _code_spans(line) if "`" in line else []  # ``a ` b`` is one span: backtick runs pair by length
     for m in INLINE.finditer(line):
         spans.append((m.start(), m.end()))
-        if line.count("`", 0, m.start()) % 2:  # inside a code span
+        if _in_spans(code, m.start()):  # inside a code span
             continue
         name = m["name"]
         if name not in kinds.inline:
@@ -482,7 +483,7 @@ def _inline(page, kinds, line, index, path, offset) -> None:
         ref = InlineRef(name, m["arg"], path, offset + index + 1)
         page.inline.append(InlineItem(ref, index, m.start(), m.end()))
     for m in re.finditer(r"\[\[([a-z][a-z0-9-]*):", line):  # an inline kind's opening that never closes
-        in_code = any(a <= m.start() < b for a, b in spans) or line.count("`", 0, m.start()) % 2
+        in_code = _in_spans(spans, m.start()) or _in_spans(code, m.start())
         if m[1] in kinds.inline and not in_code:
             page.problems_inline.append(
                 Problem(

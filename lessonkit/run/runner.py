@@ -30,7 +30,6 @@ from lessonkit.run.jobs import Job, Pending, Result, _shared_files, versions
 from lessonkit.run.jobs import pin_args as pin_args
 from lessonkit.run.outcomes import _check, _STORED, read_record, session_results
 from lessonkit.run.outcomes import failure as failure
-from lessonkit.run.outcomes import run_about as run_about
 
 # Not under "mkdocs": a warning that only costs time must not fail `mkdocs build --strict`.
 log = logging.getLogger("lessonkit.run.runner")

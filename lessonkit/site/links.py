@@ -95,16 +95,23 @@ def located(
 
 
 def _line_naming(text: str, href: str) -> int | None:
-    """The first line of ``text`` that names ``href``: its path without ``./``, ``../`` and ``/``
-    (a page's address ``x/`` is also its source ``x.md``), or the whole ``#anchor``."""
+    """The first line of ``text`` that links to ``href`` (else the first that mentions it): its
+    path without ``./``, ``../`` and ``/`` (a page's address ``x/`` is also its source ``x.md``),
+    or the whole ``#anchor``."""
     path = unquote(href.split("#")[0].split("?")[0])
     while path.startswith(("./", "../", "/")):
         path = path[path.index("/") + 1 :]
     if path and not path.strip("./"):
         return None  # the site's root ("../.."): names nothing an author wrote
     needles = [path or href] + ([path[:-1] + ".md"] if path.endswith("/") and len(path) > 1 else [])
-    for needle in needles:
-        n = next((n for n, ln in enumerate(text.splitlines(), 1) if needle in ln), None)
+    lines = text.splitlines()
+    for needle in needles:  # a line that links to it (`](x`, `href="x`, a nav entry `: x`) first
+        linking = re.compile(r"""(?:\]\(|\b(?:href|src)=["']|:\s+)[./]*""" + re.escape(needle))
+        n = next((n for n, ln in enumerate(lines, 1) if linking.search(ln)), None)
+        if n is not None:
+            return n
+    for needle in needles:  # else any line that mentions it
+        n = next((n for n, ln in enumerate(lines, 1) if needle in ln), None)
         if n is not None:
             return n
     return None

@@ -335,6 +335,8 @@ def test_a_chinese_series_gets_every_label_and_the_engine_pages_in_chinese(tmp_p
             assert words not in html, (page, words)
     assert "源码节选取自 srcpkg 0.1，许可证（据其包元数据）：未注明。" in html  # the footer
     assert "上游仓库：<a" in html and "用 MkDocs 与 Material for MkDocs 构建" in html
+    missing = (site / "404.html").read_text(encoding="utf-8")  # Material's own says "Not found"
+    assert "<h1>404 · 页面不存在</h1>" in missing and "Not found" not in missing and ">回到首页</a>" in missing
     acceptance = (site / "attachments/acceptance/index.html").read_text(encoding="utf-8")
     assert "本地发布包（" in acceptance and "| 退出码 |" not in acceptance and ">退出码<" in acceptance
     checked = _python(series, env, "lessonkit", "verify", "--site", "site")
@@ -403,6 +405,9 @@ def test_a_new_series_deploys_with_its_address_footer_and_page_facts(tmp_path):
         '<span>Found an error? <a href="https://github.com/me/srcpkg-lessons/issues/new?title=Error%20on%20'
         'lessons/01-first-look.md" rel="noopener">Report it</a> (<code>lessons/01-first-look.md</code>)</span>'
     ) in facts
-    assert 'href="/srcpkg/assets/' in (site / "404.html").read_text(encoding="utf-8")  # checked under /srcpkg/
+    missing = (site / "404.html").read_text(encoding="utf-8")
+    assert 'href="/srcpkg/assets/' in missing  # checked under /srcpkg/
+    assert "<h1>404 · This page does not exist</h1>" in missing and "Not found" not in missing
+    assert '<a href="https://example.net/srcpkg/">Back to the home page</a>, or search' in missing
     checked = _python(series, env, "lessonkit", "verify", "--site", "site")
     assert checked.returncode == 0, checked.stderr[-2000:]

@@ -729,3 +729,21 @@ def test_run_accepts_a_page_and_a_line(site):
     assert (r.returncode, r.stdout, r.stderr) == (0, "== docs/x.md:3\nfirst\n", "")
     r = site.run("-m", "lessonkit", "run", "docs/x.md:1")
     assert r.returncode == 2 and r.stderr.startswith("docs/x.md:1: no experiment block at this line — ")
+
+
+def test_run_names_a_failing_script_as_its_author_knows_it(site):
+    """`lessonkit run experiments/x.py` prints the script's traceback with the project's path, as the
+    build's problem line does, not the path of its copy in the box."""
+    site.script("boom.py", "import sys\nprint('before')\nraise ValueError('no')\n")
+    r = site.run("-m", "lessonkit", "run", "experiments/boom.py")
+    assert r.returncode == 1 and r.stdout == "before\n"
+    lines = r.stderr.splitlines()
+    assert lines[:3] == [
+        "Traceback (most recent call last):",
+        '  File "experiments/boom.py", line 3, in <module>',
+        "    raise ValueError('no')",
+    ]
+    assert lines[3] == "ValueError: no" and "<tmp>" not in r.stderr
+    assert lines[4].startswith(
+        'experiments/boom.py: experiment experiments/boom.py failed with exit code 1:   File "experiments/boom.py"'
+    )

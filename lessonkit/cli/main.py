@@ -375,6 +375,7 @@ def _run(args) -> int:
     from dataclasses import replace
 
     from lessonkit.run import runner as execute
+    from lessonkit.run.outcomes import as_authored
     from lessonkit.pipeline.parse import Block, check_rel_path
     from lessonkit.project import Project
 
@@ -414,7 +415,7 @@ def _run(args) -> int:
         result = project.runner._execute(job)
         sys.stdout.write(result.stdout)
         sys.stdout.flush()
-        sys.stderr.write(result.stderr)
+        sys.stderr.write(as_authored(result.stderr, job))
         if result.record is not None:
             print(f"record: {json.dumps(result.record, ensure_ascii=False, sort_keys=True)}")
         if not result.ok:

@@ -172,6 +172,15 @@ def failure(result: Result | None, job: Job, timeout: int) -> LessonError:
     return _failure(result, job, timeout).about(run_about(job))
 
 
+def as_authored(stderr: str, job: Job) -> str:
+    """``stderr`` of ``job``'s run with the script named as its author knows it: a traceback names
+    the script's copy in the box (``<tmp>/x.py``, see Runner.normalise), the author edits
+    ``experiments/x.py``. What the cache stores is not changed (it is what the box printed)."""
+    if job.parts or not job.label.endswith("/" + job.name):
+        return stderr
+    return stderr.replace(f'File "<tmp>/{job.name}"', f'File "{job.label}"')
+
+
 def run_about(job: Job) -> str:
     """The :attr:`~lessonkit.errors.Problem.about` of the failures of ``job``'s run."""
     return "run " + job.label
@@ -187,11 +196,7 @@ def _failure(result: Result | None, job: Job, timeout: int) -> LessonError:
         return LessonError(
             f"experiment {label} was cancelled before it finished", hint="the build was interrupted; build again"
         )
-    stderr = result.stderr
-    if not job.parts and job.label.endswith("/" + job.name):
-        # a script's traceback names its copy in the box (``<tmp>/x.py``, see Runner.normalise):
-        # the author knows it as the project's file
-        stderr = stderr.replace(f'File "<tmp>/{job.name}"', f'File "{job.label}"')
+    stderr = as_authored(result.stderr, job)
     tail = " | ".join(l for l in stderr.strip().splitlines()[-3:]) or "no stderr"
     if result.problem == "tampered":
         return LessonError(

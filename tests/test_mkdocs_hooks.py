@@ -9,6 +9,7 @@ events is exercised by the site builds (tests/test_build.py, test_examples.py, t
 from __future__ import annotations
 
 import logging
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -405,3 +406,45 @@ def test_a_rewritten_jieba_cache_in_tmpdir_does_not_change_the_search_index(tmp_
     assert index(planted, "planted") == clean
     assert [p.name for p in (s.cache / "jieba").glob("*/*")] == ["jieba.cache"]
     assert not list(clean_tmp.iterdir()), "the build wrote into the system's temporary folder"
+
+
+def test_a_jieba_dictionary_prepared_ahead_is_the_one_the_build_reads(tmp_path, pinned_root):
+    """The first command builds jieba's prefix dictionary in the background while the build starts
+    (``jiebacache.prepare``, noxfile.py): it lands where the build looks, the build reads it instead of
+    building its own, and the search index is the same as a build that made it itself."""
+    import subprocess
+    import sys
+
+    from support import TmpSite
+
+    s = TmpSite(tmp_path / "proj", pinned_root)
+    yml = s.root / "mkdocs.yml"
+    yml.write_text(yml.read_text().replace("plugins: []", "plugins:\n  - search:\n      lang: zh\n"))
+    s.page("a.md", f"# 梯度\n\n{JIEBA_TEXT}。\n")
+    (tmp_path / "tmp").mkdir()
+    env = {**s.env, "TMPDIR": str(tmp_path / "tmp")}
+
+    def build(name: str) -> str:
+        r = subprocess.run(
+            [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / name)],
+            cwd=s.root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert r.returncode == 0, r.stderr[-3000:]
+        return (tmp_path / name / "search" / "search_index.json").read_text(encoding="utf-8")
+
+    made_by_the_build = build("own")
+    shutil.rmtree(s.cache / "jieba")
+    code = "import sys; from pathlib import Path; from lessonkit.integrations.mkdocs import jiebacache\n"
+    code += "print(jiebacache.prepare(Path(sys.argv[1])))"
+    r = subprocess.run([sys.executable, "-c", code, str(s.cache)], env=env, capture_output=True, text=True)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "True\n", "")
+    [prepared] = (s.cache / "jieba").glob("*/jieba.cache")
+    before = prepared.stat()
+    assert build("prepared") == made_by_the_build
+    after = prepared.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), "the build made its own"
+    assert not list((tmp_path / "tmp").iterdir())

@@ -57,3 +57,17 @@ def use(cache: Path) -> Path | None:
     jieba.dt.tmp_dir = str(folder)
     jieba.setLogLevel(logging.WARNING)  # jieba sets its logger to DEBUG, with its own stderr handler
     return folder
+
+
+def prepare(cache: Path) -> bool:
+    """Build jieba's prefix dictionary into the build cache ahead of a build (what Material's search
+    plugin would otherwise do on the build's main thread, about a second, the first time): the
+    default dictionary, in the folder :func:`use` gives. jieba writes its cache file whole (a
+    temporary file, then renamed), so a build that starts meanwhile reads a finished file or builds
+    its own. False when jieba is not installed."""
+    if use(cache) is None:
+        return False
+    import jieba
+
+    jieba.initialize()
+    return True

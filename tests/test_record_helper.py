@@ -48,7 +48,8 @@ def test_the_helper_names_no_series_of_its_own():
     """Every series' bundle ships the helper beside its scripts: it speaks of no one series (an
     author pass found a tabulate series' bundle telling its readers about autograd's nodes)."""
     text = RECORD_HELPER.read_text(encoding="utf-8").lower()
-    assert [w for w in ("autograd", "hips", "micrograd", "experiments/_record.py", "this lesson series") if w in text] == []
+    words = ("autograd", "hips", "micrograd", "experiments/_record.py", "this lesson series")
+    assert [w for w in words if w in text] == []
 
 
 def test_a_recording_is_written_where_lessonkit_record_says(tmp_path):

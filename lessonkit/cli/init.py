@@ -278,7 +278,8 @@ def _words() -> dict[str, dict[str, str]]:
 def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
     licence = release.licence or _words()[lang]["no-licence"]
     t = {k: v.format(name=release.name, version=release.version, symbol=ex.symbol, module=ex.module,
-                     package=ex.package, licence=licence, nn="{{ nn }}") for k, v in _words()[lang].items()}  # fmt: skip
+                     package=ex.package, licence=licence, nn="{{ nn }}")  # `nn`: filled in by `lessonkit new`
+         for k, v in _words()[lang].items()}  # fmt: skip
     env = re.sub(r"\W", "_", release.name).upper()
     short = release.sha256[:7]
     pin_toml = (

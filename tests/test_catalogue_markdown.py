@@ -64,6 +64,29 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
             "close that fence with a line ``` before this block"
         ],
     ),
+    # an annotation block left open: the next block's closing fence closes it (one line, at the
+    # block left open, instead of a problem of its header or body made of the page after it)
+    "an unclosed block before another": (
+        "# t\n\n```real-source\nFile: autograd/core.py\nSymbol: backward_pass\n\nprose\n\n" + GOOD + "\nafter\n",
+        [],
+        [
+            "docs/a.md:3: unclosed real-source block: the real-source block on line 9 opens inside it, and that "
+            "block's closing ``` closes this one — close this block with a line ``` before line 9"
+        ],
+    ),
+    "an unclosed block in a blockquote before another": (
+        "# t\n\n" + quote("```experiment\nPurpose: p\n\nprint(1)\n\n" + GOOD, "> "),
+        [],
+        [
+            "docs/a.md:3: unclosed experiment block: the real-source block on line 8 opens inside it, and that "
+            "block's closing ``` closes this one — close this block with a line ``` before line 8"
+        ],
+    ),
+    "a longer fence quoting a block is closed": (
+        "# t\n\n````teaching-simplification\nTitle: t\n\n" + GOOD + "````\n",
+        ["teaching-simplification"],
+        [],
+    ),
     "after a closed plain fence": ("# t\n\n```\nplain\n```\n\n" + GOOD, ["real-source"], []),
     "example inside a longer fence": ("# t\n\n````markdown\n" + GOOD + "````\n", [], []),
     "inside an indented code block": ("# t\n\ntext\n\n" + indent(BAD_COMMIT, 4) + "\nafter\n", [], []),

@@ -328,12 +328,16 @@ def test_a_chinese_series_gets_every_label_and_the_engine_pages_in_chinese(tmp_p
     english = ["Acceptance record", "Source browser", "Symbol index", "exit code", "package index", "Jump to the"]
     english += ["The build generates", "namespaces; the script", "Output of this build", "Checked:", "Cited by"]
     english += ["Upstream:", "Made with", "Source excerpts from", "not stated in"]
+    english += ["from the pinned tree", "is callable"]  # what the first experiment prints
     for page, title in titles.items():
         html = (site / page).read_text(encoding="utf-8")
         assert re.search(r"<h1 id=\"[^\"]*\">" + re.escape(title), html), page
         for words in english:
             assert words not in html, (page, words)
     assert "源码节选取自 srcpkg 0.1，许可证（据其包元数据）：未注明。" in html  # the footer
+    lesson = (site / "lessons/01-first-look/index.html").read_text(encoding="utf-8")
+    assert "srcpkg.shapes 来自固定源码树： src/srcpkg/shapes.py" in lesson and "area 可以调用： True" in lesson
+    assert (series / "templates/new-experiment.py").read_text(encoding="utf-8").startswith('"""第 {{ nn }} 篇的实验')
     assert "上游仓库：<a" in html and "用 MkDocs 与 Material for MkDocs 构建" in html
     missing = (site / "404.html").read_text(encoding="utf-8")  # Material's own says "Not found"
     assert "<h1>404 · 页面不存在</h1>" in missing and "Not found" not in missing and ">回到首页</a>" in missing

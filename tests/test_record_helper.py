@@ -44,6 +44,14 @@ def test_the_helper_is_standard_library_only_and_reads_what_the_runner_reads():
     assert namespace["LIMIT"] == jobs.RECORD_LIMIT and namespace["ENV"] == "LESSONKIT_RECORD"
 
 
+def test_the_helper_names_no_series_of_its_own():
+    """Every series' bundle ships the helper beside its scripts: it speaks of no one series (an
+    author pass found a tabulate series' bundle telling its readers about autograd's nodes)."""
+    text = RECORD_HELPER.read_text(encoding="utf-8").lower()
+    words = ("autograd", "hips", "micrograd", "experiments/_record.py", "this lesson series")
+    assert [w for w in words if w in text] == []
+
+
 def test_a_recording_is_written_where_lessonkit_record_says(tmp_path):
     out = tmp_path / "rec.json"
     r = _standalone(REC, tmp_path, LESSONKIT_RECORD=str(out))

@@ -278,7 +278,8 @@ def _words() -> dict[str, dict[str, str]]:
 def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
     licence = release.licence or _words()[lang]["no-licence"]
     t = {k: v.format(name=release.name, version=release.version, symbol=ex.symbol, module=ex.module,
-                     package=ex.package, licence=licence) for k, v in _words()[lang].items()}  # fmt: skip
+                     package=ex.package, licence=licence, nn="{{ nn }}")  # `nn`: filled in by `lessonkit new`
+         for k, v in _words()[lang].items()}  # fmt: skip
     env = re.sub(r"\W", "_", release.name).upper()
     short = release.sha256[:7]
     pin_toml = (
@@ -365,17 +366,17 @@ def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
         f"## {t['self-test']} {{#self-test}}\n\n"
         f"1. {t['question' if ex.returns else 'question-effect']}\n"
     )
-    experiment_tpl = (
-        '"""Experiment for lesson {{ nn }}: the package is imported from the pinned tree."""\n\n'
+    experiment_tpl = (  # its docstring and what it prints (shown on the page) in the series' language
+        f'"""{t["ex-doc"]}"""\n\n'
         "import os\n"
         "from pathlib import Path\n\n"
         f"import {ex.module} as module\n\n"
         f'root = Path(os.environ["{env}_PINNED_ROOT"]).resolve()\n'
         "here = Path(module.__file__).resolve()\n"
-        'assert root in here.parents, f"imported {here}, not the pinned tree {root}"\n'
-        f'print("{ex.module} from the pinned tree:", here.relative_to(root).as_posix())\n'
+        f'assert root in here.parents, f"{t["ex-not-pinned"]}"\n'
+        f'print("{t["ex-from"]}", here.relative_to(root).as_posix())\n'
         f'print("{release.name}", os.environ["{env}_PINNED_VERSION"])\n'
-        f'print("{ex.symbol} is callable:", callable(module.{ex.symbol}))\n'
+        f'print("{t["ex-callable"]}", callable(module.{ex.symbol}))\n'
         f"assert callable(module.{ex.symbol})\n"
     )
 

@@ -325,6 +325,20 @@ def parse_page(text: str, path: str, line_offset: int = 0, *, kinds, badges: tup
                 )
                 page.items.append(BrokenBlock(err, i, len(lines) - 1, indent, ordinal))
                 break
+            inner = _opens_inside(kinds, lines, i, end, fence, depth)
+            if inner is not None:  # this block's fence was left open: the next block's closing line closes it
+                err = LessonError(
+                    f"unclosed {word} block: the {inner[1]} block on line {line_offset + inner[0] + 1} opens "
+                    f"inside it, and that block's closing {fence} closes this one",
+                    path=path,
+                    line=lineno,
+                    hint=f"close this block with a line {fence} before line {line_offset + inner[0] + 1}",
+                )
+                page.items.append(BrokenBlock(err, i, end, indent, ordinal))
+                ordinal += 1
+                i = end + 1
+                prev_blank = False
+                continue
             try:
                 block = _build(kinds[word], lines, i, end, indent, path, line_offset, ordinal)
                 page.items.append(block)
@@ -445,6 +459,17 @@ def _ids(page, line: str, spans, lineno: int) -> None:
     for h in HTML_ID.finditer(line) if "<" in line else ():
         if not _in_spans(spans, h.start()):
             page.ids.append((h[1] if h[1] is not None else h[2], lineno))
+
+
+def _opens_inside(kinds, lines, start, end, fence, depth) -> tuple[int, str] | None:
+    """(index, kind) of the first fence of a known kind inside the annotation block ``start``…``end``
+    that its closing line could close too: the block's own fence was left open before it."""
+    for j in range(start + 1, end):
+        content = _unquote(lines[j], depth)
+        m = FENCE.match(content) if content is not None else None
+        if m and m["fence"][0] == fence[0] and len(m["fence"]) >= len(fence) and kind_word(m["info"]) in kinds.fenced:
+            return j, kind_word(m["info"])
+    return None
 
 
 def _swallowed(page, kinds, lines, start, end, fence, path, offset) -> None:

@@ -29,9 +29,9 @@ What :func:`encode` makes of a value:
   - anything else: what one of the recorder's :attr:`Recorder.encoders` returns, else ``TypeError``.
 
 A project records the objects of its own subject by subclassing :class:`Recorder`: its
-``encoders`` encode them, its methods add what it needs (this lesson series encodes autograd's
-boxes and nodes and captures its graphs that way, in ``experiments/_record.py``). One recorder
-writes the record of a process: a second one that records anything is an error.
+``encoders`` encode them, its methods add what it needs (a series keeps such a recorder in a
+module of its own experiments folder). One recorder writes the record of a process: a second one
+that records anything is an error.
 """
 
 from __future__ import annotations

@@ -107,6 +107,16 @@ def test_the_readme_commands_steps_are_read_from_the_lines_nox_writes(bench):
     )
 
 
+def test_ratio_8s_floor_is_the_readme_commands_cpu_over_the_cores_and_the_pip_sides_wall(bench):
+    readme = [bench.Sample(30.0, 60.0), bench.Sample(33.0, 56.0), bench.Sample(31.0, 58.0)]
+    pip = [bench.Sample(25.0, 18.0), bench.Sample(20.0, 17.0), bench.Sample(29.0, 17.5)]
+    # per pair: 60/2/25 = 1.20, 56/2/20 = 1.40, 58/2/29 = 1.00 -> median 1.20
+    assert bench.floor_note(readme, pip, 2) == (
+        "ratio 8's floor (the README command's CPU / 2 cores / the pip side's wall, median of 3 pair(s)): 1.20; "
+        "the README command used 58.0 s of CPU, the pip side 17.5 s of CPU in 25.0 s"
+    )
+
+
 def test_timed_keeps_the_time_of_each_line_nox_writes(bench, tmp_path):
     script = (
         "import sys, time\nprint('nox > one', flush=True)\ntime.sleep(0.3)\n"

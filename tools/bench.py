@@ -239,6 +239,21 @@ def phases_note(samples: list[Sample]) -> str | None:
     return f"where the README command's time goes (ratio 8, median of {len(runs)} run(s)): {steps}"
 
 
+def floor_note(readme: list[Sample], pip: list[Sample], cores: int) -> str:
+    """One line: the least ratio 8 could be with the same work on this machine. However well the README
+    command spreads its work over the cores, it takes at least its CPU time divided by the cores;
+    divided by the pip side's wall time of the same pair, that is the pair's floor (median of the
+    pairs). A floor above the target means the target needs less CPU work, not a better schedule."""
+    floors = [r.cpu / cores / p.wall for r, p in zip(readme, pip) if p.wall > 0]
+    cpu = statistics.median(r.cpu for r in readme)
+    pip_cpu, pip_wall = statistics.median(p.cpu for p in pip), statistics.median(p.wall for p in pip)
+    return (
+        f"ratio 8's floor (the README command's CPU / {cores} cores / the pip side's wall, median of "
+        f"{len(floors)} pair(s)): {statistics.median(floors):.2f}; the README command used {cpu:.1f} s of CPU, "
+        f"the pip side {pip_cpu:.1f} s of CPU in {pip_wall:.1f} s"
+    )
+
+
 def mkdocs_build(root: Path, *extra: str) -> list[str]:
     # --no-strict everywhere: the variants differ only in what they build. Strictness adds no
     # work, the plain variant cannot satisfy it (links to lessonkit's block ids), and a page
@@ -1160,6 +1175,7 @@ def _run_only(args, reps, work: Path, pinned: Path, cores: int) -> int:
             readme.samples.append(b)
             print(f"  pip install of the lock {a.wall:.1f} s; README command on a fresh clone {b.wall:.1f} s")
         print(f"  {phases_note(readme.samples)}")
+        print(f"  {floor_note(readme.samples, pip.samples, cores)}")
         fresh = paired(_walls(readme), _walls(pip))[0]  # the median of the pairs' ratios
         rows.append(("8", "README build command, fresh clone / pip install of the lock", fresh, 1.00))
     print(f"load average at start {load_start}, at end {_load()} (other work on the machine inflates wall times)")
@@ -1393,7 +1409,10 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
             "ratio decides the result."
         )
         phases = phases_note(series["readme-fresh"].samples)
-        write_doc(args.doc, doc_table(rows, spread, context, paint_lines(paint) + ([phases] if phases else [])))
+        notes = paint_lines(paint) + ([phases] if phases else [])
+        if args.fresh_reps:
+            notes.append(floor_note(series["readme-fresh"].samples, series["pip-lock"].samples, cores))
+        write_doc(args.doc, doc_table(rows, spread, context, notes))
         print(f"bench: wrote the table into {args.doc}")
     if mdexec is None:
         print("  ratio 6 skipped: markdown-exec is not installed here (`nox -s bench` installs it)")

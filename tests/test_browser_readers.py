@@ -248,6 +248,31 @@ def test_no_page_scrolls_sideways_at_375px_and_none_loads_another_host(built_sit
     assert wide == {} and external == []
 
 
+def test_a_table_cut_off_on_a_phone_fades_at_the_edge_that_hides_more(server, browser):
+    """lessonkit.js marks a box that scrolls sideways with the edges that hide more of it, as it is
+    scrolled; lessonkit.css fades those edges on a screen (not on paper)."""
+    edges = """el => [el.classList.contains('lk-more-left'), el.classList.contains('lk-more-right'),
+                     getComputedStyle(el).maskImage !== 'none']"""
+    phone = Visit(browser, f"{server}/lessons/03-grad-call-chain/", width=375)
+    table = phone.page.locator(".lk-snapshot-table").first
+    assert table.evaluate("el => el.scrollWidth > el.clientWidth")  # the page this test reads: it is cut off
+    assert table.evaluate(edges) == [False, True, True]
+    table.evaluate("el => { el.scrollLeft = 40; }")
+    phone.page.wait_for_timeout(100)
+    assert table.evaluate(edges) == [True, True, True]
+    table.evaluate("el => { el.scrollLeft = el.scrollWidth; }")
+    phone.page.wait_for_timeout(100)
+    assert table.evaluate(edges) == [True, False, True]
+    phone.page.emulate_media(media="print")
+    assert table.evaluate("el => getComputedStyle(el).maskImage") == "none"
+    phone.close()
+    wide = Visit(browser, f"{server}/lessons/03-grad-call-chain/", width=1280)
+    table = wide.page.locator(".lk-snapshot-table").first
+    assert table.evaluate("el => el.scrollWidth <= el.clientWidth")
+    assert table.evaluate(edges) == [False, False, False]
+    wide.close()
+
+
 def test_copy_button_targets_sit_in_the_same_block_outside_experiments(server, browser):
     """Every copy button targets the <pre> it sits on (pages without experiment output)."""
     v = Visit(browser, f"{server}/source/autograd/core.py/")

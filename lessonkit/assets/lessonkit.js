@@ -50,17 +50,30 @@ document.addEventListener("click", function (ev) {
   if (code && code.closest(".lk-source")) btn.setAttribute("data-clipboard-text", code.textContent);
 }, true);
 /* A box that scrolls sideways (a wide table, diagram or formula) and holds nothing focusable can
-   still be scrolled with the keyboard: it joins the Tab order while it overflows. */
+   still be scrolled with the keyboard: it joins the Tab order while it overflows. And a reader
+   sees that it scrolls: the edge that hides more of it fades (lk-more-left / lk-more-right,
+   lessonkit.css), as it is scrolled. */
 (function () {
   var BOXES = ".md-typeset__scrollwrap, .lk-diagram-wrap, .lk-math-block, .lk-math, .lk-snapshot-table";
   var FOCUSABLE = "a[href], button, input, select, textarea, summary, [tabindex]";
+  function edges(el) {
+    var hidden = el.scrollWidth - el.clientWidth;
+    var left = Math.abs(el.scrollLeft);  // negative in a right-to-left box
+    el.classList.toggle("lk-more-left", hidden > 1 && left > 1);
+    el.classList.toggle("lk-more-right", hidden > 1 && left < hidden - 1);
+  }
   function update() {
     document.querySelectorAll(BOXES).forEach(function (el) {
       var wide = el.scrollWidth > el.clientWidth + 1 && !el.querySelector(FOCUSABLE);
       if (wide && !el.hasAttribute("tabindex")) { el.setAttribute("tabindex", "0"); el.dataset.lkScroll = ""; }
       else if (!wide && el.hasAttribute("data-lk-scroll")) { el.removeAttribute("tabindex"); delete el.dataset.lkScroll; }
+      edges(el);
     });
   }
+  document.addEventListener("scroll", function (ev) {
+    var el = ev.target;
+    if (el && el.matches && el.matches(BOXES)) edges(el);
+  }, { capture: true, passive: true });  // a box's own scroll does not bubble: caught on its way down
   var timer = null;
   window.addEventListener("resize", function () { clearTimeout(timer); timer = setTimeout(update, 150); });
   if (window.document$) { window.document$.subscribe(function () { setTimeout(update, 0); }); }

@@ -94,7 +94,7 @@ class Capture:
             def init(node, value, fun, args, kwargs, parent_argnums, parents):
                 real_init(node, value, fun, args, kwargs, parent_argnums, parents)
                 pending[id(node)] = {"fun": getattr(fun, "__name__", repr(fun)),
-                                     "argnums": list(parent_argnums), "parents": tuple(parents),
+                                     "argnums": _plain(tuple(parent_argnums)), "parents": tuple(parents),
                                      "args": _plain(tuple(args)), "obj": node}
             return init
 
@@ -133,7 +133,7 @@ class Capture:
         entry = {"index": len(self.nodes), "type": type(node).__name__, "trace": trace, "obj": node,
                  "kind": "root" if info is None else "primitive",
                  "fun": None if info is None else info["fun"],
-                 "argnums": [] if info is None else info["argnums"],
+                 "argnums": _plain(()) if info is None else info["argnums"],
                  "parents": [] if info is None else [self._index[id(p)] for p in info["parents"]],
                  "args": None if info is None else info["args"],
                  "value": _plain(value), "raw": value}
@@ -157,8 +157,8 @@ class Capture:
 
         ``{"nodes": [...], "end": i}``; each node has ``id`` (its position here, in
         creation order), ``label`` (from ``labels`` by identity, else the primitive's
-        name or ``root``), ``kind``, ``type``, ``fun``, ``trace``, ``argnums``,
-        ``parents`` (ids, one per argnum: the same parent twice for ``x * x``),
+        name or ``root``), ``kind``, ``type``, ``fun``, ``trace``, ``argnums`` (a tuple, as
+        autograd has it; empty for a root), ``parents`` (ids, one per argnum: the same parent twice for ``x * x``),
         ``args`` (the unboxed arguments the node was built from; ``None`` for a root),
         ``value`` and, for JVP nodes, ``g``."""
         labels = labels or {}

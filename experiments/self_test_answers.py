@@ -453,7 +453,7 @@ def q17():
         trace_stack.top = -1
     assert meta == ((2, 3), 2, onp.dtype("float32"), False) and first == 3.0
     assert second["type"] == "NotImplementedError"
-    record.set("q17", {"meta": [meta[0], meta[1], str(meta[2]), meta[3]], "as_primitive": second["message"]})
+    record.set("q17", {"meta": (meta[0], meta[1], str(meta[2]), meta[3]), "as_primitive": second["message"]})
     return f"metadata -> {meta}; as a primitive, second order -> {second['type']}"
 
 

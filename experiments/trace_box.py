@@ -57,7 +57,7 @@ def one_primitive_call():
     record.set("life1", {"boxed_argnums": [i for i, _ in boxed], "trace": top, "node_type": node_type.__name__,
                          "ufunc_dispatch_needed": dispatch})
     record.set("life2", {"parents": node.parents, "ans": y._value, "ans_type": type(y._value).__name__,
-                         "vjp_1": list(node.vjp(1.0))}, names=names)
+                         "vjp_1": node.vjp(1.0)}, names=names)
     record.set("life3", {"y": {"type": type(y).__name__, "value": y._value, "trace": y._trace},
                          "has": {a: hasattr(node, a) for a in ("parents", "vjp", "recipe", "value", "fun")},
                          "trace_top_after": trace_stack.top})

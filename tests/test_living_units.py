@@ -173,7 +173,7 @@ def test_record_helper_encodes_deterministically(pinned_root, tmp_path):
             "arr": {"array": [[0.0, 1.0], [2.0, 3.0]], "dtype": "float64", "shape": [2, 2]},
             "f": 1.5,
             "s": {"dtype": "float64", "scalar": 2.0},
-            "t": [1, None, True],
+            "t": {"tuple": [1, None, True]},
         },
         "c": 3,
         "nan": {"float": "nan"},
@@ -206,7 +206,7 @@ def test_experiment_05_records_the_real_graph_and_steps(rec05):
         "nodes": [
             {
                 "args": None,
-                "argnums": [],
+                "argnums": {"tuple": []},
                 "fun": None,
                 "id": 0,
                 "kind": "root",
@@ -217,8 +217,8 @@ def test_experiment_05_records_the_real_graph_and_steps(rec05):
                 "value": 3.0,
             },
             {
-                "args": [3.0, 3.0],
-                "argnums": [0, 1],
+                "args": {"tuple": [3.0, 3.0]},
+                "argnums": {"tuple": [0, 1]},
                 "fun": "multiply",
                 "id": 1,
                 "kind": "primitive",
@@ -250,7 +250,7 @@ def test_experiment_05_records_the_real_graph_and_steps(rec05):
     }
     assert shown == {
         "xx.seed": "1.0",
-        "xx.order": "(M, R)",
+        "xx.order": "[M, R]",  # a list the experiment built
         "xx.edge_counts": "{M: 1, R: 2}",
         "xx.calls.0.prev": "None",
         "xx.calls.0.result": "(3.0, False)",
@@ -259,7 +259,7 @@ def test_experiment_05_records_the_real_graph_and_steps(rec05):
         "xx.outgrads.1.outgrads": "{R: (6.0, True)}",
         "xx.outgrads.2.outgrads": "{}",
         "xx.grad": "6.0",
-        "diamond.order": "(A, S, M, R)",
+        "diamond.order": "[A, S, M, R]",
         "diamond.edge_counts": "{A: 1, M: 1, R: 3, S: 1}",
     }  # keys sorted by the recorder
     assert format_value(lookup(rec, "diamond.calls.2.ingrad"), Format(precision=3)) == "-0.990"
@@ -289,8 +289,17 @@ def test_lookup_errors_name_what_is_there(rec05):
         ({"scalar": 6.0, "dtype": "float64"}, Format(integral="int"), "6"),
         ({"array": [[6.0], [15.0]], "shape": [2, 1], "dtype": "float64"}, Format(), "[[6], [15]]"),
         ({"array": [0.5, 1.25], "shape": [2], "dtype": "float64"}, Format(precision=2), "[0.50, 1.25]"),
-        ([3.0], Format(), "(3.0,)"),
-        ([], Format(sequence="[]"), "[]"),
+        ([3.0], Format(), "[3.0]"),
+        ([], Format(), "[]"),
+        ([1, 2], Format(), "[1, 2]"),
+        ({"tuple": [1, 2]}, Format(), "(1, 2)"),
+        ({"tuple": [1]}, Format(), "(1,)"),
+        ({"tuple": []}, Format(), "()"),
+        ([{"tuple": [1, 2]}, [3, {"tuple": [4]}]], Format(), "[(1, 2), [3, (4,)]]"),
+        ({"tuple": [[1], {"tuple": []}]}, Format(), "([1], ())"),
+        ({"a": {"tuple": [0.5, True]}, "b": [None]}, Format(precision=2), "{a: (0.50, True), b: [None]}"),
+        ({"tuple": [{"node": "R"}]}, Format(), "(R,)"),
+        ({"tuple": [1], "x": 2}, Format(), "{tuple: [1], x: 2}"),  # not the tag: an object
         ({"box": "ArrayBox", "trace": 0, "value": 3.0}, Format(), "ArrayBox(trace=0, _value=3.0)"),
         ({"float": "inf"}, Format(), "inf"),
     ],
@@ -692,3 +701,43 @@ def test_graph_layout_does_not_depend_on_object_addresses():
         assert r.returncode == 0, r.stderr
         digests.add(r.stdout.strip())
     assert len(digests) == 1
+
+
+def test_lookup_walks_into_tuples_by_index():
+    rec = recording.load(
+        {"t": {"tuple": [{"tuple": [1, [2, 3]]}, {"a": {"tuple": [4]}}]}, "e": {"tuple": []}}, "experiments/x.py"
+    )
+    assert format_value(lookup(rec, "t")) == "((1, [2, 3]), {a: (4,)})"
+    assert format_value(lookup(rec, "t.0")) == "(1, [2, 3])"
+    assert format_value(lookup(rec, "t.0.1")) == "[2, 3]"
+    assert lookup(rec, "t.0.1.1") == 3
+    assert format_value(lookup(rec, "t.1.a.0")) == "4"
+    with pytest.raises(LessonError) as err:
+        lookup(rec, "t.2")
+    assert str(err.value) == "<markdown>: experiments/x.py recorded no `t.2` (no `2` under t) — there: indexes 0–1"
+    with pytest.raises(LessonError) as err:
+        lookup(rec, "t.tuple")  # the tag is the encoding's, not a key
+    assert str(err.value) == (
+        "<markdown>: experiments/x.py recorded no `t.tuple` (no `tuple` under t) — there: indexes 0–1"
+    )
+    with pytest.raises(LessonError) as err:
+        lookup(rec, "e.0")
+    assert str(err.value) == "<markdown>: experiments/x.py recorded no `e.0` (no `0` under e) — there: an empty tuple"
+
+
+def test_a_checked_cell_tells_a_list_from_a_tuple():
+    rec = recording.load({"l": [1, 2], "t": {"tuple": [1, 2]}}, "experiments/x.py")
+    table = build_snapshot(["a | b", "@l | @t = (1, 2)"], rec)
+    assert [c.text for c in table.rows[0]] == ["[1, 2]", "(1, 2)"]
+    with pytest.raises(LessonError) as err:
+        build_snapshot(["a", "@l = (1, 2)"], rec, path="docs/x.md", first_line=3)
+    assert str(err.value) == (
+        "docs/x.md:4: snapshot cell says '(1, 2)' but experiments/x.py recorded `l` = [1, 2] — fix the "
+        "hand-written value, or write `@l` to show the recorded one"
+    )
+
+
+def test_a_shape_reads_a_recorded_tuple_as_a_list():
+    v = {"x": {"tuple": [1, 2]}, "series": [{"name": "a", "y": {"tuple": [{"tuple": [3]}]}}], "n": 1.5}
+    assert recording.as_lists(v) == {"x": [1, 2], "series": [{"name": "a", "y": [[3]]}], "n": 1.5}
+    assert recording.as_lists({"tuple": [1], "x": 2}) == {"tuple": [1], "x": 2}  # an object, not the tag

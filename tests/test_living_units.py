@@ -223,7 +223,7 @@ def test_experiment_05_records_the_real_graph_and_steps(rec05):
                 "id": 1,
                 "kind": "primitive",
                 "label": "M",
-                "parents": [0, 0],
+                "parents": {"tuple": [0, 0]},  # node.parents: the tuple primitive builds (tracer.py)
                 "trace": 0,
                 "type": "VJPNode",
                 "value": {"dtype": "float64", "scalar": 9.0},
@@ -367,8 +367,12 @@ def _texts(svg: str) -> list[str]:
 
 
 def test_graph_figure_from_the_recorded_xx_graph(rec05):
+    # the figure kind draws recording.as_lists(graph) (parents are recorded as tuples); so do these tests
     svg = figures.graph_svg(
-        rec05["xx"]["graph"], "x·x 的计算图", edge_labels={(1, 0): "参数 0", (1, 1): "参数 1"}, root_text="根节点"
+        recording.as_lists(rec05["xx"]["graph"]),
+        "x·x 的计算图",
+        edge_labels={(1, 0): "参数 0", (1, 1): "参数 1"},
+        root_text="根节点",
     )
     assert svg.startswith('<svg xmlns="http://www.w3.org/2000/svg" class="lk-fig" viewBox="0 0 ')
     assert 'style="max-width:100%;height:auto"' in svg and "<title>x·x 的计算图</title>" in svg
@@ -379,7 +383,7 @@ def test_graph_figure_from_the_recorded_xx_graph(rec05):
     assert "#" not in re.sub(r"url\(#lk-[0-9a-f]{8}-ah\d?\)", "", rest)  # no colour typed in: CSS variables only
     ids = re.findall(r'id="([^"]+)"', svg)
     assert len(ids) == 1 and re.fullmatch(r"lk-[0-9a-f]{8}-ah", ids[0]) and f"url(#{ids[0]})" in svg
-    other = figures.graph_svg(rec05["diamond"]["graph"], "另一张")
+    other = figures.graph_svg(recording.as_lists(rec05["diamond"]["graph"]), "另一张")
     assert re.findall(r'id="([^"]+)"', other)[0] != ids[0]  # two figures on one page: distinct ids
 
 
@@ -392,13 +396,13 @@ def test_graph_figure_diamond_labels_every_edge(rec05):
         k = seen.get(child, 0)
         seen[child] = k + 1
         labels[(child, k)] = format_value(c["ingrad"], Format(precision=3))
-    svg = figures.graph_svg(d["graph"], "两条路径", edge_labels=labels)
+    svg = figures.graph_svg(recording.as_lists(d["graph"]), "两条路径", edge_labels=labels)
     assert sorted(t for t in _texts(svg) if re.fullmatch(r"-?[\d.]+", t)) == ["-0.990", "1.0", "1.0", "3.0", "3.0"]
     assert [t for t in _texts(svg) if t in "RMSA" and t] == ["R", "M", "S", "A"]
 
 
 def test_figures_are_deterministic_across_processes(rec05, tmp_path):
-    (tmp_path / "g.json").write_text(json.dumps(rec05["diamond"]["graph"]))
+    (tmp_path / "g.json").write_text(json.dumps(recording.as_lists(rec05["diamond"]["graph"])))
     code = (
         "import json,sys; from lessonkit.pipeline.svg import graph_svg; "
         "sys.stdout.write(graph_svg(json.load(open('g.json')), 't'))"
@@ -479,8 +483,8 @@ def test_a_changed_experiment_changes_the_figure(pinned_root, tmp_path):
     (tmp_path / "b" / "lesson01_ad_and_graph.py").write_text(changed)
     before = run_recorded(pinned_root, EXPERIMENTS / "lesson01_ad_and_graph.py", tmp_path / "a")
     after = run_recorded(pinned_root, tmp_path / "b" / "lesson01_ad_and_graph.py", tmp_path / "b")
-    t_before = _texts(figures.graph_svg(before["graph"], "f"))
-    t_after = _texts(figures.graph_svg(after["graph"], "f"))
+    t_before = _texts(figures.graph_svg(recording.as_lists(before["graph"]), "f"))
+    t_after = _texts(figures.graph_svg(recording.as_lists(after["graph"]), "f"))
     assert t_before == ["x", "root", "a", "power", "b", "sin", "y", "exp"]  # the engine's default word
     assert t_after == ["x", "root", "a", "power", "b", "cos", "y", "exp"]
 
@@ -514,7 +518,7 @@ def test_inline_value_reference(rec05):
 
 def test_graph_figure_notes_show_recorded_tangents(pinned_root, tmp_path):
     rec = run_recorded(pinned_root, EXPERIMENTS / "forward_mode.py", tmp_path)
-    graph = rec["jvp_graph"]
+    graph = recording.as_lists(rec["jvp_graph"])
     notes = {n["id"]: "g = " + format_value(n["g"]) for n in graph["nodes"]}
     svg = figures.graph_svg(graph, "forward mode", notes=notes, root_text="根节点")
     assert _texts(svg) == [

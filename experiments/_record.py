@@ -94,7 +94,7 @@ class Capture:
             def init(node, value, fun, args, kwargs, parent_argnums, parents):
                 real_init(node, value, fun, args, kwargs, parent_argnums, parents)
                 pending[id(node)] = {"fun": getattr(fun, "__name__", repr(fun)),
-                                     "argnums": list(parent_argnums), "parents": tuple(parents),
+                                     "argnums": _plain(tuple(parent_argnums)), "parents": tuple(parents),
                                      "args": _plain(tuple(args)), "obj": node}
             return init
 
@@ -133,7 +133,7 @@ class Capture:
         entry = {"index": len(self.nodes), "type": type(node).__name__, "trace": trace, "obj": node,
                  "kind": "root" if info is None else "primitive",
                  "fun": None if info is None else info["fun"],
-                 "argnums": [] if info is None else info["argnums"],
+                 "argnums": _plain(()) if info is None else info["argnums"],
                  "parents": [] if info is None else [self._index[id(p)] for p in info["parents"]],
                  "args": None if info is None else info["args"],
                  "value": _plain(value), "raw": value}
@@ -157,8 +157,10 @@ class Capture:
 
         ``{"nodes": [...], "end": i}``; each node has ``id`` (its position here, in
         creation order), ``label`` (from ``labels`` by identity, else the primitive's
-        name or ``root``), ``kind``, ``type``, ``fun``, ``trace``, ``argnums``,
-        ``parents`` (ids, one per argnum: the same parent twice for ``x * x``),
+        name or ``root``), ``kind``, ``type``, ``fun``, ``trace``, ``argnums`` (a tuple, as
+        autograd has it; empty for a root), ``parents`` (ids, one per argnum: the same parent twice for
+        ``x * x``; a tuple, as the ``parents`` a primitive's node is built from, and for a root the
+        empty list ``VJPNode.initialize_root`` sets),
         ``args`` (the unboxed arguments the node was built from; ``None`` for a root),
         ``value`` and, for JVP nodes, ``g``."""
         labels = labels or {}
@@ -177,7 +179,7 @@ class Capture:
             label = next((v for k, v in labels.items() if k is e["obj"]), None)
             out = {"id": renumber[old], "label": label or (e["fun"] or "root"), "kind": e["kind"],
                    "type": e["type"], "fun": e["fun"], "trace": e["trace"], "argnums": e["argnums"],
-                   "parents": [renumber[p] for p in e["parents"]], "args": e["args"], "value": e["value"]}
+                   "parents": _parents(e, renumber), "args": e["args"], "value": e["value"]}
             if "g" in e:
                 out["g"] = e["g"]
             nodes.append(out)
@@ -213,9 +215,17 @@ class Capture:
         self._pending.clear()
 
 
+def _parents(e, renumber):
+    """A graph node's parents as ids, in autograd's own kind: the tuple ``primitive`` passes to the
+    node (tracer.py: ``parents = tuple(...)``), the list ``[]`` of a root (``initialize_root``)."""
+    ids = [renumber[p] for p in e["parents"]]
+    return encode(tuple(ids)) if e["kind"] == "primitive" else ids
+
+
 def closure_functions(fn) -> list:
     """Every function reachable from ``fn`` through closure cells, depth first, as
-    ``{"function": co_name, "module": ..., "freevars": [...]}`` (what a node's ``vjp`` keeps alive)."""
+    ``{"function": co_name, "module": ..., "freevars": (...)}`` (what a node's ``vjp`` keeps alive;
+    ``freevars`` is the code object's ``co_freevars``, a tuple)."""
     out, seen, stack = [], set(), [fn]
     while stack:
         f = stack.pop()
@@ -223,7 +233,7 @@ def closure_functions(fn) -> list:
             continue
         seen.add(id(f))
         out.append({"function": f.__code__.co_name, "module": getattr(f, "__module__", None),
-                    "freevars": list(f.__code__.co_freevars)})
+                    "freevars": f.__code__.co_freevars})
         cells = [c.cell_contents for c in (f.__closure__ or ()) if _filled(c)]
         stack.extend(reversed([c for c in cells if callable(c) and hasattr(c, "__code__")]))
     return out

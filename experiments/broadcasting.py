@@ -184,7 +184,7 @@ def self_test_cases():
     for name, fun in (("add", anp.add), ("multiply", anp.multiply)):
         vjp = primitive_vjps[fun]((1,), fun(X, b), (X, b), {})  # b at position 1, as in X + b
         kept[name] = [c["freevars"] for c in closure_functions(vjp) if c["module"] == "autograd.numpy.numpy_vjps"]
-    assert kept == {"add": [["f", "target_meta"], []], "multiply": [["f", "target_meta"], ["x"]]}
+    assert kept == {"add": [("f", "target_meta"), ()], "multiply": [("f", "target_meta"), ("x",)]}
     record.set("self_test.kept", kept)
 
     # 4. X and b both traced: one maker each, two metadata calls; only b's cotangent is summed

@@ -249,11 +249,11 @@ def self_test_cases():
         for label, fn in (("x_times_2", lambda x: x * 2.0), ("x_times_x", lambda x: x * x)):
             calls.clear()
             tangent = make_jvp(fn)(3.0)(1.0)[1]
-            linear[label] = {"argnums": list(calls), "tangent": tangent}
+            linear[label] = {"argnums": tuple(calls), "tangent": tangent}  # parent_argnums, a tuple
     finally:
         cell.cell_contents = real_maker
-    assert linear["x_times_2"] == {"argnums": [0], "tangent": 2.0}
-    assert linear["x_times_x"] == {"argnums": [0, 1], "tangent": 6.0}
+    assert linear["x_times_2"] == {"argnums": (0,), "tangent": 2.0}
+    assert linear["x_times_x"] == {"argnums": (0, 1), "tangent": 6.0}
     recorder.set("self_test.def_linear", linear)
 
     # 6. a chain of 50 sin's: live JVP nodes at its end, without and with a parents slot

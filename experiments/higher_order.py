@@ -51,7 +51,8 @@ def one_sin_call(x):
 
     def watched_find(args):  # f_wrapped looks it up at call time: one call per level of np.sin
         out = real_find(args)
-        unwrapping.append({"args": [list(layers(a)[0]) for a in args], "boxed": len(out[0]), "top": out[1]})
+        # args is f_wrapped's *args (or argvals, from subvals): a tuple
+        unwrapping.append({"args": tuple(layers(a)[0] for a in args), "boxed": len(out[0]), "top": out[1]})
         return out
 
     tracer.find_top_boxed_args = watched_find
@@ -249,7 +250,7 @@ def self_test_cases():
     def spy(args):
         out = real_find(args)
         if sys._getframe(1).f_locals.get("f_raw") is onp.add:
-            found.append({"argnums": [i for i, _ in out[0]], "trace": out[1]})
+            found.append({"argnums": tuple(i for i, _ in out[0]), "trace": out[1]})  # primitive's argnums
         return out
 
     tracer.find_top_boxed_args = spy
@@ -257,7 +258,7 @@ def self_test_cases():
         assert grad(lambda x: x * grad(lambda y: x + y)(1.0))(3.0) == 1.0
     finally:
         tracer.find_top_boxed_args = real_find
-    assert found == [{"argnums": [1], "trace": 1}, {"argnums": [0], "trace": 0}, {"argnums": [], "trace": -1}]
+    assert found == [{"argnums": (1,), "trace": 1}, {"argnums": (0,), "trace": 0}, {"argnums": (), "trace": -1}]
     record.set("self_test.add_calls", found)
 
     # 6. a sin primitive whose VJP leaves autograd.numpy in four ways

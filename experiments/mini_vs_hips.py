@@ -67,7 +67,7 @@ def same_graph_shape():
     assert m_end.node.parents == (root, root) and h_end.parents == (h_root, h_root)
     assert m_parts == h_parts == [3.0, 3.0]
     record.set("same_shape", {"mini_parts": m_parts, "hips_parts": h_parts,
-                              "mini_parents": list(m_end.node.parents)}, names={root: "X"})
+                              "mini_parents": m_end.node.parents}, names={root: "X"})
     print(f"Mini: parents are (root, root): True; contributions {m_parts}")
     print(f"HIPS: parents are (root, root): True; contributions {h_parts}")
 

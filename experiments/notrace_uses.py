@@ -54,7 +54,7 @@ def notrace():
     assert seen["type"] is onp.ndarray
     assert type(seen["floor"]) is onp.ndarray and seen["floor"].tolist() == [1.0, 2.0]
     assert seen["nodes"] == 0 and h.tolist() == [2.0, 2.0]
-    record.set("notrace", {"x": seen["x"], "metadata": [list(shape), ndim, str(dtype), is_complex],
+    record.set("notrace", {"x": seen["x"], "metadata": (shape, ndim, str(dtype), is_complex),
                            "type": seen["type"].__name__, "floor": seen["floor"], "nodes": seen["nodes"]})
 
 

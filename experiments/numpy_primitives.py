@@ -135,9 +135,9 @@ def check_staging():
         kept[n["fun"]] = [c for c in closure_functions(n["obj"].vjp) if (c["module"] or "").startswith("autograd")]
         record.set(f"closures.{n['fun']}", kept[n["fun"]])
     innermost = {fun: [c["freevars"] for c in fs if c["module"] != "autograd.core"] for fun, fs in kept.items()}
-    assert innermost["exp"] == [["ans"]] and innermost["sin"] == [["x"]]  # exp keeps its output, sin its input
-    assert innermost["multiply"] == [["f", "target_meta"], ["y"], ["f", "target_meta"], ["x"]]
-    assert innermost["sum"] == [["axis", "dtype", "keepdims", "shape"]]
+    assert innermost["exp"] == [("ans",)] and innermost["sin"] == [("x",)]  # exp keeps its output, sin its input
+    assert innermost["multiply"] == [("f", "target_meta"), ("y",), ("f", "target_meta"), ("x",)]
+    assert innermost["sum"] == [("axis", "dtype", "keepdims", "shape")]
     record.graph("graph", cap, end, labels={n["obj"]: {"exp": "E", "sin": "S", "multiply": "M", "sum": "Σ"}
                                             .get(n["fun"], "X") for n in cap.nodes})
     cap.release()
@@ -213,10 +213,10 @@ def self_test_cases():
         for label, f in (("x_times_2", lambda x: x * 2.0), ("two_times_x", lambda x: 2.0 * x)):
             calls.clear()
             assert grad(f)(3.0) == 2.0
-            makers[label] = list(calls)
+            makers[label] = tuple(calls)  # the argnums the rule was built for: parent_argnums, a tuple
     finally:
         vjps_dict.update(saved)
-    assert makers == {"x_times_2": [0], "two_times_x": [1]}
+    assert makers == {"x_times_2": (0,), "two_times_x": (1,)}
     record.set("self_test.multiply_makers", makers)
 
     # 3. exp's rule written with anp.exp(x) instead of ans: the same numbers, one more exp per backward pass

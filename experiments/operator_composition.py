@@ -136,8 +136,8 @@ def main():
     assert np.allclose(Jv, J_hand @ V) and Jv.tolist() == [1.0, -4.0]  # lesson 11 states (1, -4)
     record.set("jacobian", {"x": X, "J": J, "uJ": uJ, "column_sums": eg, "Jv": Jv, "ggnvp": Gv})
     record.set("hessian", {"H": H, "Hv": Hv})
-    record.set("counts", {"jacobian": c_jac, "hessian": c_hess, "hessian_tensor_product": c_htp,
-                          "make_hvp": c_mk, "hvp": c_hvp})
+    record.set("counts", {"jacobian": tuple(c_jac), "hessian": tuple(c_hess),  # (traces, backward passes)
+                          "hessian_tensor_product": tuple(c_htp), "make_hvp": tuple(c_mk), "hvp": tuple(c_hvp)})
     assert np.allclose(d, np.cos(e) * e + np.sin(e))
     for c in (c_grad, c_vg, c_aux, c_eg, c_tjp):
         assert c == [1, 1]
@@ -226,7 +226,7 @@ def self_test_cases():
     make_total = [build["trace"] + each["trace"], build["backward_pass"] + each["backward_pass"]]
     htp_total = [repeated["trace"], repeated["backward_pass"]]
     assert make_total == [2, 1 + k] and htp_total == [2 * k, 2 * k]
-    record.set("self_test.k_hvps", {"k": k, "make_hvp": make_total, "hessian_tensor_product": htp_total})
+    record.set("self_test.k_hvps", {"k": k, "make_hvp": tuple(make_total), "hessian_tensor_product": tuple(htp_total)})
 
     # 6. make_hvp is a VJP of the gradient map: (dG/dx)^T v; for a field with a non-symmetric Jacobian it differs from J v
     G = lambda x: np.array([x[0] * x[1], x[0]])  # not the gradient of any function
@@ -248,8 +248,8 @@ def self_test_cases():
     assert np.allclose(Gv_ce, expected)
     assert [build_ce["trace"], build_ce["backward_pass"]] == [4, 2]
     assert [each_ce["trace"], each_ce["backward_pass"]] == [0, 3]
-    record.set("self_test.ggnvp_ce", {"build": [build_ce["trace"], build_ce["backward_pass"]],
-                                      "each": [each_ce["trace"], each_ce["backward_pass"]], "Gv": Gv_ce})
+    record.set("self_test.ggnvp_ce", {"build": (build_ce["trace"], build_ce["backward_pass"]),
+                                      "each": (each_ce["trace"], each_ce["backward_pass"]), "Gv": Gv_ce})
 
 
 def J_F_at(x):

@@ -207,7 +207,7 @@ def q09():
     def find(args):
         out = real_find(args)
         if sys._getframe(1).f_locals.get("f_raw") is power_kw.fun:
-            seen.setdefault("boxed_args", [i for i, _ in out[0]])
+            seen.setdefault("boxed_args", tuple(i for i, _ in out[0]))  # primitive's argnums, a tuple
         return out
 
     VJPNode.__init__, tracer.find_top_boxed_args = init, find
@@ -218,7 +218,7 @@ def q09():
     finally:
         VJPNode.__init__, tracer.find_top_boxed_args = real_init, real_find
         trace_stack.top = -1
-    assert seen["boxed_args"] == [] and "power_kw" not in nodes_kw and nodes_kw == ["power"]
+    assert seen["boxed_args"] == () and "power_kw" not in nodes_kw and nodes_kw == ["power"]
     assert onp.isclose(g_kw, 9.0 * onp.log(3.0)) and math_error["type"] == "TypeError"
 
     # the same Box also as the positional argument: x ** x with p=x. Position 0 is unboxed, the keyword
@@ -453,7 +453,7 @@ def q17():
         trace_stack.top = -1
     assert meta == ((2, 3), 2, onp.dtype("float32"), False) and first == 3.0
     assert second["type"] == "NotImplementedError"
-    record.set("q17", {"meta": [meta[0], meta[1], str(meta[2]), meta[3]], "as_primitive": second["message"]})
+    record.set("q17", {"meta": (meta[0], meta[1], str(meta[2]), meta[3]), "as_primitive": second["message"]})
     return f"metadata -> {meta}; as a primitive, second order -> {second['type']}"
 
 
@@ -561,9 +561,9 @@ def q23():
     _, each = counted(lambda: hvp(v))
     htp = hessian_tensor_product(f)
     _, per_call = counted(lambda: htp(X3, v))
-    counts = {"build": [build["trace"], build["backward_pass"]], "each": [each["trace"], each["backward_pass"]],
-              "htp": [per_call["trace"], per_call["backward_pass"]]}
-    assert counts == {"build": [2, 1], "each": [0, 1], "htp": [2, 2]}
+    counts = {"build": (build["trace"], build["backward_pass"]), "each": (each["trace"], each["backward_pass"]),
+              "htp": (per_call["trace"], per_call["backward_pass"])}  # (traces, backward passes) pairs
+    assert counts == {"build": (2, 1), "each": (0, 1), "htp": (2, 2)}
     record.set("q23", counts)
     return f"make_hvp build {counts['build']}, each v {counts['each']}; hessian_tensor_product {counts['htp']}"
 

@@ -54,10 +54,10 @@ def one_primitive_call():
     cap.release()
     record.set("life0", {"t": t, "trace_top": top_inside, "root_parents": root.parents,
                          "x": {"type": type(x).__name__, "value": x._value, "trace": x._trace}})
-    record.set("life1", {"boxed_argnums": [i for i, _ in boxed], "trace": top, "node_type": node_type.__name__,
+    record.set("life1", {"boxed_argnums": tuple(i for i, _ in boxed), "trace": top, "node_type": node_type.__name__,
                          "ufunc_dispatch_needed": dispatch})
     record.set("life2", {"parents": node.parents, "ans": y._value, "ans_type": type(y._value).__name__,
-                         "vjp_1": list(node.vjp(1.0))}, names=names)
+                         "vjp_1": node.vjp(1.0)}, names=names)
     record.set("life3", {"y": {"type": type(y).__name__, "value": y._value, "trace": y._trace},
                          "has": {a: hasattr(node, a) for a in ("parents", "vjp", "recipe", "value", "fun")},
                          "trace_top_after": trace_stack.top})
@@ -148,7 +148,7 @@ def two_traces():
     assert p._node.parents == (root_b,) and inner._node.parents == (root_a,)
     assert (t0, t1) == (0, 1) and [i for i, _ in boxed] == [1] and top == 1
     assert p._trace == 1 and type(inner) is ArrayBox and inner._trace == 0 and inner._value == 10.0
-    record.set("two_traces", {"t0": t0, "t1": t1, "boxed_argnums": [i for i, _ in boxed], "top": top,
+    record.set("two_traces", {"t0": t0, "t1": t1, "boxed_argnums": tuple(i for i, _ in boxed), "top": top,
                               "p": p, "back": back})
 
 
@@ -260,8 +260,8 @@ def self_test_cases():
         "missing_box_mapping": missing,
         "unregistered_subclass": {"found": found, "error": sub_error},
         "greater": greater,
-        "scaled": {"argnums": [i for i, _ in scaled[0]], "parents": len(left._node.parents)},
-        "squared": {"argnums": [i for i, _ in squared[0]], "parents": len(right._node.parents),
+        "scaled": {"argnums": tuple(i for i, _ in scaled[0]), "parents": len(left._node.parents)},
+        "squared": {"argnums": tuple(i for i, _ in squared[0]), "parents": len(right._node.parents),
                     "same_parent": right._node.parents[0] is right._node.parents[1]},
         "recursion": {"result": e, "f_raw_direct": direct_error, "ufunc_direct": ufunc_direct},
         "outer_box": {"node": node, "value_is_outer": value is outer, "warning": str(caught[0].message)},

@@ -173,7 +173,7 @@ def test_record_helper_encodes_deterministically(pinned_root, tmp_path):
             "arr": {"array": [[0.0, 1.0], [2.0, 3.0]], "dtype": "float64", "shape": [2, 2]},
             "f": 1.5,
             "s": {"dtype": "float64", "scalar": 2.0},
-            "t": [1, None, True],
+            "t": {"tuple": [1, None, True]},
         },
         "c": 3,
         "nan": {"float": "nan"},
@@ -206,7 +206,7 @@ def test_experiment_05_records_the_real_graph_and_steps(rec05):
         "nodes": [
             {
                 "args": None,
-                "argnums": [],
+                "argnums": {"tuple": []},
                 "fun": None,
                 "id": 0,
                 "kind": "root",
@@ -217,13 +217,13 @@ def test_experiment_05_records_the_real_graph_and_steps(rec05):
                 "value": 3.0,
             },
             {
-                "args": [3.0, 3.0],
-                "argnums": [0, 1],
+                "args": {"tuple": [3.0, 3.0]},
+                "argnums": {"tuple": [0, 1]},
                 "fun": "multiply",
                 "id": 1,
                 "kind": "primitive",
                 "label": "M",
-                "parents": [0, 0],
+                "parents": {"tuple": [0, 0]},  # node.parents: the tuple primitive builds (tracer.py)
                 "trace": 0,
                 "type": "VJPNode",
                 "value": {"dtype": "float64", "scalar": 9.0},
@@ -250,7 +250,7 @@ def test_experiment_05_records_the_real_graph_and_steps(rec05):
     }
     assert shown == {
         "xx.seed": "1.0",
-        "xx.order": "(M, R)",
+        "xx.order": "[M, R]",  # a list the experiment built
         "xx.edge_counts": "{M: 1, R: 2}",
         "xx.calls.0.prev": "None",
         "xx.calls.0.result": "(3.0, False)",
@@ -259,7 +259,7 @@ def test_experiment_05_records_the_real_graph_and_steps(rec05):
         "xx.outgrads.1.outgrads": "{R: (6.0, True)}",
         "xx.outgrads.2.outgrads": "{}",
         "xx.grad": "6.0",
-        "diamond.order": "(A, S, M, R)",
+        "diamond.order": "[A, S, M, R]",
         "diamond.edge_counts": "{A: 1, M: 1, R: 3, S: 1}",
     }  # keys sorted by the recorder
     assert format_value(lookup(rec, "diamond.calls.2.ingrad"), Format(precision=3)) == "-0.990"
@@ -289,8 +289,17 @@ def test_lookup_errors_name_what_is_there(rec05):
         ({"scalar": 6.0, "dtype": "float64"}, Format(integral="int"), "6"),
         ({"array": [[6.0], [15.0]], "shape": [2, 1], "dtype": "float64"}, Format(), "[[6], [15]]"),
         ({"array": [0.5, 1.25], "shape": [2], "dtype": "float64"}, Format(precision=2), "[0.50, 1.25]"),
-        ([3.0], Format(), "(3.0,)"),
-        ([], Format(sequence="[]"), "[]"),
+        ([3.0], Format(), "[3.0]"),
+        ([], Format(), "[]"),
+        ([1, 2], Format(), "[1, 2]"),
+        ({"tuple": [1, 2]}, Format(), "(1, 2)"),
+        ({"tuple": [1]}, Format(), "(1,)"),
+        ({"tuple": []}, Format(), "()"),
+        ([{"tuple": [1, 2]}, [3, {"tuple": [4]}]], Format(), "[(1, 2), [3, (4,)]]"),
+        ({"tuple": [[1], {"tuple": []}]}, Format(), "([1], ())"),
+        ({"a": {"tuple": [0.5, True]}, "b": [None]}, Format(precision=2), "{a: (0.50, True), b: [None]}"),
+        ({"tuple": [{"node": "R"}]}, Format(), "(R,)"),
+        ({"tuple": [1], "x": 2}, Format(), "{tuple: [1], x: 2}"),  # not the tag: an object
         ({"box": "ArrayBox", "trace": 0, "value": 3.0}, Format(), "ArrayBox(trace=0, _value=3.0)"),
         ({"float": "inf"}, Format(), "inf"),
     ],
@@ -358,8 +367,12 @@ def _texts(svg: str) -> list[str]:
 
 
 def test_graph_figure_from_the_recorded_xx_graph(rec05):
+    # the figure kind draws recording.as_lists(graph) (parents are recorded as tuples); so do these tests
     svg = figures.graph_svg(
-        rec05["xx"]["graph"], "x·x 的计算图", edge_labels={(1, 0): "参数 0", (1, 1): "参数 1"}, root_text="根节点"
+        recording.as_lists(rec05["xx"]["graph"]),
+        "x·x 的计算图",
+        edge_labels={(1, 0): "参数 0", (1, 1): "参数 1"},
+        root_text="根节点",
     )
     assert svg.startswith('<svg xmlns="http://www.w3.org/2000/svg" class="lk-fig" viewBox="0 0 ')
     assert 'style="max-width:100%;height:auto"' in svg and "<title>x·x 的计算图</title>" in svg
@@ -370,7 +383,7 @@ def test_graph_figure_from_the_recorded_xx_graph(rec05):
     assert "#" not in re.sub(r"url\(#lk-[0-9a-f]{8}-ah\d?\)", "", rest)  # no colour typed in: CSS variables only
     ids = re.findall(r'id="([^"]+)"', svg)
     assert len(ids) == 1 and re.fullmatch(r"lk-[0-9a-f]{8}-ah", ids[0]) and f"url(#{ids[0]})" in svg
-    other = figures.graph_svg(rec05["diamond"]["graph"], "另一张")
+    other = figures.graph_svg(recording.as_lists(rec05["diamond"]["graph"]), "另一张")
     assert re.findall(r'id="([^"]+)"', other)[0] != ids[0]  # two figures on one page: distinct ids
 
 
@@ -383,13 +396,13 @@ def test_graph_figure_diamond_labels_every_edge(rec05):
         k = seen.get(child, 0)
         seen[child] = k + 1
         labels[(child, k)] = format_value(c["ingrad"], Format(precision=3))
-    svg = figures.graph_svg(d["graph"], "两条路径", edge_labels=labels)
+    svg = figures.graph_svg(recording.as_lists(d["graph"]), "两条路径", edge_labels=labels)
     assert sorted(t for t in _texts(svg) if re.fullmatch(r"-?[\d.]+", t)) == ["-0.990", "1.0", "1.0", "3.0", "3.0"]
     assert [t for t in _texts(svg) if t in "RMSA" and t] == ["R", "M", "S", "A"]
 
 
 def test_figures_are_deterministic_across_processes(rec05, tmp_path):
-    (tmp_path / "g.json").write_text(json.dumps(rec05["diamond"]["graph"]))
+    (tmp_path / "g.json").write_text(json.dumps(recording.as_lists(rec05["diamond"]["graph"])))
     code = (
         "import json,sys; from lessonkit.pipeline.svg import graph_svg; "
         "sys.stdout.write(graph_svg(json.load(open('g.json')), 't'))"
@@ -470,8 +483,8 @@ def test_a_changed_experiment_changes_the_figure(pinned_root, tmp_path):
     (tmp_path / "b" / "lesson01_ad_and_graph.py").write_text(changed)
     before = run_recorded(pinned_root, EXPERIMENTS / "lesson01_ad_and_graph.py", tmp_path / "a")
     after = run_recorded(pinned_root, tmp_path / "b" / "lesson01_ad_and_graph.py", tmp_path / "b")
-    t_before = _texts(figures.graph_svg(before["graph"], "f"))
-    t_after = _texts(figures.graph_svg(after["graph"], "f"))
+    t_before = _texts(figures.graph_svg(recording.as_lists(before["graph"]), "f"))
+    t_after = _texts(figures.graph_svg(recording.as_lists(after["graph"]), "f"))
     assert t_before == ["x", "root", "a", "power", "b", "sin", "y", "exp"]  # the engine's default word
     assert t_after == ["x", "root", "a", "power", "b", "cos", "y", "exp"]
 
@@ -505,7 +518,7 @@ def test_inline_value_reference(rec05):
 
 def test_graph_figure_notes_show_recorded_tangents(pinned_root, tmp_path):
     rec = run_recorded(pinned_root, EXPERIMENTS / "forward_mode.py", tmp_path)
-    graph = rec["jvp_graph"]
+    graph = recording.as_lists(rec["jvp_graph"])
     notes = {n["id"]: "g = " + format_value(n["g"]) for n in graph["nodes"]}
     svg = figures.graph_svg(graph, "forward mode", notes=notes, root_text="根节点")
     assert _texts(svg) == [
@@ -692,3 +705,43 @@ def test_graph_layout_does_not_depend_on_object_addresses():
         assert r.returncode == 0, r.stderr
         digests.add(r.stdout.strip())
     assert len(digests) == 1
+
+
+def test_lookup_walks_into_tuples_by_index():
+    rec = recording.load(
+        {"t": {"tuple": [{"tuple": [1, [2, 3]]}, {"a": {"tuple": [4]}}]}, "e": {"tuple": []}}, "experiments/x.py"
+    )
+    assert format_value(lookup(rec, "t")) == "((1, [2, 3]), {a: (4,)})"
+    assert format_value(lookup(rec, "t.0")) == "(1, [2, 3])"
+    assert format_value(lookup(rec, "t.0.1")) == "[2, 3]"
+    assert lookup(rec, "t.0.1.1") == 3
+    assert format_value(lookup(rec, "t.1.a.0")) == "4"
+    with pytest.raises(LessonError) as err:
+        lookup(rec, "t.2")
+    assert str(err.value) == "<markdown>: experiments/x.py recorded no `t.2` (no `2` under t) — there: indexes 0–1"
+    with pytest.raises(LessonError) as err:
+        lookup(rec, "t.tuple")  # the tag is the encoding's, not a key
+    assert str(err.value) == (
+        "<markdown>: experiments/x.py recorded no `t.tuple` (no `tuple` under t) — there: indexes 0–1"
+    )
+    with pytest.raises(LessonError) as err:
+        lookup(rec, "e.0")
+    assert str(err.value) == "<markdown>: experiments/x.py recorded no `e.0` (no `0` under e) — there: an empty tuple"
+
+
+def test_a_checked_cell_tells_a_list_from_a_tuple():
+    rec = recording.load({"l": [1, 2], "t": {"tuple": [1, 2]}}, "experiments/x.py")
+    table = build_snapshot(["a | b", "@l | @t = (1, 2)"], rec)
+    assert [c.text for c in table.rows[0]] == ["[1, 2]", "(1, 2)"]
+    with pytest.raises(LessonError) as err:
+        build_snapshot(["a", "@l = (1, 2)"], rec, path="docs/x.md", first_line=3)
+    assert str(err.value) == (
+        "docs/x.md:4: snapshot cell says '(1, 2)' but experiments/x.py recorded `l` = [1, 2] — fix the "
+        "hand-written value, or write `@l` to show the recorded one"
+    )
+
+
+def test_a_shape_reads_a_recorded_tuple_as_a_list():
+    v = {"x": {"tuple": [1, 2]}, "series": [{"name": "a", "y": {"tuple": [{"tuple": [3]}]}}], "n": 1.5}
+    assert recording.as_lists(v) == {"x": [1, 2], "series": [{"name": "a", "y": [[3]]}], "n": 1.5}
+    assert recording.as_lists({"tuple": [1], "x": 2}) == {"tuple": [1], "x": 2}  # an object, not the tag

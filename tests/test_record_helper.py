@@ -84,6 +84,29 @@ def test_a_subclass_encodes_objects_of_its_own_and_one_recorder_writes(tmp_path)
     ]
 
 
+def test_the_helper_keeps_a_tuple_apart_from_a_list(tmp_path):
+    code = (
+        "from lessonkit_record import record, encode\n"
+        "record.set('v', {'l': [1, 2], 't': (1, 2), 'one': (3,), 'none': (), 'nested': [(1, [2, (3,)])]})\n"
+        "record.append('rows', (1, 'a'))\n"
+        "print(encode(((float('nan'),),)))\n"
+    )
+    out = tmp_path / "r.json"
+    r = _standalone(code, tmp_path, LESSONKIT_RECORD=str(out))
+    assert (r.returncode, r.stderr) == (0, "")
+    assert r.stdout == "{'tuple': [{'tuple': [{'float': 'nan'}]}]}\n"
+    assert json.loads(out.read_text(encoding="utf-8")) == {
+        "rows": [{"tuple": [1, "a"]}],
+        "v": {
+            "l": [1, 2],
+            "nested": [{"tuple": [1, [2, {"tuple": [3]}]]}],
+            "none": {"tuple": []},
+            "one": {"tuple": [3]},
+            "t": {"tuple": [1, 2]},
+        },
+    }
+
+
 def test_every_box_holds_the_helper_and_every_key_names_it(site, tmp_path, monkeypatch):
     monkeypatch.setenv("AUTOGRAD_SOURCE", str(site.pinned_root))
     site.script("rec.py", REC)

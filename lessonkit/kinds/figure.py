@@ -16,7 +16,9 @@ wrong): ``Plot: key`` with ``Scale: loglog`` (``{"x": [..], "series": [{"name": 
 optional ``X-label:`` and ``Y-label:``) and ``Matrix: key`` (``{"matrix": [[..], …],
 "rows": [names], "columns": [names], "column": {"index": j, "values": [..], "label": ..},
 "row": {"index": i, "values": [..], "label": ..}}``: column j and row i picked out, each
-beside the vector it equals).
+beside the vector it equals). Wherever these shapes say a list, a recorded tuple does as well
+(``lessonkit_record`` tags tuples, :func:`lessonkit.pipeline.recording.as_lists`); a value a
+figure writes as text (an edge label, a note) is shown as recorded, a tuple in parentheses.
 """
 
 from __future__ import annotations
@@ -120,7 +122,7 @@ class Figure(Kind):
 
         if shape in CHECKED:  # numbers to draw: every value checked, the wrong one named
             try:
-                return shape, CHECKED[shape](get(shape), b, fmt)
+                return shape, CHECKED[shape](recording.as_lists(get(shape)), b, fmt)
             except BadData as exc:
                 raise LessonError(
                     f"`{b.get(shape)}` in {job.label}'s recording is not {WHAT[shape]}: {exc}",
@@ -137,7 +139,7 @@ class Figure(Kind):
         check = {"Graph": shapes.graph, "Broadcast": shapes.broadcast, "Nested": shapes.nested, "Alive": shapes.alive}
         data: Any  # the shape's own checked form (shapes.graph: a dict, shapes.broadcast: a pair, …)
         try:  # any shape at all can come out of a run: checked before anything is drawn
-            data = check[shape](get(shape))
+            data = check[shape](recording.as_lists(get(shape)))
         except shapes.Bad as exc:
             need(False, shape, what, str(exc))
         if shape == "Broadcast":
@@ -164,9 +166,10 @@ class Figure(Kind):
             return text
 
         if b.get("Edge-labels"):
-            calls = get("Edge-labels")
+            items = recording.items_of(get("Edge-labels"))  # a list or a tuple; values shown as recorded
+            calls = items or []
             need(
-                isinstance(calls, list) and all(isinstance(c, dict) and "from" in c and "ingrad" in c for c in calls),
+                items is not None and all(isinstance(c, dict) and "from" in c and "ingrad" in c for c in calls),
                 "Edge-labels",
                 'a list of {"from": node label, "ingrad": value}',
             )

@@ -69,22 +69,24 @@ def load(value, source: str) -> Recording:
 
 
 def lookup(rec: Recording, key: str | None):
-    """The value under a dotted key; integers index lists (``xx.calls.1.result``)."""
+    """The value under a dotted key; integers index lists and tuples (``xx.calls.1.result``)."""
     if key is None or not KEY.fullmatch(key):
         raise LessonError(f"`@{key}` is not a record key", hint="dotted names such as xx.calls.0.ingrad")
     walked: list[str]
     node, walked = rec.data, []
     for part in key.split("."):
-        if isinstance(node, dict) and part in node:
+        items = items_of(node)
+        if items is None and isinstance(node, dict) and part in node:
             node = node[part]
-        elif isinstance(node, list) and (k := whole_number(part)) is not None and k < len(node):
-            node = node[k]
+        elif items is not None and (k := whole_number(part)) is not None and k < len(items):
+            node = items[k]
         else:
             where = ".".join(walked) or "the top level"
-            if isinstance(node, dict):
+            if items is not None:
+                kind = "list" if isinstance(node, list) else "tuple"
+                avail = f"indexes 0–{len(items) - 1}" if items else f"an empty {kind}"
+            elif isinstance(node, dict):
                 avail = ", ".join(sorted(node)[:12]) or "nothing"
-            elif isinstance(node, list):
-                avail = f"indexes 0–{len(node) - 1}" if node else "an empty list"
             else:
                 avail = f"a value ({format_value(node)})"
             raise LessonError(f"{rec.source} recorded no `{key}` (no `{part}` under {where})", hint=f"there: {avail}")
@@ -92,14 +94,40 @@ def lookup(rec: Recording, key: str | None):
     return node
 
 
+MAX_DEPTH = 50  # levels of nesting a shown value may have (a recording may nest up to JSON's limit)
+
+
+def is_tuple(v) -> bool:
+    """Whether ``v`` is a recorded tuple, ``{"tuple": [...]}`` (lessonkit_record's encoding)."""
+    return isinstance(v, dict) and len(v) == 1 and isinstance(v.get("tuple"), list)
+
+
+def items_of(v) -> list | None:
+    """The items of a recorded list or tuple; ``None`` for any other value."""
+    if isinstance(v, list):
+        return v
+    return v["tuple"] if is_tuple(v) else None
+
+
+def as_lists(v, depth: int = 0):
+    """``v`` with every recorded tuple a plain list, for a reader of the recording's shape (a
+    figure draws a tuple's numbers as it draws a list's); a page that *shows* a value keeps the
+    tuple (:func:`format_value`). Deeper than :data:`MAX_DEPTH` levels the value is left as it is
+    (no shape reads that deep)."""
+    if depth > MAX_DEPTH:
+        return v
+    items = items_of(v)
+    if items is not None:
+        return [as_lists(x, depth + 1) for x in items]
+    if isinstance(v, dict):
+        return {k: as_lists(x, depth + 1) for k, x in v.items()}
+    return v
+
+
 @dataclass(frozen=True)
 class Format:
     precision: int = 6  # decimals of a non-integral float
     integral: str = "point"  # integral float scalars: "point" -> 3.0, "int" -> 3
-    sequence: str = "()"  # brackets of a recorded tuple/list
-
-
-MAX_DEPTH = 50  # levels of nesting a shown value may have (a recording may nest up to JSON's limit)
 
 
 def format_value(v, fmt: Format = Format(), depth: int = 0) -> str:
@@ -110,6 +138,9 @@ def format_value(v, fmt: Format = Format(), depth: int = 0) -> str:
             hint="name a part of it with a longer key, or record a flatter value",
         )
     d = depth + 1
+    if is_tuple(v):  # as Python writes it: (1, 2), a one-element tuple (1,), the empty one ()
+        inner = ", ".join(format_value(x, fmt, d) for x in v["tuple"])
+        return f"({inner},)" if len(v["tuple"]) == 1 else f"({inner})"
     if isinstance(v, dict):
         if set(v) == {"scalar", "dtype"}:
             return format_value(v["scalar"], fmt, d)
@@ -131,9 +162,7 @@ def format_value(v, fmt: Format = Format(), depth: int = 0) -> str:
     if isinstance(v, float):
         return _float(v, fmt, fmt.integral)
     if isinstance(v, list):
-        o, c = tuple(fmt.sequence)  # two brackets
-        inner = ", ".join(format_value(x, fmt, d) for x in v)
-        return f"{o}{inner},{c}" if len(v) == 1 and o == "(" else f"{o}{inner}{c}"
+        return "[" + ", ".join(format_value(x, fmt, d) for x in v) + "]"
     return str(v)
 
 

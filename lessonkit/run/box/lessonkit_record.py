@@ -25,7 +25,12 @@ What :func:`encode` makes of a value:
     ones ``[real, imag]``;
   - NumPy arrays: ``{"array": nested lists, "shape": [..], "dtype": ".."}``;
   - an object that ``names`` names (by identity): ``{"node": name}``;
-  - tuples and lists: lists; dicts: objects (keys: ``str``, ``int`` or a named object);
+  - lists: lists; tuples: ``{"tuple": [...]}`` (so that a page shows ``[1, 2]`` for a list and
+    ``(1, 2)`` for a tuple, as Python writes them); dicts: objects (keys: ``str``, ``int`` or a
+    named object). Tuples are the tagged ones because lists are what a recording is mostly
+    made of (``append``'s rows, tables, a figure's numbers) and stay plain JSON; a record
+    written by an older helper, with tuples as plain lists, is never read with this meaning:
+    every experiment's key names this file's sha256, so a new helper runs every script again;
   - anything else: what one of the recorder's :attr:`Recorder.encoders` returns, else ``TypeError``.
 
 A project records the objects of its own subject by subclassing :class:`Recorder`: its
@@ -88,8 +93,10 @@ def encode(value, names=None, encoders=()):
     for obj, name in names.items():
         if obj is value:
             return {"node": name}
-    if isinstance(value, (tuple, list)):
+    if isinstance(value, list):
         return [encode(v, names, encoders) for v in value]
+    if isinstance(value, tuple):  # tagged: JSON has one kind of sequence, a page shows either
+        return {"tuple": [encode(v, names, encoders) for v in value]}
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():

@@ -126,3 +126,9 @@ def test_timed_keeps_the_time_of_each_line_nox_writes(bench, tmp_path):
     assert [line for _, line in sample.marks] == ["one", "two"]
     assert sample.marks[1][0] - sample.marks[0][0] >= 0.3
     assert sample.log == "nox > one\nother\nnox > two\n"  # both streams, in the order they came
+
+
+def test_ratio_8s_floor_is_none_without_a_pair(bench):
+    """`--only 8 --fresh-reps 0` measures no pair: no floor line, not a StatisticsError."""
+    assert bench.floor_note([], [], 2) is None
+    assert bench.floor_note([bench.Sample(30.0, 60.0)], [bench.Sample(0.0, 1.0)], 2) is None

@@ -273,6 +273,23 @@ def test_a_table_cut_off_on_a_phone_fades_at_the_edge_that_hides_more(server, br
     wide.close()
 
 
+def test_a_box_that_does_not_scroll_neither_fades_nor_takes_a_tab_stop(server, browser):
+    """The repository map's term cards are Material tables whose scroll wrapper lessonkit.css lets
+    overflow (``overflow: visible``): at 375 px one is 2 px wider than its box. Nothing can scroll it,
+    so no edge of it may fade (its text would be hidden for good) nor may it join the Tab order."""
+    v = Visit(browser, f"{server}/attachments/repo-map/", width=375)
+    boxes = v.page.evaluate(
+        """() => [...document.querySelectorAll(
+                '.md-typeset__scrollwrap, .lk-diagram-wrap, .lk-math-block, .lk-math, .lk-snapshot-table')]
+              .filter(el => !['auto', 'scroll'].includes(getComputedStyle(el).overflowX))
+              .map(el => [el.className, el.scrollWidth - el.clientWidth, getComputedStyle(el).maskImage,
+                          el.getAttribute('tabindex')])"""
+    )
+    assert any(over > 1 for _, over, _, _ in boxes)  # the page this test reads: one overflows
+    assert [b for b in boxes if b[2] != "none" or b[3] is not None] == []
+    v.close()
+
+
 def test_copy_button_targets_sit_in_the_same_block_outside_experiments(server, browser):
     """Every copy button targets the <pre> it sits on (pages without experiment output)."""
     v = Visit(browser, f"{server}/source/autograd/core.py/")

@@ -155,3 +155,24 @@ def test_kinds_config_errors_are_located(site):
     v = site.verify()
     assert v.returncode != 0
     assert "sourcemap/kinds.toml:1: cannot import kind module `no_such_kinds`: ModuleNotFoundError" in v.stderr
+
+
+def test_a_project_module_is_imported_from_the_project_root_even_when_the_root_is_last_on_sys_path(
+    tmp_path, monkeypatch
+):
+    """The editable install (flit_core) puts the repository root at the end of sys.path: a module
+    of the project root must still win over an installed one of the same name earlier on it."""
+    import sys
+
+    from lessonkit.config.modules import import_project_module
+
+    installed, project = tmp_path / "installed", tmp_path / "project"
+    for folder, where in ((installed, "installed"), (project, "project")):
+        folder.mkdir()
+        (folder / "lk_shadowed_mod.py").write_text(f"WHERE = {where!r}\n", encoding="utf-8")
+    monkeypatch.setattr(sys, "path", [str(installed), *sys.path, str(project)])
+    monkeypatch.delitem(sys.modules, "lk_shadowed_mod", raising=False)
+    module = import_project_module(project, "lk_shadowed_mod", "sourcemap/kinds.toml", 1, "kind")
+    assert module.WHERE == "project"
+    assert sys.path[0] == str(installed) and sys.path[-1] == str(project)  # sys.path as it was
+    sys.modules.pop("lk_shadowed_mod", None)

@@ -448,3 +448,25 @@ def test_a_jieba_dictionary_prepared_ahead_is_the_one_the_build_reads(tmp_path, 
     after = prepared.stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), "the build made its own"
     assert not list((tmp_path / "tmp").iterdir())
+
+
+def test_a_jieba_dictionary_left_half_written_by_a_killed_process_is_removed(tmp_path):
+    """jieba writes its cache through a temporary file of its folder (``tmpXXXXXXXX``, then renamed):
+    a process killed meanwhile (the first command's background ``jiebacache.prepare``, a build)
+    leaves up to 9 MB there that nothing else removes. The next use removes one older than an hour;
+    a recent one may be another build's write in progress, and stays."""
+    import os
+    import time
+
+    from lessonkit.integrations.mkdocs import jiebacache
+
+    folder = jiebacache.use(tmp_path / "cache")
+    assert folder is not None and folder.parent.parent == tmp_path / "cache"
+    old, recent, kept = folder / "tmpk1lled0", folder / "tmpwr1ting", folder / "notes.txt"
+    for f in (old, recent, kept):
+        f.write_bytes(b"\0" * 100)
+    hours_ago = time.time() - 2 * 3600
+    os.utime(old, (hours_ago, hours_ago))
+    os.utime(kept, (hours_ago, hours_ago))
+    assert jiebacache.use(tmp_path / "cache") == folder
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt", "tmpwr1ting"]

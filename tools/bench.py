@@ -239,12 +239,15 @@ def phases_note(samples: list[Sample]) -> str | None:
     return f"where the README command's time goes (ratio 8, median of {len(runs)} run(s)): {steps}"
 
 
-def floor_note(readme: list[Sample], pip: list[Sample], cores: int) -> str:
+def floor_note(readme: list[Sample], pip: list[Sample], cores: int) -> str | None:
     """One line: the least ratio 8 could be with the same work on this machine. However well the README
     command spreads its work over the cores, it takes at least its CPU time divided by the cores;
     divided by the pip side's wall time of the same pair, that is the pair's floor (median of the
-    pairs). A floor above the target means the target needs less CPU work, not a better schedule."""
+    pairs). A floor above the target means the target needs less CPU work, not a better schedule.
+    None without a pair (``--fresh-reps 0``, or no pip side's wall)."""
     floors = [r.cpu / cores / p.wall for r, p in zip(readme, pip) if p.wall > 0]
+    if not floors:
+        return None
     cpu = statistics.median(r.cpu for r in readme)
     pip_cpu, pip_wall = statistics.median(p.cpu for p in pip), statistics.median(p.wall for p in pip)
     return (
@@ -1174,8 +1177,9 @@ def _run_only(args, reps, work: Path, pinned: Path, cores: int) -> int:
             pip.samples.append(a)
             readme.samples.append(b)
             print(f"  pip install of the lock {a.wall:.1f} s; README command on a fresh clone {b.wall:.1f} s")
-        print(f"  {phases_note(readme.samples)}")
-        print(f"  {floor_note(readme.samples, pip.samples, cores)}")
+        for note in (phases_note(readme.samples), floor_note(readme.samples, pip.samples, cores)):
+            if note:  # none without a pair (--fresh-reps 0)
+                print(f"  {note}")
         fresh = paired(_walls(readme), _walls(pip))[0]  # the median of the pairs' ratios
         rows.append(("8", "README build command, fresh clone / pip install of the lock", fresh, 1.00))
     print(f"load average at start {load_start}, at end {_load()} (other work on the machine inflates wall times)")
@@ -1410,8 +1414,8 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
         )
         phases = phases_note(series["readme-fresh"].samples)
         notes = paint_lines(paint) + ([phases] if phases else [])
-        if args.fresh_reps:
-            notes.append(floor_note(series["readme-fresh"].samples, series["pip-lock"].samples, cores))
+        floor = floor_note(series["readme-fresh"].samples, series["pip-lock"].samples, cores)
+        notes += [floor] if floor else []
         write_doc(args.doc, doc_table(rows, spread, context, notes))
         print(f"bench: wrote the table into {args.doc}")
     if mdexec is None:

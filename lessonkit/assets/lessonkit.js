@@ -56,15 +56,19 @@ document.addEventListener("click", function (ev) {
 (function () {
   var BOXES = ".md-typeset__scrollwrap, .lk-diagram-wrap, .lk-math-block, .lk-math, .lk-snapshot-table";
   var FOCUSABLE = "a[href], button, input, select, textarea, summary, [tabindex]";
+  function scrolls(el) {  // a box lessonkit.css lets overflow (overflow: visible) cannot be scrolled
+    var x = getComputedStyle(el).overflowX;
+    return x === "auto" || x === "scroll";
+  }
   function edges(el) {
-    var hidden = el.scrollWidth - el.clientWidth;
+    var hidden = scrolls(el) ? el.scrollWidth - el.clientWidth : 0;
     var left = Math.abs(el.scrollLeft);  // negative in a right-to-left box
     el.classList.toggle("lk-more-left", hidden > 1 && left > 1);
     el.classList.toggle("lk-more-right", hidden > 1 && left < hidden - 1);
   }
   function update() {
     document.querySelectorAll(BOXES).forEach(function (el) {
-      var wide = el.scrollWidth > el.clientWidth + 1 && !el.querySelector(FOCUSABLE);
+      var wide = el.scrollWidth > el.clientWidth + 1 && scrolls(el) && !el.querySelector(FOCUSABLE);
       if (wide && !el.hasAttribute("tabindex")) { el.setAttribute("tabindex", "0"); el.dataset.lkScroll = ""; }
       else if (!wide && el.hasAttribute("data-lk-scroll")) { el.removeAttribute("tabindex"); delete el.dataset.lkScroll; }
       edges(el);

@@ -114,9 +114,9 @@ def import_project_module(root: Path, name: str, label: str, line: int, what: st
     if loaded is not None and not where.startswith(real_root + os.sep):  # another project's module of that name
         for key in [k for k in sys.modules if k == top or k.startswith(top + ".")]:
             del sys.modules[key]
-    added = real_root not in sys.path
-    if added:
-        sys.path.insert(0, real_root)
+    # first on sys.path while it imports, even where the root is on it already: an editable install
+    # of the engine (a path line) puts the repository root last, behind every installed module
+    sys.path.insert(0, real_root)
     bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # the build writes nothing there
     try:
         return importlib.import_module(name)
@@ -131,9 +131,8 @@ def import_project_module(root: Path, name: str, label: str, line: int, what: st
         ) from None
     finally:
         sys.dont_write_bytecode = bytecode
-        if added:
-            with contextlib.suppress(ValueError):
-                sys.path.remove(real_root)
+        with contextlib.suppress(ValueError):
+            sys.path.remove(real_root)  # the first one: the entry added above
 
 
 @dataclass(frozen=True)

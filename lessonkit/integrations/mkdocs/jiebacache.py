@@ -11,7 +11,8 @@ exit). It must run before anything loads the dictionary (Material's ``on_config`
 ``load_userdict``): the hooks' ``on_config`` runs first, and ``serve`` calls it before its own
 first use of jieba. It also quiets jieba's logger, which writes four DEBUG lines to stderr each
 time the dictionary loads ("Building prefix dict …", "Loading model cost …"): a build's log is
-lessonkit's and MkDocs' own lines; jieba's warnings and errors still show.
+lessonkit's and MkDocs' own lines; jieba's warnings and errors still show. And it removes what a
+killed process left half-written in the folder. The file is not sealed (docs/dev/reliability.md).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 from lessonkit.errors import LessonError
@@ -51,12 +53,32 @@ def use(cache: Path) -> Path | None:
         folder.mkdir(parents=True, exist_ok=True)
         if not os.access(folder, os.W_OK):
             raise PermissionError(folder)
+        _sweep(folder)
     except (OSError, LessonError):
         folder = Path(tempfile.mkdtemp(prefix="lessonkit-jieba-"))
         atexit.register(shutil.rmtree, folder, True)
     jieba.dt.tmp_dir = str(folder)
     jieba.setLogLevel(logging.WARNING)  # jieba sets its logger to DEBUG, with its own stderr handler
     return folder
+
+
+# jieba writes its cache through ``tempfile.mkstemp(dir=folder)`` (``tmpXXXXXXXX``), then renames it:
+# a process killed meanwhile leaves up to 9 MB. One older than this is no write in progress.
+LEFTOVER_AGE = 3600
+
+
+def _sweep(folder: Path) -> None:
+    """Remove what killed processes left half-written in ``folder`` (see LEFTOVER_AGE)."""
+    now = time.time()
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if not entry.name.startswith("tmp") or not entry.is_file(follow_symlinks=False):
+                continue
+            try:
+                if now - entry.stat(follow_symlinks=False).st_mtime > LEFTOVER_AGE:
+                    os.unlink(entry.path)
+            except OSError:
+                pass  # gone meanwhile, or not ours to remove: it costs only its space
 
 
 def prepare(cache: Path) -> bool:

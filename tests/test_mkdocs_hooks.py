@@ -404,8 +404,27 @@ def test_a_rewritten_jieba_cache_in_tmpdir_does_not_change_the_search_index(tmp_
     texts = [d["text"] for d in json.loads(clean)["docs"]]
     assert any("\u200b".join(cut(plain)) in t for t in texts), texts  # the index holds jieba's words
     assert index(planted, "planted") == clean
-    assert [p.name for p in (s.cache / "jieba").glob("*/*")] == ["jieba.cache"]
-    assert not list(clean_tmp.iterdir()), "the build wrote into the system's temporary folder"
+    assert [p.name for p in (s.cache / "jieba").glob("*/*")] == ["prefix.sealed"]
+    assert not list(clean_tmp.iterdir()), "the build left something in the system's temporary folder"
+
+    # the sealed file in the build cache: a forgery (the planted words, a made-up seal) is not read,
+    # and the next build writes the real one again
+    [kept] = (s.cache / "jieba").glob("*/prefix.sealed")
+    forged = b"lk-jieba-1 " + b"0" * 64 + b"\n" + marshal.dumps((freq, 10))
+    kept.write_bytes(forged)
+    assert index(clean_tmp, "forged") == clean
+    assert kept.read_bytes() != forged and kept.read_bytes().startswith(b"lk-jieba-1 ")
+    # sealed under another cache's key: not this cache's, not read either
+    other = tmp_path / "other-cache"
+    code = "import sys; from pathlib import Path; from lessonkit.integrations.mkdocs import jiebacache\n"
+    code += "print(jiebacache.prepare(Path(sys.argv[1])))"
+    r = subprocess.run([sys.executable, "-c", code, str(other)], env={**s.env, "TMPDIR": str(clean_tmp)},
+                       capture_output=True, text=True)  # fmt: skip
+    assert r.stdout == "True\n", r.stderr
+    [foreign] = other.glob("jieba/*/prefix.sealed")
+    head, _, data = foreign.read_bytes().partition(b"\n")
+    kept.write_bytes(head + b"\n" + marshal.dumps((freq, 10)))
+    assert index(clean_tmp, "foreign") == clean
 
 
 def test_a_jieba_dictionary_prepared_ahead_is_the_one_the_build_reads(tmp_path, pinned_root):
@@ -442,7 +461,7 @@ def test_a_jieba_dictionary_prepared_ahead_is_the_one_the_build_reads(tmp_path, 
     code += "print(jiebacache.prepare(Path(sys.argv[1])))"
     r = subprocess.run([sys.executable, "-c", code, str(s.cache)], env=env, capture_output=True, text=True)
     assert (r.returncode, r.stdout, r.stderr) == (0, "True\n", "")
-    [prepared] = (s.cache / "jieba").glob("*/jieba.cache")
+    [prepared] = (s.cache / "jieba").glob("*/prefix.sealed")
     before = prepared.stat()
     assert build("prepared") == made_by_the_build
     after = prepared.stat()
@@ -463,7 +482,8 @@ def test_a_jieba_dictionary_left_half_written_by_a_killed_process_is_removed(tmp
     folder = jiebacache.use(tmp_path / "cache")
     assert folder is not None and folder.parent.parent == tmp_path / "cache"
     old, recent, kept = folder / "tmpk1lled0", folder / "tmpwr1ting", folder / "notes.txt"
-    for f in (old, recent, kept):
+    legacy = folder / "jieba.cache"  # what jieba kept here before the dictionary was sealed: never read now
+    for f in (old, recent, kept, legacy):
         f.write_bytes(b"\0" * 100)
     hours_ago = time.time() - 2 * 3600
     os.utime(old, (hours_ago, hours_ago))

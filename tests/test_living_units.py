@@ -302,13 +302,6 @@ def test_lookup_errors_name_what_is_there(rec05):
         ({"tuple": [1], "x": 2}, Format(), "{tuple: [1], x: 2}"),  # not the tag: an object
         ({"box": "ArrayBox", "trace": 0, "value": 3.0}, Format(), "ArrayBox(trace=0, _value=3.0)"),
         ({"float": "inf"}, Format(), "inf"),
-        # a recorded dict with an encoding's keys, wrapped by lessonkit_record: shown as the dict
-        ({"dict": {"tuple": [1, 2]}}, Format(), "{tuple: [1, 2]}"),
-        ({"dict": {"scalar": 1, "dtype": "x"}}, Format(), "{scalar: 1, dtype: x}"),
-        ({"dict": {"box": "B", "trace": 0}}, Format(), "{box: B, trace: 0}"),
-        ({"dict": {"dict": {}}}, Format(), "{dict: {}}"),
-        ({"dict": {}}, Format(), "{}"),
-        ([{"dict": {"node": {"tuple": [1]}}}], Format(), "[{node: (1,)}]"),
     ],
 )
 def test_format_value(value, fmt, text):
@@ -752,14 +745,3 @@ def test_a_shape_reads_a_recorded_tuple_as_a_list():
     v = {"x": {"tuple": [1, 2]}, "series": [{"name": "a", "y": {"tuple": [{"tuple": [3]}]}}], "n": 1.5}
     assert recording.as_lists(v) == {"x": [1, 2], "series": [{"name": "a", "y": [[3]]}], "n": 1.5}
     assert recording.as_lists({"tuple": [1], "x": 2}) == {"tuple": [1], "x": 2}  # an object, not the tag
-
-
-def test_a_key_walks_into_a_wrapped_dict_and_shapes_read_it_as_the_dict():
-    rec = recording.load({"d": {"dict": {"tuple": [{"a": 1}], "x": 2}}}, "experiments/w.py")
-    assert recording.lookup(rec, "d.tuple.0.a") == 1
-    assert recording.lookup(rec, "d.x") == 2
-    assert format_value(recording.lookup(rec, "d")) == "{tuple: [{a: 1}], x: 2}"
-    with pytest.raises(LessonError) as err:
-        recording.lookup(rec, "d.y")
-    assert str(err.value) == "<markdown>: experiments/w.py recorded no `d.y` (no `y` under d) — there: tuple, x"
-    assert recording.as_lists({"dict": {"tuple": {"tuple": [1]}}}) == {"tuple": [1]}

@@ -107,33 +107,6 @@ def test_the_helper_keeps_a_tuple_apart_from_a_list(tmp_path):
     }
 
 
-def test_a_recorded_dict_that_looks_like_an_encoding_stays_a_dict(tmp_path):
-    """A dict whose keys are those of an encoding (a tuple's, a NumPy scalar's, a node's, a box's)
-    is wrapped, so that the page shows the dict the script recorded."""
-    code = (
-        "from lessonkit_record import record\n"
-        "record.set('t', {'tuple': [1, 2]})\n"
-        "record.set('s', {'scalar': 1, 'dtype': 'x'})\n"
-        "record.set('n', {'node': 'R'})\n"
-        "record.set('b', {'box': 1, 'trace': 2, 'more': 3})\n"
-        "record.set('w', {'dict': {}})\n"
-        "record.set('plain', {'tuple': 1, 'x': 2})\n"
-        "record.set('real', (1, 2))\n"
-    )
-    out = tmp_path / "r.json"
-    r = _standalone(code, tmp_path, LESSONKIT_RECORD=str(out))
-    assert (r.returncode, r.stderr) == (0, "")
-    assert json.loads(out.read_text(encoding="utf-8")) == {
-        "b": {"dict": {"box": 1, "trace": 2, "more": 3}},
-        "n": {"dict": {"node": "R"}},
-        "plain": {"tuple": 1, "x": 2},
-        "real": {"tuple": [1, 2]},
-        "s": {"dict": {"scalar": 1, "dtype": "x"}},
-        "t": {"dict": {"tuple": [1, 2]}},
-        "w": {"dict": {"dict": {}}},
-    }
-
-
 def test_every_box_holds_the_helper_and_every_key_names_it(site, tmp_path, monkeypatch):
     monkeypatch.setenv("AUTOGRAD_SOURCE", str(site.pinned_root))
     site.script("rec.py", REC)

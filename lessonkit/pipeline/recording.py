@@ -75,8 +75,6 @@ def lookup(rec: Recording, key: str | None):
     walked: list[str]
     node, walked = rec.data, []
     for part in key.split("."):
-        if is_wrapped_dict(node):
-            node = node["dict"]
         items = items_of(node)
         if items is None and isinstance(node, dict) and part in node:
             node = node[part]
@@ -104,12 +102,6 @@ def is_tuple(v) -> bool:
     return isinstance(v, dict) and len(v) == 1 and isinstance(v.get("tuple"), list)
 
 
-def is_wrapped_dict(v) -> bool:
-    """Whether ``v`` is a recorded dict whose keys are those of an encoding, ``{"dict": {...}}``
-    (lessonkit_record wraps it so that it is never read as a tuple, a NumPy value, a node …)."""
-    return isinstance(v, dict) and len(v) == 1 and isinstance(v.get("dict"), dict)
-
-
 def items_of(v) -> list | None:
     """The items of a recorded list or tuple; ``None`` for any other value."""
     if isinstance(v, list):
@@ -127,8 +119,6 @@ def as_lists(v, depth: int = 0):
     items = items_of(v)
     if items is not None:
         return [as_lists(x, depth + 1) for x in items]
-    if is_wrapped_dict(v):
-        return {k: as_lists(x, depth + 1) for k, x in v["dict"].items()}
     if isinstance(v, dict):
         return {k: as_lists(x, depth + 1) for k, x in v.items()}
     return v
@@ -151,8 +141,6 @@ def format_value(v, fmt: Format = Format(), depth: int = 0) -> str:
     if is_tuple(v):  # as Python writes it: (1, 2), a one-element tuple (1,), the empty one ()
         inner = ", ".join(format_value(x, fmt, d) for x in v["tuple"])
         return f"({inner},)" if len(v["tuple"]) == 1 else f"({inner})"
-    if is_wrapped_dict(v):  # a recorded dict, whatever its keys look like
-        return _dict(v["dict"], fmt, d)
     if isinstance(v, dict):
         if set(v) == {"scalar", "dtype"}:
             return format_value(v["scalar"], fmt, d)
@@ -164,7 +152,9 @@ def format_value(v, fmt: Format = Format(), depth: int = 0) -> str:
             return str(v["node"])
         if "box" in v and "trace" in v:
             return f"{v['box']}(trace={v['trace']}, _value={format_value(v.get('value'), fmt, d)})"
-        return _dict(v, fmt, d)
+        if not v:
+            return "{}"
+        return "{" + ", ".join(f"{k}: {format_value(x, fmt, d)}" for k, x in v.items()) + "}"
     if isinstance(v, bool) or v is None:
         return str(v)
     if isinstance(v, int):
@@ -174,10 +164,6 @@ def format_value(v, fmt: Format = Format(), depth: int = 0) -> str:
     if isinstance(v, list):
         return "[" + ", ".join(format_value(x, fmt, d) for x in v) + "]"
     return str(v)
-
-
-def _dict(v: dict, fmt: Format, depth: int) -> str:
-    return "{" + ", ".join(f"{k}: {format_value(x, fmt, depth)}" for k, x in v.items()) + "}"
 
 
 def _float(v: float, fmt: Format, integral: str) -> str:

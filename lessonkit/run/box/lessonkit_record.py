@@ -27,10 +27,8 @@ What :func:`encode` makes of a value:
   - an object that ``names`` names (by identity): ``{"node": name}``;
   - lists: lists; tuples: ``{"tuple": [...]}`` (so that a page shows ``[1, 2]`` for a list and
     ``(1, 2)`` for a tuple, as Python writes them); dicts: objects (keys: ``str``, ``int`` or a
-    named object), wrapped as ``{"dict": {...}}`` when their keys are those of an encoding here
-    (``{"tuple": [1]}`` recorded as a dict stays a dict on the page; see :data:`TAGS`). Tuples
-    are the tagged ones because lists are what a recording is mostly made of (``append``'s
-    rows, tables, a figure's numbers) and stay plain JSON; a record
+    named object). Tuples are the tagged ones because lists are what a recording is mostly
+    made of (``append``'s rows, tables, a figure's numbers) and stay plain JSON; a record
     written by an older helper, with tuples as plain lists, is never read with this meaning:
     every experiment's key names this file's sha256, so a new helper runs every script again;
   - anything else: what one of the recorder's :attr:`Recorder.encoders` returns, else ``TypeError``.
@@ -106,20 +104,8 @@ def encode(value, names=None, encoders=()):
             if key in out:
                 raise ValueError(f"two dict keys encode to the same name {key!r}")
             out[key] = encode(v, names, encoders)
-        return {"dict": out} if tag_like(out) else out
+        return out
     raise TypeError(f"cannot record a {type(value).__name__}: record its fields instead")
-
-
-# The keys of the encodings above that are JSON objects (and of a recorded box, which a page shows
-# as ``ArrayBox(trace=…)``): a recorded dict with the same keys is wrapped as {"dict": …}, so that
-# a page shows the dict the script recorded, never a value it did not.
-TAGS = ({"scalar", "dtype"}, {"array", "shape", "dtype"}, {"float"}, {"node"}, {"tuple"}, {"dict"})
-
-
-def tag_like(d: dict) -> bool:
-    """Whether a recorded dict's keys are those of an encoding (see :data:`TAGS`)."""
-    keys = set(d)
-    return keys in TAGS or {"box", "trace"} <= keys
 
 
 def _key_name(k, names):

@@ -107,6 +107,29 @@ def test_the_helper_keeps_a_tuple_apart_from_a_list(tmp_path):
     }
 
 
+def test_encoding_an_encoded_value_gives_it_back(tmp_path):
+    """A recorder may encode parts first and record them later (this series' does): encode is
+    idempotent, tuples, NumPy values, nodes and non-finite floats included."""
+    code = (
+        "import json, numpy as np\n"
+        "from lessonkit_record import encode\n"
+        "n = object()\n"
+        "v = {'t': (1, (2,)), 'l': [1, (2, 3)], 's': np.float64(0.5), 'a': np.arange(2.0), 'f': float('inf'),\n"
+        "     'n': n, 'd': {'x': ()}}\n"
+        "once = encode(v, names={n: 'R'})\n"
+        "print(json.dumps(once, sort_keys=True))\n"
+        "print(encode(once) == once, encode(encode(once)) == once)\n"
+    )
+    r = _standalone(code, tmp_path)
+    assert (r.returncode, r.stderr) == (0, ""), r.stderr
+    assert r.stdout.splitlines() == [
+        '{"a": {"array": [0.0, 1.0], "dtype": "float64", "shape": [2]}, "d": {"x": {"tuple": []}}, '
+        '"f": {"float": "inf"}, "l": [1, {"tuple": [2, 3]}], "n": {"node": "R"}, '
+        '"s": {"dtype": "float64", "scalar": 0.5}, "t": {"tuple": [1, {"tuple": [2]}]}}',
+        "True True",
+    ]
+
+
 def test_every_box_holds_the_helper_and_every_key_names_it(site, tmp_path, monkeypatch):
     monkeypatch.setenv("AUTOGRAD_SOURCE", str(site.pinned_root))
     site.script("rec.py", REC)

@@ -33,6 +33,10 @@ What :func:`encode` makes of a value:
     every experiment's key names this file's sha256, so a new helper runs every script again;
   - anything else: what one of the recorder's :attr:`Recorder.encoders` returns, else ``TypeError``.
 
+Encoding an encoded value gives it back unchanged, so a recorder may encode parts of a value first
+and record them later. The price: a recorded dict whose keys are exactly those of an encoding above
+(``{"tuple": [1]}``, ``{"scalar": …, "dtype": …}``, ``{"node": …}``) is shown as that encoding.
+
 A project records the objects of its own subject by subclassing :class:`Recorder`: its
 ``encoders`` encode them, its methods add what it needs (a series keeps such a recorder in a
 module of its own experiments folder). One recorder writes the record of a process: a second one

@@ -263,6 +263,10 @@ def test_a_table_cut_off_on_a_phone_fades_at_the_edge_that_hides_more(server, br
     table.evaluate("el => { el.scrollLeft = el.scrollWidth; }")
     phone.page.wait_for_timeout(100)
     assert table.evaluate(edges) == [True, False, True]
+    table.focus()  # from the keyboard (lessonkit.js gave it a tab stop): its outline shows, unmasked
+    phone.page.keyboard.press("ArrowLeft")
+    assert table.evaluate("el => el.matches(':focus-visible') && getComputedStyle(el).maskImage") == "none"
+    table.evaluate("el => el.blur()")
     phone.page.emulate_media(media="print")
     assert table.evaluate("el => getComputedStyle(el).maskImage") == "none"
     phone.close()
@@ -288,6 +292,31 @@ def test_a_box_that_does_not_scroll_neither_fades_nor_takes_a_tab_stop(server, b
     assert any(over > 1 for _, over, _, _ in boxes)  # the page this test reads: one overflows
     assert [b for b in boxes if b[2] != "none" or b[3] is not None] == []
     v.close()
+
+
+def test_a_formula_that_fits_once_the_math_font_arrives_neither_fades_nor_takes_a_tab_stop(server, browser):
+    """Lesson 03's two display formulas overflow 343 px at 375 px only in the fallback font: when the
+    shipped math font arrives after lessonkit.js's first look, the boxes are measured again."""
+    import time
+
+    context = browser.new_context(viewport={"width": 375, "height": 800})
+    context.route("**/*", lambda r: (time.sleep(0.8) if r.request.url.endswith(".woff2") else None, r.continue_()))
+    page = context.new_page()
+    page.goto(f"{server}/lessons/03-grad-call-chain/", wait_until="load")
+    page.evaluate("() => document.fonts.ready")
+    page.wait_for_timeout(400)
+    stale = page.evaluate(
+        """() => [...document.querySelectorAll(
+                '.md-typeset__scrollwrap, .lk-diagram-wrap, .lk-math-block, .lk-math, .lk-snapshot-table')]
+              .filter(el => (el.scrollWidth - el.clientWidth > 1) !==
+                            (el.classList.contains('lk-more-left') || el.classList.contains('lk-more-right'))
+                            || (el.hasAttribute('data-lk-scroll') && el.scrollWidth - el.clientWidth <= 1))
+              .map(el => [el.className, el.scrollWidth, el.clientWidth, el.getAttribute('tabindex')])"""
+    )
+    fonts = page.evaluate("() => [...document.fonts].filter(f => f.status === 'loaded').map(f => f.family)")
+    context.close()
+    assert any("STIX Two Math" in f for f in fonts)  # the font did arrive, late
+    assert stale == []
 
 
 def test_copy_button_targets_sit_in_the_same_block_outside_experiments(server, browser):

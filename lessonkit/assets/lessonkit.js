@@ -79,7 +79,12 @@ document.addEventListener("click", function (ev) {
     if (el && el.matches && el.matches(BOXES)) edges(el);
   }, { capture: true, passive: true });  // a box's own scroll does not bubble: caught on its way down
   var timer = null;
-  window.addEventListener("resize", function () { clearTimeout(timer); timer = setTimeout(update, 150); });
+  function later() { clearTimeout(timer); timer = setTimeout(update, 150); }
+  window.addEventListener("resize", later);
+  /* A box's width changes once a web font arrives (the math font after its fallback, often after
+     the first update): a formula that fitted only in the shipped font kept a fade and a tab stop. */
+  window.addEventListener("load", later);
+  if (document.fonts) { document.fonts.addEventListener("loadingdone", later); document.fonts.ready.then(later); }
   if (window.document$) { window.document$.subscribe(function () { setTimeout(update, 0); }); }
   else { document.addEventListener("DOMContentLoaded", update); }
 })();

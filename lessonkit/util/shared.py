@@ -201,6 +201,15 @@ STATE: tuple[tuple[str, tuple[str, str]], ...] = (
         ),
     ),
     (
+        "lessonkit.integrations.mkdocs.jiebacache._PRIVATE",
+        (
+            "process",
+            "The private temporary folder of this process where jieba writes its own cache file (made "
+            "once, removed at exit): jieba never loads a file another process could have written; the "
+            "dictionary builds share is kept sealed in the build cache instead.",
+        ),
+    ),
+    (
         "lessonkit.util.store._SWEPT",
         ("process", "Cache folders whose leftover temporary files of killed builds were swept once by this process."),
     ),

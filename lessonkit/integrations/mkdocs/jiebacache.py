@@ -97,7 +97,10 @@ def _take_over(dt, cache: Path, folder: Path) -> None:
                         dt.FREQ, dt.total = got
                         dt.initialized = True
                         return None
-                    original()
+                    # built here rather than by ``original``, which would also write jieba's own
+                    # copy of the same dictionary into the private folder, never to be read
+                    dt.FREQ, dt.total = dt.gen_pfdict(dt.get_dict_file())
+                    dt.initialized = True
                     _write(cache, folder, dt.FREQ, dt.total)
                     return None
         return original(dictionary)

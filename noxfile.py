@@ -319,8 +319,9 @@ def _install(session: nox.Session, reqs: list[str]) -> None:
     stamp.write_text(lock)
 
 
-# The site folders `build` wrote in this nox run: `verify` then checks what ships (`--site`). A
-# site/ left by an earlier run is not checked: it may be older than the lessons.
+# The site folders `build` wrote in this nox run: `verify` then checks what ships (`--site`), also
+# one written elsewhere (`-d DIR`). Without it, `lessonkit verify` checks site/ itself when a build
+# of this project by this lessonkit recorded it, and its summary line says when it did not.
 BUILT: list[str] = []
 
 
@@ -344,8 +345,9 @@ def build(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def verify(session: nox.Session) -> None:
-    """Verify the pin, every excerpt and the excerpt map; `-- --update-map` rewrites the map. After
-    `build` in the same run (`nox -s build verify`), also every HTML file the build wrote (`--site`)."""
+    """Verify the pin, every excerpt and the excerpt map; `-- --update-map` rewrites the map. Also
+    every file of the built site/ (`--site`) when a build of this checkout recorded it (the summary
+    line says when not); after `build` in the same run, the folder that build wrote."""
     _install(session, BUILD_REQS)
     # The whole site: also prove that verify catches a one-character change (same process).
     extra = [] if session.posargs else ["--mutate"]

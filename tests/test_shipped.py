@@ -849,3 +849,64 @@ def test_scripts_and_styles_changed_before_or_after_the_record_are_caught(built,
         "or plugin changed it, or its source changed after the build) — build the site again (`lessonkit build`) "
         "before `verify --site`",
     ]
+
+
+def test_a_plain_verify_checks_the_built_site_of_this_checkout(built, undo):
+    """`lessonkit verify` with no --site reads site/ when a build of this project recorded it."""
+    page = undo(built.root / PAGE)
+    page.write_text(page.read_text(encoding="utf-8").replace("grad = 6.0", "grad = 7.0", 1))
+    r = built.run("-m", "lessonkit", "verify")
+    assert r.returncode == 1
+    assert _errors(r)[:2] == [
+        f"{PAGE}: changed after the build that wrote the folder — build the site again (`lessonkit build`) before "
+        "`verify --site`",
+        f"{PAGE}: experiment output of experiments/tiny.py differs from this build's recorded run (line 1: "
+        f"'grad = 7.0' instead of 'grad = 6.0') — {HINT}",
+    ]
+
+
+def test_a_plain_verify_says_when_it_did_not_check_a_site(built, tmp_path):
+    copy = _clone(built, tmp_path / "proj")
+    summary = lambda r: next(line for line in r.stdout.splitlines() if line.startswith("verify: "))  # noqa: E731
+    r = copy.run("-m", "lessonkit", "verify")  # a copy: no build of this folder is recorded
+    assert r.returncode == 0, r.stderr
+    assert summary(r).endswith(
+        "; site/ not checked: no successful build of this project recorded it in this cache "
+        "(`lessonkit build`, then `lessonkit verify`)"
+    ), summary(r)
+    shutil.rmtree(copy.root / "site")
+    r = copy.run("-m", "lessonkit", "verify")
+    assert r.returncode == 0, r.stderr
+    assert summary(r).endswith("; site/ not checked: there is no site/ (`lessonkit build` writes it)"), summary(r)
+
+
+def test_a_fifo_or_folder_in_place_of_the_seal_key_or_an_entry_is_not_waited_on(tmp_path):
+    """Nothing in the cache is read unless it is a regular file: a FIFO would block the reader."""
+    cache = tmp_path / "cache"
+    (cache / "seal").mkdir(parents=True, mode=0o700)
+    os.mkfifo(cache / "seal" / "key", 0o600)
+    (cache / "render").mkdir()
+    os.mkfifo(cache / "render" / store.digest("fifo"))
+    (cache / "render" / store.digest("folder")).mkdir()
+    code = (
+        "import sys; from pathlib import Path; from lessonkit.util import seal, store\n"
+        "cache = Path(sys.argv[1]); key = seal.key(cache)\n"
+        "s = store.Store(cache, 'render')\n"
+        "print(len(key), s.get(store.digest('fifo')), s.get(store.digest('folder')))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code, str(cache)], capture_output=True, text=True, timeout=30)
+    assert (r.returncode, r.stdout) == (0, "32 None None\n"), r.stderr
+    assert (cache / "seal" / "key").is_file()  # the FIFO was replaced by a key
+
+
+def test_a_verify_on_a_cache_with_fifos_in_place_of_the_key_and_a_result_ends(built, tmp_path):
+    copy = _clone(built, tmp_path / "proj")
+    key = seal.key_path(copy.cache)
+    key.unlink()
+    os.mkfifo(key, 0o600)
+    result = _result(copy.cache)
+    result.unlink()
+    os.mkfifo(result, 0o600)
+    r = copy.run("-m", "lessonkit", "verify", timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert key.is_file() and not key.is_symlink()

@@ -35,6 +35,9 @@ def _verify(args) -> int:
             file=sys.stderr,
         )
         return 1
+    args.site_note = ""
+    if args.site is None and pages is None and not args.update_map:  # what ships, when this project built it
+        args.site, args.site_note = _built_site(project)
     beside = None
     if args.site is not None and args.mutate and not args.update_map:
         # the mutation check needs no site and makes its own report: on the other core from now
@@ -79,6 +82,7 @@ def _verify_checks(args, project, pages, beside, t0: float) -> int:
         f"against {project.pin.name} {project.pin.version} "
         f"({project.pin.short}, {project.tree.provider}); "
         f"{len(problems)} problem(s) in {time.perf_counter() - t0:.2f} s"
+        + getattr(args, "site_note", "")
     )
     print(summary, file=sys.stderr if problems else sys.stdout)
     if problems:
@@ -97,6 +101,31 @@ def _verify_checks(args, project, pages, beside, t0: float) -> int:
             code = max(code, _site_mutation_result(*site_mutations))
         return code
     return 0
+
+
+def _built_site(project) -> tuple[str | None, str]:
+    """The site folder a plain ``verify`` checks: ``site/`` of the project when a successful build
+    of this project by this lessonkit recorded it in this cache; else None and the clause of the
+    summary line that says why not."""
+    from lessonkit.checks import record as site_record
+    from lessonkit.util.store import code_version
+
+    folder = project.root / "site"
+    label = f"{project.rel(folder)}/"
+    if not folder.is_dir():
+        return None, f"; {label} not checked: there is no {label} (`lessonkit build` writes it)"
+    rec = site_record.read(project, folder)
+    if rec is None or rec["root"] != str(project.root):
+        return None, (
+            f"; {label} not checked: no successful build of this project recorded it in this cache "
+            "(`lessonkit build`, then `lessonkit verify`)"
+        )
+    if rec["engine"] != code_version():
+        return None, (
+            f"; {label} not checked: another version of lessonkit built it "
+            "(`lessonkit build`, then `lessonkit verify`)"
+        )
+    return str(folder), ""
 
 
 class _Captured:

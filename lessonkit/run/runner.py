@@ -23,7 +23,7 @@ from lessonkit.util import seal, store
 from lessonkit.run.box.spec import BoxSpec, engine
 from lessonkit.run.box.tree import CheckedTree
 from lessonkit.errors import LessonError, Problem
-from lessonkit.util.fs import atomic_write, owned_path, remove_owned
+from lessonkit.util.fs import atomic_write, owned_path, read_regular, remove_owned
 from lessonkit.run import jobs
 from lessonkit.run.jobs import SKIPPED as SKIPPED
 from lessonkit.run.jobs import Job, Pending, Result, _shared_files, versions
@@ -202,9 +202,8 @@ class Runner:
         :mod:`lessonkit.util.seal`) or "stale" (another key, or a failed run)."""
         path = self.cache / f"{key}.json"
         try:
-            if path.is_symlink():
-                raise ValueError("a link")
-            data = json.loads(path.read_text(encoding="utf-8"))
+            raw = read_regular(path)  # never through a link, never a FIFO, device or folder: "damaged"
+            data = json.loads(raw.decode("utf-8"))
             if (
                 not isinstance(data, dict)
                 or set(data) != set(_STORED) | {"check", "seal"}

@@ -8,7 +8,9 @@ Every removal or overwrite of lessonkit goes through these helpers:
 * :func:`remove_owned` removes such a path (a link is removed, never followed);
 * :func:`atomic_write` writes a file by write-to-temporary + rename, so a reader (or a
   build killed half-way) never sees a partial file;
-* :func:`clean_stale` drops leftovers of killed runs from a staging folder.
+* :func:`clean_stale` drops leftovers of killed runs from a staging folder;
+* :func:`read_regular` reads a file of the cache only when it is a regular file (never through a
+  link, never waiting on a FIFO or a device).
 """
 
 from __future__ import annotations
@@ -30,6 +32,35 @@ STALE_SECONDS = 24 * 3600  # an unnamed staging leftover older than this is remo
 
 class NotOwned(LessonError):
     """A path the tool would write or remove is not strictly inside a directory it owns."""
+
+
+class NotRegular(OSError):
+    """What :func:`read_regular` found is not a regular file (a FIFO, a device, a folder, a socket)."""
+
+
+def read_regular(path: Path | str, limit: int | None = None) -> bytes:
+    """The bytes of ``path`` when it is a regular file (of at most ``limit`` bytes). Opened without
+    following a link (``O_NOFOLLOW``: a link is ``OSError``) and without blocking (``O_NONBLOCK``:
+    a FIFO opens at once), then ``fstat``-ed: anything but a regular file raises :class:`NotRegular`
+    before a byte is read. A missing file raises ``FileNotFoundError``."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegular(errno.EINVAL, "not a regular file", str(path))
+        if limit is not None and st.st_size > limit:
+            raise NotRegular(errno.EFBIG, f"larger than {limit} bytes", str(path))
+        chunks = []
+        size = 0
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+            size += len(chunk)
+            if limit is not None and size > limit:
+                raise NotRegular(errno.EFBIG, f"larger than {limit} bytes", str(path))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def plain_name(name: object) -> bool:

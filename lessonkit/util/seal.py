@@ -37,8 +37,9 @@ _KEYS: dict[str, bytes] = {}  # cache folder -> its key (read or made once per p
 
 def _read(path: Path) -> bytes | None:
     """The key in ``path`` if it is a private regular file of ours holding a key, else None."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    try:  # never through a link, never waiting: a FIFO or a device opens at once and is refused below
+        fd = os.open(path, flags)
     except OSError:
         return None
     try:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Callable
 
 from lessonkit.util import seal
-from lessonkit.util.fs import atomic_write, clean_stale, owned_path, remove_owned
+from lessonkit.util.fs import atomic_write, clean_stale, owned_path, read_regular, remove_owned
 
 FORMAT = "lk-store-2"  # the entry file format (header line); keys are covered by code_version()
 # Kinds whose entries keep the unsealed format of lessonkit before the seal, ``lk-store-1 <sha256>``:
@@ -202,7 +202,7 @@ class Store:
         if path is None:
             return None
         try:
-            raw = None if path.is_symlink() else path.read_bytes()  # never read through a link
+            raw = read_regular(path)  # never through a link, never a FIFO, device or folder
         except FileNotFoundError:
             return None
         except OSError:  # a folder in its place, unreadable: drop it

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from lessonkit.errors import LessonError
 from lessonkit.util import seal
-from lessonkit.util.fs import atomic_write, clean_stale, owned_path
+from lessonkit.util.fs import atomic_write, clean_stale, owned_path, read_regular
 
 FILE = "prefix.sealed"  # the default dictionary's prefix dictionary, in the build cache
 FORMAT = b"lk-jieba-1"
@@ -115,12 +115,10 @@ def _seal(cache: Path, folder: Path, data: bytes) -> str:
 
 def _read(cache: Path, folder: Path) -> tuple[dict, int] | None:
     """The sealed prefix dictionary of ``folder``, or None (missing, damaged, forged, foreign)."""
-    try:
-        fd = os.open(folder / FILE, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    try:  # a regular file only: never through a link, never waiting on a FIFO
+        raw = read_regular(folder / FILE, MAX_SIZE)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as fh:
-        raw = fh.read(MAX_SIZE + 1)
     head, sep, data = raw.partition(b"\n")
     parts = head.split(b" ")
     if not sep or len(raw) > MAX_SIZE or len(parts) != 2 or parts[0] != FORMAT:

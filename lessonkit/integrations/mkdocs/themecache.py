@@ -22,7 +22,7 @@ from pathlib import Path
 
 import jinja2
 
-from lessonkit.util.fs import atomic_write
+from lessonkit.util.fs import atomic_write, read_regular
 
 FOLDER = "lessonkit-templates"
 
@@ -42,7 +42,7 @@ class TemplateCache(jinja2.BytecodeCache):
 
     def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         try:
-            data = self._path(bucket).read_bytes()
+            data = read_regular(self._path(bucket))  # never through a link, never waiting on a FIFO
         except OSError:
             return
         digest, payload = data[:32], data[32:]

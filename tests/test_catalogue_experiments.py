@@ -375,6 +375,18 @@ CASES["numpy-allocates-too-much"] = Case(
     ),
 )
 
+CASES["memfd-beyond-the-memory-limit"] = Case(  # memfd pages are in no process's address space
+    "import mmap, os\nheld = []\nfor n in range(5):\n    fd = os.memfd_create(f'm{n}')\n"
+    "    os.ftruncate(fd, 64 << 20)\n    m = mmap.mmap(fd, 64 << 20)\n    m.write(b'x' * (64 << 20))\n"
+    "    m.close()\n    held.append(fd)\nprint('held', 64 * len(held), 'MiB')\n",
+    1,
+    error=fail(
+        "failed with exit code 1:     fd = os.memfd_create(f'm{n}') |          ^^^^^^^^^^^^^^^^^^^^^^^^ | "
+        "PermissionError: [Errno 1] Operation not permitted"
+    ),
+    memory=256 << 20,
+)
+
 # -- the record side channel
 REC = "import json, os\n"
 CASES["record-object"] = Case(

@@ -19,7 +19,8 @@ forks and unshares); what it carries out is said in ``lessonkit.run.box.jail``. 
 ``init`` starts the script as user 1000 with no capabilities, ``no_new_privs``, resource
 limits (address space, file size, processes, no core dumps) and its parent-death signal set,
 in a new anonymous session keyring, under a seccomp filter that refuses the key syscalls
-(``add_key``, ``request_key``, ``keyctl``), with no descriptor but 0, 1 and 2; in a jail its
+(``add_key``, ``request_key``, ``keyctl``) and ``memfd_create``/``memfd_secret`` (memory that
+``RLIMIT_AS`` does not count), with no descriptor but 0, 1 and 2; in a jail its
 working folder is a tmpfs of bounded size, filled from the host's copy first. ``init`` reaps
 orphans, reports the script's status on a pipe and exits, which makes the kernel kill every
 process left in the box, ``setsid`` daemons included.
@@ -65,6 +66,19 @@ KEY_SYSCALLS = {
     "riscv64": ((0xC00000F3, (217, 218, 219), False),),
     "ppc64le": ((0xC0000015, (269, 270, 271), False),),
     "s390x": ((0x80000016, (278, 279, 280), False),),
+}
+# memfd_create and memfd_secret of each ABI above, by AUDIT_ARCH value: refused too. A memfd's pages
+# belong to no process's address space, so RLIMIT_AS (`Memory:`) does not count them and a box could
+# hold any amount of memory in them; no experiment's library needs one (NumPy, OpenBLAS, autograd and
+# the standard library never call it), and /tmp and /dev/shm are tmpfs mounts of bounded size.
+MEMFD_SYSCALLS = {
+    0xC000003E: (319, 447),  # x86-64
+    0x40000003: (356, 447),  # i386
+    0xC00000B7: (279, 447),  # AArch64
+    0x40000028: (385, 447),  # ARM (EABI)
+    0xC00000F3: (279, 447),  # RISC-V 64
+    0xC0000015: (360, 447),  # POWER little-endian
+    0x80000016: (350, 447),  # s390x
 }
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -447,8 +461,9 @@ def close_keyrings(jailed: bool) -> None:
 
 
 def seccomp_program(abis: tuple) -> bytes:
-    """A classic BPF program for ``seccomp``: the key syscalls (and x86-64's x32 ABI) fail with
-    EPERM, every other syscall of this machine's ABIs is allowed, any other ABI fails."""
+    """A classic BPF program for ``seccomp``: the key syscalls, ``memfd_create`` and ``memfd_secret``
+    (and x86-64's x32 ABI) fail with EPERM, every other syscall of this machine's ABIs is allowed,
+    any other ABI fails."""
     LD, JEQ, JGE, RET = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JGE|K, BPF_RET|K
     ALLOW, DENY = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
     code: list = [(LD, 0, 0, 4)]  # the ABI (seccomp_data.arch)
@@ -456,7 +471,7 @@ def seccomp_program(abis: tuple) -> bytes:
         block: list[tuple[int, int | str, int, int]] = [(LD, 0, 0, 0)]  # the syscall number
         if x32:
             block.append((JGE, "deny", 0, 0x40000000))
-        block += [(JEQ, "deny", 0, n) for n in numbers]
+        block += [(JEQ, "deny", 0, n) for n in (*numbers, *MEMFD_SYSCALLS.get(arch, ()))]
         block.append((RET, 0, 0, ALLOW))
         code.append((JEQ, 0, len(block), arch))
         code += block

@@ -119,3 +119,65 @@ def test_a_folder_the_system_cannot_watch_moves_every_watch_to_polling(tmp_path,
         watcher.stop()
         watcher.join(5)
     assert all(e.split()[0] in ("created", "modified", "deleted", "moved", "closed") for e in seen), seen
+
+
+def _serve(s: TmpSite, addr: str) -> tuple[subprocess.Popen, list[str]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lessonkit", "serve", "-a", addr],
+        cwd=s.root,
+        env=s.env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(l.decode() for l in proc.stderr), daemon=True).start()
+    return proc, lines
+
+
+def test_a_yaml_mistake_in_mkdocs_yml_is_one_located_line_and_the_last_site_is_served(tmp_path, pinned_root):
+    s = TmpSite(tmp_path / "proj", pinned_root)
+    s.page("a.md", "# 甲\n\n第一版。\n")
+    port = _free_port()
+    proc, lines = _serve(s, f"127.0.0.1:{port}")
+    url = f"http://127.0.0.1:{port}/a/"
+    config = s.root / "mkdocs.yml"
+    good = config.read_text(encoding="utf-8")
+    try:
+        assert _wait(lambda: "第一版" in (_get(url) or ""), 120), "".join(lines)[-3000:]
+        assert _wait(lambda: any("Watching paths for changes" in l for l in lines), 10)
+        seen = len(lines)
+        config.write_text(good.replace("site_name: t\n", "site_name: t\ntheme: [unclosed\n", 1), encoding="utf-8")
+        assert _wait(lambda: any("mkdocs.yml:" in l for l in lines[seen:]), 60), "".join(lines[seen:])
+        time.sleep(1)
+        new = "".join(lines[seen:])
+        assert "Traceback" not in new, new
+        located = [l.rstrip("\n") for l in lines[seen:] if "mkdocs.yml:" in l]
+        assert located == [
+            "ERROR   -  mkdocs.yml:3: while parsing a flow sequence, expected ',' or ']', but got ':' — fix it and save "
+            "again; the preview keeps serving the last good site"
+        ], new
+        assert "第一版" in (_get(url) or "")  # served at once, not held until the file is fixed
+        seen = len(lines)
+        config.write_text(good.replace("site_name: t\n", "site_name: 修好了\n", 1), encoding="utf-8")
+        assert _wait(lambda: "修好了" in (_get(url) or ""), 60), "".join(lines[seen:])
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_serving_on_every_interface_warns_that_other_machines_can_reach_it(tmp_path, pinned_root):
+    s = TmpSite(tmp_path / "proj", pinned_root)
+    s.page("a.md", "# 甲\n\n第一版。\n")
+    port = _free_port()
+    proc, lines = _serve(s, f"0.0.0.0:{port}")
+    try:
+        assert _wait(lambda: "第一版" in (_get(f"http://127.0.0.1:{port}/a/") or ""), 120), "".join(lines)[-3000:]
+        warned = [l.rstrip("\n") for l in lines if "other machines" in l]
+        assert warned == [
+            f"WARNING -  lessonkit serve: dev_addr 0.0.0.0:{port} listens on every network interface: other machines "
+            f"can reach this preview — use 127.0.0.1:{port} to keep it on this machine"
+        ], "".join(lines)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -465,7 +465,9 @@ def _serve(args) -> int:
     try:
         serve(args.config_file, args.dev_addr)
     except MkDocsException as exc:  # the first build failed: its problems are logged above
-        print(f"lessonkit serve: {exc}", file=sys.stderr)
+        text = str(exc).strip()
+        located = text.startswith(f"{Path(args.config_file).name}:")  # a YAML mistake: its line
+        print(text if located else f"lessonkit serve: {text}", file=sys.stderr)
         return 1
     return 0
 

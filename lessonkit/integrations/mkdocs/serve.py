@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 from mkdocs import utils
 from mkdocs.commands.build import _build_page, _populate_page, build
 from mkdocs.config import load_config
-from mkdocs.exceptions import Abort, BuildError, PluginError
+from mkdocs.exceptions import Abort, BuildError, ConfigurationError, MkDocsException, PluginError
 from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.structure.pages import Page
@@ -93,6 +93,40 @@ def scan(root: Path) -> dict[str, str]:
                 if q.is_file() and not SKIP.intersection(q.relative_to(root).parts) and not q.name.endswith(".pyc"):
                     out[q.relative_to(root).as_posix()] = incremental.digest(q.read_bytes())
     return out
+
+
+def yaml_problem(exc: BaseException, config_file: str | Path) -> str | None:
+    """``mkdocs.yml:LINE: what is wrong`` for a configuration MkDocs could not parse as YAML (the
+    error PyYAML raised, which MkDocs wraps without its line), else None."""
+    import yaml
+
+    cause = exc.__cause__ or exc.__context__
+    mark = getattr(cause, "problem_mark", None) or getattr(cause, "context_mark", None)
+    if not isinstance(cause, yaml.MarkedYAMLError) or mark is None:
+        return None
+    what = ", ".join(str(part) for part in (cause.context, cause.problem) if part) or "not valid YAML"
+    return f"{Path(config_file).name}:{mark.line + 1}: {what}"
+
+
+def listen_warning(host: str, port: int) -> str | None:
+    """The warning for a preview that other machines can reach (``dev_addr`` not a loopback
+    address), else None."""
+    import ipaddress
+
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:  # a name: "localhost" is this machine, any other may not be
+        if host == "localhost":
+            return None
+        where = f"on {host}, a name other machines may reach"
+    else:
+        if ip.is_loopback:
+            return None
+        where = "on every network interface" if ip.is_unspecified else f"on {host}, an address of the network"
+    return (
+        f"lessonkit serve: dev_addr {host}:{port} listens {where}: other machines can reach this preview — "
+        f"use 127.0.0.1:{port} to keep it on this machine"
+    )
 
 
 def _search(config):
@@ -167,7 +201,13 @@ class Incremental:
 
     def _load(self):
         kwargs = {"dev_addr": self.dev_addr} if self.dev_addr else {}
-        config = load_config(config_file=self.config_file, site_dir=self.site_dir, **kwargs)
+        try:
+            config = load_config(config_file=self.config_file, site_dir=self.site_dir, **kwargs)
+        except ConfigurationError as exc:  # a YAML mistake: its line, not PyYAML's traceback
+            located = yaml_problem(exc, self.config_file)
+            if located is None:
+                raise
+            raise ConfigurationError(located) from None
         if self.serve_url is None:
             from mkdocs.livereload import _serve_url
 
@@ -228,9 +268,19 @@ class Incremental:
         already logged plus one summary line, not a traceback; the next change builds everything."""
         try:
             self.rebuild()
+        except ConfigurationError as exc:  # mkdocs.yml: nothing was built; the last site stays served
+            self.graph = None
+            text = str(exc).strip()
+            if not text.startswith(f"{Path(self.config_file).name}:"):
+                text = f"{Path(self.config_file).name}: {text}"
+            log.error(f"{text} — fix it and save again; the preview keeps serving the last good site")
         except (Abort, PluginError, BuildError) as exc:
             self.graph = None
             log.error(f"lessonkit serve: not rebuilt: {exc} — fix the problem and save again")
+        except (MkDocsException, LessonError, Exception) as exc:  # never leave the server waiting on a build
+            self.graph = None
+            what = (str(exc).strip().splitlines() or [""])[0][:300]
+            log.error(f"lessonkit serve: not rebuilt ({type(exc).__name__}: {what}) — fix the problem and save again")
 
     def _partial(self, state: dict[str, str], t0: float) -> None:
         config, capture = self.config, self.capture
@@ -355,6 +405,9 @@ def serve(config_file: str = "mkdocs.yml", dev_addr: str | None = None, liverelo
         config = builder.config
         assert config is not None  # full() set it
         host, port = config.dev_addr
+        warning = listen_warning(host, port)
+        if warning:
+            log.warning(warning)
         server = LiveReloadServer(
             builder=builder.rebuild_or_report,
             host=host,

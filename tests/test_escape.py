@@ -273,6 +273,35 @@ def test_a_hostile_experiment_reaches_nothing_of_the_host(project, jail, host):
     assert host["connected"] == [], "a host server accepted a connection from the box"
 
 
+PROC_MOUNTS = r"""
+import errno, json, os
+mounts = {}
+for line in open("/proc/self/mountinfo"):
+    fields = line.split()
+    mounts[fields[4]] = fields[5].split(",")
+out = {p: ("ro" in mounts[p]) if p in mounts else "no mount" if os.path.exists(p) else "absent" for p in
+       ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")}
+for path in ("/proc/sys/kernel/core_pattern", "/proc/sys/kernel/ns_last_pid"):
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_APPEND))
+        out[path] = "ESCAPED"
+    except OSError as exc:
+        out[path] = errno.errorcode[exc.errno]
+print(json.dumps(out, sort_keys=True))
+"""
+
+
+def test_proc_sys_and_its_siblings_are_read_only_mounts_in_either_jail(project, jail):
+    job, result = _run(project, jail, PROC_MOUNTS)
+    assert result.ok, (result.problem, result.stderr[-2000:])
+    got = json.loads(result.stdout)
+    assert got["/proc/sys"] is True, got  # a read-only mount, as mountinfo shows it
+    for path in ("/proc/sysrq-trigger", "/proc/irq", "/proc/bus"):  # the same where the kernel has them
+        assert got[path] in (True, "absent"), (path, got[path])
+    for path in ("/proc/sys/kernel/core_pattern", "/proc/sys/kernel/ns_last_pid"):
+        assert got[path] in {"EROFS", "EACCES"}, (path, got[path])
+
+
 # ---------------------------------------------------------------- the record file
 
 

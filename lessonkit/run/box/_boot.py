@@ -263,7 +263,13 @@ def bwrap_args(cfg: dict) -> tuple[list[str], list[int]]:
             fds.append(r)
             args += ["--perms", "0444", "--ro-bind-data", str(r), op[1]]
         elif kind == "proc":
+            # bubblewrap covers these read-only itself only where it can write them while it sets
+            # up (it skips one it cannot: on some hosts /proc/sys), so each is bound read-only here.
+            # The host's /proc/sys shows the same tree: a sysctl's value is that of the namespaces
+            # of the process that reads it, not of the /proc it is read through.
             args += ["--proc", op[1]]
+            for sub in PROC_COVERS:
+                args += ["--ro-bind-try", f"/proc/{sub}", f"{op[1]}/{sub}"]
         elif kind == "remount-ro":
             args += ["--remount-ro", op[1]]
         else:

@@ -2218,6 +2218,18 @@ SITE_CASES = {  # name: (site.toml text, line, message text)
         "`bundle-text` in `[pages]` item 'tour.md' is not a page of docs/",
     ),
     "pages-unknown-key": ('[pages]\nlesson = "x/"\n', 2, "unknown key `lesson` in `[pages]`"),
+    "versions-not-installed": (
+        '[experiments]\n\nversions = ["NumPy=numpy", "Nope=no-such-distribution"]\n',
+        3,
+        "`versions` in `[experiments]` item 'Nope=no-such-distribution' names `no-such-distribution`, which is "
+        "not an installed distribution",
+    ),
+    "versions-a-standard-module": (
+        '[experiments]\nversions = ["os"]\n',
+        2,
+        "`versions` in `[experiments]` item 'os' names `os`, a module of the standard library, not an installed "
+        "distribution (Python's own version is always shown)",
+    ),
     "box-pinned-nothing": (
         '[experiments]\n\npinned = ["autograd/", "autgrad/*.py"]\n',
         3,

@@ -1846,6 +1846,55 @@ ENV_CASES = {
     ),
 }
 
+
+
+def _cached_tree(make: Callable[[Ctx], None] = lambda ctx: None) -> Callable[[Ctx], None]:
+    """The pinned tree already in the case's cache (as the real build left it, without its archive),
+    then ``make``: a set LESSONKIT_SDIST is checked all the same."""
+
+    def prepare(ctx: Ctx) -> None:
+        from lessonkit.project import Project
+
+        shutil.copytree(
+            Project(ROOT).cache / "pin", ctx.tmp / "cache" / "pin", ignore=shutil.ignore_patterns("*.tar.gz", ".tmp-*")
+        )
+        make(ctx)
+
+    return prepare
+
+
+CACHED = {"AUTOGRAD_SOURCE": "", "LESSONKIT_CACHE": "{tmp}/cache"}
+SDIST_HINT = "name the release archive file"
+ENV_CASES |= {
+    "sdist-is-a-device-with-the-tree-cached": (
+        {**CACHED, "LESSONKIT_SDIST": "/dev/zero"},
+        "LESSONKIT_SDIST",
+        lambda c: "/dev/zero is not a regular file",
+        SDIST_HINT,
+        _cached_tree(),
+    ),
+    "sdist-is-a-fifo-with-the-tree-cached": (
+        {**CACHED, "LESSONKIT_SDIST": "{tmp}/fifo"},
+        "LESSONKIT_SDIST",
+        lambda c: f"{c.tmp}/fifo is not a regular file",
+        SDIST_HINT,
+        _cached_tree(lambda c: os.mkfifo(c.tmp / "fifo")),
+    ),
+    "sdist-is-a-folder-with-the-tree-cached": (
+        {**CACHED, "LESSONKIT_SDIST": "{tmp}"},
+        "LESSONKIT_SDIST",
+        lambda c: f"{c.tmp} is a folder",
+        SDIST_HINT,
+        _cached_tree(),
+    ),
+    "sdist-missing-with-the-tree-cached": (
+        {**CACHED, "LESSONKIT_SDIST": "{tmp}/nope.tar.gz"},
+        "LESSONKIT_SDIST",
+        lambda c: f"{c.tmp}/nope.tar.gz does not exist",
+        SDIST_HINT,
+        _cached_tree(),
+    ),
+}
 for _name, _spec in ENV_CASES.items():
     case(f"env-{_name}")(_env_case(*_spec))
 

@@ -92,6 +92,7 @@ def check_config(project: Project) -> None:
     if roles.exists() or roles.is_symlink():
         maps.read_roles(roles, project.rel(roles))
     environment.sandbox_mode()
+    environment.sdist_path()  # a set LESSONKIT_SDIST must be an archive file, even when the tree is cached
     projectchecks.check_docs(project.root)  # links out of the project, loops, FIFOs: before MkDocs or we read them
     projectchecks.check_code_folders(project.root, ["experiments", *project.site.code, *project.site.teaching])
     project.kinds  # noqa: B018 (imports the project's kind modules: once, not once per page)

@@ -81,6 +81,9 @@ def source_dir(legacy: str | None = None) -> tuple[str, Path] | None:
 
 
 def sdist_path() -> Path | None:
+    """``LESSONKIT_SDIST``: a regular file (never opened here: a FIFO, a device or a folder is one
+    line at once), or None when unset. Checked with the configuration (``verify.check_config``),
+    whether or not the pinned tree is cached."""
     value = env("LESSONKIT_SDIST")
     if value is None:
         return None

@@ -407,6 +407,30 @@ def _(ctx):
     return [Expect(P, 5, "no symbol `backwards_pass` in autograd/core.py", "did you mean `backward_pass` (L25)")]
 
 
+@case("look-alike-letter-in-a-file-name")
+def _(ctx):
+    ctx.page(rs("File: autograd/differential_\u043eperators.py", "Symbol: grad", "Commit: f53a217"))
+    return [
+        Expect(
+            P,
+            4,
+            "no file `autograd/differential_\\u043eperators.py` in the pinned autograd 1.9.1 tree",
+            "autograd/differential_operators.py",
+        )
+    ]
+
+
+def test_a_problem_line_marks_letters_that_look_like_ascii_ones():
+    from lessonkit.errors import Problem
+
+    line = str(Problem("no symbol `gr\u0430d` in x.py (\uff47rad, \U0001d420rad, \u03bfk)", "docs/p.md", 3, "did you mean `grad`?"))
+    assert line == (
+        "docs/p.md:3: no symbol `gr\\u0430d` in x.py (\\uff47rad, \\U0001d420rad, \\u03bfk) — did you mean `grad`?"
+    )
+    kept = "docs/p.md:3: 第一版（草稿）的 `f(x)` — 改为 café ∂f/∂x"
+    assert str(Problem("第一版（草稿）的 `f(x)`", "docs/p.md", 3, "改为 café ∂f/∂x")) == kept
+
+
 @case("misspelt-member")
 def _(ctx):
     ctx.page(rs("File: autograd/core.py", "Symbol: VJPNode.__int__", "Commit: f53a217"))

@@ -70,12 +70,29 @@ def _hidden(c: str) -> bool:
     return unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs")
 
 
+# Scripts whose letters include look-alikes of ASCII ones (Cyrillic `о`, Greek `ο`, Armenian `օ`,
+# Cherokee `Ꭺ`): in a problem line a value typed with one reads as the ASCII name it imitates.
+_LOOKALIKE_SCRIPTS = ("CYRILLIC ", "GREEK ", "ARMENIAN ", "CHEROKEE ", "COPTIC ")
+
+
+def _lookalike(c: str) -> bool:
+    """A non-ASCII letter or digit that can pass for an ASCII one: of a script with look-alikes
+    (above), or one whose compatibility form is ASCII (fullwidth `ｇ`, mathematical `𝐠`, `ﬁ`).
+    Chinese text, accented Latin letters and symbols such as `∂` are shown as they are."""
+    if c.isascii() or not c.isalnum():
+        return False
+    if unicodedata.normalize("NFKC", c).isascii():
+        return True
+    return unicodedata.name(c, "").startswith(_LOOKALIKE_SCRIPTS)
+
+
 def visible(text: str) -> str:
     """``text`` safe to print on one line: every control, bidi, separator or surrogate character
-    written as an escape (``\\f``, ``\\x85``, ``\\u202e``); anything else unchanged."""
+    written as an escape (``\\f``, ``\\x85``, ``\\u202e``), and every letter that looks like an ASCII
+    one but is not (``differential_\\u043eperators.py``, a Cyrillic ``о``); anything else unchanged."""
     if text.isprintable() and text.isascii():
         return text
-    return "".join(_escape_char(c) if _hidden(c) else c for c in text)
+    return "".join(_escape_char(c) if _hidden(c) or _lookalike(c) else c for c in text)
 
 
 def quoted(text: str, limit: int = 70) -> str:

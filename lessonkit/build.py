@@ -350,6 +350,8 @@ class Build:
                 self.extra = early.pending
                 self.pending.to_run += early.pending.to_run
         assert self.pending is not None  # start_experiments() started prestart()'s runs, else start() these
+        for problem in report.included:  # what the pages include: verify's lines, reported once here
+            self.report_problem(problem)
         self.citations = site.citations(report, "docs/", self.texts)
         self.citations += site.prose_citations(project, report, "docs/", self.texts)  # inline `line` references
         if with_experiments is None:

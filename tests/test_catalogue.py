@@ -891,7 +891,7 @@ def _(ctx):
 @case("experiment-timeout-not-a-number")
 def _(ctx):
     ctx.page(fence("experiment", "Purpose: p", "Timeout: ²", body="print(1)"))
-    return [Expect(P, 5, "`Timeout: ²` is not a whole number of seconds from 1 to 600")]
+    return [Expect(P, 5, "`Timeout: \\xb2` is not a whole number of seconds from 1 to 600")]
 
 
 @case("experiment-file-and-body")

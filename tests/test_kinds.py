@@ -176,3 +176,36 @@ def test_a_project_module_is_imported_from_the_project_root_even_when_the_root_i
     assert module.WHERE == "project"
     assert sys.path[0] == str(installed) and sys.path[-1] == str(project)  # sys.path as it was
     sys.modules.pop("lk_shadowed_mod", None)
+
+
+def test_a_kind_module_that_ends_the_process_at_import_is_one_line_not_a_silent_exit(site):
+    """kinds.toml modules are trusted code; still, `os._exit(0)` while verify imports one must not
+    end verify with exit code 0 and no output."""
+    (site.root / "sourcemap" / "kinds.toml").write_text('modules = ["quitter"]\n', encoding="utf-8")
+    (site.root / "quitter.py").write_text("import os\nos._exit(0)\n", encoding="utf-8")
+    site.page("p.md", "# t\n")
+    r = site.run("-m", "lessonkit", "verify", timeout=120)
+    assert r.returncode == 1
+    assert [line for line in r.stderr.splitlines() if line.startswith("sourcemap/")] == [
+        "sourcemap/kinds.toml:1: cannot import kind module `quitter`: it called os._exit(0) while it was imported, "
+        "which would end lessonkit at once — the module must be importable from the project root"
+    ]
+
+
+def test_a_kind_module_that_hangs_at_import_is_stopped_after_the_bound(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "sleeper.py").write_text("while True:\n    pass\n", encoding="utf-8")
+    code = (
+        "import sys; from pathlib import Path; from lessonkit.config import modules\n"
+        "from lessonkit.errors import LessonError\n"
+        "modules.IMPORT_SECONDS = 1\n"
+        "try:\n    modules.import_project_module(Path(sys.argv[1]), 'sleeper', 'sourcemap/kinds.toml', 1, 'kind')\n"
+        "except LessonError as exc:\n    print(exc)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert r.stdout == (
+        "sourcemap/kinds.toml:1: cannot import kind module `sleeper`: its import did not end within 1 s — the "
+        "module must be importable from the project root\n"
+    ), r.stderr

@@ -910,3 +910,31 @@ def test_a_verify_on_a_cache_with_fifos_in_place_of_the_key_and_a_result_ends(bu
     r = copy.run("-m", "lessonkit", "verify", timeout=120)
     assert r.returncode == 0, r.stderr
     assert key.is_file() and not key.is_symlink()
+
+
+def test_included_files_are_checked_alike_by_build_and_verify_at_their_own_lines(site):
+    """Files pymdownx.snippets pulls in (`--8<--`, its `auto_append`), whatever their suffix and
+    although MkDocs builds no page of them, get the Markdown input checks in build and verify."""
+    config = site.root / "mkdocs.yml"
+    config.write_text(
+        config.read_text(encoding="utf-8")
+        + "  - pymdownx.snippets:\n      base_path: [docs]\n      check_paths: true\n"
+        + "      auto_append: [includes/abbr.md]\nexclude_docs: |\n  /includes/\n",
+        encoding="utf-8",
+    )
+    site.page("includes/abbr.md", "*[VJP]: vector-Jacobian product\n\n<script>alert(1)</script>\n")
+    site.page("includes/part.txt", "一段说明。\n<img src=x onerror=alert(2)>\n")
+    site.page("a.md", '# 甲\n\n--8<-- "includes/part.txt"\n\n正文。\n')
+    expected = [
+        "docs/includes/abbr.md:3: raw HTML has a <script> element, which runs code in the reader's browser",
+        "docs/includes/part.txt:2: raw HTML has an event attribute `onerror`, which runs code in the reader's browser",
+    ]
+
+    def lines(r):
+        shown = (line.removeprefix("ERROR   -  ") for line in r.stderr.splitlines())  # MkDocs' log prefix
+        return sorted(line.split(" — ")[0] for line in shown if line.startswith("docs/includes/"))
+
+    b = site.build()
+    v = site.run("-m", "lessonkit", "verify")
+    assert (b.returncode, lines(b)) == (1, expected), b.stderr[-3000:]
+    assert (v.returncode, lines(v)) == (1, expected), v.stderr[-3000:]

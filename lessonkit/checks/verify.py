@@ -32,6 +32,9 @@ class Report:
     inline: dict[str, list] = field(default_factory=dict)  # page -> InlineRef, in page order
     # page -> {ordinal of a `Recall: yes` block -> the first full showing it links to}
     recalls: dict[str, dict] = field(default_factory=dict)
+    # the problems of the files the pages include (lessonkit.checks.includes), also in `problems`:
+    # no page of the build reports them, so the build reports these itself
+    included: list[Problem] = field(default_factory=list)
     _anchors: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     def anchors(self, page: str) -> list[str]:
@@ -129,8 +132,11 @@ def check(project: Project, pages: list[Path] | None = None) -> Report:
         )
         problems += duplicate_ids(rel, parsed.ids, generated)
         report.problems += fold_repeats(sorted(problems, key=lambda p: p.line or 0))  # one line per mistake
-    from lessonkit.checks import recall
+    from lessonkit.checks import includes, recall
 
+    # what the pages pull in with `--8<--` (and snippets' auto_append): the same checks, at its lines
+    report.included = includes.check(project, list(pages or project.pages()))
+    report.problems += report.included
     report.recalls, problems = recall.targets(project, report)
     report.problems += problems
     return report

@@ -77,6 +77,53 @@ def read_modules(root: Path, label: str, hint: str) -> list[tuple[str, int]]:
     return out
 
 
+# How long a project module may take to import (kinds.toml, attachments.toml): a module that does
+# not finish by then is one located error. Bounded only where a timer signal can interrupt it (the
+# main thread, Python code; a C call that never returns still hangs).
+IMPORT_SECONDS = 60
+
+
+class _Exited(BaseException):
+    """A project module called ``os._exit`` while it was imported (see :func:`_guarded_import`)."""
+
+
+class _Hung(BaseException):
+    """A project module's import did not end within :data:`IMPORT_SECONDS`."""
+
+
+@contextlib.contextmanager
+def _guarded_import():
+    """While a project module is imported: ``os._exit`` raises instead of ending the process (a
+    module could end verify with exit code 0 and no output), and, in the main thread with no timer
+    of its own running, SIGALRM after :data:`IMPORT_SECONDS` raises. The project's modules are
+    trusted code: this is a guard against mistakes, not a sandbox (a module can still end or stop
+    the process by other means, such as a signal or a C call)."""
+    import posix
+    import signal
+    import threading
+
+    def refuse(code: int = 0) -> None:
+        raise _Exited(code)
+
+    saved_exit = os._exit
+    os._exit = posix._exit = refuse  # type: ignore[assignment]
+    timed = threading.current_thread() is threading.main_thread() and signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    if timed:
+
+        def hung(signum, frame) -> None:
+            raise _Hung()
+
+        previous = signal.signal(signal.SIGALRM, hung)
+        signal.setitimer(signal.ITIMER_REAL, IMPORT_SECONDS)
+    try:
+        yield
+    finally:
+        if timed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        os._exit = posix._exit = saved_exit
+
+
 def import_project_module(root: Path, name: str, label: str, line: int, what: str) -> ModuleType:
     """Import module ``name`` of ``label`` (at ``line``) from the project root.
 
@@ -119,9 +166,22 @@ def import_project_module(root: Path, name: str, label: str, line: int, what: st
     sys.path.insert(0, real_root)
     bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # the build writes nothing there
     try:
-        return importlib.import_module(name)
+        with _guarded_import():
+            return importlib.import_module(name)
     except KeyboardInterrupt:
         raise
+    except (_Exited, _Hung) as exc:
+        why = (
+            f"it called os._exit({exc.args[0]}) while it was imported, which would end lessonkit at once"
+            if isinstance(exc, _Exited)
+            else f"its import did not end within {IMPORT_SECONDS} s"
+        )
+        raise LessonError(
+            f"cannot import {what} module `{name}`: {why}",
+            path=label,
+            line=line,
+            hint="the module must be importable from the project root",
+        ) from None
     except BaseException as exc:  # an author's module: any failure, SystemExit included, at its line
         raise LessonError(
             f"cannot import {what} module `{name}`: {type(exc).__name__}: {display_text(str(exc), 200)}",

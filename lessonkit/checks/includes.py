@@ -1,0 +1,146 @@
+"""Files that pymdownx.snippets pulls into pages: the targets of ``--8<--`` lines (inline,
+``--8<-- "includes/part.md"``, or a block of names between two ``--8<--`` lines; nested in the
+files they name too) and the ``auto_append`` files of ``mkdocs.yml``.
+
+MkDocs builds no page of them (``exclude_docs``), and a file that does not end in ``.md`` is no
+page of ``verify`` either, yet their text is part of every page that includes them. Both the build
+and ``verify`` check them here, through :func:`check` (called by :func:`lessonkit.checks.verify.check`
+for the pages it checks), with the Markdown input checks of a page (raw HTML that runs, embeds or
+restyles, or imitates the engine; encoding), each problem at the included file's own line.
+
+A file is named relative to ``docs/`` or the project's folder (snippets' ``base_path``), must be a
+regular file inside the project, and is read once per check. URLs (``https://``) are not read by
+the build either (``url_download`` is off) and are left alone here. Blocks in an included file are
+not resolved: a page shows what the file holds as prose.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+
+from lessonkit.errors import LessonError, Problem
+
+# `--8<--` at the start of a line (after spaces), not escaped with `;`, then a quoted name (inline)
+# or nothing (a block of names follows, up to the next such line).
+_INLINE = re.compile(r"""^[ \t]*-{1,}8<-{1,}[ \t]+(?P<q>["'])(?P<name>.+?)(?P=q)[ \t]*$""")
+_BLOCK = re.compile(r"^[ \t]*-{1,}8<-{1,}[ \t]*$")
+_SUFFIX = re.compile(r"(?::-?[0-9]*(?::-?[0-9]*)?|:[A-Za-z][-_0-9A-Za-z]*)(?:,[-0-9:]+)*$")  # :1:3, :section
+
+
+def targets(text: str) -> list[tuple[int, str]]:
+    """``(line, name)`` of every file that the ``--8<--`` lines of ``text`` name (1-based lines)."""
+    out: list[tuple[int, str]] = []
+    block = False
+    for n, line in enumerate(text.split("\n"), 1):
+        if "8<" in line and _BLOCK.match(line):
+            block = not block
+            continue
+        if block:
+            name = line.strip()
+            if name and not name.startswith(";"):
+                out.append((n, name))
+            continue
+        m = _INLINE.match(line) if "8<" in line else None
+        if m:
+            out.append((n, m["name"].strip()))
+    return out
+
+
+def auto_append(root: Path) -> list[str]:
+    """The ``auto_append`` files of ``pymdownx.snippets`` in ``root/mkdocs.yml`` (none when it is
+    missing, unreadable or has none). Tags (``!ENV``, ``!!python/name:``) read as nothing."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("", lambda loader, suffix, node: None)
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+    Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
+    try:
+        data = yaml.load((root / "mkdocs.yml").read_text(encoding="utf-8"), Loader=Loader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return []
+    extensions = data.get("markdown_extensions") if isinstance(data, dict) else None
+    for item in extensions if isinstance(extensions, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("pymdownx.snippets"), dict):
+            names = item["pymdownx.snippets"].get("auto_append") or []
+            return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+    return []
+
+
+def _resolve(project, name: str) -> Path | None:
+    """The file ``name`` names (relative to docs/, then to the project), inside the project; None
+    when there is none (snippets reports a missing file itself with ``check_paths``)."""
+    for candidate in (name, _SUFFIX.sub("", name)):
+        for base in (project.docs, project.root):
+            p = base / candidate
+            if os.path.lexists(p):
+                real = Path(os.path.realpath(p))
+                if real == project.root or project.root.resolve() not in real.parents:
+                    return None
+                return p
+    return None
+
+
+def check(project, pages: list[Path]) -> list[Problem]:
+    """The problems of every file that ``pages`` include (and of the ``auto_append`` files), at the
+    included file's own lines; a file that is itself one of ``pages`` is checked as a page, not here."""
+    checked = {p.resolve() for p in pages}
+    queue: list[tuple[Path, str | None, int | None]] = []  # (file, where it is named, line)
+    if pages:
+        queue += [(p, None, None) for name in auto_append(project.root) if (p := _resolve(project, name))]
+    for page in pages:
+        queue += _named(project, page, None)
+    problems: list[Problem] = []
+    seen: set[Path] = set()
+    while queue:
+        path, by, line = queue.pop(0)
+        real = path.resolve()
+        if real in seen:
+            continue
+        seen.add(real)
+        if real in checked:
+            continue
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):  # a FIFO or device: never opened (docs/ checks refuse them too)
+            problems.append(
+                Problem(
+                    f"includes {project.rel(path)}, which is not a regular file",
+                    by,
+                    line,
+                    "include a text file of docs/",
+                )
+            )
+            continue
+        try:
+            text = project.read_page(path)
+        except LessonError as exc:
+            problems += exc.problems
+            continue
+        problems += project.parse(path, text).engine_html
+        queue += _named(project, path, text)
+    return problems
+
+
+def _named(project, path: Path, text: str | None) -> list[tuple[Path, str | None, int | None]]:
+    if text is None:
+        try:
+            text = project.read_page(path)
+        except (LessonError, OSError):
+            return []  # the page's own check reports it
+    rel = project.rel(path)
+    out: list[tuple[Path, str | None, int | None]] = []
+    for line, name in targets(text):
+        if "://" in name:
+            continue
+        target = _resolve(project, name)
+        if target is not None:
+            out.append((target, rel, line))
+    return out

@@ -423,7 +423,11 @@ def _(ctx):
 def test_a_problem_line_marks_letters_that_look_like_ascii_ones():
     from lessonkit.errors import Problem
 
-    line = str(Problem("no symbol `gr\u0430d` in x.py (\uff47rad, \U0001d420rad, \u03bfk)", "docs/p.md", 3, "did you mean `grad`?"))
+    line = str(
+        Problem(
+            "no symbol `gr\u0430d` in x.py (\uff47rad, \U0001d420rad, \u03bfk)", "docs/p.md", 3, "did you mean `grad`?"
+        )
+    )
     assert line == (
         "docs/p.md:3: no symbol `gr\\u0430d` in x.py (\\uff47rad, \\U0001d420rad, \\u03bfk) — did you mean `grad`?"
     )
@@ -1869,7 +1873,6 @@ ENV_CASES = {
         lambda c: "'no such remote' is neither a URL nor an existing folder",
     ),
 }
-
 
 
 def _cached_tree(make: Callable[[Ctx], None] = lambda ctx: None) -> Callable[[Ctx], None]:

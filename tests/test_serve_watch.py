@@ -154,8 +154,8 @@ def test_a_yaml_mistake_in_mkdocs_yml_is_one_located_line_and_the_last_site_is_s
         assert "Traceback" not in new, new
         located = [l.rstrip("\n") for l in lines[seen:] if "mkdocs.yml:" in l]
         assert located == [
-            "ERROR   -  mkdocs.yml:3: while parsing a flow sequence, expected ',' or ']', but got ':' — fix it and save "
-            "again; the preview keeps serving the last good site"
+            "ERROR   -  mkdocs.yml:3: while parsing a flow sequence, expected ',' or ']', but got ':' — fix it and "
+            "save again; the preview keeps serving the last good site"
         ], new
         assert "第一版" in (_get(url) or "")  # served at once, not held until the file is fixed
         seen = len(lines)

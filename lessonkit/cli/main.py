@@ -81,8 +81,7 @@ def _verify_checks(args, project, pages, beside, t0: float) -> int:
         f"verify: {n_pages} page(s), {counts} block(s), {n_inline} inline reference(s) "
         f"against {project.pin.name} {project.pin.version} "
         f"({project.pin.short}, {project.tree.provider}); "
-        f"{len(problems)} problem(s) in {time.perf_counter() - t0:.2f} s"
-        + getattr(args, "site_note", "")
+        f"{len(problems)} problem(s) in {time.perf_counter() - t0:.2f} s" + getattr(args, "site_note", "")
     )
     print(summary, file=sys.stderr if problems else sys.stdout)
     if problems:
@@ -122,8 +121,7 @@ def _built_site(project) -> tuple[str | None, str]:
         )
     if rec["engine"] != code_version():
         return None, (
-            f"; {label} not checked: another version of lessonkit built it "
-            "(`lessonkit build`, then `lessonkit verify`)"
+            f"; {label} not checked: another version of lessonkit built it (`lessonkit build`, then `lessonkit verify`)"
         )
     return str(folder), ""
 

@@ -50,6 +50,14 @@ class Index(http.server.BaseHTTPRequestHandler):
             self._send("text/html", f'<a href="/files/b">{NAME}</a>'.encode())
         elif self.path == "/local/demo-pkg/":
             self._send("text/html", f'<a href="file:///etc/passwd">{NAME}</a>'.encode())
+        elif self.path == "/moved/demo-pkg/":
+            self._send("text/html", f'<a href="/files/elsewhere">{NAME}</a>'.encode())
+        elif self.path == "/files/elsewhere":  # the same server under another host name
+            port = self.server.server_address[1]
+            self.send_response(302)
+            self.send_header("Location", f"http://localhost:{port}/files/a")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
         elif self.path == "/garbage/demo-pkg/":
             self._send("application/vnd.pypi.simple.v1+json", b"[1, 2")
         elif self.path == "/files/a":
@@ -151,6 +159,17 @@ def test_credentials_of_the_index_url_are_sent_as_basic_auth_and_never_shown(ind
         Index.do_GET = real  # type: ignore[method-assign]
     assert seen == ["Basic bWU6c0BjcmV0"] * 2  # base64 of me:s@cret, to the index's own host only
     assert page == f"{index}/html/demo-pkg/"
+    seen.clear()
+    (tmp_path / "moved").mkdir()
+    Index.do_GET = record  # type: ignore[method-assign]
+    try:  # a redirect to another host does not take the credentials along
+        moved = index.replace("http://", "http://me:s%40cret@") + "/moved"
+        _, listed = fetch.index_listing("demo-pkg", environ=env(moved))
+        got = fetch.download_checked(listed[0], SHA, tmp_path / "moved", environ=env(moved))
+    finally:
+        Index.do_GET = real  # type: ignore[method-assign]
+    assert got.read_bytes() == ARCHIVE
+    assert seen == ["Basic bWU6c0BjcmV0", "Basic bWU6c0BjcmV0", None]
 
 
 def test_the_index_url_is_the_one_pip_would_use(tmp_path):

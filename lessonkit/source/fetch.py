@@ -303,11 +303,10 @@ class _Reader:
         headers = {"User-Agent": "lessonkit"}
         if accept:
             headers["Accept"] = accept
-        if self.auth and parts.netloc == self.host:
-            headers["Authorization"] = self.auth
-        resp = urllib.request.urlopen(
-            urllib.request.Request(url, headers=headers), timeout=self.timeout, context=self.context
-        )
+        request = urllib.request.Request(url, headers=headers)
+        if self.auth and parts.netloc == self.host:  # not repeated to wherever a redirect leads
+            request.add_unredirected_header("Authorization", self.auth)
+        resp = urllib.request.urlopen(request, timeout=self.timeout, context=self.context)
         return resp, resp.headers.get_content_type(), resp.geturl()
 
 

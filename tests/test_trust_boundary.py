@@ -238,3 +238,17 @@ def test_verify_base_with_no_trusted_change_runs_the_usual_checks(site):  # noqa
     r = site.verify("--base", "main")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("verify: 2 page(s)"), r.stdout
+
+
+def test_the_workflow_checks_the_trusted_files_of_every_pull_request():
+    import yaml
+
+    from support import ROOT
+
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "site.yml").read_text(encoding="utf-8"))
+    steps = workflow["jobs"]["build"]["steps"]
+    assert steps[0] == {"uses": "actions/checkout@v4", "with": {"fetch-depth": 0}}  # the base branch is there
+    step = next(s for s in steps if "verify --base" in s.get("run", ""))
+    assert step["run"] == '.nox/lessonkit/bin/python -m lessonkit verify --base "origin/$BASE_REF"'
+    assert step["env"] == {"BASE_REF": "${{ github.base_ref }}"}  # never expanded into the script itself
+    assert step["if"] == "${{ !cancelled() && github.event_name == 'pull_request' }}"

@@ -54,6 +54,7 @@ def data(tmp_path: Path) -> dict:
             "a, b PIN`X [('k', 1)]",
         ),
         ("{% set ns = namespace(n=0) %}{% for i in range(4) %}{% set ns.n = ns.n + i %}{% endfor %}{{ ns.n }}", "6"),
+        ("{% macro cell(x) %}[{{ x }}]{% endmacro %}{{ cell(rec.count) }}{{ cell('b') }}", "[2][b]"),
     ],
 )
 def test_plain_data_renders(tmp_path, body, expected):

@@ -238,6 +238,7 @@ def _sandbox():
     import jinja2
     from jinja2.exceptions import SecurityError
     from jinja2.sandbox import ImmutableSandboxedEnvironment
+    from jinja2.runtime import Macro
     from jinja2.utils import Namespace
 
     class DataOnlyEnvironment(ImmutableSandboxedEnvironment):
@@ -253,8 +254,8 @@ def _sandbox():
             raise SecurityError(f"{type(obj).__name__} attribute `{attribute}` is not plain data")
 
         def is_safe_callable(self, obj):
-            if obj in (self.globals.get("range"), dict, Namespace) or isinstance(obj, _jinja_objects()):
-                return True
+            if obj in (self.globals.get("range"), dict, Namespace) or isinstance(obj, (*_jinja_objects(), Macro)):
+                return True  # Jinja's own helpers, and the template's own macros
             owner = getattr(obj, "__self__", None)
             plain_method = isinstance(owner, tuple(_METHODS) + _jinja_objects())
             name = getattr(obj, "__name__", "_")

@@ -445,3 +445,16 @@ def test_repin_takes_the_hash_from_the_listing_and_checks_the_bytes(tmp_path, mo
         f"repin: {(tmp_path / 'index2/simple').as_uri()}/srcpkg/ lists {hostile.name} without its sha256"
     )
     assert not marker.exists()
+
+
+def test_a_file_index_entry_that_is_no_regular_file_is_refused(tmp_path):
+    """A FIFO where the archive should be would block a reader forever."""
+    url = file_index(tmp_path / "index", "srcpkg", [], {})
+    page = tmp_path / "index" / "simple" / "srcpkg" / "index.html"
+    page.write_text(f'<a href="../../files/srcpkg-0.1.tar.gz#sha256={"a" * 64}">srcpkg-0.1.tar.gz</a>')
+    os.mkfifo(tmp_path / "index" / "files" / "srcpkg-0.1.tar.gz")
+    listed = fetch.find_sdist("srcpkg", "0.1", environ=env(url))
+    with pytest.raises(LessonError) as err:
+        fetch.download_checked(listed, "a" * 64, tmp_path, environ=env(url))
+    assert err.value.problem.message == f"{listed.url} is not a regular file"
+    assert err.value.code == fetch.DOWNLOAD_FAILED

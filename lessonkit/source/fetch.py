@@ -296,6 +296,8 @@ class _Reader:
             path = Path(urllib.request.url2pathname(parts.path))
             if path.is_dir():
                 path = path / "index.html"
+            if not path.is_file():  # a FIFO or device would block or never end
+                raise LessonError(f"{url} is not a regular file", code=DOWNLOAD_FAILED)
             kind = "text/html" if path.suffix in (".html", ".htm") else "application/octet-stream"
             return open(path, "rb"), kind, url
         if parts.scheme not in ("http", "https"):
@@ -313,8 +315,8 @@ class _Reader:
 def _failure(what: str, exc: BaseException) -> LessonError:
     if isinstance(exc, LessonError):
         return exc
-    if isinstance(exc, TimeoutError):
-        return LessonError("timed out", code=TIMED_OUT)
+    if isinstance(exc, TimeoutError) or isinstance(getattr(exc, "reason", None), TimeoutError):
+        return LessonError("timed out", code=TIMED_OUT)  # also urllib's URLError(timeout) of a connect
     return LessonError(f"{what}: {_first_line(exc)}", code=DOWNLOAD_FAILED)
 
 

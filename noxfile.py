@@ -66,7 +66,7 @@ def _shared_env(session: nox.Session) -> Path:
     bin_dir = SHARED / ("Scripts" if os.name == "nt" else "bin")
     if not (SHARED / "pyvenv.cfg").exists():
         uv = _uv()
-        if uv:  # no pip in it: the sdist is read from the index directly (pip of nox's Python is the fallback)
+        if uv:  # no pip in it; none is needed: the sdist's bytes are read from the index directly
             session.run(uv, "venv", "--quiet", "--python", sys.executable, str(SHARED), external=True)
         else:
             session.run(sys.executable, "-m", "venv", str(SHARED), external=True)

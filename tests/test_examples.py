@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from lessonkit.source import fetch
 from lessonkit.source import pin as pinning
 from lessonkit.errors import LessonError
 
@@ -32,7 +33,7 @@ def micrograd_sdist(tmp_path_factory) -> Path:
     pin = pinning.load_pin(EXAMPLE / "sourcemap")
     dest = tmp_path_factory.mktemp("micrograd-sdist")
     try:
-        pinning.pip_download(pin.sdist_requirement, dest)
+        fetch.index_download(pin.name, pin.sdist_filename, pin.sdist_sha256, dest)
     except LessonError as exc:
         pytest.skip(f"the package index is unreachable: {exc.problem.message}")
     return dest / pin.sdist_filename

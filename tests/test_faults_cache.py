@@ -614,7 +614,7 @@ def test_a_cached_tree_does_not_publish_a_wrong_sdist_sha256(tmp_path, pinned_ro
     assert (
         f"sourcemap/pin.toml:{line}: [sdist] sha256 0000000000000000… is not the sha256 of the archive the "
         f"cached tree was extracted from ({digest[:16]}…) — give the release archive's own sha256 "
-        "(pip download, then sha256sum); the build publishes this value" in r.stderr
+        "(the one its package index lists); the build publishes this value" in r.stderr
     ), r.stderr[-3000:]
     assert "Traceback" not in r.stderr
     toml.write_text(good)

@@ -2,7 +2,8 @@
 verifies as created.
 
 The release archive (sdist) of ``NAME==VERSION`` comes from the package index (``--sdist PATH``
-for a local one). Its sha256 and the sha256 of every file are pinned (``sourcemap/pin.toml``,
+for a local one): its bytes are checked against the sha256 the index lists before anything opens
+them, and nothing of it is built or run. Its sha256 and the sha256 of every file are pinned (``sourcemap/pin.toml``,
 ``sourcemap/manifest.sha256``); the index page, one lesson with a real-source block of a public
 function of the package and an experiment that imports the pinned package are written, with the
 templates ``lessonkit new`` uses for the next lessons. Nothing is written unless all of it can be.
@@ -15,12 +16,11 @@ import hashlib
 import json
 import re
 import shutil
-import tarfile
 import tempfile
 import tomllib
 from dataclasses import dataclass
 from email.parser import HeaderParser
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from lessonkit.config import files as config
 from lessonkit.errors import LessonError
@@ -30,9 +30,7 @@ HINT = "e.g. lessonkit init my-series --package more-itertools==10.5.0"
 REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]{0,99})==([0-9][A-Za-z0-9.+!-]{0,40})$")
 
 
-def normalise(name: str) -> str:
-    """A distribution name as sdist file names spell it (PEP 625): ``more-itertools`` → ``more_itertools``."""
-    return re.sub(r"[-_.]+", "_", name).lower()
+normalise = fetch.normalise_name
 
 
 @dataclass(frozen=True)
@@ -106,32 +104,58 @@ def _write_maps(dest: Path, release: Release) -> list[Path]:
     return [dest / p.relative_to(project.root) for p in made]  # as dest is given (the project's root is absolute)
 
 
+def _from_index(name: str, version: str, dest: Path) -> Path:
+    """The release archive of ``name==version`` from the package index: its sha256 taken from the
+    index's listing and checked on the bytes as they arrive, before anything opens them."""
+    try:
+        listed = fetch.find_sdist(name, version)
+    except LessonError as exc:
+        raise LessonError(
+            f"cannot find the release archive of {name}=={version} on the package index: {exc.problem.message}",
+            path="--package",
+            hint="is it a released version with a source archive (sdist)? offline? give one with --sdist PATH",
+        ) from None
+    if listed.sha256 is None:
+        raise LessonError(
+            f"{listed.page} lists {listed.filename} without its sha256, so its bytes cannot be checked",
+            path="--package",
+            hint="use an index that publishes hashes (PEP 503 #sha256= or PEP 691 hashes; PyPI does), "
+            "or check the archive yourself and give it with --sdist PATH",
+        )
+    dest.mkdir(parents=True, exist_ok=True)
+    try:
+        return fetch.download_checked(listed, listed.sha256, dest)
+    except LessonError as exc:
+        if exc.code == fetch.HASH_MISMATCH:
+            raise LessonError(
+                f"{exc.problem.message}, the index lists {listed.sha256[:16]}… for {listed.filename}: "
+                "the archive was not opened, unpacked or built",
+                path="--package",
+                hint="the index or the connection to it served other bytes; check PIP_INDEX_URL and pip.conf",
+            ) from None
+        raise LessonError(
+            f"cannot download {listed.filename} from the package index: {exc.problem.message}",
+            path="--package",
+            hint="offline? give the release archive with --sdist PATH",
+        ) from None
+
+
 def _release(name: str, version: str, work: Path, sdist: Path | None, repo: str | None) -> Release:
     if sdist is None:
-        got = pin.pip_download(f"{name}=={version}", work / "dl")
-        wanted = (name.lower(), normalise(name))
-        archives = [p for p in got if p.name.endswith(".tar.gz") and p.name.lower().startswith(wanted)]
-        if len(archives) != 1:
-            raise LessonError(
-                f"the package index gave {', '.join(p.name for p in got) or 'nothing'} for {name}=={version}, "
-                f"not one release archive {normalise(name)}-{version}.tar.gz",
-                path="--package",
-                hint="lessonkit pins a source release (sdist); give one with --sdist PATH",
-            )
-        archive = archives[0]
+        archive = _from_index(name, version, work / "dl")
     else:
         archive = sdist
         if not archive.is_file():
             raise LessonError(f"{archive} is not a file", path="--sdist", hint="give the path of a .tar.gz sdist")
     digest = hashlib.sha256(archive.read_bytes()).hexdigest()
     try:
-        with tarfile.open(archive, "r:*") as tf:
-            first = next((m.name for m in tf), "")
-            root = PurePosixPath(first).parts[0] if first else ""
-            info = tf.extractfile(f"{root}/PKG-INFO") if root else None
-            meta = HeaderParser().parsestr(info.read().decode("utf-8", "replace")) if info else None
-    except (tarfile.TarError, KeyError, OSError, EOFError) as exc:
-        raise LessonError(f"cannot read {archive.name}: {exc}", path="--sdist", hint="is it a .tar.gz sdist?") from None
+        root = fetch.archive_root(archive)
+        info = fetch.read_member(archive, f"{root}/PKG-INFO") if root else None
+        meta = HeaderParser().parsestr(info.decode("utf-8", "replace")) if info is not None else None
+    except LessonError as exc:
+        raise LessonError(
+            f"cannot read {archive.name}: {exc.problem.message}", path="--sdist", hint="is it a .tar.gz or .zip sdist?"
+        ) from None
     if not root or not root.lower().startswith((name.lower() + "-", normalise(name) + "-")):
         raise LessonError(
             f"{archive.name} does not hold a {name}-{version}/ folder", path="--package", hint="not a release archive"

@@ -14,10 +14,40 @@ from lessonkit.errors import LessonError, Problem
 from lessonkit.util.text import whole_number
 
 
+def _trusted_changes(root: Path, base: str) -> int:
+    """``verify --base REF``: each trusted file that differs from ``REF``, one line; 1 when any."""
+    from lessonkit.integrations.mkdocs import boundary
+
+    changed = boundary.changed_trusted(root, base)
+    for rel in changed:
+        print(f"{rel}: trusted file changed since {base} — a maintainer must review it", file=sys.stderr)
+    if changed:
+        print(
+            f"verify --base {base}: {len(changed)} trusted file(s) changed; the other checks did not run "
+            "(they would run the changed code)",
+            file=sys.stderr,
+        )
+    return 1 if changed else 0
+
+
+def _replaced_files(project) -> list[Problem]:
+    """Files of docs/ at a site path the engine or the theme writes (the build stops on them too)."""
+    from lessonkit.config import checks
+    from lessonkit.integrations.mkdocs import boundary
+
+    yml = project.root / "mkdocs.yml"
+    dirs, statics = boundary.theme_dirs(project.root, yml.read_text(encoding="utf-8")) if yml.is_file() else ([], ())
+    site = project.site
+    engine = {site.bundle: "the engine's bundle"} | ({site.pdf_path: "the engine's PDF"} if site.pdf_path else {})
+    return checks.replaced_files(project.root, checks.written_files(project.root, dirs, statics, engine))
+
+
 def _verify(args) -> int:
     from lessonkit.project import Project
 
     t0 = time.perf_counter()
+    if args.base is not None and _trusted_changes(Path(args.root), args.base):
+        return 1  # before anything of the project is read or imported
     project = Project(Path(args.root))
     pages = [Path(p) for p in args.pages] or None
     for p in pages or []:
@@ -55,7 +85,7 @@ def _verify_checks(args, project, pages, beside, t0: float) -> int:
     from lessonkit.checks import living, verify
 
     report = verify.check(project, pages)
-    problems = list(report.problems)
+    problems = _replaced_files(project) + list(report.problems)
     if not problems:  # snapshots, figures and inline values against this pin's runs (cached when unchanged)
         problems += living.check_recorded(project, report).problems
     if args.update_map:
@@ -488,6 +518,13 @@ def main(argv=None) -> int:
         default=None,
         metavar="SITE_DIR",
         help="then check every HTML file the build wrote (default folder: site); with --mutate, mutate it too",
+    )
+    v.add_argument(
+        "--base",
+        default=None,
+        metavar="REF",
+        help="first list every trusted file (build configuration and code) that differs from git revision REF, "
+        "and fail if there is one",
     )
     v.set_defaults(func=_verify)
     r = sub.add_parser("render", help="render one page to HTML on stdout (runs its experiments)")

@@ -315,3 +315,75 @@ def check_code_folders(root: Path, folders) -> None:
 def _raise(problems: list[Problem]) -> None:
     if problems:
         raise LessonError(problems[0].message, path=problems[0].path, hint=problems[0].hint, problems=problems)
+
+
+# ---------------------------------------------------------------- files of docs/ that stand in for others
+
+ENGINE_ASSETS = Path(__file__).resolve().parents[1] / "assets"  # lessonkit/assets: served as site/assets/…
+# what MkDocs copies from a theme folder, as MkDocs' own filter says (Files.add_files_from_theme)
+THEME_SKIPPED = (".*", "*/.*", "*.py", "*.pyc", "*.html", "*readme*", "mkdocs_theme.yml", "locales/*", "*.md")
+WRITTEN_FOLDERS = {"search/": "the search plugin's index (site/search/)"}
+REPLACE_HINT = (
+    "a file of docs/ may not stand in for a file the engine or the theme writes: give yours another name "
+    "and link to it by that name"
+)
+
+
+def _label(folder: Path, root: Path) -> str:
+    """How a problem names a theme folder: project-relative (``overrides``) or by its package
+    (``material/templates``)."""
+    try:
+        return folder.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return f"{folder.parent.name}/{folder.name}"
+
+
+def written_files(
+    root: Path, theme_dirs: list[Path], static_templates=("404.html", "sitemap.xml"), engine: dict | None = None
+) -> dict[str, str]:
+    """Every site path the engine or the theme writes, with the file (or writer) it comes from:
+    the engine's assets, each theme folder's static files (the first folder that has one wins,
+    as in MkDocs), the theme's static templates and ``sitemap.xml.gz``, and ``engine`` (other
+    site paths the engine writes: the bundle, the PDF)."""
+    import fnmatch
+
+    out: dict[str, str] = {}
+    for path in sorted(ENGINE_ASSETS.rglob("*")):
+        if path.is_file():
+            rel = path.relative_to(ENGINE_ASSETS).as_posix()
+            out.setdefault(f"assets/{rel}", f"lessonkit/assets/{rel}")
+    for folder in theme_dirs:
+        folder = Path(folder) if Path(folder).is_absolute() else root / folder
+        label = _label(folder, root)
+        for dirpath, dirnames, filenames in os.walk(folder):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for name in sorted(filenames):
+                rel = Path(dirpath, name).relative_to(folder).as_posix()
+                skipped = (*THEME_SKIPPED, *static_templates)
+                if not any(fnmatch.fnmatch(rel.lower(), pattern) for pattern in skipped):
+                    out.setdefault(rel, f"{label}/{rel}")
+    for name in (*sorted(static_templates), "sitemap.xml.gz"):
+        out.setdefault(name, f"the theme's {name}")
+    for uri, what in (engine or {}).items():
+        out.setdefault(uri, what)
+    return out
+
+
+def replaced_files(root: Path, written: dict[str, str]) -> list[Problem]:
+    """Files of ``docs/`` at a site path that :func:`written_files` reserves (MkDocs would copy
+    the docs file over the engine's or the theme's, silently) or inside a folder a plugin writes
+    (``search/``): one problem each, naming both files."""
+    docs = Path(root) / "docs"
+    out: list[Problem] = []
+    for dirpath, dirnames, filenames in os.walk(docs):
+        dirnames.sort()
+        for name in sorted(filenames):
+            rel = Path(dirpath, name).relative_to(docs).as_posix()
+            if rel.endswith(".md"):
+                continue  # a page becomes a page of its own (its .html), never a copied file
+            owner = written.get(rel)
+            if owner is None:
+                owner = next((what for prefix, what in WRITTEN_FOLDERS.items() if rel.startswith(prefix)), None)
+            if owner is not None:
+                out.append(Problem(f"would replace {owner} (both are site/{rel})", f"docs/{rel}", None, REPLACE_HINT))
+    return sorted(out, key=lambda p: p.path or "")

@@ -142,15 +142,140 @@ class SiteConfig:
         return render(self.templates, name, site=self, **data)
 
 
+# What a template may read: plain data. Values of these types, the fields and properties of
+# dataclasses and named tuples, the items of mappings and sequences, the non-mutating methods
+# of strings, mappings and sequences, and Jinja's own loop and namespace objects. Nothing else:
+# no method of an engine object (``site.render``), no path (``pin.source.write_text``), no dunder.
+_SCALARS = (str, int, float, bool, type(None))
+_CONTAINERS = (dict, list, tuple, frozenset, set)
+_METHODS = {
+    str: {
+        "capitalize",
+        "casefold",
+        "center",
+        "count",
+        "endswith",
+        "find",
+        "index",
+        "isalnum",
+        "isalpha",
+        "isdigit",
+        "islower",
+        "isspace",
+        "istitle",
+        "isupper",
+        "join",
+        "ljust",
+        "lower",
+        "lstrip",
+        "partition",
+        "removeprefix",
+        "removesuffix",
+        "replace",
+        "rfind",
+        "rindex",
+        "rjust",
+        "rpartition",
+        "rsplit",
+        "rstrip",
+        "split",
+        "splitlines",
+        "startswith",
+        "strip",
+        "swapcase",
+        "title",
+        "upper",
+        "zfill",
+    },
+    dict: {"items", "keys", "values", "get"},
+    list: {"count", "index"},
+    tuple: {"count", "index"},
+}
+
+
+def _plain_value(value) -> bool:
+    """Plain data: a scalar, a container, a dataclass instance (whose own attributes are checked
+    again when read), or Jinja's undefined value."""
+    import dataclasses
+
+    import jinja2
+
+    if isinstance(value, _SCALARS + _CONTAINERS + (jinja2.Undefined,)):
+        return True
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+
+
+def _jinja_objects() -> tuple[type, ...]:
+    from jinja2.runtime import LoopContext
+    from jinja2.utils import Namespace
+
+    return (LoopContext, Namespace)
+
+
+def _data_attribute(obj, attr: str, value) -> bool:
+    """Whether a template may read ``obj.attr`` (whose value is ``value``)."""
+    import dataclasses
+
+    if attr.startswith("_"):
+        return False
+    if isinstance(obj, _jinja_objects()):  # loop.index, loop.last, ns.total, …
+        return True
+    if isinstance(obj, tuple) and attr in getattr(type(obj), "_fields", ()):
+        return _plain_value(value)  # a named tuple's field
+    for kind, names in _METHODS.items():
+        if isinstance(obj, kind):
+            return attr in names  # a non-mutating method of a string, mapping or sequence
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        field_or_property = attr in {f.name for f in dataclasses.fields(obj)} or isinstance(
+            getattr(type(obj), attr, None), (property, cached_property)
+        )
+        return field_or_property and _plain_value(value)
+    return False
+
+
+def _sandbox():
+    """The template environment class: Jinja's immutable sandbox, restricted to plain data."""
+    import jinja2
+    from jinja2.exceptions import SecurityError
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    from jinja2.runtime import Macro
+    from jinja2.utils import Namespace
+
+    class DataOnlyEnvironment(ImmutableSandboxedEnvironment):
+        def is_safe_attribute(self, obj, attr, value):
+            if isinstance(obj, jinja2.Undefined):
+                obj._fail_with_undefined_error()  # `'cycler' is undefined`, not an attribute of it
+            return _data_attribute(obj, attr, value) and super().is_safe_attribute(obj, attr, value)
+
+        def wrap_str_format(self, value):
+            return None  # str.format is a method like any other: not plain data
+
+        def unsafe_undefined(self, obj, attribute):
+            raise SecurityError(f"{type(obj).__name__} attribute `{attribute}` is not plain data")
+
+        def is_safe_callable(self, obj):
+            if obj in (self.globals.get("range"), dict, Namespace) or isinstance(obj, (*_jinja_objects(), Macro)):
+                return True  # Jinja's own helpers, and the template's own macros
+            owner = getattr(obj, "__self__", None)
+            plain_method = isinstance(owner, tuple(_METHODS) + _jinja_objects())
+            name = getattr(obj, "__name__", "_")
+            return plain_method and _data_attribute(owner, name, obj) and super().is_safe_callable(obj)
+
+    return DataOnlyEnvironment
+
+
 def environment(root: Path):
-    """Templates of the project (``templates/``) before the engine's (``lessonkit/templates/``)."""
+    """Templates of the project (``templates/``) before the engine's (``lessonkit/templates/``),
+    rendered in a sandbox (:func:`_sandbox`): ``templates/`` is contributed content, so a template
+    reads plain data only and calls nothing but the filters below and the non-mutating methods of
+    strings, mappings and sequences; anything else is a located error, never run."""
     import jinja2
 
     loader = jinja2.ChoiceLoader(
         [jinja2.FileSystemLoader(root / "templates"), jinja2.FileSystemLoader(ENGINE_TEMPLATES)]
     )
     # `{#id}` is Markdown's heading-id syntax, so Jinja2 comments are written {#-- … --#}
-    env = jinja2.Environment(
+    env = _sandbox()(
         loader=loader,
         keep_trailing_newline=True,
         autoescape=False,  # the templates are Markdown: values go in through the filters below
@@ -158,25 +283,55 @@ def environment(root: Path):
         comment_start_string="{#--",
         comment_end_string="--#}",
     )
+    # Only plain-data helpers: no cycler, joiner or lipsum (objects with methods and module globals).
+    env.globals = {"range": env.globals["range"], "dict": dict, "namespace": env.globals["namespace"]}
     # One escaping function per Markdown context (lessonkit.util.text): {{ file | code }} is a code
     # span, {{ name | mdtext }} literal text, {{ path | url }} a link destination.
     env.filters.update(code=text.md_code, mdtext=text.md_text, url=text.md_url)
     return env
 
 
+def _template_line(exc: BaseException, filename: str | None) -> int | None:
+    """The line of the template ``filename`` where a runtime error was raised (Jinja maps the
+    traceback's frames to template lines), else the error's own line."""
+    line = getattr(exc, "lineno", None)
+    tb = exc.__traceback__
+    while tb is not None:
+        if filename and tb.tb_frame.f_code.co_filename == filename:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
 def render(env, name: str, **data) -> str:
     import jinja2
 
     try:
-        return env.get_template(name).render(**data)
+        template = env.get_template(name)
     except jinja2.TemplateNotFound:
         raise LessonError(f"no template `{name}`", path="templates", hint="add templates/" + name) from None
+    except jinja2.TemplateSyntaxError as exc:
+        raise LessonError(
+            f"template `{name}`: TemplateSyntaxError: {exc.message}",
+            path=f"templates/{name}",
+            line=exc.lineno,
+            hint="check the template's Jinja syntax",
+        ) from None
+    try:
+        return template.render(**data)
+    except jinja2.exceptions.SecurityError as exc:
+        raise LessonError(
+            f"template `{name}`: {exc}",
+            path=f"templates/{name}",
+            line=_template_line(exc, template.filename),
+            hint="a template reads plain data only (values, fields, items, filters); it calls no method and "
+            "reaches no object of the engine",
+        ) from None
     except jinja2.TemplateError as exc:
-        line = getattr(exc, "lineno", None)
         raise LessonError(
             f"template `{name}`: {exc.__class__.__name__}: {exc}",
             path=f"templates/{name}",
-            line=line,
+            line=_template_line(exc, template.filename),
             hint="check the template against the data the engine passes",
         ) from None
 

@@ -13,12 +13,12 @@ import contextlib
 import json
 import os
 import re
-import tarfile
 import tomllib
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from lessonkit.config import environment
+from lessonkit.source import fetch
 from lessonkit.source import pin as pinning
 from lessonkit.errors import LessonError
 from lessonkit.util.fs import atomic_write, owned_path, remove_owned, staging_dir
@@ -76,44 +76,66 @@ def tree_version(root: Path) -> str | None:
 def fetch_sdist(version: str, cache: Path, name: str) -> tuple[Path, str]:
     """``name==version`` from the package index, cached under ``<cache>/repin/sdist``.
 
-    Returns the archive and its sha256. A cached archive is reused only while its
-    bytes still have the sha256 recorded (atomically, beside it) when it was downloaded."""
+    The archive is found on the index's simple page, whose listing gives its sha256 (PEP 503
+    ``#sha256=`` or PEP 691 ``hashes``); its bytes are checked against that digest as they arrive,
+    before anything opens them, and nothing of it is ever built. Returns the archive and its
+    sha256. A cached archive is reused only while its bytes still have the sha256 recorded
+    (atomically, beside it) when it was downloaded."""
     store = owned_path(cache, AREA, "sdist")
-    archive = owned_path(cache, AREA, "sdist", f"{name}-{version}.tar.gz")
-    side = archive.with_name(archive.name + ".sha256")
-    if archive.is_file() and side.is_file():
-        digest = pinning.sha256_file(archive)
-        if side.read_text(encoding="utf-8").strip() == digest:
-            return archive, digest
-        remove_owned(store, archive.name)  # damaged since it was fetched: fetch again
+    for ext in fetch.SDIST_EXTS:
+        archive = owned_path(cache, AREA, "sdist", f"{name}-{version}{ext}")
+        side = archive.with_name(archive.name + ".sha256")
+        if archive.is_file() and side.is_file():
+            digest = pinning.sha256_file(archive)
+            if side.read_text(encoding="utf-8").strip() == digest:
+                return archive, digest
+            remove_owned(store, archive.name)  # damaged since it was fetched: fetch again
+    try:
+        listed = fetch.find_sdist(name, version)
+    except LessonError as exc:
+        if exc.code == pinning.TIMED_OUT:
+            raise err(
+                f"reading the package index for {name}=={version} timed out",
+                hint="offline? give a local checkout path as TARGET instead",
+            ) from None
+        raise err(
+            f"cannot find the sdist of {name}=={version} on the package index: {exc.problem.message}",
+            hint="is it a released version? offline? give a local checkout path as TARGET instead",
+        ) from None
+    if listed.sha256 is None:
+        raise err(
+            f"{listed.page} lists {listed.filename} without its sha256, so its bytes cannot be checked",
+            hint="use an index that publishes hashes (PEP 503 #sha256= or PEP 691 hashes; PyPI does), "
+            "or give a local checkout path as TARGET",
+        )
     area = pinning.staging(cache, AREA)
     tmp = staging_dir(area, "dl-")
     try:
         try:
-            got = pinning.pip_download(f"{name}=={version}", tmp)
+            got = fetch.download_checked(listed, listed.sha256, tmp)
         except LessonError as exc:
+            if exc.code == fetch.HASH_MISMATCH:
+                raise err(
+                    f"{exc.problem.message}, the index lists {listed.sha256[:16]}… for {listed.filename}: "
+                    "the archive was not opened, unpacked or built",
+                    hint="the index or the connection to it served other bytes; check PIP_INDEX_URL and pip.conf",
+                ) from None
             if exc.code == pinning.TIMED_OUT:
                 raise err(
-                    f"downloading {name}=={version} timed out",
+                    f"downloading {listed.filename} timed out",
                     hint="offline? give a local checkout path as TARGET instead",
                 ) from None
             raise err(
-                f"cannot download the sdist of {name}=={version} from the package index: {exc.problem.message}",
-                hint="is it a released version? offline? give a local checkout path as TARGET instead",
+                f"cannot download {listed.filename} from the package index: {exc.problem.message}",
+                hint="offline? give a local checkout path as TARGET instead",
             ) from None
-        # sdist names are normalised (PEP 625): more-itertools 11.1.0 is more_itertools-11.1.0.tar.gz
-        names = "|".join(re.escape(n) for n in {name, re.sub(r"[-_.]+", "_", name).lower()})
-        if len(got) != 1 or not re.fullmatch(rf"(?i:{names})-[\w.+!-]+\.tar\.gz", got[0].name):
-            raise err(
-                f"the package index gave {', '.join(p.name for p in got)} for {name}=={version}, "
-                f"not one {name}-X.tar.gz",
-                hint="only .tar.gz release archives can be repinned to",
-            )
-        digest = pinning.sha256_file(got[0])
+        digest = listed.sha256
+        ext = next(e for e in fetch.SDIST_EXTS if listed.filename.lower().endswith(e))
         store.mkdir(parents=True, exist_ok=True)
-        final = owned_path(cache, AREA, "sdist", got[0].name)  # the index may spell the version differently
-        for path in {final, archive}:  # remember the spelling asked for, too (1.8 → 1.8.0)
-            atomic_write(path, got[0].read_bytes())
+        final = owned_path(cache, AREA, "sdist", listed.filename)  # the index may spell the version differently
+        asked = owned_path(cache, AREA, "sdist", f"{name}-{version}{ext}")
+        for path in {final, asked}:  # remember the spelling asked for, too (1.8 → 1.8.0)
+            atomic_write(path, got.read_bytes())
             atomic_write(path.with_name(path.name + ".sha256"), (digest + "\n").encode())
         return final, digest
     finally:
@@ -123,16 +145,16 @@ def fetch_sdist(version: str, cache: Path, name: str) -> tuple[Path, str]:
 def _archive_root(archive: Path, name: str) -> str:
     """The root folder of a release archive (``name-1.8.0``)."""
     try:
-        with tarfile.open(archive, "r:*") as tf:
-            first = next((m.name for m in tf), "")
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise err(
-            f"cannot open archive {archive.name}: {exc}", hint=f"delete {archive} and run again to fetch it anew"
-        ) from None
-    head = PurePosixPath(first).parts[0] if first else ""
-    if not head.lower().startswith((f"{name.lower()}-", re.sub(r"[-_.]+", "_", name).lower() + "-")):
+        head = fetch.archive_root(archive)
+    except LessonError as exc:
+        raise err(exc.problem.message, hint=f"delete {archive} and run again to fetch it anew") from None
+    if not head.lower().startswith((f"{name.lower()}-", fetch.normalise_name(name) + "-")):
         raise err(f"{archive.name} does not hold a {name}-X/ folder", hint=f"this is not a {name} release archive")
     return head
+
+
+def _ext(archive: Path) -> str:
+    return next((e for e in fetch.SDIST_EXTS if archive.name.lower().endswith(e)), ".tar.gz")
 
 
 def _sdist_target(spec: str, cache: Path, name: str) -> Target:
@@ -141,7 +163,7 @@ def _sdist_target(spec: str, cache: Path, name: str) -> Target:
     version = root_name.rsplit("-", 1)[1]
     tree = pinning.extract_sdist(archive, pinning.staging(cache, AREA), root_name)
     sdist = {
-        "filename": f"{root_name}.tar.gz",
+        "filename": archive.name if archive.name.startswith(root_name + ".") else root_name + _ext(archive),
         "sha256": digest,
         "requirement": f"{name}=={version}",
         "root": root_name,
@@ -153,7 +175,7 @@ def _sdist_target(spec: str, cache: Path, name: str) -> Target:
         version,
         None,
         "",
-        f"sdist {root_name}.tar.gz from the Python package index",
+        f"sdist {sdist['filename']} from the Python package index",
         pinning.tree_manifest(tree),
         sdist,
         name=name,

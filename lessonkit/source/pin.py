@@ -7,9 +7,9 @@ is checked file by file against the manifest before anything reads it:
    in pin.toml): a local checkout named by the environment;
 2. the build cache (``<cache>/pin/<commit>``), filled by a previous provider;
 3. a git clone at the pinned commit, when ``LESSONKIT_GIT_REMOTE`` names a remote;
-4. the sdist: ``LESSONKIT_SDIST`` (a local archive), else the file read straight from the
-   package index's simple API, else ``pip download``; its sha256 is checked, then it is
-   extracted safely.
+4. the sdist: ``LESSONKIT_SDIST`` (a local archive), else the cached download, else the
+   bytes read from the package index's simple API (:mod:`lessonkit.source.fetch`); its sha256
+   is checked before anything opens it, then it is extracted safely (never built).
 
 Every value of pin.toml, the manifest and the environment is checked by
 :mod:`lessonkit.config.files` before it is used, and every write or removal in the cache
@@ -29,7 +29,7 @@ from lessonkit.config import files as config
 from lessonkit.config import environment
 from lessonkit.errors import LessonError, Problem
 from lessonkit.source.fetch import DOWNLOAD_FAILED as DOWNLOAD_FAILED
-from lessonkit.source.fetch import TIMED_OUT, extract_sdist, git_checkout, index_download, pip_download
+from lessonkit.source.fetch import HASH_MISMATCH, TIMED_OUT, extract_sdist, git_checkout, index_download
 from lessonkit.source.fetch import safe_extract as safe_extract
 from lessonkit.util.fs import NotOwned, atomic_write, clean_stale, owned_path, remove_owned, staging_dir
 from lessonkit.util.store import Store
@@ -261,8 +261,8 @@ def check_tree(root: Path, pin: Pin, where: str | None = None) -> None:
 # ---------------------------------------------------------------- providers
 #
 # The public provider API (also used by ``lessonkit.repin`` to acquire another tree):
-# :func:`staging` (a private folder per process in an owned cache area), :func:`pip_download`,
-# :func:`git_checkout`, :func:`extract_sdist` (these three in :mod:`lessonkit.source.fetch`, re-exported
+# :func:`staging` (a private folder per process in an owned cache area), :func:`git_checkout`,
+# :func:`extract_sdist` (these two in :mod:`lessonkit.source.fetch`, re-exported
 # here with :func:`safe_extract`), :func:`cached_tree` and :func:`install_tree`.
 
 MARKERS = "pin"  # store kind of the provider markers (<cache>/pin/<commit>.provider)
@@ -296,7 +296,7 @@ def _sdist_mismatch(pin: Pin, digest: str, what: str) -> LessonError:
         f"[sdist] sha256 {pin.sdist_sha256[:16]}… is not the sha256 of {what} ({digest[:16]}…)",
         path=pin.toml_label,
         line=pin.toml_line("sha256"),
-        hint="give the release archive's own sha256 (pip download, then sha256sum); the build publishes this value",
+        hint="give the release archive's own sha256 (the one its package index lists); the build publishes this value",
     )
 
 
@@ -399,13 +399,24 @@ def _fetch_sdist(pin: Pin, cache: Path) -> tuple[Path, str]:
         return archive, f"sdist {pin.sdist_filename} from the Python package index"
     area = staging(cache)
     tmp = staging_dir(area, "dl-")
+    offline = (
+        "offline? set LESSONKIT_SDIST=/path/to/"
+        + pin.sdist_filename
+        + f" or {pin.source_env or config.SOURCE_ENV}=/path/to/checkout"
+    )
     try:
-        try:
-            try:  # straight from the index's simple API: seconds faster than pip on a new machine
-                index_download(pin.name, pin.sdist_filename, pin.sdist_sha256, tmp)
-            except LessonError:  # other indexes, find-links, credentials: pip knows them
-                pip_download(pin.sdist_requirement, tmp)
+        try:  # bytes only, hashed as they arrive: nothing of the archive runs or is opened before
+            got = index_download(pin.name, pin.sdist_filename, pin.sdist_sha256, tmp)
         except LessonError as exc:
+            if exc.code == HASH_MISMATCH:
+                raise LessonError(
+                    f"{exc.problem.message}, the pin expects {pin.sdist_sha256[:16]}…: "
+                    "the archive was not opened, unpacked or built",
+                    path=pin.toml_label,
+                    line=pin.toml_line("sha256"),
+                    hint="this is not the pinned release archive: check the index pip is configured with "
+                    "(PIP_INDEX_URL, pip.conf), or set LESSONKIT_SDIST=/path/to/" + pin.sdist_filename,
+                ) from None
             if exc.code == TIMED_OUT:
                 raise LessonError(
                     f"downloading {pin.sdist_filename} timed out",
@@ -413,19 +424,12 @@ def _fetch_sdist(pin: Pin, cache: Path) -> tuple[Path, str]:
                     line=pin.toml_line("requirement"),
                     hint="set LESSONKIT_SDIST=/path/to/" + pin.sdist_filename,
                 ) from None
-            last = exc.problem.message
-        else:
-            last = f"pip wrote no {pin.sdist_filename}"
-        got = tmp / pin.sdist_filename
-        if not got.is_file() or got.is_symlink():
             raise LessonError(
-                f"cannot download {pin.sdist_filename} from the package index: {last}",
+                f"cannot download {pin.sdist_filename} from the package index: {exc.problem.message}",
                 path=pin.toml_label,
                 line=pin.toml_line("requirement"),
-                hint="offline? set LESSONKIT_SDIST=/path/to/"
-                + pin.sdist_filename
-                + f" or {pin.source_env or config.SOURCE_ENV}=/path/to/checkout",
-            )
+                hint=offline,
+            ) from None
         os.replace(got, archive)
     finally:
         remove_owned(area, tmp.name)

@@ -166,7 +166,7 @@ def _paths_from_the_project(config: "MkDocsConfig", root: Path) -> None:
             search.config[option] = str(root / value)
 
 
-ASSETS = Path(__file__).parents[2] / "assets"  # the stylesheet, script and math font of lessonkit's HTML
+ASSETS = lk_checks.ENGINE_ASSETS  # the stylesheet, script and math font of lessonkit's HTML
 STYLESHEET, SCRIPT = "assets/lessonkit.css", "assets/lessonkit.js"
 
 
@@ -178,9 +178,18 @@ def _use_assets(config: "MkDocsConfig") -> None:
             config[option].append(uri)
 
 
+def written_files(b: lk_build.Build, config: "MkDocsConfig") -> dict[str, str]:
+    """The site paths the engine and the theme write, each with its source (a docs/ file there
+    is an error: :func:`lessonkit.config.checks.replaced_files`)."""
+    site = b.project.site
+    engine = {site.bundle: "the engine's bundle"} | ({site.pdf_path: "the engine's PDF"} if site.pdf_path else {})
+    dirs = [Path(d) for d in config.theme.dirs]
+    return lk_checks.written_files(b.project.root, dirs, tuple(sorted(config.theme.static_templates)), engine)
+
+
 def _add_assets(files: "Files", config) -> None:
-    """The engine's assets as site files, under ``assets/``; a file of the project's docs/ at the
-    same path wins (a series may restyle)."""
+    """The engine's assets as site files, under ``assets/`` (a file of docs/ there is an error,
+    reported before: :meth:`BuildEvents.on_files`)."""
     for path in sorted(ASSETS.rglob("*")):
         uri = "assets/" + path.relative_to(ASSETS).as_posix()
         if path.is_file() and files.get_file_from_path(uri) is None:
@@ -254,6 +263,11 @@ class BuildEvents:
 
     def on_files(self, files: "Files", config: "MkDocsConfig") -> "Files":
         b = self.build
+        replaced = lk_checks.replaced_files(b.project.root, written_files(b, config))
+        if replaced:  # MkDocs has already put the docs/ file in place of the theme's: stop here
+            for p in replaced:
+                log.error(str(p))
+            raise Abort(f"lessonkit: {len(replaced)} file(s) of docs/ would replace the engine's or the theme's")
         paths = [Path(f.abs_src_path) for f in files.documentation_pages() if f.abs_src_path]
         api = files.get_file_from_path(b.project.site.api)
         try:

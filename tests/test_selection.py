@@ -266,3 +266,48 @@ def test_a_call_copied_whole_from_the_source_selects_it(tmp_path):
 def test_the_running_python_cannot_read_what_the_fallback_does():
     with pytest.raises(SyntaxError):
         ast.parse(MODERN)
+
+
+SECTIONS = textwrap.dedent(
+    """\
+    # -- section --
+    a = 1
+    # -- end --
+    # -- section --
+    b = 2
+    # -- end --
+    """
+)
+
+
+def test_patterns_are_unique_by_default(tmp_path):
+    assert problem(tmp_path, "s.py", SECTIONS, "Start-after: # -- section --", "End-before: # -- end --") == (
+        "d.md:3: `Start-after: # -- section --` matches 2 lines of s.py (L1, L4) — make the pattern longer, so "
+        "that it matches one line, or add `Match: first` to take the first (the end pattern is then searched "
+        "after the start)"
+    )
+
+
+def test_match_first_end_searched_from_the_start(tmp_path):
+    ex = excerpt(tmp_path, "s.py", SECTIONS, "Start-at: b = 2", "End-before: # -- end --", "Match: first")
+    assert (ex.start, ex.end, ex.lines) == (5, 5, ("b = 2",))
+    ex = excerpt(tmp_path, "s.py", SECTIONS, "Start-after: # -- section --", "End-before: # -- end --", "Match: first")
+    assert (ex.start, ex.end, ex.lines) == (2, 2, ("a = 1",))
+
+
+def test_match_needs_a_pattern_and_a_known_value():
+    assert header_problems("Match: first") == [
+        "d.md:3: `Match` without a `Start-*` or `End-*` pattern — `Match` says how the patterns match"
+    ]
+    assert header_problems("Start-at: x", "Match: all") == [
+        "d.md:4: `Match: all` is not `unique` or `first` — `first` takes the first matching line, and searches "
+        "the end pattern after the start"
+    ]
+
+
+def test_dedent_on_tab_indented_code_says_tab(tmp_path):
+    text = "def f():\n\treturn 1\n"
+    assert problem(tmp_path, "t.py", text, "Symbol: f", "Symbol-lines: 2", "Dedent: 4") == (
+        "d.md:5: `Dedent: 4` but L2 is indented with a tab, not spaces — `Dedent` removes spaces; use "
+        "`Dedent: auto` or `Dedent: none` for tab-indented code"
+    )

@@ -15,13 +15,13 @@ from lessonkit.kinds.base import Kind, Resolved, slug
 COMMIT = re.compile(r"^[0-9a-fA-F]{7,40}$")
 LESSON = re.compile(r"^(\d\d)-")
 # the fields that narrow a symbol to some of its lines: what the full version of a recall leaves out
-NARROWING = (*select.SELECTING, *select.PATTERNS, "Docstring", "Emphasize")
+NARROWING = (*select.SELECTING, *select.PATTERNS, "Match", "Docstring", "Emphasize")
 
 
 class RealSource(Kind):
     name = "real-source"
     label = "REAL SOURCE"
-    fields = ("File", "Symbol", "Which", "Commit", "Lines", "Symbol-lines", *select.PATTERNS, "Emphasize", "Docstring", "Dedent", "Recall")
+    fields = ("File", "Symbol", "Which", "Commit", "Lines", "Symbol-lines", *select.PATTERNS, "Match", "Emphasize", "Docstring", "Dedent", "Recall")
     # `Commit` may be left out: the project has one pin (sourcemap/pin.toml), which every block shows;
     # when given, it must name that pin.
     required = ("File",)

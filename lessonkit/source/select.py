@@ -176,6 +176,14 @@ def header_problems(b: Block) -> list[Problem]:
             given[0],
             "use the body, or the patterns without a body",
         )
+    if b.get("Match") is not None:
+        if not given:
+            bad("`Match` without a `Start-*` or `End-*` pattern", "Match", "`Match` says how the patterns match")
+        else:
+            try:
+                match_mode(b.get("Match"))
+            except LessonError as exc:
+                bad(exc.problem.message, "Match", exc.problem.hint)
     d = b.get("Docstring")
     if d is not None:
         if d not in ("hide", "show"):
@@ -217,31 +225,52 @@ def header_problems(b: Block) -> list[Problem]:
     return out
 
 
+def match_mode(value: str | None) -> str:
+    """``Match: unique`` (the default: each pattern matches exactly one line of its scope) or
+    ``first`` (the first line that matches; the end pattern is searched from the start on)."""
+    v = (value or "unique").strip().lower()
+    if v in ("unique", "first"):
+        return v
+    raise LessonError(
+        f"`Match: {value}` is not `unique` or `first`",
+        hint="`first` takes the first matching line, and searches the end pattern after the start",
+    )
+
+
 def narrow(region: list[str], lo: int, block: Block, where: str) -> tuple[list[str], int]:
     """The lines of ``region`` (whose first line is file line ``lo``) between the block's
-    ``Start-*`` and ``End-*`` patterns; each pattern must occur in exactly one line of it."""
+    ``Start-*`` and ``End-*`` patterns; with ``Match: unique`` each pattern must occur in exactly
+    one line of it, with ``Match: first`` the first match counts and the end is searched from the
+    first line the start leaves in."""
+    try:
+        mode = match_mode(block.get("Match"))
+    except LessonError as exc:
+        raise exc.at(block.path, block.line_of("Match"))
     first, last, at = 0, len(region) - 1, {}
     for key in PATTERNS:
         pattern = block.get(key)
         if pattern is None:
             continue
-        hits = [k for k, line in enumerate(region) if pattern in line]
+        window = first if mode == "first" and key.startswith("End") else 0
+        hits = [k for k, line in enumerate(region) if k >= window and pattern in line]
         if not hits:
             close = max(range(len(region)), key=lambda k: difflib.SequenceMatcher(None, region[k], pattern).ratio())
+            after = f" after L{lo + window}" if window else ""
             raise LessonError(
-                f"`{key}: {pattern}` matches no line of {where}",
+                f"`{key}: {pattern}` matches no line of {where}{after}",
                 path=block.path,
                 line=block.line_of(key),
                 hint=f"the pattern is plain text found inside one line; the closest line is L{lo + close}: "
                 f"{region[close].strip()[:60]!r}",
             )
-        if len(hits) > 1:
+        if len(hits) > 1 and mode == "unique":
             shown = ", ".join(f"L{lo + k}" for k in hits[:8])
             raise LessonError(
                 f"`{key}: {pattern}` matches {len(hits)} lines of {where} ({shown})",
                 path=block.path,
                 line=block.line_of(key),
-                hint="make the pattern longer, so that it matches one line",
+                hint="make the pattern longer, so that it matches one line, or add `Match: first` to take the "
+                "first (the end pattern is then searched after the start)",
             )
         k = at[key] = hits[0]
         if key == "Start-after":
@@ -292,6 +321,14 @@ def dedent(runs: list[list[str]], mode: str | int, first_lines: list[int], block
     else:
         assert isinstance(mode, int)  # dedent_mode: "none", "auto" or a number of spaces
         least = min(widths, default=(0, 0))
+        tabbed = next((n for w, n in widths if w < mode and _line_of(runs, first_lines, n).startswith("\t")), None)
+        if tabbed is not None:
+            raise LessonError(
+                f"`Dedent: {mode}` but L{tabbed} is indented with a tab, not spaces",
+                path=block.path,
+                line=key_line,
+                hint="`Dedent` removes spaces; use `Dedent: auto` or `Dedent: none` for tab-indented code",
+            )
         if least[0] < mode:
             raise LessonError(
                 f"`Dedent: {mode}` but L{least[1]} is indented by only {least[0]} space(s)",
@@ -301,6 +338,14 @@ def dedent(runs: list[list[str]], mode: str | int, first_lines: list[int], block
             )
         cut = mode
     return [tuple(l[cut:] if l.strip() else "" for l in run) for run in runs]
+
+
+def _line_of(runs: list[list[str]], first_lines: list[int], n: int) -> str:
+    """File line ``n`` among the runs."""
+    for run, at in zip(runs, first_lines):
+        if at <= n < at + len(run):
+            return run[n - at]
+    return ""
 
 
 def without_numbers(block: Block, old) -> Block:

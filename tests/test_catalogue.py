@@ -458,7 +458,7 @@ def _(ctx):
 def _(ctx):
     local_tree(ctx, {"pkg/m.py": b"def f():\n    pass\n\n\ndef f():\n    return 1\n"})
     ctx.page(rs("File: pkg/m.py", "Symbol: f", f"Commit: {COMMIT[:7]}"))
-    return [Expect(P, 5, "symbol `f` is defined 2 times in pkg/m.py", "L1-2, L5-6")]
+    return [Expect(P, 5, "symbol `f` is defined 2 times in pkg/m.py", "candidates: 1. L1-2, 2. L5-6; pick one with `Which")]
 
 
 @case("symbol-in-file-with-nul-byte")
@@ -501,7 +501,14 @@ def _(ctx):
 @case("wrong-lines")
 def _(ctx):
     ctx.page(rs("File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217", "Lines: 24-32"))
-    return [Expect(P, 7, "`Lines: 24-32` but the excerpt is at L25-32", "write `Lines: 25-32`")]
+    return [
+        Expect(
+            P,
+            7,
+            "`Lines: 24-32`: line 24 is outside `backward_pass` in autograd/core.py",
+            "`backward_pass` in autograd/core.py is L25-32; `Symbol-lines` counts from the symbol's first line",
+        )
+    ]
 
 
 # -- real-source selectors (issue 29): every new field's bad values, located at the field (or the run)
@@ -515,10 +522,10 @@ def _(ctx):
     return [Expect(P, 5, "`Lines: 410-420` runs past the end of autograd/core.py (416 lines)")]
 
 
-@case("lines-alone-starting-with-a-blank-line")
+@case("lines-alone-selecting-only-blank-lines")
 def _(ctx):
-    ctx.page(rs("File: autograd/core.py", "Lines: 3-5"))
-    return [Expect(P, 5, "`Lines: 3-5` starts with a blank line (L3)", "begin and end the range with lines of code")]
+    ctx.page(rs("File: autograd/core.py", "Lines: 3-3"))
+    return [Expect(P, 5, "`Lines: 3-3`: L3 has only blank lines", "select lines with code")]
 
 
 @case("patterns-select-only-blank-lines")

@@ -48,12 +48,9 @@ CASES: dict[str, tuple[str, list[str], list[str]]] = {
         [],
     ),
     "attr list, bad block is reported": (
-        "# t\n\n" + block("{ .real-source }", "File: autograd/core.py", "Commit: f53a217"),
+        "# t\n\n" + block("{ .real-source }", "File: autograd/core.py", "Commit: f53a217", "Which: 2"),
         [],
-        [
-            "docs/a.md:3: real-source block with neither `Symbol` nor a body — "
-            "name a Symbol, quote the lines as a body, or give `Lines: a-b`"
-        ],
+        ["docs/a.md:6: `Which` without `Symbol` — `Which` picks one of several definitions of the Symbol's name"],
     ),
     "tilde fence": ("# t\n\n" + GOOD.replace("```", "~~~"), ["real-source"], []),
     "after an unclosed plain fence": (

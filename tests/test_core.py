@@ -157,7 +157,8 @@ def test_fragment_outside_its_symbol(site):
         ),
         (
             ["File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217", "Lines: 24-32"],
-            "docs/p.md:7: `Lines: 24-32` but the excerpt is at L25-32 — write `Lines: 25-32`",
+            "docs/p.md:7: `Lines: 24-32`: line 24 is outside `backward_pass` in autograd/core.py — "
+            "`backward_pass` in autograd/core.py is L25-32",
         ),
         (
             ["File: autograd/numpy/numpy_vjps.py", "Symbol: defvjp(anp.multiplyy)", "Commit: f53a217"],
@@ -168,7 +169,7 @@ def test_fragment_outside_its_symbol(site):
             ["File: ../autograd/core.py", "Symbol: grad", "Commit: f53a217"],
             "docs/p.md:4: `../autograd/core.py` has a `..` segment — paths may not leave the tree",
         ),
-        (["File: /etc/passwd", "Commit: f53a217"], "docs/p.md:3: real-source block with neither `Symbol` nor a body"),
+        (["File: /etc/passwd", "Commit: f53a217"], "docs/p.md:4: `/etc/passwd` is an absolute path"),
         (["File: /etc/passwd", "Symbol: x", "Commit: f53a217"], "docs/p.md:4: `/etc/passwd` is an absolute path"),
         (
             ["File: autograd", "Symbol: x", "Commit: f53a217"],

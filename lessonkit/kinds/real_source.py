@@ -7,8 +7,7 @@ from dataclasses import replace
 from html import escape
 
 from lessonkit.config.site import LESSONS
-from lessonkit.errors import Problem
-from lessonkit.pipeline.parse import LINES
+from lessonkit.errors import LessonError, Problem
 from lessonkit.source import select
 from lessonkit.source.resolve import check_commit, check_lines, excerpt_of
 from lessonkit.kinds.base import Kind, Resolved, slug
@@ -16,13 +15,13 @@ from lessonkit.kinds.base import Kind, Resolved, slug
 COMMIT = re.compile(r"^[0-9a-fA-F]{7,40}$")
 LESSON = re.compile(r"^(\d\d)-")
 # the fields that narrow a symbol to some of its lines: what the full version of a recall leaves out
-NARROWING = ("Lines", *select.PATTERNS, "Docstring", "Emphasize")
+NARROWING = (*select.SELECTING, *select.PATTERNS, "Match", "Docstring", "Emphasize")
 
 
 class RealSource(Kind):
     name = "real-source"
     label = "REAL SOURCE"
-    fields = ("File", "Symbol", "Commit", "Lines", *select.PATTERNS, "Emphasize", "Docstring", "Dedent", "Recall")
+    fields = ("File", "Symbol", "Which", "Commit", "Lines", "Symbol-lines", *select.PATTERNS, "Match", "Emphasize", "Docstring", "Dedent", "Recall")
     # `Commit` may be left out: the project has one pin (sourcemap/pin.toml), which every block shows;
     # when given, it must name that pin.
     required = ("File",)
@@ -39,28 +38,61 @@ class RealSource(Kind):
                     "use the pinned commit or a prefix of ≥ 7 hex digits",
                 )
             )
-        locators = ("Symbol", "Lines", *select.PATTERNS)
-        if not any(k in b.fields for k in locators) and b.body is None:
+        if b.get("Which") is not None and not b.get("Symbol"):
             out.append(
                 Problem(
-                    "real-source block with neither `Symbol` nor a body",
+                    "`Which` without `Symbol`",
                     b.path,
-                    b.line,
-                    "name a Symbol, quote the lines as a body, or give `Lines: a-b`",
+                    b.line_of("Which"),
+                    "`Which` picks one of several definitions of the Symbol's name",
                 )
             )
-        v = b.get("Lines")
-        if v:
-            m = LINES.match(v)
-            if not m or int(m[1]) < 1 or int(m[1]) > int(m[2]):  # LINES bounds the digits
+        for key in select.SELECTING:
+            v = b.get(key)
+            if v is None:
+                continue
+            try:
+                items = select.line_items(v, key)
+            except LessonError as exc:
+                out.append(Problem(exc.problem.message, b.path, b.line_of(key), exc.problem.hint))
+                continue
+            locator = b.body is not None or any(k in b.fields for k in select.PATTERNS)
+            if key == "Symbol-lines" and not b.get("Symbol"):
                 out.append(
                     Problem(
-                        f"`Lines: {v}` is not a range `a-b` with 1 ≤ a ≤ b",
+                        "`Symbol-lines` without `Symbol`",
                         b.path,
-                        b.line_of("Lines"),
-                        "for example `Lines: 25-32`",
+                        b.line_of(key),
+                        "`Symbol-lines` counts from the symbol's first line; use `Lines` for file lines",
                     )
                 )
+            elif key == "Symbol-lines" and locator:
+                out.append(
+                    Problem(
+                        "`Symbol-lines` beside a body or `Start-*`/`End-*` patterns",
+                        b.path,
+                        b.line_of(key),
+                        "select the lines one way: the body, the patterns, or `Symbol-lines`",
+                    )
+                )
+            elif locator and (len(items) != 1 or None in items[0]):
+                out.append(
+                    Problem(
+                        f"`Lines: {v}` beside a body or patterns must be one range `a-b`",
+                        b.path,
+                        b.line_of(key),
+                        "there `Lines` only says where the excerpt is; e.g. `Lines: 25-32`",
+                    )
+                )
+        if "Lines" in b.fields and "Symbol-lines" in b.fields:
+            out.append(
+                Problem(
+                    "both `Lines` and `Symbol-lines`",
+                    b.path,
+                    b.line_of("Symbol-lines"),
+                    "give one: `Lines` counts file lines, `Symbol-lines` lines of the symbol",
+                )
+            )
         recall = b.get("Recall")
         if recall is not None:
             if recall != "yes":

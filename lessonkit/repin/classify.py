@@ -243,7 +243,7 @@ def _source_item(project: Project, ttree: Tree, index: Index, block: Block, base
         return replace(item, detail="does not resolve at the pin: it shows no excerpt")
     item = replace(item, old=(old.start, old.end))
     try:
-        new = based_on(ttree, block) if based else excerpt_of(ttree, select.without_numbers(block, old.lines))
+        new = based_on(ttree, block) if based else excerpt_of(ttree, select.without_numbers(block, old))
     except LessonError as exc:
         return _unresolved(item, project, ttree, index, old, file, symbol, exc, vs)
     item = replace(item, new=(new.start, new.end))

@@ -7,24 +7,19 @@ import difflib
 import json
 import re
 import sys
-from dataclasses import astuple, dataclass
 from functools import cached_property
 
 from lessonkit.errors import LessonError
+from lessonkit.source import pysyntax
+from lessonkit.source.pysyntax import Definition
 from lessonkit.util.store import Store, digest
 from lessonkit.util.text import line_span, lines as text_lines
 
 MISSING_SYMBOL = "missing-symbol"  # LessonError.code: the file has no such symbol or call
+WHICH = "which"  # LessonError.code: `Which:` picks none or several of a symbol's definitions
+FORMAT = "2"  # bump when the records of pysyntax.Definition change
 
 SELECTOR = re.compile(r"^(?P<func>[A-Za-z_][\w.]*)\((?P<arg>.*)\)$", re.S)
-
-
-@dataclass(frozen=True)
-class Definition:
-    name: str  # qualified: "backward_pass", "VJPNode.__init__", "defvjp(anp.multiply)"
-    kind: str  # "def", "class", "assign", "call"
-    start: int
-    end: int
 
 
 class SourceFile:
@@ -64,83 +59,105 @@ class SourceFile:
         self.lines = text_lines(self.text)  # as ast counts them (not str.splitlines: \f, \x85, U+2028…)
 
     @cached_property
-    def module(self) -> ast.Module:
+    def all_definitions(self) -> list[Definition]:
+        """Every definition of the file at any depth (see :mod:`lessonkit.source.pysyntax`)."""
+        store = self.store
+        key = digest("definitions", FORMAT, sys.version, self.rel, self.data)
+        if store is not None:
+            cached = store.get(key)
+            if cached is not None:
+                try:
+                    return [Definition.from_json(d) for d in json.loads(cached)]
+                except (ValueError, TypeError):
+                    pass  # a damaged entry: parse again and overwrite it
         try:
-            return ast.parse(self.text, filename=self.rel)
-        except SyntaxError as exc:
-            where = f"line {exc.lineno}" if exc.lineno else exc.msg  # no line: e.g. a NUL byte
+            out = pysyntax.definitions(self.text)
+        except pysyntax.Unparseable as exc:
+            where = f"line {exc.line}" if exc.line else str(exc)  # no line: e.g. a NUL byte
             raise LessonError(
                 f"{self.rel} is not parseable Python ({where})",
-                hint="Symbol works only in Python files; quote a body without Symbol",
+                hint="Symbol works only in Python files (of any Python 3 grammar); quote a body without Symbol",
             ) from None
-        except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
-            raise LessonError(
-                f"{self.rel} is not parseable Python ({str(exc).splitlines()[0][:80]})",
-                hint="Symbol works only in Python files; quote a body without Symbol",
-            ) from None
+        if store is not None:
+            store.put(key, json.dumps([d.to_json() for d in out]))
+        return out
 
     @cached_property
     def definitions(self) -> list[Definition]:
-        store = self.store
-        if store is None:
-            return self._definitions()
-        key = digest("definitions", sys.version, self.rel, self.data)
-        cached = store.get(key)
-        if cached is not None:
-            try:
-                return [Definition(*d) for d in json.loads(cached)]
-            except (ValueError, TypeError):
-                pass  # a damaged entry: parse again and overwrite it
-        out = self._definitions()
-        store.put(key, json.dumps([astuple(d) for d in out]))
-        return out
+        """The symbols of the file's index: module-level defs, classes, assignments and calls, and
+        the members of module-level classes (deeper ones are found by :meth:`find` all the same)."""
+        return [d for d in self.all_definitions if d.listed]
 
-    def _definitions(self) -> list[Definition]:
-        out: list[Definition] = []
-        for node in self.module.body:
-            out += _defs(node, "")
-            if isinstance(node, ast.ClassDef):
-                for member in node.body:
-                    out += _defs(member, node.name + ".")
-            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and node.value.args:
-                call = node.value
-                out.append(
-                    Definition(
-                        f"{ast.unparse(call.func)}({ast.unparse(call.args[0])})", "call", node.lineno, _end(node)
-                    )
-                )
-        return out
-
-    @cached_property
-    def top_level(self) -> list[Definition]:
-        return [d for d in self.definitions if "." not in d.name.split("(")[0] or d.kind == "call"]
-
-    def find(self, symbol: str) -> Definition:
+    def find(self, symbol: str, which: str | None = None) -> Definition:
+        """The one definition ``symbol`` names: a qualified name at any depth (``Outer.Inner.deep``,
+        ``outer.inner``), or a call selector ``f(arg)``. ``which`` picks one of several definitions
+        of the name: ``N`` (the N-th, in file order), ``@decorator`` (the one with that decorator),
+        or text found in the line of its ``def``/``class``/assignment."""
         m = SELECTOR.match(symbol.strip())
-        if m:
+        if m and not which:
             return self._find_call(m["func"], m["arg"])
-        hits = [d for d in self.definitions if d.name == symbol and d.kind != "call"]
-        if len(hits) == 1:
-            return hits[0]
+        hits = [d for d in self.all_definitions if d.name == symbol and d.kind != "call"]
         if not hits:
             close = self.suggest(symbol)
             hint = (
                 ("did you mean " + ", ".join(f"`{c}` (L{self._line(c)})" for c in close) + "?")
                 if close
-                else "Symbol names a module-level def/class/assignment, a dotted member, or a call selector f(arg)"
+                else "Symbol names a def, class, assignment or type alias (dotted for members and nested "
+                "definitions: `Outer.Inner.name`, `outer.inner`), or a call selector f(arg)"
             )
             raise LessonError(f"no symbol `{symbol}` in {self.rel}", hint=hint, code=MISSING_SYMBOL)
+        if which is not None:
+            return self._pick(symbol, hits, which)
+        if len(hits) == 1:
+            return hits[0]
         raise LessonError(
             f"symbol `{symbol}` is defined {len(hits)} times in {self.rel}",
-            hint="candidates: "
-            + ", ".join(line_span(d.start, d.end) for d in hits)
-            + "; quote the lines you mean as a body without Symbol",
+            hint="candidates: " + self.candidates(hits) + "; pick one with `Which: N` (the N-th), "
+            "`Which: @decorator` or `Which: TEXT` (found in the line of its def)",
+        )
+
+    def candidates(self, hits: list[Definition]) -> str:
+        """The definitions of one name as a message lists them: lines, then what tells them apart."""
+
+        def tells(d: Definition) -> str:
+            parts = [f"@{x}" for x in d.decorators[:2]]
+            if d.context:
+                parts.append(f"under `{d.context}`")
+            return f" ({', '.join(parts)})" if parts else ""
+
+        return ", ".join(f"{k}. {line_span(d.start, d.end)}{tells(d)}" for k, d in enumerate(hits, 1))
+
+    def _pick(self, symbol: str, hits: list[Definition], which: str) -> Definition:
+        w = which.strip()
+        if w.isascii() and w.isdigit() and len(w) <= 6:
+            n = int(w)
+            if 1 <= n <= len(hits):
+                return hits[n - 1]
+            raise LessonError(
+                f"`Which: {which}` but `{symbol}` is defined {len(hits)} time(s) in {self.rel}",
+                hint="candidates: " + self.candidates(hits),
+                code=WHICH,
+            )
+        if w.startswith("@"):
+            want = _squeeze(w[1:])
+            picked = [d for d in hits if any(_squeeze(x) == want for x in d.decorators)]
+            what = f"has the decorator `{w}`"
+        else:
+            picked = [d for d in hits if w in self.lines[d.line - 1]]
+            what = f"has `{w}` in its first line"
+        if len(picked) == 1:
+            return picked[0]
+        raise LessonError(
+            f"`Which: {which}`: {'none' if not picked else len(picked)} of the {len(hits)} definition(s) of "
+            f"`{symbol}` {what}",
+            hint="candidates: " + self.candidates(hits),
+            code=WHICH,
         )
 
     def suggest(self, symbol: str, n: int = 4) -> list[str]:
         """Names close to ``symbol``: whole names first (``backwards_pass`` → ``backward_pass``), then
         dotted members whose own name is it or close to it (``peek`` → ``peekable.peek``)."""
-        names = sorted({d.name for d in self.definitions if d.kind != "call"})
+        names = sorted({d.name for d in self.all_definitions if d.kind != "call"})
         members: dict[str, list[str]] = {}
         for name in names:
             if "." in name:
@@ -153,12 +170,15 @@ class SourceFile:
         return list(dict.fromkeys(c for c in out if c != symbol))[:n]
 
     def _line(self, name: str) -> int:
-        return next(d.start for d in self.definitions if d.name == name)
+        return next(d.start for d in self.all_definitions if d.name == name)
 
     def _find_call(self, func: str, arg: str) -> Definition:
         try:
-            want = ast.unparse(ast.parse(arg, mode="eval").body)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            call = ast.parse(f"{func}({arg})", mode="eval").body
+            assert isinstance(call, ast.Call)  # SELECTOR: a name, then one pair of parentheses
+            first = call.args[0] if call.args else ast.parse(arg, mode="eval").body
+            want = ast.unparse(first)  # a call copied whole from the source: its first argument
+        except (SyntaxError, ValueError, RecursionError, MemoryError, AssertionError):
             raise LessonError(
                 f"call selector `{func}({arg})` has an unparseable argument",
                 hint="write it as in the source, e.g. defvjp(anp.multiply)",
@@ -189,25 +209,10 @@ class SourceFile:
         )
 
 
-def _defs(node: ast.stmt, prefix: str) -> list[Definition]:
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        start = min([d.lineno for d in node.decorator_list] + [node.lineno])
-        kind = "class" if isinstance(node, ast.ClassDef) else "def"
-        return [Definition(prefix + node.name, kind, start, _end(node))]
-    targets = []
-    if isinstance(node, ast.Assign):
-        targets = node.targets
-    elif isinstance(node, ast.AnnAssign):
-        targets = [node.target]
-    names = []
-    for t in targets:
-        if isinstance(t, ast.Name):
-            names.append(t.id)
-        elif isinstance(t, ast.Tuple):
-            names += [e.id for e in t.elts if isinstance(e, ast.Name)]
-    return [Definition(prefix + n, "assign", node.lineno, _end(node)) for n in names]
+
+_SPACES = re.compile(r"\s+")
 
 
-def _end(node: ast.stmt) -> int:
-    """The last line of a parsed statement (``ast.parse`` always sets ``end_lineno``)."""
-    return node.end_lineno if node.end_lineno is not None else node.lineno
+def _squeeze(text: str) -> str:
+    """A decorator as `Which:` compares it: without whitespace."""
+    return _SPACES.sub("", text)

@@ -9,7 +9,7 @@ from pathlib import Path
 from lessonkit.errors import LessonError
 from lessonkit.pipeline.parse import Block, check_rel_path
 from lessonkit.source import select
-from lessonkit.source.pyindex import SourceFile
+from lessonkit.source.pyindex import WHICH, SourceFile
 from lessonkit.util.store import Store
 from lessonkit.util.text import line_span
 
@@ -215,9 +215,9 @@ def excerpt_of(tree: Tree, block: Block, file_key: str = "File", symbol_key: str
     d = None
     if symbol:
         try:
-            d = sf.find(symbol)
+            d = sf.find(symbol, block.get("Which"))
         except LessonError as exc:
-            raise exc.at(block.path, block.line_of(symbol_key))
+            raise exc.at(block.path, block.line_of("Which" if exc.code == WHICH else symbol_key))
         region = sf.lines[d.start - 1 : d.end]
         lo = d.start
         where = f"{sf.rel} ({symbol}, {line_span(d.start, d.end)})"
@@ -225,27 +225,14 @@ def excerpt_of(tree: Tree, block: Block, file_key: str = "File", symbol_key: str
         region, lo, where = sf.lines, 1, sf.rel
     if any(block.get(k) for k in select.PATTERNS):
         region, lo = select.narrow(region, lo, block, where)
-    elif not symbol and block.body is None and block.lines_range:  # `Lines: a-b` alone: those lines
-        a, b = block.lines_range
-        if b > len(sf.lines):
-            raise LessonError(
-                f"`Lines: {a}-{b}` runs past the end of {sf.rel} ({len(sf.lines)} lines)",
-                path=block.path,
-                line=block.line_of("Lines"),
-                hint="check the range against the source browser",
-            )
-        blank = next((n for n in (a, b) if not sf.lines[n - 1].strip()), None)
-        if blank is not None:
-            raise LessonError(
-                f"`Lines: {a}-{b}` {'starts' if blank == a else 'ends'} with a blank line (L{blank})",
-                path=block.path,
-                line=block.line_of("Lines"),
-                hint="begin and end the range with lines of code",
-            )
-        region, lo = sf.lines[a - 1 : b], a
     elided: list[tuple[int, int]] = []
     if block.body is None:
-        runs = [_trim(sf, lo, lo + len(region) - 1)]
+        picked = _picked(sf, block, d)
+        if picked:
+            runs = picked
+            elided = [(x + 1, y - 1) for (_, x), (y, _) in zip(runs, runs[1:]) if y - x > 1]
+        else:
+            runs = [_trim(sf, lo, lo + len(region) - 1)]
         if d is not None and block.get("Docstring") == "hide":
             runs, elided = _without_docstring(sf, d, block)
     else:
@@ -295,6 +282,46 @@ def excerpt_of(tree: Tree, block: Block, file_key: str = "File", symbol_key: str
     return ex
 
 
+def selects_lines(block: Block) -> bool:
+    """``Lines``/``Symbol-lines`` choose the lines shown (not a body or patterns: there ``Lines``
+    only says where the excerpt is)."""
+    return block.body is None and not any(block.get(k) for k in select.PATTERNS) and any(
+        block.get(k) for k in select.SELECTING
+    )
+
+
+def _picked(sf: SourceFile, block: Block, d) -> list[tuple[int, int]]:
+    """The runs ``Lines`` (file line numbers) or ``Symbol-lines`` (1 = the symbol's first line)
+    choose, within the symbol or the file, blank lines at their ends left out; [] when neither does."""
+    if not selects_lines(block):
+        return []
+    lo, hi = (d.start, d.end) if d is not None else (1, len(sf.lines))
+    what = f"`{d.name}` in {sf.rel}" if d is not None else sf.rel
+    out = []
+    for key in select.SELECTING:
+        value = block.get(key)
+        if not value:
+            continue
+        if key == "Symbol-lines" and d is None:
+            raise LessonError("`Symbol-lines` without `Symbol`", path=block.path, line=block.line_of(key),
+                              hint="`Symbol-lines` counts from the symbol's first line; use `Lines` for file lines")
+        try:
+            items = select.line_items(value, key)
+            picked = select.pick_lines(items, lo, hi, d.start - 1 if key == "Symbol-lines" else 0, what, key, value)
+        except LessonError as exc:
+            raise exc.at(block.path, block.line_of(key))
+        for a, b in picked:
+            if not any(sf.lines[n - 1].strip() for n in range(a, b + 1)):
+                raise LessonError(
+                    f"`{key}: {value}`: {line_span(a, b)} has only blank lines",
+                    path=block.path,
+                    line=block.line_of(key),
+                    hint="select lines with code",
+                )
+        out = [_trim(sf, a, b) for a, b in picked]
+    return out
+
+
 def _trim(sf: SourceFile, a: int, b: int) -> tuple[int, int]:
     """Lines ``a``-``b`` without blank lines at either end (a run starts and ends with text, so that
     the highlighter, which drops blank lines at the ends, numbers every line right)."""
@@ -308,7 +335,7 @@ def _trim(sf: SourceFile, a: int, b: int) -> tuple[int, int]:
 def _without_docstring(sf: SourceFile, d, block: Block) -> tuple[list, list]:
     """The runs of a whole def or class without its docstring (and the blank lines after it)."""
     try:
-        doc = select.docstring_range(sf.module, sf.lines, d.name, d.start, d.end)
+        doc = select.docstring_range(d)
     except LessonError as exc:
         raise exc.at(block.path, block.line_of("Docstring"))
     if doc is None:
@@ -427,13 +454,21 @@ def _only_run(sf: SourceFile, region: list[str], lo: int, block: Block, symbol, 
 
 
 def check_lines(block: Block, ex: Excerpt) -> None:
-    want = block.lines_range
-    if want and want != (ex.start, ex.end):
+    """``Lines`` beside a body or ``Start-*``/``End-*`` patterns: the one range the excerpt is at."""
+    if selects_lines(block) or not block.get("Lines"):
+        return
+    try:
+        items = select.line_items(block.get("Lines") or "")
+    except LessonError as exc:
+        raise exc.at(block.path, block.line_of("Lines"))
+    want = items[0] if len(items) == 1 else None
+    if want != (ex.start, ex.end):
+        shown = block.get("Lines")
         raise LessonError(
-            f"`Lines: {want[0]}-{want[1]}` but the excerpt is at {line_span(ex.start, ex.end)}",
+            f"`Lines: {shown}` but the excerpt is at {line_span(ex.start, ex.end)}",
             path=block.path,
             line=block.line_of("Lines"),
-            hint=f"write `Lines: {ex.start}-{ex.end}` or remove the line (it is only a locator)",
+            hint=f"write `Lines: {ex.start}-{ex.end}` or remove the line (beside a body it is only a locator)",
         )
 
 

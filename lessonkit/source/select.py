@@ -10,12 +10,12 @@ Line numbers are always the file's own, 1-based, as the page shows them.
 
 from __future__ import annotations
 
-import ast
 import difflib
 import re
 
 from lessonkit.errors import LessonError, Problem
-from lessonkit.pipeline.parse import LINES, Block
+from lessonkit.pipeline.parse import Block
+from lessonkit.source.pysyntax import Definition
 
 # Text patterns, in the order they are applied; each must match exactly one line of its scope.
 PATTERNS = ("Start-after", "Start-at", "End-before", "End-at")
@@ -23,6 +23,61 @@ ELISION = ("...", "\u2026")  # a body line that stands for left-out lines
 EMPHASIS_ITEM = re.compile(r"^([0-9]{1,6})(?:[ \t]*-[ \t]*([0-9]{1,6}))?$")
 DEDENT_MAX = 40  # `Dedent: N`: more is not a real indentation
 EMPHASIS_HINT = "file line numbers as the page shows them, e.g. `Emphasize: 27, 30-31`"
+LINES_ITEM = re.compile(r"^([0-9]{1,9})?[ \t]*(-)?[ \t]*([0-9]{1,9})?$")
+LINES_HINT = "ranges such as `25-32`, `40-` (to the end), `-12` (from the start) or a list `3-5, 9`"
+# `Lines` and `Symbol-lines` select lines when nothing else does; with a body or `Start-*`/`End-*`
+# patterns, `Lines` is a locator: one range, the lines the excerpt must be at.
+SELECTING = ("Lines", "Symbol-lines")
+
+
+def line_items(value: str, key: str = "Lines") -> list[tuple[int | None, int | None]]:
+    """The ranges of ``Lines: 3-5, 9, 40-``: (first, last), None where the range is open."""
+    out: list[tuple[int | None, int | None]] = []
+    for item in value.split(","):
+        m = LINES_ITEM.match(item.strip())
+        if not m or not (m[1] or m[3]) or (not m[2] and not m[1]):
+            raise LessonError(f"`{key}: {value}` is not a list of line ranges", hint=LINES_HINT)
+        a = int(m[1]) if m[1] else None
+        b = (int(m[3]) if m[3] else None) if m[2] else a
+        if (a is not None and a < 1) or (a is not None and b is not None and b < a):
+            what = f"`{key}: {value}` is" if item.strip() == value.strip() else f"`{key}: {value}`: `{item.strip()}` is"
+            raise LessonError(f"{what} not a range `a-b` with 1 ≤ a ≤ b", hint=LINES_HINT)
+        out.append((a, b))
+    for (a1, b1), (a2, b2) in zip(out, out[1:]):
+        if b1 is None or a2 is None or a2 <= b1:
+            raise LessonError(
+                f"`{key}: {value}`: the ranges overlap or are out of order",
+                hint="list the ranges in file order, each after the previous one",
+            )
+    return out
+
+
+def pick_lines(
+    items: list[tuple[int | None, int | None]], lo: int, hi: int, offset: int, what: str, key: str, value: str
+) -> list[tuple[int, int]]:
+    """The file lines (first, last) of each range, within ``lo``-``hi`` (``what``); ``offset`` is
+    added to the numbers written (``Symbol-lines`` counts from the symbol's first line)."""
+    out = []
+    for a, b in items:
+        first = lo if a is None else a + offset
+        last = hi if b is None else b + offset
+        if first < lo or last > hi:
+            bad = first if first < lo else last
+            if offset:
+                hint = f"`Symbol-lines` counts the symbol's lines: 1 to {hi - lo + 1}"
+            else:
+                hint = f"{what} is L{lo}-{hi}" + ("; `Symbol-lines` counts from the symbol's first line" if lo > 1 or "`" in what else "")
+            if last > hi and not offset and lo == 1 and "`" not in what:
+                raise LessonError(
+                    f"`{key}: {value}` runs past the end of {what} ({hi} lines)",
+                    hint="check the range against the source browser",
+                )
+            raise LessonError(f"`{key}: {value}`: line {bad - offset} is outside {what}", hint=hint)
+        if out and first == out[-1][1] + 1:  # adjacent ranges are one run
+            out[-1] = (out[-1][0], last)
+        else:
+            out.append((first, last))
+    return out
 
 
 def is_elision(line: str) -> bool:
@@ -121,6 +176,14 @@ def header_problems(b: Block) -> list[Problem]:
             given[0],
             "use the body, or the patterns without a body",
         )
+    if b.get("Match") is not None:
+        if not given:
+            bad("`Match` without a `Start-*` or `End-*` pattern", "Match", "`Match` says how the patterns match")
+        else:
+            try:
+                match_mode(b.get("Match"))
+            except LessonError as exc:
+                bad(exc.problem.message, "Match", exc.problem.hint)
     d = b.get("Docstring")
     if d is not None:
         if d not in ("hide", "show"):
@@ -146,43 +209,68 @@ def header_problems(b: Block) -> list[Problem]:
         except LessonError as exc:
             bad(exc.problem.message, "Emphasize", exc.problem.hint)
         else:
-            m = LINES.match(b.get("Lines") or "")
-            if m and not (int(m[1]) <= lines[0] and lines[-1] <= int(m[2])):
-                outside = next(n for n in lines if not int(m[1]) <= n <= int(m[2]))
-                bad(
-                    f"`Emphasize: {e}`: line {outside} is outside `Lines: {b.get('Lines')}`",
-                    "Emphasize",
-                    EMPHASIS_HINT,
-                )
+            try:
+                items = line_items(b.get("Lines") or "")
+            except LessonError:
+                items = []  # the kind reports it
+            if items and all(a is not None and z is not None for a, z in items):
+                outside = next((n for n in lines if not any(a <= n <= z for a, z in items)), None)  # type: ignore[operator]
+                if outside is not None:
+                    bad(
+                        f"`Emphasize: {e}`: line {outside} is outside `Lines: {b.get('Lines')}`",
+                        "Emphasize",
+                        EMPHASIS_HINT,
+                    )
     out += body_problems(b, "Symbol" in b.fields)
     return out
 
 
+def match_mode(value: str | None) -> str:
+    """``Match: unique`` (the default: each pattern matches exactly one line of its scope) or
+    ``first`` (the first line that matches; the end pattern is searched from the start on)."""
+    v = (value or "unique").strip().lower()
+    if v in ("unique", "first"):
+        return v
+    raise LessonError(
+        f"`Match: {value}` is not `unique` or `first`",
+        hint="`first` takes the first matching line, and searches the end pattern after the start",
+    )
+
+
 def narrow(region: list[str], lo: int, block: Block, where: str) -> tuple[list[str], int]:
     """The lines of ``region`` (whose first line is file line ``lo``) between the block's
-    ``Start-*`` and ``End-*`` patterns; each pattern must occur in exactly one line of it."""
+    ``Start-*`` and ``End-*`` patterns; with ``Match: unique`` each pattern must occur in exactly
+    one line of it, with ``Match: first`` the first match counts and the end is searched from the
+    first line the start leaves in."""
+    try:
+        mode = match_mode(block.get("Match"))
+    except LessonError as exc:
+        raise exc.at(block.path, block.line_of("Match"))
     first, last, at = 0, len(region) - 1, {}
     for key in PATTERNS:
         pattern = block.get(key)
         if pattern is None:
             continue
-        hits = [k for k, line in enumerate(region) if pattern in line]
+        window = first if mode == "first" and key.startswith("End") else 0
+        hits = [k for k, line in enumerate(region) if k >= window and pattern in line]
         if not hits:
             close = max(range(len(region)), key=lambda k: difflib.SequenceMatcher(None, region[k], pattern).ratio())
+            after = f" after L{lo + window}" if window else ""
             raise LessonError(
-                f"`{key}: {pattern}` matches no line of {where}",
+                f"`{key}: {pattern}` matches no line of {where}{after}",
                 path=block.path,
                 line=block.line_of(key),
                 hint=f"the pattern is plain text found inside one line; the closest line is L{lo + close}: "
                 f"{region[close].strip()[:60]!r}",
             )
-        if len(hits) > 1:
+        if len(hits) > 1 and mode == "unique":
             shown = ", ".join(f"L{lo + k}" for k in hits[:8])
             raise LessonError(
                 f"`{key}: {pattern}` matches {len(hits)} lines of {where} ({shown})",
                 path=block.path,
                 line=block.line_of(key),
-                hint="make the pattern longer, so that it matches one line",
+                hint="make the pattern longer, so that it matches one line, or add `Match: first` to take the "
+                "first (the end pattern is then searched after the start)",
             )
         k = at[key] = hits[0]
         if key == "Start-after":
@@ -205,40 +293,20 @@ def narrow(region: list[str], lo: int, block: Block, where: str) -> tuple[list[s
     return region[first : last + 1], lo + first
 
 
-def docstring_range(module: ast.Module, lines: list[str], name: str, start: int, end: int) -> tuple[int, int] | None:
-    """The lines of the docstring of the def or class ``name`` at ``start``-``end`` (None: it has none).
+def docstring_range(d: Definition) -> tuple[int, int] | None:
+    """The lines of the docstring of the def or class ``d`` (None: it has none).
     Raises when the symbol is not a def or class, or the docstring shares a line with other code."""
-    node = _node(module.body, name.split("."), start, end)
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+    if d.kind not in ("def", "class"):
         raise LessonError(
-            f"`Docstring: hide` works on a def or class; `{name}` is neither",
+            f"`Docstring: hide` works on a def or class; `{d.name}` is neither",
             hint="remove the line, or name the function or class",
         )
-    first = node.body[0]
-    if not (
-        isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
-    ):
-        return None
-    after = node.body[1].lineno if len(node.body) > 1 else None
-    before = lines[first.lineno - 1].encode()[: first.col_offset].decode("utf-8", "replace")  # col_offset: bytes
-    if before.strip() or after == first.end_lineno:
+    if d.doc is not None and d.doc_shared:
         raise LessonError(
-            f"the docstring of `{name}` shares a line with other code",
+            f"the docstring of `{d.name}` shares a line with other code",
             hint="`Docstring: hide` leaves out whole lines; quote the lines you want as a body instead",
         )
-    return first.lineno, first.end_lineno or first.lineno
-
-
-def _node(body: list[ast.stmt], parts: list[str], start: int, end: int):
-    for node in body:
-        if getattr(node, "name", None) != parts[0]:
-            continue
-        if len(parts) > 1:
-            return _node(getattr(node, "body", []), parts[1:], start, end)
-        first = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])
-        if (first, node.end_lineno) == (start, end):
-            return node
-    return None
+    return d.doc
 
 
 def dedent(runs: list[list[str]], mode: str | int, first_lines: list[int], block: Block, key_line: int) -> list[tuple]:
@@ -253,6 +321,14 @@ def dedent(runs: list[list[str]], mode: str | int, first_lines: list[int], block
     else:
         assert isinstance(mode, int)  # dedent_mode: "none", "auto" or a number of spaces
         least = min(widths, default=(0, 0))
+        tabbed = next((n for w, n in widths if w < mode and _line_of(runs, first_lines, n).startswith("\t")), None)
+        if tabbed is not None:
+            raise LessonError(
+                f"`Dedent: {mode}` but L{tabbed} is indented with a tab, not spaces",
+                path=block.path,
+                line=key_line,
+                hint="`Dedent` removes spaces; use `Dedent: auto` or `Dedent: none` for tab-indented code",
+            )
         if least[0] < mode:
             raise LessonError(
                 f"`Dedent: {mode}` but L{least[1]} is indented by only {least[0]} space(s)",
@@ -264,17 +340,30 @@ def dedent(runs: list[list[str]], mode: str | int, first_lines: list[int], block
     return [tuple(l[cut:] if l.strip() else "" for l in run) for run in runs]
 
 
-def without_numbers(block: Block, shown: tuple[str, ...]) -> Block:
+def _line_of(runs: list[list[str]], first_lines: list[int], n: int) -> str:
+    """File line ``n`` among the runs."""
+    for run, at in zip(runs, first_lines):
+        if at <= n < at + len(run):
+            return run[n - at]
+    return ""
+
+
+def without_numbers(block: Block, old) -> Block:
     """The block as resolved against another tree (repin): ``Emphasize`` names this tree's line
-    numbers (they move with the text), and ``Lines`` alone selects lines by number, so there the
-    block becomes a body of the lines it ``shown`` here, found again by their text."""
+    numbers (they move with the text), and ``Lines`` or ``Symbol-lines`` selecting lines by number
+    become a body of the lines they showed here (``old``, an Excerpt), found again by their text."""
     from dataclasses import replace
 
     fields = {k: f for k, f in block.fields.items() if k != "Emphasize"}
     body, body_line = block.body, block.body_line
-    if block.body is None and not any(k in block.fields for k in ("Symbol", *PATTERNS)) and "Lines" in fields:
-        del fields["Lines"]
-        body, body_line = shown, block.line
+    if block.body is None and not any(k in block.fields for k in PATTERNS) and any(k in fields for k in SELECTING):
+        for k in SELECTING:
+            fields.pop(k, None)
+        runs = [lines for kind, _, _, lines in old.parts() if kind == "run"]
+        joined: list[str] = []
+        for k, run in enumerate(runs):
+            joined += ([ELISION[0]] if k else []) + list(run)
+        body, body_line = tuple(joined), block.line
     return replace(block, fields=fields, body=body, body_line=body_line)
 
 

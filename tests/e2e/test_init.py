@@ -15,7 +15,7 @@ import pytest
 
 from lessonkit.cli.main import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "more-itertools==10.5.0"  # pure Python; its sdist is more-itertools-10.5.0.tar.gz
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 LESSONS = sorted(p for p in (DOCS / "lessons").glob("[0-9][0-9]-*.md") if int(p.name[:2]) <= 13)
 SELF_TEST = DOCS / "attachments" / "self-test.md"

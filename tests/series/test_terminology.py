@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 GLOSSARY = DOCS / "glossary.md"
 ABBREVIATIONS = DOCS / "includes" / "abbreviations.md"

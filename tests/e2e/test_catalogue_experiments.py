@@ -575,7 +575,7 @@ def test_the_readme_counts_the_catalogue():
     """README's "runs N hostile or unlucky scripts" is this catalogue's size, not a number typed once."""
     import re
 
-    readme = (Path(__file__).resolve().parent.parent / "docs" / "dev" / "reliability.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "dev" / "reliability.md").read_text(encoding="utf-8")
     assert [int(n) for n in re.findall(r"runs (\d+) hostile or unlucky", readme)] == [len(CASES)]
 
 

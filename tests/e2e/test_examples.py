@@ -22,7 +22,7 @@ import pytest
 from lessonkit.source import pin as pinning
 from lessonkit.errors import LessonError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "micrograd-lessons"
 
 

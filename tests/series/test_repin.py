@@ -33,7 +33,7 @@ from lessonkit.cli.main import main as cli
 from lessonkit.errors import LessonError
 from lessonkit.source.pin import load_pin, sha256_file
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHIFT = "# three comment lines\n# inserted at the top\n# shift every line of core.py by 3\n"
 
 

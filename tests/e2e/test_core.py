@@ -17,7 +17,7 @@ from lessonkit.kinds import KINDS
 from lessonkit.source.pin import check_tree, load_pin, provide
 from lessonkit.source.resolve import Tree, excerpt_of
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LINE = re.compile(r"^docs/[\w/.-]+\.md:\d+: .+ — .+$")
 
 

@@ -21,7 +21,7 @@ from lessonkit.errors import LessonError
 from lessonkit.run.runner import RECORD_HELPER
 from lessonkit.pipeline.recording import Format, build_snapshot, format_value, lookup
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXPERIMENTS = ROOT / "experiments"
 
 
@@ -684,7 +684,7 @@ def test_graph_layout_does_not_depend_on_object_addresses():
     """grandalf collects a component's edges in a set ordered by object address; the figure
     must not change with it. Lesson 09's graph (a recording of reverse_mode_scaling.py, kept
     in tests/data), laid out in processes whose allocations differ, gives one SVG."""
-    graph = (ROOT / "tests" / "data" / "vjp_graph_09.json").read_text(encoding="utf-8")
+    graph = (ROOT / "tests" / "series" / "data" / "vjp_graph_09.json").read_text(encoding="utf-8")
     code = (
         "import json, sys, hashlib\n"
         "junk = [object() for _ in range(int(sys.argv[1]) * 997)]\n"

@@ -13,7 +13,7 @@ import pytest
 
 from lessonkit.site.links import check_site
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 
 

@@ -220,7 +220,7 @@ def test_a_process_that_ends_with_a_box_open_leaves_no_folder_of_boxes():
     """A batch of experiments never collected (a caller that forgot, an exception between start
     and results): the process's folder of boxes goes when the process ends."""
     code = "from lessonkit.run.box import sandbox\nbox = sandbox.BOXES.open()\nprint(box.root)\n"
-    project = Path(__file__).resolve().parent.parent
+    project = Path(__file__).resolve().parents[2]
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=project, timeout=60)
     assert r.returncode == 0, r.stderr[-2000:]
     root = Path(r.stdout.strip())

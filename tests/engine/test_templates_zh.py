@@ -17,7 +17,7 @@ from jinja2 import nodes
 
 from lessonkit.config.site import environment
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ENGINE = ROOT / "lessonkit" / "templates"
 ZH = ROOT / "lessonkit" / "cli" / "templates-zh"
 

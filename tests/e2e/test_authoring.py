@@ -14,7 +14,7 @@ from pathlib import Path
 from lessonkit.pipeline.parse import parse_page
 from lessonkit.kinds import KINDS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "authoring.md"
 EXAMPLE = re.compile(r"^````markdown\n(.*?)\n````\n\n(.*?)(?=\n\n|\Z)", re.S | re.M)
 

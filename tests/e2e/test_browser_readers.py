@@ -91,7 +91,7 @@ def test_user_dictionary_holds_every_chinese_glossary_term(built_site):
     """Each Chinese glossary term is one word of the search index: in the user dictionary, or a
     compound that ends with a shorter term of it (数值梯度检验: kept whole, it would hide 梯度检验
     from search; split, both queries find lesson 12, see test_search_quality)."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     words = {line.split()[0] for line in (root / "docs/user-dictionary.txt").read_text().splitlines() if line.strip()}
     missing = []
     for line in (root / "docs/glossary.md").read_text().splitlines():
@@ -621,6 +621,6 @@ def test_mini_readme_is_translated_with_the_original_kept(built_site):
     html = (built_site / "attachments" / "mini-readme" / "index.html").read_text()
     zh, en = html.index('id="zh"'), html.index('id="original"')
     assert zh < en and "只支持标量" in html[zh:en] and "Scalars only." in html[en:]
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     spans = lambda p: set(re.findall(r"`([^`]+)`", (root / p).read_text()))  # noqa: E731
     assert spans("mini-autograd/README.md") <= spans("mini-autograd/README.zh.md")  # the translation keeps up

@@ -445,7 +445,7 @@ def test_guide_reference_lists_every_field():
     """docs/dev/annotation-reference.md has an entry for every field of real-source and experiment."""
     from lessonkit.kinds import experiment, real_source
 
-    text = (Path(__file__).resolve().parents[1] / "docs" / "dev" / "annotation-reference.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "dev" / "annotation-reference.md").read_text()
     for kind in (real_source.KIND, experiment.KIND):
         for key in kind.fields:
             assert re.search(rf"^#+ `{re.escape(key)}`", text, re.M), f"{kind.name}: no entry for `{key}`"

@@ -401,7 +401,7 @@ def test_a_box_holds_no_key_of_the_build(project, jail, tmp_path):
     read the build's keys (by its session keyring or by id) nor change or add one."""
     site, _ = project
     code = KEY_HOST.format(
-        tests=str(Path(__file__).resolve().parent),
+        tests=str(Path(__file__).resolve().parents[1]),  # tests/: support.py
         root=str(site.root),
         pinned=str(site.pinned_root),
         cache=str(tmp_path / "cache"),
@@ -528,7 +528,7 @@ def test_a_planted_bytecode_file_is_never_read(project, jail, tmp_path, monkeypa
     import py_compile
 
     prefix = tmp_path / "pycache"
-    checkout = str(Path(__file__).resolve().parents[1] / "lessonkit")
+    checkout = str(Path(__file__).resolve().parents[2] / "lessonkit")
     (prefix / sys.base_prefix.lstrip("/")).mkdir(parents=True)  # the interpreter's: shown
     (prefix / checkout.lstrip("/")).mkdir(parents=True)  # lessonkit's: not shown
     for where in (f"{jails.BOX}/pinned/autograd/__init__", f"{jails.BOX}/project/experiments/_provenance"):
@@ -635,7 +635,7 @@ print(len(found))
 
 def test_a_box_of_a_concurrent_build_can_be_neither_found_nor_written(project, jail, tmp_path, pinned_root):
     site, pin = project
-    tests = str(Path(__file__).resolve().parent)
+    tests = str(Path(__file__).resolve().parents[1])  # tests/: support.py
     code = SECOND_BUILD.format(
         tests=tests,
         root=str(site.root),
@@ -647,7 +647,7 @@ def test_a_box_of_a_concurrent_build_can_be_neither_found_nor_written(project, j
     )
     second = subprocess.Popen(
         [sys.executable, "-c", code],
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -717,7 +717,7 @@ def test_a_jail_asked_for_that_does_not_work_is_a_build_error(tmp_path, pinned_r
 
 def test_ci_installs_and_requires_the_jail():
     """The CI entry point and the workflow install bubblewrap and ask for it."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     run = (root / ".ci" / "run").read_text(encoding="utf-8")
     workflow = (root / ".github" / "workflows" / "site.yml").read_text(encoding="utf-8")
     assert "bubblewrap" in run and 'export LESSONKIT_SANDBOX="${LESSONKIT_SANDBOX:-bwrap}"' in run

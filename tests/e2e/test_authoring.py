@@ -46,7 +46,7 @@ def test_guide_covers_every_form():
     assert any(b.get("Based-on") for b in blocks)
     assert any(b.kind == "experiment" and b.get("Timeout") for b in blocks)
     assert any(b.kind == "experiment" and b.body and not b.get("File") for b in blocks)  # inline
-    # every field of real-source and experiment has a live example (issue 29)
+    # every field of real-source and experiment has a live example
     from lessonkit.kinds import experiment, real_source
 
     for kind in (real_source.KIND, experiment.KIND):

@@ -1,4 +1,4 @@
-"""The authoring options of issue 29: real-source selectors (``Lines`` alone, ``Start-after`` /
+"""The authoring options: real-source selectors (``Lines`` alone, ``Start-after`` /
 ``Start-at`` / ``End-before`` / ``End-at``, ``Emphasize``, ``Docstring: hide``, ``Dedent``, an
 optional ``Commit``), elided bodies, page sessions of inline experiments, errors while serving,
 and maps that follow the source.

@@ -1,4 +1,4 @@
-"""The Build object (issue 16 item 2) without MkDocs: tokens, line offsets, render order,
+"""The Build object without MkDocs: tokens, line offsets, render order,
 links, and one page from plan to problems."""
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def test_unreadable_pages_are_one_error_each(tmp_path):
 
 
 def test_a_prewarm_bug_is_one_warning_line_and_no_traceback(monkeypatch, capsys, tmp_path):
-    """Seen in round 1: a NameError in the prewarm child printed a full traceback while the
+    """A NameError in the prewarm child printed a full traceback while the
     build stayed green. The worker contains it: one line; the build does the work itself."""
     from lessonkit.site import pages
 

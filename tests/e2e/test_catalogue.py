@@ -1,4 +1,4 @@
-"""Catalogue of bad inputs (issue 8: reliability).
+"""Catalogue of bad inputs: each gives one located line, exit status and an untouched project.
 
 Every case builds a throwaway project (``TmpSite``), feeds it one kind of bad input
 and asserts the same contract:
@@ -14,7 +14,7 @@ and asserts the same contract:
 * no partial entry in the cache: no ``.tmp-*`` file, an empty staging folder, and
   no cache entry for an experiment that failed.
 
-Configuration cases (issue 15) cover every field of pin.toml, the manifest's lines, the
+Configuration cases cover every field of pin.toml, the manifest's lines, the
 excerpt map's shape, roles.toml, the environment variables and verify's own arguments.
 Annotation, path, pin and configuration cases run ``python -m lessonkit verify`` in-process (the
 same ``main()`` as the command line; a few also as a real subprocess); experiment
@@ -476,7 +476,7 @@ def _(ctx):
     return [Expect(P, 7, "`Lines: 24-32` but the excerpt is at L25-32", "write `Lines: 25-32`")]
 
 
-# -- real-source selectors (issue 29): every new field's bad values, located at the field (or the run)
+# -- real-source selectors: every new field's bad values, located at the field (or the run)
 
 BP = ("File: autograd/core.py", "Symbol: backward_pass")  # L25-32; line 4 and 5 of the page
 
@@ -1328,7 +1328,7 @@ def _(ctx):
     ]
 
 
-# ---------------------------------------------------------------- configuration (issue 15)
+# ---------------------------------------------------------------- configuration
 # Every value of pin.toml, the manifest, the excerpt map and the environment is checked
 # before anything acts on it. The project snapshot covers every file of the project, so
 # a hostile path-forming value that deleted or overwrote anything would fail the case.

@@ -1,4 +1,4 @@
-"""Catalogue of hostile and unlucky experiments (issue 15: experiments in a box).
+"""Catalogue of hostile and unlucky experiments: each runs in a box and ends in one exact outcome.
 
 Every case is one script run by the build's own ``Runner`` against a small project
 (``TmpSite``) whose pinned tree is a private copy, and asserts:

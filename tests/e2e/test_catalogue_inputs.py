@@ -1,8 +1,8 @@
-"""Catalogue: every input gives a located error or a correct result (issue 30, items 4 and 5).
+"""Catalogue: every input gives a located error or a correct result: numbers, text and files at their limits.
 
 The same contract as ``test_catalogue.py`` (exact ``path:line: what — hint`` lines, no
 traceback, the exact exit status, an untouched project, no partial cache entry), for the
-inputs a red team found and the rest of each class:
+inputs found by attacking the engine and the rest of each class:
 
 * numbers too long for ``int()`` in every number field (``Lines``, ``Timeout``, ``Memory``,
   ``Precision``, a line reference's offset, a record key's index, a command's line);

@@ -1,4 +1,4 @@
-"""Catalogue: annotation blocks in Markdown structures (issue 15 item 5, issue 16).
+"""Catalogue: annotation blocks in Markdown structures: processed where Markdown shows a fenced block, nowhere else.
 
 A block is processed exactly where Markdown (with pymdownx.superfences) shows a fenced
 block, and nowhere else: inside an indented code block or an HTML comment it is text
@@ -255,7 +255,7 @@ def test_blocks_in_blockquotes_footnotes_and_definitions_are_rendered_in_place(s
     assert "File: autograd/core.py" not in html  # no raw header anywhere
 
 
-# ---------------------------------------------------------------- active content and badges as labels (issue 30)
+# ---------------------------------------------------------------- active content and badges as labels
 
 ACTIVE_HINT = "remove it: a page shows code, output and figures through annotation blocks, which the build checks"
 RUNS = "which runs code in the reader's browser"

@@ -1,4 +1,4 @@
-"""The second project, examples/micrograd-lessons, built from configuration alone (issue 16 item 5).
+"""The second project, examples/micrograd-lessons, built from configuration alone.
 
 A copy of the example, alone (its hooks file is its own one-line re-export of
 lessonkit.integrations.mkdocs.hooks), is built strict, verified,

@@ -1,4 +1,4 @@
-"""Fault injection for configuration, paths and caches (issue 15).
+"""Fault injection for configuration, paths and caches.
 
 * every path-forming value, even one that bypassed lessonkit.config.files, stays inside the cache;
 * a damaged cache entry of any kind, damaged in any way, is dropped and made again and the

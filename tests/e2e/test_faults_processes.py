@@ -1,4 +1,4 @@
-"""Fault injection on processes (issue 15): signals at random points of cold builds.
+"""Fault injection on processes: signals at random points of cold builds.
 
 A small project whose experiments run for a while (and start ``setsid`` children) is
 built cold and sent SIGTERM, SIGINT or SIGKILL after a seeded random delay. Each case

@@ -1,4 +1,4 @@
-"""The sweepers remove only what is provably a dead build's own (issue 15, round 2).
+"""The sweepers remove only what is provably a dead build's own.
 
 ``sandbox.sweep_leftovers`` (box folders in the temporary directory, pids cgroups, marked
 processes) and ``store.sweep`` (half-written ``.tmp-…`` cache files) must leave alone
@@ -202,7 +202,7 @@ def test_a_box_removed_from_outside_mid_run_is_a_located_error(tmp_path, pinned_
         time.sleep(0.02)
     assert boxes, "the box never appeared"
     time.sleep(0.5)
-    sandbox._rmtree(boxes[0])  # a /tmp cleaner, or another build's sweeper of round 1
+    sandbox._rmtree(boxes[0])  # a /tmp cleaner, or another build's sweeper of an older lessonkit
     t.join(60)
     result = out["r"]
     assert result.problem.startswith("vanished: ")

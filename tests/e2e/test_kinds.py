@@ -1,4 +1,4 @@
-"""The kind registry (issue 16 item 1): every stage consults it, unknown kinds are located
+"""The kind registry: every stage consults it, unknown kinds are located
 errors, and a kind defined only in tests/ (tests/sample_kinds.py, registered through the
 project's sourcemap/kinds.toml) builds, verifies, renders and repins."""
 

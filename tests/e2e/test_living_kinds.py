@@ -1,4 +1,4 @@
-"""Living lessons in the build (issue 17, round 2): the `line`, `value`, `snapshot` and
+"""Living lessons in the build: the `line`, `value`, `snapshot` and
 `figure` kinds in a small project, verify and the scans of docs/ prose."""
 
 from __future__ import annotations

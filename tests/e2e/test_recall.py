@@ -1,4 +1,4 @@
-"""``Recall: yes`` on real-source (issue 28): a block that shows only the lines under discussion of
+"""``Recall: yes`` on real-source: a block that shows only the lines under discussion of
 a symbol an earlier page showed in full, with a link to that first full showing and an expandable,
 verified full version. One small project: page 01 shows ``backward_pass`` in full, page 02 recalls
 it (and recalls it again on the same page after a second full showing elsewhere would not matter).

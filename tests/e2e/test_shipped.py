@@ -1,7 +1,7 @@
 """verify --site: what ships is what lessonkit emitted.
 
 A small project (one lesson: a real-source block, a teaching block, an experiment and a recorded
-value) is built once; each attack of issue 30 then runs on a copy (a build of its own) or on the
+value) is built once; each attack then runs on a copy (a build of its own) or on the
 built folder (and is undone): (a) raw HTML imitating an engine block, (b) a later hook that renames
 code, (c) forged render-cache entries, (d) a forged experiment result. Each must fail with its
 located line; the clean site passes, and the mutation check catches every one-character change of
@@ -722,7 +722,7 @@ def test_a_recall_without_its_link_or_showing_other_line_numbers_is_caught(shape
     )
 
 
-# -- what a reader sees, not only the text (red team of issue 30: V1–V4, V6–V8, V2b, K1) --------------
+# -- what a reader sees, not only the text (imitations of engine markup by CSS and structure) --------------
 
 ADDED = "something after lessonkit added it (a hook, plugin or extra_javascript); remove it and rebuild"
 SOURCE_PAGE = "site/source/autograd/core.py/index.html"

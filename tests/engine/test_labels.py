@@ -1,4 +1,4 @@
-"""Text out of code (issue 16): every word the engine shows comes from the project's
+"""Text out of code: every word the engine shows comes from the project's
 ``[labels]`` / ``[snapshots]`` of site.toml or from templates; the engine's defaults are English."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""lessonkit keeps no process-wide mutable state but what :mod:`lessonkit.util.shared` lists (issue 16).
+"""lessonkit keeps no process-wide mutable state but what :mod:`lessonkit.util.shared` lists.
 
 A build's state lives in its :class:`lessonkit.build.Build`, which the MkDocs adapter keeps with
 the configuration it was made for. Everything else that outlives a build must be listed, with its

@@ -1,4 +1,4 @@
-"""Numbers deliberately left as plain text in lesson prose (issue 17, item 5).
+"""Numbers deliberately left as plain text in lesson prose.
 
 Every other value in prose that an experiment can observe is a ``[[value: …]]``
 reference, a cell of a ``snapshot`` block, or asserted by the page's experiment.

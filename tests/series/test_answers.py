@@ -1,4 +1,4 @@
-"""Worked answers of the self-tests (issue 28, item 4).
+"""Worked answers of the self-tests: one folded answer per question, citing the pinned source.
 
 Every self-test question of lessons 01–13 and of the walkthrough has exactly one folded
 「参考答案」 block after its folded hint, and every answer cites the pinned source (an inline

@@ -186,7 +186,7 @@ def test_every_experiment_gives_the_same_output_twice(real_project):
             assert a.stdout == b.stdout, label
 
 
-# What a clean build may print: lessonkit's own lines and MkDocs' summary (issue 26, section 6).
+# What a clean build may print: lessonkit's own lines and MkDocs' summary.
 QUIET_LOG = re.compile(
     r"INFO    -  (lessonkit: .*|Cleaning site directory|Building documentation to directory: .*"
     r"|Documentation built in [0-9.]+ seconds)"
@@ -224,8 +224,8 @@ def test_home_page_links_every_lesson_attachment_and_the_bundle(built_site):
 
 
 def test_acceptance_record_counts_the_living_facts_and_meets_the_target(built_site):
-    """Issue 17: at least 90 % of the snapshot values are generated from a recording or checked
-    against one, every lesson shows a figure drawn from this build's runs (issue 28: at least 13
+    """At least 90 % of the snapshot values are generated from a recording or checked
+    against one, every lesson shows a figure drawn from this build's runs (at least 13
     of the 14), and the acceptance page prints the counts the build computed."""
     acc = re.sub(
         r"\s+", " ", re.sub(r"<[^>]+>", " ", (built_site / "attachments" / "acceptance" / "index.html").read_text())

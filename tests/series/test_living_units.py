@@ -534,7 +534,7 @@ def test_graph_figure_notes_show_recorded_tangents(pinned_root, tmp_path):
 
 
 # Every hand-typed source line reference in docs/ today (lesson prose, walkthrough, design review),
-# with the content-addressed reference that replaces it in round 2. The test proves each replacement
+# with the content-addressed reference that replaces it. The test proves each replacement
 # renders exactly the number the author typed against the pinned tree; the page and a few words of
 # context say where it goes. (Table rows, list items and matrix rows that say 第 N 行 are not source lines.)
 CONVERSIONS = [

@@ -1,4 +1,4 @@
-"""Recall instead of repeat (issue 28): no symbol longer than 8 lines is shown in full more than
+"""Recall instead of repeat: no symbol longer than 8 lines is shown in full more than
 twice in the whole course. A full showing is a real-source block whose excerpt is a whole symbol in
 one run (no body, or a body equal to the whole symbol; see :mod:`lessonkit.checks.recall`); later
 mentions use ``Recall: yes``, an elided body or a range."""

@@ -1,4 +1,4 @@
-"""Repin (issue 10): what every excerpt and experiment becomes under another autograd.
+"""Repin: what every excerpt and experiment becomes under another autograd.
 
 The 1.8.0 and 1.9.0 tests fetch the real sdists from the package index once and
 keep them under the project cache (``.cache/repin/sdist``); they skip only when
@@ -430,7 +430,7 @@ def test_repin_classifies_by_error_code_not_message_text(symbol, code):
     assert info.value.at("docs/x.md", 3).code == code  # locating an error keeps its code
 
 
-# ---------------------------------------------------------------- the selectors of issue 29
+# ---------------------------------------------------------------- the real-source selectors (Start-after, End-at, ...)
 
 
 def test_release_1_8_0_selectors(site, monkeypatch, sdists):

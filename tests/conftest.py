@@ -14,4 +14,4 @@ for _layer in ("engine", "series", "e2e"):
     if str(HERE / _layer) not in sys.path:
         sys.path.append(str(HERE / _layer))
 
-from support import browser, built_site, pinned_root, real_project, server, site  # noqa: E402, F401
+from support import browser, built_site, pinned_root, real_project, server, site, warm_seed  # noqa: E402, F401

@@ -16,6 +16,8 @@ from lessonkit.errors import LessonError
 from lessonkit.site import pages
 from support import ROOT, block
 
+pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one
+
 EXT = textwrap.dedent(
     """\
     from lessonkit import Attachment, Diagram

@@ -5,7 +5,7 @@ and maps that follow the source.
 
 One small project holds a page with every option and a page session; it is verified, its map
 written, mutated and built once (``options``). Bad values of every field are in the catalogue
-(``tests/test_catalogue.py``); repin against autograd 1.8.0 is in ``tests/test_repin.py``.
+(``tests/e2e/test_catalogue.py``); repin against autograd 1.8.0 is in ``tests/series/test_repin.py``.
 """
 
 from __future__ import annotations

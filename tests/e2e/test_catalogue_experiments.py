@@ -15,7 +15,7 @@ Every case is one script run by the build's own ``Runner`` against a small proje
 Escape cases need a jail (``lessonkit.run.box.jail``); where none works they are skipped with
 that reason (the fallback's limits are in docs/dev/reliability.md). In a jail the project, the
 cache, the pinned tree and ``$HOME`` are not in the box at all (ENOENT), the box's own copies
-are read-only (EROFS); tests/test_escape.py attacks the host itself.
+are read-only (EROFS); tests/e2e/test_escape.py attacks the host itself.
 """
 
 from __future__ import annotations
@@ -440,7 +440,7 @@ CASES["record-not-utf8"] = Case(
         "write one JSON object of at most 4 MiB, or nothing",
     ),
 )
-CASES["record-cannot-become-a-folder"] = Case(  # without a jail: tests/test_escape.py
+CASES["record-cannot-become-a-folder"] = Case(  # without a jail: tests/e2e/test_escape.py
     REC + "import errno\ntry:\n    os.mkdir(os.environ['LESSONKIT_RECORD'])\nexcept OSError as exc:\n"
     "    print(errno.errorcode[exc.errno])\n",
     0,

@@ -8,6 +8,9 @@ import shutil
 import zipfile
 
 from support import ROOT, TmpSite, block
+import pytest
+
+pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one
 
 REAL = block(
     "real-source",

@@ -132,3 +132,29 @@ def test_ratio_8s_floor_is_none_without_a_pair(bench):
     """`--only 8 --fresh-reps 0` measures no pair: no floor line, not a StatisticsError."""
     assert bench.floor_note([], [], 2) is None
     assert bench.floor_note([bench.Sample(30.0, 60.0)], [bench.Sample(0.0, 1.0)], 2) is None
+
+
+def test_ratio_8_divides_by_the_pip_install_and_the_plain_build_and_keeps_the_pip_only_floor(bench):
+    readme = [bench.Sample(30.0, 60.0), bench.Sample(33.0, 56.0), bench.Sample(31.0, 58.0)]
+    pip = [bench.Sample(25.0, 18.0), bench.Sample(20.0, 17.0), bench.Sample(29.0, 17.5)]
+    plain = [bench.Sample(5.0, 6.0), bench.Sample(8.0, 7.0), bench.Sample(1.0, 6.5)]
+    both = bench.plus(pip, plain)
+    assert [(s.wall, s.cpu) for s in both] == [(30.0, 24.0), (28.0, 24.0), (30.0, 24.0)]
+    # per pair: 30/30 = 1.00, 33/28 = 1.18, 31/30 = 1.03 -> median 1.03
+    assert bench.paired(bench._walls_of(readme), bench._walls_of(both))[0] == 31.0 / 30.0
+    # floors: 60/2/30 = 1.00, 56/2/28 = 1.00, 58/2/30 = 0.97 -> 1.00; pip only: 1.20 as above
+    assert bench.fresh_notes(readme, pip, plain, 2) == [
+        "ratio 8's floor (the README command's CPU / 2 cores / the pip side with the plain build's wall, "
+        "median of 3 pair(s)): 1.00; the README command used 58.0 s of CPU, the pip side with the plain build "
+        "24.0 s of CPU in 30.0 s",
+        "the pip-only line's floor (the README command's CPU / 2 cores / the pip side's wall, median of 3 "
+        "pair(s)): 1.20; the README command used 58.0 s of CPU, the pip side 17.5 s of CPU in 25.0 s",
+    ]  # no nox lines in these samples: no note of the README command's steps
+    assert bench.fresh_notes([], [], [], 2) == []
+
+
+def test_the_plain_variant_has_no_lessonkit_extension_hook_or_math(bench):
+    plain = bench.plain_config((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    items = [line.strip() for line in plain.splitlines() if line.strip().startswith("- ")]
+    assert not [i for i in items if "lessonkit" in i]
+    assert "- pymdownx.arithmatex:" in items  # the formulas, as a plain Material site does them

@@ -1221,7 +1221,8 @@ def _run_only(args, reps, work: Path, pinned: Path, cores: int) -> int:
             )
         for note in fresh_notes(readme.samples, pip.samples, plain_fresh.samples, cores):
             print(f"  {note}")  # none without a pair (--fresh-reps 0)
-        fresh = paired(_walls(readme), _walls_of(plus(pip.samples, plain_fresh.samples)))[0]  # the median of the pairs' ratios
+        # the median of the pairs' ratios
+        fresh = paired(_walls(readme), _walls_of(plus(pip.samples, plain_fresh.samples)))[0]
         rows.append(("8", RATIO_8, fresh, 1.00))
         rows.append(("-", PIP_ONLY, paired(_walls(readme), _walls(pip))[0], None))
     print(f"load average at start {load_start}, at end {_load()} (other work on the machine inflates wall times)")

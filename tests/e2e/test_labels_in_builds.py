@@ -4,9 +4,13 @@ tests/engine/test_labels.py)."""
 
 from __future__ import annotations
 
+import pytest
 import re
 
 from test_labels import CJK
+
+pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one
+
 
 def test_a_series_without_labels_builds_in_the_engines_english(site):
     """No [labels], no templates: every word of the chrome and of the generated pages is a default."""

@@ -10,7 +10,6 @@ tests/e2e/test_incremental_serve.py, tests/e2e/test_search_jieba_cache.py).
 from __future__ import annotations
 
 import logging
-import shutil
 from pathlib import Path
 from types import SimpleNamespace
 

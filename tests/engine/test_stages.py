@@ -217,8 +217,7 @@ def test_emphasis_and_a_hidden_docstring(tiny):
         (
             ("File: tiny/core.py", "Symbol: backward", "Commit: 1234567"),
             None,
-            "docs/p.md:6: `Commit: 1234567` is not the pinned commit — this site is pinned to 0123456 "
-            f"({COMMIT})",
+            f"docs/p.md:6: `Commit: 1234567` is not the pinned commit — this site is pinned to 0123456 ({COMMIT})",
         ),
         (
             ("File: tiny/ops.py", "Symbol: add", "Lines: 1-3"),
@@ -319,9 +318,7 @@ def test_an_inline_line_reference_renders_the_line_number(tiny):
     html = convert(tiny, 'See [[line: core.py::backward "node = stack.pop()"]].\n')
     p = Blocks()
     p.feed(html)
-    assert p.refs == [
-        {"id": "ref-1", "title": "tiny/core.py · backward · node = stack.pop()", "text": "line 23"}
-    ]
+    assert p.refs == [{"id": "ref-1", "title": "tiny/core.py · backward · node = stack.pop()", "text": "line 23"}]
     assert line_of("tiny/core.py", "node = stack.pop()") == 23
 
 

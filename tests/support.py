@@ -134,9 +134,34 @@ class TmpSite:
         return self.run("-m", "mkdocs", "build", "--strict", *args)
 
 
+# What a build of any throwaway site over the real pin puts in its cache whatever its pages are:
+# the source browser's highlighted files and pages of the pinned tree, their links, the symbol
+# tables, the templates, and the cache's seal key that signs them. Keyed by content and sealed,
+# so a build that finds them does what it would have done without them.
+WARM_KINDS = ("highlight", "links", "pages", "symbols", "templates", "seal")
+
+
+@pytest.fixture(scope="session")
+def warm_seed(tmp_path_factory, pinned_root) -> Path:
+    """A build cache of the WARM_KINDS, made once per session by building one throwaway site."""
+    seed = TmpSite(tmp_path_factory.mktemp("warm-seed") / "proj", pinned_root)
+    seed.page("a.md", "# A\n\n" + block("real-source", "File: autograd/core.py", "Symbol: backward_pass"))
+    r = seed.build()
+    assert r.returncode == 0, r.stderr[-3000:]
+    return seed.cache
+
+
 @pytest.fixture
-def site(tmp_path, pinned_root) -> TmpSite:
-    return TmpSite(tmp_path / "proj", pinned_root)
+def site(request, tmp_path, pinned_root) -> TmpSite:
+    """A throwaway site over the real pin, with an empty cache; in a module or test marked
+    ``warm_cache`` (whose subject is not the cache), its cache starts from :func:`warm_seed`."""
+    s = TmpSite(tmp_path / "proj", pinned_root)
+    if request.node.get_closest_marker("warm_cache"):
+        seed = request.getfixturevalue("warm_seed")
+        for kind in WARM_KINDS:
+            if (seed / kind).is_dir():
+                shutil.copytree(seed / kind, s.cache / kind)
+    return s
 
 
 def block(kind: str, *header: str, body: str | None = None) -> str:

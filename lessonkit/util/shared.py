@@ -4,7 +4,7 @@ A build's state (project, stores, runner, problems, generated pages, the page be
 lives in its :class:`lessonkit.build.Build`, which the MkDocs adapter
 (:mod:`lessonkit.integrations.mkdocs.hooks`) keeps with the configuration it was made for; ``mkdocs serve``
 gives every rebuild a new configuration and so a new Build. What follows is the complete list of
-the rest: ``tests/test_process_state.py`` scans every module of the package (names that code
+the rest: ``tests/engine/test_process_state.py`` scans every module of the package (names that code
 rebinds or changes in place, memoised functions, context variables, module-level objects with
 state) and fails when this list and the package disagree, either way.
 

@@ -21,7 +21,20 @@ NARROWING = (*select.SELECTING, *select.PATTERNS, "Match", "Docstring", "Emphasi
 class RealSource(Kind):
     name = "real-source"
     label = "REAL SOURCE"
-    fields = ("File", "Symbol", "Which", "Commit", "Lines", "Symbol-lines", *select.PATTERNS, "Match", "Emphasize", "Docstring", "Dedent", "Recall")
+    fields = (
+        "File",
+        "Symbol",
+        "Which",
+        "Commit",
+        "Lines",
+        "Symbol-lines",
+        *select.PATTERNS,
+        "Match",
+        "Emphasize",
+        "Docstring",
+        "Dedent",
+        "Recall",
+    )
     # `Commit` may be left out: the project has one pin (sourcemap/pin.toml), which every block shows;
     # when given, it must name that pin.
     required = ("File",)

@@ -209,7 +209,6 @@ class SourceFile:
         )
 
 
-
 _SPACES = re.compile(r"\s+")
 
 

@@ -323,7 +323,9 @@ class _AstWalk:
         elif type(stmt).__name__ == "TypeAlias":
             name = getattr(stmt, "name", None)
             if isinstance(name, ast.Name):
-                self.out.append(Definition(prefix + name.id, "type", start, end, start, (), context, None, False, listed))
+                self.out.append(
+                    Definition(prefix + name.id, "type", start, end, start, (), context, None, False, listed)
+                )
             return
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and scope == "module" and not context:
             call = stmt.value

@@ -285,8 +285,10 @@ def excerpt_of(tree: Tree, block: Block, file_key: str = "File", symbol_key: str
 def selects_lines(block: Block) -> bool:
     """``Lines``/``Symbol-lines`` choose the lines shown (not a body or patterns: there ``Lines``
     only says where the excerpt is)."""
-    return block.body is None and not any(block.get(k) for k in select.PATTERNS) and any(
-        block.get(k) for k in select.SELECTING
+    return (
+        block.body is None
+        and not any(block.get(k) for k in select.PATTERNS)
+        and any(block.get(k) for k in select.SELECTING)
     )
 
 
@@ -303,8 +305,12 @@ def _picked(sf: SourceFile, block: Block, d) -> list[tuple[int, int]]:
         if not value:
             continue
         if key == "Symbol-lines" and d is None:
-            raise LessonError("`Symbol-lines` without `Symbol`", path=block.path, line=block.line_of(key),
-                              hint="`Symbol-lines` counts from the symbol's first line; use `Lines` for file lines")
+            raise LessonError(
+                "`Symbol-lines` without `Symbol`",
+                path=block.path,
+                line=block.line_of(key),
+                hint="`Symbol-lines` counts from the symbol's first line; use `Lines` for file lines",
+            )
         try:
             items = select.line_items(value, key)
             picked = select.pick_lines(items, lo, hi, d.start - 1 if key == "Symbol-lines" else 0, what, key, value)

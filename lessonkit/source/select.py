@@ -57,7 +57,7 @@ def pick_lines(
 ) -> list[tuple[int, int]]:
     """The file lines (first, last) of each range, within ``lo``-``hi`` (``what``); ``offset`` is
     added to the numbers written (``Symbol-lines`` counts from the symbol's first line)."""
-    out = []
+    out: list[tuple[int, int]] = []
     for a, b in items:
         first = lo if a is None else a + offset
         last = hi if b is None else b + offset
@@ -66,7 +66,9 @@ def pick_lines(
             if offset:
                 hint = f"`Symbol-lines` counts the symbol's lines: 1 to {hi - lo + 1}"
             else:
-                hint = f"{what} is L{lo}-{hi}" + ("; `Symbol-lines` counts from the symbol's first line" if lo > 1 or "`" in what else "")
+                hint = f"{what} is L{lo}-{hi}" + (
+                    "; `Symbol-lines` counts from the symbol's first line" if lo > 1 or "`" in what else ""
+                )
             if last > hi and not offset and lo == 1 and "`" not in what:
                 raise LessonError(
                     f"`{key}: {value}` runs past the end of {what} ({hi} lines)",
@@ -361,8 +363,8 @@ def without_numbers(block: Block, old) -> Block:
             fields.pop(k, None)
         runs = [lines for kind, _, _, lines in old.parts() if kind == "run"]
         joined: list[str] = []
-        for k, run in enumerate(runs):
-            joined += ([ELISION[0]] if k else []) + list(run)
+        for n, run in enumerate(runs):
+            joined += ([ELISION[0]] if n else []) + list(run)
         body, body_line = tuple(joined), block.line
     return replace(block, fields=fields, body=body, body_line=body_line)
 

@@ -458,7 +458,9 @@ def _(ctx):
 def _(ctx):
     local_tree(ctx, {"pkg/m.py": b"def f():\n    pass\n\n\ndef f():\n    return 1\n"})
     ctx.page(rs("File: pkg/m.py", "Symbol: f", f"Commit: {COMMIT[:7]}"))
-    return [Expect(P, 5, "symbol `f` is defined 2 times in pkg/m.py", "candidates: 1. L1-2, 2. L5-6; pick one with `Which")]
+    return [
+        Expect(P, 5, "symbol `f` is defined 2 times in pkg/m.py", "candidates: 1. L1-2, 2. L5-6; pick one with `Which")
+    ]
 
 
 @case("symbol-in-file-with-nul-byte")

@@ -17,8 +17,10 @@ import ast
 import re
 from dataclasses import dataclass
 
-import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where it is needed: most files never need it (and the prefill must not)
+    import libcst as cst
 
 # where a definition stands, besides directly in a module or class body: the statement it is under
 CONTEXTS = ("if", "else", "try", "except", "finally", "with", "for", "while", "def")
@@ -96,6 +98,10 @@ def definitions(text: str) -> list[Definition]:
 
 def cst_definitions(text: str) -> list[Definition]:
     """:func:`definitions`, read with libcst whatever the running Python."""
+    global cst  # the module's name for libcst, which _Walk reads: bound on first use
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:

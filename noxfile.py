@@ -349,8 +349,9 @@ def verify(session: nox.Session) -> None:
     every file of the built site/ (`--site`) when a build of this checkout recorded it (the summary
     line says when not); after `build` in the same run, the folder that build wrote."""
     _install(session, BUILD_REQS)
-    # The whole site: also prove that verify catches a one-character change (same process).
-    extra = [] if session.posargs else ["--mutate"]
+    # The whole site: also prove that verify catches a one-character change (same process), and
+    # that every experiment gives the same output and record when run again.
+    extra = [] if session.posargs else ["--mutate", "--rerun"]
     if BUILT and not session.posargs and (ROOT / BUILT[-1]).is_dir():
         extra += ["--site", BUILT[-1]]
     session.run("python", "-m", "lessonkit", "verify", *extra, *session.posargs, env=ENV)

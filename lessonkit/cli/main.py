@@ -88,6 +88,10 @@ def _verify_checks(args, project, pages, beside, t0: float) -> int:
     problems = _replaced_files(project) + list(report.problems)
     if not problems:  # snapshots, figures and inline values against this pin's runs (cached when unchanged)
         problems += living.check_recorded(project, report).problems
+    if not problems and getattr(args, "rerun", False):  # every run once more: the same output and record
+        from lessonkit.checks import rerun
+
+        problems += rerun.check(project, report)
     if args.update_map:
         if problems:
             print("not writing the excerpt map while blocks have problems", file=sys.stderr)
@@ -511,6 +515,11 @@ def main(argv=None) -> int:
     v.add_argument("--update-map", action="store_true", help="rewrite sourcemap/excerpts.json")
     v.add_argument("--no-map", action="store_true", help="skip the excerpt-map check")
     v.add_argument("--mutate", action="store_true", help="then run the mutation check (`mutate`) in the same process")
+    v.add_argument(
+        "--rerun",
+        action="store_true",
+        help="run every experiment once more, uncached, and fail where its output or record differs",
+    )
     v.add_argument(
         "--site",
         nargs="?",

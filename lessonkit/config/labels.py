@@ -51,6 +51,8 @@ LABELS = {
     "no-output": "(no output)",
     "truncated": "Output too long: {bytes} more bytes not shown (limit {limit} bytes).",
     "output-plain": "Output:",
+    "varies": "The author declares that this varies from run to run: {what}.",  # experiment `Varies`
+    "varies-output": "the output",  # `Varies: output`, in that sentence
     "fragment": "(a range of lines)",  # a cited range that is not a whole symbol, in tables
     "fragment-plain": "fragment",  # the same in the plain-text copy of a real-source block
     "elided": "⋯ {n} lines omitted ⋯",  # the row that stands for left-out lines of an excerpt

@@ -20,10 +20,29 @@ from lessonkit.kinds.base import Kind, Resolved, slug
 from lessonkit.util.text import whole_number
 
 
+VARIES_KEY = re.compile(r"^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*$")  # a record key (lessonkit_record.KEY)
+OUTPUT = "output"  # `Varies: output`: the printed output
+
+
+def varies_items(value: str) -> list[str]:
+    """The items of a ``Varies`` field (empty ones dropped): ``output`` and record keys whose values
+    vary from run to run on purpose (``lessonkit verify --rerun`` leaves them out)."""
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def varies_problem(value: str) -> str | None:
+    """Why a ``Varies`` value is not a list of ``output`` and record keys (None: it is)."""
+    items = varies_items(value)
+    if not items:
+        return "is empty"
+    bad = next((v for v in items if v != OUTPUT and not VARIES_KEY.match(v)), None)
+    return None if bad is None else f"names `{bad}`, which is neither `output` nor a record key"
+
+
 class Experiment(Kind):
     name = "experiment"
     label = "EXPERIMENT"
-    fields = ("File", "Purpose", "Symbol", "Timeout", "Memory", "Session")
+    fields = ("File", "Purpose", "Symbol", "Timeout", "Memory", "Session", "Varies")
     required = ("Purpose",)
     citation = "script"
     sessions = True  # inline blocks with the same `Session:` run in one interpreter, in page order
@@ -48,6 +67,15 @@ class Experiment(Kind):
                 "Symbol",
                 "add `File: experiments/….py`, or remove `Symbol` from the inline script",
             )
+        varies = b.get("Varies")
+        if varies is not None:
+            why = varies_problem(varies)
+            if why:
+                bad(
+                    f"`Varies: {varies}` {why}",
+                    "Varies",
+                    "list what varies from run to run on purpose: `output`, and record keys such as `timing.total`",
+                )
         name = b.get("Session")
         if name is not None and "File" in b.fields:
             bad(
@@ -156,6 +184,12 @@ class Experiment(Kind):
         if result.truncated:
             limit = len(result.stdout.encode())
             notice = f'<p class="lk-truncated">{labels.html("truncated", bytes=result.truncated, limit=limit)}</p>'
+        varies = b.get("Varies")
+        if varies:
+            shown = labels["list-separator"].join(
+                labels["varies-output"] if v == OUTPUT else v for v in varies_items(varies)
+            )
+            notice += f'<p class="lk-varies">{labels.html("varies", what=escape(shown))}</p>'
         no_search = renderer.no_search
         # The folded script stays out of the search index too: the lesson's prose and excerpts name
         # what it uses, and its code page shows the whole file.

@@ -479,6 +479,10 @@ class Runner:
             with open(os.path.join(base, path), "xb") as f:  # a new file in a new folder, never followed
                 f.write(blobs[digest])
 
+    def run_again(self, job: Job) -> Result:
+        """Run ``job`` now in a fresh box, neither reading nor writing the cache (``verify --rerun``)."""
+        return self._execute(job)
+
     def _execute(self, job: Job) -> Result:
         """Run ``job`` now, without the cache (``lessonkit run``): its own result."""
         raw = self._execute_raw(job)

@@ -267,3 +267,11 @@ def test_the_workflow_checks_the_trusted_files_of_every_pull_request():
     assert step["run"] == '.nox/lessonkit/bin/python -m lessonkit verify --base "origin/$BASE_REF"'
     assert step["env"] == {"BASE_REF": "${{ github.base_ref }}"}  # never expanded into the script itself
     assert step["if"] == "${{ !cancelled() && github.event_name == 'pull_request' }}"
+
+
+def test_a_deleted_module_that_the_configuration_named_is_listed(repo):
+    """A module named at the base (a Markdown extension of mkdocs.yml) and deleted since, with the
+    name dropped from mkdocs.yml as well: both changes are listed."""
+    (repo / "localext.py").unlink()
+    write(repo, {"mkdocs.yml": BASE_YML.replace("  - localext\n", "")})
+    assert boundary.changed_trusted(repo, "main") == ["localext.py", "mkdocs.yml"]

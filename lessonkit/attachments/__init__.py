@@ -36,6 +36,14 @@ CONFIG = "sourcemap/attachments.toml"
 # What the engine writes itself (lessonkit.site): a registered attachment writes another page.
 ENGINE_PAGES = ("attachments/acceptance.md", "attachments/repo-map.md", "symbols.md")
 ENGINE_FOLDERS = ("source/", "code/", "assets/")
+# The same, as the pages a file of docs/ may not stand in for (lessonkit.config.checks.replaced_files).
+ENGINE_PAGE_OWNERS = {
+    "attachments/acceptance.md": "the engine's acceptance record page",
+    "attachments/repo-map.md": "the engine's repository map page",
+    "symbols.md": "the engine's symbol index page",
+    "source/": "the engine's source browser (site/source/)",
+    "code/": "the engine's code pages (site/code/)",
+}
 NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 MAX_NAME = 64
 REGISTRATION = Registration(

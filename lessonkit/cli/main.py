@@ -32,6 +32,7 @@ def _trusted_changes(root: Path, base: str) -> int:
 
 def _replaced_files(project) -> list[Problem]:
     """Files of docs/ at a site path the engine or the theme writes (the build stops on them too)."""
+    from lessonkit.attachments import ENGINE_PAGE_OWNERS
     from lessonkit.config import checks
     from lessonkit.integrations.mkdocs import boundary
 
@@ -39,7 +40,8 @@ def _replaced_files(project) -> list[Problem]:
     dirs, statics = boundary.theme_dirs(project.root, yml.read_text(encoding="utf-8")) if yml.is_file() else ([], ())
     site = project.site
     engine = {site.bundle: "the engine's bundle"} | ({site.pdf_path: "the engine's PDF"} if site.pdf_path else {})
-    return checks.replaced_files(project.root, checks.written_files(project.root, dirs, statics, engine))
+    written = checks.written_files(project.root, dirs, statics, engine)
+    return checks.replaced_files(project.root, written, ENGINE_PAGE_OWNERS)
 
 
 def _verify(args) -> int:

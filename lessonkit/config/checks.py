@@ -369,21 +369,26 @@ def written_files(
     return out
 
 
-def replaced_files(root: Path, written: dict[str, str]) -> list[Problem]:
+def replaced_files(root: Path, written: dict[str, str], pages: dict[str, str] | None = None) -> list[Problem]:
     """Files of ``docs/`` at a site path that :func:`written_files` reserves (MkDocs would copy
     the docs file over the engine's or the theme's, silently) or inside a folder a plugin writes
-    (``search/``): one problem each, naming both files."""
+    (``search/``), and pages at a page path the engine writes itself (``pages``: page paths, and
+    folders ending in ``/``, with what writes them): one problem each, naming both files."""
     docs = Path(root) / "docs"
+    pages = pages or {}
     out: list[Problem] = []
     for dirpath, dirnames, filenames in os.walk(docs):
         dirnames.sort()
         for name in sorted(filenames):
             rel = Path(dirpath, name).relative_to(docs).as_posix()
-            if rel.endswith(".md"):
-                continue  # a page becomes a page of its own (its .html), never a copied file
-            owner = written.get(rel)
-            if owner is None:
-                owner = next((what for prefix, what in WRITTEN_FOLDERS.items() if rel.startswith(prefix)), None)
+            if rel.endswith(".md"):  # a page becomes a page of its own (its .html), never a copied file
+                owner = pages.get(rel) or next(
+                    (w for f, w in pages.items() if f.endswith("/") and rel.startswith(f)), None
+                )
+                what = f"would replace {owner} (the engine writes the page {rel} itself)"
+            else:
+                owner = written.get(rel) or next((w for f, w in WRITTEN_FOLDERS.items() if rel.startswith(f)), None)
+                what = f"would replace {owner} (both are site/{rel})"
             if owner is not None:
-                out.append(Problem(f"would replace {owner} (both are site/{rel})", f"docs/{rel}", None, REPLACE_HINT))
+                out.append(Problem(what, f"docs/{rel}", None, REPLACE_HINT))
     return sorted(out, key=lambda p: p.path or "")

@@ -36,9 +36,14 @@ TIMED_OUT = "timed-out"
 # ---------------------------------------------------------------- extraction
 
 
-def _damaged(archive: Path, exc: BaseException, what: str = "cannot open archive") -> LessonError:
+def _damaged(archive: Path, exc: BaseException, truncated: bool = False) -> LessonError:
+    if truncated:
+        return LessonError(
+            f"archive {archive.name} is truncated or corrupt: {_first_line(exc)}", hint="delete it and fetch it again"
+        )
     return LessonError(
-        f"{what} {archive.name}: {_first_line(exc)}", hint="the archive is damaged; delete it and fetch it again"
+        f"cannot open archive {archive.name}: {_first_line(exc)}",
+        hint="the archive is damaged; delete it and fetch it again",
     )
 
 
@@ -87,7 +92,7 @@ def _members(archive: Path) -> list[tuple[str, str, str]]:
         try:
             members = tf.getmembers()
         except _ARCHIVE_ERRORS as exc:
-            raise _damaged(archive, exc, "truncated or corrupt archive") from None
+            raise _damaged(archive, exc, truncated=True) from None
     return [
         (
             m.name,
@@ -164,7 +169,7 @@ def safe_extract(archive: Path, dest: Path, root_name: str) -> Path:
     except FileExistsError as exc:
         raise LessonError(f"archive {archive.name} holds {exc.filename} twice", hint="refusing to extract") from None
     except _ARCHIVE_ERRORS as exc:
-        raise _damaged(archive, exc, "truncated or corrupt archive") from None
+        raise _damaged(archive, exc, truncated=True) from None
     return dest / root_name
 
 

@@ -1402,7 +1402,7 @@ PIN_VALUES = {  # name: (key, TOML literal, text of the message)
     "filename-dotdot": ("filename", '"../../etc/passwd"', "is not a plain archive file name"),
     "filename-absolute": ("filename", '"/tmp/autograd-1.9.1.tar.gz"', "is not a plain archive file name"),
     "filename-subfolder": ("filename", '"sub/autograd-1.9.1.tar.gz"', "is not a plain archive file name"),
-    "filename-not-an-archive": ("filename", '"autograd-1.9.1.zip"', "is not a plain archive file name"),
+    "filename-not-an-archive": ("filename", '"autograd-1.9.1-py3-none-any.whl"', "is not a plain archive file name"),
     "filename-dots": ("filename", '".."', "is not a plain archive file name"),
     "sha256-short": ("sha256", '"abc"', "`sha256 = 'abc'` is not 64 lowercase hex digits"),
     "sha256-uppercase": ("sha256", '"' + "A" * 64 + '"', "is not 64 lowercase hex digits"),

@@ -66,6 +66,21 @@ def test_docs_files_that_replace_engine_or_theme_files_are_named_with_their_owne
     ]
 
 
+def test_pages_of_docs_at_a_page_the_engine_writes_are_named_too(tmp_path):
+    from lessonkit.attachments import ENGINE_PAGE_OWNERS
+
+    for rel in ("symbols.md", "source/index.md", "code/x.md", "sources.md", "lessons/symbols.md"):
+        (tmp_path / "docs" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "docs" / rel).write_text("# x\n")
+    assert [str(p).split(" — ")[0] for p in checks.replaced_files(tmp_path, {}, ENGINE_PAGE_OWNERS)] == [
+        "docs/code/x.md: would replace the engine's code pages (site/code/) (the engine writes the page code/x.md "
+        "itself)",
+        "docs/source/index.md: would replace the engine's source browser (site/source/) (the engine writes the page "
+        "source/index.md itself)",
+        "docs/symbols.md: would replace the engine's symbol index page (the engine writes the page symbols.md itself)",
+    ]
+
+
 def test_the_theme_folders_are_found_as_mkdocs_finds_them(tmp_path):
     from mkdocs.theme import Theme
 
@@ -252,3 +267,11 @@ def test_the_workflow_checks_the_trusted_files_of_every_pull_request():
     assert step["run"] == '.nox/lessonkit/bin/python -m lessonkit verify --base "origin/$BASE_REF"'
     assert step["env"] == {"BASE_REF": "${{ github.base_ref }}"}  # never expanded into the script itself
     assert step["if"] == "${{ !cancelled() && github.event_name == 'pull_request' }}"
+
+
+def test_a_deleted_module_that_the_configuration_named_is_listed(repo):
+    """A module named at the base (a Markdown extension of mkdocs.yml) and deleted since, with the
+    name dropped from mkdocs.yml as well: both changes are listed."""
+    (repo / "localext.py").unlink()
+    write(repo, {"mkdocs.yml": BASE_YML.replace("  - localext\n", "")})
+    assert boundary.changed_trusted(repo, "main") == ["localext.py", "mkdocs.yml"]

@@ -93,17 +93,16 @@ def _tags(value) -> list[str]:
     return []
 
 
-def _module_files(root: Path, dotted: str) -> list[str]:
-    """The project files of the module ``dotted`` and of its parent packages (``a/b.py``,
-    ``a/b/__init__.py``, ``a/__init__.py``), where they exist in the project."""
-    parts = [p for p in dotted.split(".") if p]
-    out = []
-    for n in range(1, len(parts) + 1):
-        base = "/".join(parts[:n])
-        for rel in (f"{base}.py", f"{base}/__init__.py"):
-            if (root / rel).is_file():
-                out.append(rel)
-    return out
+def _module_files(dotted: str) -> list[str]:
+    """The project files that would be the module ``dotted`` or one of its parent packages
+    (``a/b.py``, ``a/b/__init__.py``, ``a.py``, ``a/__init__.py``), whether or not the tree has them
+    (a file added there would be imported in place of an installed module)."""
+    parts = [p for p in dotted.split(".") if p.isidentifier()]
+    return [
+        rel
+        for n in range(1, len(parts) + 1)
+        for rel in (f"{'/'.join(parts[:n])}.py", f"{'/'.join(parts[:n])}/__init__.py")
+    ]
 
 
 def _entry_point_module(group: str, name: str) -> str | None:
@@ -141,7 +140,7 @@ def trusted_patterns(root: Path, text: str | None, module_lists: dict[str, str |
             modules += _listed_modules(root, label, listed)
     for dotted in modules:
         if dotted:
-            out += _module_files(root, dotted.split(":", 1)[0])
+            out += _module_files(dotted.split(":", 1)[0])
     return out
 
 

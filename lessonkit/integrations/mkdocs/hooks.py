@@ -41,6 +41,7 @@ from mkdocs.structure.files import File, Files, InclusionLevel, get_files
 from mkdocs.utils import get_relative_url
 
 from lessonkit import build as lk_build
+from lessonkit.attachments import ENGINE_PAGE_OWNERS
 from lessonkit.config import checks as lk_checks
 from lessonkit.config import environment as lk_env
 from lessonkit.integrations.mkdocs import jiebacache, pagefacts, setup, themecache
@@ -263,7 +264,7 @@ class BuildEvents:
 
     def on_files(self, files: "Files", config: "MkDocsConfig") -> "Files":
         b = self.build
-        replaced = lk_checks.replaced_files(b.project.root, written_files(b, config))
+        replaced = lk_checks.replaced_files(b.project.root, written_files(b, config), ENGINE_PAGE_OWNERS)
         if replaced:  # MkDocs has already put the docs/ file in place of the theme's: stop here
             for p in replaced:
                 log.error(str(p))

@@ -69,7 +69,7 @@ KEY_SYSCALLS = {
 }
 # memfd_create and memfd_secret of each ABI above, by AUDIT_ARCH value: refused too. A memfd's pages
 # belong to no process's address space, so RLIMIT_AS (`Memory:`) does not count them and a box could
-# hold any amount of memory in them; no experiment's library needs one (NumPy, OpenBLAS, autograd and
+# hold any amount of memory in them; no experiment's library here needs one (NumPy, OpenBLAS, the pinned package and
 # the standard library never call it), and /tmp and /dev/shm are tmpfs mounts of bounded size.
 MEMFD_SYSCALLS = {
     0xC000003E: (319, 447),  # x86-64

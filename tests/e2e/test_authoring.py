@@ -11,8 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from lessonkit.pipeline.parse import parse_page
 from lessonkit.kinds import KINDS
+
+pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "authoring.md"

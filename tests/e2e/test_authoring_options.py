@@ -22,6 +22,8 @@ from support import TmpSite, block
 from lessonkit.checks import mutation
 from lessonkit.run import runner as execute
 
+pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one
+
 OPTIONS = "# 选项\n\n" + "\n".join(
     [
         block("real-source", "File: autograd/core.py", "Lines: 4-5"),  # 0: Lines alone (line 3)

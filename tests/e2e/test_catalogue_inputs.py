@@ -50,6 +50,8 @@ from lessonkit.source import refs as sourceref
 from lessonkit.util.text import lines as text_lines
 from lessonkit.util.text import md_code, md_text, md_url
 
+pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one
+
 CASES: dict = {}
 SRC = ("File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217")
 LONG = "9" * 5000  # Python refuses int() of more than 4300 digits

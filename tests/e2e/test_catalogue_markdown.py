@@ -20,6 +20,8 @@ from support import block
 from lessonkit.pipeline.parse import parse_page
 from lessonkit.kinds import KINDS
 
+pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one
+
 SRC = ("File: autograd/core.py", "Symbol: backward_pass", "Commit: f53a217")
 GOOD = block("real-source", *SRC)
 BAD_COMMIT = block("real-source", "File: autograd/core.py", "Symbol: backward_pass", "Commit: 1234567")

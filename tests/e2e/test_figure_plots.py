@@ -13,6 +13,8 @@ from lessonkit.kinds import figure
 from lessonkit.pipeline import recording
 from lessonkit.pipeline import svg as figures
 
+pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one
+
 
 def _texts(svg: str) -> list[str]:
     return re.findall(r"<text [^>]*>([^<]*)</text>", svg)

@@ -17,6 +17,8 @@ from lessonkit.pipeline.parse import Block, parse_page
 from lessonkit.kinds import KINDS
 from lessonkit.pipeline.render import anchors
 
+pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one
+
 HERE = Path(__file__).resolve().parent
 
 

@@ -4,8 +4,9 @@ tests/engine/test_labels.py)."""
 
 from __future__ import annotations
 
-import pytest
 import re
+
+import pytest
 
 from test_labels import CJK
 

@@ -12,6 +12,8 @@ import pytest
 from support import ROOT, block
 from prose_numbers import PROSE_NUMBERS
 
+pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one
+
 EXP = ROOT / "experiments"
 
 SNAP = block(

@@ -11,6 +11,8 @@ from lessonkit.errors import Problem, fold_repeats
 from lessonkit.run import runner as execute
 from lessonkit.run.jobs import Job, Result
 
+pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one
+
 PAGE = (
     "# p\n\n"
     + block("experiment", "File: experiments/boom.py", "Purpose: 失败")

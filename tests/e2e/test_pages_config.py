@@ -7,8 +7,9 @@ from __future__ import annotations
 import shutil
 import zipfile
 
-from support import ROOT, TmpSite, block
 import pytest
+
+from support import ROOT, TmpSite, block
 
 pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one
 

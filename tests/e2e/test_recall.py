@@ -15,6 +15,8 @@ import pytest
 from support import TmpSite, block
 from lessonkit.checks import mutation, recall, verify
 
+pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one
+
 FULL = block("real-source", "File: autograd/core.py", "Symbol: backward_pass")
 RECALL = block(
     "real-source",

@@ -12,10 +12,14 @@ import subprocess
 import sys
 import zipfile
 
+import pytest
+
 from lessonkit.attachments import script_job
 from lessonkit.run import jobs, runner
 from lessonkit.run.runner import RECORD_HELPER
 from support import ROOT
+
+pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one
 
 REC = (
     "from lessonkit_record import record\n\n"

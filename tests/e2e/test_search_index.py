@@ -17,6 +17,8 @@ from support import ROOT
 from lessonkit.errors import LessonError
 from lessonkit.site import search
 
+pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one
+
 # The project's separator, as mkdocs.yml writes it (a YAML single-quoted string: '' is one ').
 SEPARATOR = re.search(r"^\s*separator: '(.*)'$", (ROOT / "mkdocs.yml").read_text(encoding="utf-8"), re.M)[1]
 SEPARATOR = SEPARATOR.replace("''", "'")

@@ -22,6 +22,17 @@ FORMAT = "2"  # bump when the records of pysyntax.Definition change
 SELECTOR = re.compile(r"^(?P<func>[A-Za-z_][\w.]*)\((?P<arg>.*)\)$", re.S)
 
 
+def read_definitions(text: str) -> list[Definition]:
+    """Every definition of a Python file (:mod:`lessonkit.source.pysyntax`): with :mod:`ast` where the
+    running Python knows the grammar, else with libcst (imported only then)."""
+    out = pysyntax.ast_definitions(text)
+    if out is None:
+        from lessonkit.source import pysyntax_cst
+
+        out = pysyntax_cst.definitions(text)
+    return out
+
+
 class SourceFile:
     """One text file, parsed at most once.
 
@@ -71,7 +82,7 @@ class SourceFile:
                 except (ValueError, TypeError):
                     pass  # a damaged entry: parse again and overwrite it
         try:
-            out = pysyntax.definitions(self.text)
+            out = read_definitions(self.text)
         except pysyntax.Unparseable as exc:
             where = f"line {exc.line}" if exc.line else str(exc)  # no line: e.g. a NUL byte
             raise LessonError(

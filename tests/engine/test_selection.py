@@ -14,7 +14,8 @@ import pytest
 from lessonkit.errors import LessonError
 from lessonkit.kinds import KINDS
 from lessonkit.pipeline.parse import parse_page
-from lessonkit.source import pysyntax
+from lessonkit.source import pysyntax, pysyntax_cst
+from lessonkit.source.pyindex import read_definitions
 from lessonkit.source.resolve import Tree, check_lines, excerpt_of
 
 NESTED = textwrap.dedent(
@@ -154,7 +155,7 @@ def test_which_needs_a_symbol():
 
 
 def test_modern_syntax_gives_symbols_on_any_interpreter(tmp_path):
-    assert [(d.name, d.kind, d.start, d.end) for d in pysyntax.definitions(MODERN)] == [
+    assert [(d.name, d.kind, d.start, d.end) for d in read_definitions(MODERN)] == [
         ("Pair", "type", 1, 1),
         ("Box", "class", 4, 6),
         ("Box.get", "def", 5, 6),
@@ -166,18 +167,17 @@ def test_modern_syntax_gives_symbols_on_any_interpreter(tmp_path):
 
 def test_the_two_readers_agree_on_every_file_both_can_read():
     """ast (the running grammar) and libcst (every grammar) give the same records."""
-    roots = [Path(__file__).resolve().parents[1] / "lessonkit", Path(ast.__file__).parent / "json"]
+    roots = [Path(__file__).resolve().parents[2] / "lessonkit", Path(ast.__file__).parent / "json"]
     files = [p for root in roots for p in sorted(root.rglob("*.py"))]
     assert len(files) > 20
     for path in files:
         text = path.read_text(encoding="utf-8")
-        assert pysyntax.definitions(text) == pysyntax.cst_definitions(text), path
-    text = NESTED
-    assert pysyntax.definitions(text) == pysyntax.cst_definitions(text)
+        assert pysyntax.ast_definitions(text) == pysyntax_cst.definitions(text), path
+    assert pysyntax.ast_definitions(NESTED) == pysyntax_cst.definitions(NESTED)
 
 
 def test_the_symbol_index_lists_module_level_and_class_members_only():
-    listed = [d.name for d in pysyntax.definitions(NESTED) if d.listed]
+    listed = [d.name for d in read_definitions(NESTED) if d.listed]
     assert listed == ["Outer", "Outer.Inner", "Outer.value", "Outer.value", "outer"]
 
 

@@ -133,7 +133,8 @@ def test_parse_reports_each_broken_block_at_its_line(tiny):
     assert all(isinstance(item, BrokenBlock) for item in page.items)
     assert [str(item.error) for item in page.items] == [
         "docs/p.md:6: unknown key `Colour` in a real-source block — allowed keys for real-source: File, Symbol, "
-        "Commit, Lines, Start-after, Start-at, End-before, End-at, Emphasize, Docstring, Dedent, Recall",
+        "Which, Commit, Lines, Symbol-lines, Start-after, Start-at, End-before, End-at, Match, Emphasize, "
+        "Docstring, Dedent, Recall",
         "docs/p.md:9: real-source block without `File` — add a `File: …` header line",
         "docs/p.md:14: teaching-simplification with `File` but neither `Symbol` nor a body — name the Symbol to "
         "show, or quote the lines as a body",
@@ -206,8 +207,8 @@ def test_emphasis_and_a_hidden_docstring(tiny):
         (
             ("File: tiny/core.py", "Symbol: register"),
             None,
-            "docs/p.md:5: no symbol `register` in tiny/core.py — Symbol names a module-level def/class/assignment, "
-            "a dotted member, or a call selector f(arg)",
+            "docs/p.md:5: no symbol `register` in tiny/core.py — Symbol names a def, class, assignment or type alias (dotted for members and nested "
+            "definitions: `Outer.Inner.name`, `outer.inner`), or a call selector f(arg)",
         ),
         (
             ("File: ../etc/passwd", "Symbol: x"),
@@ -222,8 +223,8 @@ def test_emphasis_and_a_hidden_docstring(tiny):
         (
             ("File: tiny/ops.py", "Symbol: add", "Lines: 1-3"),
             None,
-            "docs/p.md:6: `Lines: 1-3` but the excerpt is at L14-16 — write `Lines: 14-16` or remove the line "
-            "(it is only a locator)",
+            "docs/p.md:6: `Lines: 1-3`: line 1 is outside `add` in tiny/ops.py — `add` in tiny/ops.py is L14-16; "
+            "`Symbol-lines` counts from the symbol's first line",
         ),
         (
             ("File: tiny/core.py", "Symbol: Node.__init__"),
@@ -326,8 +327,8 @@ def test_render_without_a_problem_list_raises_every_problem_located(tiny):
     with pytest.raises(LessonError) as caught:
         convert(tiny, "# T\n\n" + fence("real-source", "File: tiny/ops.py", "Symbol: div"))
     assert str(caught.value) == (
-        "<markdown>:5: no symbol `div` in tiny/ops.py — Symbol names a module-level def/class/assignment, "
-        "a dotted member, or a call selector f(arg)"
+        "<markdown>:5: no symbol `div` in tiny/ops.py — Symbol names a def, class, assignment or type alias (dotted for members and nested "
+        "definitions: `Outer.Inner.name`, `outer.inner`), or a call selector f(arg)"
     )
 
 
@@ -350,12 +351,12 @@ def test_verify_reports_every_problem_of_every_page_once_in_page_order(tiny):
     tiny.page("b.md", "# B\n\n" + fence("real-source", "File: tiny/core.py", "Symbol: nope"))
     problems = [str(p) for p in verify.check(tiny.project(), None).problems]
     assert problems == [
-        "docs/a.md:6: `Lines: 1-3` but the excerpt is at L14-16 — write `Lines: 14-16` or remove the line "
-        "(it is only a locator)",
+        "docs/a.md:6: `Lines: 1-3`: line 1 is outside `add` in tiny/ops.py — `add` in tiny/ops.py is L14-16; "
+        "`Symbol-lines` counts from the symbol's first line",
         "docs/a.md:13: body is not verbatim: 'self.grad = 1.0' does not match the source — tiny/core.py "
         "(Node.__init__, L9-12) line 12 reads 'self.grad = 0.0'",
-        "docs/b.md:5: no symbol `nope` in tiny/core.py — Symbol names a module-level def/class/assignment, "
-        "a dotted member, or a call selector f(arg)",
+        "docs/b.md:5: no symbol `nope` in tiny/core.py — Symbol names a def, class, assignment or type alias (dotted for members and nested "
+        "definitions: `Outer.Inner.name`, `outer.inner`), or a call selector f(arg)",
     ]
     for line in problems:  # the error model: `path:LINE: what — hint`, one line, no traceback
         assert LINE.match(line) and "\n" not in line and "Traceback" not in line

@@ -207,7 +207,8 @@ def test_emphasis_and_a_hidden_docstring(tiny):
         (
             ("File: tiny/core.py", "Symbol: register"),
             None,
-            "docs/p.md:5: no symbol `register` in tiny/core.py — Symbol names a def, class, assignment or type alias (dotted for members and nested "
+            "docs/p.md:5: no symbol `register` in tiny/core.py — Symbol names a def, class, assignment or type alias "
+            "(dotted for members and nested "
             "definitions: `Outer.Inner.name`, `outer.inner`), or a call selector f(arg)",
         ),
         (
@@ -327,7 +328,8 @@ def test_render_without_a_problem_list_raises_every_problem_located(tiny):
     with pytest.raises(LessonError) as caught:
         convert(tiny, "# T\n\n" + fence("real-source", "File: tiny/ops.py", "Symbol: div"))
     assert str(caught.value) == (
-        "<markdown>:5: no symbol `div` in tiny/ops.py — Symbol names a def, class, assignment or type alias (dotted for members and nested "
+        "<markdown>:5: no symbol `div` in tiny/ops.py — Symbol names a def, class, assignment or type alias "
+        "(dotted for members and nested "
         "definitions: `Outer.Inner.name`, `outer.inner`), or a call selector f(arg)"
     )
 
@@ -355,7 +357,8 @@ def test_verify_reports_every_problem_of_every_page_once_in_page_order(tiny):
         "`Symbol-lines` counts from the symbol's first line",
         "docs/a.md:13: body is not verbatim: 'self.grad = 1.0' does not match the source — tiny/core.py "
         "(Node.__init__, L9-12) line 12 reads 'self.grad = 0.0'",
-        "docs/b.md:5: no symbol `nope` in tiny/core.py — Symbol names a def, class, assignment or type alias (dotted for members and nested "
+        "docs/b.md:5: no symbol `nope` in tiny/core.py — Symbol names a def, class, assignment or type alias "
+        "(dotted for members and nested "
         "definitions: `Outer.Inner.name`, `outer.inner`), or a call selector f(arg)",
     ]
     for line in problems:  # the error model: `path:LINE: what — hint`, one line, no traceback

@@ -68,7 +68,7 @@ JS_TYPES = frozenset(
 )
 # Other <script> types that are inline code to a browser's policy (not data blocks).
 CODE_TYPES = frozenset({"module", "importmap", "speculationrules"})
-HINT_BUILD = "rebuild the site; the build writes the policy of every page it writes"
+HINT_BUILD = "a hook or plugin after lessonkit changed the page or its policy; remove it and rebuild"
 
 
 def extras(page: str) -> dict[str, tuple[str, ...]]:
@@ -217,7 +217,7 @@ def problems(html: str, where: str, extra: dict[str, tuple[str, ...]] | None = N
 
     found = _policies(tree)
     if not found:
-        add("the page has no Content-Security-Policy <meta>", HINT_BUILD + " (a plugin or hook may have dropped it)")
+        add("the page has no Content-Security-Policy <meta>")
         return out
     if len(found) > 1:
         add(f"the page has {len(found)} Content-Security-Policy <meta> elements; it must have one")

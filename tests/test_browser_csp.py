@@ -67,9 +67,7 @@ def test_the_policy_refuses_a_script_and_a_style_the_build_did_not_emit(built_si
     the build: the browser runs none of them and reports each (so the sweep above can fail)."""
     url = f"{server}/lessons/05-reverse-mode/"
     html = (built_site / "lessons/05-reverse-mode/index.html").read_text(encoding="utf-8")
-    added = (
-        '<script>window.__ran = 1</script><style>body{display:none}</style><p id="x" style="color:red">x</p></body>'
-    )
+    added = '<script>window.__ran = 1</script><style>body{display:none}</style><p id="x" style="color:red">x</p></body>'
     tampered = html.replace("</body>", added, 1)
     tab.route(url, lambda route: route.fulfill(status=200, content_type="text/html; charset=utf-8", body=tampered))
     try:

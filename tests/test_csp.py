@@ -21,7 +21,8 @@ BASE = (
 
 
 def page(head: str = "", body: str = "") -> str:
-    return f'<!doctype html>\n<html lang="zh">\n  <head>\n    <meta charset="utf-8">{head}\n  </head>\n  <body>{body}</body>\n</html>\n'
+    start = '<!doctype html>\n<html lang="zh">\n  <head>\n    <meta charset="utf-8">'
+    return f"{start}{head}\n  </head>\n  <body>{body}</body>\n</html>\n"
 
 
 def content(html: str) -> str:
@@ -131,5 +132,22 @@ def test_a_policy_that_pushes_the_encoding_past_the_first_1024_bytes_is_reported
     assert out.encode().index(b"<meta charset") > 1024
     assert problems(out) == [
         "site/x/index.html: the character encoding (<meta charset>) is no longer within the page's first 1024 "
-        "bytes, where browsers look for it — keep the policy short: fewer distinct inline scripts and styles on the page"
+        "bytes, where browsers look for it — keep the policy short: fewer distinct inline scripts and styles on the "
+        "page"
     ]
+
+
+def test_serve_allows_its_live_reload_script_on_the_page_it_serves_and_nowhere_else():
+    """MkDocs' live-reload server adds a script with the request's numbers to each page it serves:
+    lessonkit's serve allows exactly that script in that response's policy; the file keeps its own."""
+    from mkdocs.livereload import LiveReloadServer
+
+    from lessonkit.integrations.mkdocs import serve
+
+    written = csp.apply(page("<script>alert(1)</script>"), "x")
+    plain = object.__new__(LiveReloadServer)._inject_js_into_html(written.encode(), 1234).decode()
+    assert [p.message.split(" (hash")[0] for p in csp.problems(plain, "x")] == ["an inline <script> of the page"]
+    served = object.__new__(serve._server_class())._inject_js_into_html(written.encode(), 1234)
+    served_text = served.decode()
+    assert "livereload(1234," in served_text and csp.problems(served_text, "x") == []
+    assert served_text.count("'sha256-") == 2 and written.count("'sha256-") == 1

@@ -169,6 +169,23 @@ def apply(html: str, where: str, extra: dict[str, tuple[str, ...]] | None = None
     return done + html[at + len("<head>") :]
 
 
+def with_script(html: str, code: str) -> str:
+    """``html`` whose policy also allows the inline script ``code`` (by its hash). Only for ``serve``:
+    MkDocs' live-reload server adds a script of its own to every page it serves (its text changes
+    with every request), never to a file of the site; a page without the policy written by
+    :func:`apply` is returned as it is."""
+    first = _first_in_head(_parse(html))
+    if first is None:
+        return html
+    directives, _ = parse_policy(first.attributes.get("content") or "")
+    old = meta(directives)
+    if old not in html:
+        return html
+    directives.setdefault("script-src", [])
+    directives["script-src"].append(_hash(code))
+    return html.replace(old, meta(directives), 1)
+
+
 def _policies(tree) -> list:
     return [
         n
@@ -245,7 +262,8 @@ def problems(html: str, where: str, extra: dict[str, tuple[str, ...]] | None = N
             if s not in have[name]:
                 if s.startswith("'sha256-"):
                     element = "<script>" if name == "script-src" else "<style>"
-                    add(f"an inline {element} of the page (hash {s}) is not allowed by the policy: the browser refuses it")
+                    why = "is not allowed by the policy: the browser refuses it"
+                    add(f"an inline {element} of the page (hash {s}) {why}")
                 else:
                     add(f"`{name}` does not allow {s}")
     # Browsers look for the encoding in the first 1024 bytes: the <meta charset> must still be there.

@@ -165,3 +165,53 @@ def test_source_page_line_links_work_under_the_policy(server, tab):
     tab.locator('a[href="#L29-L31"]').first.click()  # a row of the page's "cited by" list
     tab.wait_for_function(f"() => ({marked})().length === 3")
     assert (first, tab.evaluate(marked)) == (["L25"], ["L29", "L30", "L31"]) and _violations(tab) == []
+
+
+def test_serve_pages_keep_their_policy_and_run_the_live_reload_script(site, browser):
+    """`lessonkit serve` on a small series: the pages it serves (MkDocs' live-reload script added
+    to each response) load with no violation, and that script runs (it logs "Enabled live reload")."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    site.page("lessons/a.md", "# 一课\n\n正文。\n")
+    log = site.root.parent / "serve.log"
+    with open(log, "w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lessonkit", "serve", "-a", f"127.0.0.1:{port}"],
+            cwd=site.root,
+            env=site.env,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+        )
+    context = browser.new_context()
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).read()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+                time.sleep(0.5)
+        context.add_init_script(RECORD)
+        page = context.new_page()
+        messages: list[tuple[str, str]] = []
+        page.on("console", lambda m: messages.append((m.type, m.text)))
+        seen = {}
+        for rel in ("", "lessons/a/"):
+            messages.clear()
+            page.goto(f"http://127.0.0.1:{port}/{rel}", wait_until="load")
+            page.wait_for_timeout(300)
+            seen[rel] = (page.evaluate("window.__csp"), sorted(set(messages)))
+    finally:
+        context.close()
+        proc.terminate()
+        proc.wait(60)
+    assert seen == {rel: ([], [("log", "Enabled live reload")]) for rel in ("", "lessons/a/")}, seen

@@ -60,7 +60,7 @@ def _svg(width: float, height: float, title: str, body: list[str]) -> str:
     inner = inner.replace('id="lk-ah', f'id="lk-{suffix}-ah').replace("url(#lk-ah", f"url(#lk-{suffix}-ah")
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" class="lk-fig" viewBox="0 0 {w} {h}" '
-        f'width="{w}" style="max-width:100%;height:auto" role="img" aria-label="{escape(title)}">'
+        f'width="{w}" role="img" aria-label="{escape(title)}">'
         f"<title>{escape(title)}</title>{STYLE}" + inner + "</svg>"
     )
 

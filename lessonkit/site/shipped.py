@@ -22,7 +22,8 @@ its text as a reader sees it:
   markup lessonkit's.
 
 Scripts, styles, event attributes, frames and URLs that run code are Material's or lessonkit's
-only (:mod:`lessonkit.site.active`).
+only (:mod:`lessonkit.site.active`), and each page's Content-Security-Policy lets the browser run
+exactly the page's own inline code and nothing from another host (:mod:`lessonkit.site.csp`).
 
 Anything else that claims to be the engine's is an imitation (raw HTML, a plugin), and a block
 of the Markdown that is not on its page was removed. The reference for an experiment's output
@@ -42,7 +43,7 @@ from html import escape
 from pathlib import Path
 
 from lessonkit.checks import shown
-from lessonkit.site import active, listings
+from lessonkit.site import active, csp, listings
 from lessonkit.checks import record as site_record
 from lessonkit.checks.htmlscan import Doc
 from lessonkit.errors import LessonError, Problem
@@ -435,7 +436,23 @@ class SiteCheck:
             problems += found or self._listing_markup(doc, where, rel, code, roots)
         problems += listings.imitations(self, doc, where, verified)
         problems += active.problems(self, doc, rel, where, verified)  # scripts, styles, frames: Material's only
+        problems += self._policy(doc, rel, where)  # the browser refuses what the build did not emit
         return problems
+
+    def _policy(self, doc: Doc, rel: str, where: str) -> list[Problem]:
+        """The page's Content-Security-Policy (:func:`lessonkit.site.csp.problems`). A page the
+        mutation check changed by one character of text keeps its page's result when that
+        character is outside the first 1024 bytes and outside every ``<script>`` and ``<style>``
+        (the policy, the hashed code and the encoding's place are then the same)."""
+        known = doc.memo.get("csp")
+        at = doc.changed
+        if known is not None and at is not None and at >= 1024:
+            if not any(a <= at < b for name, a, b in doc.raw if name in ("script", "style")):
+                return known
+        found = csp.problems(doc.html, where, csp.extras(rel))
+        if at is None:
+            doc.memo["csp"] = found
+        return found
 
     def _blocks(self, doc, where, page, by_id, verified, rep) -> list[Problem]:
         out = []

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from lessonkit.source import fetch
+from lessonkit.site import csp
 from lessonkit.source import pin as pinning
 from lessonkit.errors import LessonError
 
@@ -71,6 +72,10 @@ def test_the_micrograd_example_builds_verifies_mutates_and_repins_to_itself(exam
     )
     site = proj / "site"
     lesson = (site / "lessons" / "01-mul-and-backward" / "index.html").read_text(encoding="utf-8")
+    # every page, the 404 page and the source browser's included, starts its head with its policy
+    written = sorted(site.rglob("*.html"))
+    assert len(written) > 5 and (site / "404.html") in written and any("source" in p.parts for p in written)
+    assert [str(x) for p in written for x in csp.problems(p.read_text(encoding="utf-8"), str(p))] == []
     # the engine's stylesheet, script and math font, which the example's mkdocs.yml does not name
     assert "lessonkit.css" not in (EXAMPLE / "mkdocs.yml").read_text(encoding="utf-8")
     engine_css = (ROOT / "lessonkit" / "assets" / "lessonkit.css").read_bytes()

@@ -938,3 +938,40 @@ def test_included_files_are_checked_alike_by_build_and_verify_at_their_own_lines
     v = site.run("-m", "lessonkit", "verify")
     assert (b.returncode, lines(b)) == (1, expected), b.stderr[-3000:]
     assert (v.returncode, lines(v)) == (1, expected), v.stderr[-3000:]
+def test_a_page_whose_policy_a_later_hook_changed_is_reported_on_its_own_line(built, tmp_path):
+    """A hook after lessonkit's last step (priority -200) drops the lesson's policy, adds a script to a
+    source page and loosens the 404 page's policy: `verify --site` names each page and what is wrong."""
+    site = _clone(built, tmp_path / "csp")
+    _hook(
+        site,
+        f"""\
+        import re
+        from mkdocs.plugins import event_priority
+
+        @event_priority(-200)
+        def on_post_page(output, page, config):
+            if page.file.src_uri == {LESSON!r}:
+                return re.sub('<meta http-equiv="Content-Security-Policy"[^>]*>', "", output)
+            if page.file.dest_uri == "source/autograd/core.py/index.html":
+                return output.replace("</body>", "<script>alert(1)</script></body>")
+            return output
+
+        @event_priority(-200)
+        def on_post_template(output, template_name, config):
+            return output.replace("script-src 'self'", "script-src 'self' 'unsafe-inline'")
+        """,
+    )
+    _built(site)
+    r = _site_verify(site)
+    assert r.returncode == 1
+    rebuild = "a hook or plugin after lessonkit changed the page or its policy; remove it and rebuild"
+    source = "site/source/autograd/core.py/index.html"
+    assert _errors(r)[:-1] == [
+        f"site/404.html: `script-src` allows 'unsafe-inline', which lets code or styles the build did not emit "
+        f"run — {rebuild}",
+        f"{PAGE}: the page has no Content-Security-Policy <meta> — {rebuild}",
+        f"{source}: an inline <script> that Material's templates do not write — something after lessonkit added it "
+        "(a hook, plugin or extra_javascript); remove it and rebuild",
+        f"{source}: an inline <script> of the page (hash 'sha256-bhHHL3z2vDgxUt0W3dWQOrprscmda2Y5pLsLg4GF+pI=') "
+        f"is not allowed by the policy: the browser refuses it — {rebuild}",
+    ]

@@ -46,6 +46,7 @@ from lessonkit.config import checks as lk_checks
 from lessonkit.config import environment as lk_env
 from lessonkit.integrations.mkdocs import jiebacache, pagefacts, setup, themecache
 from lessonkit.errors import LessonError
+from lessonkit.site import csp
 
 if TYPE_CHECKING:
     from mkdocs.config.defaults import MkDocsConfig
@@ -247,6 +248,15 @@ def _add(files: "Files", config, uri: str, content, in_nav: bool = False) -> Non
     files.append(File.generated(config, uri, content=content, inclusion=inclusion))
 
 
+def _with_policy(html: str, dest: str, where: str) -> str:
+    """The page with its Content-Security-Policy first in its head (:mod:`lessonkit.site.csp`);
+    ``dest``: its path in the site folder, ``where``: the file a problem is reported at."""
+    try:
+        return csp.apply(html, where, csp.extras(dest))
+    except LessonError as exc:
+        raise PluginError(str(exc)) from None
+
+
 class BuildEvents:
     """The events of one configuration's build, translated into calls on :attr:`build`.
 
@@ -346,8 +356,18 @@ class BuildEvents:
 
     @event_priority(-100)  # the page's final HTML: MkDocs writes it once this returns
     def on_post_page(self, output: str, page: "Page", config: "MkDocsConfig") -> str:
-        self.build.page_written(Path(page.file.abs_dest_path))
+        f = page.file  # a problem is reported at the page's Markdown, or at a generated page's file
+        site = Path(config.site_dir).name
+        where = f"docs/{f.src_uri}" if f.generated_by is None and f.abs_src_path else f"{site}/{f.dest_uri}"
+        output = _with_policy(output, f.dest_uri, where)
+        self.build.page_written(Path(f.abs_dest_path))
         return output
+
+    @event_priority(-100)  # the theme's own pages (404.html): their policy, as every page's
+    def on_post_template(self, output: str, template_name: str, config: "MkDocsConfig") -> str:
+        if not template_name.endswith(".html"):  # sitemap.xml
+            return output
+        return _with_policy(output, template_name, f"{Path(config.site_dir).name}/{template_name}")
 
     def on_build_error(self, error: Exception) -> None:
         """A build that stops early leaves nothing running behind it (serve goes on to the next)."""

@@ -45,9 +45,11 @@ from lessonkit.integrations.mkdocs import jiebacache
 from lessonkit.integrations.mkdocs.watch import Watcher
 from lessonkit.build import API_ENTRY
 from lessonkit.errors import LessonError
+from lessonkit.site import csp
 
 if TYPE_CHECKING:
     from jinja2 import Environment
+    from mkdocs.livereload import LiveReloadServer
     from mkdocs.config.defaults import MkDocsConfig
     from mkdocs.structure.nav import Navigation
 
@@ -370,6 +372,27 @@ class Incremental:
         return None
 
 
+def _server_class() -> "type[LiveReloadServer]":
+    """MkDocs' live-reload server, whose script (added to each page as it is served, with that
+    request's numbers in it) the page's policy allows by its hash: the one exemption of ``serve``,
+    made per response; the files of the site keep the policy the build wrote."""
+
+    from mkdocs.livereload import LiveReloadServer
+
+    class Server(LiveReloadServer):
+        def _inject_js_into_html(self, content: bytes, epoch: int) -> bytes:
+            out = super()._inject_js_into_html(content, epoch)
+            at = content.rfind(b"</body>")  # where MkDocs puts its <script>…</script>
+            at = len(content) if at < 0 else at
+            added = out[at : at + len(out) - len(content)]
+            if not (added.startswith(b"<script>") and added.endswith(b"</script>")) or out[:at] != content[:at]:
+                return out  # another MkDocs: served as it is (the browser refuses the script, the page works)
+            code = added[len(b"<script>") : -len(b"</script>")].decode("utf-8")
+            return csp.with_script(out.decode("utf-8"), code).encode("utf-8")
+
+    return Server
+
+
 def serve(config_file: str = "mkdocs.yml", dev_addr: str | None = None, livereload: bool = True) -> None:
     """Build once, then watch, serve and rebuild incrementally (the loop of ``mkdocs serve``)."""
     import shutil
@@ -386,8 +409,6 @@ def serve(config_file: str = "mkdocs.yml", dev_addr: str | None = None, liverelo
             problems.addHandler(each)
         problems.propagate = False
     from os.path import isfile, join
-
-    from mkdocs.livereload import LiveReloadServer
 
     terminated: list[int] = []
 
@@ -408,7 +429,7 @@ def serve(config_file: str = "mkdocs.yml", dev_addr: str | None = None, liverelo
         warning = listen_warning(host, port)
         if warning:
             log.warning(warning)
-        server = LiveReloadServer(
+        server = _server_class()(
             builder=builder.rebuild_or_report,
             host=host,
             port=port,

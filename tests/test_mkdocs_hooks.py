@@ -92,11 +92,13 @@ def test_the_one_line_hooks_file_registers_the_adapter():
     assert HOOKS_LINE.startswith("from lessonkit.integrations.mkdocs.hooks import *") and HOOKS_LINE.count("\n") == 1
     example = (ROOT / "examples" / "micrograd-lessons" / "mkdocs.yml").read_text(encoding="utf-8")
     assert "../" not in example and "hooks:" not in example  # the example uses the plugin
-    assert "\n  - lessonkit\n" in example and "lessonkit.pipeline" not in example
+    assert "\n  - lessonkit:\n      course: true" in example and "lessonkit.pipeline" not in example
 
 
 def _plugin_project(project: Path, extra: str = "") -> Path:
-    (project / "mkdocs.yml").write_text(f"site_name: t\nplugins:\n  - lessonkit{extra}\n", encoding="utf-8")
+    (project / "mkdocs.yml").write_text(
+        f"site_name: t\nplugins:\n  - lessonkit:\n      course: true{extra}\n", encoding="utf-8"
+    )
     return project
 
 
@@ -105,7 +107,7 @@ def test_the_plugin_is_the_entry_point_and_the_same_code_path(project):
 
     config = _load(_plugin_project(project))
     plugin = config.plugins["lessonkit"]
-    assert type(plugin) is LessonkitPlugin and plugin.config.add_extensions is True
+    assert type(plugin) is LessonkitPlugin and plugin.config.add_extensions is True and plugin.config.course is True
     config.plugins.on_config(config)
     build = mkdocs_hooks.build_of(config)
     assert FakeBuild.made == [build] and build.calls == ["start", "prestart", "forget_site"]
@@ -141,18 +143,18 @@ def test_serve_watches_the_inputs_of_the_build_beside_docs(project):
 def test_the_plugin_reports_what_the_site_configuration_lacks(project):
     from mkdocs.exceptions import PluginError
 
-    _plugin_project(project, ":\n      add_extensions: false")
+    _plugin_project(project, "\n      add_extensions: false")
     config = _load(project)
     with pytest.raises(PluginError) as err:
         config.plugins.on_config(config)
     assert str(err.value) == (
         "mkdocs.yml: markdown_extensions: lessonkit.pipeline.markdown is missing; without it lessonkit's pages "
-        "show raw Markdown — add `- lessonkit.pipeline.markdown` under markdown_extensions, or use "
-        "`plugins: - lessonkit`, which adds it"
+        "show raw Markdown — add `- lessonkit.pipeline.markdown` under markdown_extensions, or leave "
+        "the plugin's `add_extensions` on, which adds it"
     )
     yml = project / "mkdocs.yml"
     yml.write_text(
-        "site_name: t\ntheme:\n  name: material\nplugins:\n  - lessonkit\n"
+        "site_name: t\ntheme:\n  name: material\nplugins:\n  - lessonkit:\n      course: true\n"
         "markdown_extensions:\n  - pymdownx.highlight:\n      line_spans: __x\n",
         encoding="utf-8",
     )
@@ -160,10 +162,10 @@ def test_the_plugin_reports_what_the_site_configuration_lacks(project):
     with pytest.raises(PluginError) as err:
         config.plugins.on_config(config)
     assert str(err.value) == (
-        "mkdocs.yml:6: markdown_extensions: pymdownx.highlight sets line_spans: '__x'; lessonkit's code blocks "
+        "mkdocs.yml:7: markdown_extensions: pymdownx.highlight sets line_spans: '__x'; lessonkit's code blocks "
         "need '__span' — remove line_spans from pymdownx.highlight's options (or set it to '__span')"
     )
-    yml.write_text("site_name: t\ntheme:\n  name: material\nplugins:\n  - lessonkit\n", encoding="utf-8")
+    yml.write_text("site_name: t\ntheme:\n  name: material\nplugins:\n  - lessonkit:\n      course: true\n", encoding="utf-8")
     config = _load(project)
     with pytest.raises(PluginError) as err:
         config.plugins.on_config(config)

@@ -51,6 +51,7 @@ class PageContext:
     project: Project | None = None  # the build's project; overrides `root`
     anchors: list[str] | None = None  # the build's ids of the page's resolved blocks (verify.Report.anchors)
     recalls: dict = field(default_factory=dict)  # ordinal -> the full showing a `Recall` block links to
+    skip: bool = False  # a page the extension leaves as it is (a guest site's page without a block)
 
     def locate(self, needle: str) -> int | None:
         idx = self.source.find(needle) if needle and self.source else -1
@@ -264,6 +265,8 @@ class _Pre(Preprocessor):
 
     def run(self, lines: list[str]) -> list[str]:
         ctx = page_context(self.md) or PageContext()
+        if ctx.skip:
+            return lines
         text = "\n".join(lines)
         if not any(mark in text for mark in ("```", "~~~", "[[", "id=")) and not ("{" in text and "#" in text):
             return lines  # no block, no reference, no id the author gave

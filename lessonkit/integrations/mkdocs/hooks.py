@@ -80,11 +80,13 @@ def on_shutdown() -> None:
 
 @event_priority(100)  # before the other plugins: the prewarm process works while they configure
 def on_config(config: "MkDocsConfig") -> None:
-    """The hooks file's ``on_config``: :func:`configure`, adding the extensions lessonkit needs."""
+    """The hooks file's ``on_config``: :func:`configure`, adding the extensions lessonkit needs. A
+    hooks file is a course (the plugin's ``course: true``) with the plugin's defaults; it reads no
+    options."""
     configure(config, add_extensions=True)
 
 
-def configure(config: "MkDocsConfig", *, add_extensions: bool) -> None:
+def configure(config: "MkDocsConfig", *, add_extensions: bool, system_fonts: bool = True) -> None:
     """Make this configuration's Build: add (or check) the Markdown extensions and check the theme
     (:mod:`~lessonkit.integrations.mkdocs.setup`), provide the pinned tree, check the pages and list
     their experiments (:meth:`~lessonkit.build.Build.prestart`; they start in
@@ -98,9 +100,9 @@ def configure(config: "MkDocsConfig", *, add_extensions: bool) -> None:
                 hint="set `docs_dir: docs` (or leave it out) and keep the lessons in docs/",
             )
         if add_extensions:
-            setup.prepare(config, str(root))
+            setup.prepare(config, str(root), system_fonts=system_fonts)
         else:
-            setup.check(config)
+            setup.check(config, system_fonts=system_fonts)
         lk_env.site_urls()  # SITE_URL, LESSONKIT_REPO_URL: http(s) addresses, or a located error
         lk_env.source_date_epoch()  # a date MkDocs and the bundle's zip can hold, or a located error
         lk_checks.check_docs(root)  # before MkDocs walks docs/
@@ -180,10 +182,11 @@ def _use_assets(config: "MkDocsConfig") -> None:
 
 def _add_assets(files: "Files", config) -> None:
     """The engine's assets as site files, under ``assets/``; a file of the project's docs/ at the
-    same path wins (a series may restyle)."""
+    same path wins (a series may restyle). ``assets/scoped/`` is the guest's (its stylesheet for
+    blocks alone, :mod:`~lessonkit.integrations.mkdocs.guest`): a course has the site-wide one."""
     for path in sorted(ASSETS.rglob("*")):
         uri = "assets/" + path.relative_to(ASSETS).as_posix()
-        if path.is_file() and files.get_file_from_path(uri) is None:
+        if path.is_file() and path.parent.name != "scoped" and files.get_file_from_path(uri) is None:
             files.append(File.generated(config, uri, abs_src_path=str(path)))
 
 

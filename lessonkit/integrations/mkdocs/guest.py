@@ -127,10 +127,11 @@ class Guest:
 
         raw = page.file.content_string
         rel = self._rel(page.file.abs_src_path)
-        try:  # what every block needs: the cache folder, the series' settings, the pin
+        try:  # what every block needs: the cache folder, the series' settings, the pin, the pinned tree
             project = self.project
             project.site
             project.pin
+            project.tree
         except LessonError as exc:
             raise PluginError(f"{rel}:{self.using[uri]}: a lessonkit block needs what is missing here: {exc}") from None
         self.current = PageContext(

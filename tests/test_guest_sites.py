@@ -273,7 +273,8 @@ def test_a_guest_changes_nothing_it_was_not_asked_to(site, tmp_path, pinned_root
     depth = site.page_html.count("/")
     links = [a.attributes["href"] for a in html.css('head link[rel="stylesheet"]')]
     assert links[-1] == "../" * depth + STYLESHEET and links[:-1] == [
-        a.attributes["href"] for a in LexborHTMLParser(without[site.page_html].decode()).css('head link[rel="stylesheet"]')
+        a.attributes["href"]
+        for a in LexborHTMLParser(without[site.page_html].decode()).css('head link[rel="stylesheet"]')
     ]
     for path, data in block.items():
         if path.endswith(".html") and path != site.page_html:
@@ -292,6 +293,6 @@ def test_a_block_without_a_pin_is_one_located_line(tmp_path, pinned_root):
     assert errors == [  # MkDocs names the page it was reading, then lessonkit's one line
         f"ERROR   -  Error reading page '{site.page}':",
         f"ERROR   -  {site.docs}/{site.page}:{text.count(chr(10)) + 3}: a lessonkit block needs what is missing here: "
-        "sourcemap/pin.toml: does not exist — sourcemap/pin.toml names the pin (see the engine guide, 'The pin')"
+        "sourcemap/pin.toml: does not exist — sourcemap/pin.toml names the pin (see the engine guide, 'The pin')",
     ]
     assert "Traceback" not in r.stderr

@@ -128,6 +128,36 @@ def test_the_plugin_is_the_entry_point_and_the_same_code_path(project):
         assert any(getattr(m, "__self__", None) is events for m in config.plugins.events[name]), name
 
 
+def test_without_course_the_plugin_is_a_guest_that_configures_nothing_else(project):
+    """``plugins: - lessonkit`` on someone else's site (Material with web fonts, another docs_dir,
+    no pin): no course is started, no site-wide stylesheet or script, no extension but the blocks'
+    own, whose preprocessors leave a page without a block alone; the font and folder rules are the
+    course's."""
+    from lessonkit.integrations.mkdocs.guest import Guest
+
+    (project / "pages").mkdir()
+    (project / "pages" / "index.md").write_text("# Home\n", encoding="utf-8")
+    (project / "mkdocs.yml").write_text(
+        "site_name: t\ndocs_dir: pages\ntheme:\n  name: material\n"
+        "markdown_extensions:\n  - pymdownx.highlight:\n      line_spans: __x\nplugins:\n  - lessonkit\n",
+        encoding="utf-8",
+    )
+    config = _load(project)
+    assert config.plugins["lessonkit"].config.course is False
+    before = (list(config.markdown_extensions), list(config.extra_css), list(config.extra_javascript))
+    config.plugins.on_config(config)
+    config.plugins.on_config(config)  # a second on_config adds nothing twice
+    events = config.plugins[mkdocs_hooks.PLUGIN]
+    assert isinstance(events, Guest) and FakeBuild.made == []
+    assert config.markdown_extensions == [*before[0], "lessonkit.pipeline.markdown"]
+    assert (list(config.extra_css), list(config.extra_javascript)) == before[1:]
+    assert config.mdx_configs["pymdownx.highlight"] == {"line_spans": "__x"}
+    assert "lessonkit_pin" not in config.extra
+    for name in ("files", "page_markdown", "page_content", "post_page"):
+        assert [m for m in config.plugins.events[name] if getattr(m, "__self__", None) is events], name
+    assert not any(getattr(m, "__self__", None) is events for m in config.plugins.events["env"])
+
+
 def test_serve_watches_the_inputs_of_the_build_beside_docs(project):
     for name in ("experiments", "sourcemap", "tiny"):
         (project / name).mkdir()
@@ -165,7 +195,9 @@ def test_the_plugin_reports_what_the_site_configuration_lacks(project):
         "mkdocs.yml:7: markdown_extensions: pymdownx.highlight sets line_spans: '__x'; lessonkit's code blocks "
         "need '__span' — remove line_spans from pymdownx.highlight's options (or set it to '__span')"
     )
-    yml.write_text("site_name: t\ntheme:\n  name: material\nplugins:\n  - lessonkit:\n      course: true\n", encoding="utf-8")
+    yml.write_text(
+        "site_name: t\ntheme:\n  name: material\nplugins:\n  - lessonkit:\n      course: true\n", encoding="utf-8"
+    )
     config = _load(project)
     with pytest.raises(PluginError) as err:
         config.plugins.on_config(config)

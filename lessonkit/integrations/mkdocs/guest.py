@@ -156,6 +156,8 @@ class Guest:
             return output
         at = output.find("</head>")
         if at < 0:
-            raise PluginError(f"{page.file.src_uri}: the theme wrote a page without </head>; no place for the blocks' stylesheet")
+            raise PluginError(
+                f"{page.file.src_uri}: the theme wrote a page without </head>; no place for the blocks' stylesheet"
+            )
         href = get_relative_url(STYLESHEET, page.file.url)
         return output[:at] + f'<link rel="stylesheet" href="{href}">' + output[at:]

@@ -72,7 +72,8 @@ def check(config: "MkDocsConfig", *, system_fonts: bool = True) -> None:
                 f"markdown_extensions: {name} is missing; without it lessonkit's pages show raw Markdown",
                 path=FIX,
                 line=_line(config, "markdown_extensions"),
-                hint=f"add `- {name}` under markdown_extensions, or leave the plugin's `add_extensions` on, which adds it",
+                hint=f"add `- {name}` under markdown_extensions, or leave the plugin's `add_extensions` on, "
+                "which adds it",
             )
     for name, needed in REQUIRED.items():
         options = mdx.setdefault(name, {})

@@ -296,3 +296,54 @@ def test_a_block_without_a_pin_is_one_located_line(tmp_path, pinned_root):
         "sourcemap/pin.toml: does not exist — sourcemap/pin.toml names the pin (see the engine guide, 'The pin')",
     ]
     assert "Traceback" not in r.stderr
+
+
+def test_a_guest_page_runs_its_experiment_and_leaves_the_formulas_of_others(tmp_path, pinned_root):
+    """On a small Material site of its own shape (pages in ``pages/``, web fonts, arithmatex for
+    formulas, a wiki-style ``[[…]]`` link): an experiment block runs in this build and shows its
+    output; the page without a block keeps its formula and its ``[[…]]`` text as the site renders them."""
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "sourcemap").mkdir()
+    for name in ("pin.toml", "manifest.sha256"):
+        shutil.copy(ROOT / "sourcemap" / name, tmp_path / "sourcemap" / name)
+    (tmp_path / "experiments" / "sum.py").write_text(
+        "import autograd\nprint('autograd', autograd.__name__, 20 + 22)\n", encoding="utf-8"
+    )
+    (tmp_path / "pages" / "index.md").write_text("# Home\n\n$$a^2$$\n\nSee [[wiki: page]].\n", encoding="utf-8")
+    (tmp_path / "pages" / "run.md").write_text(
+        "# Run\n\n```experiment\nFile: experiments/sum.py\nPurpose: a sum\n```\n", encoding="utf-8"
+    )
+    config = (
+        "site_name: guest\ndocs_dir: pages\ntheme:\n  name: material\n"
+        "markdown_extensions:\n  - pymdownx.arithmatex:\n      generic: true\nplugins:\n  - search\n"
+    )
+    env = {
+        **os.environ,
+        "SOURCE_DATE_EPOCH": "1700000000",
+        "NO_MKDOCS_2_WARNING": "1",
+        "LESSONKIT_CACHE": str(tmp_path.parent / f"{tmp_path.name}-cache"),
+        "AUTOGRAD_SOURCE": str(pinned_root),
+    }
+    built = {}
+    for name, text in (("without", config), ("with", config + "  - lessonkit\n")):
+        (tmp_path / "mkdocs.yml").write_text(text, encoding="utf-8")
+        r = subprocess.run(
+            [sys.executable, "-m", "mkdocs", "build", "-d", str(tmp_path / name)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert r.returncode == 0, r.stderr[-3000:]
+        built[name] = _files(tmp_path / name)
+    without, with_plugin = built["without"], built["with"]
+    assert with_plugin["index.html"] == without["index.html"]
+    index = LexborHTMLParser(with_plugin["index.html"].decode())
+    assert index.css_first(".arithmatex").text() == "\\[a^2\\]" and "[[wiki: page]]" in index.body.text()
+    page = LexborHTMLParser(with_plugin["run/index.html"].decode())
+    blocks = page.css("div.lk-block.lk-experiment")
+    assert len(blocks) == 1 and page.css(".lk-error") == []
+    assert blocks[0].css_first("pre.lk-output code").text() == "autograd autograd 42\n"
+    assert sorted(set(with_plugin) - set(without)) == [STYLESHEET]

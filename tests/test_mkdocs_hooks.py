@@ -158,6 +158,36 @@ def test_without_course_the_plugin_is_a_guest_that_configures_nothing_else(proje
     assert not any(getattr(m, "__self__", None) is events for m in config.plugins.events["env"])
 
 
+def test_the_hooks_file_reads_the_plugins_options_from_extra(project):
+    """A series built through the hooks file is a course; it takes the plugin's typed options
+    under ``extra: lessonkit:``, checked the same way."""
+    yml = project / "mkdocs.yml"
+    base = "site_name: t\ntheme:\n  name: material\nhooks:\n  - hooks/lessonkit_hooks.py\n"
+    yml.write_text(base, encoding="utf-8")
+    config = _load(project)
+    with pytest.raises(PluginError) as err:  # a course refuses web fonts by default
+        config.plugins.on_config(config)
+    assert str(err.value).startswith("mkdocs.yml:2: theme.font: Material loads its fonts")
+    yml.write_text(base + "extra:\n  lessonkit:\n    system_fonts: false\n", encoding="utf-8")
+    config = _load(project)
+    config.plugins.on_config(config)
+    assert len(FakeBuild.made) == 1 and "lessonkit.pipeline.mathml" in config.markdown_extensions
+    for options, message in (
+        ("    course: false\n", "extra.lessonkit.course is false, but the lessonkit hooks file builds a course"),
+        (
+            "    system_fonts: 3\n",
+            "extra.lessonkit.system_fonts: Expected type: <class 'bool'> but received: <class 'int'>",
+        ),
+        ("    fonts: false\n", "extra.lessonkit.fonts: not an option of lessonkit"),
+    ):
+        yml.write_text(base + "extra:\n  lessonkit:\n" + options, encoding="utf-8")
+        config = _load(project)
+        with pytest.raises(PluginError) as err:
+            config.plugins.on_config(config)
+        assert str(err.value).startswith(f"mkdocs.yml:6: {message} — "), str(err.value)
+    assert len(FakeBuild.made) == 1
+
+
 def test_serve_watches_the_inputs_of_the_build_beside_docs(project):
     for name in ("experiments", "sourcemap", "tiny"):
         (project / name).mkdir()

@@ -44,6 +44,7 @@ from lessonkit import build as lk_build
 from lessonkit.config import checks as lk_checks
 from lessonkit.config import environment as lk_env
 from lessonkit.integrations.mkdocs import jiebacache, pagefacts, setup, themecache
+from lessonkit.integrations.mkdocs.options import from_extra
 from lessonkit.errors import LessonError
 
 if TYPE_CHECKING:
@@ -80,10 +81,15 @@ def on_shutdown() -> None:
 
 @event_priority(100)  # before the other plugins: the prewarm process works while they configure
 def on_config(config: "MkDocsConfig") -> None:
-    """The hooks file's ``on_config``: :func:`configure`, adding the extensions lessonkit needs. A
-    hooks file is a course (the plugin's ``course: true``) with the plugin's defaults; it reads no
-    options."""
-    configure(config, add_extensions=True)
+    """The hooks file's ``on_config``: :func:`configure`. A hooks file is a course (the plugin's
+    ``course: true``); its options are those of the plugin, under ``extra: lessonkit:``
+    (:func:`~lessonkit.integrations.mkdocs.options.from_extra`)."""
+    try:
+        options = from_extra(config)
+    except LessonError as exc:
+        raise PluginError(str(exc)) from None
+    fonts = True if options.system_fonts is None else options.system_fonts
+    configure(config, add_extensions=options.add_extensions, system_fonts=fonts)
 
 
 def configure(config: "MkDocsConfig", *, add_extensions: bool, system_fonts: bool = True) -> None:

@@ -20,27 +20,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mkdocs.config import base
-from mkdocs.config import config_options as c
 from mkdocs.plugins import BasePlugin, event_priority
 
 from lessonkit.integrations.mkdocs import guest, hooks
+from lessonkit.integrations.mkdocs.options import LessonkitConfig
 
 if TYPE_CHECKING:
     from mkdocs.config.defaults import MkDocsConfig
-
-
-class LessonkitConfig(base.Config):
-    """The plugin's options (everything else a series says is in its ``sourcemap/``)."""
-
-    # The site is a lessonkit course (every course feature); false: a guest on someone else's site.
-    course = c.Type(bool, default=False)
-    # Course: add the Markdown extensions lessonkit needs (its own two, tables, toc, …) when the
-    # site does not list them. False: the site lists them itself, and a missing one is an error.
-    add_extensions = c.Type(bool, default=True)
-    # Course: refuse a theme that loads fonts from another host (Material's Google Fonts). Unset:
-    # on in a course. False: the course accepts web fonts (its pages then request another host).
-    system_fonts = c.Optional(c.Type(bool))
 
 
 class LessonkitPlugin(BasePlugin[LessonkitConfig]):

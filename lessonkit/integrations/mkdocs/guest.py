@@ -103,7 +103,11 @@ class Guest:
         self.using.clear()
         try:
             for f in files.documentation_pages():
-                line = first_block(f.content_string, self._rel(f.abs_src_path), self.kinds) if f.abs_src_path else None
+                try:
+                    text = f.content_string
+                except (OSError, UnicodeDecodeError):  # MkDocs reports an unreadable page itself
+                    continue
+                line = first_block(text, self._rel(f.abs_src_path), self.kinds) if f.abs_src_path else None
                 if line is not None:
                     self.using[f.src_uri] = line
         except LessonError as exc:  # sourcemap/kinds.toml

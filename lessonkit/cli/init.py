@@ -359,7 +359,7 @@ def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
         "  - experiments\n"
         "  - sourcemap\n\n"
         "plugins:\n"
-        "  - search" + (":\n" + search if search else "\n") + "  - lessonkit\n\n"
+        "  - search" + (":\n" + search if search else "\n") + "  - lessonkit:\n      course: true\n\n"
         "nav:\n"
         "  - index.md\n"
         f"  - {t['lessons']}:\n"

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from markdown import Extension, Markdown
 from markdown.preprocessors import Preprocessor
+from markdown.util import HTML_PLACEHOLDER
 from pymdownx.highlight import Highlight
 
 from lessonkit.run import runner as execute
@@ -51,6 +52,7 @@ class PageContext:
     project: Project | None = None  # the build's project; overrides `root`
     anchors: list[str] | None = None  # the build's ids of the page's resolved blocks (verify.Report.anchors)
     recalls: dict = field(default_factory=dict)  # ordinal -> the full showing a `Recall` block links to
+    skip: bool = False  # a page the extension leaves as it is (a guest site's page without a block)
 
     def locate(self, needle: str) -> int | None:
         idx = self.source.find(needle) if needle and self.source else -1
@@ -250,10 +252,20 @@ def with_tabs(lines: list[str], ctx: PageContext, tab_length: int, project: Proj
     return out
 
 
+# pymdownx.superfences with ``preserve_tabs`` takes every fence out of the text before whitespace is
+# normalized (its "fenced_raw_block", priority 31.05), so that a block at PRIORITY would see only its
+# placeholder. Then the blocks are rendered just before that (EARLY), and their placeholders are
+# written with SOH/EOT, which normalization keeps and pymdownx._bypassnorm turns into STX/ETX.
+RAW_FENCES = "fenced_raw_block"
+EARLY = 31.07
+SOH, EOT = "\u0001", "\u0004"
+
+
 class _Pre(Preprocessor):
-    def __init__(self, md: Markdown, root: str):
+    def __init__(self, md: Markdown, root: str, early: bool = False):
         super().__init__(md)
         self.root = root
+        self.early = early  # registered at EARLY: runs only where superfences keeps raw fences
         self.projects: dict[Path, Project] = {}  # by root, when the context gives none
 
     def project(self, root: str) -> Project:
@@ -264,6 +276,8 @@ class _Pre(Preprocessor):
 
     def run(self, lines: list[str]) -> list[str]:
         ctx = page_context(self.md) or PageContext()
+        if ctx.skip or self.early != (RAW_FENCES in self.md.preprocessors):
+            return lines
         text = "\n".join(lines)
         if not any(mark in text for mark in ("```", "~~~", "[[", "id=")) and not ("{" in text and "#" in text):
             return lines  # no block, no reference, no id the author gave
@@ -271,7 +285,11 @@ class _Pre(Preprocessor):
         if "\t" in ctx.source:
             lines = with_tabs(lines, ctx, self.md.tab_length, project)
             text = "\n".join(lines)
+        stashed = self.md.htmlStash.html_counter
         out, problems = render_page(self.md, project, text, ctx)
+        if self.early:
+            for n in range(stashed, self.md.htmlStash.html_counter):
+                out = out.replace(HTML_PLACEHOLDER % n, SOH + HTML_PLACEHOLDER[1:-1] % n + EOT)
         if problems:
             if ctx.problems is None:
                 raise LessonError.collect(problems)
@@ -291,6 +309,7 @@ class LessonKitExtension(Extension):
         if callable(self.getConfig("context")):
             setattr(md, "lessonkit_context", self.getConfig("context"))  # read by page_context
         md.preprocessors.register(_Pre(md, self.getConfig("root")), "lessonkit", PRIORITY)
+        md.preprocessors.register(_Pre(md, self.getConfig("root"), early=True), "lessonkit-early", EARLY)
 
 
 def makeExtension(**kwargs):

@@ -60,7 +60,11 @@ def test_a_new_author_starts_a_series_from_the_index(fresh_venv, tmp_path):
         made.stdout.splitlines()[-1] == f"next: cd {series} && lessonkit build && lessonkit verify --mutate --site site"
     )
     yml = (series / "mkdocs.yml").read_text(encoding="utf-8")
-    assert "plugins:\n  - search\n  - lessonkit\n" in yml and "markdown_extensions" not in yml and "hooks" not in yml
+    assert (
+        "plugins:\n  - search\n  - lessonkit:\n      course: true\n" in yml
+        and "markdown_extensions" not in yml
+        and "hooks" not in yml
+    )
     built = run(str(bin_dir / "mkdocs"), "build", "--strict", cwd=series)
     assert built.returncode == 0, built.stderr
     assert "lessonkit: 1 experiment(s): 1 run" in built.stderr

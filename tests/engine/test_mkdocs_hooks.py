@@ -92,11 +92,13 @@ def test_the_one_line_hooks_file_registers_the_adapter():
     assert HOOKS_LINE.startswith("from lessonkit.integrations.mkdocs.hooks import *") and HOOKS_LINE.count("\n") == 1
     example = (ROOT / "examples" / "micrograd-lessons" / "mkdocs.yml").read_text(encoding="utf-8")
     assert "../" not in example and "hooks:" not in example  # the example uses the plugin
-    assert "\n  - lessonkit\n" in example and "lessonkit.pipeline" not in example
+    assert "\n  - lessonkit:\n      course: true" in example and "lessonkit.pipeline" not in example
 
 
 def _plugin_project(project: Path, extra: str = "") -> Path:
-    (project / "mkdocs.yml").write_text(f"site_name: t\nplugins:\n  - lessonkit{extra}\n", encoding="utf-8")
+    (project / "mkdocs.yml").write_text(
+        f"site_name: t\nplugins:\n  - lessonkit:\n      course: true{extra}\n", encoding="utf-8"
+    )
     return project
 
 
@@ -105,7 +107,7 @@ def test_the_plugin_is_the_entry_point_and_the_same_code_path(project):
 
     config = _load(_plugin_project(project))
     plugin = config.plugins["lessonkit"]
-    assert type(plugin) is LessonkitPlugin and plugin.config.add_extensions is True
+    assert type(plugin) is LessonkitPlugin and plugin.config.add_extensions is True and plugin.config.course is True
     config.plugins.on_config(config)
     build = mkdocs_hooks.build_of(config)
     assert FakeBuild.made == [build] and build.calls == ["start", "prestart", "forget_site"]
@@ -126,6 +128,66 @@ def test_the_plugin_is_the_entry_point_and_the_same_code_path(project):
         assert any(getattr(m, "__self__", None) is events for m in config.plugins.events[name]), name
 
 
+def test_without_course_the_plugin_is_a_guest_that_configures_nothing_else(project):
+    """``plugins: - lessonkit`` on someone else's site (Material with web fonts, another docs_dir,
+    no pin): no course is started, no site-wide stylesheet or script, no extension but the blocks'
+    own, whose preprocessors leave a page without a block alone; the font and folder rules are the
+    course's."""
+    from lessonkit.integrations.mkdocs.guest import Guest
+
+    (project / "pages").mkdir()
+    (project / "pages" / "index.md").write_text("# Home\n", encoding="utf-8")
+    (project / "mkdocs.yml").write_text(
+        "site_name: t\ndocs_dir: pages\ntheme:\n  name: material\n"
+        "markdown_extensions:\n  - pymdownx.highlight:\n      line_spans: __x\nplugins:\n  - lessonkit\n",
+        encoding="utf-8",
+    )
+    config = _load(project)
+    assert config.plugins["lessonkit"].config.course is False
+    before = (list(config.markdown_extensions), list(config.extra_css), list(config.extra_javascript))
+    config.plugins.on_config(config)
+    config.plugins.on_config(config)  # a second on_config adds nothing twice
+    events = config.plugins[mkdocs_hooks.PLUGIN]
+    assert isinstance(events, Guest) and FakeBuild.made == []
+    assert config.markdown_extensions == [*before[0], "lessonkit.pipeline.markdown"]
+    assert (list(config.extra_css), list(config.extra_javascript)) == before[1:]
+    assert config.mdx_configs["pymdownx.highlight"] == {"line_spans": "__x"}
+    assert "lessonkit_pin" not in config.extra
+    for name in ("files", "page_markdown", "page_content", "post_page"):
+        assert [m for m in config.plugins.events[name] if getattr(m, "__self__", None) is events], name
+    assert not any(getattr(m, "__self__", None) is events for m in config.plugins.events["env"])
+
+
+def test_the_hooks_file_reads_the_plugins_options_from_extra(project):
+    """A series built through the hooks file is a course; it takes the plugin's typed options
+    under ``extra: lessonkit:``, checked the same way."""
+    yml = project / "mkdocs.yml"
+    base = "site_name: t\ntheme:\n  name: material\nhooks:\n  - hooks/lessonkit_hooks.py\n"
+    yml.write_text(base, encoding="utf-8")
+    config = _load(project)
+    with pytest.raises(PluginError) as err:  # a course refuses web fonts by default
+        config.plugins.on_config(config)
+    assert str(err.value).startswith("mkdocs.yml:2: theme.font: Material loads its fonts")
+    yml.write_text(base + "extra:\n  lessonkit:\n    system_fonts: false\n", encoding="utf-8")
+    config = _load(project)
+    config.plugins.on_config(config)
+    assert len(FakeBuild.made) == 1 and "lessonkit.pipeline.mathml" in config.markdown_extensions
+    for options, message in (
+        ("    course: false\n", "extra.lessonkit.course is false, but the lessonkit hooks file builds a course"),
+        (
+            "    system_fonts: 3\n",
+            "extra.lessonkit.system_fonts: Expected type: <class 'bool'> but received: <class 'int'>",
+        ),
+        ("    fonts: false\n", "extra.lessonkit.fonts: not an option of lessonkit"),
+    ):
+        yml.write_text(base + "extra:\n  lessonkit:\n" + options, encoding="utf-8")
+        config = _load(project)
+        with pytest.raises(PluginError) as err:
+            config.plugins.on_config(config)
+        assert str(err.value).startswith(f"mkdocs.yml:6: {message} — "), str(err.value)
+    assert len(FakeBuild.made) == 1
+
+
 def test_serve_watches_the_inputs_of_the_build_beside_docs(project):
     for name in ("experiments", "sourcemap", "tiny"):
         (project / name).mkdir()
@@ -141,18 +203,18 @@ def test_serve_watches_the_inputs_of_the_build_beside_docs(project):
 def test_the_plugin_reports_what_the_site_configuration_lacks(project):
     from mkdocs.exceptions import PluginError
 
-    _plugin_project(project, ":\n      add_extensions: false")
+    _plugin_project(project, "\n      add_extensions: false")
     config = _load(project)
     with pytest.raises(PluginError) as err:
         config.plugins.on_config(config)
     assert str(err.value) == (
         "mkdocs.yml: markdown_extensions: lessonkit.pipeline.markdown is missing; without it lessonkit's pages "
-        "show raw Markdown — add `- lessonkit.pipeline.markdown` under markdown_extensions, or use "
-        "`plugins: - lessonkit`, which adds it"
+        "show raw Markdown — add `- lessonkit.pipeline.markdown` under markdown_extensions, or leave "
+        "the plugin's `add_extensions` on, which adds it"
     )
     yml = project / "mkdocs.yml"
     yml.write_text(
-        "site_name: t\ntheme:\n  name: material\nplugins:\n  - lessonkit\n"
+        "site_name: t\ntheme:\n  name: material\nplugins:\n  - lessonkit:\n      course: true\n"
         "markdown_extensions:\n  - pymdownx.highlight:\n      line_spans: __x\n",
         encoding="utf-8",
     )
@@ -160,10 +222,12 @@ def test_the_plugin_reports_what_the_site_configuration_lacks(project):
     with pytest.raises(PluginError) as err:
         config.plugins.on_config(config)
     assert str(err.value) == (
-        "mkdocs.yml:6: markdown_extensions: pymdownx.highlight sets line_spans: '__x'; lessonkit's code blocks "
+        "mkdocs.yml:7: markdown_extensions: pymdownx.highlight sets line_spans: '__x'; lessonkit's code blocks "
         "need '__span' — remove line_spans from pymdownx.highlight's options (or set it to '__span')"
     )
-    yml.write_text("site_name: t\ntheme:\n  name: material\nplugins:\n  - lessonkit\n", encoding="utf-8")
+    yml.write_text(
+        "site_name: t\ntheme:\n  name: material\nplugins:\n  - lessonkit:\n      course: true\n", encoding="utf-8"
+    )
     config = _load(project)
     with pytest.raises(PluginError) as err:
         config.plugins.on_config(config)

@@ -45,6 +45,7 @@ from lessonkit.attachments import ENGINE_PAGE_OWNERS
 from lessonkit.config import checks as lk_checks
 from lessonkit.config import environment as lk_env
 from lessonkit.integrations.mkdocs import jiebacache, pagefacts, setup, themecache
+from lessonkit.integrations.mkdocs.options import from_extra
 from lessonkit.errors import LessonError
 from lessonkit.site import csp
 
@@ -82,11 +83,18 @@ def on_shutdown() -> None:
 
 @event_priority(100)  # before the other plugins: the prewarm process works while they configure
 def on_config(config: "MkDocsConfig") -> None:
-    """The hooks file's ``on_config``: :func:`configure`, adding the extensions lessonkit needs."""
-    configure(config, add_extensions=True)
+    """The hooks file's ``on_config``: :func:`configure`. A hooks file is a course (the plugin's
+    ``course: true``); its options are those of the plugin, under ``extra: lessonkit:``
+    (:func:`~lessonkit.integrations.mkdocs.options.from_extra`)."""
+    try:
+        options = from_extra(config)
+    except LessonError as exc:
+        raise PluginError(str(exc)) from None
+    fonts = True if options.system_fonts is None else options.system_fonts
+    configure(config, add_extensions=options.add_extensions, system_fonts=fonts)
 
 
-def configure(config: "MkDocsConfig", *, add_extensions: bool) -> None:
+def configure(config: "MkDocsConfig", *, add_extensions: bool, system_fonts: bool = True) -> None:
     """Make this configuration's Build: add (or check) the Markdown extensions and check the theme
     (:mod:`~lessonkit.integrations.mkdocs.setup`), provide the pinned tree, check the pages and list
     their experiments (:meth:`~lessonkit.build.Build.prestart`; they start in
@@ -100,9 +108,9 @@ def configure(config: "MkDocsConfig", *, add_extensions: bool) -> None:
                 hint="set `docs_dir: docs` (or leave it out) and keep the lessons in docs/",
             )
         if add_extensions:
-            setup.prepare(config, str(root))
+            setup.prepare(config, str(root), system_fonts=system_fonts)
         else:
-            setup.check(config)
+            setup.check(config, system_fonts=system_fonts)
         lk_env.site_urls()  # SITE_URL, LESSONKIT_REPO_URL: http(s) addresses, or a located error
         lk_env.source_date_epoch()  # a date MkDocs and the bundle's zip can hold, or a located error
         lk_checks.check_docs(root)  # before MkDocs walks docs/
@@ -191,10 +199,12 @@ def written_files(b: lk_build.Build, config: "MkDocsConfig") -> dict[str, str]:
 
 def _add_assets(files: "Files", config) -> None:
     """The engine's assets as site files, under ``assets/`` (a file of docs/ there is an error,
-    reported before: :meth:`BuildEvents.on_files`)."""
+    reported before: :meth:`BuildEvents.on_files`). ``assets/scoped/`` is the guest's (its
+    stylesheet for blocks alone, :mod:`~lessonkit.integrations.mkdocs.guest`): a course has the
+    site-wide one."""
     for path in sorted(ASSETS.rglob("*")):
         uri = "assets/" + path.relative_to(ASSETS).as_posix()
-        if path.is_file() and files.get_file_from_path(uri) is None:
+        if path.is_file() and path.parent.name != "scoped" and files.get_file_from_path(uri) is None:
             files.append(File.generated(config, uri, abs_src_path=str(path)))
 
 

@@ -1,35 +1,36 @@
 """The ``lessonkit`` MkDocs plugin: ``plugins: - lessonkit`` in a site's mkdocs.yml.
 
-It is the same code path as the hooks file (:mod:`lessonkit.integrations.mkdocs.hooks`): its
-events call the hooks' functions, which make one :class:`lessonkit.build.Build` per
-configuration. Registered as the ``lessonkit`` entry point of the ``mkdocs.plugins`` group.
+Two modes, chosen by the ``course`` option:
+
+* **Guest** (the default): added to any existing site, the plugin changes nothing it was not
+  asked to. Pages without an annotation block are written byte for byte as they were; a page
+  that uses a block gets the block and a stylesheet scoped to blocks
+  (:mod:`lessonkit.integrations.mkdocs.guest`).
+* **Course** (``course: true``): the site is a lessonkit series. This is the code path of the
+  hooks file (:mod:`lessonkit.integrations.mkdocs.hooks`): the pinned tree, the experiments, the
+  source browser, symbol index, attachments, bundle, acceptance page, the site-wide stylesheet
+  and script, the search index rewrite, the link check of the written site and the record for
+  ``verify --site``; the site must make no request to another host (Material's web fonts off)
+  and keep its pages in ``docs/``. ``lessonkit init`` writes ``course: true``.
+
+Registered as the ``lessonkit`` entry point of the ``mkdocs.plugins`` group.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mkdocs.config import base
-from mkdocs.config import config_options as c
 from mkdocs.plugins import BasePlugin, event_priority
 
-from lessonkit.integrations.mkdocs import hooks
+from lessonkit.integrations.mkdocs import guest, hooks
+from lessonkit.integrations.mkdocs.options import LessonkitConfig
 
 if TYPE_CHECKING:
     from mkdocs.config.defaults import MkDocsConfig
 
 
-class LessonkitConfig(base.Config):
-    """The plugin's options (everything else a series says is in its ``sourcemap/``)."""
-
-    # Add the Markdown extensions lessonkit needs (its own two, tables, toc, …) when the site does
-    # not list them. False: the site lists them itself, and a missing one is an error.
-    add_extensions = c.Type(bool, default=True)
-
-
 class LessonkitPlugin(BasePlugin[LessonkitConfig]):
-    """Wires lessonkit into MkDocs. The project is the folder of mkdocs.yml: its ``docs/`` (MkDocs'
-    ``docs_dir``), ``sourcemap/``, ``experiments/`` and ``templates/``."""
+    """Wires lessonkit into MkDocs. The project is the folder of mkdocs.yml."""
 
     supports_multiple_instances = False
 
@@ -41,5 +42,14 @@ class LessonkitPlugin(BasePlugin[LessonkitConfig]):
 
     @event_priority(100)  # as the hooks' on_config: before the other plugins
     def on_config(self, config: "MkDocsConfig") -> "MkDocsConfig":
-        hooks.configure(config, add_extensions=self.config.add_extensions)
+        options = self.config
+        if options.course:
+            fonts = True if options.system_fonts is None else options.system_fonts
+            hooks.configure(config, add_extensions=options.add_extensions, system_fonts=fonts)
+        else:
+            events = config.plugins.get(hooks.PLUGIN)
+            if isinstance(events, guest.Guest):  # a second on_config of this configuration
+                events.configure(config)
+            else:  # registers its on_* methods for the rest of this configuration's build
+                config.plugins[hooks.PLUGIN] = guest.Guest(config)  # type: ignore[assignment]
         return config

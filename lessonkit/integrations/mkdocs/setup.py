@@ -47,7 +47,7 @@ def _line(config: "MkDocsConfig", key: str) -> int | None:
     return None
 
 
-def prepare(config: "MkDocsConfig", root: str) -> None:
+def prepare(config: "MkDocsConfig", root: str, *, system_fonts: bool = True) -> None:
     """Add the extensions lessonkit needs to ``config`` (in place), then :func:`check` it."""
     names: list[str] = config.markdown_extensions
     mdx: dict[str, dict[str, Any]] = config.mdx_configs
@@ -58,10 +58,10 @@ def prepare(config: "MkDocsConfig", root: str) -> None:
     for name in REQUIRED:
         if name not in names:
             names.append(name)
-    check(config)
+    check(config, system_fonts=system_fonts)
 
 
-def check(config: "MkDocsConfig") -> None:
+def check(config: "MkDocsConfig", *, system_fonts: bool = True) -> None:
     """Every extension lessonkit needs is listed with the options its markup needs; the theme
     loads nothing from another host. A problem is one located line with the fix."""
     names: list[str] = config.markdown_extensions
@@ -72,7 +72,8 @@ def check(config: "MkDocsConfig") -> None:
                 f"markdown_extensions: {name} is missing; without it lessonkit's pages show raw Markdown",
                 path=FIX,
                 line=_line(config, "markdown_extensions"),
-                hint=f"add `- {name}` under markdown_extensions, or use `plugins: - lessonkit`, which adds it",
+                hint=f"add `- {name}` under markdown_extensions, or leave the plugin's `add_extensions` on, "
+                "which adds it",
             )
     for name, needed in REQUIRED.items():
         options = mdx.setdefault(name, {})
@@ -85,7 +86,7 @@ def check(config: "MkDocsConfig") -> None:
                     hint=f"remove {key} from {name}'s options (or set it to {value!r})",
                 )
     theme = config.theme
-    if getattr(theme, "name", None) == "material" and theme.get("font", None) is not False:
+    if system_fonts and getattr(theme, "name", None) == "material" and theme.get("font", None) is not False:
         raise LessonError(
             "theme.font: Material loads its fonts from fonts.googleapis.com, and the site must make no "
             "request to another host",

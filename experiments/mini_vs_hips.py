@@ -87,16 +87,23 @@ def mini_backward_states():
     real_toposort, real_add = mini.toposort, mini.add_outgrads
     names, states, adds = {}, [], []
 
+    def backward_locals():
+        """The local variables of Mini's backward_pass, the nearest caller of that name."""
+        frame = sys._getframe(1)
+        while frame.f_code.co_name != "backward_pass":
+            frame = frame.f_back
+        return frame.f_locals
+
     def watched_toposort(end_node):
         order = real_toposort(end_node)
         names.update({end_node: "M", order[-1]: "X"})
         for node in order:
-            states.append({"before": names[node], "outgrads": dict(sys._getframe(1).f_locals["outgrads"])})
+            states.append({"before": names[node], "outgrads": dict(backward_locals()["outgrads"])})
             yield node
-        states.append({"before": "end", "outgrads": dict(sys._getframe(1).f_locals["outgrads"])})
+        states.append({"before": "end", "outgrads": dict(backward_locals()["outgrads"])})
 
-    def watched_add(prev_g, g):
-        before = dict(sys._getframe(1).f_locals["outgrads"])  # Mini's dict before this add is stored
+    def watched_add(prev_g, g):  # called by accumulate, which backward_pass calls
+        before = dict(backward_locals()["outgrads"])  # Mini's dict before this add is stored
         out = real_add(prev_g, g)
         adds.append({"prev": prev_g, "g": g, "out": out, "outgrads_before": before})
         return out

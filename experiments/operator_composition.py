@@ -235,7 +235,18 @@ def self_test_cases():
     vjp_G = make_vjp(G)(x2)[0](v2)
     assert np.allclose(vjp_G, JG.T @ v2) and not np.allclose(vjp_G, JG @ v2)
     assert np.allclose(make_hvp(f)(X)[0](V), hessian(f)(X).T @ V)
-    record.set("self_test.transpose", {"J": JG, "vjp": vjp_G, "Jv": JG @ v2})
+
+    # make_hvp itself on a primitive whose registered gradient is G: its "Hessian" is JG
+    @primitive
+    def tilted(x):
+        return x[0] * x[1]
+
+    defvjp(tilted, lambda ans, x: lambda g: g * G(x))
+    H_t = hessian(tilted)(x2)
+    hvp_t = make_hvp(tilted)(x2)[0](v2)
+    assert np.allclose(H_t, JG)
+    assert np.allclose(hvp_t, H_t.T @ v2) and not np.allclose(hvp_t, H_t @ v2)
+    record.set("self_test.transpose", {"J": JG, "vjp": vjp_G, "Jv": JG @ v2, "hvp": hvp_t, "Hv": H_t @ v2})
 
     # 7. make_ggnvp with a cross-entropy g: built the same way, still three backward passes per call
     def cross_entropy(y):  # -log softmax(y)[0]

@@ -2,9 +2,9 @@
 
 Both engines record the same six nodes with the same edges; both visit every node once, each
 before its parents, but in different orders. Nodes are labelled by the primitive that made them
-(`x` is the root) and numbered in creation order in both. Each engine's add_outgrads and toposort
-are wrapped while its grad runs: the wrappers record every contribution sent along an edge (the
-figure's edge labels) and the order.
+(`x` is the root) and numbered in creation order in both. Each engine's add_outgrads (in Mini
+accumulate, its counterpart since stage 6) and toposort are wrapped while its grad runs: the
+wrappers record every contribution sent along an edge (the figure's edge labels) and the order.
 """
 
 import math
@@ -90,7 +90,7 @@ def mini_graph(order, created, labels):
 
 def mini_run(x):
     order, calls, created = [], [], []
-    real_topo, real_add, real_init = mini.toposort, mini.add_outgrads, mini.Node.__init__
+    real_topo, real_add, real_init = mini.toposort, mini.accumulate, mini.Node.__init__
     labels = {}
 
     def init(node, *args):
@@ -109,11 +109,11 @@ def mini_run(x):
         calls.append({"from": labels[node], "ingrad": g})
         return real_add(prev, g)
 
-    mini.toposort, mini.add_outgrads, mini.Node.__init__ = topo, add, init
+    mini.toposort, mini.accumulate, mini.Node.__init__ = topo, add, init
     try:
         g = mini.grad(lambda t: mini.sin(t) * mini.exp(t) + t ** 2)(x)
     finally:
-        mini.toposort, mini.add_outgrads, mini.Node.__init__ = real_topo, real_add, real_init
+        mini.toposort, mini.accumulate, mini.Node.__init__ = real_topo, real_add, real_init
     return g, order, calls
 
 

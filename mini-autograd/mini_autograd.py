@@ -2,10 +2,12 @@
 
 A teaching companion to HIPS/autograd: the names follow HIPS so the two read
 side by side, but the code is an independent and much smaller implementation.
-Lesson 14 builds it in five stages (mini-autograd/exercises/): a Box and one
+Lesson 14 builds it in six stages (mini-autograd/exercises/): a Box and one
 primitive; the graph and the backward pass; sums over shared paths; trace
-levels, so that grad of grad works; forward mode.
-Scope: Python floats only; no arrays, no broadcasting, no vector spaces.
+levels, so that grad of grad works; forward mode; vectors.
+Scope: Python floats, and in reverse mode Vec, a one-dimensional vector of floats
+(a Python list) with arithmetic, broadcasting against floats and length-1 vectors,
+and vsum; no NumPy, no higher dimensions.
 """
 
 import math
@@ -105,10 +107,20 @@ sin, cos, exp, log, tanh = map(primitive, (math.sin, math.cos, math.exp, math.lo
 
 # The rules use Mini's own operations (cos, not math.cos): on boxes of an earlier
 # trace they are recorded too, which is what makes grad of grad work.
-defvjp(add, lambda ans, x, y: lambda g: g, lambda ans, x, y: lambda g: g)
-defvjp(sub, lambda ans, x, y: lambda g: g, lambda ans, x, y: lambda g: -g)
-defvjp(mul, lambda ans, x, y: lambda g: g * y, lambda ans, x, y: lambda g: g * x)
-defvjp(div, lambda ans, x, y: lambda g: g / y, lambda ans, x, y: lambda g: -g * x / (y * y))
+# The four binary rules sum a broadcast operand's cotangent back to its shape (stage 6);
+# for two floats unbroadcast returns g itself.
+defvjp(add,
+       lambda ans, x, y: lambda g: unbroadcast(g, x),
+       lambda ans, x, y: lambda g: unbroadcast(g, y))
+defvjp(sub,
+       lambda ans, x, y: lambda g: unbroadcast(g, x),
+       lambda ans, x, y: lambda g: unbroadcast(-g, y))
+defvjp(mul,
+       lambda ans, x, y: lambda g: unbroadcast(g * y, x),
+       lambda ans, x, y: lambda g: unbroadcast(g * x, y))
+defvjp(div,
+       lambda ans, x, y: lambda g: unbroadcast(g / y, x),
+       lambda ans, x, y: lambda g: unbroadcast(-g * x / (y * y), y))
 defvjp(neg, lambda ans, x: lambda g: -g)
 defvjp(power,
        lambda ans, x, y: lambda g: g * y * x ** (y - 1),
@@ -118,6 +130,125 @@ defvjp(cos, lambda ans, x: lambda g: -g * sin(x))
 defvjp(exp, lambda ans, x: lambda g: g * ans)
 defvjp(log, lambda ans, x: lambda g: g / x)
 defvjp(tanh, lambda ans, x: lambda g: g * (1.0 - ans * ans))
+
+# -------------------- vectors (stage 6) --------------------
+
+
+class Vec:
+    """A one-dimensional vector of floats. Arithmetic is elementwise; a float, or a Vec of
+    length 1, is broadcast against a longer Vec (as NumPy spreads a size-1 axis)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data):
+        self.data = [float(v) for v in data]
+
+    def __repr__(self):
+        return f"Vec({self.data!r})"
+
+    def __len__(self):
+        return len(self.data)
+
+    def _zip(self, other, op, swap=False):
+        if isinstance(other, (int, float)):
+            other = Vec([other])
+        if not isinstance(other, Vec):
+            return NotImplemented          # a Box: let its operator record the call
+        a, b = (other, self) if swap else (self, other)
+        n = max(len(a), len(b))
+        if len(a) not in (1, n) or len(b) not in (1, n):
+            raise ValueError(f"cannot broadcast lengths {len(a)} and {len(b)}")
+        return Vec(op(a.data[i if len(a) > 1 else 0], b.data[i if len(b) > 1 else 0]) for i in range(n))
+
+    def __add__(self, other): return self._zip(other, operator.add)
+    def __radd__(self, other): return self._zip(other, operator.add, swap=True)
+    def __sub__(self, other): return self._zip(other, operator.sub)
+    def __rsub__(self, other): return self._zip(other, operator.sub, swap=True)
+    def __mul__(self, other): return self._zip(other, operator.mul)
+    def __rmul__(self, other): return self._zip(other, operator.mul, swap=True)
+    def __truediv__(self, other): return self._zip(other, operator.truediv)
+    def __rtruediv__(self, other): return self._zip(other, operator.truediv, swap=True)
+    def __neg__(self): return Vec(-v for v in self.data)
+
+
+def shape(value):
+    """() for a float, (n,) for a Vec of length n; a Box has the shape of its value."""
+    while isinstance(value, Box):
+        value = value.value
+    return (len(value),) if isinstance(value, Vec) else ()
+
+
+@primitive
+def vsum(x):
+    """The sum of a Vec's elements (a float is its own sum)."""
+    return math.fsum(x.data) if isinstance(x, Vec) else x
+
+
+defvjp(vsum, lambda ans, x: lambda g: g * Vec([1.0] * shape(x)[0]) if shape(x) else g)
+
+
+class FloatSpace:
+    """The vector space of floats: floats are immutable, so mut_add is add."""
+
+    def zeros(self):
+        return 0.0
+
+    def add(self, x, y):
+        return x + y
+
+    def mut_add(self, x, y):
+        return x + y
+
+
+class VecSpace:
+    """The vector space of Vecs of one length."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def zeros(self):
+        return Vec([0.0] * self.n)
+
+    def add(self, x, y):
+        return x + y                          # a new Vec: neither argument changes
+
+    def mut_add(self, x, y):
+        """Add y into x in place and return x (x must be a Vec no one else holds)."""
+        if isinstance(x, Box) or isinstance(y, Box):
+            return x + y                      # boxes are immutable: record an ordinary add
+        for i, v in enumerate(y.data):
+            x.data[i] += v
+        return x
+
+
+def vspace(value):
+    """The vector space a value (or a Box's value) lives in."""
+    n = shape(value)
+    return VecSpace(n[0]) if n else FloatSpace()
+
+
+def unbroadcast(g, target):
+    """Sum the cotangent g back to the shape of target, undoing the forward broadcast."""
+    if shape(g) == shape(target):
+        return g
+    if shape(target) == ():
+        return vsum(g)                        # a float was spread over every element
+    return vsum(g) * Vec([1.0])               # a length-1 Vec was spread over every element
+
+
+def accumulate(prev, g):
+    """HIPS's add_outgrads: prev is None or (cotangent, mutable); return the new pair.
+
+    The first contribution is stored as it is, flagged False: the rule that made it may have
+    handed the same object to another parent too. The first sum is a new object, flagged True;
+    later contributions are added into it in place."""
+    if prev is None:
+        return add_outgrads(None, g), False
+    prev_g, mutable = prev
+    if mutable:
+        return vspace(g).mut_add(prev_g, g), True
+    return add_outgrads(prev_g, g), True
+
 
 # -------------------- reverse pass --------------------
 
@@ -143,13 +274,15 @@ def add_outgrads(prev_g, g):
 
 
 def backward_pass(g, end_node):
-    """Push the cotangent g from end_node back to the root; return the root's total."""
-    outgrads = {end_node: g}
+    """Push the cotangent g from end_node back to the root; return the root's total.
+
+    Each entry of outgrads is (cotangent, mutable), as in HIPS (stage 6): see accumulate."""
+    outgrads = {end_node: (g, False)}
     for node in toposort(end_node):
         outgrad = outgrads.pop(node)      # complete: every child was handled earlier
         for parent, vjp in zip(node.parents, node.vjps):
-            outgrads[parent] = add_outgrads(outgrads.get(parent), vjp(outgrad))
-    return outgrad                        # the last node in the order is the root
+            outgrads[parent] = accumulate(outgrads.get(parent), vjp(outgrad[0]))
+    return outgrad[0]                     # the last node in the order is the root
 
 
 # -------------------- traces and the user API --------------------
@@ -186,7 +319,7 @@ def make_vjp(fun, x):
     """Run fun once on a boxed x; return (vjp, value of fun(x))."""
     end_value, end_node = trace(Node.new_root(), fun, x)
     if end_node is None:
-        return (lambda g: 0.0), end_value
+        return (lambda g: vspace(x).zeros()), end_value
     return (lambda g: backward_pass(g, end_node)), end_value
 
 

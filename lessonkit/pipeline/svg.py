@@ -148,10 +148,10 @@ def graph_svg(
             f'd="M{sx:.1f},{sy:.1f} Q{mx:.1f},{my:.1f} {ex:.1f},{ey:.1f}"/>'
         )
         label = edge_labels.get((c, k))
-        if label is not None:  # on the curve's midpoint, over a halo of the page colour
+        if label is not None:  # beside the curve's midpoint (never across the line), over a halo
             lx, ly = (sx + 2 * mx + ex) / 4, (sy + 2 * my + ey) / 4
-            side = "middle" if bend == 0 else ("end" if bend < 0 else "start")
-            lx += {"middle": 0, "end": -5, "start": 5}[side]
+            side = "end" if bend < 0 else "start"  # a straight edge: the label to its right
+            lx += -6 if side == "end" else 6
             body.append(_t(lx, ly, label, "lk-note lk-halo", 12, side))
     for n in nodes:
         x, y = P[n["id"]]

@@ -21,6 +21,7 @@ from lessonkit.checks.htmlscan import Doc
 from lessonkit.source import pyodide
 
 sys.path.insert(0, str(Path(__file__).parent))
+import test_exercise_runner as runner_test  # noqa: E402
 from test_exercise_runner import EXERCISES, FIXES, MINI, STAGES, one_function_fixed  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -131,22 +132,45 @@ def test_nothing_is_loaded_before_run_and_no_request_leaves_the_site(reader):
     assert reader.external == []
 
 
+@pytest.fixture(scope="module")
+def by_pytest(tmp_path_factory):
+    """What real pytest reports (CPython, HIPS autograd absent as in the browser) for each stage file
+    as shipped, replaced by Mini, and with one function completed: {variant: {(stage, test): outcome}}."""
+    reference = MINI.read_text(encoding="utf-8")
+    variants = {
+        "shipped": {},
+        "reference": {n: reference for n in STAGES},
+        "fixed": {n: one_function_fixed(n, FIXES[n][0]) for n in FIXES},
+    }
+    out = {}
+    for name, files in variants.items():
+        tmp = tmp_path_factory.mktemp(name)
+        root = runner_test._tree(tmp, files)
+        out[name] = {k: v[0] for k, v in runner_test.real_pytest(tmp, root, runner_test._env(tmp, hips=False)).items()}
+    return out
+
+
 @pytest.mark.parametrize("stage", STAGES)
-def test_each_stage_fails_as_shipped_passes_with_the_reference_and_one_fix_passes_its_checks(reader, stage):
+def test_each_stage_reports_what_pytest_reports_as_shipped_with_the_reference_and_with_one_fix(
+    reader, by_pytest, stage
+):
+    def expected(variant):
+        return {t: o for (s, t), o in by_pytest[variant].items() if s == stage}
+
     shipped = reader.run(stage, None)
-    assert shipped and set(shipped.values()) == {"failed", "skipped"}
+    assert shipped == expected("shipped")
+    assert set(shipped.values()) == {"failed", "skipped"}  # every check that runs fails
     assert any(u.endswith("/assets/pyodide/pyodide.asm.wasm") for u in reader.local)
     reference = reader.run(stage, MINI.read_text(encoding="utf-8"))
-    assert sorted(reference) == sorted(shipped)
-    assert set(reference.values()) == {"passed", "skipped"}
-    assert {t for t, o in reference.items() if o == "skipped"} == {t for t, o in shipped.items() if o == "skipped"}
+    assert reference == expected("reference")
+    assert set(reference.values()) == {"passed", "skipped"}  # every check that runs passes
     if stage in FIXES:
-        name, expected = FIXES[stage]
+        name, want = FIXES[stage]
         fixed = reader.run(stage, one_function_fixed(stage, name))
+        assert fixed == expected("fixed")
         passed = {t for t, o in fixed.items() if o == "passed"}
         ran = {t for t, o in fixed.items() if o != "skipped"}
-        assert passed == (ran if expected == "every check that runs" else expected)
-        assert all(fixed[t] == "failed" for t in ran - passed)
+        assert passed == (ran if want == "every check that runs" else want)
     assert reader.external == [] and reader.errors == []
 
 
@@ -177,7 +201,9 @@ def test_the_edit_is_kept_in_local_storage_per_stage(reader):
     b = reader.block(3)
     reader.page.wait_for_function("document.querySelector('#exercise-stage_3').dataset.lkReady")
     assert b.locator("textarea").input_value() == "x = 1\n"
-    assert reader.block(4).locator("textarea").input_value() == (EXERCISES / "stage_4.py").read_text(encoding="utf-8")
+    assert reader.block(3).locator(".lk-ex-result").text_content() == "已恢复你在本浏览器里保存的上次修改；按「重置」回到起点文件。"
+    # each stage keeps its own: stage 4 was last run with one function completed
+    assert reader.block(4).locator("textarea").input_value() == one_function_fixed(4, FIXES[4][0])
     b.locator('[data-lk-action="reset"]').click()
     reader.page.reload(wait_until="load")
     assert reader.block(3).locator("textarea").input_value() == (EXERCISES / "stage_3.py").read_text(encoding="utf-8")

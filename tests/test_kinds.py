@@ -38,6 +38,7 @@ def test_builtin_registry_lists_the_kinds():
         "figure",
         "line",
         "value",
+        "exercise",
     ]
     assert [k.label for k in kinds.KINDS.fenced.values()] == [
         "REAL SOURCE",
@@ -45,6 +46,7 @@ def test_builtin_registry_lists_the_kinds():
         "EXPERIMENT",
         "SNAPSHOT",
         "FIGURE",
+        "EXERCISE",
     ]
     assert list(kinds.KINDS.inline) == ["line", "value"]
 
@@ -55,7 +57,7 @@ def test_unknown_kind_is_a_located_error_not_a_fall_through():
         kinds.KINDS.of(b)
     assert str(exc.value) == (
         "docs/a.md:7: unknown block kind `signatur` — known kinds: real-source, teaching-simplification, experiment, "
-        "snapshot, figure"
+        "snapshot, figure, exercise"
     )
 
 

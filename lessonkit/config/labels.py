@@ -119,8 +119,8 @@ LABELS = {
     "exercise": "EXERCISE",
     "exercise-note": (
         "Runs in this browser with Pyodide {version} (Python {python}): the first run downloads {size} MB from "
-        "this site, and nothing is sent anywhere. The checks are those of {tests}; NumPy is not part of it, so "
-        "the checks that compare with HIPS autograd are skipped here."
+        "this site, and nothing is sent anywhere. The checks are those of {tests}; packages outside Python's "
+        "standard library (NumPy among them) are not part of it, so the checks that need them are skipped here."
     ),
     "exercise-editor": "{file}, editable",
     "exercise-keys": "In the editor, Tab indents; press Esc first to move on with Tab.",

@@ -1,7 +1,7 @@
 """Runs one pytest test file the way ``python -m pytest FILE`` runs it, with the standard library
 only: in a reader's browser (Pyodide), where pytest is not installed, for ``exercise`` blocks.
 
-What it does as pytest does, for test files such as ``mini-autograd/exercises/test_stage_N.py``:
+What it does as pytest does, for test files of a series' exercises:
 
 * ``conftest.py`` of every folder from the root down to the test file's folder is imported first
   (its folder put first on ``sys.path``), then the test module under its base name, its folder

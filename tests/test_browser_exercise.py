@@ -38,7 +38,10 @@ def policy(html: str) -> str:
             if name == "script" and html[a:b].strip()
         }
     )
-    return f"default-src 'self'; script-src 'self' {' '.join(hashes)} 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:"
+    return (
+        f"default-src 'self'; script-src 'self' {' '.join(hashes)} 'wasm-unsafe-eval'; "
+        "style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:"
+    )
 
 
 def test_only_the_pages_with_an_exercise_name_its_block_and_the_runtime_size_is_measured(built_site):
@@ -94,8 +97,7 @@ class Reader:
             timeout=240000,
         )
         return {
-            li.get_attribute("data-test"): li.get_attribute("data-outcome")
-            for li in b.locator("li.lk-ex-test").all()
+            li.get_attribute("data-test"): li.get_attribute("data-outcome") for li in b.locator("li.lk-ex-test").all()
         }
 
 
@@ -112,7 +114,8 @@ def test_the_page_holds_the_repository_files_byte_for_byte(reader):
         """() => [...document.querySelectorAll('.lk-exercise')].map(b => ({
             file: b.dataset.lkFile, csp: b.dataset.lkCsp,
             editor: b.querySelector('textarea').defaultValue,
-            files: Object.fromEntries([...b.querySelectorAll('pre.lk-ex-file')].map(p => [p.dataset.lkPath, p.textContent]))
+            files: Object.fromEntries(
+                [...b.querySelectorAll('pre.lk-ex-file')].map(p => [p.dataset.lkPath, p.textContent]))
         }))"""
     )
     assert [b["file"] for b in blocks] == [f"mini-autograd/exercises/stage_{n}.py" for n in STAGES]
@@ -120,7 +123,9 @@ def test_the_page_holds_the_repository_files_byte_for_byte(reader):
         assert b["csp"] == "wasm-unsafe-eval"
         assert b["editor"] == (EXERCISES / f"stage_{n}.py").read_text(encoding="utf-8")
         assert b["files"] == {
-            f"mini-autograd/exercises/test_stage_{n}.py": (EXERCISES / f"test_stage_{n}.py").read_text(encoding="utf-8"),
+            f"mini-autograd/exercises/test_stage_{n}.py": (EXERCISES / f"test_stage_{n}.py").read_text(
+                encoding="utf-8"
+            ),
             "mini-autograd/exercises/conftest.py": (EXERCISES / "conftest.py").read_text(encoding="utf-8"),
             "mini-autograd/mini_autograd.py": MINI.read_text(encoding="utf-8"),
         }
@@ -201,7 +206,10 @@ def test_the_edit_is_kept_in_local_storage_per_stage(reader):
     b = reader.block(3)
     reader.page.wait_for_function("document.querySelector('#exercise-stage_3').dataset.lkReady")
     assert b.locator("textarea").input_value() == "x = 1\n"
-    assert reader.block(3).locator(".lk-ex-result").text_content() == "已恢复你在本浏览器里保存的上次修改；按「重置」回到起点文件。"
+    assert (
+        reader.block(3).locator(".lk-ex-result").text_content()
+        == "已恢复你在本浏览器里保存的上次修改；按「重置」回到起点文件。"
+    )
     # each stage keeps its own: stage 4 was last run with one function completed
     assert reader.block(4).locator("textarea").input_value() == one_function_fixed(4, FIXES[4][0])
     b.locator('[data-lk-action="reset"]').click()

@@ -90,7 +90,9 @@ def _env(tmp: Path, hips: bool) -> dict:
     if not hips:  # as in the browser: `import autograd` fails
         block = tmp / "no-hips" / "autograd"
         block.mkdir(parents=True, exist_ok=True)
-        (block / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'autograd'\", name='autograd')\n")
+        (block / "__init__.py").write_text(
+            "raise ModuleNotFoundError(\"No module named 'autograd'\", name='autograd')\n"
+        )
         env["PYTHONPATH"] = str(tmp / "no-hips")
     return env
 
@@ -100,9 +102,24 @@ def real_pytest(tmp: Path, root: Path, env: dict) -> dict:
     report = tmp / "report.xml"
     files = [str(root / "mini-autograd" / "exercises" / f"test_stage_{n}.py") for n in STAGES]
     r = subprocess.run(
-        [sys.executable, "-B", "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--rootdir={root}",
-         f"--junitxml={report}", *files],
-        cwd=root, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-B",
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--rootdir={root}",
+            f"--junitxml={report}",
+            *files,
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
     )
     assert report.is_file(), r.stdout[-2000:] + r.stderr[-2000:]
     out = {}
@@ -124,7 +141,12 @@ def lkcheck(root: Path, env: dict) -> dict:
         test = root / "mini-autograd" / "exercises" / f"test_stage_{n}.py"
         r = subprocess.run(
             [sys.executable, "-B", str(LKCHECK), str(test), str(root)],
-            cwd=root, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            stdin=subprocess.DEVNULL,
         )
         assert r.returncode == 0, r.stderr[-2000:]
         for row in json.loads(r.stdout):
@@ -191,15 +213,22 @@ def test_fixtures_and_monkeypatch_are_undone_after_each_test(tmp_path, fixture_k
     (folder / "conftest.py").write_text(f"import pytest\nlog = []\n\n@pytest.fixture\ndef five():\n{body}")
     (folder / "test_m.py").write_text(
         "import math\nimport pytest\nimport conftest\n\n"
-        "def test_patch(monkeypatch, five):\n    monkeypatch.setattr(math, 'pi', 3)\n    assert math.pi == 3 and five == 5\n\n"
+        "def test_patch(monkeypatch, five):\n"
+        "    monkeypatch.setattr(math, 'pi', 3)\n    assert math.pi == 3 and five == 5\n\n"
         "def test_after():\n    assert math.pi != 3\n\n"
         "@pytest.mark.parametrize('a,b', [(1, 2), (2, 2)])\ndef test_pair(a, b):\n    assert a == b\n\n"
         "def test_raises():\n    with pytest.raises(ValueError, match='x+'):\n        raise ValueError('axxb')\n\n"
         "def test_approx():\n    assert 0.1 + 0.2 == pytest.approx(0.3) and 1.0 != pytest.approx(1.1, abs=0.05)\n"
     )
     env = _env(tmp_path, True)
-    r = subprocess.run([sys.executable, "-B", str(LKCHECK), str(folder / "test_m.py"), str(folder)],
-                       env=env, capture_output=True, text=True, timeout=60, cwd=folder)
+    r = subprocess.run(
+        [sys.executable, "-B", str(LKCHECK), str(folder / "test_m.py"), str(folder)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=folder,
+    )
     rows = {row["name"]: (row["outcome"], row["message"]) for row in json.loads(r.stdout)}
     assert rows == {
         "test_patch": ("passed", ""),

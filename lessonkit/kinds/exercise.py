@@ -105,8 +105,12 @@ class Exercise(Kind):
             if (project.root / conftest).is_file():
                 files.append(read("Tests", conftest))
         if files[0][0] == files[1][0]:
-            raise LessonError("`File` and `Tests` name the same file", path=block.path, line=block.line_of("Tests"),
-                              hint="File is the reader's starting file, Tests the test file that checks it")
+            raise LessonError(
+                "`File` and `Tests` name the same file",
+                path=block.path,
+                line=block.line_of("Tests"),
+                hint="File is the reader's starting file, Tests the test file that checks it",
+            )
         reference = read("Reference", block.get("Reference")) if block.get("Reference") else None
         return ExerciseResolved(block, files=tuple(files), reference=reference)
 
@@ -122,7 +126,8 @@ class Exercise(Kind):
         size = pyodide.download_bytes(folder, lock)
         python = json.loads((folder / "pyodide-lock.json").read_text(encoding="utf-8"))["info"]["python"]
         (file, start), (tests, _) = r.files[0], r.files[1]
-        meta = [escape(r.block.get("Title"))] if r.block.get("Title") else []
+        title = r.block.get("Title")
+        meta = [escape(title)] if title else []
         meta.append(f"<code>{escape(file)}</code>")
         links = [(labels["view-file"], renderer.links.script(file))]
         no_search = renderer.no_search
@@ -165,7 +170,8 @@ class Exercise(Kind):
             f"{escape(labels['exercise-run'])}</button> "
             f'<button type="button" class="md-button" data-lk-action="stop" hidden>{escape(labels["exercise-stop"])}'
             "</button> "
-            f'<button type="button" class="md-button" data-lk-action="reset">{escape(labels["exercise-reset"])}</button>'
+            f'<button type="button" class="md-button" data-lk-action="reset">{escape(labels["exercise-reset"])}'
+            "</button>"
             "</div>"
             + f'<div class="lk-ex-result" role="status" aria-live="polite"{no_search}></div>'
             + reference

@@ -105,22 +105,31 @@ def _download(lock: Lock, dest: Path, timeout: float = 60) -> Path:
                 h512.update(chunk)
                 out.write(chunk)
     except TimeoutError:
-        raise LessonError(f"{lock.tarball}: timed out", path=LOCK, line=lock.line("tarball"),
-                          hint="check the network, or put the package in the build cache") from None
+        raise LessonError(
+            f"{lock.tarball}: timed out",
+            path=LOCK,
+            line=lock.line("tarball"),
+            hint="check the network, or put the package in the build cache",
+        ) from None
     except OSError as exc:  # URLError is an OSError
         reason = str(getattr(exc, "reason", exc)).split("\n")[0]
-        raise LessonError(f"{lock.tarball}: {reason}", path=LOCK, line=lock.line("tarball"),
-                          hint="check the network and the URL") from None
+        raise LessonError(
+            f"{lock.tarball}: {reason}", path=LOCK, line=lock.line("tarball"), hint="check the network and the URL"
+        ) from None
     got512 = "sha512-" + base64.b64encode(h512.digest()).decode()
     if h256.hexdigest() != lock.sha256:
         raise LessonError(
             f"the downloaded tarball has sha256 {h256.hexdigest()}, not the locked one",
-            path=LOCK, line=lock.line("sha256"), hint="the registry served other bytes; do not build with them",
+            path=LOCK,
+            line=lock.line("sha256"),
+            hint="the registry served other bytes; do not build with them",
         )
     if got512 != lock.sha512:
         raise LessonError(
             f"the downloaded tarball has {got512[:30]}…, not the locked sha512",
-            path=LOCK, line=lock.line("sha512"), hint="the registry served other bytes; do not build with them",
+            path=LOCK,
+            line=lock.line("sha512"),
+            hint="the registry served other bytes; do not build with them",
         )
     return target
 
@@ -135,7 +144,9 @@ def _extract(lock: Lock, archive: Path, dest: Path) -> dict[str, dict]:
             if name is None:
                 continue
             if not member.isreg():
-                raise LessonError(f"{member.name} of the tarball is not a regular file", path=LOCK, line=lock.line("files"))
+                raise LessonError(
+                    f"{member.name} of the tarball is not a regular file", path=LOCK, line=lock.line("files")
+                )
             src = tar.extractfile(member)
             assert src is not None  # a regular file
             data = src.read()
@@ -144,7 +155,9 @@ def _extract(lock: Lock, archive: Path, dest: Path) -> dict[str, dict]:
     missing = [n for n in lock.files if n not in out]
     if missing:
         raise LessonError(
-            f"pyodide {lock.version} has no {missing[0]}", path=LOCK, line=lock.line("files"),
+            f"pyodide {lock.version} has no {missing[0]}",
+            path=LOCK,
+            line=lock.line("files"),
             hint="list only files of the package (`tar tzf` the tarball)",
         )
     return out
@@ -186,7 +199,9 @@ def check(lock: Lock, folder: Path) -> None:
         if hashlib.sha256((folder / name).read_bytes()).hexdigest() != files[name]["sha256"]:
             raise LessonError(
                 f"the cached {name} of pyodide {lock.version} changed since it was taken from the tarball",
-                path=LOCK, line=lock.line("sha256"), hint=f"delete {folder} and build again",
+                path=LOCK,
+                line=lock.line("sha256"),
+                hint=f"delete {folder} and build again",
             )
 
 

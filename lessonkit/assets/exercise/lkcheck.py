@@ -40,6 +40,7 @@ import traceback
 import types
 from decimal import Decimal
 from numbers import Complex
+from typing import Any
 
 
 class Skipped(BaseException):
@@ -116,7 +117,8 @@ class approx:  # noqa: N801 - the name tests use
             return False
         if isinstance(self.expected, float) and math.isinf(self.expected):
             return False
-        return _abs(self.expected - actual) <= self.tolerance()
+        diff: Any = _abs(self.expected - actual)
+        return diff <= self.tolerance()
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -211,8 +213,8 @@ def _shim() -> types.ModuleType:
     mod = types.ModuleType("pytest", "lkcheck's stand-in for pytest")
     for name in ("skip", "fail", "importorskip", "raises", "approx", "fixture", "mark", "MonkeyPatch"):
         setattr(mod, name, globals()[name])
-    mod.skip.Exception = Skipped  # type: ignore[attr-defined]
-    mod.fail.Exception = Failed  # type: ignore[attr-defined]
+    mod.skip.Exception = Skipped
+    mod.fail.Exception = Failed
     return mod
 
 
@@ -229,7 +231,7 @@ def _param_id(value, argname: str, index: int) -> str:
 
 def _items(module) -> list[tuple[str, object, dict]]:
     """(name, function, parametrized arguments) of every test of the module, in pytest's order."""
-    out = []
+    out: list[tuple[str, Any, dict]] = []
     for name, obj in list(vars(module).items()):
         if not (name.startswith("test") and inspect.isfunction(obj)) or getattr(obj, "_lkcheck_fixture", False):
             continue
@@ -271,8 +273,13 @@ def _frames(tb, root: str) -> list[dict]:
     for frame in traceback.extract_tb(tb):
         path = os.path.abspath(frame.filename)
         if path.startswith(root + os.sep):
-            out.append({"file": os.path.relpath(path, root).replace(os.sep, "/"), "line": frame.lineno,
-                        "text": (frame.line or "").strip()})
+            out.append(
+                {
+                    "file": os.path.relpath(path, root).replace(os.sep, "/"),
+                    "line": frame.lineno,
+                    "text": (frame.line or "").strip(),
+                }
+            )
     return out
 
 
@@ -304,6 +311,7 @@ def _report(exc: BaseException, root: str) -> tuple[str, list[dict]]:
 def _call_fixture(name, fixtures, module, test_name, cache, teardown):
     if name in cache:
         return cache[name]
+    value: Any
     if name == "request":
         value = Request(module, test_name)
     elif name == "monkeypatch":
@@ -311,8 +319,10 @@ def _call_fixture(name, fixtures, module, test_name, cache, teardown):
         teardown.append(value.undo)
     elif name in fixtures:
         func = fixtures[name]
-        kwargs = {p: _call_fixture(p, fixtures, module, test_name, cache, teardown)
-                  for p in inspect.signature(func).parameters}
+        kwargs = {
+            p: _call_fixture(p, fixtures, module, test_name, cache, teardown)
+            for p in inspect.signature(func).parameters
+        }
         value = func(**kwargs)
         if inspect.isgenerator(value):
             gen = value
@@ -371,7 +381,7 @@ def run(test_file: str, root: str) -> list[dict]:
     linecache.clearcache()
     importlib.invalidate_caches()
     try:
-        folders = []
+        folders: list[str] = []
         folder = os.path.dirname(test_file)
         while True:
             folders.insert(0, folder)

@@ -21,7 +21,9 @@ from lessonkit.checks.htmlscan import Doc
 from lessonkit.source import pyodide
 
 sys.path.insert(0, str(Path(__file__).parent))
+import test_browser_a11y as a11y  # noqa: E402
 import test_exercise_runner as runner_test  # noqa: E402
+from test_browser_a11y import axe  # noqa: E402, F401 - the fixture, asked for by name below
 from test_exercise_runner import EXERCISES, FIXES, MINI, STAGES, one_function_fixed  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,7 +60,7 @@ class Reader:
     """Lesson 14 under a policy that allows only 'wasm-unsafe-eval' beyond the site itself, every
     request counted, any other host refused (by routing and by the resolver)."""
 
-    def __init__(self, playwright_browser, url: str):
+    def __init__(self, playwright_browser, url: str, page: str = LESSON):
         self.external, self.local, self.errors = [], [], []
         self.context = playwright_browser.new_context(viewport={"width": 1280, "height": 900})
         host = urlsplit(url).netloc
@@ -81,7 +83,8 @@ class Reader:
         self.page = self.context.new_page()
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
-        self.page.goto(url + "/" + LESSON, wait_until="load")
+        self.page.goto(url + "/" + page, wait_until="load")
+        self.page.wait_for_timeout(150)
 
     def block(self, stage: int):
         return self.page.locator(f"#exercise-stage_{stage}")
@@ -177,6 +180,28 @@ def test_each_stage_reports_what_pytest_reports_as_shipped_with_the_reference_an
         ran = {t for t, o in fixed.items() if o != "skipped"}
         assert passed == (ran if want == "every check that runs" else want)
     assert reader.external == [] and reader.errors == []
+
+
+def test_axe_finds_nothing_serious_with_the_outcomes_and_the_reference_shown(reader, request):
+    source = request.getfixturevalue("axe")
+    page = reader.page
+    page.evaluate("() => document.querySelectorAll('.lk-exercise details').forEach(d => { d.open = true; })")
+    page.add_style_tag(content=a11y.NO_MOTION)
+    page.evaluate(source)
+    light = a11y._axe(page, exclude=[])
+    a11y._dark(page)
+    dark = a11y._axe(page, a11y.COLOUR_RULES, exclude=[])
+    page.evaluate("() => document.body.setAttribute('data-md-color-scheme', 'default')")
+    assert light == {} and dark == {}
+
+
+def test_a_page_without_an_exercise_loads_none_of_it(browser, server):
+    other = Reader(browser, server, "lessons/01-ad-and-graph/")
+    try:
+        assert other.local and not any("/assets/exercise/" in u or "/assets/pyodide/" in u for u in other.local)
+        assert other.external == [] and other.errors == []
+    finally:
+        other.context.close()
 
 
 def test_reset_brings_back_the_starting_file_and_the_reference_is_offered_after_a_run(reader):

@@ -140,7 +140,7 @@ class Exercise(Kind):
             tests=f"<code>python -m pytest {escape(tests)}</code>",
         )
         support = "".join(
-            f'<pre class="lk-ex-file" data-lk-path="{escape(path)}">\n{escape(text, quote=False)}</pre>'
+            f'<pre class="lk-ex-file" tabindex="0" data-lk-path="{escape(path)}">\n{escape(text, quote=False)}</pre>'
             for path, text in r.files[1:]
         )
         checks = labels.html("exercise-checks", files=", ".join(f"<code>{escape(p)}</code>" for p, _ in r.files[1:]))
@@ -150,7 +150,7 @@ class Exercise(Kind):
             summary = labels.html("exercise-reference", file=f"<code>{escape(ref_path)}</code>")
             reference = (
                 f'<details class="lk-ex-reference" hidden{no_search}><summary>{summary}</summary>'
-                f'<pre class="lk-ex-file" data-lk-path="{escape(ref_path)}">\n'
+                f'<pre class="lk-ex-file" tabindex="0" data-lk-path="{escape(ref_path)}">\n'
                 f"{escape(ref_text, quote=False)}</pre></details>"
             )
         hint_id = f"{anchor}-keys"
@@ -166,11 +166,11 @@ class Exercise(Kind):
             f"{escape(start, quote=False)}</textarea></div>"
             + f'<p class="lk-ex-keys" id="{hint_id}"{no_search}>{escape(labels["exercise-keys"])}</p>'
             + f'<div class="lk-ex-bar"{no_search}>'
-            f'<button type="button" class="md-button md-button--primary" data-lk-action="run">'
+            f'<button type="button" class="lk-ex-button lk-ex-primary" data-lk-action="run">'
             f"{escape(labels['exercise-run'])}</button> "
-            f'<button type="button" class="md-button" data-lk-action="stop" hidden>{escape(labels["exercise-stop"])}'
+            f'<button type="button" class="lk-ex-button" data-lk-action="stop" hidden>{escape(labels["exercise-stop"])}'
             "</button> "
-            f'<button type="button" class="md-button" data-lk-action="reset">{escape(labels["exercise-reset"])}'
+            f'<button type="button" class="lk-ex-button" data-lk-action="reset">{escape(labels["exercise-reset"])}'
             "</button>"
             "</div>"
             + f'<div class="lk-ex-result" role="status" aria-live="polite"{no_search}></div>'

@@ -70,6 +70,11 @@ paint      reported, not a ratio: the warm build's home page loaded in headless 
            search index, which Material's bundle fetches at start, included) and when the index
            had arrived.
            ``--only paint`` measures just this (one warm build first).
+exercise   reported, not a ratio: the browser's Python of the exercise blocks (lesson 14): the
+           bytes of ``assets/pyodide/`` that the first Run fetches, and, in headless Chromium on
+           the local server (no throttling), the time from pressing Run on stage 1 to its checks'
+           outcome, the first time (the runtime loads) and again (it is loaded).
+           ``--only exercise`` measures just this (one warm build first).
 """
 
 from __future__ import annotations
@@ -1043,9 +1048,10 @@ def _load() -> str:
 
 def _only(value: str) -> set[str]:
     ratios = {v.strip() for v in value.split(",")}
-    if not ratios or not ratios <= {"2", "7", "8", "paint"}:
+    if not ratios or not ratios <= {"2", "7", "8", "paint", "exercise"}:
         raise argparse.ArgumentTypeError(
-            f"{value!r}: ratios 2, 7 and 8 and the paint report can be measured alone, e.g. `2` or `7,paint`"
+            f"{value!r}: ratios 2, 7 and 8 and the paint and exercise reports can be measured alone, e.g. `2` or "
+            "`7,paint`"
         )
     return ratios
 
@@ -1156,6 +1162,57 @@ def paint_lines(result) -> list[str]:
     ]
 
 
+EXERCISE_PAGE = "lessons/14-mini-autograd/"
+EXERCISE_DONE = "el => el.querySelector('.lk-ex-summary') && !el.dataset.lkBusy"
+
+
+def exercise_runtime(site: Path) -> dict[str, float] | str:
+    """The exercise blocks' runtime: its bytes, and Run to outcome on stage 1 (ms), first and second time."""
+    runtime = site / "assets" / "pyodide"
+    if not (site / EXERCISE_PAGE).is_dir() or not runtime.is_dir():
+        return f"the site has no {EXERCISE_PAGE} with an exercise block"
+    size = sum(p.stat().st_size for p in runtime.iterdir() if p.is_file())
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return "Playwright is not installed (`nox -s bench` installs it)"
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(chromium).exists():
+        return "Chromium not found (apt-get install chromium)"
+    args = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run", "--disable-quic"]
+    httpd = _site_server(site, None)
+    times = []
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium, args=args)
+            try:
+                page = browser.new_context().new_page()
+                page.goto(f"http://127.0.0.1:{httpd.server_address[1]}/{EXERCISE_PAGE}", wait_until="load")
+                block = page.locator("#exercise-stage_1")
+                block.wait_for(state="attached")
+                page.wait_for_function("document.querySelector('#exercise-stage_1').dataset.lkReady")
+                for _ in range(2):
+                    t0 = time.perf_counter()
+                    block.locator('[data-lk-action="run"]').click()
+                    page.wait_for_function(EXERCISE_DONE, arg=block.element_handle(), timeout=300000)
+                    times.append((time.perf_counter() - t0) * 1000)
+            finally:
+                browser.close()
+    finally:
+        httpd.shutdown()
+    return {"mib": size / 1048576, "first_ms": times[0], "again_ms": times[1]}
+
+
+def exercise_lines(result) -> list[str]:
+    if isinstance(result, str):
+        return [f"  exercise runtime: not measured: {result}"]
+    return [
+        f"  exercise runtime (assets/pyodide/): {result['mib']:.1f} MiB fetched on the first Run; stage 1's "
+        f"checks: {result['first_ms']:.0f} ms from Run to outcome the first time (local server), "
+        f"{result['again_ms']:.0f} ms again"
+    ]
+
+
 def _run_only(args, reps, work: Path, pinned: Path, cores: int) -> int:
     """Ratios 2, 7 and/or 8 alone (``--only``): the same measurements as in the full run."""
     load_start = _load()
@@ -1200,13 +1257,17 @@ def _run_only(args, reps, work: Path, pinned: Path, cores: int) -> int:
             f"(samples {', '.join(f'{x.wall:.2f}' for x in live.samples)})"
         )
         rows.append(("7", "serve: edit to rebuilt page (lessonkit serve) / plain build", live.wall / P.wall, 0.10))
+    if args.only & {"paint", "exercise"} and not args.only & {"2", "7"}:
+        lk = copy_project(work / "lessonkit", snap)
+        print("bench: warm build for the browser reports …", flush=True)
+        timed(mkdocs_build(lk), lk, {**env, "LESSONKIT_CACHE": str(work / "cache-warm")})
+    paint = []
     if "paint" in args.only:
-        if not args.only & {"2", "7"}:
-            lk = copy_project(work / "lessonkit", snap)
-            print("bench: warm build for the paint report …", flush=True)
-            timed(mkdocs_build(lk), lk, {**env, "LESSONKIT_CACHE": str(work / "cache-warm")})
         print("bench: home page on a slow link (Chromium) …", flush=True)
         paint = paint_lines(first_paint(lk / "site"))
+    if "exercise" in args.only:
+        print("bench: the exercise runtime (Chromium) …", flush=True)
+        paint += exercise_lines(exercise_runtime(lk / "site"))
     if "8" in args.only:
         pip, plain_fresh, readme = Series("pip-lock"), Series("plain-fresh"), Series("readme-fresh")
         for rep in range(1, args.fresh_reps + 1):
@@ -1234,7 +1295,7 @@ def _run_only(args, reps, work: Path, pinned: Path, cores: int) -> int:
         ok = wall <= target
         failed += [] if ok else [num]
         print(f"{num:<2} {label:<62} {wall:6.2f}  ≤ {target:.2f}  {'pass' if ok else 'FAIL'}")
-    if "paint" in args.only:
+    if paint:
         print("reported, not pass/fail:")
         print("\n".join(paint))
     return 1 if failed else 0
@@ -1348,6 +1409,8 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
 
     print("bench: home page on a slow link (Chromium) …", flush=True)
     paint = first_paint(lk / "site")
+    print("bench: the exercise runtime (Chromium) …", flush=True)
+    exercise = exercise_runtime(lk / "site")
     cold_minus_warm = series["cold"].cpu - series["warm"].cpu
     json_cpu = statistics.median(exp_cpu_json)
     log_cpu = statistics.median(exp_cpu_log)
@@ -1419,6 +1482,7 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
     )
     print(f"  {verify_summary}")
     print("\n".join(paint_lines(paint)))
+    print("\n".join(exercise_lines(exercise)))
     if mdexec is not None and mdexec_errors:
         print(f"  markdown-exec: {mdexec_errors} block(s) raised when run in the shared build process")
     if args.json:

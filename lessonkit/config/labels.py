@@ -117,6 +117,31 @@ LABELS = {
     "api-call": "Called as",
     "api-source": "Source",
     "api-lessons": "Cited by",
+    # exercise blocks: the editor, its buttons, and the words its script shows ({…} filled there)
+    "exercise": "EXERCISE",
+    "exercise-note": (
+        "Runs in this browser with Pyodide {version} (Python {python}): the first run downloads {size} MB from "
+        "this site, and nothing is sent anywhere. The checks are those of {tests}; packages outside Python's "
+        "standard library (NumPy among them) are not part of it, so the checks that need them are skipped here."
+    ),
+    "exercise-editor": "{file}, editable",
+    "exercise-keys": "In the editor, Tab indents; press Esc first to move on with Tab.",
+    "exercise-run": "Run the checks",
+    "exercise-stop": "Stop",
+    "exercise-reset": "Reset",
+    "exercise-reference": "Reference: {file}",
+    "exercise-checks": "The files that check it: {files}",
+    "exercise-loading": "Loading Python ({size} MB, once) …",
+    "exercise-running": "Running the checks …",
+    "exercise-summary": "{passed} passed, {failed} failed, {error} errors, {skipped} skipped",
+    "exercise-passed": "passed",
+    "exercise-failed": "failed",
+    "exercise-error": "error",
+    "exercise-skipped": "skipped",
+    "exercise-restored": "Your last edit, kept in this browser, is restored; Reset brings back the starting file.",
+    "exercise-stopped": "Stopped.",
+    "exercise-broken": "The checks could not run: {reason}",
+    "exercise-time": "{seconds} s",
 }
 
 

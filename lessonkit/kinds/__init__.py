@@ -26,6 +26,7 @@ from pathlib import Path
 from lessonkit.config.checks import KINDS_LABEL
 from lessonkit.config.modules import Registration, registered_objects
 from lessonkit.errors import LessonError
+from lessonkit.kinds import exercise
 from lessonkit.kinds import experiment
 from lessonkit.kinds import figure
 from lessonkit.kinds import line
@@ -117,6 +118,7 @@ KINDS = Registry(
         figure.KIND,
         line.KIND,
         value.KIND,
+        exercise.KIND,
     ]
 )
 

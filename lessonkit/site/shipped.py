@@ -365,7 +365,9 @@ class SiteCheck:
         rec, at, root = self.record, self.label, self.project.root
         assert rec is not None  # run() checks copies only of a recorded folder
         themes = [Path(d) for d in rec["theme"]]
-        origins = [self.project.docs, Path(__file__).parents[1] / "assets", *themes]
+        # the browser's Python comes from its checked copy in the build cache (lessonkit.source.pyodide)
+        runtime = self.project.cache / "pyodide"
+        origins = [self.project.docs, Path(__file__).parents[1] / "assets", runtime, *themes]
         for d in themes:
             if not active.theme_folder_ok(self, d):
                 self.problems.append(

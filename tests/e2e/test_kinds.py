@@ -40,6 +40,7 @@ def test_builtin_registry_lists_the_kinds():
         "figure",
         "line",
         "value",
+        "exercise",
     ]
     assert [k.label for k in kinds.KINDS.fenced.values()] == [
         "REAL SOURCE",
@@ -47,6 +48,7 @@ def test_builtin_registry_lists_the_kinds():
         "EXPERIMENT",
         "SNAPSHOT",
         "FIGURE",
+        "EXERCISE",
     ]
     assert list(kinds.KINDS.inline) == ["line", "value"]
 
@@ -57,7 +59,7 @@ def test_unknown_kind_is_a_located_error_not_a_fall_through():
         kinds.KINDS.of(b)
     assert str(exc.value) == (
         "docs/a.md:7: unknown block kind `signatur` — known kinds: real-source, teaching-simplification, experiment, "
-        "snapshot, figure"
+        "snapshot, figure, exercise"
     )
 
 

@@ -66,9 +66,10 @@ def test_engine_templates_are_in_english():
 
 
 def test_engine_assets_name_no_series_and_no_language():
-    """The stylesheet and script every site gets (lessonkit/assets/): no CJK, no project name."""
-    texts = [p for p in (ROOT / "lessonkit" / "assets").rglob("*") if p.suffix in (".css", ".js")]
-    assert sorted(p.name for p in texts) == ["lessonkit.css", "lessonkit.js"]
+    """The stylesheet and scripts every site gets (lessonkit/assets/; the exercise blocks' script,
+    worker and test runner): no CJK, no project name."""
+    texts = [p for p in (ROOT / "lessonkit" / "assets").rglob("*") if p.suffix in (".css", ".js", ".py")]
+    assert sorted(p.name for p in texts) == ["exercise.js", "lessonkit.css", "lessonkit.js", "lkcheck.py", "worker.js"]
     for p in texts:
         text = p.read_text(encoding="utf-8")
         assert not CJK.search(text) and "autograd" not in text.lower(), p.name

@@ -48,6 +48,7 @@ from lessonkit.integrations.mkdocs import jiebacache, pagefacts, setup, themecac
 from lessonkit.integrations.mkdocs.options import from_extra
 from lessonkit.errors import LessonError
 from lessonkit.site import csp
+from lessonkit.source import pyodide
 
 if TYPE_CHECKING:
     from mkdocs.config.defaults import MkDocsConfig
@@ -208,6 +209,22 @@ def _add_assets(files: "Files", config) -> None:
             files.append(File.generated(config, uri, abs_src_path=str(path)))
 
 
+def _add_runtime(files: "Files", config, b: lk_build.Build) -> None:
+    """The browser's Python (:mod:`lessonkit.source.pyodide`) under ``assets/pyodide/``, only when a
+    page has an exercise block: fetched into the build cache once, each file checked before the copy."""
+    if b.report is None or not b.report.count("exercise"):
+        return
+    lock = pyodide.read_lock(b.project.root)
+    if lock is None:  # the blocks' own resolution reports it, located
+        return
+    folder = pyodide.provide(lock, b.project.cache)
+    pyodide.check(lock, folder)
+    for name in lock.files:
+        uri = f"{pyodide.SITE_DIR}/{name}"
+        if files.get_file_from_path(uri) is None:
+            files.append(File.generated(config, uri, abs_src_path=str(folder / name)))
+
+
 def _pages(config: "MkDocsConfig") -> list[Path] | None:
     """The Markdown pages MkDocs will list in ``on_files`` (``exclude_docs`` applied), so that
     the plan takes over the experiments started in ``on_config``; None: let the Build list them."""
@@ -305,6 +322,10 @@ class BuildEvents:
         if b.pdf:  # a site file from the start, so that links to it check; printed in on_post_build
             _add(files, config, b.project.site.pdf_path, b"")
         _add_assets(files, config)
+        try:
+            _add_runtime(files, config, b)
+        except LessonError as exc:
+            raise Abort(f"lessonkit: {exc}") from None
         every = list(files)
         listed = [lk_build.PageFile(f.src_uri, f.abs_src_path) for f in every]
         order = lk_build.render_order(listed, b.project, plan.with_experiments, set(plan.late))

@@ -71,11 +71,24 @@ CODE_TYPES = frozenset({"module", "importmap", "speculationrules"})
 HINT_BUILD = "a hook or plugin after lessonkit changed the page or its policy; remove it and rebuild"
 
 
-def extras(page: str) -> dict[str, tuple[str, ...]]:
-    """Sources page ``page`` (its path in the site folder, ``lessons/x/index.html``) needs beyond
-    :data:`BASE`, by directive. The one place a per-page addition is made; the build writes it and
-    ``verify --site`` expects it. No page needs one yet."""
-    return {}
+# What an engine block may ask its page's policy for, with `data-lk-csp` on its root element (an
+# element of class `lk-block`, which raw HTML in a page may not make: the input checks refuse the
+# engine's classes): the exercise block runs Python compiled to WebAssembly.
+NEEDS: dict[str, tuple[str, str]] = {"wasm-unsafe-eval": ("script-src", "'wasm-unsafe-eval'")}
+
+
+def extras(tree) -> dict[str, tuple[str, ...]]:
+    """Sources a parsed page needs beyond :data:`BASE`, by directive: what its engine blocks ask
+    for (:data:`NEEDS`). The one place a per-page addition is made; the build writes it and
+    ``verify --site`` expects it, both from the page itself."""
+    out: dict[str, tuple[str, ...]] = {}
+    for node in tree.css("[data-lk-csp]"):
+        if "lk-block" not in (node.attributes.get("class") or "").split():
+            continue
+        need = NEEDS.get((node.attributes.get("data-lk-csp") or "").strip())
+        if need is not None and need[1] not in out.get(need[0], ()):
+            out[need[0]] = (*out.get(need[0], ()), need[1])
+    return out
 
 
 def _hash(text: str) -> str:
@@ -157,7 +170,7 @@ def apply(html: str, where: str, extra: dict[str, tuple[str, ...]] | None = None
             path=where,
             hint="the theme's template must write one <head> and no policy of its own; lessonkit writes the policy",
         )
-    tag = meta(policy(inline(tree), extra))
+    tag = meta(policy(inline(tree), extras(tree) if extra is None else extra))
     at = html.find("<head>")
     done = html[: at + len("<head>")] + tag if at >= 0 else ""
     if at < 0 or not _first_in_head(_parse(done + "</head>")):
@@ -244,7 +257,7 @@ def problems(html: str, where: str, extra: dict[str, tuple[str, ...]] | None = N
     have, twice = parse_policy(found[0].attributes.get("content") or "")
     for name in twice:
         add(f"the policy names `{name}` twice (the browser ignores the second)")
-    want = policy(inline(tree), extra)
+    want = policy(inline(tree), extras(tree) if extra is None else extra)
     for name in sorted(set(have) - set(want)):
         add(f"the policy has a directive `{name}` that lessonkit does not write")
     for name, sources in want.items():

@@ -451,7 +451,7 @@ class SiteCheck:
         if known is not None and at is not None and at >= 1024:
             if not any(a <= at < b for name, a, b in doc.raw if name in ("script", "style")):
                 return known
-        found = csp.problems(doc.html, where, csp.extras(rel))
+        found = csp.problems(doc.html, where)
         if at is None:
             doc.memo["csp"] = found
         return found

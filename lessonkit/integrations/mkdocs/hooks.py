@@ -279,7 +279,7 @@ def _with_policy(html: str, dest: str, where: str) -> str:
     """The page with its Content-Security-Policy first in its head (:mod:`lessonkit.site.csp`);
     ``dest``: its path in the site folder, ``where``: the file a problem is reported at."""
     try:
-        return csp.apply(html, where, csp.extras(dest))
+        return csp.apply(html, where)
     except LessonError as exc:
         raise PluginError(str(exc)) from None
 

@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,10 +72,20 @@ def html_of(site: Path, md: Path) -> Path:
     return site / ("index.html" if rel.name == "index" and rel.parent == Path(".") else rel / "index.html")
 
 
+def excluded() -> Callable[[str], bool]:
+    """Whether a docs-relative path is left out of the site by ``exclude_docs`` of mkdocs.yml (read
+    by MkDocs' own loader: the includes, docs/dev/ …), as neither MkDocs nor Zensical builds it."""
+    from mkdocs.config import load_config
+
+    spec = load_config(config_file=str(ROOT / "mkdocs.yml")).exclude_docs
+    return (lambda rel: bool(spec.match_file(rel))) if spec is not None else (lambda rel: False)
+
+
 def check(site: Path) -> tuple[list[str], list[str]]:
     rows, failures = [], []
+    left_out = excluded()
     for md in sorted((ROOT / "docs").rglob("*.md")):
-        if "includes" in md.parts:
+        if left_out(md.relative_to(ROOT / "docs").as_posix()):
             continue
         text = md.read_text(encoding="utf-8")
         want = blocks_in(text)

@@ -1,5 +1,5 @@
 """The kind registry: every stage consults it, unknown kinds are located
-errors, and a kind defined only in tests/ (tests/sample_kinds.py, registered through the
+errors, and a kind defined only in tests/ (tests/e2e/sample_kinds.py, registered through the
 project's sourcemap/kinds.toml) builds, verifies, renders and repins."""
 
 from __future__ import annotations

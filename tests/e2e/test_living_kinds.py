@@ -427,7 +427,7 @@ def test_numbers_left_in_prose_each_have_a_reason():
 
 
 def test_prose_numbers_entries_each_name_one_place():
-    """Each (page, text, reason) of tests/prose_numbers.py occurs exactly once in its page."""
+    """Each (page, text, reason) of tests/series/prose_numbers.py occurs exactly once in its page."""
     wrong = []
     for page, t, reason in PROSE_NUMBERS:
         path = DOCS / page

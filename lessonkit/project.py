@@ -14,7 +14,7 @@ from lessonkit.run import runner as execute
 from lessonkit.config import site as siteconfig
 from lessonkit.errors import LessonError, Problem
 from lessonkit.kinds import Registry, Resolved, for_project
-from lessonkit.pipeline.parse import Block, ParsedPage, parse_page
+from lessonkit.pipeline.parse import Block, ParsedPage, parse_page, snippet_names
 from lessonkit.source.pin import Pin, PinnedTree, load_pin, provide
 from lessonkit.source.resolve import Tree
 from lessonkit.config.site import SiteConfig
@@ -182,14 +182,33 @@ class Project:
             # the kinds are kept with the entry, so that their ids in the key stay theirs
             hit = _PARSED[key] = (kinds, parse_page(text, rel, offset, kinds=self.kinds, badges=self.badges))
         page = hit[1]
+        includes = self._included(path, text)
         return replace(  # its own lists: a caller that changes them changes no other caller's page
             page,
             items=list(page.items),
             inline=list(page.inline),
             problems_inline=list(page.problems_inline),
             ids=list(page.ids),
-            engine_html=list(page.engine_html),
+            engine_html=list(page.engine_html) + [p for _, inc in includes for p in inc.engine_html],
+            includes=[rel for rel, _ in includes],
         )
+
+    def _included(self, path: Path, text: str, seen: frozenset = frozenset()) -> list[tuple[str, ParsedPage]]:
+        """The files under docs/ that are not pages (``x.html``, ``x.txt``; a ``.md`` file is a page,
+        checked as one) that ``text`` includes with pymdownx.snippets, nested includes too, each
+        parsed as the Markdown it becomes: its raw HTML is checked as a page's is, at its own lines."""
+        out: list[tuple[str, ParsedPage]] = []
+        docs = self.docs.resolve()
+        for name in snippet_names(text) if "8<" in text else ():
+            target = (self.docs / name).resolve()
+            if target.suffix == ".md" or docs not in target.parents or not target.is_file() or target in seen:
+                continue
+            rel = self.rel(target)
+            inner = target.read_bytes().decode("utf-8", "replace")
+            page = parse_page(inner, rel, kinds=self.kinds, badges=self.badges)
+            out.append((rel, page))
+            out += self._included(target, inner, seen | {target})
+        return out
 
     # -- resolution: the one code path
     def resolve(self, block: Block) -> Resolved:

@@ -205,7 +205,8 @@ def browser_view(doc: Doc):
     ``(tree, pairs, None)`` where ``pairs`` lists ``(tag index, element)`` for every element the
     browser made from a start tag of :attr:`Doc.tags`, when the two agree on every element (its
     name and attributes), every comment (its text) and their order; else ``(tree, pairs so far,
-    offset)`` with the offset in the page where they first differ. Kept in :attr:`Doc.memo` (a
+    offset)`` with the offset in the page where they first differ (the elements after it are not
+    paired: :func:`unpaired`). Kept in :attr:`Doc.memo` (a
     one-character change of text, :meth:`Doc.with_text`, changes neither)."""
     got = doc.memo.get("browser")
     if got is not None:
@@ -251,10 +252,21 @@ def browser_view(doc: Doc):
                     continue
         if tag.lower() in IMPLIED and not node.attributes:
             continue
-        bad = tags[k].start() if k is not None else len(doc.html)
+        # an element one of them has and the other has not: the place is after the last one both have
+        bad = min(tags[k].start() if k is not None else len(doc.html), tags[pairs[-1][0]].end() if pairs else 0)
         break
     if bad is None and (a < n_open or c < n_comm):
         rest = [tags[opens[a]].start()] if a < n_open else []
         bad = min(rest + ([comments[c].start()] if c < n_comm else []))
     got = doc.memo["browser"] = (tree, pairs, bad)
     return got
+
+
+def unpaired(doc: Doc) -> list:
+    """The elements of the browser's document that :func:`browser_view` could not pair with a tag
+    of the scan (all after the first difference), in document order."""
+    tree, pairs, _bad = browser_view(doc)
+    from lessonkit.util import markup
+
+    paired = {node.mem_id for _, node in pairs}
+    return [n for n in markup.elements(tree) if n.mem_id not in paired]

@@ -32,6 +32,7 @@ class Report:
     inline: dict[str, list] = field(default_factory=dict)  # page -> InlineRef, in page order
     # page -> {ordinal of a `Recall: yes` block -> the first full showing it links to}
     recalls: dict[str, dict] = field(default_factory=dict)
+    includes: dict[str, list[str]] = field(default_factory=dict)  # page -> the files it includes, not pages
     _anchors: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     def anchors(self, page: str) -> list[str]:
@@ -115,6 +116,7 @@ def check(project: Project, pages: list[Path] | None = None) -> Report:
         resolved, problems = project.resolve_page(parsed)
         problems += parsed.engine_html  # raw HTML imitating the engine's blocks (the build reports it too)
         report.resolved[project.rel(path)] = resolved
+        report.includes[project.rel(path)] = parsed.includes
         ok = {r.block.ordinal for r in resolved}
         report.broken[project.rel(path)] = {
             b.ordinal for b in parsed.items if b.ordinal is not None and b.ordinal not in ok

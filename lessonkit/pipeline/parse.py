@@ -125,6 +125,7 @@ class ParsedPage:
     # the pages an author writes (verify, and the build for pages with a file), not for pages the
     # engine generates from its own templates.
     engine_html: list = field(default_factory=list)
+    includes: list = field(default_factory=list)  # docs/… files it includes (`--8<--`) that are not pages
 
     @property
     def blocks(self) -> list[Block]:
@@ -703,6 +704,12 @@ def _attribute_problem(name: str, value: str, element: str | None = None, attrs:
         if scheme is not None:
             what = "runs code in the reader's browser" if scheme in RUNS else "shows content that nothing checks"
             return f"a `{scheme}:` URL in `{name}`, which {what}"
+    if element is not None and name not in markup.FOLLOWED_ONLY and name not in markup.NAVIGATION.get(element, ()):
+        far = next((u for u in urls if markup.other_host(u)), None)
+        if far is not None:
+            return f"a URL of another host in `{name}` ({far.strip()}), which the page would load"
+    elif element is not None and name == "ping" and any(markup.other_host(u) for u in urls):
+        return "a `ping` URL of another host, which the reader's click would send a request to"
     if element is not None and name not in GLOBAL_ATTRIBUTES and name not in LESSON_ATTRIBUTES.get(element, ()):
         if not name.startswith("aria-"):
             return f"an attribute `{name}` on a <{element}>, {NOT_USED}"
@@ -720,25 +727,30 @@ def _element_problem(name: str) -> str | None:
     return None
 
 
+# Markdown writes markup after the prose (`</p>`): a tag the prose leaves open is closed there, with
+# its attributes. Read as if it were (markup.CLOSE_TAG).
+CLOSE_TAG = markup.CLOSE_TAG
+
+
 def html_problems(text: str) -> list[tuple[int, str]]:
     """(1-based line of ``text``, what is wrong) for every element of the document a browser
     builds from ``text`` (:mod:`lessonkit.util.markup`) that a lesson may not carry, or whose
     attributes it may not carry; the first problem of each element."""
-    tree = markup.parse(text)
+    tree = markup.parse(text + CLOSE_TAG)
     found = []
     for node in markup.elements(tree):
         name = markup.name(node)
-        why = _element_problem(name)
+        why, where = _element_problem(name), None
         if why is None and node.attributes:
             attrs = markup.attributes(node)
             for attr, value in attrs.items():
                 what = _attribute_problem(attr, value, name, attrs)
                 if what is not None:
-                    why = f"raw HTML has {what}"
+                    why, where = f"raw HTML has {what}", attr
                     break
         if why is not None:
-            found.append((node, why))
-    return [(markup.element_line(text, tree, node), why) for node, why in found]
+            found.append((node, why, where))
+    return [(markup.element_line(text, tree, node, attr), why) for node, why, attr in found]
 
 
 def active_html(prose: list[tuple[int, str]], path: str, offset: int = 0) -> list[Problem]:
@@ -771,6 +783,30 @@ def active_html(prose: list[tuple[int, str]], path: str, offset: int = 0) -> lis
                 if why is not None:
                     found.setdefault(i, f"an attribute list `{{: … }}` sets {why}")
     return [Problem(msg, path, offset + i + 1, ACTIVE_HINT, code=ENGINE_HTML) for i, msg in sorted(found.items())]
+
+
+# -- files a page includes with pymdownx.snippets: `--8<-- "file"` on one line, or the names between two
+# `--8<--` lines (a line starting with `;` is escaped, not an include)
+_SNIPPET_LINE = re.compile(r"""^[ \t]*(?:>[ \t]?)*[ \t]*-+8<-+[ \t]+(["'])(?P<path>.+?)\1[ \t]*$""")
+_SNIPPET_BLOCK = re.compile(r"^[ \t]*(?:>[ \t]?)*[ \t]*-+8<-+[ \t]*$")
+
+
+def snippet_names(text: str) -> list[str]:
+    """The files ``text`` includes with pymdownx.snippets (line selectors ``:3:9`` dropped)."""
+    out, block = [], False
+    for line in text.split("\n"):
+        if block:
+            if _SNIPPET_BLOCK.match(line):
+                block = False
+            elif line.strip() and not line.lstrip().startswith(";"):
+                out.append(line.strip())
+            continue
+        m = _SNIPPET_LINE.match(line)
+        if m:
+            out.append(m["path"])
+        elif _SNIPPET_BLOCK.match(line):
+            block = True
+    return [re.sub(r"(?::-?\d*){1,2}$", "", name) for name in out if name]
 
 
 # -- badges written as prose: the label of an engine block, without the block

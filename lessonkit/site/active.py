@@ -31,7 +31,7 @@ from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 
-from lessonkit.checks.htmlscan import Doc, browser_view
+from lessonkit.checks.htmlscan import Doc, browser_view, unpaired
 from lessonkit.checks.shown import inside
 from lessonkit.errors import Problem
 from lessonkit.site.links import from_root
@@ -259,8 +259,29 @@ def problems(check, doc: Doc, rel: str, where: str, verified: list[int]) -> list
                         if not any(a == attr and p.fullmatch(value.strip()) for a, p in allowed.urls):
                             refuse(f"a `{scheme}:` URL in `{attr}` of a <{name}>", m.start())
                         break
+    if _bad is not None:  # past where the scan and the browser differ: the browser's elements, at their lines
+        for node in unpaired(doc):
+            why = _unpaired_problem(node)
+            if why is not None:
+                out.append(Problem(why, where, markup.element_line(html, _tree, node), HINT))
     doc.memo[memo] = out
     return out
+
+
+def _unpaired_problem(node) -> str | None:
+    """What runs, restyles or embeds in an element the scan did not see as the browser does (nothing
+    there is Material's: its templates' markup reads the same to both)."""
+    name = markup.name(node)
+    if name in ELEMENTS:
+        return f"a <{name}> element where lessonkit's scan of the page and a browser disagree"
+    for attr, value in markup.attributes(node).items():
+        if (attr.startswith("on") and len(attr) > 2) or attr in ("style", "srcdoc"):
+            return f"an attribute `{attr}` on a <{name}>, which runs, embeds or restyles"
+        for url in markup.url_values(name, attr, value) or [value]:
+            scheme = markup.scheme(url)
+            if scheme in ("javascript", "vbscript") or (scheme == "data" and attr in URL_ATTRS):
+                return f"a `{scheme}:` URL in `{attr}` of a <{name}>"
+    return None
 
 
 def _script(check, rel: str, where: str, attr_text: str, code: str) -> list[Problem]:

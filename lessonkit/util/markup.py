@@ -84,31 +84,43 @@ def attributes(node: LexborNode) -> dict[str, str]:
     return {k.lower(): (v if v is not None else "") for k, v in node.attributes.items()}
 
 
+# Closes a start tag left open in a double-quoted, a single-quoted or an unquoted value (a line break
+# ends an unquoted one), or between attributes; text anywhere else.
+CLOSE_TAG = "\n\">'>"
+
+
 def line_of(html: str, found: Callable[[LexborHTMLParser], int], want: int) -> int:
     """The 1-based line where the ``want``-th thing ``found`` counts in a document first exists:
-    the fewest first lines of ``html`` whose document holds ``want`` of them (binary search)."""
+    the fewest first lines of ``html`` whose document holds ``want`` of them (binary search), each
+    prefix with :data:`CLOSE_TAG` after it, so that a start tag counts on the line its last
+    attribute is on, not where the tag ends."""
     lines = html.split("\n")
     lo, hi = 1, len(lines)
     while lo < hi:
         mid = (lo + hi) // 2
-        if found(parse("\n".join(lines[:mid]))) >= want:
+        if found(parse("\n".join(lines[:mid]) + CLOSE_TAG)) >= want:
             hi = mid
         else:
             lo = mid + 1
     return lo
 
 
-def element_line(html: str, tree: LexborHTMLParser, target: LexborNode) -> int:
-    """The line of ``html`` where element ``target`` of ``tree`` (the document of ``html``) ends
-    its start tag."""
-    key = (name(target), sorted(attributes(target).items()))
-    same = [n for n in elements(tree) if name(n) == key[0] and sorted(attributes(n).items()) == key[1]]
-    want = next((i + 1 for i, n in enumerate(same) if n.mem_id == target.mem_id), len(same))
+def element_line(html: str, tree: LexborHTMLParser, target: LexborNode, attr: str | None = None) -> int:
+    """The line of ``html`` where element ``target`` of ``tree`` (the document of ``html``) has its
+    name and its attribute ``attr`` (all its attributes when None)."""
+    name_ = name(target)
+    own = attributes(target)
+    key = sorted(own.items()) if attr is None else [(attr, own.get(attr, ""))]
 
-    def count(t: LexborHTMLParser) -> int:
-        return sum(1 for n in elements(t) if name(n) == key[0] and sorted(attributes(n).items()) == key[1])
+    def same(n: LexborNode) -> bool:
+        if name(n) != name_:
+            return False
+        a = attributes(n)
+        return sorted(a.items()) == key if attr is None else a.get(attr) == key[0][1]
 
-    return line_of(html, count, want)
+    matches = [n for n in elements(tree) if same(n)]
+    want = next((i + 1 for i, n in enumerate(matches) if n.mem_id == target.mem_id), len(matches))
+    return line_of(html, lambda t: sum(1 for n in elements(t) if same(n)), want)
 
 
 # -- URLs

@@ -48,7 +48,6 @@ NAMES = list(PAYLOADS)
 HARMLESS_IN_SITE = {
     "svg handler",
     "plaintext",
-    "meta csp override",
     "slash separators",
     "attribute name with quote",
     "data-md component",
@@ -273,6 +272,7 @@ def asset_site(tmp_path_factory, pinned_root):
         site.page(f"assets/bad{k}.html", _asset_page(PAYLOADS[name]))
     for k, name in enumerate(sorted(HARMLESS_IN_SITE)):
         site.page(f"assets/ok{k}.html", _asset_page(PAYLOADS[name]))
+    site.page("h.md", "# 无害\n\n" + "\n\n".join(PAYLOADS[n] for n in sorted(HARMLESS_IN_PAGES)) + "\n")
     r = site.build()
     assert r.returncode == 0, r.stderr[-3000:]
     return site
@@ -301,7 +301,8 @@ def test_harmless_assets_run_nothing_and_request_no_other_host_in_chromium(asset
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{httpd.server_address[1]}"
     try:
-        for k, name in enumerate(sorted(HARMLESS_IN_SITE)):
+        pages = [(name, f"assets/ok{k}.html") for k, name in enumerate(sorted(HARMLESS_IN_SITE))]
+        for name, path in [*pages, ("the lesson page of HARMLESS_IN_PAGES", "h/")]:
             page = browser.new_page()
             events: list[str] = []
             page.on("dialog", lambda d: (events.append("dialog " + d.message), d.dismiss()))
@@ -311,7 +312,7 @@ def test_harmless_assets_run_nothing_and_request_no_other_host_in_chromium(asset
             page.on("pageerror", lambda e: events.append("error " + str(e)))
             page.on("request", lambda q: None if q.url.startswith(base) else events.append("request " + q.url))
             page.add_init_script("window.alert = (x) => { document.title = 'RAN ' + x; }")
-            page.goto(f"{base}/assets/ok{k}.html")
+            page.goto(f"{base}/{path}")
             page.mouse.move(5, 5)
             page.keyboard.press("Tab")
             page.wait_for_timeout(200)

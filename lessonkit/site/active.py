@@ -241,6 +241,8 @@ def problems(check, doc: Doc, rel: str, where: str, verified: list[int]) -> list
             refuse("a <base> element, which changes where the page's links point", m.start())
         elif name == "meta" and attrs.get("http-equiv", "").strip().lower() == "refresh":
             refuse("a <meta> refresh, which replaces the page with another", m.start())
+        elif name == "meta" and "http-equiv" in attrs and (node.parent is None or node.parent.tag != "head"):
+            refuse("a <meta http-equiv> outside the page's head, which a browser ignores with a warning", m.start())
         elif name == "link":
             out += [replace(p, line=line_at(html, m.start())) for p in _link(check, attrs, rel, where)]
         for attr, value in attrs.items():

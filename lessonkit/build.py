@@ -380,8 +380,8 @@ class Build:
                 except LessonError as exc:
                     problems += exc.problems
         if path and self.report is not None:  # raw HTML imitating the engine's blocks (found by verify.check)
-            own = {rel, *self.report.includes.get(rel, ())}  # and of the files it includes (`--8<--`)
-            problems += [p for p in self.report.problems if p.code == ENGINE_HTML and p.path in own]
+            mine = {rel, *self.report.includes.get(rel, ())}  # and of the files it includes (`--8<--`)
+            problems += [p for p in self.report.problems if p.code == ENGINE_HTML and p.path in mine]
         deferred = self.deferred[uri] = Deferred(self.nonce, {})
         self.current = PageContext(
             rel,

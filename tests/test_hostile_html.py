@@ -12,16 +12,12 @@ link check run on the written folder. A smaller slice builds one small project a
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from support import SITE_CONFIG, TmpSite
 
-from lessonkit.checks import verify
 from lessonkit.checks.htmlscan import Doc, browser_view
 from lessonkit.kinds import KINDS
 from lessonkit.pipeline.parse import parse_page
@@ -156,7 +152,8 @@ CHECK = _Check()
 
 
 def _asset_page(payload: str) -> str:
-    return f'<!doctype html>\n<html>\n<head>\n<meta charset="utf-8">\n<title>t</title>\n</head>\n<body>\n{payload}\n</body>\n</html>\n'
+    head = '<!doctype html>\n<html>\n<head>\n<meta charset="utf-8">\n<title>t</title>\n</head>\n'
+    return f"{head}<body>\n{payload}\n</body>\n</html>\n"
 
 
 def site_page_problems(payload: str) -> list[str]:
@@ -167,7 +164,11 @@ def site_page_problems(payload: str) -> list[str]:
     bad = browser_view(doc)[2]
     if bad is not None:
         out.append(f"site/a.html:{active.line_at(html, bad)}: scan and browser differ")
-    out += [f"site/a.html: loads a resource from another host: {u}" for u in links._scan(html).resources if markup.other_host(u)]
+    out += [
+        f"site/a.html: loads a resource from another host: {u}"
+        for u in links._scan(html).resources
+        if markup.other_host(u)
+    ]
     return out
 
 
@@ -187,7 +188,9 @@ def test_payload_in_an_html_asset_is_refused_unless_harmless(name):
 SVG = [
     n
     for n in NAMES
-    if PAYLOADS[n].startswith("<svg") and n not in HARMLESS_IN_SITE and not (n.startswith("style in") and HOST not in PAYLOADS[n])
+    if PAYLOADS[n].startswith("<svg")
+    and n not in HARMLESS_IN_SITE
+    and not (n.startswith("style in") and HOST not in PAYLOADS[n])
 ]
 
 
@@ -230,7 +233,12 @@ def test_other_hosts_in_every_url_bearing_attribute_fail_the_link_check(tmp_path
     missing = [names[k] for k in range(len(names)) if f"p{k:03}.html" not in pages]
     # A meta refresh navigates (refused as active content, as is an <object>, which loads nothing without
     # `data`); CSS reads `url(\\\\host)` as one backslash: a path of this site (refused as a style attribute).
-    assert missing == ["style attribute backslash url", "meta refresh other host", "meta refresh upper", "object with param"]
+    assert missing == [
+        "style attribute backslash url",
+        "meta refresh other host",
+        "meta refresh upper",
+        "object with param",
+    ]
 
 
 # -------------------------------------------------------------------- end to end: build, verify --site, Chromium
@@ -297,7 +305,9 @@ def test_harmless_assets_run_nothing_and_request_no_other_host_in_chromium(asset
         def log_message(self, *args):
             pass
 
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(asset_site.root / "site")))
+    httpd = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(asset_site.root / "site"))
+    )
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{httpd.server_address[1]}"
     try:

@@ -68,7 +68,8 @@ class Doc:
     def __init__(self, html: str):
         self.html = html
         self.raw: list[tuple[str, int, int]] = []  # (element name, start, end) of raw-text contents
-        tags, comments = [], []
+        tags: list[re.Match] = []
+        comments: list[re.Match] = []
         for m in TAG.finditer(html):
             (tags if m.lastindex else comments).append(m)  # comments and <!…>, <?…> apart
         starts = [m.start() for m in tags]
@@ -85,13 +86,13 @@ class Doc:
         for name, a, b in reversed(self.raw):
             del tags[bisect.bisect_left(starts, a) : bisect.bisect_left(starts, b)]
             del starts[bisect.bisect_left(starts, a) : bisect.bisect_left(starts, b)]
-        self.tags: list[re.Match] = tags
+        self.tags = tags
         # comments and bogus comments outside raw text (not <!DOCTYPE>): what the browser check compares
-        kept, r = [], 0
+        kept, at = [], 0
         for c in comments:
-            while r < len(self.raw) and self.raw[r][2] <= c.start():
-                r += 1
-            if r < len(self.raw) and self.raw[r][1] <= c.start():
+            while at < len(self.raw) and self.raw[at][2] <= c.start():
+                at += 1
+            if at < len(self.raw) and self.raw[at][1] <= c.start():
                 continue
             if c[0][:9].lower() != "<!doctype":
                 kept.append(c)
@@ -221,7 +222,7 @@ def browser_view(doc: Doc):
     a = c = 0  # the next start tag (in opens) and the next comment of the scan
     bad = None
     for node in markup.nodes(tree):
-        tag = node.tag
+        tag = node.tag or ""
         k = opens[a] if a < n_open else None
         com = comments[c] if c < n_comm else None
         if com is not None and (k is None or com.start() < tags[k].start()):

@@ -767,8 +767,8 @@ def active_html(prose: list[tuple[int, str]], path: str, offset: int = 0) -> lis
     text = "\n".join(line for _, line in rows)
     if "<" in text or "&" in text:
         found_html = html_problems(text)  # on a line with several, what runs or embeds is named first
-        for line, why in sorted(found_html, key=lambda p: p[1].endswith(NOT_USED)):
-            found.setdefault(rows[line - 1][0], why)
+        for at, message in sorted(found_html, key=lambda p: p[1].endswith(NOT_USED)):
+            found.setdefault(rows[at - 1][0], message)
     for i, line in rows:
         for m in _MD_URL.finditer(line) if "]" in line else ():
             url = m["inline"] or m["ref"]

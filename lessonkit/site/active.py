@@ -231,7 +231,10 @@ def problems(check, doc: Doc, rel: str, where: str, verified: list[int]) -> list
         attrs = markup.attributes(node)
         in_block = inside(spans, m.start())
         if name == "script":
-            out += [replace(p, line=line_at(html, m.start())) for p in _script(check, rel, where, m[3], html[m.end() : raw.get(m.end(), m.end())])]
+            out += [
+                replace(p, line=line_at(html, m.start()))
+                for p in _script(check, rel, where, m[3], html[m.end() : raw.get(m.end(), m.end())])
+            ]
         elif name == "style" and not in_block:
             if not allowed.style_ok(m[3], html[m.end() : raw.get(m.end(), m.end())]):
                 refuse("a <style> element that neither Material's templates nor lessonkit write", m.start())
@@ -248,7 +251,9 @@ def problems(check, doc: Doc, rel: str, where: str, verified: list[int]) -> list
         for attr, value in attrs.items():
             if attr.startswith("on") and len(attr) > 2:
                 if not any(e == attr and p.fullmatch(value.strip()) for e, p in allowed.events):
-                    refuse(f"an event attribute `{attr}` on a <{name}>, which runs code in the reader's browser", m.start())
+                    refuse(
+                        f"an event attribute `{attr}` on a <{name}>, which runs code in the reader's browser", m.start()
+                    )
             elif attr == "style":
                 if not in_block and not any(p.fullmatch(value.strip()) for p in allowed.styles):
                     refuse(f"a `style` attribute on a <{name}> that Material's templates do not write", m.start())

@@ -179,7 +179,9 @@ def _scan_asset(path: Path) -> list[tuple[int, str]]:
     found = [u for u in page.resources if markup.other_host(u)]
     out = []
     for url in found:
-        target = next((n for n in markup.elements(tree) if url in n.attributes.values() or url in (n.text() or "")), None)
+        target = next(
+            (n for n in markup.elements(tree) if url in n.attributes.values() or url in (n.text() or "")), None
+        )
         out.append((markup.element_line(text, tree, target) if target is not None else 1, url))
     return out
 

@@ -68,7 +68,10 @@ class Doc:
     def __init__(self, html: str):
         self.html = html
         self.raw: list[tuple[str, int, int]] = []  # (element name, start, end) of raw-text contents
-        tags = [m for m in TAG.finditer(html) if m.lastindex]  # not comments or <!…>
+        tags: list[re.Match] = []
+        comments: list[re.Match] = []
+        for m in TAG.finditer(html):
+            (tags if m.lastindex else comments).append(m)  # comments and <!…>, <?…> apart
         starts = [m.start() for m in tags]
         pos = 0
         for r in RAW_START.finditer(html):  # raw-text elements: their contents are not markup
@@ -83,7 +86,17 @@ class Doc:
         for name, a, b in reversed(self.raw):
             del tags[bisect.bisect_left(starts, a) : bisect.bisect_left(starts, b)]
             del starts[bisect.bisect_left(starts, a) : bisect.bisect_left(starts, b)]
-        self.tags: list[re.Match] = tags
+        self.tags = tags
+        # comments and bogus comments outside raw text (not <!DOCTYPE>): what the browser check compares
+        kept, at = [], 0
+        for c in comments:
+            while at < len(self.raw) and self.raw[at][2] <= c.start():
+                at += 1
+            if at < len(self.raw) and self.raw[at][1] <= c.start():
+                continue
+            if c[0][:9].lower() != "<!doctype":
+                kept.append(c)
+        self.comments: list[re.Match] = kept
         self._attrs: dict[int, dict[str, str]] = {}
         self._close: list[int] | None = None
         self.memo: dict = {}  # what callers derive from the markup alone (shared by with_text)
@@ -176,3 +189,85 @@ class Doc:
             parts.append(self.html[pos:end])
         text = TAG.sub("", "".join(parts))
         return unescape(text) if "&" in text else text
+
+
+# Elements the tree builder makes without a tag when the markup leaves them out.
+IMPLIED = frozenset({"html", "head", "body", "tbody", "colgroup"})
+
+
+def _comment_data(text: str) -> str:
+    if text.startswith("<!--"):
+        return text[4:-3] if text.endswith("-->") and len(text) >= 7 else text[4:]
+    return text[1:-1] if text.startswith("<?") else text[2:-1] if text.endswith(">") else text[2:]
+
+
+def browser_view(doc: Doc):
+    """What a browser builds from the page (:mod:`lessonkit.util.markup`), aligned with this scan:
+    ``(tree, pairs, None)`` where ``pairs`` lists ``(tag index, element)`` for every element the
+    browser made from a start tag of :attr:`Doc.tags`, when the two agree on every element (its
+    name and attributes), every comment (its text) and their order; else ``(tree, pairs so far,
+    offset)`` with the offset in the page where they first differ (the elements after it are not
+    paired: :func:`unpaired`). Kept in :attr:`Doc.memo` (a
+    one-character change of text, :meth:`Doc.with_text`, changes neither)."""
+    got = doc.memo.get("browser")
+    if got is not None:
+        return got
+    from lessonkit.util import markup
+
+    tree = markup.parse(doc.html)
+    tags, comments = doc.tags, doc.comments
+    opens = [i for i, m in enumerate(tags) if not m[1]]
+    n_open, n_comm = len(opens), len(comments)
+    pairs: list = []
+    a = c = 0  # the next start tag (in opens) and the next comment of the scan
+    bad = None
+    for node in markup.nodes(tree):
+        tag = node.tag or ""
+        k = opens[a] if a < n_open else None
+        com = comments[c] if c < n_comm else None
+        if com is not None and (k is None or com.start() < tags[k].start()):
+            if tag == "-comment":
+                html = node.html or ""
+                data = html[4:-3] if html.startswith("<!--") else html
+                if _comment_data(com[0]) == data:
+                    c += 1
+                    continue
+            bad = com.start()
+            break
+        if tag == "-comment":
+            bad = tags[k].start() if k is not None else len(doc.html)
+            break
+        if k is not None:
+            m = tags[k]
+            if m[2] == tag or m[2].lower() == tag.lower():
+                attrs = node.attributes
+                raw = m[3]
+                if not attrs:
+                    same = not raw or not raw.strip(" \t\n\f\r/")
+                else:
+                    canon = "".join(f' {n}="{v}"' if v else f" {n}" for n, v in attrs.items())
+                    same = raw == canon or raw.rstrip(" \t\n\f\r/") == canon
+                if same or doc.attrs(k) == markup.attributes(node):
+                    pairs.append((k, node))
+                    a += 1
+                    continue
+        if tag.lower() in IMPLIED and not node.attributes:
+            continue
+        # an element one of them has and the other has not: the place is after the last one both have
+        bad = min(tags[k].start() if k is not None else len(doc.html), tags[pairs[-1][0]].end() if pairs else 0)
+        break
+    if bad is None and (a < n_open or c < n_comm):
+        rest = [tags[opens[a]].start()] if a < n_open else []
+        bad = min(rest + ([comments[c].start()] if c < n_comm else []))
+    got = doc.memo["browser"] = (tree, pairs, bad)
+    return got
+
+
+def unpaired(doc: Doc) -> list:
+    """The elements of the browser's document that :func:`browser_view` could not pair with a tag
+    of the scan (all after the first difference), in document order."""
+    tree, pairs, _bad = browser_view(doc)
+    from lessonkit.util import markup
+
+    paired = {node.mem_id for _, node in pairs}
+    return [n for n in markup.elements(tree) if n.mem_id not in paired]

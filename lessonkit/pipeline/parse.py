@@ -8,13 +8,13 @@ header is validated here, before any file is opened.
 
 from __future__ import annotations
 
-import bisect
 import difflib
 import re
 import unicodedata
 from dataclasses import dataclass, field, replace
 
 from lessonkit.errors import LessonError, Problem
+from lessonkit.util import markup
 
 # A fence line: container indentation, maybe inside blockquotes (`> `), then ``` or ~~~ and the info string.
 FENCE = re.compile(r"^(?P<indent>(?:[ \t]*>[ ]?)*[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
@@ -207,11 +207,6 @@ def _comment_opens(line: str, spans: list[tuple[int, int]]) -> bool:
     return bool(starts) and "-->" not in line[starts[-1] + 4 :]
 
 
-def _comment_start(line: str, spans: list[tuple[int, int]]) -> int:
-    """Where the comment that stays open after this line starts (see :func:`_comment_opens`)."""
-    return [m.start() for m in re.finditer("<!--", line) if not _in_spans(spans, m.start())][-1]
-
-
 def _unquote(line: str, depth: int) -> str | None:
     """``line`` without its first ``depth`` blockquote markers; "" for a blank line; None when the
     line is not inside that many blockquotes (Markdown ends the blockquote, and a fence in it, there)."""
@@ -264,10 +259,9 @@ def parse_page(text: str, path: str, line_offset: int = 0, *, kinds, badges: tup
     prose: list[tuple[int, str]] = []  # (index, text) of the lines Markdown shows as prose: for active_html
     while i < len(lines):
         line = lines[i]
-        if in_comment:
+        if in_comment:  # Markdown passes the comment through: a browser may end it sooner (`<!-->`)
             in_comment = "-->" not in line
-            if not in_comment and "<" in line[line.index("-->") :]:  # what follows the comment is shown
-                prose.append((i, " " * (line.index("-->") + 3) + line[line.index("-->") + 3 :]))
+            prose.append((i, line))
             i += 1
             continue
         blank = not line.strip()
@@ -283,7 +277,7 @@ def parse_page(text: str, path: str, line_offset: int = 0, *, kinds, badges: tup
             spans = _code_spans(line) if "`" in line else []
             if _comment_opens(line, spans):
                 in_comment = True
-                prose.append((i, _blank_code(line[: _comment_start(line, spans)], spans)))  # shown before it
+                prose.append((i, _blank_code(line, spans)))  # the HTML check reads the comment as a browser does
             else:
                 _inline(page, kinds, line, i, path, line_offset)
                 _ids(page, line, spans, line_offset + i + 1)
@@ -608,14 +602,6 @@ URL_ATTRS = frozenset(
     "href src srcset action formaction data poster background xlink:href codebase lowsrc dynsrc ping manifest".split()
 )
 ACTIVE_HINT = "remove it: a page shows code, output and figures through annotation blocks, which the build checks"
-# A start tag or a comment (the scanner of lessonkit.checks.htmlscan, for prose): possessive
-# quantifiers keep it linear.
-_TAG = re.compile(
-    r"<!--.*?(?:-->|\Z)|<([A-Za-z][^\s/>]*+)((?:[\s/]++|[^\s/>=][^\s/>=]*+(?:\s*+=\s*+(?:\"[^\"]*+\"|'[^']*+'"
-    r"|[^\s>]*+))?+)*+)>",
-    re.S,
-)
-_ATTR = re.compile(r"""([^\s/>=][^\s/>=]*+)(?:\s*+=\s*+(?:"([^"]*+)"|'([^']*+)'|([^\s>]*+)))?+""")
 # A Markdown link or image destination `](url` and a reference definition `[id]: url`.
 _MD_URL = re.compile(r"\]\([ \t]*<?(?P<inline>[^\s)>]+)|^[ \t]*(?:>[ \t]?)*[ \t]*\[[^\]]+\]:[ \t]*<?(?P<ref>\S+)")
 # An attribute list `{: … }` (attr_list reads `{ … }` too) and a `key=value` in it.
@@ -652,29 +638,118 @@ def _blank_spans(text: str) -> str:
     return text
 
 
+# The elements raw HTML in a lesson may make: text-level and structural HTML (the tree builder's own
+# html, head and body included), and names no standard gives (`grad_of_<lambda>`: an unknown element,
+# inert). Every other element of HTML, SVG and MathML (a form, a frame, media, SVG or MathML written by
+# hand, an element that changes how the rest of the page is parsed) is refused: the engine draws
+# figures, formulas and diagrams itself.
+LESSON_ELEMENTS = frozenset(
+    "html head body a abbr address article aside b bdi bdo blockquote br caption cite code col colgroup dd del "
+    "details dfn div dl dt em figcaption figure footer h1 h2 h3 h4 h5 h6 header hr i img ins kbd li mark ol p "
+    "pre q rp rt ruby s samp section small span strong sub summary sup table tbody td tfoot th thead time tr u "
+    "ul var wbr".split()
+)
+STANDARD_ELEMENTS = LESSON_ELEMENTS | frozenset(
+    "area audio base button canvas data datalist dialog embed fieldset form hgroup iframe input label legend link "
+    "main map menu meta meter nav noscript object optgroup option output picture portal progress script search "
+    "select slot source style template textarea title track video acronym applet basefont bgsound big blink "
+    "center dir font frame frameset image isindex keygen listing marquee menuitem multicol nextid nobr noembed "
+    "noframes param plaintext rb rtc spacer strike tt xmp svg math".split()
+)
+# The attributes they may carry: on any of them, and on some.
+GLOBAL_ATTRIBUTES = frozenset("id class title lang dir role markdown".split())
+LESSON_ATTRIBUTES = {
+    "a": frozenset("href name rel target hreflang".split()),
+    "img": frozenset("src alt width height loading decoding".split()),
+    "ol": frozenset("start reversed type".split()),
+    "li": frozenset({"value"}),
+    "td": frozenset("colspan rowspan align".split()),
+    "th": frozenset("colspan rowspan align scope abbr".split()),
+    "col": frozenset({"span"}),
+    "colgroup": frozenset({"span"}),
+    "details": frozenset({"open"}),
+    "time": frozenset({"datetime"}),
+    "blockquote": frozenset({"cite"}),
+    "q": frozenset({"cite"}),
+    "del": frozenset("cite datetime".split()),
+    "ins": frozenset("cite datetime".split()),
+}
+
+
 def _scheme(value: str, attr: str) -> str | None:
     """The scheme of a URL that runs code (any attribute) or carries a document (a URL
-    attribute), as a browser reads it: references decoded, spaces and control characters gone."""
+    attribute), as a browser reads it (:func:`lessonkit.util.markup.scheme`: spaces and control
+    characters gone; character references are decoded by the caller or the HTML parser)."""
     from html import unescape
 
-    text = re.sub(r"[\x00-\x20\x7f]+", "", unescape(value) if "&" in value else value).lower()
-    for scheme in RUNS + (("data",) if attr in URL_ATTRS else ()):
-        if text.startswith(scheme + ":") or (attr == "srcset" and f",{scheme}:" in text):
-            return scheme
+    scheme = markup.scheme(unescape(value) if "&" in value else value)
+    if scheme in RUNS or (scheme == "data" and attr in URL_ATTRS):
+        return scheme
     return None
 
 
-def _attribute_problem(name: str, value: str) -> str | None:
-    """Why an attribute written in a page is refused, or None."""
+def _attribute_problem(name: str, value: str, element: str | None = None, attrs: dict | None = None) -> str | None:
+    """Why an attribute written in a page is refused, or None (``element``: the element it is on,
+    None for an attribute list, whose element Markdown chooses)."""
     if name.startswith("on") and len(name) > 2:
         return f"an event attribute `{name}`, which runs code in the reader's browser"
     if name == "style":
         return "a `style` attribute, which can hide text or draw other text over a block"
-    scheme = _scheme(value, name)
-    if scheme is not None:
-        what = "runs code in the reader's browser" if scheme in RUNS else "shows content that nothing checks"
-        return f"a `{scheme}:` URL in `{name}`, which {what}"
+    if name == "srcdoc":
+        return "a `srcdoc` attribute, which embeds another document in the page"
+    urls = markup.url_values(element or "", name, value, attrs) if element is not None else [value]
+    for url in urls or [value]:
+        scheme = _scheme(url, name if urls else "")
+        if scheme is not None:
+            what = "runs code in the reader's browser" if scheme in RUNS else "shows content that nothing checks"
+            return f"a `{scheme}:` URL in `{name}`, which {what}"
+    if element is not None and name not in markup.FOLLOWED_ONLY and name not in markup.NAVIGATION.get(element, ()):
+        far = next((u for u in urls if markup.other_host(u)), None)
+        if far is not None:
+            return f"a URL of another host in `{name}` ({far.strip()}), which the page would load"
+    elif element is not None and name == "ping" and any(markup.other_host(u) for u in urls):
+        return "a `ping` URL of another host, which the reader's click would send a request to"
+    if element is not None and name not in GLOBAL_ATTRIBUTES and name not in LESSON_ATTRIBUTES.get(element, ()):
+        if not name.startswith("aria-"):
+            return f"an attribute `{name}` on a <{element}>, {NOT_USED}"
     return None
+
+
+NOT_USED = "which lessons do not use (text and structure only)"
+
+
+def _element_problem(name: str) -> str | None:
+    if name in ACTIVE_ELEMENTS:
+        return f"raw HTML has a <{name}> element, which {ACTIVE_ELEMENTS[name]}"
+    if name in STANDARD_ELEMENTS and name not in LESSON_ELEMENTS:
+        return f"raw HTML has a <{name}> element, {NOT_USED}"
+    return None
+
+
+# Markdown writes markup after the prose (`</p>`): a tag the prose leaves open is closed there, with
+# its attributes. Read as if it were (markup.CLOSE_TAG).
+CLOSE_TAG = markup.CLOSE_TAG
+
+
+def html_problems(text: str) -> list[tuple[int, str]]:
+    """(1-based line of ``text``, what is wrong) for every element of the document a browser
+    builds from ``text`` (:mod:`lessonkit.util.markup`) that a lesson may not carry, or whose
+    attributes it may not carry; the first problem of each element."""
+    tree = markup.parse(text + CLOSE_TAG)
+    found = []
+    for node in markup.elements(tree):
+        name = markup.name(node)
+        why, where = _element_problem(name), None
+        if why is None and node.attributes:
+            attrs = markup.attributes(node)
+            for attr, value in attrs.items():
+                what = _attribute_problem(attr, value, name, attrs)
+                if what is not None:
+                    why, where = f"raw HTML has {what}", attr
+                    break
+        if why is not None:
+            found.append((node, why, where))
+    return [(markup.element_line(text, tree, node, attr), why) for node, why, attr in found]
 
 
 def active_html(prose: list[tuple[int, str]], path: str, offset: int = 0) -> list[Problem]:
@@ -689,25 +764,10 @@ def active_html(prose: list[tuple[int, str]], path: str, offset: int = 0) -> lis
         rows = _blank_paragraph_code(rows)
     found: dict[int, str] = {}  # 0-based index -> what is wrong there (the first one)
     text = "\n".join(line for _, line in rows)
-    starts = [0]
-    for _, line in rows[:-1]:
-        starts.append(starts[-1] + len(line) + 1)
-
-    def at(pos: int) -> int:
-        return rows[bisect.bisect_right(starts, pos) - 1][0]
-
-    if "<" in text:
-        for m in _TAG.finditer(text):
-            if m[1] is None:  # a comment
-                continue
-            name = m[1].lower()
-            if name in ACTIVE_ELEMENTS:
-                found.setdefault(at(m.start()), f"raw HTML has a <{name}> element, which {ACTIVE_ELEMENTS[name]}")
-            for a in _ATTR.finditer(m[2]):
-                value = a[2] if a[2] is not None else a[3] if a[3] is not None else a[4] or ""
-                why = _attribute_problem(a[1].lower(), value)
-                if why is not None:
-                    found.setdefault(at(m.start(2) + a.start()), f"raw HTML has {why}")
+    if "<" in text or "&" in text:
+        found_html = html_problems(text)  # on a line with several, what runs or embeds is named first
+        for at, message in sorted(found_html, key=lambda p: p[1].endswith(NOT_USED)):
+            found.setdefault(rows[at - 1][0], message)
     for i, line in rows:
         for m in _MD_URL.finditer(line) if "]" in line else ():
             url = m["inline"] or m["ref"]

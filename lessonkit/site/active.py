@@ -24,30 +24,25 @@ Material that writes another script is allowed as it is, and a page that writes 
 
 from __future__ import annotations
 
-import bisect
 import json
 import posixpath
 import re
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 
-from lessonkit.checks.htmlscan import Doc
+from lessonkit.checks.htmlscan import Doc, browser_view, unpaired
 from lessonkit.checks.shown import inside
 from lessonkit.errors import Problem
 from lessonkit.site.links import from_root
+from lessonkit.util import markup
 
 DRAWINGS = ("lessonkit.pipeline.svg", "lessonkit.site.attachments")  # where lessonkit draws diagrams
 HINT = "something after lessonkit added it (a hook, plugin or extra_javascript); remove it and rebuild"
 EMBEDS = frozenset("iframe frame frameset object embed applet portal".split())
-URL_ATTRS = frozenset(
-    "href src srcset action formaction data poster background xlink:href codebase lowsrc dynsrc ping manifest".split()
-)
-# Attribute text worth parsing: an event or style attribute, a URL scheme, a character reference.
-# In the page's text in lower case (attribute and element names are): where an event or style
-# attribute, a URL scheme or a character reference may be, and the elements that run or embed.
-CANDIDATE = re.compile(r"script|style|&#|data[\s\x00-\x1f]*:|on[a-z]+[\s\x00-\x1f]*=")
-ELEMENT = re.compile(r"<(?:script|style|link|meta|base|iframe|frame|frameset|object|embed|applet|portal)(?=[\s/>])")
-ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+URL_ATTRS = markup.URL_ATTRIBUTES | set(markup.ANIMATED_VALUES)
+# The elements checked by name (whatever their attributes).
+ELEMENTS = frozenset("script style link meta base".split()) | EMBEDS
 SCRIPT_ELEMENT = re.compile(r"<script\b([^>]*)>(.*?)</script\s*>", re.S | re.I)
 STYLE_ELEMENT = re.compile(r"<style\b([^>]*)>(.*?)</style\s*>", re.S | re.I)
 STYLE_ATTR = re.compile(r"""\sstyle\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
@@ -207,75 +202,93 @@ def _resolve(page: str, url: str, base: str = "/") -> str | None:
     return path + "index.html" if url.endswith("/") else path
 
 
+def line_at(html: str, pos: int) -> int:
+    return html.count("\n", 0, pos) + 1
+
+
 def problems(check, doc: Doc, rel: str, where: str, verified: list[int]) -> list[Problem]:
     """The scripts, styles, event attributes, frames and URLs of page ``rel`` that neither
-    Material's templates nor lessonkit wrote (see the module docstring)."""
+    Material's templates nor lessonkit wrote (see the module docstring), read from the document a
+    browser builds (:func:`lessonkit.checks.htmlscan.browser_view`: names and decoded attribute
+    values from the standard's parser, offsets from the scan it agrees with)."""
     memo = ("active", tuple(sorted(verified)))
     if memo in doc.memo:
         return doc.memo[memo]
     allowed, html = check.allowed, doc.html
     out: list[Problem] = []
     spans = sorted(doc.span(i) for i in verified)
-    starts = doc.memo.get("starts") or doc.memo.setdefault("starts", [t.start() for t in doc.tags])
     raw = {a: b for _, a, b in doc.raw}  # raw-text contents: start -> end
+    _tree, pairs, _bad = browser_view(doc)
 
-    def tag_at(pos: int) -> int | None:
-        k = bisect.bisect_right(starts, pos) - 1
-        return k if k >= 0 and doc.tags[k].end() > pos and not doc.tags[k][1] else None
+    def refuse(message: str, pos: int) -> None:
+        out.append(Problem(message, where, line_at(html, pos), HINT))
 
-    low = html.lower()
-    if len(low) != len(html):  # a character whose lower case is longer: offsets must stay
-        low = html.translate(ASCII_LOWER)
-    elements = {k for m in ELEMENT.finditer(low) if (k := tag_at(m.start())) is not None and starts[k] == m.start()}
-    candidates = {k for m in CANDIDATE.finditer(low) if (k := tag_at(m.start())) is not None}
-    for k in sorted(elements | candidates):
-        m = doc.tags[k]
-        name, attr_text, in_block = m[2].lower(), m[3], inside(spans, m.start())
-        content = html[m.end() : raw.get(m.end(), m.end())]
-        if k not in elements:
-            pass
-        elif name == "script":
-            out += _script(check, rel, where, attr_text, content)
-        elif name == "style" and not in_block:
-            if not allowed.style_ok(attr_text, content):
-                out.append(
-                    Problem(
-                        "a <style> element that neither Material's templates nor lessonkit write", where, None, HINT
-                    )
-                )
-        elif name in EMBEDS:
-            out.append(Problem(f"a <{name}> element, which embeds another document in the page", where, None, HINT))
-        elif name == "base":
-            out.append(Problem("a <base> element, which changes where the page's links point", where, None, HINT))
-        elif name == "meta" and doc.attrs(k).get("http-equiv", "").strip().lower() == "refresh":
-            out.append(Problem("a <meta> refresh, which replaces the page with another", where, None, HINT))
-        elif name == "link":
-            out += _link(check, doc, k, rel, where)
-        if k not in candidates:
+    for k, node in pairs:
+        name = doc.name(k)
+        if name not in ELEMENTS and not node.attributes:
             continue
-        for attr, value in doc.attrs(k).items():
+        m = doc.tags[k]
+        attrs = markup.attributes(node)
+        in_block = inside(spans, m.start())
+        if name == "script":
+            out += [
+                replace(p, line=line_at(html, m.start()))
+                for p in _script(check, rel, where, m[3], html[m.end() : raw.get(m.end(), m.end())])
+            ]
+        elif name == "style" and not in_block:
+            if not allowed.style_ok(m[3], html[m.end() : raw.get(m.end(), m.end())]):
+                refuse("a <style> element that neither Material's templates nor lessonkit write", m.start())
+        elif name in EMBEDS:
+            refuse(f"a <{name}> element, which embeds another document in the page", m.start())
+        elif name == "base":
+            refuse("a <base> element, which changes where the page's links point", m.start())
+        elif name == "meta" and attrs.get("http-equiv", "").strip().lower() == "refresh":
+            refuse("a <meta> refresh, which replaces the page with another", m.start())
+        elif name == "meta" and "http-equiv" in attrs and (node.parent is None or node.parent.tag != "head"):
+            refuse("a <meta http-equiv> outside the page's head, which a browser ignores with a warning", m.start())
+        elif name == "link":
+            out += [replace(p, line=line_at(html, m.start())) for p in _link(check, attrs, rel, where)]
+        for attr, value in attrs.items():
             if attr.startswith("on") and len(attr) > 2:
                 if not any(e == attr and p.fullmatch(value.strip()) for e, p in allowed.events):
-                    out.append(
-                        Problem(
-                            f"an event attribute `{attr}` on a <{name}>, which runs code in the reader's browser",
-                            where,
-                            None,
-                            HINT,
-                        )
+                    refuse(
+                        f"an event attribute `{attr}` on a <{name}>, which runs code in the reader's browser", m.start()
                     )
-            elif attr == "style" and not in_block and not any(p.fullmatch(value.strip()) for p in allowed.styles):
-                out.append(
-                    Problem(
-                        f"a `style` attribute on a <{name}> that Material's templates do not write", where, None, HINT
-                    )
-                )
+            elif attr == "style":
+                if not in_block and not any(p.fullmatch(value.strip()) for p in allowed.styles):
+                    refuse(f"a `style` attribute on a <{name}> that Material's templates do not write", m.start())
+            elif attr == "srcdoc":
+                refuse(f"a `srcdoc` attribute on a <{name}>, which embeds another document in the page", m.start())
             else:
-                scheme = _scheme(value, attr)
-                if scheme is not None and not any(a == attr and p.fullmatch(value.strip()) for a, p in allowed.urls):
-                    out.append(Problem(f"a `{scheme}:` URL in `{attr}` of a <{name}>", where, None, HINT))
+                for url in markup.url_values(name, attr, value, attrs) or [value]:
+                    scheme = markup.scheme(url)
+                    if scheme in ("javascript", "vbscript") or (scheme == "data" and attr in URL_ATTRS):
+                        if not any(a == attr and p.fullmatch(value.strip()) for a, p in allowed.urls):
+                            refuse(f"a `{scheme}:` URL in `{attr}` of a <{name}>", m.start())
+                        break
+    if _bad is not None:  # past where the scan and the browser differ: the browser's elements, at their lines
+        for node in unpaired(doc):
+            why = _unpaired_problem(node)
+            if why is not None:
+                out.append(Problem(why, where, markup.element_line(html, _tree, node), HINT))
     doc.memo[memo] = out
     return out
+
+
+def _unpaired_problem(node) -> str | None:
+    """What runs, restyles or embeds in an element the scan did not see as the browser does (nothing
+    there is Material's: its templates' markup reads the same to both)."""
+    name = markup.name(node)
+    if name in ELEMENTS:
+        return f"a <{name}> element where lessonkit's scan of the page and a browser disagree"
+    for attr, value in markup.attributes(node).items():
+        if (attr.startswith("on") and len(attr) > 2) or attr in ("style", "srcdoc"):
+            return f"an attribute `{attr}` on a <{name}>, which runs, embeds or restyles"
+        for url in markup.url_values(name, attr, value) or [value]:
+            scheme = markup.scheme(url)
+            if scheme in ("javascript", "vbscript") or (scheme == "data" and attr in URL_ATTRS):
+                return f"a `{scheme}:` URL in `{attr}` of a <{name}>"
+    return None
 
 
 def _script(check, rel: str, where: str, attr_text: str, code: str) -> list[Problem]:
@@ -317,8 +330,7 @@ def _script(check, rel: str, where: str, attr_text: str, code: str) -> list[Prob
     return [Problem("an inline <script> that Material's templates do not write", where, None, HINT)]
 
 
-def _link(check, doc: Doc, k: int, rel: str, where: str) -> list[Problem]:
-    attrs = doc.attrs(k)
+def _link(check, attrs: dict[str, str], rel: str, where: str) -> list[Problem]:
     kinds = set(attrs.get("rel", "").lower().split())
     if not kinds & {"stylesheet", "preload", "modulepreload", "prefetch", "import"}:
         return []
@@ -342,3 +354,38 @@ def _link(check, doc: Doc, k: int, rel: str, where: str) -> list[Problem]:
             )
         ]
     return []
+
+
+# What an SVG file may not hold: opened on its own (a link to it, a new tab), it is a document of the
+# site, and its scripts run there (as an <img> it runs nothing, but nothing says how it is opened).
+SVG_REFUSED = frozenset("script foreignobject iframe embed object frame frameset portal handler listener".split())
+
+
+def svg_problems(text: str, where: str) -> list[Problem]:
+    """The scripts, event attributes, embedded documents and URLs that run code or carry a document
+    in an SVG file of the folder, read as a browser reads markup (one problem per element, at its
+    line). The engine's own drawings are written into pages, not files: every SVG file is checked."""
+    tree = markup.parse(text)
+    found = []
+    for node in markup.elements(tree):
+        name = markup.name(node)
+        why = f"a <{node.tag}> element, which runs code or embeds a document" if name in SVG_REFUSED else None
+        if why is None and node.attributes:
+            attrs = markup.attributes(node)
+            for attr, value in attrs.items():
+                if attr.startswith("on") and len(attr) > 2:
+                    why = f"an event attribute `{attr}` on a <{node.tag}>, which runs code in the reader's browser"
+                    break
+                for url in markup.url_values(name, attr, value, attrs) or [value]:
+                    scheme = markup.scheme(url)
+                    if scheme in ("javascript", "vbscript") or (scheme == "data" and attr in URL_ATTRS):
+                        why = f"a `{scheme}:` URL in `{attr}` of a <{node.tag}>"
+                        break
+                if why is not None:
+                    break
+        if why is not None:
+            found.append((node, why))
+    return [
+        Problem(why, where, markup.element_line(text, tree, node), "an SVG file of the site may only draw; remove it")
+        for node, why in found
+    ]

@@ -20,10 +20,11 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from lessonkit.errors import Problem
+from lessonkit.util import markup
 from lessonkit.util.fs import Signature, signature
 from lessonkit.util.store import Store, digest
 
-SCAN_FORMAT = "1"  # bump when _scan changes what it finds
+SCAN_FORMAT = "2"  # bump when _scan changes what it finds
 RANGE = re.compile(r"^L(\d+)-L\d+$")
 TAG = re.compile(r"<(a|link|script|img|iframe|source|video|audio|embed|object)\b([^>]*)>", re.I)
 ATTR = re.compile(r"""\b(href|src|data|rel)\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
@@ -132,19 +133,57 @@ def _text(value: str) -> str:
 
 
 def _scan(html: str) -> _Page:
-    ids = {_text(a or b) for a, b in IDS.findall(html)}
-    links, resources = [], []
-    for tag, attrs in TAG.findall(html):
-        found = {k.lower(): _text(v1 or v2) for k, v1, v2 in ATTR.findall(attrs)}
-        tag = tag.lower()
-        if tag == "a" and "href" in found:
-            links.append(found["href"])
-        elif tag in RESOURCE and found.get(RESOURCE[tag]):
-            if tag == "link" and found.get("rel") in ("canonical", "alternate"):
+    """A page's ids, links and resources, read from the document a browser builds from it
+    (:mod:`lessonkit.util.markup`): every URL-bearing attribute of every element (``srcset``,
+    ``poster``, ``background``, SVG ``href``/``xlink:href``, ``ping``, …) and every URL of its
+    CSS (``<style>`` elements and ``style`` attributes). A link is an ``<a>``'s or ``<area>``'s
+    ``href``; a URL the reader only follows (a form's ``action``, ``cite``) is neither."""
+    tree = markup.parse(html)
+    ids: set[str] = set()
+    links: list[str] = []
+    resources: list[str] = []
+    for node in markup.elements(tree):
+        name = markup.name(node)
+        if name == "style":
+            resources += [u for _, u in _css_urls(node.text(deep=True), False)]
+        if not node.attributes:
+            continue
+        attrs = markup.attributes(node)
+        ids.update(v for k, v in attrs.items() if k in ("id", "name"))
+        nav = markup.NAVIGATION.get(name, ())
+        rel = set(attrs.get("rel", "").lower().split())
+        for attr, value in attrs.items():
+            if attr == "style":
+                resources += [u for _, u in _css_urls(value, True)]
+            elif attr in nav and attr != "ping":
+                if name == "a" and attr == "href":
+                    links.append(value)
+            elif attr in markup.FOLLOWED_ONLY or (name == "link" and rel & {"canonical", "alternate"}):
                 continue
-            resources.append(found[RESOURCE[tag]])
-    resources += [u for u in STYLE_URL.findall(html) if "://" in u or u.startswith("//")]
+            else:
+                resources += markup.url_values(name, attr, value, attrs)
     return _Page(ids, links, resources)
+
+
+def _css_urls(css: str, declarations: bool) -> list[tuple[int, str]]:
+    return markup.css_urls(css, declarations) if "(" in css or "@" in css else []
+
+
+def _scan_asset(path: Path) -> list[tuple[int, str]]:
+    """(line, URL) of what a style sheet or an SVG file of the site loads."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix == ".css":
+        return _css_urls(text, False)
+    tree = markup.parse(text)
+    page = _scan(text)
+    found = [u for u in page.resources if markup.other_host(u)]
+    out = []
+    for url in found:
+        target = next(
+            (n for n in markup.elements(tree) if url in n.attributes.values() or url in (n.text() or "")), None
+        )
+        out.append((markup.element_line(text, tree, target) if target is not None else 1, url))
+    return out
 
 
 def _scan_cached(data: bytes, store: Store | None) -> _Page:
@@ -225,9 +264,13 @@ def check_site(
         else:
             pages[page] = _scan_cached((site / page).read_bytes(), store)
     problems = []
+    for asset in sorted(f for f in files if f.endswith((".css", ".svg"))):
+        for _line, url in _scan_asset(site / asset):
+            if markup.other_host(url):
+                problems.append(LinkProblem(asset, url, "loads a resource from another host", url))
     for page, c in pages.items():
         for res in c.resources:
-            if _external(res) and not res.startswith("data:"):
+            if markup.other_host(res):
                 problems.append(LinkProblem(page, res, "loads a resource from another host", res))
         here = posixpath.dirname(page)
         for href in c.links:

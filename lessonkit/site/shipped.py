@@ -45,7 +45,7 @@ from pathlib import Path
 from lessonkit.checks import shown
 from lessonkit.site import active, csp, listings
 from lessonkit.checks import record as site_record
-from lessonkit.checks.htmlscan import Doc
+from lessonkit.checks.htmlscan import Doc, browser_view
 from lessonkit.errors import LessonError, Problem
 from lessonkit.kinds.base import Resolved
 from lessonkit.run.outcomes import failure
@@ -258,6 +258,11 @@ class SiteCheck:
             return SiteReport(self.problems)
         for rel in self.files:
             self.problems += self.check_file(rel, rep)
+        for rel in sorted(f for f in self.hashes if f.endswith(".svg")):
+            path = self.site_dir / rel
+            if not path.is_symlink():
+                text = path.read_bytes().decode("utf-8", "replace")
+                self.problems += active.svg_problems(text, f"{self.label}/{rel}")
         return rep
 
     @staticmethod
@@ -439,6 +444,17 @@ class SiteCheck:
         problems += listings.imitations(self, doc, where, verified)
         problems += active.problems(self, doc, rel, where, verified)  # scripts, styles, frames: Material's only
         problems += self._policy(doc, rel, where)  # the browser refuses what the build did not emit
+        bad = browser_view(doc)[2]
+        if bad is not None:  # the checks above read the page from this scan: it must be the browser's
+            problems.append(
+                Problem(
+                    "a browser reads the markup here differently from lessonkit's scan of the page (an element, "
+                    "attribute or comment one of them has and the other has not)",
+                    where,
+                    active.line_at(doc.html, bad),
+                    "write well-formed HTML (nothing after lessonkit should rewrite the page); rebuild",
+                )
+            )
         return problems
 
     def _policy(self, doc: Doc, rel: str, where: str) -> list[Problem]:

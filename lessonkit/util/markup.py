@@ -1,0 +1,231 @@
+"""HTML and CSS as a browser reads them: the one reader of every check that looks at markup.
+
+HTML is parsed by lexbor (through ``selectolax``), an implementation of the HTML Standard's
+tokenizer and tree construction, with scripting enabled as in a reader's browser (so the content
+of ``<noscript>`` is text, as it is there). Comments end where the standard ends them (``<!-->``,
+``<!--->``, ``--!>``), the content of ``<title>``, ``<style>`` or ``<noembed>`` inside ``<svg>`` or
+``<math>`` is markup, CDATA sections exist only in foreign content, character references are decoded
+in attribute values, and the content of every ``<template>`` is read too (a declarative shadow root
+shows it). CSS (style sheets, ``<style>`` elements, ``style`` attributes) is tokenized by tinycss2,
+which follows CSS Syntax Level 3: escapes are decoded and ``url()`` is found however it is written.
+
+lexbor keeps no source positions. :func:`line_of` finds the line of an element by parsing
+growing prefixes of the text (an element the tree builder has made from the first lines is made
+from the whole text at the same place in document order): a handful of parses, and only for the
+element a check refuses.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+
+import tinycss2
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+# Attributes whose value is one URL or a list of them, as browsers read them (HTML, SVG, MathML and
+# the obsolete attributes browsers still honour). An attribute a reader never follows (cite,
+# longdesc) is listed too: a lesson has no use for a URL there that runs code or carries a document.
+URL_ATTRIBUTES = frozenset(
+    "href src srcset imagesrcset poster background action formaction data xlink:href cite longdesc manifest "
+    "icon ping lowsrc dynsrc codebase archive classid code usemap profile itemtype xml:base".split()
+)
+# What loads by itself (a request the page makes without the reader following a link).
+NAVIGATION = {"a": {"href", "xlink:href", "ping"}, "area": {"href", "ping"}}
+FOLLOWED_ONLY = frozenset({"action", "formaction", "cite", "longdesc", "usemap", "itemtype", "profile"})
+ANIMATION = frozenset({"animate", "set", "animatemotion", "animatetransform", "animatecolor"})
+ANIMATED_VALUES = ("to", "from", "values", "by")
+_CONTROL = re.compile(r"[\x00-\x20\x7f]+")
+_TAB_NEWLINE = re.compile(r"[\t\n\r]")
+_SCHEME = re.compile(r"^([a-z][a-z0-9+.-]*):")
+_VENDOR = re.compile(r"^-[a-z]+-")
+_C0_EDGE = "".join(map(chr, range(0x21)))
+
+
+def parse(html: str) -> LexborHTMLParser:
+    """The document a browser builds from ``html`` (scripting enabled)."""
+    return LexborHTMLParser(html, scripting=True)
+
+
+def nodes(tree: LexborHTMLParser) -> Iterator[LexborNode]:
+    """Every element and comment of the document in document order (the content of a ``<template>``
+    right after the ``<template>``). A comment's :attr:`tag` is ``-comment``."""
+    root = tree.root
+    if root is None:
+        return
+    document = root.parent
+    start = document if document is not None else root
+    yield from _walk(start)
+
+
+def _walk(top: LexborNode) -> Iterator[LexborNode]:
+    for node in top.traverse(include_text=False):
+        tag = node.tag
+        if tag is None or tag == "-document" or tag == "-doctype" or tag == "!doctype":
+            continue
+        yield node
+        if tag == "template":
+            for fragment in node.template_fragments():
+                yield from _walk(fragment)
+
+
+def elements(tree: LexborHTMLParser) -> Iterator[LexborNode]:
+    """Every element of the document in document order (template contents included)."""
+    return (n for n in nodes(tree) if n.tag != "-comment")
+
+
+def name(node: LexborNode) -> str:
+    """An element's name in lower case (SVG keeps camelCase names such as ``foreignObject``)."""
+    return (node.tag or "").lower()
+
+
+def attributes(node: LexborNode) -> dict[str, str]:
+    """An element's attributes, names in lower case, values decoded ("" for a bare attribute)."""
+    return {k.lower(): (v if v is not None else "") for k, v in node.attributes.items()}
+
+
+# Closes a start tag left open in a double-quoted, a single-quoted or an unquoted value (a line break
+# ends an unquoted one), or between attributes; text anywhere else.
+CLOSE_TAG = "\n\">'>"
+
+
+def line_of(html: str, found: Callable[[LexborHTMLParser], int], want: int) -> int:
+    """The 1-based line where the ``want``-th thing ``found`` counts in a document first exists:
+    the fewest first lines of ``html`` whose document holds ``want`` of them (binary search), each
+    prefix with :data:`CLOSE_TAG` after it, so that a start tag counts on the line its last
+    attribute is on, not where the tag ends."""
+    lines = html.split("\n")
+    lo, hi = 1, len(lines)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if found(parse("\n".join(lines[:mid]) + CLOSE_TAG)) >= want:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def element_line(html: str, tree: LexborHTMLParser, target: LexborNode, attr: str | None = None) -> int:
+    """The line of ``html`` where element ``target`` of ``tree`` (the document of ``html``) has its
+    name and its attribute ``attr`` (all its attributes when None)."""
+    name_ = name(target)
+    own = attributes(target)
+    key = sorted(own.items()) if attr is None else [(attr, own.get(attr, ""))]
+
+    def same(n: LexborNode) -> bool:
+        if name(n) != name_:
+            return False
+        a = attributes(n)
+        return sorted(a.items()) == key if attr is None else a.get(attr) == key[0][1]
+
+    matches = [n for n in elements(tree) if same(n)]
+    want = next((i + 1 for i, n in enumerate(matches) if n.mem_id == target.mem_id), len(matches))
+    return line_of(html, lambda t: sum(1 for n in elements(t) if same(n)), want)
+
+
+# -- URLs
+
+
+def url_values(element: str, attr: str, value: str, attrs: dict[str, str] | None = None) -> list[str]:
+    """The URLs attribute ``attr`` of ``element`` holds: a ``srcset``'s candidates, a ``ping``'s or
+    an ``archive``'s list, an animation's values when it animates a link; else the value."""
+    if attr in ("srcset", "imagesrcset"):
+        return srcset_urls(value)
+    if attr in ("ping", "archive"):
+        return [u for u in re.split(r"[\s,]+", value) if u]
+    if attr in ANIMATED_VALUES and element in ANIMATION:
+        target = (attrs or {}).get("attributename", "").strip().lower()
+        if target in ("href", "xlink:href", "src"):
+            return [u for u in value.split(";") if u.strip()]
+        return []
+    return [value] if attr in URL_ATTRIBUTES else []
+
+
+def srcset_urls(value: str) -> list[str]:
+    """The URLs of a ``srcset``, split as the HTML Standard's srcset parser splits candidates."""
+    out, i, n = [], 0, len(value)
+    while i < n:
+        while i < n and (value[i] in " \t\n\f\r,"):
+            i += 1
+        start = i
+        while i < n and value[i] not in " \t\n\f\r":
+            i += 1
+        url = value[start:i]
+        if url.endswith(","):
+            url = url.rstrip(",")
+        elif url:  # descriptors: up to a comma outside parentheses
+            depth = 0
+            while i < n and (value[i] != "," or depth):
+                depth += value[i] == "("
+                depth -= value[i] == ")" and depth > 0
+                i += 1
+        if url:
+            out.append(url)
+    return out
+
+
+def cleaned(url: str) -> str:
+    """A URL as the URL parser starts reading it: leading and trailing C0 controls and spaces
+    removed, tabs and line breaks anywhere removed."""
+    return _TAB_NEWLINE.sub("", url.strip(_C0_EDGE))
+
+
+def scheme(url: str) -> str | None:
+    """The scheme of ``url`` in lower case, read leniently (every control character and space
+    removed: ``java&#9;script:`` and ``\\x01javascript:`` are ``javascript``), or None."""
+    m = _SCHEME.match(_CONTROL.sub("", url).lower())
+    return m[1] if m else None
+
+
+def other_host(url: str) -> bool:
+    """``url`` (on a page of the site) names another host: it has a scheme other than ``data``,
+    or starts with two slashes or backslashes (``//host``, ``\\\\host``, ``/\\host``)."""
+    text = cleaned(url)
+    if text[:2].replace("\\", "/") == "//":
+        return True
+    s = scheme(text)
+    return s is not None and s not in ("data", "javascript", "vbscript", "mailto", "tel", "about")
+
+
+# -- CSS
+
+
+def css_urls(css: str, declarations: bool = False) -> list[tuple[int, str]]:
+    """(line, URL) of every URL a style sheet (or, with ``declarations``, a ``style`` attribute)
+    loads: ``url()`` however written, ``src()``, ``@import`` with a string, the strings of
+    ``image-set()``/``image()``/``cross-fade()``."""
+    tokens = (
+        tinycss2.parse_blocks_contents(css, skip_comments=True, skip_whitespace=True)
+        if declarations
+        else tinycss2.parse_stylesheet(css, skip_comments=True, skip_whitespace=True)
+    )
+    out: list[tuple[int, str]] = []
+    _css_walk(tokens, out, False)
+    return out
+
+
+def _css_walk(items, out: list[tuple[int, str]], strings: bool) -> None:
+    for t in items or ():
+        kind = getattr(t, "type", None)
+        if kind == "url":
+            out.append((t.source_line, t.value))
+        elif kind == "string" and strings:
+            out.append((t.source_line, t.value))
+        elif kind == "function":
+            fn = t.lower_name
+            if fn in ("url", "src"):
+                _css_walk(t.arguments, out, True)
+            else:
+                _css_walk(t.arguments, out, _VENDOR.sub("", fn) in ("image-set", "image", "cross-fade"))
+        elif kind == "at-rule":
+            _css_walk(t.prelude, out, t.lower_at_keyword == "import")
+            _css_walk(t.content, out, False)
+        elif kind in ("qualified-rule",):
+            _css_walk(t.prelude, out, False)
+            _css_walk(t.content, out, False)
+        elif kind == "declaration":
+            _css_walk(t.value, out, False)
+        elif kind in ("() block", "[] block", "{} block"):
+            _css_walk(t.content, out, strings)
+        elif kind == "error":
+            continue

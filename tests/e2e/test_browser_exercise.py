@@ -240,3 +240,22 @@ def test_the_edit_is_kept_in_local_storage_per_stage(reader):
     b.locator('[data-lk-action="reset"]').click()
     reader.page.reload(wait_until="load")
     assert reader.block(3).locator("textarea").input_value() == (EXERCISES / "stage_3.py").read_text(encoding="utf-8")
+
+
+def test_stop_ends_a_run_that_does_not_end_and_the_next_run_starts_afresh(reader):
+    b = reader.block(5)
+    b.locator("textarea").fill("while True:\n    pass\n")
+    b.locator('[data-lk-action="run"]').click()
+    reader.page.wait_for_function(
+        "el => el.querySelector('.lk-ex-result').textContent === '正在运行检查…'",
+        arg=b.element_handle(),
+        timeout=240000,
+    )
+    assert b.locator('[data-lk-action="stop"]').is_visible() and b.locator('[data-lk-action="run"]').is_disabled()
+    b.locator('[data-lk-action="stop"]').click()
+    assert b.locator(".lk-ex-result").text_content() == "已停止。"
+    assert b.locator('[data-lk-action="run"]').is_enabled() and not b.locator('[data-lk-action="stop"]').is_visible()
+    b.locator('[data-lk-action="reset"]').click()
+    outcomes = reader.run(5, None)
+    assert set(outcomes.values()) == {"failed", "skipped"}
+    assert reader.external == [] and reader.errors == []

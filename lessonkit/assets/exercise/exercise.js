@@ -155,10 +155,18 @@ function setUp(block) {
     const files = Object.assign({}, support);
     files[block.dataset.lkFile] = area.value;
     const t0 = performance.now();
-    const timer = setTimeout(() => stop(words["exercise-stopped"]), TIMEOUT_MS);
+    // the limit counts the checks only, not the runtime's download on a slow link
+    let timer = null;
+    const limit = () => { timer = setTimeout(() => stop(words["exercise-stopped"]), TIMEOUT_MS); };
+    if (loaded) limit();
     worker.onmessage = (ev) => {
       const msg = ev.data;
-      if (msg.state === "loaded") { loaded = true; result.textContent = words["exercise-running"]; return; }
+      if (msg.state === "loaded") {
+        loaded = true;
+        result.textContent = words["exercise-running"];
+        limit();
+        return;
+      }
       clearTimeout(timer);
       busy(false);
       if (msg.state === "done") {

@@ -938,6 +938,8 @@ def test_included_files_are_checked_alike_by_build_and_verify_at_their_own_lines
     v = site.run("-m", "lessonkit", "verify")
     assert (b.returncode, lines(b)) == (1, expected), b.stderr[-3000:]
     assert (v.returncode, lines(v)) == (1, expected), v.stderr[-3000:]
+
+
 def test_a_page_whose_policy_a_later_hook_changed_is_reported_on_its_own_line(built, tmp_path):
     """A hook after lessonkit's last step (priority -200) drops the lesson's policy, adds a script to a
     source page and loosens the 404 page's policy: `verify --site` names each page and what is wrong."""

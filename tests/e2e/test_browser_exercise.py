@@ -26,7 +26,7 @@ import test_exercise_runner as runner_test  # noqa: E402
 from test_browser_a11y import axe  # noqa: E402, F401 - the fixture, asked for by name below
 from test_exercise_runner import EXERCISES, FIXES, MINI, STAGES, one_function_fixed  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LESSON = "lessons/14-mini-autograd/"
 
 

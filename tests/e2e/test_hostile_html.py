@@ -249,7 +249,7 @@ E2E_ASSET = ["comment --!> ends it", "svg noembed holds img", "noscript attribut
 
 def _project(root: Path, pinned_root: Path, snippets: bool) -> TmpSite:
     site = TmpSite(root, pinned_root)
-    config = SITE_CONFIG.format(hooks=Path(__file__).resolve().parents[1] / "hooks" / "lessonkit_hooks.py")
+    config = SITE_CONFIG.format(hooks=Path(__file__).resolve().parents[2] / "hooks" / "lessonkit_hooks.py")
     if snippets:
         config += "  - pymdownx.snippets:\n      base_path: [docs]\n      check_paths: true\n"
     (root / "mkdocs.yml").write_text(config, encoding="utf-8")

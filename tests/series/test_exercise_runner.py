@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXERCISES = ROOT / "mini-autograd" / "exercises"
 MINI = ROOT / "mini-autograd" / "mini_autograd.py"
 LKCHECK = ROOT / "lessonkit" / "assets" / "exercise" / "lkcheck.py"
@@ -51,6 +51,7 @@ FIXES = {
     3: ("add_outgrads", "every check that runs"),
     4: ("find_top_boxes", {"test_find_top_boxes_picks_the_highest_trace"}),
     5: ("make_jvp", {"test_an_output_without_the_input_has_tangent_zero"}),
+    6: ("unbroadcast", {"test_unbroadcast_sums_what_broadcasting_spread"}),
 }
 
 

@@ -210,34 +210,61 @@ def problems(check, doc: Doc, rel: str, where: str, verified: list[int]) -> list
     """The scripts, styles, event attributes, frames and URLs of page ``rel`` that neither
     Material's templates nor lessonkit wrote (see the module docstring), read from the document a
     browser builds (:func:`lessonkit.checks.htmlscan.browser_view`: names and decoded attribute
-    values from the standard's parser, offsets from the scan it agrees with)."""
+    values from the standard's parser, offsets from the scan it agrees with). What the page holds
+    is found once per page (a mutated copy shares it); which styles are inside the elements
+    ``verified`` (an engine block's markup is compared whole) is decided per call."""
     memo = ("active", tuple(sorted(verified)))
     if memo in doc.memo:
         return doc.memo[memo]
-    allowed, html = check.allowed, doc.html
-    out: list[Problem] = []
+    found = doc.memo.get("active-found")
+    if found is None:
+        found = doc.memo["active-found"] = _found(check, doc, rel, where)
     spans = sorted(doc.span(i) for i in verified)
+    out = [p for pos, p, style in found if not (style and inside(spans, pos))]
+    doc.memo[memo] = out
+    return out
+
+
+_RISKY: dict[tuple, bool] = {}  # attribute names of an element -> may one of them run, load or restyle
+
+
+def _risky(names: tuple) -> bool:
+    got = _RISKY.get(names)
+    if got is None:
+        if len(_RISKY) > 4096:
+            _RISKY.clear()
+        got = _RISKY[names] = any(
+            n[:2].lower() == "on" or n.lower() in ("style", "srcdoc", "http-equiv") or n.lower() in URL_ATTRS
+            for n in names
+        )
+    return got
+
+
+def _found(check, doc: Doc, rel: str, where: str) -> list[tuple[int, Problem, bool]]:
+    """(offset, problem, is a style: allowed inside a verified element) for everything of the page
+    that runs, restyles or embeds and is not Material's or lessonkit's."""
+    allowed, html = check.allowed, doc.html
+    out: list[tuple[int, Problem, bool]] = []
     raw = {a: b for _, a, b in doc.raw}  # raw-text contents: start -> end
     _tree, pairs, _bad = browser_view(doc)
 
-    def refuse(message: str, pos: int) -> None:
-        out.append(Problem(message, where, line_at(html, pos), HINT))
+    def refuse(message: str, pos: int, style: bool = False) -> None:
+        out.append((pos, Problem(message, where, line_at(html, pos), HINT), style))
 
     for k, node in pairs:
-        name = doc.name(k)
-        if name not in ELEMENTS and not node.attributes:
+        given = node.attributes
+        tag = node.tag or ""
+        if not (given and _risky(tuple(given))) and tag not in ELEMENTS and tag.lower() not in ELEMENTS:
             continue
+        name = tag.lower()
         m = doc.tags[k]
         attrs = markup.attributes(node)
-        in_block = inside(spans, m.start())
         if name == "script":
-            out += [
-                replace(p, line=line_at(html, m.start()))
-                for p in _script(check, rel, where, m[3], html[m.end() : raw.get(m.end(), m.end())])
-            ]
-        elif name == "style" and not in_block:
+            for p in _script(check, rel, where, m[3], html[m.end() : raw.get(m.end(), m.end())]):
+                out.append((m.start(), replace(p, line=line_at(html, m.start())), False))
+        elif name == "style":
             if not allowed.style_ok(m[3], html[m.end() : raw.get(m.end(), m.end())]):
-                refuse("a <style> element that neither Material's templates nor lessonkit write", m.start())
+                refuse("a <style> element that neither Material's templates nor lessonkit write", m.start(), True)
         elif name in EMBEDS:
             refuse(f"a <{name}> element, which embeds another document in the page", m.start())
         elif name == "base":
@@ -247,7 +274,8 @@ def problems(check, doc: Doc, rel: str, where: str, verified: list[int]) -> list
         elif name == "meta" and "http-equiv" in attrs and (node.parent is None or node.parent.tag != "head"):
             refuse("a <meta http-equiv> outside the page's head, which a browser ignores with a warning", m.start())
         elif name == "link":
-            out += [replace(p, line=line_at(html, m.start())) for p in _link(check, attrs, rel, where)]
+            for p in _link(check, attrs, rel, where):
+                out.append((m.start(), replace(p, line=line_at(html, m.start())), False))
         for attr, value in attrs.items():
             if attr.startswith("on") and len(attr) > 2:
                 if not any(e == attr and p.fullmatch(value.strip()) for e, p in allowed.events):
@@ -255,14 +283,14 @@ def problems(check, doc: Doc, rel: str, where: str, verified: list[int]) -> list
                         f"an event attribute `{attr}` on a <{name}>, which runs code in the reader's browser", m.start()
                     )
             elif attr == "style":
-                if not in_block and not any(p.fullmatch(value.strip()) for p in allowed.styles):
-                    refuse(f"a `style` attribute on a <{name}> that Material's templates do not write", m.start())
+                if not any(p.fullmatch(value.strip()) for p in allowed.styles):
+                    refuse(f"a `style` attribute on a <{name}> that Material's templates do not write", m.start(), True)
             elif attr == "srcdoc":
                 refuse(f"a `srcdoc` attribute on a <{name}>, which embeds another document in the page", m.start())
-            else:
-                for url in markup.url_values(name, attr, value, attrs) or [value]:
+            elif attr in URL_ATTRS:
+                for url in markup.url_values(name, attr, value, attrs):
                     scheme = markup.scheme(url)
-                    if scheme in ("javascript", "vbscript") or (scheme == "data" and attr in URL_ATTRS):
+                    if scheme in ("javascript", "vbscript", "data"):
                         if not any(a == attr and p.fullmatch(value.strip()) for a, p in allowed.urls):
                             refuse(f"a `{scheme}:` URL in `{attr}` of a <{name}>", m.start())
                         break
@@ -270,8 +298,7 @@ def problems(check, doc: Doc, rel: str, where: str, verified: list[int]) -> list
         for node in unpaired(doc):
             why = _unpaired_problem(node)
             if why is not None:
-                out.append(Problem(why, where, markup.element_line(html, _tree, node), HINT))
-    doc.memo[memo] = out
+                out.append((len(html), Problem(why, where, markup.element_line(html, _tree, node), HINT), False))
     return out
 
 

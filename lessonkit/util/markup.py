@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
-import tinycss2
-from selectolax.lexbor import LexborHTMLParser, LexborNode
+if TYPE_CHECKING:  # imported where used: importing lessonkit loads neither
+    from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 # Attributes whose value is one URL or a list of them, as browsers read them (HTML, SVG, MathML and
 # the obsolete attributes browsers still honour). An attribute a reader never follows (cite,
@@ -44,6 +45,8 @@ _C0_EDGE = "".join(map(chr, range(0x21)))
 
 def parse(html: str) -> LexborHTMLParser:
     """The document a browser builds from ``html`` (scripting enabled)."""
+    from selectolax.lexbor import LexborHTMLParser
+
     return LexborHTMLParser(html, scripting=True)
 
 
@@ -194,6 +197,8 @@ def css_urls(css: str, declarations: bool = False) -> list[tuple[int, str]]:
     """(line, URL) of every URL a style sheet (or, with ``declarations``, a ``style`` attribute)
     loads: ``url()`` however written, ``src()``, ``@import`` with a string, the strings of
     ``image-set()``/``image()``/``cross-fade()``."""
+    import tinycss2
+
     tokens = (
         tinycss2.parse_blocks_contents(css, skip_comments=True, skip_whitespace=True)
         if declarations

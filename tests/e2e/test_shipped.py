@@ -266,6 +266,11 @@ def test_an_imitation_added_after_lessonkit_is_not_an_engine_block(built, tmp_pa
     _built(site)
     r = _site_verify(site)
     assert r.returncode == 1
+    written = (site.root / PAGE).read_text(encoding="utf-8")
+
+    def at(text: str) -> str:  # each is reported at the line of the written page where it is
+        return f"{PAGE}:{written[: written.index(text)].count(chr(10)) + 1}"
+
     assert _errors(r)[:-1] == [
         f"{PAGE}: an element claims to be a REAL SOURCE block (autograd/core.py L23–L33) that lessonkit did not "
         "emit; its code is not the pinned source (line 23: 'def backward_pass(g, end_node):' instead of '') — raw "
@@ -796,6 +801,11 @@ def test_scripts_frames_and_values_added_after_lessonkit_are_caught(built, tmp_p
     _built(site)
     r = _site_verify(site)
     assert r.returncode == 1
+    written = (site.root / PAGE).read_text(encoding="utf-8")
+
+    def at(text: str) -> str:  # each is reported at the line of the written page where it is
+        return f"{PAGE}:{written[: written.index(text)].count(chr(10)) + 1}"
+
     assert _errors(r)[:-1] == [
         f"{PAGE}: an element claims to be a REAL SOURCE block (autograd/core.py L23–L33) that lessonkit did not "
         "emit; its code is not the pinned source (line 23: 'def backward_pass(g, end_node):' instead of '') — raw "
@@ -803,10 +813,11 @@ def test_scripts_frames_and_values_added_after_lessonkit_are_caught(built, tmp_p
         f"{PAGE}: figure block #figure-1 (experiments/shape.py) is not the markup lessonkit wrote: '1.500000</span>"
         "<span class=\"lk-fig-source\">（图由本次构建运行 <code>e…' where lessonkit wrote '2.500000</span><span "
         f"class=\"lk-fig-source\">（图由本次构建运行 <code>e…' — {HINT}",
-        f"{PAGE}: an event attribute `onload` on a <body>, which runs code in the reader's browser — {ADDED}",
-        f"{PAGE}: a <iframe> element, which embeds another document in the page — {ADDED}",
-        f"{PAGE}: a `data:` URL in `src` of a <iframe> — {ADDED}",
-        f"{PAGE}: an inline <script> that Material's templates do not write — {ADDED}",
+        f"{at('<body onload')}: an event attribute `onload` on a <body>, which runs code in the reader's browser "
+        f"— {ADDED}",
+        f"{at('<iframe')}: a <iframe> element, which embeds another document in the page — {ADDED}",
+        f"{at('<iframe')}: a `data:` URL in `src` of a <iframe> — {ADDED}",
+        f"{at('<script>document.title')}: an inline <script> that Material's templates do not write — {ADDED}",
     ]
 
 

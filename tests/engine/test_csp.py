@@ -1,7 +1,7 @@
 """The Content-Security-Policy every written page starts its head with (lessonkit.site.csp): what
 it hashes (what a browser runs, read by an HTML-standard parser), where it goes, and what
 `verify --site` reports about a page's policy. The policy in a real browser over the whole built
-site is tests/test_browser_csp.py."""
+site is tests/e2e/test_browser_csp.py."""
 
 from __future__ import annotations
 

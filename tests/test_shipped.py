@@ -938,3 +938,17 @@ def test_included_files_are_checked_alike_by_build_and_verify_at_their_own_lines
     v = site.run("-m", "lessonkit", "verify")
     assert (b.returncode, lines(b)) == (1, expected), b.stderr[-3000:]
     assert (v.returncode, lines(v)) == (1, expected), v.stderr[-3000:]
+
+
+def test_a_plain_verify_does_not_check_a_site_older_than_the_lessons_and_says_so(built, tmp_path):
+    copy = _clone(built, tmp_path / "proj")
+    assert _built(copy).returncode == 0
+    script = copy.root / "experiments" / "tiny.py"
+    script.write_text(script.read_text(encoding="utf-8") + "# edited\n", encoding="utf-8")
+    r = copy.run("-m", "lessonkit", "verify")
+    assert r.returncode == 0, r.stderr
+    summary = next(line for line in r.stdout.splitlines() if line.startswith("verify: "))
+    assert summary.endswith(
+        "; site/ not checked: experiments/tiny.py changed after the build that wrote it "
+        "(`lessonkit build`, then `lessonkit verify`)"
+    ), summary

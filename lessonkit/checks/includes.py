@@ -51,11 +51,9 @@ def targets(text: str) -> list[tuple[int, str]]:
 
 def auto_append(root: Path) -> list[str]:
     """The ``auto_append`` files of ``pymdownx.snippets`` in ``root/mkdocs.yml`` (none when it is
-    missing, unreadable or has none). Tags (``!ENV``, ``!!python/name:``) read as nothing.
-
-    Nothing in the noxfile's prefill (:mod:`lessonkit.cli.prefill`), which runs with the standard
-    library only, before PyYAML is installed: it only lists the experiments to run early, and the
-    build that follows checks these files itself."""
+    missing, unreadable or has none). Tags (``!ENV``, ``!!python/name:``) read as nothing. Without
+    PyYAML (the prefill, which runs on the standard library alone before the lock is installed) none:
+    the build and verify, which MkDocs' PyYAML is installed for, check them."""
     try:
         import yaml
     except ImportError:

@@ -88,7 +88,7 @@ def build_map(project: Project, report: Report) -> dict:
     }
 
 
-def check_config(project: Project) -> None:
+def check_config(project: Project, installed: bool = True) -> None:
     """The configuration files besides the pin (which providing the tree checks): roles.toml,
     kinds.toml, attachments.toml and site.toml, each one located error before any page is read."""
     roles = project.sourcemap / "roles.toml"
@@ -102,13 +102,16 @@ def check_config(project: Project) -> None:
     project.attachments  # noqa: B018 (imports and checks the project's attachment modules)
     siteconfig.check_box_pinned(project.site, project.pin.manifest)
     siteconfig.check_import_path(project.site, project.pin.manifest)
+    if installed:  # not for the prefill, which runs while the lock is still being installed
+        siteconfig.check_tools(project.site)
 
 
-def check(project: Project, pages: list[Path] | None = None) -> Report:
-    """Parse and resolve every block of ``pages`` (default: all of docs/)."""
+def check(project: Project, pages: list[Path] | None = None, installed: bool = True) -> Report:
+    """Parse and resolve every block of ``pages`` (default: all of docs/). ``installed=False``:
+    the distributions of ``[experiments] versions`` may still be missing (the prefill)."""
     report = Report()
     project.tree  # provide and check the pinned tree first: a bad tree is one clear error
-    check_config(project)
+    check_config(project, installed)
     for path in pages or project.pages():
         try:
             parsed = project.parse(path)

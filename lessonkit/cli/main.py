@@ -159,7 +159,34 @@ def _built_site(project) -> tuple[str | None, str]:
         return None, (
             f"; {label} not checked: another version of lessonkit built it (`lessonkit build`, then `lessonkit verify`)"
         )
+    newer = _changed_since(project, project.cache / site_record.KIND / site_record._key(folder))
+    if newer:  # the lessons moved on: the folder is an older build's, not something that changed it
+        return None, (
+            f"; {label} not checked: {newer} changed after the build that wrote it "
+            "(`lessonkit build`, then `lessonkit verify`)"
+        )
     return str(folder), ""
+
+
+def _changed_since(project, entry: Path) -> str | None:
+    """An input of the build (mkdocs.yml, docs/, sourcemap/, experiments/, the code and teaching
+    folders) modified after the record ``entry`` was written, or None."""
+    try:
+        written = entry.stat().st_mtime_ns
+    except OSError:
+        return None
+    tops = ["mkdocs.yml", "docs", "sourcemap", "experiments", *project.site.code, *project.site.teaching]
+    for top in dict.fromkeys(tops):
+        start = project.root / top
+        for path in [start] if start.is_file() else sorted(start.rglob("*")) if start.is_dir() else []:
+            if "__pycache__" in path.parts:
+                continue
+            try:
+                if path.lstat().st_mtime_ns > written:
+                    return project.rel(path)
+            except OSError:
+                continue
+    return None
 
 
 class _Captured:

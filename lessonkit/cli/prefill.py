@@ -44,7 +44,7 @@ def prefill(root: Path, modules: list[str], wait: bool = False) -> int:
 
     project = Project(root)
     project.tree  # noqa: B018 (the pinned tree, checked against the manifest)
-    report = verify.check(project, project.pages())
+    report = verify.check(project, project.pages(), installed=False)  # NumPy may be installed only later
     if wait:
         if not sys.stdin.readline():
             raise _NotInstalled()

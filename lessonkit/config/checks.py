@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import stat as stat_module
-import sys
 from pathlib import Path
 
 from lessonkit.config.files import (
@@ -82,17 +81,6 @@ def check_site(root: Path, data: dict, lines: dict[tuple[str, str], int]) -> Non
                 raise LessonError(f"`{key}` in `[{table}]` {problem}", path=SITE_LABEL, line=line, hint=SITE_HINT)
 
 
-def _installed(dist: str) -> bool:
-    """Whether ``dist`` is a distribution installed in this environment (its version can be read)."""
-    from importlib import metadata
-
-    try:
-        metadata.version(dist)
-    except (metadata.PackageNotFoundError, ValueError):
-        return False
-    return True
-
-
 def _items_problem(real_root: str, value: object, item: str, noun: str) -> str | None:
     """Why ``value`` is not an array of ``item`` values (the first item's problem), or None."""
     if not isinstance(value, list):
@@ -126,13 +114,6 @@ def _site_value_problem(real_root: str, what: str, value: object) -> str | None:
             label, _, dist = v.rpartition("=")
             if not DIST.fullmatch(dist) or (label and (len(label) > 40 or CONTROL.search(label))):
                 return f"item {show(v)} is not a distribution name (`numpy`) or a label and a name (`NumPy=numpy`)"
-            if not _installed(dist):
-                if dist in sys.stdlib_module_names:
-                    return (
-                        f"item {show(v)} names `{dist}`, a module of the standard library, not an installed "
-                        "distribution (Python's own version is always shown)"
-                    )
-                return f"item {show(v)} names `{dist}`, which is not an installed distribution"
         return None
     if what == "docs-pages":  # pages under docs/, docs-relative
         return _items_problem(real_root, value, "docs-page", "pages")

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -486,6 +487,32 @@ def pinned_match(entry: str, rel: str) -> bool:
     if any(c in entry for c in "*?["):
         return fnmatch.fnmatchcase(rel, entry)
     return rel == entry or rel.startswith(entry.rstrip("/") + "/")
+
+
+def check_tools(site: SiteConfig) -> None:
+    """Each ``[experiments] versions`` item names a distribution installed here (its version keys
+    every experiment and shows in its provenance): not a missing one, not a standard module."""
+    from importlib import metadata
+
+    for label, dist in site.tools:
+        try:
+            metadata.version(dist)
+            continue
+        except (metadata.PackageNotFoundError, ValueError):
+            pass
+        item = repr(dist if label == dist else f"{label}={dist}")
+        why = (
+            f"`{dist}`, a module of the standard library, not an installed distribution (Python's own version "
+            "is always shown)"
+            if dist in sys.stdlib_module_names
+            else f"`{dist}`, which is not an installed distribution"
+        )
+        raise LessonError(
+            f"`versions` in `[experiments]` item {item} names {why}",
+            path=CONFIG,
+            line=_line(site.root / CONFIG, "versions"),
+            hint="name a distribution of the build's environment (`NumPy=numpy`), or install it",
+        )
 
 
 def check_box_pinned(site: SiteConfig, manifest: dict[str, str]) -> None:

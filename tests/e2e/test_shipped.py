@@ -988,3 +988,17 @@ def test_a_page_whose_policy_a_later_hook_changed_is_reported_on_its_own_line(bu
         f"{source}: an inline <script> of the page (hash 'sha256-bhHHL3z2vDgxUt0W3dWQOrprscmda2Y5pLsLg4GF+pI=') "
         f"is not allowed by the policy: the browser refuses it — {rebuild}",
     ]
+
+
+def test_a_plain_verify_does_not_check_a_site_older_than_the_lessons_and_says_so(built, tmp_path):
+    copy = _clone(built, tmp_path / "proj")
+    assert _built(copy).returncode == 0
+    script = copy.root / "experiments" / "tiny.py"
+    script.write_text(script.read_text(encoding="utf-8") + "# edited\n", encoding="utf-8")
+    r = copy.run("-m", "lessonkit", "verify")
+    assert r.returncode == 0, r.stderr
+    summary = next(line for line in r.stdout.splitlines() if line.startswith("verify: "))
+    assert summary.endswith(
+        "; site/ not checked: experiments/tiny.py changed after the build that wrote it "
+        "(`lessonkit build`, then `lessonkit verify`)"
+    ), summary

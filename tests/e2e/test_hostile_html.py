@@ -1,4 +1,4 @@
-"""Hostile HTML and CSS (tests/data/hostile/payloads.txt): every payload is refused with a located
+"""Hostile HTML and CSS (tests/e2e/data/hostile/payloads.txt): every payload is refused with a located
 line wherever a contribution can put it, or, when it is harmless, runs nothing and requests nothing
 in Chromium.
 

@@ -32,21 +32,19 @@ import re
 import secrets
 import sys
 import time
-from dataclasses import dataclass, field
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol
 
-from lessonkit.site import attachments
-from lessonkit.checks import living
-from lessonkit.site import pages
-from lessonkit.site import citations as site
-from lessonkit.checks import verify
+from lessonkit.checks import living, verify
 from lessonkit.errors import LessonError, Problem
 from lessonkit.pipeline.markdown import PageContext
 from lessonkit.pipeline.parse import ENGINE_HTML
-from lessonkit.project import Project
 from lessonkit.pipeline.render import Deferred
+from lessonkit.project import Project
+from lessonkit.site import attachments, pages
+from lessonkit.site import citations as site
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess

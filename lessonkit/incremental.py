@@ -21,12 +21,12 @@ serves a wrong site.
 
 from __future__ import annotations
 
-from lessonkit.errors import LessonError
-
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+
+from lessonkit.errors import LessonError
 
 OUT = "out:"
 

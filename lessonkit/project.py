@@ -10,14 +10,14 @@ from pathlib import Path
 from lessonkit.attachments import Registered
 from lessonkit.attachments import for_project as attachments_for_project
 from lessonkit.config import environment
-from lessonkit.run import runner as execute
 from lessonkit.config import site as siteconfig
+from lessonkit.config.site import SiteConfig
 from lessonkit.errors import LessonError, Problem
 from lessonkit.kinds import Registry, Resolved, for_project
 from lessonkit.pipeline.parse import Block, ParsedPage, parse_page
+from lessonkit.run import runner as execute
 from lessonkit.source.pin import Pin, PinnedTree, load_pin, provide
 from lessonkit.source.resolve import Tree
-from lessonkit.config.site import SiteConfig
 from lessonkit.util.store import Store
 
 _PARSED: dict[tuple, tuple[tuple, ParsedPage]] = {}  # Project.parse: (place, text, kinds, badges) -> page

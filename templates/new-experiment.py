@@ -1,8 +1,7 @@
 """Experiment for lesson {{ nn }}: the gradient of x*x at 3.0."""
 
-from autograd import grad
-
 from _provenance import announce
+from autograd import grad
 
 
 def main():

@@ -453,10 +453,10 @@ def plain_generated(lk_root: Path, cache: Path) -> dict[str, str]:
     generated attachments) as ordinary Markdown files: the page text as the build
     generates it, with each slot as plain Markdown (the whole file as a fenced code
     block with line numbers, the tables as Markdown tables). Needs a warm cache."""
-    from lessonkit.site import pages
     from lessonkit.checks import living, verify
     from lessonkit.project import Project
     from lessonkit.site import citations as site
+    from lessonkit.site import pages
 
     project = Project(lk_root, cache=cache)
     paths = project.pages()

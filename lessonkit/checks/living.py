@@ -11,16 +11,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from lessonkit.run import runner as execute
+from lessonkit.checks.verify import Report
+from lessonkit.config.site import PROSE_COLUMNS
 from lessonkit.errors import LessonError, Problem, fold_repeats
-from lessonkit.run.outcomes import run_about
-from lessonkit.util.fs import atomic_write
 from lessonkit.kinds import line as line_kind
 from lessonkit.kinds import value as value_kind
 from lessonkit.kinds.figure import Figure
 from lessonkit.kinds.snapshot import Snapshot
-from lessonkit.config.site import PROSE_COLUMNS
-from lessonkit.checks.verify import Report
+from lessonkit.run import runner as execute
+from lessonkit.run.outcomes import run_about
+from lessonkit.util.fs import atomic_write
 from lessonkit.util.text import line_span
 
 REFS_NAME = "prose-refs.json"  # sibling of excerpts.json: every inline `line` reference

@@ -31,8 +31,8 @@ from pathlib import Path
 from lessonkit.config import maps
 from lessonkit.errors import LessonError, Problem
 from lessonkit.pipeline.parse import Block
-from lessonkit.source.pin import check_file, check_tree
 from lessonkit.project import Project
+from lessonkit.source.pin import check_file, check_tree
 from lessonkit.source.pyindex import SourceFile
 from lessonkit.source.resolve import Tree, check_lines, excerpt_of
 from lessonkit.util.text import lines as text_lines

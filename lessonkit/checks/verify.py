@@ -8,14 +8,13 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lessonkit.config import maps
 from lessonkit.config import checks as projectchecks
-from lessonkit.config import environment
+from lessonkit.config import environment, maps
 from lessonkit.config import site as siteconfig
 from lessonkit.errors import LessonError, Problem, fold_repeats
-from lessonkit.util.fs import atomic_write
-from lessonkit.project import Project, Resolved
 from lessonkit.pipeline.render import duplicate_ids, page_ids
+from lessonkit.project import Project, Resolved
+from lessonkit.util.fs import atomic_write
 from lessonkit.util.text import line_span
 
 MAP_NAME = "excerpts.json"

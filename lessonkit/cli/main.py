@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import os
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -430,8 +430,8 @@ def _build(args) -> int:
 
 def _new(args) -> int:
     from lessonkit.checks import verify
-    from lessonkit.project import Project
     from lessonkit.cli.scaffold import new_lesson, slug_of
+    from lessonkit.project import Project
 
     project = Project(Path(args.root))
     conf = project.site
@@ -464,10 +464,10 @@ def _run(args) -> int:
     block at a line (``docs/x.md:12``, the form failing inline experiments print)."""
     from dataclasses import replace
 
-    from lessonkit.run import runner as execute
-    from lessonkit.run.outcomes import as_authored
     from lessonkit.pipeline.parse import Block, check_rel_path
     from lessonkit.project import Project
+    from lessonkit.run import runner as execute
+    from lessonkit.run.outcomes import as_authored
 
     project = Project(Path(args.root))
     target, _, line = args.script.partition(":")

@@ -37,8 +37,7 @@ class _NotInstalled(Exception):
 def prefill(root: Path, modules: list[str], wait: bool = False) -> int:
     """Provide the tree, check the pages, (``wait``: wait for stdin's line,) import ``modules``, run
     every experiment; the number of runs (cached or not)."""
-    from lessonkit.checks import living
-    from lessonkit.checks import verify
+    from lessonkit.checks import living, verify
     from lessonkit.project import Project
     from lessonkit.run import jobs
 

@@ -8,9 +8,8 @@ import re
 from pathlib import Path
 from typing import Mapping
 
-from lessonkit.errors import LessonError
 from lessonkit.config.site import LESSONS, environment, render
-
+from lessonkit.errors import LessonError
 
 SLUG_WORDS = 6  # a slug made from a title keeps its first words
 

@@ -24,7 +24,6 @@ from lessonkit.config.modules import HINT as MODULES_HINT
 from lessonkit.config.modules import read_modules
 from lessonkit.errors import LessonError, Problem
 
-
 # ---------------------------------------------------------------- kinds.toml
 
 KINDS_LABEL = "sourcemap/kinds.toml"

@@ -19,7 +19,6 @@ from lessonkit.config.files import (
 )
 from lessonkit.errors import LessonError, Problem
 
-
 # ---------------------------------------------------------------- excerpts.json
 
 MAP_HINT = "run `lessonkit verify --update-map` to write it again"

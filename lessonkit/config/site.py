@@ -63,9 +63,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from lessonkit.errors import LessonError
 from lessonkit.config.labels import LABELS, Labels
 from lessonkit.config.labels import problem as label_problem
+from lessonkit.errors import LessonError
 from lessonkit.util import text
 
 CONFIG = "sourcemap/site.toml"
@@ -238,8 +238,8 @@ def _sandbox():
     """The template environment class: Jinja's immutable sandbox, restricted to plain data."""
     import jinja2
     from jinja2.exceptions import SecurityError
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
     from jinja2.runtime import Macro
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
     from jinja2.utils import Namespace
 
     class DataOnlyEnvironment(ImmutableSandboxedEnvironment):
@@ -345,8 +345,8 @@ def load(root: Path, repo_url: str) -> SiteConfig:
     data: dict = {}
     path = root / CONFIG
     if path.exists() or path.is_symlink():  # checked field by field (lessonkit.config.files)
-        from lessonkit.config import files as config
         from lessonkit.config import checks as projectchecks
+        from lessonkit.config import files as config
 
         data, lines = config.read_toml(path, CONFIG, projectchecks.SITE_HINT)
         projectchecks.check_site(root, data, lines)

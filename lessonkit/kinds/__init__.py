@@ -26,14 +26,7 @@ from pathlib import Path
 from lessonkit.config.checks import KINDS_LABEL
 from lessonkit.config.modules import Registration, registered_objects
 from lessonkit.errors import LessonError
-from lessonkit.kinds import exercise
-from lessonkit.kinds import experiment
-from lessonkit.kinds import figure
-from lessonkit.kinds import line
-from lessonkit.kinds import real_source
-from lessonkit.kinds import snapshot
-from lessonkit.kinds import teaching
-from lessonkit.kinds import value
+from lessonkit.kinds import exercise, experiment, figure, line, real_source, snapshot, teaching, value
 from lessonkit.kinds.base import CITATION_ROLES, REPIN_ROLES, InlineKind, Kind, Resolved
 from lessonkit.pipeline.parse import INLINE, InlineRef
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from lessonkit.run import runner as execute
-from lessonkit.run.box import sandbox
 from lessonkit.errors import MISSING_SCRIPT, LessonError, Problem
 from lessonkit.pipeline.parse import check_rel_path
 from lessonkit.pipeline.recording import Recording, load
+from lessonkit.run import runner as execute
+from lessonkit.run.box import sandbox
 from lessonkit.util.text import whole_number
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")

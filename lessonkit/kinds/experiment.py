@@ -4,21 +4,18 @@ build; the page shows the code and this build's output."""
 from __future__ import annotations
 
 import os
-
+import re
 from html import escape
 from pathlib import Path
 
-import re
-
+from lessonkit.errors import MISSING_SCRIPT, LessonError, Problem
+from lessonkit.kinds.base import Kind, Resolved, slug
+from lessonkit.pipeline.parse import check_rel_path
 from lessonkit.run import runner as execute
 from lessonkit.run import session as drive
 from lessonkit.run.box import sandbox
-from lessonkit.errors import MISSING_SCRIPT, LessonError, Problem
-from lessonkit.pipeline.parse import check_rel_path
 from lessonkit.source.resolve import excerpt_of
-from lessonkit.kinds.base import Kind, Resolved, slug
 from lessonkit.util.text import whole_number
-
 
 VARIES_KEY = re.compile(r"^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*$")  # a record key (lessonkit_record.KEY)
 OUTPUT = "output"  # `Varies: output`: the printed output

@@ -28,14 +28,13 @@ import math
 from html import escape
 from typing import Any
 
-from lessonkit.pipeline import svg as figures
-from lessonkit.pipeline import recording
-from lessonkit.pipeline import shapes
-from lessonkit.errors import LessonError, Problem
 from lessonkit.config.labels import defaults
-from lessonkit.util.store import digest
+from lessonkit.errors import LessonError, Problem
 from lessonkit.kinds import _recorded
 from lessonkit.kinds.base import Kind, Resolved
+from lessonkit.pipeline import recording, shapes
+from lessonkit.pipeline import svg as figures
+from lessonkit.util.store import digest
 from lessonkit.util.text import whole_number
 
 SHAPES = ("Graph", "Broadcast", "Nested", "Alive", "Plot", "Matrix")

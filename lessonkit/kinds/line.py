@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from html import escape
 
-from lessonkit.source import refs as sourceref
 from lessonkit.errors import LessonError
 from lessonkit.kinds.base import InlineKind
+from lessonkit.source import refs as sourceref
 
 
 def parse(ref) -> sourceref.SourceRef:

@@ -8,9 +8,9 @@ from html import escape
 
 from lessonkit.config.site import LESSONS
 from lessonkit.errors import LessonError, Problem
+from lessonkit.kinds.base import Kind, Resolved, slug
 from lessonkit.source import select
 from lessonkit.source.resolve import check_commit, check_lines, excerpt_of
-from lessonkit.kinds.base import Kind, Resolved, slug
 
 COMMIT = re.compile(r"^[0-9a-fA-F]{7,40}$")
 LESSON = re.compile(r"^(\d\d)-")

@@ -14,12 +14,12 @@ from __future__ import annotations
 from functools import lru_cache
 from html import escape
 
-from lessonkit.pipeline import recording
-from lessonkit.errors import LessonError, Problem
 from lessonkit.config.labels import defaults
-from lessonkit.util.store import digest
+from lessonkit.errors import LessonError, Problem
 from lessonkit.kinds import _recorded
 from lessonkit.kinds.base import Kind, Resolved
+from lessonkit.pipeline import recording
+from lessonkit.util.store import digest
 from lessonkit.util.text import whole_number
 
 FORMAT = "1"  # bump when the HTML changes shape

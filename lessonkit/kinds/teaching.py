@@ -6,8 +6,8 @@ from __future__ import annotations
 from html import escape
 
 from lessonkit.errors import Problem
-from lessonkit.source.resolve import based_on, excerpt_of
 from lessonkit.kinds.base import Kind, Resolved
+from lessonkit.source.resolve import based_on, excerpt_of
 
 
 class Teaching(Kind):

@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 from html import escape
 
-from lessonkit.pipeline import recording
 from lessonkit.errors import LessonError
 from lessonkit.kinds import _recorded
 from lessonkit.kinds.base import InlineKind
+from lessonkit.pipeline import recording
 
 ARG = re.compile(
     r"(?P<exp>[A-Za-z_][A-Za-z0-9_-]*)\s+(?P<key>" + recording.KEY.pattern + r")(?:\s*\|\s*(?P<prec>\d{1,2}))?"

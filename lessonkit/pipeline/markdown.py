@@ -29,12 +29,12 @@ from markdown.preprocessors import Preprocessor
 from markdown.util import HTML_PLACEHOLDER
 from pymdownx.highlight import Highlight
 
-from lessonkit.run import runner as execute
-from lessonkit.errors import LessonError, Problem, fold_repeats
 from lessonkit.config.labels import PROVIDERS, provider_text  # noqa: F401 (where the pinned tree came from, in labels)
+from lessonkit.errors import LessonError, Problem, fold_repeats
 from lessonkit.pipeline.parse import QUOTE, Block, BrokenBlock, blank_line, parse_page
-from lessonkit.project import Project, Resolved
 from lessonkit.pipeline.render import Deferred, NoLinks, Renderer, anchors, duplicate_ids, page_ids
+from lessonkit.project import Project, Resolved
+from lessonkit.run import runner as execute
 from lessonkit.util.store import Store
 
 PRIORITY = 28  # after normalize_whitespace (30), before the fence preprocessors (25)

@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Callable, Protocol
 
+from lessonkit.config.labels import Labels, defaults
 from lessonkit.errors import LessonError, Problem
+from lessonkit.kinds.base import Resolved
 from lessonkit.run.runner import Result
 from lessonkit.source.pin import Pin
-from lessonkit.config.labels import Labels, defaults
-from lessonkit.kinds.base import Resolved
 from lessonkit.util.store import Store, digest
 
 # What `Renderer.code` makes of highlighted code; part of its cache key (bump it when that changes).

@@ -22,7 +22,6 @@ import hashlib
 import math
 from html import escape
 
-
 MONO = "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace"
 SANS = "system-ui, -apple-system, 'Noto Sans CJK SC', 'PingFang SC', sans-serif"
 STYLE = (

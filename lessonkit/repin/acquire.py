@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lessonkit.config import environment
+from lessonkit.errors import LessonError
 from lessonkit.source import fetch
 from lessonkit.source import pin as pinning
-from lessonkit.errors import LessonError
-from lessonkit.util.fs import atomic_write, owned_path, remove_owned, staging_dir
 from lessonkit.source.pin import Pin
+from lessonkit.util.fs import atomic_write, owned_path, remove_owned, staging_dir
 
 WHERE = "repin"  # the location operator errors are reported at
 AREA = "repin"  # the cache area of repin: <cache>/repin

@@ -10,14 +10,14 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
-from lessonkit.config import files as config
 from lessonkit.checks import verify
-from lessonkit.source import pin as pinning
-from lessonkit.util.fs import atomic_write, remove_owned, staging_dir
-from lessonkit.source.pin import Pin, PinnedTree, write_manifest
+from lessonkit.config import files as config
 from lessonkit.project import Project
 from lessonkit.repin.acquire import Target, err
 from lessonkit.repin.classify import RepinReport
+from lessonkit.source import pin as pinning
+from lessonkit.source.pin import Pin, PinnedTree, write_manifest
+from lessonkit.util.fs import atomic_write, remove_owned, staging_dir
 from lessonkit.util.text import lines as text_lines
 
 

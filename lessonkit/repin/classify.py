@@ -20,17 +20,17 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from lessonkit.run import runner as execute
 from lessonkit.errors import LessonError
 from lessonkit.pipeline.parse import Block, BrokenBlock
-from lessonkit.source.pin import Pin
 from lessonkit.project import Project
-from lessonkit.source import select
-from lessonkit.source.pyindex import MISSING_SYMBOL, SELECTOR, SourceFile
-from lessonkit.source.resolve import Excerpt, Tree, based_on, excerpt_of
 from lessonkit.repin import runs
 from lessonkit.repin.acquire import Target
 from lessonkit.repin.model import Item, _udiff
+from lessonkit.run import runner as execute
+from lessonkit.source import select
+from lessonkit.source.pin import Pin
+from lessonkit.source.pyindex import MISSING_SYMBOL, SELECTOR, SourceFile
+from lessonkit.source.resolve import Excerpt, Tree, based_on, excerpt_of
 from lessonkit.util.text import line_span
 
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})")

@@ -19,13 +19,13 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from lessonkit.run import runner as execute
-from lessonkit.source import refs as sourceref
+from lessonkit.checks.living import RECORDED
 from lessonkit.errors import LessonError
 from lessonkit.kinds import line as line_kind
 from lessonkit.kinds import value as value_kind
-from lessonkit.checks.living import RECORDED
 from lessonkit.pipeline.parse import Block
+from lessonkit.run import runner as execute
+from lessonkit.source import refs as sourceref
 
 KINDS = ("prose-ref", "snapshot", "figure", "value")
 
@@ -33,7 +33,6 @@ KINDS = ("prose-ref", "snapshot", "figure", "value")
 def items(project, ttree, target, parsed_pages: list, vs) -> list:
     """The repin rows of every inline reference, snapshot, figure and value of ``parsed_pages``."""
     from lessonkit.repin.model import Item
-
     from lessonkit.source.resolve import Tree
 
     # base names (`core.py`) resolve among the target's files, as they do among the pin's

@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from lessonkit.run import runner as execute
 from lessonkit.pipeline.parse import Block
 from lessonkit.project import Project
 from lessonkit.repin.acquire import Target
+from lessonkit.run import runner as execute
 from lessonkit.util.text import lines as text_lines
 
 

@@ -5,11 +5,11 @@ box. (Split from :mod:`lessonkit.run.runner`, which re-exports these names.)"""
 from __future__ import annotations
 
 import contextlib
-import threading
 import hashlib
 import json
 import os
 import sys
+import threading
 from concurrent.futures import CancelledError, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache

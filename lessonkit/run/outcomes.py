@@ -16,8 +16,8 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lessonkit.run.box import sandbox
 from lessonkit.errors import LessonError
+from lessonkit.run.box import sandbox
 
 if TYPE_CHECKING:
     from lessonkit.run.jobs import Job, Result

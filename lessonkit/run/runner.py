@@ -18,18 +18,18 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from lessonkit.config import environment
+from lessonkit.errors import LessonError, Problem
+from lessonkit.run import jobs
 from lessonkit.run.box import sandbox
-from lessonkit.util import seal, store
 from lessonkit.run.box.spec import BoxSpec, engine
 from lessonkit.run.box.tree import CheckedTree
-from lessonkit.errors import LessonError, Problem
-from lessonkit.util.fs import atomic_write, owned_path, read_regular, remove_owned
-from lessonkit.run import jobs
 from lessonkit.run.jobs import SKIPPED as SKIPPED
 from lessonkit.run.jobs import Job, Pending, Result, _shared_files, versions
 from lessonkit.run.jobs import pin_args as pin_args
-from lessonkit.run.outcomes import _check, _STORED, read_record, session_results
+from lessonkit.run.outcomes import _STORED, _check, read_record, session_results
 from lessonkit.run.outcomes import failure as failure
+from lessonkit.util import seal, store
+from lessonkit.util.fs import atomic_write, owned_path, read_regular, remove_owned
 
 # Not under "mkdocs": a warning that only costs time must not fail `mkdocs build --strict`.
 log = logging.getLogger("lessonkit.run.runner")

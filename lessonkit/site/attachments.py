@@ -13,15 +13,14 @@ from collections import OrderedDict
 from pathlib import PurePosixPath
 
 from lessonkit.attachments import Attachment, Inputs
+from lessonkit.checks.verify import Report
 from lessonkit.config import maps
-from lessonkit.run import runner as execute
-from lessonkit.errors import LessonError
 from lessonkit.config.labels import provider_text
+from lessonkit.errors import LessonError
 from lessonkit.pipeline.parse import Block, blank_line, parse_page
 from lessonkit.project import Project, Resolved
-from lessonkit.checks.verify import Report
+from lessonkit.run import runner as execute
 from lessonkit.util.text import md_code
-
 
 # ---------------------------------------------------------------- repository map
 

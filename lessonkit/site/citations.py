@@ -19,13 +19,13 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer, get_lexer_for_filename
 from pygments.util import ClassNotFound
 
-from lessonkit.source.pyindex import SourceFile
-from lessonkit.kinds.base import slug
-from lessonkit.config.labels import Labels, defaults
-from lessonkit.util.store import Store, digest
-from lessonkit.util.text import md_code, md_text, md_url
 from lessonkit.checks import living
 from lessonkit.checks.verify import Report
+from lessonkit.config.labels import Labels, defaults
+from lessonkit.kinds.base import slug
+from lessonkit.source.pyindex import SourceFile
+from lessonkit.util.store import Store, digest
+from lessonkit.util.text import md_code, md_text, md_url
 
 FORMAT = "3"  # bump when the HTML of the generated pages changes shape
 SOURCE_DIR = "source"

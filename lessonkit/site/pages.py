@@ -21,17 +21,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from lessonkit.config import environment
-from lessonkit.site import attachments
-from lessonkit.run.box import sandbox
-from lessonkit.run.runner import RECORD_HELPER
-from lessonkit.site import citations as site
 from lessonkit.attachments import CONFIG, Attachment, Inputs
+from lessonkit.checks.verify import Report
+from lessonkit.config import environment
 from lessonkit.config.files import show, tree_path_problem
 from lessonkit.errors import LessonError
 from lessonkit.project import Project
+from lessonkit.run.box import sandbox
+from lessonkit.run.runner import RECORD_HELPER
+from lessonkit.site import attachments
+from lessonkit.site import citations as site
 from lessonkit.util.store import Store, digest
-from lessonkit.checks.verify import Report
 
 if TYPE_CHECKING:
     from lessonkit.source.resolve import Excerpt

@@ -42,13 +42,13 @@ from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
 
-from lessonkit.checks import shown
-from lessonkit.site import active, csp, listings
 from lessonkit.checks import record as site_record
+from lessonkit.checks import shown
 from lessonkit.checks.htmlscan import Doc, browser_view
 from lessonkit.errors import LessonError, Problem
 from lessonkit.kinds.base import Resolved
 from lessonkit.run.outcomes import failure
+from lessonkit.site import active, csp, listings
 from lessonkit.site import citations as site_cites
 from lessonkit.util.store import code_version
 

@@ -25,8 +25,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from lessonkit.config import files as config
 from lessonkit.config import environment
+from lessonkit.config import files as config
 from lessonkit.errors import LessonError, Problem
 from lessonkit.source.fetch import DOWNLOAD_FAILED as DOWNLOAD_FAILED
 from lessonkit.source.fetch import HASH_MISMATCH, TIMED_OUT, extract_sdist, git_checkout, index_download

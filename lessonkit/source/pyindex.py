@@ -13,7 +13,8 @@ from lessonkit.errors import LessonError
 from lessonkit.source import pysyntax
 from lessonkit.source.pysyntax import Definition
 from lessonkit.util.store import Store, digest
-from lessonkit.util.text import line_span, lines as text_lines
+from lessonkit.util.text import line_span
+from lessonkit.util.text import lines as text_lines
 
 MISSING_SYMBOL = "missing-symbol"  # LessonError.code: the file has no such symbol or call
 WHICH = "which"  # LessonError.code: `Which:` picks none or several of a symbol's definitions

@@ -17,7 +17,6 @@ import ast
 import re
 from dataclasses import dataclass
 
-
 # where a definition stands, besides directly in a module or class body: the statement it is under
 CONTEXTS = ("if", "else", "try", "except", "finally", "with", "for", "while", "def")
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 from lessonkit.errors import LessonError
 from lessonkit.source.resolve import Tree
-from lessonkit.util.text import line_span, lines as text_lines
+from lessonkit.util.text import line_span
+from lessonkit.util.text import lines as text_lines
 
 _Q = r'"(?:[^"\\]|\\.)*"'
 REF = re.compile(

@@ -13,7 +13,6 @@ from lessonkit.source.pyindex import WHICH, SourceFile
 from lessonkit.util.store import Store
 from lessonkit.util.text import line_span
 
-
 ELIDED = "\u2026"  # what stands for left-out lines in the text an excerpt's sha256 is taken of
 
 

@@ -59,6 +59,22 @@ STATE: tuple[tuple[str, tuple[str, str]], ...] = (
         ),
     ),
     (
+        "lessonkit.site.active._RISKY",
+        (
+            "cache",
+            "Whether a set of attribute names may run, load or restyle, by the names: a pure function of "
+            "its key, memoised for the site check's mutated copies of a page; bounded, emptied when full.",
+        ),
+    ),
+    (
+        "lessonkit.integrations.mkdocs.guest.SKIP",
+        (
+            "fixed",
+            "The page context of a guest site's page that is no lessonkit page: built once at import and "
+            "never changed (the Markdown extension leaves such a page as it is).",
+        ),
+    ),
+    (
         "lessonkit.run.box.tree._BYTECODE",
         (
             "cache",

@@ -9,12 +9,12 @@ import textwrap
 import zipfile
 
 import pytest
+from support import ROOT, block
 
 from lessonkit.attachments import script_job
 from lessonkit.checks import living, verify
 from lessonkit.errors import LessonError
 from lessonkit.site import pages
-from support import ROOT, block
 
 pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from lessonkit.pipeline.parse import parse_page
 from lessonkit.kinds import KINDS
+from lessonkit.pipeline.parse import parse_page
 
 pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one
 

@@ -17,8 +17,8 @@ from html import unescape
 from pathlib import Path
 
 import pytest
-
 from support import TmpSite, block
+
 from lessonkit.checks import mutation
 from lessonkit.run import runner as execute
 

@@ -17,8 +17,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from support import TmpSite
+
 from lessonkit.run import outcomes
 from lessonkit.run import runner as execute
 from lessonkit.run.box import jail as jails

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 from support import ROOT
+from test_site import Visit
 
 from lessonkit.errors import LessonError
-from test_site import Visit
 
 AXE_VERSION = "4.14.1"  # axe-core, exact: the rules and their results change between releases
 AXE_DIR = ROOT / ".nox" / "axe"

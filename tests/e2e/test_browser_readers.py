@@ -533,8 +533,8 @@ def test_engine_labels_default_to_english_and_are_configurable(tmp_path):
 
 
 def test_provider_text_is_chosen_by_provider_kind():
-    from lessonkit.pipeline.markdown import provider_text
     from lessonkit.config.site import LABELS
+    from lessonkit.pipeline.markdown import provider_text
 
     zh = {**LABELS, "from-index": "来自 Python 包索引的发布包 {detail}", "from-archive": "本地发布包（{detail}）"}
     assert (

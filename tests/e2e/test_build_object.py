@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from support import block
+
 from lessonkit.build import Build, PageFile, SiteLinks, fill_tokens, line_offset, render_order, unknown_tokens
 from lessonkit.errors import Problem
 

@@ -15,15 +15,15 @@ from types import SimpleNamespace
 
 import markdown
 import pytest
-
 from support import ROOT, block
-from lessonkit.site import links as linkcheck
-from lessonkit.pipeline import mathml
+
 from lessonkit.pipeline import markdown as mdext
-from lessonkit.util import store
-from lessonkit.run.runner import Job
-from lessonkit.source.pyindex import SourceFile
+from lessonkit.pipeline import mathml
 from lessonkit.pipeline.render import Deferred
+from lessonkit.run.runner import Job
+from lessonkit.site import links as linkcheck
+from lessonkit.source.pyindex import SourceFile
+from lessonkit.util import store
 
 EXTENSIONS = [
     "lessonkit.pipeline.markdown",
@@ -278,8 +278,8 @@ def test_prewarm_process_fills_what_the_page_asks_for(site, monkeypatch):
     )
     monkeypatch.setenv("AUTOGRAD_SOURCE", str(site.pinned_root))
     monkeypatch.setenv("LESSONKIT_CACHE", str(site.cache))
-    from lessonkit.site import pages
     from lessonkit.checks import verify
+    from lessonkit.site import pages
 
     project = site.project()
     plan = pages.prewarm_plan(verify.check(project), ["docs/p.md"])

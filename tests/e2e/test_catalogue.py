@@ -44,8 +44,8 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
-
 from support import COMMIT, ROOT, TmpSite, block
+
 from lessonkit.cli.main import main as lessonkit_main
 from lessonkit.errors import LessonError
 from lessonkit.run.runner import Job, Runner

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from support import TmpSite
-from lessonkit.run import runner as execute
+
 from lessonkit.run import jobs as run_jobs
+from lessonkit.run import runner as execute
 from lessonkit.run.box import jail as jails
 from lessonkit.run.box import sandbox
 from lessonkit.run.runner import Job, Runner

@@ -29,7 +29,6 @@ from html import unescape
 
 import markdown
 import pytest
-
 from support import TmpSite, block
 from test_catalogue import (
     Ctx,
@@ -43,9 +42,10 @@ from test_catalogue import (
     run_cli_inprocess,
     snapshot,
 )
+
 from lessonkit.errors import Problem
-from lessonkit.pipeline.parse import parse_page
 from lessonkit.kinds import KINDS
+from lessonkit.pipeline.parse import parse_page
 from lessonkit.source import refs as sourceref
 from lessonkit.util.text import lines as text_lines
 from lessonkit.util.text import md_code, md_text, md_url

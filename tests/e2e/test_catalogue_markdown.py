@@ -15,10 +15,10 @@ import re
 from html import unescape
 
 import pytest
-
 from support import block
-from lessonkit.pipeline.parse import parse_page
+
 from lessonkit.kinds import KINDS
+from lessonkit.pipeline.parse import parse_page
 
 pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one
 

@@ -9,11 +9,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from support import COMMIT, block
+
 from lessonkit.errors import LessonError
-from lessonkit.pipeline.parse import parse_page
 from lessonkit.kinds import KINDS
+from lessonkit.pipeline.parse import parse_page
 from lessonkit.source.pin import check_tree, load_pin, provide
 from lessonkit.source.resolve import Tree, excerpt_of
 

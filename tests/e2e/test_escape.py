@@ -39,8 +39,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from support import ROOT, TmpSite
+
 from lessonkit.run import runner as execute
 from lessonkit.run.box import jail as jails
 from lessonkit.run.box import sandbox

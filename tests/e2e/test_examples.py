@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from lessonkit.source import fetch
-from lessonkit.site import csp
-from lessonkit.source import pin as pinning
 from lessonkit.errors import LessonError
+from lessonkit.site import csp
+from lessonkit.source import fetch
+from lessonkit.source import pin as pinning
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "micrograd-lessons"

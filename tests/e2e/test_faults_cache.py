@@ -25,14 +25,14 @@ import time
 from pathlib import Path
 
 import pytest
-
 from support import COMMIT, ROOT, TmpSite, block
+
 from lessonkit.config import files as config
 from lessonkit.config import maps
-from lessonkit.util import fs as fsutil
-from lessonkit.source import pin as pinmod
-from lessonkit.util import store
 from lessonkit.errors import LessonError
+from lessonkit.source import pin as pinmod
+from lessonkit.util import fs as fsutil
+from lessonkit.util import store
 
 EPOCH = "1764460800"
 KINDS = ["render", "highlight", "pages", "symbols", "mathml", "links", "pin"]

@@ -24,10 +24,10 @@ import time
 from pathlib import Path
 
 import pytest
-
 from support import ROOT, TmpSite, block
-from lessonkit.util import fs as fsutil
+
 from lessonkit.run.box import sandbox
+from lessonkit.util import fs as fsutil
 
 SLOW = """\
 import subprocess, sys, time

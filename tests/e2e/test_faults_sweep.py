@@ -20,14 +20,14 @@ import time
 from pathlib import Path
 
 import pytest
-
 from support import TmpSite
+
 from lessonkit.run import runner as execute
-from lessonkit.util import fs as fsutil
 from lessonkit.run.box import sandbox
-from lessonkit.util import store
 from lessonkit.run.runner import Job, Runner
 from lessonkit.source.pin import load_pin
+from lessonkit.util import fs as fsutil
+from lessonkit.util import store
 
 NS = fsutil.pid_namespace()
 pytestmark = pytest.mark.skipif(NS is None, reason="/proc does not show this PID namespace")

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from support import block
+
 from lessonkit.kinds import figure
 from lessonkit.pipeline import recording
 from lessonkit.pipeline import svg as figures

@@ -29,10 +29,10 @@ from pathlib import Path
 import pytest
 import tinycss2
 from selectolax.lexbor import LexborHTMLParser
+from support import ROOT
 
 from lessonkit.integrations.mkdocs.guest import BLOCKS_CSS, STYLESHEET
 from lessonkit.source.fetch import index_download, safe_extract
-from support import ROOT
 
 CACHE = ROOT / ".cache" / "guest-sites"
 BLOCK = "```real-source\nFile: autograd/tracer.py\nSymbol: Box\nCommit: f53a217\n```\n"

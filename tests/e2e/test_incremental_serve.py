@@ -24,7 +24,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from support import ROOT, block
 
 URL = "http://127.0.0.1:8000/"

@@ -8,13 +8,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from support import block
-from lessonkit import kinds
-from lessonkit import repin
+
+from lessonkit import kinds, repin
 from lessonkit.errors import LessonError
-from lessonkit.pipeline.parse import Block, parse_page
 from lessonkit.kinds import KINDS
+from lessonkit.pipeline.parse import Block, parse_page
 from lessonkit.pipeline.render import anchors
 
 pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one

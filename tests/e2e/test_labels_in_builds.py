@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from test_labels import CJK
 
 pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one

@@ -8,9 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from support import ROOT, block
 from prose_numbers import PROSE_NUMBERS
+from support import ROOT, block
 
 pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one
 

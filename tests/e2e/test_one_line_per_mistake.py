@@ -5,8 +5,8 @@ verify alike; another problem of a page gives no false stale-map line."""
 from __future__ import annotations
 
 import pytest
-
 from support import block
+
 from lessonkit.errors import Problem, fold_repeats
 from lessonkit.run import runner as execute
 from lessonkit.run.jobs import Job, Result

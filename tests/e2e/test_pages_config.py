@@ -8,7 +8,6 @@ import shutil
 import zipfile
 
 import pytest
-
 from support import ROOT, TmpSite, block
 
 pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one

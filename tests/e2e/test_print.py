@@ -8,6 +8,7 @@ import io
 import os
 import re
 import unicodedata
+
 import pytest
 from support import ROOT, build_real_site
 from test_site import Visit  # the browser and server fixtures come from conftest.py

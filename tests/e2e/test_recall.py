@@ -11,8 +11,8 @@ import re
 from html import unescape
 
 import pytest
-
 from support import TmpSite, block
+
 from lessonkit.checks import mutation, recall, verify
 
 pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one

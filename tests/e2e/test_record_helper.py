@@ -13,11 +13,11 @@ import sys
 import zipfile
 
 import pytest
+from support import ROOT
 
 from lessonkit.attachments import script_job
 from lessonkit.run import jobs, runner
 from lessonkit.run.runner import RECORD_HELPER
-from support import ROOT
 
 pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one
 

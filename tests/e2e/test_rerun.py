@@ -5,7 +5,6 @@ page then says."""
 from __future__ import annotations
 
 import pytest
-
 from support import block, site  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.warm_cache

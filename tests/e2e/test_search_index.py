@@ -11,7 +11,6 @@ import textwrap
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from support import ROOT
 
 from lessonkit.errors import LessonError

@@ -12,11 +12,11 @@ import time
 import urllib.request
 from pathlib import Path
 
+from support import TmpSite
 from watchdog.events import FileSystemEventHandler
 from watchdog.observers.polling import PollingObserver
 
 from lessonkit.integrations.mkdocs.watch import Watcher
-from support import TmpSite
 
 
 def _free_port() -> int:

@@ -21,6 +21,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support import ROOT, TmpSite, block
 
 from lessonkit.checks import record as site_record
 from lessonkit.checks.htmlscan import Doc
@@ -30,7 +31,6 @@ from lessonkit.run.box import sandbox
 from lessonkit.run.outcomes import _check
 from lessonkit.run.runner import Job
 from lessonkit.util import seal, store
-from support import ROOT, TmpSite, block
 
 LESSON = "lessons/05-reverse-mode.md"
 PAGE = "site/lessons/05-reverse-mode/index.html"

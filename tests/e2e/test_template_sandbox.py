@@ -8,10 +8,10 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from support import site  # noqa: F401 (fixture)
 
 from lessonkit.config import site as site_config
 from lessonkit.errors import LessonError
-from support import site  # noqa: F401 (fixture)
 
 HINT = (
     "a template reads plain data only (values, fields, items, filters); it calls no method and reaches no "

@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import site  # noqa: F401 (fixture)
 
 from lessonkit.config import checks
 from lessonkit.integrations.mkdocs import boundary
-from support import site  # noqa: F401 (fixture)
 
 HINT = (
     "a file of docs/ may not stand in for a file the engine or the theme writes: give yours another name "
@@ -257,7 +257,6 @@ def test_verify_base_with_no_trusted_change_runs_the_usual_checks(site):  # noqa
 
 def test_the_workflow_checks_the_trusted_files_of_every_pull_request():
     import yaml
-
     from support import ROOT
 
     workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "site.yml").read_text(encoding="utf-8"))

@@ -7,7 +7,6 @@ from __future__ import annotations
 import sys
 
 import pytest
-
 from tinypin import TinyProject, pack
 
 FORBIDDEN = ("autograd", "numpy")

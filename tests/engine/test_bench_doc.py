@@ -8,7 +8,6 @@ import math
 import sys
 
 import pytest
-
 from support import ROOT
 
 

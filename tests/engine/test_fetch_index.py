@@ -18,12 +18,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from support import ROOT
 
 from lessonkit.errors import LessonError
 from lessonkit.repin.acquire import _sdist_target, fetch_sdist
 from lessonkit.source import fetch
 from lessonkit.source import pin as pinning
-from support import ROOT
 
 ARCHIVE = b"\x1f\x8b not really a release archive, only bytes with a known digest" * 50
 SHA = hashlib.sha256(ARCHIVE).hexdigest()

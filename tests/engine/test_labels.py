@@ -9,15 +9,15 @@ import re
 import tokenize
 
 import pytest
+from support import ROOT
 
-from lessonkit.pipeline import svg as figures
 from lessonkit.config import labels
 from lessonkit.config import site as siteconfig
-from lessonkit.source import refs as sourceref
+from lessonkit.config.labels import LABELS, Labels
 from lessonkit.errors import LessonError
 from lessonkit.kinds.base import InlineKind, InlineRef, problems_of
-from lessonkit.config.labels import LABELS, Labels
-from support import ROOT
+from lessonkit.pipeline import svg as figures
+from lessonkit.source import refs as sourceref
 
 CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]")
 ENGINE = sorted(p for p in (ROOT / "lessonkit").rglob("*.py") if "__pycache__" not in p.parts)
@@ -66,10 +66,17 @@ def test_engine_templates_are_in_english():
 
 
 def test_engine_assets_name_no_series_and_no_language():
-    """The stylesheet and scripts every site gets (lessonkit/assets/; the exercise blocks' script,
-    worker and test runner): no CJK, no project name."""
+    """The stylesheets and scripts a site gets (lessonkit/assets/: the course's, the guest's scoped
+    stylesheet, the exercise blocks' script, worker and test runner): no CJK, no project name."""
     texts = [p for p in (ROOT / "lessonkit" / "assets").rglob("*") if p.suffix in (".css", ".js", ".py")]
-    assert sorted(p.name for p in texts) == ["exercise.js", "lessonkit.css", "lessonkit.js", "lkcheck.py", "worker.js"]
+    assert sorted(p.name for p in texts) == [
+        "exercise.js",
+        "lessonkit-blocks.css",
+        "lessonkit.css",
+        "lessonkit.js",
+        "lkcheck.py",
+        "worker.js",
+    ]
     for p in texts:
         text = p.read_text(encoding="utf-8")
         assert not CJK.search(text) and "autograd" not in text.lower(), p.name

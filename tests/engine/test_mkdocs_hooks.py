@@ -18,8 +18,8 @@ from mkdocs.config import load_config
 from mkdocs.exceptions import Abort, PluginError
 
 from lessonkit import build as lk_build
-from lessonkit.integrations.mkdocs import hooks as mkdocs_hooks
 from lessonkit.errors import LessonError
+from lessonkit.integrations.mkdocs import hooks as mkdocs_hooks
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS_LINE = (ROOT / "hooks" / "lessonkit_hooks.py").read_text(encoding="utf-8")

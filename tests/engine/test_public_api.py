@@ -10,9 +10,9 @@ import subprocess
 import sys
 
 import pytest
+from support import ROOT
 
 import lessonkit
-from support import ROOT
 
 API = {
     "Kind": "lessonkit.kinds.base",

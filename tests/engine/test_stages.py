@@ -13,11 +13,11 @@ from html.parser import HTMLParser
 
 import markdown
 import pytest
+from tinypin import COMMIT, SOURCES, line_of, manifest, pin_toml
 
 from lessonkit.checks import verify
 from lessonkit.errors import LessonError
 from lessonkit.pipeline.parse import Block, BrokenBlock, parse_page
-from tinypin import COMMIT, SOURCES, line_of, manifest, pin_toml
 
 LINE = re.compile(r"^(?P<path>[\w./-]+):(?P<line>\d+): (?P<what>.+) — (?P<hint>.+)$")
 

@@ -12,12 +12,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
-from lessonkit.run.runner import RECORD_HELPER
-
 from support import ROOT, build_real_site
+
 from lessonkit.checks import verify
 from lessonkit.project import Project
+from lessonkit.run.runner import RECORD_HELPER
 
 
 def _digests(site: Path) -> dict[str, str]:

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from lessonkit.pipeline import svg as figures
-from lessonkit.pipeline import recording
-from lessonkit.source import refs as sourceref
 from lessonkit.errors import LessonError
-from lessonkit.run.runner import RECORD_HELPER
+from lessonkit.pipeline import recording
+from lessonkit.pipeline import svg as figures
 from lessonkit.pipeline.recording import Format, build_snapshot, format_value, lookup
+from lessonkit.run.runner import RECORD_HELPER
+from lessonkit.source import refs as sourceref
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPERIMENTS = ROOT / "experiments"

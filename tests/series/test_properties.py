@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lessonkit.errors import LessonError
-from lessonkit.pipeline.parse import Block, BrokenBlock, parse_page
 from lessonkit.kinds import KINDS
+from lessonkit.pipeline.parse import Block, BrokenBlock, parse_page
 
 PATH = "docs/x.md"
 SETTINGS = settings(

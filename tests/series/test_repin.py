@@ -26,8 +26,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from support import COMMIT, block
+
 from lessonkit import repin
 from lessonkit.cli.main import main as cli
 from lessonkit.errors import LessonError

@@ -5,7 +5,6 @@ from _provenance import announce
 announce()
 
 from micrograd.engine import Value  # noqa: E402
-
 from tiny_value import TinyValue  # noqa: E402
 
 

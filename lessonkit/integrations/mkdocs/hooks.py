@@ -44,9 +44,9 @@ from lessonkit import build as lk_build
 from lessonkit.attachments import ENGINE_PAGE_OWNERS
 from lessonkit.config import checks as lk_checks
 from lessonkit.config import environment as lk_env
+from lessonkit.errors import LessonError
 from lessonkit.integrations.mkdocs import jiebacache, pagefacts, setup, themecache
 from lessonkit.integrations.mkdocs.options import from_extra
-from lessonkit.errors import LessonError
 from lessonkit.site import csp
 from lessonkit.source import pyodide
 

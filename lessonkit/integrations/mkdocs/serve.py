@@ -39,18 +39,18 @@ from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.structure.pages import Page
 
 from lessonkit import incremental
+from lessonkit.build import API_ENTRY
 from lessonkit.config import environment
+from lessonkit.errors import LessonError
 from lessonkit.integrations.mkdocs import hooks as mkdocs_hooks
 from lessonkit.integrations.mkdocs import jiebacache
 from lessonkit.integrations.mkdocs.watch import Watcher
-from lessonkit.build import API_ENTRY
-from lessonkit.errors import LessonError
 from lessonkit.site import csp
 
 if TYPE_CHECKING:
     from jinja2 import Environment
-    from mkdocs.livereload import LiveReloadServer
     from mkdocs.config.defaults import MkDocsConfig
+    from mkdocs.livereload import LiveReloadServer
     from mkdocs.structure.nav import Navigation
 
 log = logging.getLogger("mkdocs.lessonkit.integrations.mkdocs.serve")

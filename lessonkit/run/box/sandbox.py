@@ -40,20 +40,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lessonkit.errors import LessonError
+from lessonkit.run.box import fastexit
 from lessonkit.run.box import jail as jails
 from lessonkit.run.box.spec import BoxSpec
-from lessonkit.util.fs import _start_time
-from lessonkit.run.box import fastexit
-from lessonkit.run.box.sweep import MARK, PREFIX, _make_cgroup, _remove_cgroup, _rmtree, marked_processes, owner
 
 # Moved to lessonkit/run/box/sweep.py; importable from here as before.
 from lessonkit.run.box.sweep import CGROUP_FORMAT as CGROUP_FORMAT
 from lessonkit.run.box.sweep import DIR_FORMAT as DIR_FORMAT
-from lessonkit.run.box.sweep import PIDS_CGROUP as PIDS_CGROUP
+from lessonkit.run.box.sweep import MARK, PREFIX, _make_cgroup, _remove_cgroup, _rmtree, marked_processes, owner
 from lessonkit.run.box.sweep import MARK_FORMAT as MARK_FORMAT
+from lessonkit.run.box.sweep import PIDS_CGROUP as PIDS_CGROUP
 from lessonkit.run.box.sweep import SWEEP_AGE as SWEEP_AGE
 from lessonkit.run.box.sweep import _owner_alive as _owner_alive
 from lessonkit.run.box.sweep import sweep_leftovers as sweep_leftovers
+from lessonkit.util.fs import _start_time
 
 # Not under "mkdocs": a warning that only costs time must not fail `mkdocs build --strict`.
 log = logging.getLogger("lessonkit.run.box.sandbox")

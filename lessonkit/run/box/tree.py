@@ -18,11 +18,11 @@ import sys
 import threading
 from pathlib import Path
 
-from lessonkit.run.box import sandbox
-from lessonkit.errors import Problem
-from lessonkit.util.fs import signature
-from lessonkit.run.jobs import _shared_files
 from lessonkit.config.site import pinned_match
+from lessonkit.errors import Problem
+from lessonkit.run.box import sandbox
+from lessonkit.run.jobs import _shared_files
+from lessonkit.util.fs import signature
 
 # The bytecode of pinned modules, by (sha256 of the source, its path in a jail); None where
 # compiling failed or warned (the box then compiles that module itself, and says what it says).

@@ -340,6 +340,10 @@ def parse_page(text: str, path: str, line_offset: int = 0, *, kinds, badges: tup
             except LessonError as exc:
                 page.items.append(BrokenBlock(exc.at(path, lineno), i, end, indent, ordinal))
             ordinal += 1
+        elif badges and any(b and b in info for b in badges):  # an ordinary fence titled like a block
+            page.engine_html += fence_badges(info, path, lineno, badges)
+            if lazy is None:
+                _swallowed(page, kinds, lines, i, end, fence, path, line_offset)
         elif kinds.near(word):
             err = kinds.unknown(word, path, lineno)
             page.items.append(BrokenBlock(err, i, end if end is not None else len(lines) - 1, indent))
@@ -688,9 +692,26 @@ def _scheme(value: str, attr: str) -> str | None:
     return None
 
 
+# Ids the theme finds elements by: Material's all start with `__` (`__config`, the JSON its scripts
+# read, naming the search worker's file; `__code_<id>`, the copy buttons' targets; `__drawer`,
+# `__search`, `__palette_0`, …). An element of a page with such an id comes before the theme's own
+# and is the one its scripts find.
+RESERVED_ID = "__"
+
+
+def reserved_id(value: str) -> bool:
+    """An id the theme reserves (see :data:`RESERVED_ID`), as a browser reads it (spaces trimmed)."""
+    return value.strip(" \t\n\f\r").startswith(RESERVED_ID)
+
+
 def _attribute_problem(name: str, value: str, element: str | None = None, attrs: dict | None = None) -> str | None:
     """Why an attribute written in a page is refused, or None (``element``: the element it is on,
     None for an attribute list, whose element Markdown chooses)."""
+    if name == "id" and reserved_id(value):
+        return (
+            f"the id `{value.strip()}`, which the theme's scripts find elements by (its configuration, "
+            "the copy buttons' targets)"
+        )
     if name.startswith("on") and len(name) > 2:
         return f"an event attribute `{name}`, which runs code in the reader's browser"
     if name == "style":
@@ -775,7 +796,10 @@ def active_html(prose: list[tuple[int, str]], path: str, offset: int = 0) -> lis
             if scheme is not None:
                 what = "runs code in the reader's browser" if scheme in RUNS else "shows content that nothing checks"
                 found.setdefault(i, f"a Markdown link or image to a `{scheme}:` URL, which {what}")
-        for m in _ATTR_LIST.finditer(line) if "{" in line and "=" in line else ():
+        for m in _ATTR_LIST.finditer(line) if "{" in line and ("=" in line or "#" in line) else ():
+            for token in m[1].split():
+                if token.startswith("#") and reserved_id(token[1:]):
+                    found.setdefault(i, f"an attribute list `{{: … }}` sets {_attribute_problem('id', token[1:])}")
             for pair in _LIST_PAIR.finditer(m[1]):
                 value = next((v for v in pair.groups()[1:] if v is not None), "")
                 why = _attribute_problem(pair[1].lower(), value)
@@ -832,6 +856,31 @@ def badge_labels(line: str, path: str, lineno: int, badges: tuple[str, ...] = ()
                     lineno,
                     "write the annotation block instead; to name a kind of block, write its badge inside a "
                     "sentence or in quotes (\u300c…\u300d)",
+                    code=ENGINE_HTML,
+                )
+            ]
+    return []
+
+
+_TITLE = re.compile(r"""\btitle[ \t]*=[ \t]*(?:"([^"]*)"|'([^']*)'|(\S+))""")
+
+
+def fence_badges(info: str, path: str, lineno: int, badges: tuple[str, ...]) -> list[Problem]:
+    """The title of an ordinary code fence (``title="…"``, which the theme shows above the code, where
+    an engine block shows its badge) that holds one of the engine's ``badges``."""
+    from html import unescape
+
+    for m in _TITLE.finditer(info):
+        title = unescape(next(g for g in m.groups() if g is not None))
+        badge = next((b for b in badges if b and b in title), None)
+        if badge is not None:
+            return [
+                Problem(
+                    f'a code block\'s title shows the engine\'s badge "{badge}", as if it were an engine block',
+                    path,
+                    lineno,
+                    "write the annotation block instead (it checks the code against the pin), or title the "
+                    "code block without the badge",
                     code=ENGINE_HTML,
                 )
             ]

@@ -294,11 +294,38 @@ def _found(check, doc: Doc, rel: str, where: str) -> list[tuple[int, Problem, bo
                         if not any(a == attr and p.fullmatch(value.strip()) for a, p in allowed.urls):
                             refuse(f"a `{scheme}:` URL in `{attr}` of a <{name}>", m.start())
                         break
+    out += _reserved_ids(_tree, html, where)
     if _bad is not None:  # past where the scan and the browser differ: the browser's elements, at their lines
         for node in unpaired(doc):
             why = _unpaired_problem(node)
             if why is not None:
                 out.append((len(html), Problem(why, where, markup.element_line(html, _tree, node), HINT), False))
+    return out
+
+
+def _reserved_ids(tree, html: str, where: str) -> list[tuple[int, Problem, bool]]:
+    """The theme's scripts find their elements by ids that start with ``__`` (``__config``, whose
+    JSON names the search worker's file; ``__code_…``, the copy buttons' targets): each such id is on
+    one element of the page, and ``__config`` on a JSON ``<script>``. A second element with one of
+    them, placed before the theme's, is the one its scripts would read."""
+    seen: dict[str, int] = {}
+    out: list[tuple[int, Problem, bool]] = []
+    for node in tree.css("[id]"):
+        value = (node.attributes.get("id") or "").strip(" \t\n\f\r")
+        if not value.startswith("__"):
+            continue
+        seen[value] = seen.get(value, 0) + 1
+        name = markup.name(node)
+        wrong = value == "__config" and not (
+            name == "script" and (node.attributes.get("type") or "").strip().lower() == "application/json"
+        )
+        if seen[value] > 1 or wrong:
+            why = (
+                f"a second element with the id `{value}`, which the theme's scripts find their elements by"
+                if seen[value] > 1
+                else f"a <{name}> with the id `__config`, where the theme keeps its configuration"
+            )
+            out.append((len(html), Problem(why, where, markup.element_line(html, tree, node), HINT), False))
     return out
 
 

@@ -169,18 +169,23 @@ class Project:
         labels = self.site.labels
         return tuple(labels[k] for k in ("real-source", "teaching-simplification", "experiment", "snapshot"))
 
-    def parse(self, path: Path, text: str | None = None, offset: int = 0) -> ParsedPage:
+    def parse(self, path: Path, text: str | None = None, offset: int = 0, html_checks: bool = True) -> ParsedPage:
         """The page's blocks and inline references (:func:`parse_page`), parsed once per process for
-        the same text, place, kinds and badges (a serve rebuild parses only the pages that changed)."""
+        the same text, place, kinds and badges (a serve rebuild parses only the pages that changed).
+        ``html_checks=False``: without the raw-HTML check (:func:`lessonkit.pipeline.parse.active_html`),
+        for the noxfile's prefill alone, which runs before the HTML parser is installed."""
         text = self.read_page(path) if text is None else text
         rel, kinds = self.rel(path), tuple(self.kinds.values())
-        key = (rel, text, offset, tuple(map(id, kinds)), self.badges)
+        key = (rel, text, offset, tuple(map(id, kinds)), self.badges, html_checks)
         hit = _PARSED.get(key)
         if hit is None:
             if len(_PARSED) >= _PARSED_LIMIT:
                 _PARSED.clear()
             # the kinds are kept with the entry, so that their ids in the key stay theirs
-            hit = _PARSED[key] = (kinds, parse_page(text, rel, offset, kinds=self.kinds, badges=self.badges))
+            hit = _PARSED[key] = (
+                kinds,
+                parse_page(text, rel, offset, kinds=self.kinds, badges=self.badges, html_checks=html_checks),
+            )
         page = hit[1]
         return replace(  # its own lists: a caller that changes them changes no other caller's page
             page,

@@ -107,13 +107,14 @@ def check_config(project: Project, installed: bool = True) -> None:
 
 def check(project: Project, pages: list[Path] | None = None, installed: bool = True) -> Report:
     """Parse and resolve every block of ``pages`` (default: all of docs/). ``installed=False``:
-    the distributions of ``[experiments] versions`` may still be missing (the prefill)."""
+    the distributions of ``[experiments] versions`` and the HTML parser may still be missing (the
+    prefill, which only lists the experiments: the build then checks everything itself)."""
     report = Report()
     project.tree  # provide and check the pinned tree first: a bad tree is one clear error
     check_config(project, installed)
     for path in pages or project.pages():
         try:
-            parsed = project.parse(path)
+            parsed = project.parse(path, html_checks=installed)
         except LessonError as exc:
             report.problems += exc.problems
             report.broken[project.rel(path)] = None
@@ -137,7 +138,7 @@ def check(project: Project, pages: list[Path] | None = None, installed: bool = T
     from lessonkit.checks import includes, recall
 
     # what the pages pull in with `--8<--` (and snippets' auto_append): the same checks, at its lines
-    report.included = includes.check(project, list(pages or project.pages()))
+    report.included = includes.check(project, list(pages or project.pages())) if installed else []
     report.problems += report.included
     report.recalls, problems = recall.targets(project, report)
     report.problems += problems

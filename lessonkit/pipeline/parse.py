@@ -240,7 +240,9 @@ class InlineItem:
     end_col: int
 
 
-def parse_page(text: str, path: str, line_offset: int = 0, *, kinds, badges: tuple[str, ...] = ()) -> ParsedPage:
+def parse_page(
+    text: str, path: str, line_offset: int = 0, *, kinds, badges: tuple[str, ...] = (), html_checks: bool = True
+) -> ParsedPage:
     """Find every annotation block of a page. Never raises for bad blocks: they become
     ``BrokenBlock`` items carrying one located :class:`LessonError` each. ``kinds`` is the
     registry to consult (a :class:`lessonkit.kinds.Registry`: the project's, or the built-in
@@ -336,7 +338,7 @@ def parse_page(text: str, path: str, line_offset: int = 0, *, kinds, badges: tup
             try:
                 block = _build(kinds[word], lines, i, end, indent, path, line_offset, ordinal)
                 page.items.append(block)
-                page.engine_html += markup_values(kinds[word], block, badges)
+                page.engine_html += markup_values(kinds[word], block, badges, html_checks)
             except LessonError as exc:
                 page.items.append(BrokenBlock(exc.at(path, lineno), i, end, indent, ordinal))
             ordinal += 1
@@ -357,7 +359,8 @@ def parse_page(text: str, path: str, line_offset: int = 0, *, kinds, badges: tup
             break  # an unclosed ordinary fence runs to the end of the page
         i = end + 1
         prev_blank = False
-    page.engine_html += active_html(prose, path, line_offset)
+    if html_checks:  # off only in the prefill, which lists experiments before the HTML parser is installed
+        page.engine_html += active_html(prose, path, line_offset)
     _link_sessions(page, kinds)
     return page
 
@@ -887,7 +890,7 @@ def fence_badges(info: str, path: str, lineno: int, badges: tuple[str, ...]) -> 
     return []
 
 
-def markup_values(spec, block: Block, badges: tuple[str, ...] = ()) -> list[Problem]:
+def markup_values(spec, block: Block, badges: tuple[str, ...] = (), html_checks: bool = True) -> list[Problem]:
     """The header values and body lines a kind shows as Markdown (``spec.markup``: field names,
     ``"body"`` for the body): checked as prose is, for imitations, badges and active content."""
     rows: list[tuple[int, str]] = []
@@ -902,7 +905,8 @@ def markup_values(spec, block: Block, badges: tuple[str, ...] = ()) -> list[Prob
     for n, value in rows:
         out += engine_html(value, block.path, n, badges)
         out += badge_labels(value, block.path, n, badges)
-        out += active_html([(n - 1, value)], block.path)
+        if html_checks:
+            out += active_html([(n - 1, value)], block.path)
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -76,3 +77,32 @@ def test_the_docstring_names_only_what_exists():
     assert {"config", "source", "run", "kinds", "pipeline", "attachments", "site", "build", "cli"} <= words
     missing = [w for w in sorted(words) if importlib.util.find_spec(f"lessonkit.{w}") is None]
     assert missing == []
+
+
+def test_the_prefill_s_page_check_needs_the_standard_library_only(tiny):
+    """The noxfile's prefill lists a new clone's experiments before the lock is installed: its page
+    check (`verify.check(..., installed=False)`) runs on the standard library alone, without the
+    raw-HTML and include checks the build then makes (HTML parser, PyYAML, libcst absent)."""
+    tiny.page("a.md", '# A\n\n<b class="x">bold</b>\n\n```real-source\nFile: tiny/core.py\nSymbol: Node\n```\n')
+    code = (
+        "import sys\n"
+        f"sys.path.append({str(ROOT)!r})\n"
+        "from pathlib import Path\n"
+        "from lessonkit.project import Project\n"
+        "from lessonkit.checks import verify\n"
+        f"p = Project(Path({str(tiny.root)!r}), cache=Path({str(tiny.cache)!r}))\n"
+        "r = verify.check(p, p.pages(), installed=False)\n"
+        "print(len(r.problems), len(r.resolved))\n"
+        "third = {'selectolax', 'tinycss2', 'yaml', 'libcst'}\n"
+        "print(' '.join(sorted({m.split('.')[0] for m in sys.modules} & third)))\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-S", "-I", "-c", code],
+        cwd=tiny.root,
+        env={**os.environ, **tiny.env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split("\n")[:2] == ["0 2", ""]

@@ -1,6 +1,6 @@
 """Files of docs/ that MkDocs copies into the site as they are: an SVG file is read as a browser
 reads ``image/svg+xml`` (XML with namespaces, entities and processing instructions) and may only
-draw; a document a browser runs scripts in (HTML, XHTML, XML, ...) is refused. Both the build and
+draw; a document a browser runs scripts in (XHTML, XML, HTML not named .html, ...) is refused. Both the build and
 ``lessonkit verify`` say so, one line per mistake at its line."""
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ PAYLOADS = {
         [
             "docs/s4.svg:2: `xlink:href` of a <a> names 'javascript:document.title=1', not a relative file of "
             f"the site — {HINT}",
-            f"docs/s4.svg:2: an event attribute `onclick` on a <text>, which runs code in the reader's browser — {HINT}",
+            "docs/s4.svg:2: an event attribute `onclick` on a <text>, which runs code in the reader's browser "
+            f"— {HINT}",
             "docs/s4.svg:3: `href` of a <image> names 'https://evil.example/p.png', not a relative file of the "
             f"site — {HINT}",
             "docs/s4.svg:4: the CSS loads '//evil.example/x#a', which is not a part of this file or the site "
@@ -68,7 +69,7 @@ PAYLOADS = {
         [f"docs/x1.xhtml: {DOC}"],
     ),
     "h2.htm": ('<script>document.title="PWN"</script>\n', [f"docs/h2.htm: {DOC}"]),
-    "h3.html": ('<script>document.title="PWN"</script>\n', [f"docs/h3.html: {DOC}"]),
+    "h3.shtml": ('<script>document.title="PWN"</script>\n', [f"docs/h3.shtml: {DOC}"]),
     "d.XML": ("<x/>\n", [f"docs/d.XML: {DOC}"]),
 }
 HARMLESS = (

@@ -127,3 +127,13 @@ def test_the_build_and_verify_refuse_every_payload_and_pass_a_drawing(site: TmpS
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     v = site.verify("--site", "site")
     assert v.returncode == 0, (v.stdout + v.stderr)[-3000:]
+
+
+def test_verify_site_reads_an_svg_of_the_folder_as_xml_too():
+    from lessonkit.site import active
+
+    text, want = PAYLOADS["s1.svg"]
+    assert [str(p) for p in active.svg_problems(text.encode(), "site/s1.svg")] == [
+        w.replace("docs/", "site/") for w in want
+    ]
+    assert active.svg_problems(HARMLESS.encode(), "site/c.svg") == []

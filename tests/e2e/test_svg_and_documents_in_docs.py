@@ -6,10 +6,10 @@ draw; a document a browser runs scripts in (XHTML, XML, HTML not named .html, ..
 from __future__ import annotations
 
 import pytest
+from support import TmpSite
 
 from lessonkit.config import checks
 from lessonkit.util import markup
-from tests.support import TmpSite
 
 SVG_NS = 'xmlns="http://www.w3.org/2000/svg"'
 HINT = markup.SVG_HINT
@@ -137,3 +137,42 @@ def test_verify_site_reads_an_svg_of_the_folder_as_xml_too():
         w.replace("docs/", "site/") for w in want
     ]
     assert active.svg_problems(HARMLESS.encode(), "site/c.svg") == []
+
+
+def test_the_refused_svg_files_run_or_load_in_chromium_and_the_drawing_does_not(tmp_path, browser):
+    """What the check refuses is what a browser runs: opened on its own, each SVG payload sets the
+    document's title or asks another host for a style sheet; the static drawing does neither."""
+    import functools
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    for name in ("s1.svg", "s2.svg", "s6.svg", "s3.svg"):
+        (tmp_path / name).write_text(PAYLOADS[name][0], encoding="utf-8")
+    (tmp_path / "c.svg").write_text(HARMLESS, encoding="utf-8")
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(tmp_path)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{httpd.server_address[1]}"
+    seen = {}
+    try:
+        for name in ("s1.svg", "s2.svg", "s6.svg", "s3.svg", "c.svg"):
+            page = browser.new_page()
+            other: list[str] = []
+            page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(base) else route.abort())
+            page.on("request", lambda q: None if q.url.startswith(base) else other.append(q.url))
+            page.goto(f"{base}/{name}")
+            page.wait_for_timeout(200)
+            seen[name] = (page.title(), other)
+            page.close()
+    finally:
+        httpd.shutdown()
+    assert seen == {
+        "s1.svg": ("PWN", []),
+        "s2.svg": ("PWN", []),
+        "s6.svg": ("PWN", []),
+        "s3.svg": ("", ["https://evil.example/s3.css"]),
+        "c.svg": ("一个圆", []),
+    }

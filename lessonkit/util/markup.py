@@ -334,7 +334,9 @@ def svg_file_problems(data: bytes) -> list[tuple[int | None, str]]:
         for key, value in attrs.items():
             ans, _, name = key.rpartition(" ")
             shown = f"xlink:{name}" if ans == XLINK_NS else name if not ans else key
-            if name.lower().startswith("on"):
+            if ans == XML_NS and name == "base":
+                refuse(f"an `xml:base` on a <{local}>, which makes its relative URLs point elsewhere")
+            elif name.lower().startswith("on"):
                 refuse(f"an event attribute `{shown}` on a <{local}>, which runs code in the reader's browser")
             elif name == "href" and ans in ("", XLINK_NS):
                 why = _svg_url(value, local, shown)
@@ -374,4 +376,6 @@ def svg_file_problems(data: bytes) -> list[tuple[int | None, str]]:
         pass
     except expat.ExpatError as exc:
         out.append((exc.lineno, f"not well-formed XML ({expat.ErrorString(exc.code)}): a browser shows an error"))
+    except (ValueError, LookupError) as exc:  # a declared encoding expat cannot read (utf-7, an unknown name)
+        out.append((1, f"an encoding the check cannot read ({exc}); save the file as UTF-8"))
     return sorted(out, key=lambda item: item[0] or 0)

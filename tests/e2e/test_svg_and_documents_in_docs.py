@@ -64,6 +64,17 @@ PAYLOADS = {
             f"docs/s4.svg:8: a <animate> element, which is not static SVG drawing — {HINT}",
         ],
     ),
+    "s7.svg": (
+        f'<svg {SVG_NS}>\n<g xml:base="https://evil.example/"><a href="x.html"><text>t</text></a></g></svg>\n',
+        [f"docs/s7.svg:2: an `xml:base` on a <g>, which makes its relative URLs point elsewhere — {HINT}"],
+    ),
+    "s8.svg": (
+        f'<?xml version="1.0" encoding="utf-7"?>\n<svg {SVG_NS}/>\n',
+        [
+            "docs/s8.svg:1: an encoding the check cannot read (multi-byte encodings are not supported); save the "
+            f"file as UTF-8 — {HINT}"
+        ],
+    ),
     "x1.xhtml": (
         '<html xmlns="http://www.w3.org/1999/xhtml"><script>document.title="PWN"</script></html>\n',
         [f"docs/x1.xhtml: {DOC}"],

@@ -277,8 +277,41 @@ def folder_problems(root: Path, top: str, code: bool = False) -> list[Problem]:
     return out
 
 
+# Files a browser renders as a document of the site (and runs its scripts) that are not MkDocs'
+# pages: under docs/ MkDocs would copy them into the site as they are. (An ``.html`` file of docs/ is
+# a snippet a page includes, checked with the page, or a page of the site that ``verify --site``
+# reads as it reads MkDocs' pages: its scripts, styles and Content-Security-Policy.)
+DOCUMENT_SUFFIXES = frozenset(".htm .xhtml .xht .xml .xsl .xslt .mht .mhtml .shtml .svgz".split())
+DOCUMENT_WHY = "a document a browser would run scripts in"
+DOCUMENT_HINT = "write the page in Markdown"
+
+
 def docs_problems(root: Path) -> list[Problem]:
-    return folder_problems(root, "docs")
+    """The folder's entries (:func:`folder_problems`), then what its files would bring into the site:
+    a document a browser runs scripts in (an XHTML or XML file, HTML not named ``.html``), an SVG
+    file that does not only draw (:func:`lessonkit.util.markup.svg_file_problems`)."""
+    out = folder_problems(root, "docs")
+    if out:  # a link out of the project or a FIFO: nothing of the folder is read
+        return out
+    from lessonkit.util import markup
+
+    base = Path(root) / "docs"
+    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+        dirnames.sort()
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            rel = path.relative_to(root).as_posix()
+            suffix = path.suffix.lower()
+            if suffix in DOCUMENT_SUFFIXES:
+                out.append(Problem(DOCUMENT_WHY, rel, None, DOCUMENT_HINT))
+            elif suffix == ".svg":
+                try:
+                    data = path.read_bytes()
+                except OSError as exc:
+                    out.append(Problem(f"cannot be read ({exc.strerror})", rel, None, "make it a readable file"))
+                    continue
+                out += [Problem(why, rel, line, markup.SVG_HINT) for line, why in markup.svg_file_problems(data)]
+    return out
 
 
 def check_docs(root: Path) -> None:

@@ -410,36 +410,9 @@ def _link(check, attrs: dict[str, str], rel: str, where: str) -> list[Problem]:
     return []
 
 
-# What an SVG file may not hold: opened on its own (a link to it, a new tab), it is a document of the
-# site, and its scripts run there (as an <img> it runs nothing, but nothing says how it is opened).
-SVG_REFUSED = frozenset("script foreignobject iframe embed object frame frameset portal handler listener".split())
-
-
-def svg_problems(text: str, where: str) -> list[Problem]:
-    """The scripts, event attributes, embedded documents and URLs that run code or carry a document
-    in an SVG file of the folder, read as a browser reads markup (one problem per element, at its
-    line). The engine's own drawings are written into pages, not files: every SVG file is checked."""
-    tree = markup.parse(text)
-    found = []
-    for node in markup.elements(tree):
-        name = markup.name(node)
-        why = f"a <{node.tag}> element, which runs code or embeds a document" if name in SVG_REFUSED else None
-        if why is None and node.attributes:
-            attrs = markup.attributes(node)
-            for attr, value in attrs.items():
-                if attr.startswith("on") and len(attr) > 2:
-                    why = f"an event attribute `{attr}` on a <{node.tag}>, which runs code in the reader's browser"
-                    break
-                for url in markup.url_values(name, attr, value, attrs) or [value]:
-                    scheme = markup.scheme(url)
-                    if scheme in ("javascript", "vbscript") or (scheme == "data" and attr in URL_ATTRS):
-                        why = f"a `{scheme}:` URL in `{attr}` of a <{node.tag}>"
-                        break
-                if why is not None:
-                    break
-        if why is not None:
-            found.append((node, why))
-    return [
-        Problem(why, where, markup.element_line(text, tree, node), "an SVG file of the site may only draw; remove it")
-        for node, why in found
-    ]
+def svg_problems(data: bytes, where: str) -> list[Problem]:
+    """What an SVG file of the folder holds that is not static drawing, read as a browser reads
+    ``image/svg+xml`` (:func:`lessonkit.util.markup.svg_file_problems`): opened on its own (a link
+    to it, a new tab), it is a document of the site and its scripts run there. The engine's own
+    drawings are written into pages, not files: every SVG file is checked."""
+    return [Problem(why, where, line, markup.SVG_HINT) for line, why in markup.svg_file_problems(data)]

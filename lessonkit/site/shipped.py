@@ -261,8 +261,7 @@ class SiteCheck:
         for rel in sorted(f for f in self.hashes if f.endswith(".svg")):
             path = self.site_dir / rel
             if not path.is_symlink():
-                text = path.read_bytes().decode("utf-8", "replace")
-                self.problems += active.svg_problems(text, f"{self.label}/{rel}")
+                self.problems += active.svg_problems(path.read_bytes(), f"{self.label}/{rel}")
         return rep
 
     @staticmethod

@@ -234,3 +234,148 @@ def _css_walk(items, out: list[tuple[int, str]], strings: bool) -> None:
             _css_walk(t.content, out, strings)
         elif kind == "error":
             continue
+
+
+# -- SVG files
+#
+# A browser reads a file served as ``image/svg+xml`` (an ``.svg`` file of the site) as XML, not as
+# HTML: namespace prefixes (``<h:script>`` in the XHTML namespace is a script), entities declared in
+# a DOCTYPE and processing instructions (``<?xml-stylesheet?>``) all count. Opened on its own (a
+# link, a new tab) the file is a document of the site's origin, so it is read here as the browser
+# reads it (expat, namespace-aware) and held to static drawing: SVG elements of the list below, no
+# DOCTYPE, no processing instruction, no event attribute, and URLs that stay in the file or the site.
+
+SVG_NS = "http://www.w3.org/2000/svg"
+XLINK_NS = "http://www.w3.org/1999/xlink"
+XML_NS = "http://www.w3.org/XML/1998/namespace"
+SVG_DRAWING = frozenset(
+    "svg g defs symbol use path rect circle ellipse line polyline polygon text tspan textPath title desc "
+    "linearGradient radialGradient stop clipPath mask pattern marker image style metadata switch a view "
+    "filter feBlend feColorMatrix feComponentTransfer feComposite feConvolveMatrix feDiffuseLighting "
+    "feDisplacementMap feDistantLight feDropShadow feFlood feFuncA feFuncB feFuncG feFuncR feGaussianBlur "
+    "feImage feMerge feMergeNode feMorphology feOffset fePointLight feSpecularLighting feSpotLight feTile "
+    "feTurbulence".split()
+)
+SVG_IMAGE_DATA = re.compile(r"data:image/(png|jpeg|gif|webp)[;,]", re.I)
+SVG_HINT = "an SVG file of the site may only draw: keep static SVG elements and links inside the site"
+
+
+class _SvgStop(Exception):
+    """Reading stops: what follows (a DOCTYPE's entities) cannot be read safely."""
+
+
+def _svg_url(url: str, element: str, attr: str) -> str | None:
+    """Why URL ``url`` of attribute ``attr`` of an SVG element is refused, or None: only a fragment
+    of the file, a relative file of the site (a link, an image) or an image carried as data."""
+    text = cleaned(url)
+    if text.startswith("#"):
+        return None
+    if element in ("image", "feImage") and SVG_IMAGE_DATA.match(_CONTROL.sub("", text)):
+        return None
+    if element not in ("a", "image", "feImage"):
+        return f"`{attr}` of a <{element}> names {text!r}, not a part of this file (`#id`)"
+    if text[:1] in ("/", "\\") or scheme(text) is not None or text[:2].replace("\\", "/") == "//":
+        return f"`{attr}` of a <{element}> names {text!r}, not a relative file of the site"
+    return None
+
+
+def _css_local(url: str) -> bool:
+    return url.startswith("#") or (scheme(url) is None and not url.startswith(("/", "\\")))
+
+
+def _svg_css(css: str, declarations: bool) -> list[tuple[int, str]]:
+    """(line offset from the CSS's first line, why) for each URL and ``@import`` of CSS in an SVG file."""
+    import tinycss2
+
+    out = [
+        (line - 1, f"the CSS loads {url!r}, which is not a part of this file or the site")
+        for line, url in css_urls(css, declarations)
+        if other_host(url) or not _css_local(cleaned(url))
+    ]
+    if not declarations:
+        for rule in tinycss2.parse_stylesheet(css, skip_comments=True, skip_whitespace=True):
+            if getattr(rule, "type", None) == "at-rule" and rule.lower_at_keyword == "import":
+                out.append((rule.source_line - 1, "the CSS has an `@import`, which loads another style sheet"))
+    return out
+
+
+def svg_file_problems(data: bytes) -> list[tuple[int | None, str]]:
+    """(line, why) for everything of an SVG file (its bytes) that is not static drawing, read as a
+    browser reads ``image/svg+xml``: XML with namespaces (see the section's comment)."""
+    from xml.parsers import expat
+
+    parser = expat.ParserCreate(namespace_separator=" ")
+    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    out: list[tuple[int | None, str]] = []
+    styles: list[tuple[int, list[str]]] = []  # open <style> elements: their line, their text
+
+    def refuse(why: str) -> None:
+        out.append((parser.CurrentLineNumber, why))
+
+    def doctype(name, *_rest) -> None:
+        refuse("a DOCTYPE, whose entities can put any markup (a script) into the file")
+        raise _SvgStop
+
+    def entity(name, *_rest) -> None:  # declared without a DOCTYPE handler seeing it
+        refuse(f"an entity declaration `{name}`, which can put any markup into the file")
+        raise _SvgStop
+
+    def instruction(target, _data) -> None:
+        refuse(f"a processing instruction `<?{target} …?>`, which can load a style sheet or transform the file")
+
+    def start(tag: str, attrs: dict[str, str]) -> None:
+        ns, _, local = tag.rpartition(" ")
+        if styles:
+            styles[-1][1].append("\0")  # markup inside a <style>: not CSS
+        if ns != SVG_NS or local not in SVG_DRAWING:
+            where = f" in the namespace {ns}" if ns and ns != SVG_NS else " (no namespace)" if not ns else ""
+            refuse(f"a <{local}> element{where}, which is not static SVG drawing")
+            return
+        for key, value in attrs.items():
+            ans, _, name = key.rpartition(" ")
+            shown = f"xlink:{name}" if ans == XLINK_NS else name if not ans else key
+            if ans == XML_NS and name == "base":
+                refuse(f"an `xml:base` on a <{local}>, which makes its relative URLs point elsewhere")
+            elif name.lower().startswith("on"):
+                refuse(f"an event attribute `{shown}` on a <{local}>, which runs code in the reader's browser")
+            elif name == "href" and ans in ("", XLINK_NS):
+                why = _svg_url(value, local, shown)
+                if why is not None:
+                    refuse(why)
+            elif name == "style" and not ans:
+                for _, why in _svg_css(value, True):
+                    refuse(f"{why} (a `style` on a <{local}>)")
+            elif "(" in value and not ans:  # a presentation attribute: fill="url(#g)"
+                for _, why in _svg_css(f"x:{value}", True):
+                    refuse(f"{why} (`{name}` of a <{local}>)")
+        if local == "style":
+            styles.append((parser.CurrentLineNumber, []))
+
+    def end(tag: str) -> None:
+        if tag == f"{SVG_NS} style" and styles:
+            line, parts = styles.pop()
+            text = "".join(parts)
+            if "\0" in text:
+                out.append((line, "a <style> element holding markup, not only CSS"))
+            for offset, why in _svg_css(text, False):
+                out.append((line + offset, why))
+
+    def chars(text: str) -> None:
+        if styles:
+            styles[-1][1].append(text)
+
+    parser.StartDoctypeDeclHandler = doctype
+    parser.EntityDeclHandler = entity
+    parser.ProcessingInstructionHandler = instruction
+    parser.StartElementHandler = start
+    parser.EndElementHandler = end
+    parser.CharacterDataHandler = chars
+    try:
+        parser.Parse(data, True)
+    except _SvgStop:
+        pass
+    except expat.ExpatError as exc:
+        out.append((exc.lineno, f"not well-formed XML ({expat.ErrorString(exc.code)}): a browser shows an error"))
+    except (ValueError, LookupError) as exc:  # a declared encoding expat cannot read (utf-7, an unknown name)
+        out.append((1, f"an encoding the check cannot read ({exc}); save the file as UTF-8"))
+    return sorted(out, key=lambda item: item[0] or 0)

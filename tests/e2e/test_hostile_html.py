@@ -197,7 +197,7 @@ SVG = [
 @pytest.mark.parametrize("name", SVG)
 def test_payload_in_an_svg_asset_is_refused(name, tmp_path):
     text = '<?xml version="1.0"?>\n' + PAYLOADS[name] + "\n"
-    found = [str(p) for p in active.svg_problems(text, "site/x.svg")]
+    found = [str(p) for p in active.svg_problems(text.encode(), "site/x.svg")]
     (tmp_path / "x.svg").write_text(text, encoding="utf-8")
     other = [u for _, u in links._scan_asset(tmp_path / "x.svg") if markup.other_host(u)]
     assert found or other, name

@@ -265,6 +265,76 @@ def _sandbox():
     return DataOnlyEnvironment
 
 
+class UnsafeTemplate(Exception):
+    """A name in ``templates/`` that is not a regular file strictly inside it (a symbolic link, a
+    device, a folder): raised by :class:`_ProjectLoader`, reported by :func:`render` where the
+    template that named it asked for it."""
+
+
+def _project_loader(folder: Path):
+    """A Jinja loader of the project's ``templates/``: it reads a name only when every part of its
+    path below ``folder`` is a real folder or, last, a regular file (no symbolic link anywhere, the
+    file opened with ``O_NOFOLLOW``, its real path inside ``folder``); any other name that exists
+    raises :class:`UnsafeTemplate`. A name that does not exist falls through to the engine's."""
+    import os
+    import stat
+
+    import jinja2
+    from jinja2.loaders import split_template_path
+
+    class ProjectLoader(jinja2.BaseLoader):
+        def get_source(self, environment, template):
+            parts = split_template_path(template)  # refuses `..`; TemplateNotFound
+            try:
+                top = os.lstat(folder)
+            except OSError:
+                raise jinja2.TemplateNotFound(template) from None
+            if not stat.S_ISDIR(top.st_mode):
+                raise UnsafeTemplate("`templates` is not a folder (a symbolic link?)")
+            path = folder
+            for i, part in enumerate(parts):
+                path = path / part
+                try:
+                    st = os.lstat(path)
+                except FileNotFoundError:
+                    raise jinja2.TemplateNotFound(template) from None
+                except OSError as exc:
+                    raise UnsafeTemplate(f"`templates/{template}` cannot be read: {exc.strerror}") from None
+                last = i == len(parts) - 1
+                if stat.S_ISLNK(st.st_mode):
+                    raise UnsafeTemplate(f"`templates/{'/'.join(parts[: i + 1])}` is a symbolic link")
+                if not (stat.S_ISREG(st.st_mode) if last else stat.S_ISDIR(st.st_mode)):
+                    kind = "not a regular file" if last else "not a folder"
+                    raise UnsafeTemplate(f"`templates/{'/'.join(parts[: i + 1])}` is {kind}")
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+            except OSError as exc:
+                raise UnsafeTemplate(f"`templates/{template}` cannot be opened: {exc.strerror}") from None
+            with os.fdopen(fd, "rb") as f:
+                st = os.fstat(f.fileno())
+                real = Path(os.path.realpath(path))
+                if not stat.S_ISREG(st.st_mode) or not real.is_relative_to(Path(os.path.realpath(folder))):
+                    raise UnsafeTemplate(f"`templates/{template}` is not a regular file inside templates/")
+                data = f.read()
+            try:
+                source = data.decode("utf-8")
+            except UnicodeDecodeError:
+                raise UnsafeTemplate(f"`templates/{template}` is not UTF-8 text") from None
+            mtime = st.st_mtime_ns
+
+            def uptodate() -> bool:
+                try:
+                    return os.lstat(path).st_mtime_ns == mtime
+                except OSError:
+                    return False
+
+            return source, str(path), uptodate
+
+    loader = ProjectLoader()
+    loader.folder = folder  # type: ignore[attr-defined]  # for render(): where a project template's frame is
+    return loader
+
+
 def environment(root: Path):
     """Templates of the project (``templates/``) before the engine's (``lessonkit/templates/``),
     rendered in a sandbox (:func:`_sandbox`): ``templates/`` is contributed content, so a template
@@ -272,9 +342,7 @@ def environment(root: Path):
     strings, mappings and sequences; anything else is a located error, never run."""
     import jinja2
 
-    loader = jinja2.ChoiceLoader(
-        [jinja2.FileSystemLoader(root / "templates"), jinja2.FileSystemLoader(ENGINE_TEMPLATES)]
-    )
+    loader = jinja2.ChoiceLoader([_project_loader(root / "templates"), jinja2.FileSystemLoader(ENGINE_TEMPLATES)])
     # `{#id}` is Markdown's heading-id syntax, so Jinja2 comments are written {#-- … --#}
     env = _sandbox()(
         loader=loader,
@@ -304,11 +372,30 @@ def _template_line(exc: BaseException, filename: str | None) -> int | None:
     return line
 
 
+UNSAFE_HINT = "a template of templates/ is a regular file inside templates/, never a symbolic link: copy the text in"
+
+
+def _project_frame(env, exc: BaseException, name: str, filename: str | None) -> tuple[str, int | None]:
+    """Where in the project's ``templates/`` a render error was raised: the innermost frame of a
+    project template (``templates/<file>``, its line), else the rendered template's line."""
+    folder = getattr(getattr(env.loader, "loaders", [None])[0], "folder", None)
+    tb = exc.__traceback__
+    found: tuple[str, int | None] | None = None
+    while tb is not None:
+        code = tb.tb_frame.f_code.co_filename
+        if folder is not None and Path(code).is_relative_to(folder) and not code.endswith(".py"):
+            found = (f"templates/{Path(code).relative_to(folder).as_posix()}", tb.tb_lineno)
+        tb = tb.tb_next
+    return found or (f"templates/{name}", _template_line(exc, filename))
+
+
 def render(env, name: str, **data) -> str:
     import jinja2
 
     try:
         template = env.get_template(name)
+    except UnsafeTemplate as exc:
+        raise LessonError(f"template `{name}`: {exc}", path=f"templates/{name}", hint=UNSAFE_HINT) from None
     except jinja2.TemplateNotFound:
         raise LessonError(f"no template `{name}`", path="templates", hint="add templates/" + name) from None
     except jinja2.TemplateSyntaxError as exc:
@@ -320,6 +407,17 @@ def render(env, name: str, **data) -> str:
         ) from None
     try:
         return template.render(**data)
+    except UnsafeTemplate as exc:
+        path, line = _project_frame(env, exc, name, template.filename)
+        raise LessonError(f"template `{name}`: {exc}", path=path, line=line, hint=UNSAFE_HINT) from None
+    except RecursionError as exc:
+        path, line = _project_frame(env, exc, name, template.filename)
+        raise LessonError(
+            f"template `{name}`: the template calls itself without end (a macro, an include or an import)",
+            path=path,
+            line=line,
+            hint="end the recursion: a macro, include or import must not reach itself again",
+        ) from None
     except jinja2.exceptions.SecurityError as exc:
         raise LessonError(
             f"template `{name}`: {exc}",

@@ -213,7 +213,8 @@ def name_problem(name: str) -> str | None:
 def folder_problems(root: Path, top: str, code: bool = False) -> list[Problem]:
     """Every entry of the folder ``top`` of the project whose name is not safe, and every one that
     a reader would follow somewhere it must not: a link that is dangling, a loop, leads outside the
-    project, or is a folder (MkDocs walks into it); anything that is not a regular file or folder
+    project (or, under ``docs/``, out of docs/: ``.git/config`` is inside the project), or is a
+    folder (MkDocs walks into it); anything that is not a regular file or folder
     (a FIFO would hang the build, a device never ends). In a code folder (``code``: experiments,
     Mini), which the boxes, the code pages and the bundle copy as files, any link."""
     base = Path(root) / top
@@ -248,6 +249,17 @@ def folder_problems(root: Path, top: str, code: bool = False) -> list[Problem]:
                 if not str(real).startswith(real_root + os.sep):
                     out.append(
                         Problem(f"is a link that leads outside the project ({show(os.readlink(p))})", rel, None, hint)
+                    )
+                elif top == "docs" and not (str(real) + os.sep).startswith(os.path.realpath(base) + os.sep):
+                    inside = os.path.relpath(real, real_root).replace(os.sep, "/")
+                    out.append(
+                        Problem(
+                            f"is a link that leads out of docs/ (to `{inside}`)",
+                            rel,
+                            None,
+                            "replace the link with a copy of the file: the site publishes what a link under "
+                            "docs/ leads to",
+                        )
                     )
                 elif code:
                     inside = os.path.relpath(real, real_root).replace(os.sep, "/")

@@ -365,7 +365,9 @@ def replaced_files(root: Path, written: dict[str, str], pages: dict[str, str] | 
     """Files of ``docs/`` at a site path that :func:`written_files` reserves (MkDocs would copy
     the docs file over the engine's or the theme's, silently) or inside a folder a plugin writes
     (``search/``), and pages at a page path the engine writes itself (``pages``: page paths, and
-    folders ending in ``/``, with what writes them): one problem each, naming both files."""
+    folders ending in ``/``, with what writes them), and any other file in such a folder (a
+    ``docs/source/pkg/core.py`` is where the engine writes the page folder of ``pkg/core.py``):
+    one problem each, naming both files."""
     docs = Path(root) / "docs"
     pages = pages or {}
     out: list[Problem] = []
@@ -381,6 +383,10 @@ def replaced_files(root: Path, written: dict[str, str], pages: dict[str, str] | 
             else:
                 owner = written.get(rel) or next((w for f, w in WRITTEN_FOLDERS.items() if rel.startswith(f)), None)
                 what = f"would replace {owner} (both are site/{rel})"
+                folder = next((f for f in pages if f.endswith("/") and rel.startswith(f)), None)
+                if owner is None and folder is not None:  # site/source/a.py/ is the engine's page of a.py
+                    owner = pages[folder]
+                    what = f"would replace {owner} (the engine writes the pages under site/{folder} itself)"
             if owner is not None:
                 out.append(Problem(what, f"docs/{rel}", None, REPLACE_HINT))
     return sorted(out, key=lambda p: p.path or "")

@@ -62,6 +62,7 @@ import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from lessonkit.config.labels import LABELS, Labels
 from lessonkit.config.labels import problem as label_problem
@@ -122,6 +123,9 @@ class SiteConfig:
     lessons: str = LESSONS
     api: str = "api.md"
     bundle_text: tuple[str, ...] = ()
+    # the input check of what a template of the project renders (set by lessonkit.project: the
+    # raw-HTML check of a page lives in a layer above this one): (output, name, source) -> problems
+    check_output: Any = field(default=None, compare=False, repr=False)
 
     def is_lesson(self, page: str) -> bool:
         """Whether ``page`` (docs-relative, or project-relative under ``docs/``) is a lesson."""
@@ -140,7 +144,20 @@ class SiteConfig:
     def render(self, name: str, **data) -> str:
         """The template ``name`` filled with ``data`` (Markdown: a value from a file or a name goes in
         through the ``code``, ``mdtext`` or ``url`` filter; numbers and checked pin fields as given)."""
-        return render(self.templates, name, site=self, **data)
+        out = render(self.templates, name, site=self, **data)
+        source = project_source(self.templates, name) if self.check_output is not None else None
+        if source is not None:  # the project's own template: its output is checked as a page's prose
+            shown = out
+            # markup the caller passes whole (the slots of source pages, a drawn figure) is the
+            # engine's or the attachment's, not the template's: what the template writes is checked
+            for value in data.values():
+                if isinstance(value, str) and value.startswith("<") and value.endswith(">"):
+                    shown = shown.replace(value, "")
+            problems = self.check_output(shown, name, source)
+            if problems:
+                first = problems[0]
+                raise LessonError(first.message, path=first.path, line=first.line, hint=first.hint, problems=problems)
+        return out
 
 
 # What a template may read: plain data. Values of these types, the fields and properties of
@@ -370,6 +387,16 @@ def _template_line(exc: BaseException, filename: str | None) -> int | None:
             line = tb.tb_lineno
         tb = tb.tb_next
     return line
+
+
+def project_source(env, name: str) -> str | None:
+    """The text of the project's template ``name`` (``templates/``), or None when the engine's
+    template of that name is the one used."""
+    folder = getattr(getattr(env.loader, "loaders", [None])[0], "folder", None)
+    filename = env.get_template(name).filename  # compiled once: render() has loaded it
+    if folder is None or filename is None or not Path(filename).is_relative_to(folder):
+        return None
+    return env.loader.loaders[0].get_source(env, name)[0]
 
 
 UNSAFE_HINT = "a template of templates/ is a regular file inside templates/, never a symbolic link: copy the text in"

@@ -125,6 +125,9 @@ class ParsedPage:
     # the pages an author writes (verify, and the build for pages with a file), not for pages the
     # engine generates from its own templates.
     engine_html: list = field(default_factory=list)
+    # Problem: those of engine_html that are active content in prose (active_html: raw HTML that
+    # runs, embeds or restyles), apart: what the project's templates render is checked for these
+    active: list = field(default_factory=list)
 
     @property
     def blocks(self) -> list[Block]:
@@ -353,7 +356,8 @@ def parse_page(text: str, path: str, line_offset: int = 0, *, kinds, badges: tup
             break  # an unclosed ordinary fence runs to the end of the page
         i = end + 1
         prev_blank = False
-    page.engine_html += active_html(prose, path, line_offset)
+    page.active = active_html(prose, path, line_offset)
+    page.engine_html += page.active
     _link_sessions(page, kinds)
     return page
 

@@ -177,3 +177,25 @@ def test_a_symlink_in_templates_fails_the_build_and_publishes_nothing(site):  # 
     assert not out.exists() or not any(
         "HOST-SECRET-42" in f.read_text(errors="replace") for f in out.rglob("*") if f.is_file()
     )
+
+
+def test_raw_html_a_project_template_writes_is_checked_as_a_pages(site):  # noqa: F811
+    """What the project's own template renders becomes a page: a `<script>` in it would be hashed
+    into the page's CSP and run. It gets a page's input check: at the template's line when the
+    rendered line reads as one of the template, else named by its line of the rendered output."""
+    (site.root / "templates").mkdir()
+    (site.root / "templates" / "source-index.md").write_text(
+        "# Source\n\n<script>document.title='PWN'</script>\n\n{{ '<scr' ~ 'ipt>alert(1)</scr' ~ 'ipt>' }}\n",
+        encoding="utf-8",
+    )
+    built = site.build()
+    assert built.returncode == 1 and "Traceback" not in built.stderr
+    errors = [line.split("-  ", 1)[1] for line in built.stderr.splitlines() if line.startswith("ERROR")]
+    hint = "remove it: a page shows code, output and figures through annotation blocks, which the build checks"
+    assert errors == [
+        f"templates/source-index.md:3: raw HTML has a <script> element, which runs code in the reader's browser "
+        f"— {hint}",
+        "templates/source-index.md: line 5 of what it renders: raw HTML has a <script> element, which runs code in "
+        f"the reader's browser — {hint}",
+    ], built.stderr[-3000:]
+    assert not (site.root / "site" / "source" / "index.html").exists()

@@ -288,7 +288,7 @@ class UnsafeTemplate(Exception):
     template that named it asked for it."""
 
 
-def _project_loader(folder: Path):
+def project_loader(folder: Path):
     """A Jinja loader of the project's ``templates/``: it reads a name only when every part of its
     path below ``folder`` is a real folder or, last, a regular file (no symbolic link anywhere, the
     file opened with ``O_NOFOLLOW``, its real path inside ``folder``); any other name that exists
@@ -359,7 +359,7 @@ def environment(root: Path):
     strings, mappings and sequences; anything else is a located error, never run."""
     import jinja2
 
-    loader = jinja2.ChoiceLoader([_project_loader(root / "templates"), jinja2.FileSystemLoader(ENGINE_TEMPLATES)])
+    loader = jinja2.ChoiceLoader([project_loader(root / "templates"), jinja2.FileSystemLoader(ENGINE_TEMPLATES)])
     # `{#id}` is Markdown's heading-id syntax, so Jinja2 comments are written {#-- … --#}
     env = _sandbox()(
         loader=loader,

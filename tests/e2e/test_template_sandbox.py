@@ -173,6 +173,12 @@ def test_a_symlink_in_templates_fails_the_build_and_publishes_nothing(site):  # 
         "templates/source-index.md:3: template `source-index.md`: `templates/leak.txt` is a symbolic link — "
         "a template of templates/ is a regular file inside templates/, never a symbolic link: copy the text in"
     ], built.stderr[-3000:]
+    verified = site.verify()
+    assert verified.returncode == 1 and "Traceback" not in verified.stderr
+    assert verified.stderr.splitlines()[:1] == [
+        "templates/leak.txt: `templates/leak.txt` is a symbolic link — a template of templates/ is a regular file "
+        "inside templates/, never a symbolic link: copy the text in"
+    ], verified.stderr
     out = site.root / "site"
     assert not out.exists() or not any(
         "HOST-SECRET-42" in f.read_text(errors="replace") for f in out.rglob("*") if f.is_file()
@@ -199,3 +205,6 @@ def test_raw_html_a_project_template_writes_is_checked_as_a_pages(site):  # noqa
         f"the reader's browser — {hint}",
     ], built.stderr[-3000:]
     assert not (site.root / "site" / "source" / "index.html").exists()
+    verified = site.verify()  # verify reads the template as written: what a value forms is the build's
+    assert verified.returncode == 1 and "Traceback" not in verified.stderr
+    assert verified.stderr.splitlines()[:1] == [errors[0]], verified.stderr

@@ -251,6 +251,14 @@ def _data_attribute(obj, attr: str, value) -> bool:
     return False
 
 
+class TooLarge(Exception):
+    """A value or an output of a template beyond :data:`MAX_OUTPUT` (or a power beyond :data:`MAX_POWER`)."""
+
+
+MAX_OUTPUT = 16 * 1024 * 1024  # characters a template may render (and items of a repetition)
+MAX_POWER = 100
+
+
 def _sandbox():
     """The template environment class: Jinja's immutable sandbox, restricted to plain data."""
     import jinja2
@@ -264,6 +272,22 @@ def _sandbox():
             if isinstance(obj, jinja2.Undefined):
                 obj._fail_with_undefined_error()  # `'cycler' is undefined`, not an attribute of it
             return _data_attribute(obj, attr, value) and super().is_safe_attribute(obj, attr, value)
+
+        intercepted_binops = frozenset(["*", "**", "+"])
+
+        def call_binop(self, context, operator, left, right):
+            """`*`, `**` and `+` within bounds: a template makes no value larger than its output may be."""
+            if operator == "**" and isinstance(right, (int, float)) and right > MAX_POWER:
+                raise TooLarge(f"a power above {MAX_POWER} (`** {right}`)")
+            sized = (str, list, tuple)
+            if operator == "*":
+                for seq, n in ((left, right), (right, left)):
+                    if isinstance(seq, sized) and isinstance(n, int) and len(seq) * n > MAX_OUTPUT:
+                        raise TooLarge(f"a repetition longer than {MAX_OUTPUT} items")
+            if operator == "+" and isinstance(left, sized) and isinstance(right, sized):
+                if len(left) + len(right) > MAX_OUTPUT:
+                    raise TooLarge(f"a value longer than {MAX_OUTPUT} items")
+            return super().call_binop(context, operator, left, right)
 
         def wrap_str_format(self, value):
             return None  # str.format is a method like any other: not plain data
@@ -433,7 +457,21 @@ def render(env, name: str, **data) -> str:
             hint="check the template's Jinja syntax",
         ) from None
     try:
-        return template.render(**data)
+        out, size = [], 0
+        for chunk in template.generate(**data):
+            size += len(chunk)
+            if size > MAX_OUTPUT:
+                raise TooLarge(f"renders more than {MAX_OUTPUT} characters")
+            out.append(chunk)
+        return "".join(out)
+    except TooLarge as exc:
+        path, line = _project_frame(env, exc, name, template.filename)
+        raise LessonError(
+            f"template `{name}`: {exc}",
+            path=path,
+            line=line,
+            hint="a generated page is the size of its data: check the template's loops and repetitions",
+        ) from None
     except UnsafeTemplate as exc:
         path, line = _project_frame(env, exc, name, template.filename)
         raise LessonError(f"template `{name}`: {exc}", path=path, line=line, hint=UNSAFE_HINT) from None

@@ -208,3 +208,33 @@ def test_raw_html_a_project_template_writes_is_checked_as_a_pages(site):  # noqa
     verified = site.verify()  # verify reads the template as written: what a value forms is the build's
     assert verified.returncode == 1 and "Traceback" not in verified.stderr
     assert verified.stderr.splitlines()[:1] == [errors[0]], verified.stderr
+
+
+SIZE_HINT = "a generated page is the size of its data: check the template's loops and repetitions"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("{{ 'x' * 100000000 }}", "templates/t.md:3: template `t.md`: a repetition longer than 16777216 items"),
+        ("{{ 2 ** 100000000 }}", "templates/t.md:3: template `t.md`: a power above 100 (`** 100000000`)"),
+        (
+            "{% set ns = namespace(s=[1]) %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}",
+            "templates/t.md:3: template `t.md`: a value longer than 16777216 items",
+        ),
+        (
+            "{% for i in range(100000) %}{% for j in range(1000) %}xxxxxxxxxxxxxxxxxxxx{% endfor %}{% endfor %}",
+            "templates/t.md: template `t.md`: renders more than 16777216 characters",
+        ),
+    ],
+)
+def test_a_template_renders_within_bounds(tmp_path, body, message):
+    with pytest.raises(LessonError) as err:
+        render(tmp_path, body)
+    assert str(err.value) == f"{message} — {SIZE_HINT}"
+
+
+def test_repetition_and_powers_within_bounds_render(tmp_path):
+    assert render(tmp_path, "{{ 'ab' * 3 }} {{ 2 ** 10 }} {{ [1] * 2 }} {{ 'a' + 'b' }} {{ 1 + 2 }}") == (
+        "# heading\n\nababab 1024 [1, 1] ab 3\n"
+    )

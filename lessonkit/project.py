@@ -79,7 +79,24 @@ class Project:
     @cached_property
     def site(self) -> SiteConfig:
         """What the project says about itself (``sourcemap/site.toml``, ``templates/``)."""
-        return siteconfig.load(self.root, self.pin.repo)
+        return replace(siteconfig.load(self.root, self.pin.repo), check_output=self.template_html)
+
+    def template_html(self, text: str, name: str, source: str) -> list[Problem]:
+        """The active content a page's prose may not hold (:func:`parse_page`'s ``active``: raw HTML
+        that runs, embeds or restyles, URLs that run code) in ``text``, what the project's template
+        ``name`` rendered from ``source``: each at the template's line that reads as the rendered
+        line, else named by its line of the rendered output. (The engine's classes are no problem
+        here: a series' template may frame a figure its attachment draws as the engine does.)"""
+        found = parse_page(text, f"templates/{name}", kinds=self.kinds, badges=self.badges).active
+        rendered, lines = text.split("\n"), source.split("\n")
+        out = []
+        for p in found:
+            shown = rendered[p.line - 1] if p.line is not None and 0 < p.line <= len(rendered) else None
+            if shown is not None and shown in lines:
+                out.append(replace(p, line=lines.index(shown) + 1))
+            else:
+                out.append(replace(p, line=None, message=f"line {p.line} of what it renders: {p.message}"))
+        return out
 
     @cached_property
     def tree(self) -> PinnedTree:

@@ -21,6 +21,7 @@ import re
 import stat
 from pathlib import Path
 
+from lessonkit.config.files import show
 from lessonkit.errors import LessonError, Problem
 
 # `--8<--` at the start of a line (after spaces), not escaped with `;`, then a quoted name (inline)
@@ -77,9 +78,10 @@ def auto_append(root: Path) -> list[str]:
     return []
 
 
-def _resolve(project, name: str) -> Path | None:
+def _resolve(project, name: str) -> Path | str | None:
     """The file ``name`` names (relative to docs/, then to the project), inside the project; None
-    when there is none (snippets reports a missing file itself with ``check_paths``)."""
+    when there is none (snippets reports a missing file itself with ``check_paths``); why it is
+    refused when a symbolic link on its path leads out of docs/ (snippets would follow it)."""
     for candidate in (name, _SUFFIX.sub("", name)):
         for base in (project.docs, project.root):
             p = base / candidate
@@ -87,8 +89,16 @@ def _resolve(project, name: str) -> Path | None:
                 real = Path(os.path.realpath(p))
                 if real == project.root or project.root.resolve() not in real.parents:
                     return None
+                docs = Path(os.path.realpath(project.docs))
+                linked = real != Path(os.path.abspath(p))  # a symbolic link on the way
+                if linked and docs not in real.parents:
+                    inside = real.relative_to(project.root.resolve()).as_posix()
+                    return f"includes {show(name)}, a symbolic link that leads out of docs/ (to `{inside}`)"
                 return p
     return None
+
+
+LINK_HINT = "include a regular file of docs/ (copy the text in): a link out of docs/ publishes what it leads to"
 
 
 def check(project, pages: list[Path]) -> list[Problem]:
@@ -96,11 +106,16 @@ def check(project, pages: list[Path]) -> list[Problem]:
     included file's own lines; a file that is itself one of ``pages`` is checked as a page, not here."""
     checked = {p.resolve() for p in pages}
     queue: list[tuple[Path, str | None, int | None]] = []  # (file, where it is named, line)
-    if pages:
-        queue += [(p, None, None) for name in auto_append(project.root) if (p := _resolve(project, name))]
-    for page in pages:
-        queue += _named(project, page, None)
     problems: list[Problem] = []
+    if pages:
+        for name in auto_append(project.root):
+            p = _resolve(project, name)
+            if isinstance(p, str):
+                problems.append(Problem(p, "mkdocs.yml", None, LINK_HINT))
+            elif p is not None:
+                queue.append((p, None, None))
+    for page in pages:
+        queue += _named(project, page, None, problems)
     seen: set[Path] = set()
     while queue:
         path, by, line = queue.pop(0)
@@ -130,11 +145,11 @@ def check(project, pages: list[Path]) -> list[Problem]:
             problems += exc.problems
             continue
         problems += project.parse(path, text).engine_html
-        queue += _named(project, path, text)
+        queue += _named(project, path, text, problems)
     return problems
 
 
-def _named(project, path: Path, text: str | None) -> list[tuple[Path, str | None, int | None]]:
+def _named(project, path: Path, text: str | None, problems: list[Problem]) -> list[tuple[Path, str | None, int | None]]:
     if text is None:
         try:
             text = project.read_page(path)
@@ -146,6 +161,8 @@ def _named(project, path: Path, text: str | None) -> list[tuple[Path, str | None
         if "://" in name:
             continue
         target = _resolve(project, name)
-        if target is not None:
+        if isinstance(target, str):
+            problems.append(Problem(target, rel, line, LINK_HINT))
+        elif target is not None:
             out.append((target, rel, line))
     return out

@@ -12,6 +12,7 @@ from lessonkit.config import checks as projectchecks
 from lessonkit.config import environment, maps
 from lessonkit.config import site as siteconfig
 from lessonkit.errors import LessonError, Problem, fold_repeats
+from lessonkit.pipeline.parse import parse_page
 from lessonkit.pipeline.render import duplicate_ids, page_ids
 from lessonkit.project import Project, Resolved
 from lessonkit.util.fs import atomic_write
@@ -142,7 +143,36 @@ def check(project: Project, pages: list[Path] | None = None, installed: bool = T
     report.problems += report.included
     report.recalls, problems = recall.targets(project, report)
     report.problems += problems
+    report.problems += template_sources(project)
     return report
+
+
+def template_sources(project: Project) -> list[Problem]:
+    """The project's templates (``templates/``) as written: every entry is a regular file or folder
+    inside templates/ (read as the build reads it: no symbolic link), and the text of each ``.md``
+    holds no active content a page's prose may not (the build checks what each renders too, where a
+    value may form it)."""
+    import os
+
+    folder = project.root / "templates"
+    if os.path.islink(folder):
+        return [Problem("is a symbolic link", "templates", None, siteconfig.UNSAFE_HINT)]
+    loader, env = siteconfig.project_loader(folder), project.site.templates
+    problems: list[Problem] = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        for n in sorted(dirnames + filenames):
+            name = os.path.relpath(os.path.join(dirpath, n), folder).replace(os.sep, "/")
+            if not os.path.islink(folder / name) and (os.path.isdir(folder / name) or not name.endswith(".md")):
+                continue
+            try:
+                source = loader.get_source(env, name)[0]
+            except siteconfig.UnsafeTemplate as exc:
+                problems.append(Problem(str(exc), f"templates/{name}", None, siteconfig.UNSAFE_HINT))
+                continue
+            kinds, badges = project.kinds, project.badges
+            problems += parse_page(source, f"templates/{name}", kinds=kinds, badges=badges).active
+    return problems
 
 
 def troubled_pages(report: Report) -> set[str]:

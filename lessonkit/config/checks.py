@@ -213,7 +213,8 @@ def name_problem(name: str) -> str | None:
 def folder_problems(root: Path, top: str, code: bool = False) -> list[Problem]:
     """Every entry of the folder ``top`` of the project whose name is not safe, and every one that
     a reader would follow somewhere it must not: a link that is dangling, a loop, leads outside the
-    project, or is a folder (MkDocs walks into it); anything that is not a regular file or folder
+    project (or, under ``docs/``, out of docs/: ``.git/config`` is inside the project), or is a
+    folder (MkDocs walks into it); anything that is not a regular file or folder
     (a FIFO would hang the build, a device never ends). In a code folder (``code``: experiments,
     Mini), which the boxes, the code pages and the bundle copy as files, any link."""
     base = Path(root) / top
@@ -248,6 +249,17 @@ def folder_problems(root: Path, top: str, code: bool = False) -> list[Problem]:
                 if not str(real).startswith(real_root + os.sep):
                     out.append(
                         Problem(f"is a link that leads outside the project ({show(os.readlink(p))})", rel, None, hint)
+                    )
+                elif top == "docs" and not (str(real) + os.sep).startswith(os.path.realpath(base) + os.sep):
+                    inside = os.path.relpath(real, real_root).replace(os.sep, "/")
+                    out.append(
+                        Problem(
+                            f"is a link that leads out of docs/ (to `{inside}`)",
+                            rel,
+                            None,
+                            "replace the link with a copy of the file: the site publishes what a link under "
+                            "docs/ leads to",
+                        )
                     )
                 elif code:
                     inside = os.path.relpath(real, real_root).replace(os.sep, "/")
@@ -386,7 +398,9 @@ def replaced_files(root: Path, written: dict[str, str], pages: dict[str, str] | 
     """Files of ``docs/`` at a site path that :func:`written_files` reserves (MkDocs would copy
     the docs file over the engine's or the theme's, silently) or inside a folder a plugin writes
     (``search/``), and pages at a page path the engine writes itself (``pages``: page paths, and
-    folders ending in ``/``, with what writes them): one problem each, naming both files."""
+    folders ending in ``/``, with what writes them), and any other file in such a folder (a
+    ``docs/source/pkg/core.py`` is where the engine writes the page folder of ``pkg/core.py``):
+    one problem each, naming both files."""
     docs = Path(root) / "docs"
     pages = pages or {}
     out: list[Problem] = []
@@ -402,6 +416,10 @@ def replaced_files(root: Path, written: dict[str, str], pages: dict[str, str] | 
             else:
                 owner = written.get(rel) or next((w for f, w in WRITTEN_FOLDERS.items() if rel.startswith(f)), None)
                 what = f"would replace {owner} (both are site/{rel})"
+                folder = next((f for f in pages if f.endswith("/") and rel.startswith(f)), None)
+                if owner is None and folder is not None:  # site/source/a.py/ is the engine's page of a.py
+                    owner = pages[folder]
+                    what = f"would replace {owner} (the engine writes the pages under site/{folder} itself)"
             if owner is not None:
                 out.append(Problem(what, f"docs/{rel}", None, REPLACE_HINT))
     return sorted(out, key=lambda p: p.path or "")

@@ -62,6 +62,7 @@ import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from lessonkit.config.labels import LABELS, Labels
 from lessonkit.config.labels import problem as label_problem
@@ -122,6 +123,9 @@ class SiteConfig:
     lessons: str = LESSONS
     api: str = "api.md"
     bundle_text: tuple[str, ...] = ()
+    # the input check of what a template of the project renders (set by lessonkit.project: the
+    # raw-HTML check of a page lives in a layer above this one): (output, name, source) -> problems
+    check_output: Any = field(default=None, compare=False, repr=False)
 
     def is_lesson(self, page: str) -> bool:
         """Whether ``page`` (docs-relative, or project-relative under ``docs/``) is a lesson."""
@@ -140,7 +144,20 @@ class SiteConfig:
     def render(self, name: str, **data) -> str:
         """The template ``name`` filled with ``data`` (Markdown: a value from a file or a name goes in
         through the ``code``, ``mdtext`` or ``url`` filter; numbers and checked pin fields as given)."""
-        return render(self.templates, name, site=self, **data)
+        out = render(self.templates, name, site=self, **data)
+        source = project_source(self.templates, name) if self.check_output is not None else None
+        if source is not None:  # the project's own template: its output is checked as a page's prose
+            shown = out
+            # markup the caller passes whole (the slots of source pages, a drawn figure) is the
+            # engine's or the attachment's, not the template's: what the template writes is checked
+            for value in data.values():
+                if isinstance(value, str) and value.startswith("<") and value.endswith(">"):
+                    shown = shown.replace(value, "")
+            problems = self.check_output(shown, name, source)
+            if problems:
+                first = problems[0]
+                raise LessonError(first.message, path=first.path, line=first.line, hint=first.hint, problems=problems)
+        return out
 
 
 # What a template may read: plain data. Values of these types, the fields and properties of
@@ -234,6 +251,14 @@ def _data_attribute(obj, attr: str, value) -> bool:
     return False
 
 
+class TooLarge(Exception):
+    """A value or an output of a template beyond :data:`MAX_OUTPUT` (or a power beyond :data:`MAX_POWER`)."""
+
+
+MAX_OUTPUT = 16 * 1024 * 1024  # characters a template may render (and items of a repetition)
+MAX_POWER = 100
+
+
 def _sandbox():
     """The template environment class: Jinja's immutable sandbox, restricted to plain data."""
     import jinja2
@@ -247,6 +272,22 @@ def _sandbox():
             if isinstance(obj, jinja2.Undefined):
                 obj._fail_with_undefined_error()  # `'cycler' is undefined`, not an attribute of it
             return _data_attribute(obj, attr, value) and super().is_safe_attribute(obj, attr, value)
+
+        intercepted_binops = frozenset(["*", "**", "+"])
+
+        def call_binop(self, context, operator, left, right):
+            """`*`, `**` and `+` within bounds: a template makes no value larger than its output may be."""
+            if operator == "**" and isinstance(right, (int, float)) and right > MAX_POWER:
+                raise TooLarge(f"a power above {MAX_POWER} (`** {right}`)")
+            sized = (str, list, tuple)
+            if operator == "*":
+                for seq, n in ((left, right), (right, left)):
+                    if isinstance(seq, sized) and isinstance(n, int) and len(seq) * n > MAX_OUTPUT:
+                        raise TooLarge(f"a repetition longer than {MAX_OUTPUT} items")
+            if operator == "+" and isinstance(left, sized) and isinstance(right, sized):
+                if len(left) + len(right) > MAX_OUTPUT:
+                    raise TooLarge(f"a value longer than {MAX_OUTPUT} items")
+            return super().call_binop(context, operator, left, right)
 
         def wrap_str_format(self, value):
             return None  # str.format is a method like any other: not plain data
@@ -265,6 +306,76 @@ def _sandbox():
     return DataOnlyEnvironment
 
 
+class UnsafeTemplate(Exception):
+    """A name in ``templates/`` that is not a regular file strictly inside it (a symbolic link, a
+    device, a folder): raised by :class:`_ProjectLoader`, reported by :func:`render` where the
+    template that named it asked for it."""
+
+
+def project_loader(folder: Path):
+    """A Jinja loader of the project's ``templates/``: it reads a name only when every part of its
+    path below ``folder`` is a real folder or, last, a regular file (no symbolic link anywhere, the
+    file opened with ``O_NOFOLLOW``, its real path inside ``folder``); any other name that exists
+    raises :class:`UnsafeTemplate`. A name that does not exist falls through to the engine's."""
+    import os
+    import stat
+
+    import jinja2
+    from jinja2.loaders import split_template_path
+
+    class ProjectLoader(jinja2.BaseLoader):
+        def get_source(self, environment, template):
+            parts = split_template_path(template)  # refuses `..`; TemplateNotFound
+            try:
+                top = os.lstat(folder)
+            except OSError:
+                raise jinja2.TemplateNotFound(template) from None
+            if not stat.S_ISDIR(top.st_mode):
+                raise UnsafeTemplate("`templates` is not a folder (a symbolic link?)")
+            path = folder
+            for i, part in enumerate(parts):
+                path = path / part
+                try:
+                    st = os.lstat(path)
+                except FileNotFoundError:
+                    raise jinja2.TemplateNotFound(template) from None
+                except OSError as exc:
+                    raise UnsafeTemplate(f"`templates/{template}` cannot be read: {exc.strerror}") from None
+                last = i == len(parts) - 1
+                if stat.S_ISLNK(st.st_mode):
+                    raise UnsafeTemplate(f"`templates/{'/'.join(parts[: i + 1])}` is a symbolic link")
+                if not (stat.S_ISREG(st.st_mode) if last else stat.S_ISDIR(st.st_mode)):
+                    kind = "not a regular file" if last else "not a folder"
+                    raise UnsafeTemplate(f"`templates/{'/'.join(parts[: i + 1])}` is {kind}")
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+            except OSError as exc:
+                raise UnsafeTemplate(f"`templates/{template}` cannot be opened: {exc.strerror}") from None
+            with os.fdopen(fd, "rb") as f:
+                st = os.fstat(f.fileno())
+                real = Path(os.path.realpath(path))
+                if not stat.S_ISREG(st.st_mode) or not real.is_relative_to(Path(os.path.realpath(folder))):
+                    raise UnsafeTemplate(f"`templates/{template}` is not a regular file inside templates/")
+                data = f.read()
+            try:
+                source = data.decode("utf-8")
+            except UnicodeDecodeError:
+                raise UnsafeTemplate(f"`templates/{template}` is not UTF-8 text") from None
+            mtime = st.st_mtime_ns
+
+            def uptodate() -> bool:
+                try:
+                    return os.lstat(path).st_mtime_ns == mtime
+                except OSError:
+                    return False
+
+            return source, str(path), uptodate
+
+    loader = ProjectLoader()
+    loader.folder = folder  # type: ignore[attr-defined]  # for render(): where a project template's frame is
+    return loader
+
+
 def environment(root: Path):
     """Templates of the project (``templates/``) before the engine's (``lessonkit/templates/``),
     rendered in a sandbox (:func:`_sandbox`): ``templates/`` is contributed content, so a template
@@ -272,9 +383,7 @@ def environment(root: Path):
     strings, mappings and sequences; anything else is a located error, never run."""
     import jinja2
 
-    loader = jinja2.ChoiceLoader(
-        [jinja2.FileSystemLoader(root / "templates"), jinja2.FileSystemLoader(ENGINE_TEMPLATES)]
-    )
+    loader = jinja2.ChoiceLoader([project_loader(root / "templates"), jinja2.FileSystemLoader(ENGINE_TEMPLATES)])
     # `{#id}` is Markdown's heading-id syntax, so Jinja2 comments are written {#-- … --#}
     env = _sandbox()(
         loader=loader,
@@ -304,11 +413,40 @@ def _template_line(exc: BaseException, filename: str | None) -> int | None:
     return line
 
 
+def project_source(env, name: str) -> str | None:
+    """The text of the project's template ``name`` (``templates/``), or None when the engine's
+    template of that name is the one used."""
+    folder = getattr(getattr(env.loader, "loaders", [None])[0], "folder", None)
+    filename = env.get_template(name).filename  # compiled once: render() has loaded it
+    if folder is None or filename is None or not Path(filename).is_relative_to(folder):
+        return None
+    return env.loader.loaders[0].get_source(env, name)[0]
+
+
+UNSAFE_HINT = "a template of templates/ is a regular file inside templates/, never a symbolic link: copy the text in"
+
+
+def _project_frame(env, exc: BaseException, name: str, filename: str | None) -> tuple[str, int | None]:
+    """Where in the project's ``templates/`` a render error was raised: the innermost frame of a
+    project template (``templates/<file>``, its line), else the rendered template's line."""
+    folder = getattr(getattr(env.loader, "loaders", [None])[0], "folder", None)
+    tb = exc.__traceback__
+    found: tuple[str, int | None] | None = None
+    while tb is not None:
+        code = tb.tb_frame.f_code.co_filename
+        if folder is not None and Path(code).is_relative_to(folder) and not code.endswith(".py"):
+            found = (f"templates/{Path(code).relative_to(folder).as_posix()}", tb.tb_lineno)
+        tb = tb.tb_next
+    return found or (f"templates/{name}", _template_line(exc, filename))
+
+
 def render(env, name: str, **data) -> str:
     import jinja2
 
     try:
         template = env.get_template(name)
+    except UnsafeTemplate as exc:
+        raise LessonError(f"template `{name}`: {exc}", path=f"templates/{name}", hint=UNSAFE_HINT) from None
     except jinja2.TemplateNotFound:
         raise LessonError(f"no template `{name}`", path="templates", hint="add templates/" + name) from None
     except jinja2.TemplateSyntaxError as exc:
@@ -319,7 +457,32 @@ def render(env, name: str, **data) -> str:
             hint="check the template's Jinja syntax",
         ) from None
     try:
-        return template.render(**data)
+        out, size = [], 0
+        for chunk in template.generate(**data):
+            size += len(chunk)
+            if size > MAX_OUTPUT:
+                raise TooLarge(f"renders more than {MAX_OUTPUT} characters")
+            out.append(chunk)
+        return "".join(out)
+    except TooLarge as exc:
+        path, line = _project_frame(env, exc, name, template.filename)
+        raise LessonError(
+            f"template `{name}`: {exc}",
+            path=path,
+            line=line,
+            hint="a generated page is the size of its data: check the template's loops and repetitions",
+        ) from None
+    except UnsafeTemplate as exc:
+        path, line = _project_frame(env, exc, name, template.filename)
+        raise LessonError(f"template `{name}`: {exc}", path=path, line=line, hint=UNSAFE_HINT) from None
+    except RecursionError as exc:
+        path, line = _project_frame(env, exc, name, template.filename)
+        raise LessonError(
+            f"template `{name}`: the template calls itself without end (a macro, an include or an import)",
+            path=path,
+            line=line,
+            hint="end the recursion: a macro, include or import must not reach itself again",
+        ) from None
     except jinja2.exceptions.SecurityError as exc:
         raise LessonError(
             f"template `{name}`: {exc}",

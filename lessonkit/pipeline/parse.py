@@ -125,6 +125,9 @@ class ParsedPage:
     # the pages an author writes (verify, and the build for pages with a file), not for pages the
     # engine generates from its own templates.
     engine_html: list = field(default_factory=list)
+    # Problem: those of engine_html that are active content in prose (active_html: raw HTML that
+    # runs, embeds or restyles), apart: what the project's templates render is checked for these
+    active: list = field(default_factory=list)
 
     @property
     def blocks(self) -> list[Block]:
@@ -360,7 +363,8 @@ def parse_page(
         i = end + 1
         prev_blank = False
     if html_checks:  # off only in the prefill, which lists experiments before the HTML parser is installed
-        page.engine_html += active_html(prose, path, line_offset)
+        page.active = active_html(prose, path, line_offset)
+        page.engine_html += page.active
     _link_sessions(page, kinds)
     return page
 

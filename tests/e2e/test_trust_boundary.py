@@ -274,3 +274,23 @@ def test_a_deleted_module_that_the_configuration_named_is_listed(repo):
     (repo / "localext.py").unlink()
     write(repo, {"mkdocs.yml": BASE_YML.replace("  - localext\n", "")})
     assert boundary.changed_trusted(repo, "main") == ["localext.py", "mkdocs.yml"]
+
+
+def test_a_docs_file_at_the_path_of_a_generated_source_page_stops_build_and_verify(site):  # noqa: F811
+    """site/source/autograd/core.py/ is the folder of the engine's page of autograd/core.py: a
+    docs/source/autograd/core.py would be copied there first (the build then ended in a
+    FileExistsError). It is one line, in the build and in verify."""
+    evil = site.root / "docs" / "source" / "autograd" / "core.py"
+    evil.parent.mkdir(parents=True)
+    evil.write_text("print('not the pinned source')\n")
+    expected = [
+        "docs/source/autograd/core.py: would replace the engine's source browser (site/source/) (the engine writes "
+        f"the pages under site/source/ itself) — {HINT}"
+    ]
+    built = site.build()
+    assert built.returncode == 1 and "Traceback" not in built.stderr, built.stderr[-3000:]
+    errors = [line.split("-  ", 1)[1] for line in built.stderr.splitlines() if line.startswith("ERROR")]
+    assert errors == expected, built.stderr[-3000:]
+    checked = site.verify()
+    assert checked.returncode == 1 and "Traceback" not in checked.stderr
+    assert checked.stderr.splitlines()[:1] == expected, checked.stderr

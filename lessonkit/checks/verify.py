@@ -143,7 +143,8 @@ def check(project: Project, pages: list[Path] | None = None, installed: bool = T
     report.problems += report.included
     report.recalls, problems = recall.targets(project, report)
     report.problems += problems
-    report.problems += template_sources(project)
+    if installed:  # the project's templates (Jinja2 reads them): not in the prefill
+        report.problems += template_sources(project)
     return report
 
 

@@ -36,6 +36,13 @@ def line_items(value: str, key: str = "Lines") -> list[tuple[int | None, int | N
     for item in value.split(","):
         m = LINES_ITEM.match(item.strip())
         if not m or not (m[1] or m[3]) or (not m[2] and not m[1]):
+            if re.fullmatch(r"[0-9]+[ \t]*-?[ \t]*[0-9]*", item.strip()):  # a range, with numbers too long
+                what = (
+                    f"`{key}: {value}` is"
+                    if item.strip() == value.strip()
+                    else f"`{key}: {value}`: `{item.strip()}` is"
+                )
+                raise LessonError(f"{what} not a range `a-b` with 1 ≤ a ≤ b", hint=LINES_HINT)
             raise LessonError(f"`{key}: {value}` is not a list of line ranges", hint=LINES_HINT)
         a = int(m[1]) if m[1] else None
         b = (int(m[3]) if m[3] else None) if m[2] else a

@@ -234,7 +234,11 @@ def test_release_1_9_0_by_command_line(site, sdists):
     assert "real source: 3 unchanged, 1 moved, 1 changed" in out
     assert "experiments: 3 unchanged" in out
     n = _lines_of(text, "Symbol: grad_np_sum") - 2  # the opening fence
-    assert f":{n:<5} changed   real-source autograd/numpy/numpy_vjps.py::grad_np_sum — L443-445 → L443-445" in out
+    # `Lines` beside a Symbol selects lines of it: at the target they are looked for by their text
+    assert (
+        f":{n:<5} changed   real-source autograd/numpy/numpy_vjps.py::grad_np_sum — the quoted lines L443-445 "
+        "no longer occur verbatim in `grad_np_sum` (now L443-445)"
+    ) in out
     assert "-def grad_np_sum(ans, x, axis=None, keepdims=False, dtype=None, **kwargs):" in out  # --diffs
     assert "+def grad_np_sum(ans, x, axis=None, keepdims=False, dtype=None):" in out
     n = _lines_of(text, "Symbol: forward_grad_np_var") - 2

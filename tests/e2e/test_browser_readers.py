@@ -620,7 +620,12 @@ def test_api_entries_link_their_source_lines_and_citing_lessons(built_site):
 def test_mini_readme_is_translated_with_the_original_kept(built_site):
     html = (built_site / "attachments" / "mini-readme" / "index.html").read_text()
     zh, en = html.index('id="zh"'), html.index('id="original"')
-    assert zh < en and "只支持标量" in html[zh:en] and "Scalars only." in html[en:]
+    assert zh < en and "只支持 float 和一维向量。" in html[zh:en]
+    assert "Floats and one-dimensional vectors only." in html[en:]
     root = Path(__file__).resolve().parents[2]
     spans = lambda p: set(re.findall(r"`([^`]+)`", (root / p).read_text()))  # noqa: E731
     assert spans("mini-autograd/README.md") <= spans("mini-autograd/README.zh.md")  # the translation keeps up
+    size = re.search(r"the engine \(about (\d+) lines\)", (root / "mini-autograd/README.md").read_text())
+    assert f"引擎本身（约 {size.group(1)} 行）" in (root / "mini-autograd/README.zh.md").read_text()
+    lines = len((root / "mini-autograd/mini_autograd.py").read_text().splitlines())
+    assert 0 <= lines - int(size.group(1)) < 10, lines  # "about N lines": N is the count rounded down to tens

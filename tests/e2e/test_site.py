@@ -79,20 +79,22 @@ def test_every_page_loads_cleanly_in_chromium(built_site, server, browser):
 
 
 def test_browser_blocks_and_reports_an_added_cdn_link(built_site, server, browser, tmp_path):
-    """The page-visit check itself fails when a page asks another host for anything."""
+    """A page that gains a CDN link is caught: the page's Content-Security-Policy makes Chromium refuse it
+    before any request leaves, and the refusal is a console error, so the page-visit check fails."""
     page = built_site / "index.html"
     original = page.read_text()
+    cdn = "https://fonts.googleapis.com/css?family=Roboto"
     try:
-        page.write_text(
-            original.replace(
-                "</head>", '<link rel="stylesheet" href="https://fonts.googleapis.com/css?family=Roboto"></head>', 1
-            )
-        )
+        page.write_text(original.replace("</head>", f'<link rel="stylesheet" href="{cdn}"></head>', 1))
         v = Visit(browser, f"{server}/")
-        assert v.external == ["https://fonts.googleapis.com/css?family=Roboto"]
+        external, errors = list(v.external), list(v.errors)
         v.close()
     finally:
         page.write_text(original)
+    assert external == []  # no request to another host was even attempted
+    refusals = [e for e in errors if "Content Security Policy" in e and cdn in e]
+    assert len(refusals) == 1, errors
+    assert "style-src" in refusals[0], refusals[0]
 
 
 @pytest.mark.parametrize("term, lesson", [("累加", "05-reverse-mode"), ("反向传播", "05-reverse-mode")])

@@ -76,8 +76,8 @@ def test_a_lesson_written_from_the_guide_builds_and_verifies_first_time(site):
     html = (site.root / "site" / "lessons" / "15-from-guide" / "index.html").read_text()
     blocks = parse_page(body, "docs/lessons/15-from-guide.md", kinds=KINDS).blocks
     kinds = [b.kind for b in blocks]
-    assert kinds.count("real-source") == 14 and kinds.count("experiment") == 5
-    assert html.count("lk-block lk-real-source") == 14 and html.count("lk-block lk-experiment") == 5
+    assert kinds.count("real-source") == 17 and kinds.count("experiment") == 6
+    assert html.count("lk-block lk-real-source") == 17 and html.count("lk-block lk-experiment") == 6
     assert "grad = 6.0" in html and "d2f(1.0) = 6.0" in html and "⋯ 省略 3 行 ⋯" in html
 
 

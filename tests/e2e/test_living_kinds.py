@@ -59,7 +59,8 @@ def _html(site, name="a"):
 def test_the_four_kinds_are_registered():
     from lessonkit import kinds
 
-    assert list(kinds.KINDS.fenced)[-2:] == ["snapshot", "figure"]
+    fenced = list(kinds.KINDS.fenced)
+    assert fenced == ["real-source", "teaching-simplification", "experiment", "snapshot", "figure", "exercise"]
     assert list(kinds.KINDS.inline) == ["line", "value"]
 
 

@@ -50,6 +50,11 @@ PROSE_NUMBERS = [
         "D | 1.5（float）",
         "the chosen input X0 = 1.5 of higher_order.py, unboxed at the innermost call",
     ),
+    (
+        "lessons/12-gradient-check.md",
+        "把点挪到 0.3 就通过",
+        "the chosen input of the relu experiment below it (`check_grads(relu, ...)(0.3)`)",
+    ),
     # -- thresholds and tolerances of assertions (properties of the check, not observations)
     (
         "lessons/01-ad-and-graph.md",
@@ -96,6 +101,22 @@ PROSE_NUMBERS = [
         "recorded as station6.result",
     ),
     # -- hand derivations in formulas (the lesson's point is the algebra; the experiment asserts the result)
+    (
+        "lessons/05-reverse-mode.md",
+        "正确的导数是 2.0",
+        "d/dy(2.0 * y) derived by hand (2.0 is the chosen input of escaped_box.py's first call); "
+        "escaped_box.py asserts the swapped operands return it (escaped.right)",
+    ),
+    (
+        "lessons/05-reverse-mode.md",
+        "带着正确的 2.0",
+        "the same hand-derived d/dy(2.0 * y), carried by the new root; asserted by escaped_box.py",
+    ),
+    (
+        "lessons/05-reverse-mode.md",
+        "而不是 2.0，没有警告",
+        "the same hand-derived d/dy(2.0 * y), in the self-test answer; asserted by escaped_box.py",
+    ),
     (
         "lessons/07-broadcasting.md",
         "$\\bar{b} = 1+2+3+4+5+6 = 21$",

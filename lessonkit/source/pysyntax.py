@@ -115,6 +115,7 @@ class _AstWalk:
 
     def __init__(self, text: str):
         self.text = text
+        self.lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # as ast counts them
         self.out: list[Definition] = []
 
     def body(self, statements, prefix: str, scope: str, context: str, listed: bool) -> None:
@@ -128,7 +129,11 @@ class _AstWalk:
             self.body(stmt.body, prefix, scope, "if", False)
             other = stmt.orelse
             while other:
-                if len(other) == 1 and isinstance(other[0], ast.If) and _is_elif(self.text, other[0]):
+                if (
+                    len(other) == 1
+                    and isinstance(other[0], ast.If)
+                    and self.lines[other[0].lineno - 1].lstrip().startswith("elif")
+                ):
                     self.body(other[0].body, prefix, scope, "if", False)
                     other = other[0].orelse
                 else:
@@ -194,18 +199,9 @@ class _AstWalk:
             return None, False
         end = first.end_lineno or first.lineno
         after = node.body[1].lineno if len(node.body) > 1 else None
-        line = self.text.split("\n")[first.lineno - 1] if "\r" not in self.text else _line(self.text, first.lineno)
+        line = self.lines[first.lineno - 1]
         before = line.encode()[: first.col_offset].decode("utf-8", "replace")  # col_offset counts bytes
         return (first.lineno, end), bool(before.strip()) or after == end
-
-
-def _line(text: str, n: int) -> str:
-    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")[n - 1]
-
-
-def _is_elif(text: str, node: ast.If) -> bool:
-    """An ``If`` alone in an ``else`` is an ``elif`` when its line starts with ``elif``."""
-    return _line(text, node.lineno).lstrip().startswith("elif")
 
 
 def _ast_names(target) -> list[str]:

@@ -37,18 +37,12 @@ def line_items(value: str, key: str = "Lines") -> list[tuple[int | None, int | N
         m = LINES_ITEM.match(item.strip())
         if not m or not (m[1] or m[3]) or (not m[2] and not m[1]):
             if re.fullmatch(r"[0-9]+[ \t]*-?[ \t]*[0-9]*", item.strip()):  # a range, with numbers too long
-                what = (
-                    f"`{key}: {value}` is"
-                    if item.strip() == value.strip()
-                    else f"`{key}: {value}`: `{item.strip()}` is"
-                )
-                raise LessonError(f"{what} not a range `a-b` with 1 ≤ a ≤ b", hint=LINES_HINT)
+                raise _not_a_range(key, value, item)
             raise LessonError(f"`{key}: {value}` is not a list of line ranges", hint=LINES_HINT)
         a = int(m[1]) if m[1] else None
         b = (int(m[3]) if m[3] else None) if m[2] else a
         if (a is not None and a < 1) or (a is not None and b is not None and b < a):
-            what = f"`{key}: {value}` is" if item.strip() == value.strip() else f"`{key}: {value}`: `{item.strip()}` is"
-            raise LessonError(f"{what} not a range `a-b` with 1 ≤ a ≤ b", hint=LINES_HINT)
+            raise _not_a_range(key, value, item)
         out.append((a, b))
     for (a1, b1), (a2, b2) in zip(out, out[1:]):
         if b1 is None or a2 is None or a2 <= b1:
@@ -57,6 +51,12 @@ def line_items(value: str, key: str = "Lines") -> list[tuple[int | None, int | N
                 hint="list the ranges in file order, each after the previous one",
             )
     return out
+
+
+def _not_a_range(key: str, value: str, item: str) -> LessonError:
+    """The error for one item of ``Lines``/``Symbol-lines`` that is no range ``a-b`` with 1 ≤ a ≤ b."""
+    what = f"`{key}: {value}` is" if item.strip() == value.strip() else f"`{key}: {value}`: `{item.strip()}` is"
+    return LessonError(f"{what} not a range `a-b` with 1 ≤ a ≤ b", hint=LINES_HINT)
 
 
 def pick_lines(

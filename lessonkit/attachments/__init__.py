@@ -27,7 +27,7 @@ from pathlib import Path
 from lessonkit.attachments.base import Attachment, Diagram, Inputs, script_job
 from lessonkit.config.environment import display_text
 from lessonkit.config.files import _type_name, show, tree_path_problem
-from lessonkit.config.modules import HINT, Registration, read_modules, registered_objects
+from lessonkit.config.modules import HINT, Registration, raised_at, read_modules, registered_objects
 from lessonkit.errors import LessonError
 
 __all__ = ["Attachment", "Diagram", "Inputs", "Registered", "for_project", "script_job", "CONFIG"]
@@ -99,14 +99,7 @@ class Registered(Sequence):
         """One line for an exception of ``a``'s code: at the deepest line of the project's own
         files in its traceback, else at the registration."""
         module, line = self.where(a)
-        real_root = os.path.realpath(self.root) + os.sep
-        path, at = CONFIG, line
-        tb = exc.__traceback__
-        while tb is not None:
-            file = os.path.realpath(tb.tb_frame.f_code.co_filename)
-            if file.startswith(real_root):
-                path, at = Path(file).relative_to(real_root).as_posix(), tb.tb_lineno
-            tb = tb.tb_next
+        path, at = raised_at(self.root, exc, CONFIG, line)
         return LessonError(
             f"attachment `{a.name}` failed in {method}(): {type(exc).__name__}: {display_text(str(exc), 200)}",
             path=path,

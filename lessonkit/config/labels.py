@@ -63,8 +63,8 @@ LABELS = {
     "recall-full": "The whole {symbol}",  # the summary of the expandable full version
     "session": "session {name} · block {n} of {total}",  # an experiment block of a page session
     "not-verbatim": "The following is not {upstream} verbatim source.",
-    "teaching-file": "This is the series' own teaching implementation, quoted verbatim from {file} "
-    "of this repository and covered by tests.",
+    # no claim about tests: a series whose teaching code has tests says so in its own [labels]
+    "teaching-file": "This is the series' own teaching implementation, quoted verbatim from {file} of this repository.",
     "based-on": "based on {target}",
     "provenance": " ({commit}, {source}: {provider})",
     "run-record": "recorded by this build's run",

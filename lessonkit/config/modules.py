@@ -242,3 +242,59 @@ def registered_objects(root: Path, name: str, line: int, reg: Registration) -> l
                 f"write `{reg.one} = {reg.example}` ({reg.instance_note})",
             )
     return found
+
+
+def raised_at(root: Path, exc: BaseException, path: str, line: int) -> tuple[str, int]:
+    """Where a project module's code raised ``exc``: the deepest line of its traceback that is in
+    one of the project's own files (relative to ``root``), else ``(path, line)``."""
+    real_root = os.path.realpath(root) + os.sep
+    tb = exc.__traceback__
+    while tb is not None:
+        file = os.path.realpath(tb.tb_frame.f_code.co_filename)
+        if file.startswith(real_root):
+            path, line = Path(file).relative_to(real_root).as_posix(), tb.tb_lineno
+        tb = tb.tb_next
+    return path, line
+
+
+def _line(obj: Any) -> int | None:
+    line = getattr(obj, "line", None)
+    return line if isinstance(line, int) else None
+
+
+def guard_methods(obj: Any, methods: tuple[str, ...], root: Path, label: str, module: str, line: int) -> None:
+    """Make every call of ``obj.<method>`` for ``methods`` report an exception of the project's
+    code as one located :class:`LessonError` (a LessonError it raises passes unchanged): at the
+    line of the project's file that raised it, naming the method, the block or reference it was
+    called for (when an argument has ``path`` and ``line``) and the registration at ``line`` of
+    ``label``. The project's modules are trusted code: this turns their mistakes into lines, it is
+    not a sandbox."""
+    import functools
+
+    what = f"{type(obj).__name__}" if not getattr(obj, "name", "") else f"`{obj.name}`"
+
+    def guarded(method: str, bound):
+        @functools.wraps(bound)
+        def call(*args, **kwargs):
+            try:
+                return bound(*args, **kwargs)
+            except LessonError:
+                raise
+            except Exception as exc:
+                at = next((a for a in args if isinstance(getattr(a, "path", None), str) and _line(a)), None)
+                during = f" for {at.path}:{at.line}" if at is not None else ""
+                path, where = raised_at(root, exc, label, line)
+                raise LessonError(
+                    f"kind {what} failed in {method}(){during}: {type(exc).__name__}: {display_text(str(exc), 200)}",
+                    path=path,
+                    line=where,
+                    hint=f"a mistake in module `{module}` ({label}:{line} registers it)",
+                ) from None
+
+        return call
+
+    for method in methods:
+        bound = getattr(obj, method, None)
+        if callable(bound):
+            with contextlib.suppress(AttributeError):  # a class with __slots__ keeps its own methods
+                object.__setattr__(obj, method, guarded(method, bound))

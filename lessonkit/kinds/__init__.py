@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from lessonkit.config.checks import KINDS_LABEL
-from lessonkit.config.modules import Registration, registered_objects
+from lessonkit.config.modules import Registration, guard_methods, registered_objects
 from lessonkit.errors import LessonError
 from lessonkit.kinds import exercise, experiment, figure, line, real_source, snapshot, teaching, value
 from lessonkit.kinds.base import CITATION_ROLES, REPIN_ROLES, InlineKind, Kind, Resolved
@@ -147,7 +147,33 @@ def for_project(root: Path) -> Registry:
 __all__ += ["REPIN_ROLES", "CITATION_ROLES"]
 
 
+# What a project's kind must define itself, and every method the stages call on it.
+MUST_DEFINE = {Kind: ("resolve", "render", "plain"), InlineKind: ("render",)}
+METHODS = {
+    Kind: ("validate", "session_problems", "resolve", "anchor", "render", "plain", "repin"),
+    InlineKind: ("read", "look_up", "validate", "render", "plain", "check", "job"),
+}
+
+
 def import_kind_module(root: Path, name: str, line: int) -> list:
     """Import one module of ``kinds.toml`` from the project root and return its kinds (see
-    :func:`lessonkit.config.modules.registered_objects`: only the project's own modules)."""
-    return registered_objects(root, name, line, REGISTRATION)
+    :func:`lessonkit.config.modules.registered_objects`: only the project's own modules).
+
+    A kind that leaves out a method it must define is one located error at ``line``; an exception
+    its code raises later is one located error at the line that raised it
+    (:func:`lessonkit.config.modules.guard_methods`)."""
+    found = registered_objects(root, name, line, REGISTRATION)
+    for kind in found:
+        base = Kind if isinstance(kind, Kind) else InlineKind
+        missing = [m for m in MUST_DEFINE[base] if getattr(type(kind), m, None) is getattr(base, m)]
+        if missing:
+            listed = ", ".join(f"{m}()" for m in missing)
+            raise LessonError(
+                f"kind `{kind.name or type(kind).__name__}` of module `{name}` does not define {listed}",
+                path=CONFIG,
+                line=line,
+                hint=f"a {base.__name__} defines {', '.join(f'{m}()' for m in MUST_DEFINE[base])}; "
+                "see the engine guide, 'Block kinds of your own'",
+            )
+        guard_methods(kind, METHODS[base], root, CONFIG, name, line)
+    return found

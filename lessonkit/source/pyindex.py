@@ -193,7 +193,7 @@ class SourceFile:
         except (SyntaxError, ValueError, RecursionError, MemoryError, AssertionError):
             raise LessonError(
                 f"call selector `{func}({arg})` has an unparseable argument",
-                hint="write it as in the source, e.g. defvjp(anp.multiply)",
+                hint=f"write it as the call reads in the source: `{func}(first_argument)`",
             ) from None
         calls = [d for d in self.definitions if d.kind == "call" and d.name.split("(", 1)[0] == func]
         hits = [d for d in calls if d.name == f"{func}({want})"]
@@ -204,7 +204,7 @@ class SourceFile:
                 raise LessonError(
                     f"no top-level call of `{func}` in {self.rel}",
                     code=MISSING_SYMBOL,
-                    hint="a call selector matches module-level calls such as defvjp(anp.exp)",
+                    hint="a call selector `f(first_argument)` matches a call at module level (not inside a def or class)",
                 )
             names = [d.name for d in calls]
             close = difflib.get_close_matches(f"{func}({want})", names, n=5, cutoff=0.5) or names[:5]

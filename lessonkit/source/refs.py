@@ -76,7 +76,7 @@ def parse(raw: str) -> SourceRef:
     if not m:
         raise LessonError(
             f"cannot read the source reference {raw[:80]!r}",
-            hint='write [[core.py::backward_pass "a fragment of the line"]], '
+            hint='write [[FILE::SYMBOL "a fragment of the line"]], '
             "optionally .. a second fragment, or +N for an offset, and |file or |L",
         )
     if m["b"] and not m["a"]:

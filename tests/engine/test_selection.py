@@ -311,3 +311,15 @@ def test_dedent_on_tab_indented_code_says_tab(tmp_path):
         "d.md:5: `Dedent: 4` but L2 is indented with a tab, not spaces — `Dedent` removes spaces; use "
         "`Dedent: auto` or `Dedent: none` for tab-indented code"
     )
+
+
+def test_call_selector_hints_name_the_authors_own_call(tmp_path):
+    text = "setup(alpha)\nsetup(beta)\n"
+    assert problem(tmp_path, "c.py", text, "Symbol: teardown(alpha)") == (
+        "d.md:3: no top-level call of `teardown` in c.py — a call selector `f(first_argument)` matches a call at "
+        "module level (not inside a def or class)"
+    )
+    assert problem(tmp_path, "c.py", text, "Symbol: setup(alpha beta)") == (
+        "d.md:3: call selector `setup(alpha beta)` has an unparseable argument — write it as the call reads in "
+        "the source: `setup(first_argument)`"
+    )

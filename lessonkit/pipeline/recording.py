@@ -139,7 +139,7 @@ def format_value(v, fmt: Format = Format(), depth: int = 0) -> str:
         )
     d = depth + 1
     if is_tuple(v):  # as Python writes it: (1, 2), a one-element tuple (1,), the empty one ()
-        inner = ", ".join(format_value(x, fmt, d) for x in v["tuple"])
+        inner = ", ".join(_item(x, fmt, d) for x in v["tuple"])
         return f"({inner},)" if len(v["tuple"]) == 1 else f"({inner})"
     if isinstance(v, dict):
         if set(v) == {"scalar", "dtype"}:
@@ -154,7 +154,7 @@ def format_value(v, fmt: Format = Format(), depth: int = 0) -> str:
             return f"{v['box']}(trace={v['trace']}, _value={format_value(v.get('value'), fmt, d)})"
         if not v:
             return "{}"
-        return "{" + ", ".join(f"{k}: {format_value(x, fmt, d)}" for k, x in v.items()) + "}"
+        return "{" + ", ".join(f"{k}: {_item(x, fmt, d)}" for k, x in v.items()) + "}"
     if isinstance(v, bool) or v is None:
         return str(v)
     if isinstance(v, int):
@@ -162,8 +162,14 @@ def format_value(v, fmt: Format = Format(), depth: int = 0) -> str:
     if isinstance(v, float):
         return _float(v, fmt, fmt.integral)
     if isinstance(v, list):
-        return "[" + ", ".join(format_value(x, fmt, d) for x in v) + "]"
+        return "[" + ", ".join(_item(x, fmt, d) for x in v) + "]"
     return str(v)
+
+
+def _item(x, fmt: Format, depth: int) -> str:
+    """A value inside a list, tuple or dict: a string in quotes, as Python writes it (``['a', 'b']``);
+    alone, a recorded string is shown as its text."""
+    return repr(x) if isinstance(x, str) else format_value(x, fmt, depth)
 
 
 def _float(v: float, fmt: Format, integral: str) -> str:

@@ -606,7 +606,8 @@ def main(argv=None) -> int:
     rp.add_argument(
         "--apply",
         action="store_true",
-        help="when nothing beyond moves happened: rewrite pin, manifest, Lines:/Commit: headers and map",
+        help="move the pin: rewrite pin, manifest, Lines:/Commit: headers and map, and list the blocks "
+        "that need the author",
     )
     rp.set_defaults(func=_repin)
     s = sub.add_parser(

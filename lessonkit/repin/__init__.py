@@ -9,12 +9,13 @@ version on the package index (``1.9.0``), a full 40-digit commit fetched from
   (experiments, run by :mod:`.runs`: unchanged / differs / fails), by error codes, never by
   message text;
 * :mod:`.report`: the summary on stdout and the HTML page (``lessonkit/templates/repin.html``);
-* :mod:`.apply`: with ``--apply`` (allowed only when nothing beyond moves happened) the pin,
-  its manifest, the ``Lines:``/``Emphasize:``/``Commit:`` headers and the excerpt map are rewritten in one
-  step, verified, and rolled back on any problem.
+* :mod:`.apply`: with ``--apply`` the pin, its manifest, the ``Lines:``/``Emphasize:``/``Commit:``
+  headers and the excerpt map are rewritten in one step, verified, and rolled back on any problem;
+  where the target changed what a block shows, the pin moves all the same and each such block is
+  one located line for the author, with the old and new text.
 
 The exit status is 0 only when nothing beyond "moved" happened and every experiment
-prints what it prints at the pin.
+prints what it prints at the pin (with ``--apply``: 1 when blocks wait for the author).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def main(args) -> int:
             print(f"HTML report: {project.rel(out)}")
             if args.apply:
                 apply(project, report)
-                return 0
+                return 1 if report.attention else 0  # 1: the pin moved, the author's edits come next
             return report.exit_code
     except LessonError as exc:
         raise exc.at(WHERE, None) from None

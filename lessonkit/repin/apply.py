@@ -1,5 +1,7 @@
 """Apply a repin: rewrite the pin, its manifest, the pages' headers and the excerpt map in
-one step, verify, and roll back on any problem (allowed only when nothing beyond moves)."""
+one step, verify, and roll back on any problem. Where the target changed what a block shows, the
+pin still moves and each such block is one located line for the author (:func:`author_lines`),
+with the old and new text; the excerpt map is written once the author's edits verify."""
 
 from __future__ import annotations
 
@@ -7,7 +9,6 @@ import json
 import os
 import re
 import shutil
-from collections import Counter
 from pathlib import Path
 
 from lessonkit.checks import verify
@@ -138,15 +139,6 @@ def _install_target(project: Project, new_pin: Pin, target: Target) -> PinnedTre
 def apply(project: Project, report: RepinReport, say=print) -> list[str]:
     """Rewrite pin, manifest, page headers and excerpt map in one step; roll back on any problem."""
     target = report.target
-    if report.attention:
-        c = Counter(i.status for i in report.attention)
-        raise err(
-            "--apply refused: "
-            + ", ".join(f"{n} {s}" for s, n in sorted(c.items()))
-            + " — only a target where every excerpt is unchanged or moved and every experiment "
-            "prints the same can be applied",
-            hint="revisit the pages listed above first",
-        )
     if not target.commit:
         raise err(
             f"--apply needs the commit of {target.label}: the pin, its permalinks and every "
@@ -186,19 +178,20 @@ def apply(project: Project, report: RepinReport, say=print) -> list[str]:
         if fresh.pin.manifest != target.manifest or fresh.pin.commit != target.commit:
             raise err("the rewritten pin does not read back as written", hint="nothing was changed")
         checked = verify.check(fresh)
-        if checked.problems:
+        if checked.problems and not report.attention:
             raise err(
                 f"after the rewrite verify finds {len(checked.problems)} problem(s), so nothing was "
                 f"changed; the first: {checked.problems[0]}",
                 hint="repin reports no such problem: please report this as a lessonkit bug",
             )
-        verify.write_map(fresh, checked)
-        from lessonkit.checks.living import write_ref_map  # prose references: same content, new numbers
+        if not checked.problems:  # else the author's edits come first, then `verify --update-map`
+            verify.write_map(fresh, checked)
+            from lessonkit.checks.living import write_ref_map  # prose references: same content, new numbers
 
-        write_ref_map(fresh, checked)
-        stale = verify.stale_map(fresh, checked)
-        if stale:
-            raise err(f"the rewritten excerpt map is stale: {stale[0]}", hint="nothing was changed")
+            write_ref_map(fresh, checked)
+            stale = verify.stale_map(fresh, checked)
+            if stale:
+                raise err(f"the rewritten excerpt map is stale: {stale[0]}", hint="nothing was changed")
     except BaseException:
         for p, data in backup.items():
             if data is None:
@@ -207,7 +200,8 @@ def apply(project: Project, report: RepinReport, say=print) -> list[str]:
                 _write(p, data)
         raise
     source_env = old.source_env or config.SOURCE_ENV
-    written = [project.rel(p) for p in (toml_path, manifest_path, *pages, map_path)]
+    mapped = [] if checked.problems else [map_path]
+    written = [project.rel(p) for p in (toml_path, manifest_path, *pages, *mapped)]
     moved = sum(
         1 for i in report.items if i.kind == "real-source" and i.status == "moved" and i.block and i.block.get("Lines")
     )
@@ -231,4 +225,41 @@ def apply(project: Project, report: RepinReport, say=print) -> list[str]:
             f"note: {len(report.prose)} line(s) of prose still name {old.name} {old.version} or {old.short} "
             "(listed above); revise them by hand"
         )
+    for line in author_lines(report, checked.problems):
+        say(line)
     return written
+
+
+# What the author does about each status of an item that needs attention.
+TODO = {
+    "changed": "the code it shows changed: make its body (or selection) and the prose around it say what the "
+    "new code says (old → new below)",
+    "missing": "what it names is gone at the target: name what replaced it, or remove the block",
+    "differs": "the script prints differently at the target: check the prose that reads its output (old → new below)",
+    "fails": "the script fails at the target: fix it",
+    "error": "it does not resolve at the target: fix it as the message says",
+}
+
+
+def author_lines(report: RepinReport, problems) -> list[str]:
+    """After an applied repin: one located line per block that needs the author (with the old and
+    new text as a diff), verify's own lines for what still fails at the new pin, and what to run
+    once the edits are made. Nothing when every item was unchanged or moved."""
+    todo = sorted(report.attention, key=lambda i: (i.page, i.line))
+    if not todo and not problems:
+        return []
+    t = report.target
+    out = [f"for the author: {len(todo)} item(s) need an edit or a review at {t.label}:"]
+    for i in todo:
+        detail = f" ({i.detail})" if i.detail else ""
+        out.append(f"{i.page}:{i.line}: {i.kind} {i.label} is {i.status} at {t.label}{detail} — {TODO[i.status]}")
+        out += [f"    candidate: {c}" for c in i.candidates]
+        out += [f"    {d}" for d in i.diff]
+    if problems:
+        out.append(f"verify at {t.label} finds {len(problems)} problem(s) until then:")
+        out += [str(p) for p in problems]
+    out.append(
+        "then: `lessonkit verify --update-map` records the new excerpts, and `lessonkit build` and "
+        "`lessonkit verify` end green"
+    )
+    return out

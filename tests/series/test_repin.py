@@ -247,11 +247,25 @@ def test_release_1_9_0_by_command_line(site, sdists):
     )
     assert "repin: 1 block(s) and 0 experiment(s) need attention" in out
     assert html.is_file() and "grad_np_sum" in html.read_text()
-    # --apply is refused while something changed, and nothing is written
-    before = (site.root / "sourcemap" / "pin.toml").read_text()
+    # --apply moves the pin; the changed block is one line for the author, and verify is green at 1.9.0
     r = site.run("-m", "lessonkit", "repin", "1.9.0", "--apply", "--commit", "1" * 40, "--html", str(html))
-    assert r.returncode == 1 and "repin: --apply refused: 1 changed" in r.stderr
-    assert (site.root / "sourcemap" / "pin.toml").read_text() == before and page.read_text() == text
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    todo = r.stdout[r.stdout.index("for the author:") :].splitlines()
+    assert todo[0] == f"for the author: 1 item(s) need an edit or a review at autograd 1.9.0 ({'1' * 7}):"
+    assert todo[1].startswith(f"docs/l.md:{_lines_of(text, 'Symbol: grad_np_sum') - 2}: real-source ")
+    assert "    +def grad_np_sum(ans, x, axis=None, keepdims=False, dtype=None):" in todo
+    assert not any(l.startswith("verify at") for l in todo)  # `Lines` by number shows the new code at once
+    assert load_pin(site.root / "sourcemap").version == "1.9.0"
+    v = subprocess.run(
+        [sys.executable, "-m", "lessonkit", "verify"],
+        cwd=site.root,
+        env=_env_without_source(site),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert v.returncode == 0, v.stdout + v.stderr
+    assert "against autograd 1.9.0 (1111111, " in v.stdout
 
 
 # ---------------------------------------------------------------- local trees (no network)
@@ -339,7 +353,7 @@ def test_applied_site_builds(site, tmp_path, pinned_root):
     assert f"https://github.com/HIPS/autograd/blob/{head}/autograd/core.py#L28-L35" in built
 
 
-def test_apply_is_refused_without_a_commit_or_with_a_change(site, tmp_path, pinned_root):
+def test_apply_needs_a_commit_and_moves_the_pin_past_a_change_with_a_line_for_the_author(site, tmp_path, pinned_root):
     tree = _shifted(tmp_path, pinned_root)
     page = site.page(
         "a.md",
@@ -354,12 +368,18 @@ def test_apply_is_refused_without_a_commit_or_with_a_change(site, tmp_path, pinn
     assert r.stderr.startswith("repin: --apply needs the commit of autograd 1.9.1")
     core = tree / "autograd" / "core.py"
     core.write_text(core.read_text().replace("outgrads.pop(node)", "outgrads.pop(node, None)"))
-    r = site.run("-m", "lessonkit", "repin", str(tree), "--apply", "--commit", "a" * 40, "--html", html)
-    assert r.returncode == 1 and "repin: --apply refused: 1 changed" in r.stderr
-    assert "+    g = outgrads.pop(node, None)" not in r.stdout  # diffs only with --diffs …
+    r = site.run("-m", "lessonkit", "repin", str(tree), "--html", html)
+    assert r.returncode == 1 and "+    g = outgrads.pop(node, None)" not in r.stdout  # diffs only with --diffs …
     assert "outgrads.pop(node, None)" in Path(html).read_text()  # … and always in the HTML
     assert page.read_text() == text
-    assert (site.root / "sourcemap" / "pin.toml").read_text() == (ROOT / "sourcemap" / "pin.toml").read_text()
+    r = site.run("-m", "lessonkit", "repin", str(tree), "--apply", "--commit", "a" * 40, "--html", html)
+    assert r.returncode == 1 and "Traceback" not in r.stderr  # the pin moved; the block waits for the author
+    todo = r.stdout[r.stdout.index("for the author:") :].splitlines()
+    assert todo[0] == f"for the author: 1 item(s) need an edit or a review at autograd 1.9.1 ({'a' * 7}):"
+    assert todo[1].startswith("docs/a.md:3: real-source autograd/core.py::backward_pass is changed at autograd 1.9.1")
+    assert "    +        outgrad = outgrads.pop(node, None)" in todo  # the new text, for the author
+    assert load_pin(site.root / "sourcemap").commit == "a" * 40
+    assert page.read_text() == text.replace("Commit: f53a217", "Commit: aaaaaaa")
 
 
 def test_identical_tree_keeps_the_pinned_commit(site, monkeypatch, tmp_path, pinned_root):

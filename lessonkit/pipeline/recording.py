@@ -71,7 +71,9 @@ def load(value, source: str) -> Recording:
 def lookup(rec: Recording, key: str | None):
     """The value under a dotted key; integers index lists and tuples (``xx.calls.1.result``)."""
     if key is None or not KEY.fullmatch(key):
-        raise LessonError(f"`@{key}` is not a record key", hint="dotted names and list positions, such as result.items.0")
+        raise LessonError(
+            f"`@{key}` is not a record key", hint="dotted names and list positions, such as result.items.0"
+        )
     walked: list[str]
     node, walked = rec.data, []
     for part in key.split("."):

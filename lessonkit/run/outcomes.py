@@ -257,6 +257,9 @@ def _failure(result: Result | None, job: Job, timeout: int) -> LessonError:
     if job.parts:  # an inline driver: the traceback names page lines; say the last one
         lines = PAGE_FRAME.findall(stderr)
         at = f" at {lines[-1][0]}:{lines[-1][1]}" if lines else ""
+    else:  # the script's own deepest line, also when the error was raised in a module it called
+        lines = re.findall(rf'File "{re.escape(label)}", line (\d+)', stderr)
+        at = f" at {label}:{lines[-1]}" if lines else ""
     return LessonError(f"experiment {label} failed with exit code {result.exit_code}{at}: {tail[-300:]}", hint=run_hint)
 
 

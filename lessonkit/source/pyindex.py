@@ -204,7 +204,8 @@ class SourceFile:
                 raise LessonError(
                     f"no top-level call of `{func}` in {self.rel}",
                     code=MISSING_SYMBOL,
-                    hint="a call selector `f(first_argument)` matches a call at module level (not inside a def or class)",
+                    hint="a call selector `f(first_argument)` matches a call at module level "
+                    "(not inside a def or class)",
                 )
             names = [d.name for d in calls]
             close = difflib.get_close_matches(f"{func}({want})", names, n=5, cutoff=0.5) or names[:5]

@@ -57,7 +57,10 @@ def test_a_failed_run_cited_three_times_is_one_line_at_its_block(site, last, tai
     site.page("p.md", PAGE)
     check_both(
         site,
-        [f"docs/p.md:3: experiment experiments/boom.py failed with exit code 1: {tail} (also cited at :8) — {RUN}"],
+        [
+            "docs/p.md:3: experiment experiments/boom.py failed with exit code 1 at experiments/boom.py:3: "
+            f"{tail} (also cited at :8) — {RUN}"
+        ],
     )
 
 
@@ -81,7 +84,7 @@ def test_only_the_box_copy_of_the_script_is_named_by_its_project_path():
     )
     err = execute.failure(Result("k", 1, "", stderr, 0, 0.0, 0.0), job, 60)
     assert str(err) == (
-        "<markdown>: experiment experiments/boom.py failed with exit code 1: "
+        "<markdown>: experiment experiments/boom.py failed with exit code 1 at experiments/boom.py:2: "
         'File "<tmp>/helper.py", line 1, in <module> | '
         'File "experiments/boom.py", line 2, in <module> | ValueError: <tmp>/boom.py — '
         "run it by hand: lessonkit run experiments/boom.py"

@@ -42,6 +42,7 @@ from mkdocs.utils import get_relative_url
 
 from lessonkit import build as lk_build
 from lessonkit.attachments import ENGINE_PAGE_OWNERS
+from lessonkit.checks import rendered
 from lessonkit.config import checks as lk_checks
 from lessonkit.config import environment as lk_env
 from lessonkit.errors import LessonError
@@ -344,6 +345,10 @@ class BuildEvents:
     def on_page_content(self, html: str, page: "Page", config: "MkDocsConfig", files: "Files") -> str:
         b = self.build
         b.page_done()
+        if page.file.generated_by is None and page.file.abs_src_path:  # what Markdown made of an author's page
+            src = Path(page.file.abs_src_path)
+            for p in rendered.problems(html, b.project.rel(src), b.project.read_page(src)):
+                b.report_problem(p)
         html = b.page_html(page.file.src_uri, html, page.url, get_relative_url)
         # Rendered blocks reach the page through the HTML stash, where MkDocs' anchor
         # collector does not look: register their ids so links to them are validated.

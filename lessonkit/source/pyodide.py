@@ -52,6 +52,13 @@ class Lock:
         return self.lines.get(key)
 
 
+# The files of the pyodide package a page may load: the loader, the interpreter, the standard
+# library and the package list. Nothing else of the tarball reaches the site.
+RUNTIME_FILES = frozenset(
+    {"pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"}
+)
+
+
 def read_lock(root: Path) -> Lock | None:
     """The project's lock, or None when it has none (then no page may use the runtime)."""
     path = root / LOCK
@@ -74,6 +81,14 @@ def read_lock(root: Path) -> Lock | None:
         raise bad("version", f"`version` is {version!r}, not an exact version such as 314.0.8")
     if not isinstance(tarball, str) or urllib.parse.urlsplit(tarball).scheme != "https":
         raise bad("tarball", "`tarball` is not an https URL")
+    if isinstance(version, str) and not urllib.parse.urlsplit(tarball).path.endswith(
+        f"/pyodide/-/pyodide-{version}.tgz"
+    ):
+        raise bad(
+            "tarball",
+            f"`tarball` is not the npm package pyodide {version} (a registry's …/pyodide/-/pyodide-{version}.tgz): "
+            "the files it names run in the reader's browser",
+        )
     if not isinstance(sha512, str) or not re.fullmatch(r"sha512-[A-Za-z0-9+/]{86}==", sha512):
         raise bad("sha512", "`sha512` is not an npm integrity string (sha512- and 88 base64 characters)")
     if not isinstance(sha256, str) or not re.fullmatch(r"[0-9a-f]{64}", sha256):
@@ -84,8 +99,12 @@ def read_lock(root: Path) -> Lock | None:
         or not all(isinstance(f, str) and NAME.fullmatch(f) and ".." not in f for f in files)
         or len(set(files)) != len(files)
         or "pyodide.mjs" not in files
+        or not set(files) <= RUNTIME_FILES
     ):
-        raise bad("files", "`files` must list plain file names of the package, pyodide.mjs among them")
+        raise bad(
+            "files",
+            f"`files` must list files of the runtime ({', '.join(sorted(RUNTIME_FILES))}), pyodide.mjs among them",
+        )
     return Lock(version, tarball, sha512, sha256, tuple(files), at)
 
 

@@ -193,6 +193,7 @@ def test_every_kind_of_trusted_change_is_listed(repo):
     write(repo, {".github/workflows/new.yml": "on: push\n"})  # added, not yet tracked
     write(repo, {"localext.py": "def makeExtension(**kw):\n    return 1\n"})  # a Markdown extension module
     write(repo, {"overrides/partials/footer.html": "<footer></footer>\n"})  # added to custom_dir
+    write(repo, {"sourcemap/pyodide.toml": 'version = "1.0.0"\n'})  # the lock of the browser's Python
     assert boundary.changed_trusted(repo, "main") == [
         ".github/workflows/new.yml",
         "docs/css/extra.css",
@@ -202,6 +203,7 @@ def test_every_kind_of_trusted_change_is_listed(repo):
         "localext.py",
         "overrides/partials/footer.html",
         "requirements.txt",
+        "sourcemap/pyodide.toml",
         "tools/a.py",
     ]
 

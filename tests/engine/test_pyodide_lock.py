@@ -35,7 +35,7 @@ def tarball(members: dict[str, bytes], link: str | None = None) -> bytes:
 def write_lock(root: Path, data: bytes, files=FILES, **override) -> None:
     fields = {
         "version": '"314.0.8"',
-        "tarball": '"https://registry.example.invalid/pyodide-314.0.8.tgz"',
+        "tarball": '"https://registry.example.invalid/pyodide/-/pyodide-314.0.8.tgz"',
         "sha512": '"sha512-' + base64.b64encode(hashlib.sha512(data).digest()).decode() + '"',
         "sha256": '"' + hashlib.sha256(data).hexdigest() + '"',
         "files": "[" + ", ".join(f'"{f}"' for f in files) + "]",
@@ -119,7 +119,19 @@ def test_a_link_or_a_missing_file_in_the_tarball_is_refused(tmp_path, monkeypatc
         ({"version": '"latest"'}, "sourcemap/pyodide.toml:2: `version` is 'latest', not an exact version"),
         ({"tarball": '"http://registry.npmjs.org/x.tgz"'}, "sourcemap/pyodide.toml:3: `tarball` is not an https URL"),
         ({"sha256": '"abc"'}, "sourcemap/pyodide.toml:5: `sha256` is not 64 lower-case hex digits"),
-        ({"files": '["../x"]'}, "sourcemap/pyodide.toml:6: `files` must list plain file names"),
+        ({"files": '["../x"]'}, "sourcemap/pyodide.toml:6: `files` must list files of the runtime"),
+        (
+            {"files": '["pyodide.mjs", "page.xhtml"]'},
+            "sourcemap/pyodide.toml:6: `files` must list files of the runtime",
+        ),
+        (
+            {"tarball": '"https://registry.npmjs.org/evil/-/evil-314.0.8.tgz"'},
+            "sourcemap/pyodide.toml:3: `tarball` is not the npm package pyodide 314.0.8",
+        ),
+        (
+            {"tarball": '"https://registry.npmmirror.com/pyodide/-/pyodide-314.0.7.tgz"'},
+            "sourcemap/pyodide.toml:3: `tarball` is not the npm package pyodide 314.0.8",
+        ),
         ({"extra": "1"}, "sourcemap/pyodide.toml:7: unknown key `extra`"),
     ],
 )

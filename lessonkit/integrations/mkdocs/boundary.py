@@ -36,6 +36,7 @@ TRUSTED = (
     "hooks/*",
     "overrides/*",
     "tools/*",
+    "sourcemap/pyodide.toml",  # a lock of code that runs in the reader's browser
 )
 MODULE_LISTS = ("sourcemap/kinds.toml", "sourcemap/attachments.toml")
 

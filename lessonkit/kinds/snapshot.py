@@ -84,9 +84,19 @@ class Snapshot(Kind):
         b = r.block
         assert r.job is not None and b.body is not None  # resolve() gave it its run; validate() its table
         rec = _recorded.recording_of(result, r.job.label, b.path, b.line_of("Experiment"))
-        return recording.build_snapshot(
+        table = recording.build_snapshot(
             list(b.body), rec, path=b.path, first_line=b.body_line, fmt=recording.Format(precision=precision(b))
         )
+        recorded = any(c.mode in ("generated", "checked") for row in table.rows for c in row)
+        if not recorded and not any("[[value:" in line for line in b.body):
+            raise LessonError(
+                f"a snapshot table shows nothing of {r.job.label}'s recording, though its head says it does",
+                path=b.path,
+                line=b.line,
+                hint="write `@key` for a recorded value or `text {@key = v}` to check one written by hand; "
+                "a table of the author's words alone is a plain Markdown table",
+            )
+        return table
 
     def render(self, renderer, r, anchor, result):
         table = self.table(r, result)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from email.parser import HeaderParser
 from pathlib import Path
 
+from lessonkit.cli import layout
 from lessonkit.config import files as config
 from lessonkit.errors import LessonError
 from lessonkit.source import fetch, pin
@@ -53,6 +54,7 @@ class Example:
     module: str  # its dotted module name
     base: str = ""  # the folder of the tree it is imported from: "" (the top) or "src"
     returns: bool = True  # it returns a value (the self-test asks where; else what it does)
+    kind: str = "function"  # or "class" (a package without a public function of the right size)
 
 
 def init(
@@ -203,75 +205,97 @@ def _repo(meta, name: str) -> str:
     return f"https://pypi.org/project/{normalise(name).replace('_', '-')}"
 
 
-# Single-file modules at the top of an sdist that are its build's, not the package's.
-BUILD_MODULES = {"setup", "versioneer", "conftest", "noxfile", "fabfile", "tasks", "ez_setup", "distribute_setup"}
-
-
-def _import_names(release: Release) -> set[str]:
-    """What the distribution installs for ``import``: its ``top_level.txt`` when the archive has
-    one (setuptools writes it into ``*.egg-info/``), else the normalised distribution name."""
-    names = set()
-    for top in sorted(release.tree.glob("*.egg-info/top_level.txt")) + sorted(
-        release.tree.glob("src/*.egg-info/top_level.txt")
-    ):
-        names |= {
-            line.strip() for line in top.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()
-        }
-    return names or {normalise(release.name)}
-
-
 def _example(release: Release) -> Example:
-    """A public function of the package for the first lesson: a top-level function of 3–40 lines,
-    from the modules the distribution installs first (its import names, the package's own
-    ``__init__`` last, shallow modules first), never from the sdist's build helpers (setup.py,
-    versioneer.py, …), tests, docs or examples. A package under ``src/`` (the src layout) is
-    imported from there."""
-    names = _import_names(release)
-    candidates = []
-    for path in sorted(release.tree.rglob("*.py")):
-        rel = path.relative_to(release.tree).as_posix()
-        parts = rel.split("/")
-        base = ""
-        if parts[0] == "src" and len(parts) > 1:
-            base, parts = "src", parts[1:]
-        if any(p.startswith((".", "test", "_")) and p != "__init__.py" for p in parts) or parts[0] in (
-            "docs",
-            "doc",
-            "examples",
-            "tests",
-            "test",
-        ):
-            continue
-        package = parts[0] if len(parts) > 1 else parts[0][:-3]
-        if len(parts) == 1 and (package in BUILD_MODULES or (not base and package == "src")):
-            continue
-        if len(parts) > 1 and not (release.tree / base / parts[0] / "__init__.py").exists():
-            continue
-        try:
-            tree = ast.parse(path.read_bytes())
-        except (SyntaxError, ValueError):
-            continue
-        shown = [
-            node
-            for node in tree.body
-            if isinstance(node, ast.FunctionDef)
-            and not node.name.startswith("_")
-            and not node.decorator_list
-            and 3 <= (node.end_lineno or node.lineno) - node.lineno + 1 <= 40
-        ]
-        if shown:  # the module's first such function that returns a value, else its first
-            node = next((n for n in shown if _returns_a_value(n)), shown[0])
-            module = ".".join(parts)[:-3].removesuffix(".__init__")
-            first = (package not in names, rel.endswith("__init__.py"), len(parts), rel)
-            candidates.append((first, node.name, package, module, base, _returns_a_value(node)))
-    if not candidates:
+    """A public function of the package for the first lesson (else a public class): a top-level
+    definition of 3–40 lines (a class: 3–60), from the modules the distribution installs for
+    ``import`` (:func:`lessonkit.cli.layout.read_layout`: its build configuration, else its tree),
+    public modules before private ones (``_hooks.py``), the package's own ``__init__`` last,
+    shallow modules first; never from the sdist's build helpers, tests, docs or examples, nor from
+    a module whose import needs a module the tree holds only as compiled source. The example is
+    imported from the folder its package is in (``src`` for the src layout)."""
+    found = layout.read_layout(release.tree, release.name)
+    why = found.not_pure()
+    if why:
         raise LessonError(
-            f"{release.root} has no Python module with a public top-level function to show",
+            f"{release.root} is not a pure-Python package: {why}",
             path="--package",
-            hint="lessonkit init needs a pure-Python package; write the first lesson by hand",
+            hint="lessonkit init pins pure-Python packages; write the first lesson by hand (docs/dev/pin-reference.md)",
         )
-    first, symbol, package, module, base, returns = sorted(candidates)[0]
-    return Example(package, first[3], symbol, module, base, returns)
+    parsed: dict[str, tuple[ast.Module, bool] | None] = {}
+
+    def read(module: str) -> tuple[ast.Module, bool] | None:
+        """The parsed source of a dotted module of the package, and whether it is a package."""
+        if module not in parsed:
+            top = module.split(".")[0]
+            base = release.tree / found.packages[top] if found.packages.get(top) else release.tree
+            path = base.joinpath(*module.split("."))
+            parsed[module] = None
+            for file, is_package in ((path / "__init__.py", True), (path.with_suffix(".py"), False)):
+                if top in found.packages and file.is_file():
+                    try:
+                        parsed[module] = (ast.parse(file.read_bytes()), is_package)
+                    except (SyntaxError, ValueError):
+                        pass
+                    break
+        return parsed[module]
+
+    candidates = []
+    blocked: list[tuple[str, str]] = []
+    for package, base in found.packages.items():
+        top = release.tree / base if base else release.tree
+        files = sorted((top / package).rglob("*.py")) if (top / package).is_dir() else [top / f"{package}.py"]
+        for path in files:
+            parts = path.relative_to(top).parts
+            if any(p.startswith((".", "test")) or p in layout.NOT_PACKAGES for p in parts[1:-1]):
+                continue
+            if parts[-1].startswith("test") or parts[-1] in ("__main__.py", "conftest.py"):
+                continue
+            module = ".".join(parts)[:-3].removesuffix(".__init__")
+            got = read(module)
+            if got is None:
+                continue
+            shown = [
+                node
+                for node in got[0].body
+                if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+                and not node.name.startswith("_")
+                and not node.decorator_list
+                and 3
+                <= (node.end_lineno or node.lineno) - node.lineno + 1
+                <= (40 if isinstance(node, ast.FunctionDef) else 60)
+            ]
+            if not shown:
+                continue
+            needs = layout.native_import(found, module, read)
+            if needs:
+                blocked.append((module, needs))
+                continue
+            functions = [n for n in shown if isinstance(n, ast.FunctionDef)]
+            # the module's first function that returns a value, else its first function, else its first class
+            node = next((n for n in functions if _returns_a_value(n)), functions[0] if functions else shown[0])
+            rel = "/".join(filter(None, (base, *parts)))
+            private = any(p.startswith("_") and p != "__init__.py" for p in parts)
+            first = (not functions, private, parts[-1] == "__init__.py", len(parts), rel)
+            kind = "function" if isinstance(node, ast.FunctionDef) else "class"
+            candidates.append((first, node.name, package, module, base, kind, _returns_a_value(node)))
+    if not candidates:
+        if blocked:
+            module, needs = blocked[0]
+            raise LessonError(
+                f"{release.root} is not a pure-Python package: importing {module} needs {needs}, which the "
+                "archive holds only as compiled source",
+                path="--package",
+                hint="lessonkit init pins pure-Python packages; write the first lesson by hand "
+                "(docs/dev/pin-reference.md)",
+            )
+        names = ", ".join(found.packages) or "none"
+        raise LessonError(
+            f"{release.root} has no public top-level function or class of 3–40 lines in its packages ({names})",
+            path="--package",
+            hint="write the first lesson by hand: docs/dev/pin-reference.md, 'Start a series by hand'",
+        )
+    first, symbol, package, module, base, kind, returns = sorted(candidates)[0]
+    return Example(package, first[-1], symbol, module, base, returns, kind)
 
 
 def _returns_a_value(fn: ast.FunctionDef) -> bool:
@@ -373,10 +397,11 @@ def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
         "  /code/**\n"
     )
     index = f"# {t['site']}\n\n{t['home']}\n\n{t['home-more']}\n\n- [{t['title']}](lessons/01-first-look.md)\n"
+    question = "question-class" if ex.kind == "class" else "question" if ex.returns else "question-effect"
     lesson_tpl = (
         "# {{ nn }} · {{ title }}\n\n"
         f"## {t['goal']} {{#goal}}\n\n{t['goal-text']}\n\n"
-        f"## {t['source']} {{#source}}\n\n{t['source-text']}\n\n"
+        f"## {t['source']} {{#source}}\n\n{t['source-text' if ex.kind == 'function' else 'source-text-class']}\n\n"
         "```real-source\n"
         f"File: {ex.file}\n"
         f"Symbol: {ex.symbol}\n"
@@ -388,7 +413,7 @@ def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
         f"Purpose: {t['purpose']}\n"
         "```\n\n"
         f"## {t['self-test']} {{#self-test}}\n\n"
-        f"1. {t['question' if ex.returns else 'question-effect']}\n"
+        f"1. {t[question]}\n"
     )
     experiment_tpl = (  # its docstring and what it prints (shown on the page) in the series' language
         f'"""{t["ex-doc"]}"""\n\n'
@@ -399,7 +424,6 @@ def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
         "here = Path(module.__file__).resolve()\n"
         f'assert root in here.parents, f"{t["ex-not-pinned"]}"\n'
         f'print("{t["ex-from"]}", here.relative_to(root).as_posix())\n'
-        f'print("{release.name}", os.environ["{env}_PINNED_VERSION"])\n'
         f'print("{t["ex-callable"]}", callable(module.{ex.symbol}))\n'
         f"assert callable(module.{ex.symbol})\n"
     )

@@ -138,6 +138,12 @@ def test_init_starts_a_series_that_builds_and_verifies_from_a_real_sdist(case, l
     name, _, version = case.requirement.partition("==")
     assert f'filename = "{case.filename}"\nsha256 = "{case.sha256}"\nrequirement = "{case.requirement}"\n' in pin_toml
     assert f'version = "{version}"\n' in pin_toml
+    if case.requirement == "pluggy==1.5.0":  # the pin reference shows what init wrote for it
+        from test_pin_reference import _fenced
+
+        assert pin_toml == _fenced("toml")[0]
+        manifest = (series / "sourcemap" / "manifest.sha256").read_text(encoding="utf-8")
+        assert manifest.startswith(_fenced("text")[0])
     lesson = (series / "docs" / "lessons" / "01-first-look.md").read_text(encoding="utf-8")
     assert f"```real-source\nFile: {case.file}\nSymbol: {case.symbol}\nCommit: {case.sha256[:7]}\n```" in lesson
     site_toml = (series / "sourcemap" / "site.toml").read_text(encoding="utf-8")

@@ -19,6 +19,7 @@ import shutil
 import tempfile
 import tomllib
 from dataclasses import dataclass
+from importlib import metadata
 from email.parser import HeaderParser
 from pathlib import Path
 
@@ -44,6 +45,7 @@ class Release:
     tree: Path  # extracted, PKG-INFO removed
     repo: str
     licence: str | None = None  # as the release's metadata states it (None: it states none)
+    requires: tuple[str, ...] = ()  # the distributions it needs at run time (Requires-Dist without an extra)
 
 
 @dataclass(frozen=True)
@@ -55,12 +57,21 @@ class Example:
     base: str = ""  # the folder of the tree it is imported from: "" (the top) or "src"
     returns: bool = True  # it returns a value (the self-test asks where; else what it does)
     kind: str = "function"  # or "class" (a package without a public function of the right size)
+    # why importing it from the pinned tree would fail here ("" : it imports); the first
+    # experiment then reads its source from the pinned tree instead
+    no_import: str = ""
 
 
 def init(
-    dest: Path, requirement: str, lang: str = "en", sdist: Path | None = None, repo: str | None = None
+    dest: Path,
+    requirement: str,
+    lang: str = "en",
+    sdist: Path | None = None,
+    repo: str | None = None,
+    notes: list[str] | None = None,
 ) -> list[Path]:
-    """Write a new series into ``dest`` (which must not exist or be empty); the files written."""
+    """Write a new series into ``dest`` (which must not exist or be empty); the files written.
+    ``notes``: receives what the author should know about the series written (one line each)."""
     m = REQUIREMENT.fullmatch(requirement.strip())
     if not m:
         raise LessonError(f"--package {requirement!r} is not NAME==VERSION", path="--package", hint=HINT)
@@ -73,6 +84,11 @@ def init(
     try:
         release = _release(name, version, work, sdist, repo)
         example = _example(release)
+        if example.no_import and notes is not None:
+            notes.append(
+                f"note: the first experiment reads {example.file} from the pinned tree instead of importing "
+                f"{example.module}: {example.no_import}"
+            )
         files = _files(release, example, lang)
         dest.mkdir(parents=True, exist_ok=True)
         written = []
@@ -163,7 +179,40 @@ def _release(name: str, version: str, work: Path, sdist: Path | None, repo: str 
             f"{archive.name} does not hold a {name}-{version}/ folder", path="--package", hint="not a release archive"
         )
     tree = fetch.extract_sdist(archive, work, root)
-    return Release(name, version, archive, digest, root, tree, repo or _repo(meta, name), _licence(meta))
+    requires = _requires(meta, tree)
+    return Release(name, version, archive, digest, root, tree, repo or _repo(meta, name), _licence(meta), requires)
+
+
+def _requires(meta, tree: Path) -> tuple[str, ...]:
+    """The distributions the release needs at run time: its metadata's ``Requires-Dist`` (else
+    ``[project] dependencies`` of its pyproject.toml) without those of an extra. One with an
+    environment marker counts (it may be needed here)."""
+    values = list(meta.get_all("Requires-Dist") or []) if meta is not None else []
+    if not values:
+        try:
+            with (tree / "pyproject.toml").open("rb") as f:
+                deps = tomllib.load(f).get("project", {}).get("dependencies", [])
+            values = [d for d in deps if isinstance(d, str)] if isinstance(deps, list) else []
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, AttributeError):
+            values = []
+    names = []
+    for value in values:
+        requirement, _, marker = value.partition(";")
+        m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+        if m and not re.search(r"\bextra\b", marker):
+            names.append(m[1])
+    return tuple(dict.fromkeys(names))
+
+
+def _not_installed(names: tuple[str, ...]) -> list[str]:
+    """The distributions of ``names`` this environment lacks."""
+    missing = []
+    for name in names:
+        try:
+            metadata.distribution(name)
+        except (metadata.PackageNotFoundError, ValueError):
+            missing.append(name)
+    return missing
 
 
 def _licence(meta) -> str | None:
@@ -295,7 +344,48 @@ def _example(release: Release) -> Example:
             hint="write the first lesson by hand: docs/dev/pin-reference.md, 'Start a series by hand'",
         )
     first, symbol, package, module, base, kind, returns = sorted(candidates)[0]
-    return Example(package, first[-1], symbol, module, base, returns, kind)
+    missing = _not_installed(release.requires)
+    if missing:
+        why = f"{release.name} needs {', '.join(missing)}, not installed here (pip install {' '.join(missing)})"
+    else:
+        chain = module.split(".")
+        reads = next((m for m in (".".join(chain[:i]) for i in range(1, len(chain) + 1)) if _reads_own_metadata(read(m))), None)
+        why = (
+            f"{reads} reads the installed package's metadata when imported (edit the experiment to import "
+            f"it once {release.name} {release.version} is installed here)"
+            if reads
+            else ""
+        )
+    return Example(package, first[-1], symbol, module, base, returns, kind, why)
+
+
+METADATA_MODULES = ("importlib.metadata", "importlib_metadata", "pkg_resources")
+METADATA_CALLS = {"version", "distribution", "metadata", "get_distribution", "require", "packages_distributions"}
+
+
+def _reads_own_metadata(got: tuple[ast.Module, bool] | None) -> bool:
+    """Whether a module calls ``importlib.metadata`` (or ``pkg_resources``) at its top level outside
+    ``try``: importing it from a tree that is not installed then fails."""
+    if got is None:
+        return False
+    body = got[0].body
+    imported = any(
+        isinstance(node, ast.ImportFrom) and (node.module or "").startswith(METADATA_MODULES)
+        or isinstance(node, ast.Import) and any(a.name.startswith(METADATA_MODULES) for a in node.names)
+        for node in body
+    )
+    if not imported:
+        return False
+    for node in body:
+        if isinstance(node, (ast.Try, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If)):
+            continue
+        for call in ast.walk(node):
+            if isinstance(call, ast.Call):
+                func = call.func
+                name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+                if name in METADATA_CALLS:
+                    return True
+    return False
 
 
 def _returns_a_value(fn: ast.FunctionDef) -> bool:
@@ -410,7 +500,7 @@ def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
         f"## {t['experiment']} {{#experiment}}\n\n"
         "```experiment\n"
         "File: experiments/{{ script }}\n"
-        f"Purpose: {t['purpose']}\n"
+        f"Purpose: {t['purpose-source' if ex.no_import else 'purpose']}\n"
         "```\n\n"
         f"## {t['self-test']} {{#self-test}}\n\n"
         f"1. {t[question]}\n"
@@ -427,6 +517,20 @@ def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
         f'print("{t["ex-callable"]}", callable(module.{ex.symbol}))\n'
         f"assert callable(module.{ex.symbol})\n"
     )
+    if ex.no_import:  # importing it would fail here: the experiment reads the pinned source instead
+        experiment_tpl = (
+            f'"""{t["ex-doc-source"]}"""\n\n'
+            "import ast\n"
+            "import os\n"
+            "from pathlib import Path\n\n"
+            f'root = Path(os.environ["{env}_PINNED_ROOT"]).resolve()\n'
+            f'path = root / "{ex.file}"\n'
+            "tree = ast.parse(path.read_bytes())\n"
+            "names = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}\n"
+            f'print("{t["ex-read"]}", path.relative_to(root).as_posix())\n'
+            f'print("{t["ex-defines"]}", "{ex.symbol}" in names)\n'
+            f'assert "{ex.symbol}" in names\n'
+        )
 
     def fill(text: str, **values: str) -> str:
         return re.sub(r"\{\{ (\w+) \}\}", lambda m: values.get(m.group(1), m.group(0)), text)

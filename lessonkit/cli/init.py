@@ -19,8 +19,8 @@ import shutil
 import tempfile
 import tomllib
 from dataclasses import dataclass
-from importlib import metadata
 from email.parser import HeaderParser
+from importlib import metadata
 from pathlib import Path
 
 from lessonkit.cli import layout
@@ -326,7 +326,8 @@ def _example(release: Release) -> Example:
             private = any(p.startswith("_") and p != "__init__.py" for p in parts)
             first = (not functions, private, parts[-1] == "__init__.py", len(parts), rel)
             kind = "function" if isinstance(node, ast.FunctionDef) else "class"
-            candidates.append((first, node.name, package, module, base, kind, _returns_a_value(node)))
+            returns = isinstance(node, ast.FunctionDef) and _returns_a_value(node)
+            candidates.append((first, node.name, package, module, base, kind, returns))
     if not candidates:
         if blocked:
             module, needs = blocked[0]
@@ -349,7 +350,9 @@ def _example(release: Release) -> Example:
         why = f"{release.name} needs {', '.join(missing)}, not installed here (pip install {' '.join(missing)})"
     else:
         chain = module.split(".")
-        reads = next((m for m in (".".join(chain[:i]) for i in range(1, len(chain) + 1)) if _reads_own_metadata(read(m))), None)
+        reads = next(
+            (m for m in (".".join(chain[:i]) for i in range(1, len(chain) + 1)) if _reads_own_metadata(read(m))), None
+        )
         why = (
             f"{reads} reads the installed package's metadata when imported (edit the experiment to import "
             f"it once {release.name} {release.version} is installed here)"
@@ -370,8 +373,10 @@ def _reads_own_metadata(got: tuple[ast.Module, bool] | None) -> bool:
         return False
     body = got[0].body
     imported = any(
-        isinstance(node, ast.ImportFrom) and (node.module or "").startswith(METADATA_MODULES)
-        or isinstance(node, ast.Import) and any(a.name.startswith(METADATA_MODULES) for a in node.names)
+        isinstance(node, ast.ImportFrom)
+        and (node.module or "").startswith(METADATA_MODULES)
+        or isinstance(node, ast.Import)
+        and any(a.name.startswith(METADATA_MODULES) for a in node.names)
         for node in body
     )
     if not imported:

@@ -78,7 +78,8 @@ def _declared(tree: Path) -> tuple[list[tuple[str | None, str]], str, str]:
     named them, and the build backend."""
     pyproject = _toml(tree / "pyproject.toml")
     build = _table(pyproject, "build-system")
-    backend = build.get("build-backend") if isinstance(build.get("build-backend"), str) else ""
+    named = build.get("build-backend")
+    backend = named if isinstance(named, str) else ""
     tool = _table(pyproject, "tool")
     found: list[tuple[str | None, str]] = []
 
@@ -148,8 +149,10 @@ def _declared(tree: Path) -> tuple[list[tuple[str | None, str]], str, str]:
     # poetry: packages = [{include = "pkg", from = "src"}]
     for item in _table(tool, "poetry").get("packages") or []:
         if isinstance(item, dict) and isinstance(item.get("include"), str) and "*" not in item["include"]:
-            frm = item.get("from") if isinstance(item.get("from"), str) else ""
-            found.append((frm.strip("/"), item["include"].split("/")[0].removesuffix(".py")))
+            frm = item.get("from")
+            found.append(
+                (frm.strip("/") if isinstance(frm, str) else "", item["include"].split("/")[0].removesuffix(".py"))
+            )
     if found:
         return found, "[tool.poetry] packages", backend
     # maturin: python-source is where the Python part lives
@@ -189,7 +192,9 @@ def _scan(tree: Path, bases: list[str]) -> dict[str, str]:
                 continue
             if entry.is_dir() and (entry / "__init__.py").is_file():
                 found.setdefault(name, base)
-            elif entry.suffix == ".py" and entry.is_file() and name not in BUILD_MODULES and not name.startswith("test"):
+            elif (
+                entry.suffix == ".py" and entry.is_file() and name not in BUILD_MODULES and not name.startswith("test")
+            ):
                 found.setdefault(name, base)
         if found:
             return found

@@ -466,7 +466,9 @@ def test_a_package_that_reads_its_own_metadata_on_import_gets_an_experiment_that
     script = (series / "experiments" / "lesson01_first_look.py").read_text(encoding="utf-8")
     assert "import srcpkg" not in script and "PINNED_VERSION" not in script
     # guarded by try, the lookup does not stop the import: the experiment imports the package
-    guarded = "try:\n    from importlib.metadata import version\n    __version__ = version('srcpkg')\nexcept Exception:\n"
+    guarded = (
+        "try:\n    from importlib.metadata import version\n    __version__ = version('srcpkg')\nexcept Exception:\n"
+    )
     guarded += "    __version__ = '0'\n"
     archive = _sdist(tmp_path / "dist2", {**SRC_LAYOUT, "src/srcpkg/__init__.py": guarded})
     notes.clear()
@@ -481,7 +483,10 @@ def test_a_package_that_reads_its_own_metadata_on_import_gets_an_experiment_that
     ("files", "message"),
     [
         (
-            {"pyproject.toml": '[build-system]\nbuild-backend = "maturin"\n', "srcpkg/__init__.py": SRC_LAYOUT["src/srcpkg/shapes.py"]},
+            {
+                "pyproject.toml": '[build-system]\nbuild-backend = "maturin"\n',
+                "srcpkg/__init__.py": SRC_LAYOUT["src/srcpkg/shapes.py"],
+            },
             "--package: srcpkg-0.1 is not a pure-Python package: its build backend maturin compiles extension "
             "modules — lessonkit init pins pure-Python packages; write the first lesson by hand "
             "(docs/dev/pin-reference.md)",
@@ -509,7 +514,9 @@ def test_init_refuses_a_package_that_needs_compiling_in_one_line(tmp_path, capsy
 def test_an_optional_compiled_speedup_does_not_stop_the_pure_python_modules(tmp_path):
     """A compiled module imported under try (with a pure-Python fallback) does not count."""
     files = {
-        "srcpkg/__init__.py": "try:\n    from srcpkg._speedups import area\nexcept ImportError:\n    from srcpkg._native import area\n",
+        "srcpkg/__init__.py": (
+            "try:\n    from srcpkg._speedups import area\nexcept ImportError:\n    from srcpkg._native import area\n"
+        ),
         "srcpkg/_speedups.c": "/* compiled */\n",
         "srcpkg/_native.py": "def area(w, h):\n    a = w * h\n    return a\n",
     }

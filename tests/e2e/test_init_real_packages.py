@@ -174,4 +174,6 @@ def test_init_starts_a_series_that_builds_and_verifies_from_a_real_sdist(case, l
     checked = run("lessonkit", "verify", "--site", "site")
     assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]
     assert re.search(r"^verify: 2 page\(s\), 1 real-source, .* 0 problem\(s\)", checked.stdout, re.M), checked.stdout
-    assert re.search(r"^site: \d+ HTML file\(s\) of site/, 2 engine block\(s\), .*; 0 problem\(s\)", checked.stdout, re.M)
+    assert re.search(
+        r"^site: \d+ HTML file\(s\) of site/, 2 engine block\(s\), .*; 0 problem\(s\)", checked.stdout, re.M
+    )

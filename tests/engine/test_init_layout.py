@@ -51,7 +51,10 @@ def _pkg(where: str, name: str) -> dict[str, str]:
             "[tool.setuptools] packages",
         ),
         (  # setup.cfg: package_dir = =src
-            {"setup.cfg": "[options]\npackages =\n    pkg\n    pkg.sub\npackage_dir =\n    =src\n", **_pkg("src/", "pkg")},
+            {
+                "setup.cfg": "[options]\npackages =\n    pkg\n    pkg.sub\npackage_dir =\n    =src\n",
+                **_pkg("src/", "pkg"),
+            },
             {"pkg": "src"},
             "setup.cfg [options] packages",
         ),

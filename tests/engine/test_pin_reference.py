@@ -71,5 +71,9 @@ def test_the_reference_names_the_build_helpers_and_backends_the_layout_rules_use
         assert name.removesuffix(".py") in layout.BUILD_MODULES and f"`{name}`" in doc
     for folder in ("tests", "docs", "examples", "scripts"):
         assert folder in layout.NOT_PACKAGES and f"`{folder}`" in doc
-    for backend, words in (("maturin", "maturin"), ("scikit_build_core", "scikit-build-core"), ("mesonpy", "meson-python")):
+    for backend, words in (
+        ("maturin", "maturin"),
+        ("scikit_build_core", "scikit-build-core"),
+        ("mesonpy", "meson-python"),
+    ):
         assert backend in layout.NATIVE_BACKENDS and words in doc

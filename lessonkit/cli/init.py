@@ -16,6 +16,7 @@ import hashlib
 import json
 import re
 import shutil
+import sys
 import tempfile
 import tomllib
 from dataclasses import dataclass
@@ -271,6 +272,7 @@ def _example(release: Release) -> Example:
             hint="lessonkit init pins pure-Python packages; write the first lesson by hand (docs/dev/pin-reference.md)",
         )
     parsed: dict[str, tuple[ast.Module, bool] | None] = {}
+    unparsable: set[str] = set()  # modules this Python cannot parse (newer syntax): they cannot be imported here
 
     def read(module: str) -> tuple[ast.Module, bool] | None:
         """The parsed source of a dotted module of the package, and whether it is a package."""
@@ -284,7 +286,7 @@ def _example(release: Release) -> Example:
                     try:
                         parsed[module] = (ast.parse(file.read_bytes()), is_package)
                     except (SyntaxError, ValueError):
-                        pass
+                        unparsable.add(module)
                     break
         return parsed[module]
 
@@ -299,6 +301,8 @@ def _example(release: Release) -> Example:
                 continue
             if parts[-1].startswith("test") or parts[-1] in ("__main__.py", "conftest.py"):
                 continue
+            if not all(p.isidentifier() for p in (*parts[:-1], parts[-1][:-3])):
+                continue  # not importable by that name (a folder such as `some-data/`)
             module = ".".join(parts)[:-3].removesuffix(".__init__")
             got = read(module)
             if got is None:
@@ -350,11 +354,14 @@ def _example(release: Release) -> Example:
         why = f"{release.name} needs {', '.join(missing)}, not installed here (pip install {' '.join(missing)})"
     else:
         chain = module.split(".")
-        reads = next(
+        newer = next((m for m in (".".join(chain[:i]) for i in range(1, len(chain))) if m in unparsable), None)
+        reads = newer or next(
             (m for m in (".".join(chain[:i]) for i in range(1, len(chain) + 1)) if _reads_own_metadata(read(m))), None
         )
         why = (
-            f"{reads} reads the installed package's metadata when imported (edit the experiment to import "
+            f"{newer} uses syntax that Python {sys.version_info[0]}.{sys.version_info[1]} cannot parse"
+            if newer
+            else f"{reads} reads the installed package's metadata when imported (edit the experiment to import "
             f"it once {release.name} {release.version} is installed here)"
             if reads
             else ""

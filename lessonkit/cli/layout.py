@@ -210,6 +210,10 @@ def read_layout(tree: Path, distribution: str) -> Layout:
             folder = _where(tree, base, name)
             if folder is not None:
                 packages.setdefault(name, folder)
+    # a package named like tests or docs that the configuration lists beside the real ones (setuptools'
+    # find: picks up tests/ when nothing excludes it) is not what an author reads first
+    kept = {n: b for n, b in packages.items() if n.lower() not in NOT_PACKAGES and not n.startswith("test")}
+    packages = kept or packages
     if not packages:
         bases = [b for b, n in declared if not n and b is not None] + ["src", ""]
         packages = _scan(tree, list(dict.fromkeys(bases)))

@@ -526,3 +526,22 @@ def test_an_optional_compiled_speedup_does_not_stop_the_pure_python_modules(tmp_
     init(tmp_path / "s", "srcpkg==0.1", "en", archive)
     lesson = (tmp_path / "s" / "docs" / "lessons" / "01-first-look.md").read_text(encoding="utf-8")
     assert "File: srcpkg/_native.py\nSymbol: area\n" in lesson
+
+
+def test_a_package_whose_init_this_python_cannot_parse_gets_an_experiment_that_reads_its_source(tmp_path):
+    """``type X = …`` (Python 3.12) in the package's __init__: under 3.11 importing the package
+    fails, so the first experiment reads the module's source; under 3.12+ it imports it."""
+    from lessonkit.cli.init import init
+
+    archive = _sdist(tmp_path / "dist", {**SRC_LAYOUT, "src/srcpkg/__init__.py": "type Size = int\n"})
+    notes: list[str] = []
+    init(tmp_path / "s", "srcpkg==0.1", "en", archive, None, notes)
+    script = (tmp_path / "s" / "experiments" / "lesson01_first_look.py").read_text(encoding="utf-8")
+    if sys.version_info < (3, 12):
+        assert notes == [
+            "note: the first experiment reads src/srcpkg/shapes.py from the pinned tree instead of importing "
+            f"srcpkg.shapes: srcpkg uses syntax that Python 3.{sys.version_info[1]} cannot parse"
+        ]
+        assert "import srcpkg" not in script
+    else:
+        assert notes == [] and "import srcpkg.shapes as module\n" in script

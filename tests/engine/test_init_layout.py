@@ -58,6 +58,11 @@ def _pkg(where: str, name: str) -> dict[str, str]:
             {"pkg": "src"},
             "setup.cfg [options] packages",
         ),
+        (  # setuptools' record lists tests/ beside the package: the package is what is read
+            {"pkg.egg-info/top_level.txt": "pkg\ntests\n", **_pkg("", "pkg"), **_pkg("", "tests")},
+            {"pkg": ""},
+            "pkg.egg-info/top_level.txt",
+        ),
         (  # poetry: include from src
             {"pyproject.toml": '[tool.poetry]\npackages = [{include = "pkg", from = "src"}]\n', **_pkg("src/", "pkg")},
             {"pkg": "src"},

@@ -83,7 +83,7 @@ def _declared(tree: Path) -> tuple[list[tuple[str | None, str]], str, str]:
     tool = _table(pyproject, "tool")
     found: list[tuple[str | None, str]] = []
 
-    def paths(values: list[str], base_map: dict[str, str] | None = None) -> list[tuple[str | None, str]]:
+    def paths(values: list[str]) -> list[tuple[str | None, str]]:
         out: list[tuple[str | None, str]] = []
         for value in values:
             parts = PurePosixPath(value.strip("/")).parts

@@ -46,7 +46,7 @@ class Release:
     tree: Path  # extracted, PKG-INFO removed
     repo: str
     licence: str | None = None  # as the release's metadata states it (None: it states none)
-    requires: tuple[str, ...] = ()  # the distributions it needs at run time (Requires-Dist without an extra)
+    requires: tuple[str, ...] = ()  # the distributions it needs at run time (Requires-Dist without a marker)
 
 
 @dataclass(frozen=True)
@@ -185,9 +185,10 @@ def _release(name: str, version: str, work: Path, sdist: Path | None, repo: str 
 
 
 def _requires(meta, tree: Path) -> tuple[str, ...]:
-    """The distributions the release needs at run time: its metadata's ``Requires-Dist`` (else
-    ``[project] dependencies`` of its pyproject.toml) without those of an extra. One with an
-    environment marker counts (it may be needed here)."""
+    """The distributions the release needs at run time, whatever the environment: its metadata's
+    ``Requires-Dist`` (else ``[project] dependencies`` of its pyproject.toml) without a marker (an
+    extra's, or one for some Pythons or platforms; what the package then imports unconditionally
+    is checked by :func:`lessonkit.cli.layout.missing_imports`)."""
     values = list(meta.get_all("Requires-Dist") or []) if meta is not None else []
     if not values:
         try:
@@ -200,7 +201,7 @@ def _requires(meta, tree: Path) -> tuple[str, ...]:
     for value in values:
         requirement, _, marker = value.partition(";")
         m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
-        if m and not re.search(r"\bextra\b", marker):
+        if m and not marker.strip():
             names.append(m[1])
     return tuple(dict.fromkeys(names))
 
@@ -349,24 +350,35 @@ def _example(release: Release) -> Example:
             hint="write the first lesson by hand: docs/dev/pin-reference.md, 'Start a series by hand'",
         )
     first, symbol, package, module, base, kind, returns = sorted(candidates)[0]
+    why = _why_not_importable(release, found, module, read, unparsable)
+    return Example(package, first[-1], symbol, module, base, returns, kind, why)
+
+
+def _why_not_importable(release: Release, found: layout.Layout, module: str, read, unparsable: set[str]) -> str:
+    """Why importing ``module`` from the pinned tree would fail in this environment, as far as the
+    archive's files show ("" : it would not): a required distribution or an imported module this
+    environment lacks, syntax this Python cannot parse, or a lookup of the package's own installed
+    metadata at import time. Nothing of the archive is run to find out."""
     missing = _not_installed(release.requires)
     if missing:
-        why = f"{release.name} needs {', '.join(missing)}, not installed here (pip install {' '.join(missing)})"
-    else:
-        chain = module.split(".")
-        newer = next((m for m in (".".join(chain[:i]) for i in range(1, len(chain))) if m in unparsable), None)
-        reads = newer or next(
-            (m for m in (".".join(chain[:i]) for i in range(1, len(chain) + 1)) if _reads_own_metadata(read(m))), None
+        return f"{release.name} needs {', '.join(missing)}, not installed here (pip install {' '.join(missing)})"
+    reached, _ = layout.import_closure(found, module, read)
+    newer = sorted(reached & unparsable)
+    if newer:
+        return f"{newer[0]} uses syntax that Python {sys.version_info[0]}.{sys.version_info[1]} cannot parse"
+    absent = layout.missing_imports(found, module, read)
+    if absent:
+        return (
+            f"importing it imports {', '.join(absent)}, which this environment does not have "
+            "(install the distributions that provide them)"
         )
-        why = (
-            f"{newer} uses syntax that Python {sys.version_info[0]}.{sys.version_info[1]} cannot parse"
-            if newer
-            else f"{reads} reads the installed package's metadata when imported (edit the experiment to import "
+    reads = next((m for m in sorted(reached) if _reads_own_metadata(read(m))), None)
+    if reads:
+        return (
+            f"{reads} reads the installed package's metadata when imported (edit the experiment to import "
             f"it once {release.name} {release.version} is installed here)"
-            if reads
-            else ""
         )
-    return Example(package, first[-1], symbol, module, base, returns, kind, why)
+    return ""
 
 
 METADATA_MODULES = ("importlib.metadata", "importlib_metadata", "pkg_resources")

@@ -163,8 +163,12 @@ def _declared(tree: Path) -> tuple[list[tuple[str | None, str]], str, str]:
 
 
 def _is_package(folder: Path) -> bool:
+    """A folder with ``__init__.py``, or a namespace package: Python files in it or in its
+    sub-packages (``jaraco/functools/__init__.py``), and no ``setup.py`` of its own."""
     return (folder / "__init__.py").is_file() or (
-        folder.is_dir() and any(folder.glob("*.py")) and not (folder / "setup.py").exists()
+        folder.is_dir()
+        and not (folder / "setup.py").exists()
+        and (any(folder.glob("*.py")) or any(folder.glob("*/__init__.py")))
     )
 
 
@@ -178,10 +182,13 @@ def _where(tree: Path, base: str | None, name: str) -> str | None:
     return None
 
 
-def _scan(tree: Path, bases: list[str]) -> dict[str, str]:
+def _scan(tree: Path, bases: list[str], distribution: str = "") -> dict[str, str]:
     """The importable top-level names of the tree itself: packages with ``__init__.py`` and
-    single-file modules, in ``src/`` (the src layout) or at the top."""
+    single-file modules, in ``src/`` (the src layout) or at the top, and the namespace package the
+    distribution's name starts with (``jaraco`` of ``jaraco.functools``, ``sphinxcontrib`` of
+    ``sphinxcontrib-applehelp``)."""
     found: dict[str, str] = {}
+    prefix = re.sub(r"[-_.]+", "_", distribution).lower()
     for base in bases:
         here = tree / base if base else tree
         if not here.is_dir():
@@ -191,6 +198,8 @@ def _scan(tree: Path, bases: list[str]) -> dict[str, str]:
             if not name.isidentifier() or name.startswith(("_", ".")) or name.lower() in NOT_PACKAGES:
                 continue
             if entry.is_dir() and (entry / "__init__.py").is_file():
+                found.setdefault(name, base)
+            elif entry.is_dir() and prefix.startswith(name.lower() + "_") and _is_package(entry):
                 found.setdefault(name, base)
             elif (
                 entry.suffix == ".py" and entry.is_file() and name not in BUILD_MODULES and not name.startswith("test")
@@ -216,7 +225,7 @@ def read_layout(tree: Path, distribution: str) -> Layout:
     packages = kept or packages
     if not packages:
         bases = [b for b, n in declared if not n and b is not None] + ["src", ""]
-        packages = _scan(tree, list(dict.fromkeys(bases)))
+        packages = _scan(tree, list(dict.fromkeys(bases)), distribution)
         guess = re.sub(r"[-_.]+", "_", distribution).lower()
         if guess in packages:  # the distribution's own name first
             packages = {guess: packages[guess], **packages}
@@ -260,30 +269,56 @@ def unconditional_imports(module: str, source: ast.Module, is_package: bool) -> 
     return out
 
 
-def native_import(layout: Layout, module: str, read) -> str | None:
-    """The compiled-only module that importing ``module`` (its packages' ``__init__`` first) would
-    need, following the package's own unconditional imports; None when there is none. ``read``
-    gives the parsed source of a dotted module of the package and whether it is a package (None:
-    the tree holds no such Python file)."""
-    if not layout.native:
-        return None
-    native = set(layout.native)
+def import_closure(layout: Layout, module: str, read) -> tuple[set[str], set[str]]:
+    """What importing ``module`` (its packages' ``__init__`` first) reaches, following the
+    package's own unconditional imports: (the package's modules, the top-level names of other
+    packages it imports). ``read`` gives the parsed source of a dotted module of the package and
+    whether it is a package (None: the tree holds no such Python file)."""
     seen: set[str] = set()
-    todo = [module]
+    outside: set[str] = set()
     parts = module.split(".")
-    todo += [".".join(parts[:i]) for i in range(1, len(parts))]
+    todo = [module] + [".".join(parts[:i]) for i in range(1, len(parts))]
     while todo:
         name = todo.pop()
         if name in seen:
             continue
         seen.add(name)
-        if name in native:
-            return name
         got = read(name)
         if got is None:
             continue
         tree, is_package = got
         for target in unconditional_imports(name, tree, is_package):
-            if target.split(".")[0] in layout.packages:
+            top = target.split(".")[0]
+            if top in layout.packages:
                 todo.append(target)
-    return None
+            elif top:
+                outside.add(top)
+    return seen, outside
+
+
+def native_import(layout: Layout, module: str, read) -> str | None:
+    """The compiled-only module that importing ``module`` would need (see :func:`import_closure`);
+    None when there is none."""
+    reached, _ = import_closure(layout, module, read)
+    return next((name for name in sorted(reached) if name in set(layout.native)), None)
+
+
+def missing_imports(layout: Layout, module: str, read) -> list[str]:
+    """The top-level modules outside the package that importing ``module`` needs unconditionally
+    and that neither the standard library nor this environment provides (looked up by name, not
+    imported)."""
+    import importlib.util
+    import sys
+
+    _, outside = import_closure(layout, module, read)
+    missing = []
+    for top in sorted(outside):
+        if top in sys.stdlib_module_names or top == "__future__":
+            continue
+        try:
+            found = importlib.util.find_spec(top) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(top)
+    return missing

@@ -426,7 +426,8 @@ def test_a_package_that_needs_what_is_not_installed_gets_an_experiment_that_read
     import in the build: init says so in one note, and the first experiment reads the pinned
     module's source instead; the series builds and verifies as created."""
     pkg_info = "Metadata-Version: 2.1\nName: srcpkg\nVersion: 0.1\nRequires-Dist: lessonkit-absent-dist>=1\n"
-    pkg_info += 'Requires-Dist: pytest; extra == "test"\n'  # an extra's requirement does not count
+    pkg_info += 'Requires-Dist: pytest; extra == "test"\n'  # an extra's requirement does not count,
+    pkg_info += 'Requires-Dist: lessonkit-absent-old; python_version < "3.8"\n'  # nor one for other Pythons
     archive = _sdist(tmp_path / "dist", {**SRC_LAYOUT, "PKG-INFO": pkg_info})
     series = tmp_path / "s"
     assert main(["init", str(series), "--package", "srcpkg==0.1", "--sdist", str(archive), "--lang", "en"]) == 0
@@ -545,3 +546,23 @@ def test_a_package_whose_init_this_python_cannot_parse_gets_an_experiment_that_r
         assert "import srcpkg" not in script
     else:
         assert notes == [] and "import srcpkg.shapes as module\n" in script
+
+
+def test_a_package_that_imports_a_module_this_environment_lacks_gets_an_experiment_that_reads_its_source(tmp_path):
+    """An import its metadata does not declare (or declares for some Pythons only) is found in the
+    source: the package's own modules are followed from the example's, imports under try or if
+    (TYPE_CHECKING) do not count; the module is looked up here by name, never imported."""
+    from lessonkit.cli.init import init
+
+    shapes = "import json\nfrom . import units\n\n\ndef area(w, h):\n    a = w * h\n    return a\n"
+    units = "import lessonkit_absent_module.sub\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+    units += "    import lessonkit_absent_typing\ntry:\n    import lessonkit_absent_optional\nexcept ImportError:\n"
+    units += "    pass\n"
+    files = {**SRC_LAYOUT, "src/srcpkg/shapes.py": shapes, "src/srcpkg/units.py": units}
+    notes: list[str] = []
+    init(tmp_path / "s", "srcpkg==0.1", "en", _sdist(tmp_path / "dist", files), None, notes)
+    assert notes == [
+        "note: the first experiment reads src/srcpkg/shapes.py from the pinned tree instead of importing "
+        "srcpkg.shapes: importing it imports lessonkit_absent_module, which this environment does not have "
+        "(install the distributions that provide them)"
+    ]

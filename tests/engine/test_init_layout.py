@@ -110,3 +110,9 @@ def test_a_compiled_only_backend_and_compiled_only_modules_are_named(tmp_path):
     found = layout.read_layout(tree, "fast")
     assert found.not_pure() == "its build backend scikit_build_core.build compiles extension modules"
     assert found.native == ("fast._core",)  # _pure.c has a Python twin
+
+
+def test_a_namespace_package_counts_when_the_distributions_name_starts_with_it(tmp_path):
+    tree = _tree(tmp_path, {**_pkg("", "jaraco/functools"), "other/notes.py": ""})
+    assert layout.read_layout(tree, "jaraco.functools").packages == {"jaraco": ""}
+    assert layout.read_layout(tree, "functools-extra").packages == {}  # a folder without __init__.py otherwise

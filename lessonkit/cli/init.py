@@ -16,12 +16,15 @@ import hashlib
 import json
 import re
 import shutil
+import sys
 import tempfile
 import tomllib
 from dataclasses import dataclass
 from email.parser import HeaderParser
+from importlib import metadata
 from pathlib import Path
 
+from lessonkit.cli import layout
 from lessonkit.config import files as config
 from lessonkit.errors import LessonError
 from lessonkit.source import fetch, pin
@@ -43,6 +46,7 @@ class Release:
     tree: Path  # extracted, PKG-INFO removed
     repo: str
     licence: str | None = None  # as the release's metadata states it (None: it states none)
+    requires: tuple[str, ...] = ()  # the distributions it needs at run time (Requires-Dist without a marker)
 
 
 @dataclass(frozen=True)
@@ -53,12 +57,22 @@ class Example:
     module: str  # its dotted module name
     base: str = ""  # the folder of the tree it is imported from: "" (the top) or "src"
     returns: bool = True  # it returns a value (the self-test asks where; else what it does)
+    kind: str = "function"  # or "class" (a package without a public function of the right size)
+    # why importing it from the pinned tree would fail here ("" : it imports); the first
+    # experiment then reads its source from the pinned tree instead
+    no_import: str = ""
 
 
 def init(
-    dest: Path, requirement: str, lang: str = "en", sdist: Path | None = None, repo: str | None = None
+    dest: Path,
+    requirement: str,
+    lang: str = "en",
+    sdist: Path | None = None,
+    repo: str | None = None,
+    notes: list[str] | None = None,
 ) -> list[Path]:
-    """Write a new series into ``dest`` (which must not exist or be empty); the files written."""
+    """Write a new series into ``dest`` (which must not exist or be empty); the files written.
+    ``notes``: receives what the author should know about the series written (one line each)."""
     m = REQUIREMENT.fullmatch(requirement.strip())
     if not m:
         raise LessonError(f"--package {requirement!r} is not NAME==VERSION", path="--package", hint=HINT)
@@ -71,6 +85,11 @@ def init(
     try:
         release = _release(name, version, work, sdist, repo)
         example = _example(release)
+        if example.no_import and notes is not None:
+            notes.append(
+                f"note: the first experiment reads {example.file} from the pinned tree instead of importing "
+                f"{example.module}: {example.no_import}"
+            )
         files = _files(release, example, lang)
         dest.mkdir(parents=True, exist_ok=True)
         written = []
@@ -161,7 +180,41 @@ def _release(name: str, version: str, work: Path, sdist: Path | None, repo: str 
             f"{archive.name} does not hold a {name}-{version}/ folder", path="--package", hint="not a release archive"
         )
     tree = fetch.extract_sdist(archive, work, root)
-    return Release(name, version, archive, digest, root, tree, repo or _repo(meta, name), _licence(meta))
+    requires = _requires(meta, tree)
+    return Release(name, version, archive, digest, root, tree, repo or _repo(meta, name), _licence(meta), requires)
+
+
+def _requires(meta, tree: Path) -> tuple[str, ...]:
+    """The distributions the release needs at run time, whatever the environment: its metadata's
+    ``Requires-Dist`` (else ``[project] dependencies`` of its pyproject.toml) without a marker (an
+    extra's, or one for some Pythons or platforms; what the package then imports unconditionally
+    is checked by :func:`lessonkit.cli.layout.missing_imports`)."""
+    values = list(meta.get_all("Requires-Dist") or []) if meta is not None else []
+    if not values:
+        try:
+            with (tree / "pyproject.toml").open("rb") as f:
+                deps = tomllib.load(f).get("project", {}).get("dependencies", [])
+            values = [d for d in deps if isinstance(d, str)] if isinstance(deps, list) else []
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, AttributeError):
+            values = []
+    names = []
+    for value in values:
+        requirement, _, marker = value.partition(";")
+        m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+        if m and not marker.strip():
+            names.append(m[1])
+    return tuple(dict.fromkeys(names))
+
+
+def _not_installed(names: tuple[str, ...]) -> list[str]:
+    """The distributions of ``names`` this environment lacks."""
+    missing = []
+    for name in names:
+        try:
+            metadata.distribution(name)
+        except (metadata.PackageNotFoundError, ValueError):
+            missing.append(name)
+    return missing
 
 
 def _licence(meta) -> str | None:
@@ -203,75 +256,160 @@ def _repo(meta, name: str) -> str:
     return f"https://pypi.org/project/{normalise(name).replace('_', '-')}"
 
 
-# Single-file modules at the top of an sdist that are its build's, not the package's.
-BUILD_MODULES = {"setup", "versioneer", "conftest", "noxfile", "fabfile", "tasks", "ez_setup", "distribute_setup"}
-
-
-def _import_names(release: Release) -> set[str]:
-    """What the distribution installs for ``import``: its ``top_level.txt`` when the archive has
-    one (setuptools writes it into ``*.egg-info/``), else the normalised distribution name."""
-    names = set()
-    for top in sorted(release.tree.glob("*.egg-info/top_level.txt")) + sorted(
-        release.tree.glob("src/*.egg-info/top_level.txt")
-    ):
-        names |= {
-            line.strip() for line in top.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()
-        }
-    return names or {normalise(release.name)}
-
-
 def _example(release: Release) -> Example:
-    """A public function of the package for the first lesson: a top-level function of 3–40 lines,
-    from the modules the distribution installs first (its import names, the package's own
-    ``__init__`` last, shallow modules first), never from the sdist's build helpers (setup.py,
-    versioneer.py, …), tests, docs or examples. A package under ``src/`` (the src layout) is
-    imported from there."""
-    names = _import_names(release)
-    candidates = []
-    for path in sorted(release.tree.rglob("*.py")):
-        rel = path.relative_to(release.tree).as_posix()
-        parts = rel.split("/")
-        base = ""
-        if parts[0] == "src" and len(parts) > 1:
-            base, parts = "src", parts[1:]
-        if any(p.startswith((".", "test", "_")) and p != "__init__.py" for p in parts) or parts[0] in (
-            "docs",
-            "doc",
-            "examples",
-            "tests",
-            "test",
-        ):
-            continue
-        package = parts[0] if len(parts) > 1 else parts[0][:-3]
-        if len(parts) == 1 and (package in BUILD_MODULES or (not base and package == "src")):
-            continue
-        if len(parts) > 1 and not (release.tree / base / parts[0] / "__init__.py").exists():
-            continue
-        try:
-            tree = ast.parse(path.read_bytes())
-        except (SyntaxError, ValueError):
-            continue
-        shown = [
-            node
-            for node in tree.body
-            if isinstance(node, ast.FunctionDef)
-            and not node.name.startswith("_")
-            and not node.decorator_list
-            and 3 <= (node.end_lineno or node.lineno) - node.lineno + 1 <= 40
-        ]
-        if shown:  # the module's first such function that returns a value, else its first
-            node = next((n for n in shown if _returns_a_value(n)), shown[0])
-            module = ".".join(parts)[:-3].removesuffix(".__init__")
-            first = (package not in names, rel.endswith("__init__.py"), len(parts), rel)
-            candidates.append((first, node.name, package, module, base, _returns_a_value(node)))
-    if not candidates:
+    """A public function of the package for the first lesson (else a public class): a top-level
+    definition of 3–40 lines (a class: 3–60), from the modules the distribution installs for
+    ``import`` (:func:`lessonkit.cli.layout.read_layout`: its build configuration, else its tree),
+    public modules before private ones (``_hooks.py``), the package's own ``__init__`` last,
+    shallow modules first; never from the sdist's build helpers, tests, docs or examples, nor from
+    a module whose import needs a module the tree holds only as compiled source. The example is
+    imported from the folder its package is in (``src`` for the src layout)."""
+    found = layout.read_layout(release.tree, release.name)
+    why = found.not_pure()
+    if why:
         raise LessonError(
-            f"{release.root} has no Python module with a public top-level function to show",
+            f"{release.root} is not a pure-Python package: {why}",
             path="--package",
-            hint="lessonkit init needs a pure-Python package; write the first lesson by hand",
+            hint="lessonkit init pins pure-Python packages; write the first lesson by hand (docs/dev/pin-reference.md)",
         )
-    first, symbol, package, module, base, returns = sorted(candidates)[0]
-    return Example(package, first[3], symbol, module, base, returns)
+    parsed: dict[str, tuple[ast.Module, bool] | None] = {}
+    unparsable: set[str] = set()  # modules this Python cannot parse (newer syntax): they cannot be imported here
+
+    def read(module: str) -> tuple[ast.Module, bool] | None:
+        """The parsed source of a dotted module of the package, and whether it is a package."""
+        if module not in parsed:
+            top = module.split(".")[0]
+            base = release.tree / found.packages[top] if found.packages.get(top) else release.tree
+            path = base.joinpath(*module.split("."))
+            parsed[module] = None
+            for file, is_package in ((path / "__init__.py", True), (path.with_suffix(".py"), False)):
+                if top in found.packages and file.is_file():
+                    try:
+                        parsed[module] = (ast.parse(file.read_bytes()), is_package)
+                    except (SyntaxError, ValueError):
+                        unparsable.add(module)
+                    break
+        return parsed[module]
+
+    candidates = []
+    blocked: list[tuple[str, str]] = []
+    for package, base in found.packages.items():
+        top = release.tree / base if base else release.tree
+        files = sorted((top / package).rglob("*.py")) if (top / package).is_dir() else [top / f"{package}.py"]
+        for path in files:
+            parts = path.relative_to(top).parts
+            if any(p.startswith((".", "test")) or p in layout.NOT_PACKAGES for p in parts[1:-1]):
+                continue
+            if parts[-1].startswith("test") or parts[-1] in ("__main__.py", "conftest.py"):
+                continue
+            if not all(p.isidentifier() for p in (*parts[:-1], parts[-1][:-3])):
+                continue  # not importable by that name (a folder such as `some-data/`)
+            module = ".".join(parts)[:-3].removesuffix(".__init__")
+            got = read(module)
+            if got is None:
+                continue
+            shown = [
+                node
+                for node in got[0].body
+                if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+                and not node.name.startswith("_")
+                and not node.decorator_list
+                and 3
+                <= (node.end_lineno or node.lineno) - node.lineno + 1
+                <= (40 if isinstance(node, ast.FunctionDef) else 60)
+            ]
+            if not shown:
+                continue
+            needs = layout.native_import(found, module, read)
+            if needs:
+                blocked.append((module, needs))
+                continue
+            functions = [n for n in shown if isinstance(n, ast.FunctionDef)]
+            # the module's first function that returns a value, else its first function, else its first class
+            node = next((n for n in functions if _returns_a_value(n)), functions[0] if functions else shown[0])
+            rel = "/".join(filter(None, (base, *parts)))
+            private = any(p.startswith("_") and p != "__init__.py" for p in parts)
+            first = (not functions, private, parts[-1] == "__init__.py", len(parts), rel)
+            kind = "function" if isinstance(node, ast.FunctionDef) else "class"
+            returns = isinstance(node, ast.FunctionDef) and _returns_a_value(node)
+            candidates.append((first, node.name, package, module, base, kind, returns))
+    if not candidates:
+        if blocked:
+            module, needs = blocked[0]
+            raise LessonError(
+                f"{release.root} is not a pure-Python package: importing {module} needs {needs}, which the "
+                "archive holds only as compiled source",
+                path="--package",
+                hint="lessonkit init pins pure-Python packages; write the first lesson by hand "
+                "(docs/dev/pin-reference.md)",
+            )
+        names = ", ".join(found.packages) or "none"
+        raise LessonError(
+            f"{release.root} has no public top-level function or class of 3–40 lines in its packages ({names})",
+            path="--package",
+            hint="write the first lesson by hand: docs/dev/pin-reference.md, 'Start a series by hand'",
+        )
+    first, symbol, package, module, base, kind, returns = sorted(candidates)[0]
+    why = _why_not_importable(release, found, module, read, unparsable)
+    return Example(package, first[-1], symbol, module, base, returns, kind, why)
+
+
+def _why_not_importable(release: Release, found: layout.Layout, module: str, read, unparsable: set[str]) -> str:
+    """Why importing ``module`` from the pinned tree would fail in this environment, as far as the
+    archive's files show ("" : it would not): a required distribution or an imported module this
+    environment lacks, syntax this Python cannot parse, or a lookup of the package's own installed
+    metadata at import time. Nothing of the archive is run to find out."""
+    missing = _not_installed(release.requires)
+    if missing:
+        return f"{release.name} needs {', '.join(missing)}, not installed here (pip install {' '.join(missing)})"
+    reached, _ = layout.import_closure(found, module, read)
+    newer = sorted(reached & unparsable)
+    if newer:
+        return f"{newer[0]} uses syntax that Python {sys.version_info[0]}.{sys.version_info[1]} cannot parse"
+    absent = layout.missing_imports(found, module, read)
+    if absent:
+        return (
+            f"importing it imports {', '.join(absent)}, which this environment does not have "
+            "(install the distributions that provide them)"
+        )
+    reads = next((m for m in sorted(reached) if _reads_own_metadata(read(m))), None)
+    if reads:
+        return (
+            f"{reads} reads the installed package's metadata when imported (edit the experiment to import "
+            f"it once {release.name} {release.version} is installed here)"
+        )
+    return ""
+
+
+METADATA_MODULES = ("importlib.metadata", "importlib_metadata", "pkg_resources")
+METADATA_CALLS = {"version", "distribution", "metadata", "get_distribution", "require", "packages_distributions"}
+
+
+def _reads_own_metadata(got: tuple[ast.Module, bool] | None) -> bool:
+    """Whether a module calls ``importlib.metadata`` (or ``pkg_resources``) at its top level outside
+    ``try``: importing it from a tree that is not installed then fails."""
+    if got is None:
+        return False
+    body = got[0].body
+    imported = any(
+        isinstance(node, ast.ImportFrom)
+        and (node.module or "").startswith(METADATA_MODULES)
+        or isinstance(node, ast.Import)
+        and any(a.name.startswith(METADATA_MODULES) for a in node.names)
+        for node in body
+    )
+    if not imported:
+        return False
+    for node in body:
+        if isinstance(node, (ast.Try, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If)):
+            continue
+        for call in ast.walk(node):
+            if isinstance(call, ast.Call):
+                func = call.func
+                name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+                if name in METADATA_CALLS:
+                    return True
+    return False
 
 
 def _returns_a_value(fn: ast.FunctionDef) -> bool:
@@ -373,10 +511,11 @@ def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
         "  /code/**\n"
     )
     index = f"# {t['site']}\n\n{t['home']}\n\n{t['home-more']}\n\n- [{t['title']}](lessons/01-first-look.md)\n"
+    question = "question-class" if ex.kind == "class" else "question" if ex.returns else "question-effect"
     lesson_tpl = (
         "# {{ nn }} · {{ title }}\n\n"
         f"## {t['goal']} {{#goal}}\n\n{t['goal-text']}\n\n"
-        f"## {t['source']} {{#source}}\n\n{t['source-text']}\n\n"
+        f"## {t['source']} {{#source}}\n\n{t['source-text' if ex.kind == 'function' else 'source-text-class']}\n\n"
         "```real-source\n"
         f"File: {ex.file}\n"
         f"Symbol: {ex.symbol}\n"
@@ -385,10 +524,10 @@ def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
         f"## {t['experiment']} {{#experiment}}\n\n"
         "```experiment\n"
         "File: experiments/{{ script }}\n"
-        f"Purpose: {t['purpose']}\n"
+        f"Purpose: {t['purpose-source' if ex.no_import else 'purpose']}\n"
         "```\n\n"
         f"## {t['self-test']} {{#self-test}}\n\n"
-        f"1. {t['question' if ex.returns else 'question-effect']}\n"
+        f"1. {t[question]}\n"
     )
     experiment_tpl = (  # its docstring and what it prints (shown on the page) in the series' language
         f'"""{t["ex-doc"]}"""\n\n'
@@ -399,10 +538,23 @@ def _files(release: Release, ex: Example, lang: str) -> dict[str, str]:
         "here = Path(module.__file__).resolve()\n"
         f'assert root in here.parents, f"{t["ex-not-pinned"]}"\n'
         f'print("{t["ex-from"]}", here.relative_to(root).as_posix())\n'
-        f'print("{release.name}", os.environ["{env}_PINNED_VERSION"])\n'
         f'print("{t["ex-callable"]}", callable(module.{ex.symbol}))\n'
         f"assert callable(module.{ex.symbol})\n"
     )
+    if ex.no_import:  # importing it would fail here: the experiment reads the pinned source instead
+        experiment_tpl = (
+            f'"""{t["ex-doc-source"]}"""\n\n'
+            "import ast\n"
+            "import os\n"
+            "from pathlib import Path\n\n"
+            f'root = Path(os.environ["{env}_PINNED_ROOT"]).resolve()\n'
+            f'path = root / "{ex.file}"\n'
+            "tree = ast.parse(path.read_bytes())\n"
+            "names = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}\n"
+            f'print("{t["ex-read"]}", path.relative_to(root).as_posix())\n'
+            f'print("{t["ex-defines"]}", "{ex.symbol}" in names)\n'
+            f'assert "{ex.symbol}" in names\n'
+        )
 
     def fill(text: str, **values: str) -> str:
         return re.sub(r"\{\{ (\w+) \}\}", lambda m: values.get(m.group(1), m.group(0)), text)

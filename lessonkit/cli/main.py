@@ -398,9 +398,12 @@ def _init(args) -> int:
     from lessonkit.cli.init import init
 
     dest = Path(args.dest)
-    made = init(dest, args.package, args.lang, Path(args.sdist) if args.sdist else None, args.repo)
+    notes: list[str] = []
+    made = init(dest, args.package, args.lang, Path(args.sdist) if args.sdist else None, args.repo, notes)
     for p in made:
         print(f"created {p}")  # the path as given: dest / the file
+    for note in notes:
+        print(note)
     if args.lang == "zh" and importlib.util.find_spec("jieba") is None:
         print(
             "note: Chinese search needs jieba to split words: pip install 'lessonkit[zh]' "

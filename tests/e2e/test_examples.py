@@ -171,9 +171,10 @@ def test_new_in_the_example_starts_from_the_engines_templates_and_builds(example
     assert "      - lessons/02-second.md" in (proj / "mkdocs.yml").read_text(encoding="utf-8")
     script = (proj / "experiments" / "lesson02_second.py").read_text(encoding="utf-8")
     assert "import micrograd\n" in script and 'os.environ["MICROGRAD_PINNED_ROOT"]' in script
+    assert "PINNED_VERSION" not in script  # its output is the same under every pin (repin can apply it)
     build = _run(proj, env, "-m", "mkdocs", "build", "--strict")
     assert build.returncode == 0, build.stderr[-3000:]
     lesson = (proj / "site" / "lessons" / "02-second" / "index.html").read_text(encoding="utf-8")
-    assert "micrograd 0.1.0" in lesson and "micrograd from the pinned tree: micrograd/__init__.py" in lesson
+    assert "micrograd from the pinned tree: micrograd/__init__.py" in lesson
     verify = _run(proj, env, "-m", "lessonkit", "verify", "--mutate", "--site", "site")
     assert verify.returncode == 0, verify.stdout + verify.stderr

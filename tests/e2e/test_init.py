@@ -419,3 +419,150 @@ def test_a_new_series_deploys_with_its_address_footer_and_page_facts(tmp_path):
     assert '<a href="https://example.net/srcpkg/">Back to the home page</a>, or search' in missing
     checked = _python(series, env, "lessonkit", "verify", "--site", "site")
     assert checked.returncode == 0, checked.stderr[-2000:]
+
+
+def test_a_package_that_needs_what_is_not_installed_gets_an_experiment_that_reads_its_source(tmp_path, capsys):
+    """A release whose metadata requires a distribution this environment lacks would fail to
+    import in the build: init says so in one note, and the first experiment reads the pinned
+    module's source instead; the series builds and verifies as created."""
+    pkg_info = "Metadata-Version: 2.1\nName: srcpkg\nVersion: 0.1\nRequires-Dist: lessonkit-absent-dist>=1\n"
+    pkg_info += 'Requires-Dist: pytest; extra == "test"\n'  # an extra's requirement does not count,
+    pkg_info += 'Requires-Dist: lessonkit-absent-old; python_version < "3.8"\n'  # nor one for other Pythons
+    archive = _sdist(tmp_path / "dist", {**SRC_LAYOUT, "PKG-INFO": pkg_info})
+    series = tmp_path / "s"
+    assert main(["init", str(series), "--package", "srcpkg==0.1", "--sdist", str(archive), "--lang", "en"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2] == (
+        "note: the first experiment reads src/srcpkg/shapes.py from the pinned tree instead of importing "
+        "srcpkg.shapes: srcpkg needs lessonkit-absent-dist, not installed here (pip install lessonkit-absent-dist)"
+    )
+    script = (series / "experiments" / "lesson01_first_look.py").read_text(encoding="utf-8")
+    assert "import srcpkg" not in script and 'path = root / "src/srcpkg/shapes.py"\n' in script
+    lesson = (series / "docs" / "lessons" / "01-first-look.md").read_text(encoding="utf-8")
+    assert "Purpose: Read srcpkg.shapes in the pinned tree and check that it defines area\n" in lesson
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LESSONKIT_", "AUTOGRAD_"))}
+    env.update(NO_MKDOCS_2_WARNING="1", LESSONKIT_SDIST=str(archive), LESSONKIT_CACHE=str(tmp_path / "cache"))
+    built = _python(series, env, "mkdocs", "build", "--strict")
+    assert built.returncode == 0, built.stderr[-2000:]
+    page = (series / "site" / "lessons" / "01-first-look" / "index.html").read_text(encoding="utf-8")
+    assert "srcpkg.shapes read from the pinned tree: src/srcpkg/shapes.py" in page
+    assert "area is defined there: True" in page
+    checked = _python(series, env, "lessonkit", "verify", "--site", "site")
+    assert checked.returncode == 0, checked.stderr[-2000:]
+
+
+def test_a_package_that_reads_its_own_metadata_on_import_gets_an_experiment_that_reads_its_source(tmp_path):
+    init_py = "from importlib.metadata import version\n\n__version__ = version('srcpkg')\n"
+    archive = _sdist(tmp_path / "dist", {**SRC_LAYOUT, "src/srcpkg/__init__.py": init_py})
+    series = tmp_path / "s"
+    notes: list[str] = []
+    from lessonkit.cli.init import init
+
+    init(series, "srcpkg==0.1", "en", archive, None, notes)
+    assert notes == [
+        "note: the first experiment reads src/srcpkg/shapes.py from the pinned tree instead of importing "
+        "srcpkg.shapes: srcpkg reads the installed package's metadata when imported (edit the experiment to "
+        "import it once srcpkg 0.1 is installed here)"
+    ]
+    script = (series / "experiments" / "lesson01_first_look.py").read_text(encoding="utf-8")
+    assert "import srcpkg" not in script and "PINNED_VERSION" not in script
+    # guarded by try, the lookup does not stop the import: the experiment imports the package
+    guarded = (
+        "try:\n    from importlib.metadata import version\n    __version__ = version('srcpkg')\nexcept Exception:\n"
+    )
+    guarded += "    __version__ = '0'\n"
+    archive = _sdist(tmp_path / "dist2", {**SRC_LAYOUT, "src/srcpkg/__init__.py": guarded})
+    notes.clear()
+    init(tmp_path / "s2", "srcpkg==0.1", "en", archive, None, notes)
+    assert notes == []
+    assert "import srcpkg.shapes as module\n" in (tmp_path / "s2" / "experiments" / "lesson01_first_look.py").read_text(
+        encoding="utf-8"
+    )
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        (
+            {
+                "pyproject.toml": '[build-system]\nbuild-backend = "maturin"\n',
+                "srcpkg/__init__.py": SRC_LAYOUT["src/srcpkg/shapes.py"],
+            },
+            "--package: srcpkg-0.1 is not a pure-Python package: its build backend maturin compiles extension "
+            "modules — lessonkit init pins pure-Python packages; write the first lesson by hand "
+            "(docs/dev/pin-reference.md)",
+        ),
+        (
+            {
+                "srcpkg/__init__.py": "from srcpkg._speedups import area\n",
+                "srcpkg/_speedups.pyx": "def area(w, h):\n    return w * h\n",
+                "srcpkg/shapes.py": "from ._speedups import area\n\n\ndef double(x):\n    y = x * 2\n    return y\n",
+            },
+            "--package: srcpkg-0.1 is not a pure-Python package: importing srcpkg.shapes needs srcpkg._speedups, "
+            "which the archive holds only as compiled source — lessonkit init pins pure-Python packages; write the "
+            "first lesson by hand (docs/dev/pin-reference.md)",
+        ),
+    ],
+)
+def test_init_refuses_a_package_that_needs_compiling_in_one_line(tmp_path, capsys, files, message):
+    archive = _sdist(tmp_path / "dist", files)
+    series = tmp_path / "s"
+    assert main(["init", str(series), "--package", "srcpkg==0.1", "--sdist", str(archive)]) == 1
+    assert capsys.readouterr().err.strip() == message
+    assert not series.exists()
+
+
+def test_an_optional_compiled_speedup_does_not_stop_the_pure_python_modules(tmp_path):
+    """A compiled module imported under try (with a pure-Python fallback) does not count."""
+    files = {
+        "srcpkg/__init__.py": (
+            "try:\n    from srcpkg._speedups import area\nexcept ImportError:\n    from srcpkg._native import area\n"
+        ),
+        "srcpkg/_speedups.c": "/* compiled */\n",
+        "srcpkg/_native.py": "def area(w, h):\n    a = w * h\n    return a\n",
+    }
+    archive = _sdist(tmp_path / "dist", files)
+    from lessonkit.cli.init import init
+
+    init(tmp_path / "s", "srcpkg==0.1", "en", archive)
+    lesson = (tmp_path / "s" / "docs" / "lessons" / "01-first-look.md").read_text(encoding="utf-8")
+    assert "File: srcpkg/_native.py\nSymbol: area\n" in lesson
+
+
+def test_a_package_whose_init_this_python_cannot_parse_gets_an_experiment_that_reads_its_source(tmp_path):
+    """``type X = …`` (Python 3.12) in the package's __init__: under 3.11 importing the package
+    fails, so the first experiment reads the module's source; under 3.12+ it imports it."""
+    from lessonkit.cli.init import init
+
+    archive = _sdist(tmp_path / "dist", {**SRC_LAYOUT, "src/srcpkg/__init__.py": "type Size = int\n"})
+    notes: list[str] = []
+    init(tmp_path / "s", "srcpkg==0.1", "en", archive, None, notes)
+    script = (tmp_path / "s" / "experiments" / "lesson01_first_look.py").read_text(encoding="utf-8")
+    if sys.version_info < (3, 12):
+        assert notes == [
+            "note: the first experiment reads src/srcpkg/shapes.py from the pinned tree instead of importing "
+            f"srcpkg.shapes: srcpkg uses syntax that Python 3.{sys.version_info[1]} cannot parse"
+        ]
+        assert "import srcpkg" not in script
+    else:
+        assert notes == [] and "import srcpkg.shapes as module\n" in script
+
+
+def test_a_package_that_imports_a_module_this_environment_lacks_gets_an_experiment_that_reads_its_source(tmp_path):
+    """An import its metadata does not declare (or declares for some Pythons only) is found in the
+    source: the package's own modules are followed from the example's, imports under try or if
+    (TYPE_CHECKING) do not count; the module is looked up here by name, never imported."""
+    from lessonkit.cli.init import init
+
+    shapes = "import json\nfrom . import units\n\n\ndef area(w, h):\n    a = w * h\n    return a\n"
+    units = "import lessonkit_absent_module.sub\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+    units += "    import lessonkit_absent_typing\ntry:\n    import lessonkit_absent_optional\nexcept ImportError:\n"
+    units += "    pass\n"
+    files = {**SRC_LAYOUT, "src/srcpkg/shapes.py": shapes, "src/srcpkg/units.py": units}
+    notes: list[str] = []
+    init(tmp_path / "s", "srcpkg==0.1", "en", _sdist(tmp_path / "dist", files), None, notes)
+    assert notes == [
+        "note: the first experiment reads src/srcpkg/shapes.py from the pinned tree instead of importing "
+        "srcpkg.shapes: importing it imports lessonkit_absent_module, which this environment does not have "
+        "(install the distributions that provide them)"
+    ]

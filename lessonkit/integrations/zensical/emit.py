@@ -153,7 +153,9 @@ class Emitter:
         copied |= self._runtime()
         late = list(plan.late)
         uris = [*pages, *generated, *late, site.bundle, *copied]
-        b.urls = {uri: url_of(uri) for uri in uris}
+        # While the pages render, a link names its target's file (a page's Markdown): Zensical turns
+        # the links of a page's HTML into URLs as it does its Markdown links, and checks them.
+        b.urls = {uri: uri for uri in uris}
         b.dests = {uri: dest_of(uri) for uri in uris}
         md = self._markdown()
         texts: dict[str, Staged] = {}
@@ -162,13 +164,12 @@ class Emitter:
             raw = page_file.read_text(encoding="utf-8") if page_file else generated.get(uri, "")
             raw = raw.decode("utf-8") if isinstance(raw, bytes) else raw
             head, body = _front_matter(raw)
-            # Zensical rewrites the relative links of a page's HTML as relative to its Markdown
-            # file, as it does those of its Markdown: the blocks' links are written that way
             links = lk_build.SiteLinks(b, uri.rpartition("/")[0] + "/" if "/" in uri else "", _relative)
             body = b.page(uri, str(page_file) if page_file else None, body, links)
             texts[uri] = Staged(head + self._render(md, body))
             b.page_done()
         bundle = b.finish(list(texts.items()))
+        b.urls = {uri: url_of(uri) for uri in uris}  # the written site's, for the listings and the link check
         if b.problems:
             return staging / "mkdocs.yml"
         for uri, staged in texts.items():
@@ -203,9 +204,18 @@ class Emitter:
     def _markdown(self) -> Markdown:
         """A Markdown converter with the site's extensions, as MkDocs makes one for each page; its
         blocks' extension reads :attr:`current`."""
-        configs = {name: dict(options) for name, options in self.config.mdx_configs.items()}
+        configs = {name: self._options(name) for name in self.config.mdx_configs}
         configs.setdefault(BLOCKS, {})["context"] = lambda: self.current
         return Markdown(extensions=list(self.config.markdown_extensions), extension_configs=configs)
+
+    def _options(self, name: str) -> dict[str, Any]:
+        """An extension's options from mkdocs.yml; snippets' ``base_path`` made the project's (it is
+        read relative to the working folder, and Zensical works in the staged copy)."""
+        options = {k: v for k, v in self.config.mdx_configs.get(name, {}).items() if not callable(v)}
+        if name == "pymdownx.snippets" and "base_path" in options:
+            paths = options["base_path"]
+            options["base_path"] = [str(self.root / p) for p in ([paths] if isinstance(paths, str) else paths)]
+        return options
 
     def _render(self, md: Markdown, text: str) -> str:
         """``text`` with every block and inline reference rendered (as MkDocs' build renders them)
@@ -249,6 +259,7 @@ class Emitter:
             raw = yaml_load(fh) or {}
         config = self.config
         raw.pop("hooks", None)
+        raw.pop("watch", None)  # serve's folders, relative to the project: a build watches nothing
         plugins = raw.get("plugins")
         if isinstance(plugins, list):
             raw["plugins"] = [p for p in plugins if (next(iter(p)) if isinstance(p, dict) else p) != "lessonkit"]
@@ -256,16 +267,19 @@ class Emitter:
         raw["site_dir"] = "site"  # Zensical writes only inside its project: moved to the site folder after
         extensions = []
         for name in config.markdown_extensions:
-            options = {k: v for k, v in config.mdx_configs.get(name, {}).items() if not callable(v)}
             if name == BLOCKS:
                 options = {"root": str(self.root), "fragments": str(fragments)}
+            else:
+                options = self._options(name)
             extensions.append({name: options} if options else name)
         raw["markdown_extensions"] = extensions
         # Zensical looks for anchors in the Markdown's own headings: the ids of the blocks (swapped
         # in as HTML) and of the source listings (filled in after) are found by the link check of
         # the written site (lessonkit.site.links), which checks every link and anchor.
         validation = raw.get("validation")
-        raw["validation"] = {**(validation if isinstance(validation, dict) else {}), "anchors": "ignore"}
+        validation = raw["validation"] = {**(validation if isinstance(validation, dict) else {}), "anchors": "ignore"}
+        if isinstance(validation.get("links"), dict):  # the long form, `links: anchors:`
+            validation["links"] = {**validation["links"], "anchors": "ignore"}
         for option, uri in (("extra_css", "assets/lessonkit.css"), ("extra_javascript", "assets/lessonkit.js")):
             listed = [str(x) for x in config[option]]
             raw[option] = listed if uri in listed else [*listed, uri]
@@ -297,8 +311,9 @@ class Emitter:
             shutil.move(str(config.parent / "site"), str(self.site_dir))
             return True
         text = ANSI.sub("", proc.stdout + proc.stderr)
-        text = text.split("Traceback (most recent call last):", 1)[0]  # its reasons come first
-        lines = [line for line in text.splitlines() if line.strip()]
+        report, _, trace = text.partition("Traceback (most recent call last):")  # its reasons come first
+        lines = [line for line in report.splitlines() if line.strip()]
+        lines += [line for line in trace.splitlines() if line.strip()][-1:]  # the exception, without the stack
         self.log(f"{self.config_file.name}: zensical build failed (exit code {proc.returncode}); its report:")
         for line in lines[-40:]:
             self.log("  " + line)

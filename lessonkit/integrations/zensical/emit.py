@@ -108,9 +108,17 @@ class Emitter:
 
     # -- 1. before
     def prepare(self) -> None:
+        import importlib.util
+
         from lessonkit.integrations.mkdocs import setup
 
         config, root = self.config, self.root
+        if importlib.util.find_spec("zensical") is None:
+            raise LessonError(
+                "zensical is not installed",
+                hint="pip install -r requirements-test.txt (zensical and zensical-ui, pinned), or build with MkDocs",
+            )
+        theme_folder()  # its theme, before anything runs
         if Path(config.docs_dir).resolve() != root / "docs":
             raise LessonError(
                 f"docs_dir is {config.docs_dir!r}; lessonkit reads a series' pages from docs/ beside mkdocs.yml",
@@ -121,6 +129,19 @@ class Emitter:
         lk_env.site_urls()
         lk_env.source_date_epoch()
         lk_checks.check_docs(root)
+        # a file of docs/ where the engine or the theme writes one is an error, as in a MkDocs build
+        from lessonkit.attachments import ENGINE_PAGE_OWNERS
+        from lessonkit.project import Project
+
+        site = Project(root).site
+        engine = {site.bundle: "the engine's bundle"}
+        custom = getattr(config.theme, "_custom_dir", None)  # the project's overrides, before the theme's files
+        dirs = [Path(custom)] if custom else []
+        dirs.append(theme_folder())
+        written = lk_checks.written_files(root, dirs, ("404.html", "sitemap.xml"), engine)
+        replaced = lk_checks.replaced_files(root, written, ENGINE_PAGE_OWNERS)
+        if replaced:
+            raise LessonError.collect(replaced)
 
     def files(self) -> tuple[list[str], dict[str, Path]]:
         """The pages (docs-relative) and the other files of docs/ MkDocs would build (``exclude_docs``

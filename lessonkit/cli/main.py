@@ -421,6 +421,10 @@ def _build(args) -> int:
     if not config_file.is_file():
         print(f"{config_file}: no such file — run lessonkit build in a series' folder (or --root)", file=sys.stderr)
         return 1
+    if args.engine == "zensical":
+        from lessonkit.integrations.zensical import emit
+
+        return emit.build(config_file)
     try:
         cli.main(["build", "--strict", "-f", str(config_file)], prog_name="lessonkit build", standalone_mode=False)
     except SystemExit as exc:  # MkDocs' Abort: it has logged the reason
@@ -587,6 +591,12 @@ def main(argv=None) -> int:
     i.set_defaults(func=_init)
     b = sub.add_parser("build", help="build the site (mkdocs build --strict)")
     b.add_argument("-f", "--config-file", default="mkdocs.yml")
+    b.add_argument(
+        "--engine",
+        choices=("mkdocs", "zensical"),
+        default="mkdocs",
+        help="the site generator (default mkdocs; zensical: see the engine guide, 'Engines')",
+    )
     b.set_defaults(func=_build)
     n = sub.add_parser("new", help="scaffold a lesson: page, experiment, nav entry")
     n.add_argument("number", help="two digits, e.g. 15")

@@ -20,6 +20,7 @@ project once, for every page it converts.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -297,15 +298,61 @@ class _Pre(Preprocessor):
         return out.split("\n")
 
 
+# A block or inline reference rendered ahead of time, in another process (the Zensical emitter,
+# :mod:`lessonkit.integrations.zensical.emit`), stands in the page as one marker word: the build's
+# random nonce and the fragment's number. The ``fragments`` option names the JSON file that maps
+# each marker to its HTML.
+FRAGMENT = re.compile(r"lkfragment[0-9a-f]{16}n[0-9]+z")
+
+
+def fragment_marker(nonce: str, n: int) -> str:
+    """The marker of fragment ``n`` of a build whose nonce is ``nonce`` (16 hex digits)."""
+    return f"lkfragment{nonce}n{n}z"
+
+
+class _Fragments(Preprocessor):
+    """Puts each marker's finished HTML into the HTML stash, where the block was: the page's blocks
+    were rendered and verified by the emitter, with the whole site's links."""
+
+    def __init__(self, md: Markdown, path: str):
+        super().__init__(md)
+        self.path = path
+        self._html: dict[str, str] | None = None
+
+    def html(self) -> dict[str, str]:
+        if self._html is None:
+            import json
+
+            self._html = json.loads(Path(self.path).read_text(encoding="utf-8"))
+        return self._html
+
+    def run(self, lines: list[str]) -> list[str]:
+        if not any("lkfragment" in line for line in lines):
+            return lines
+        known = self.html()
+
+        def swap(m: re.Match) -> str:
+            html = known.get(m.group(0))
+            if html is None:
+                raise LessonError(f"{m.group(0)}: no such fragment in {self.path}", hint="build again")
+            return self.md.htmlStash.store(html)
+
+        return [FRAGMENT.sub(swap, line) if "lkfragment" in line else line for line in lines]
+
+
 class LessonKitExtension(Extension):
     def __init__(self, **kwargs):
         self.config = {
             "root": [".", "project root (holds docs/, sourcemap/, experiments/)"],
             "context": ["", "a callable returning the current page's PageContext (set by a build)"],
+            "fragments": ["", "a JSON file of fragments rendered ahead of time (the Zensical emitter)"],
         }
         super().__init__(**kwargs)
 
     def extendMarkdown(self, md: Markdown) -> None:
+        if self.getConfig("fragments"):  # every block was rendered by the emitter: only swap them in
+            md.preprocessors.register(_Fragments(md, self.getConfig("fragments")), "lessonkit", PRIORITY)
+            return
         if callable(self.getConfig("context")):
             setattr(md, "lessonkit_context", self.getConfig("context"))  # read by page_context
         md.preprocessors.register(_Pre(md, self.getConfig("root")), "lessonkit", PRIORITY)

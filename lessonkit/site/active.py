@@ -137,6 +137,7 @@ class Allowed:
         """The files of the folder a page may load as a script: copies of Material's theme files and
         of lessonkit's assets (the build's record says what was copied from where)."""
         roots = [r for r in (self.templates.resolve() if self.templates else None, self.assets) if r is not None]
+        roots += [p for p in map(_installed, INSTALLED_THEMES[2:]) if p is not None]  # Zensical's theme
         out = set()
         for rel, source in self.check.record["copied"].items():
             src = Path(source).resolve()
@@ -172,14 +173,19 @@ class Allowed:
         return (not attrs.strip() and code in self.sheets) or self.inline_ok(attrs, code)
 
 
+# The installed packages whose templates a build's theme may come from: MkDocs and Material, and
+# Zensical's theme (its templates and assets, for `lessonkit build --engine zensical`).
+INSTALLED_THEMES = ("material", "mkdocs", "zensical_ui")
+
+
 def theme_folder_ok(check, folder: Path) -> bool:
     """A theme folder copies may come from: inside the project (not its site folder or the cache),
-    or inside the installed MkDocs or Material."""
+    or inside the installed MkDocs, Material or Zensical's theme."""
     folder, root = folder.resolve(), check.project.root
     if root == folder or root in folder.parents:
         outside = [check.site_dir.resolve(), Path(check.project.cache).resolve()]
         return not any(o == folder or o in folder.parents for o in outside)
-    return any(p is not None and (folder == p or p in folder.parents) for p in map(_installed, ("material", "mkdocs")))
+    return any(p is not None and (folder == p or p in folder.parents) for p in map(_installed, INSTALLED_THEMES))
 
 
 def _resolve(page: str, url: str, base: str = "/") -> str | None:

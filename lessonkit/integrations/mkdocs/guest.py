@@ -12,8 +12,10 @@ whose rules is scoped to a block's classes (:data:`BLOCKS_CSS`). The pin, the ex
 kinds are read from the folder of ``mkdocs.yml`` (``sourcemap/``, ``experiments/``) only when a
 page uses a block: a block whose pin is missing is one located error on the block's line.
 
-The course (the source browser, symbol index, bundle, acceptance page, site-wide stylesheet,
-the link check …) is ``course: true`` (:mod:`lessonkit.integrations.mkdocs.plugin`).
+A guest may turn on the course's site-wide stylesheet and script alone (``site_style: true``,
+:data:`SITE_STYLE`): every page then links them, and blocks are styled by them. The rest of the
+course (the source browser, symbol index, bundle, acceptance page, the link check …) is
+``course: true`` (:mod:`lessonkit.integrations.mkdocs.plugin`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,14 @@ BLOCKS = "lessonkit.pipeline.markdown"
 BLOCKS_CSS = Path(__file__).parents[2] / "assets" / "scoped" / "lessonkit-blocks.css"
 STYLESHEET = "assets/lessonkit-blocks.css"  # where the site gets it (only when a page uses a block)
 SKIP = PageContext(path="<not a lessonkit page>", skip=True)
+# `site_style: true`: the course's stylesheet and script on every page, and the math font the
+# stylesheet loads (site path -> the file of lessonkit/assets/).
+ASSETS = Path(__file__).parents[2] / "assets"
+SITE_CSS, SITE_JS = "assets/lessonkit.css", "assets/lessonkit.js"
+SITE_STYLE = {
+    uri: ASSETS / uri.removeprefix("assets/")
+    for uri in (SITE_CSS, SITE_JS, "assets/fonts/STIXTwoMath-Regular.woff2", "assets/fonts/STIXTwoMath-OFL.txt")
+}
 
 
 def first_block(text: str, path: str, kinds: "Registry") -> int | None:
@@ -60,8 +70,9 @@ def first_block(text: str, path: str, kinds: "Registry") -> int | None:
 class Guest:
     """The events of one guest build (a new one for every ``on_config``)."""
 
-    def __init__(self, config: "MkDocsConfig"):
+    def __init__(self, config: "MkDocsConfig", site_style: bool = False):
         self.root = Path(config.config_file_path).parent.resolve()
+        self.site_style = site_style  # lessonkit's stylesheet and script on every page (SITE_STYLE)
         self.using: dict[str, int] = {}  # docs-relative page that uses a block -> the line of its first
         self.current: PageContext = SKIP
         self._project: Project | None = None
@@ -76,6 +87,10 @@ class Guest:
         options = config.mdx_configs.setdefault(BLOCKS, {})
         options.setdefault("root", str(self.root))
         options["context"] = lambda: self.current
+        if self.site_style:  # listed once; a site that names them itself keeps its order
+            for option, uri in (("extra_css", SITE_CSS), ("extra_javascript", SITE_JS)):
+                if uri not in [str(x) for x in config[option]]:
+                    config[option].append(uri)
 
     @property
     def kinds(self) -> "Registry":
@@ -112,7 +127,15 @@ class Guest:
                     self.using[f.src_uri] = line
         except LessonError as exc:  # sourcemap/kinds.toml
             raise PluginError(str(exc)) from None
-        if self.using:
+        if self.site_style:
+            for uri, path in SITE_STYLE.items():
+                if files.get_file_from_path(uri) is not None:
+                    raise PluginError(
+                        f"{uri}: the site has a file where lessonkit puts its site-wide style (site_style) — "
+                        "rename that file"
+                    )
+                files.append(File.generated(config, uri, abs_src_path=str(path), inclusion=InclusionLevel.NOT_IN_NAV))
+        elif self.using:
             if files.get_file_from_path(STYLESHEET) is not None:
                 raise PluginError(
                     f"{STYLESHEET}: the site has a file where lessonkit puts the stylesheet of its blocks — "
@@ -156,7 +179,7 @@ class Guest:
         return html
 
     def on_post_page(self, output: str, page: "Page", config: "MkDocsConfig") -> str:
-        if page.file.src_uri not in self.using:
+        if page.file.src_uri not in self.using or self.site_style:  # site_style: lessonkit.css styles blocks
             return output
         at = output.find("</head>")
         if at < 0:

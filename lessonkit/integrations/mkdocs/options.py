@@ -25,6 +25,10 @@ class LessonkitConfig(base.Config):
     # Course: refuse a theme that loads fonts from another host (Material's Google Fonts). Unset:
     # on in a course. False: the course accepts web fonts (its pages then request another host).
     system_fonts = c.Optional(c.Type(bool))
+    # lessonkit's stylesheet and script on every page (with the math font they use). Unset: the
+    # value of `course`. A guest that turns it on gets exactly these three files and one <link> and
+    # one <script> per page; a course cannot turn it off (its generated pages need them).
+    site_style = c.Optional(c.Type(bool))
 
 
 def from_extra(config: "MkDocsConfig") -> LessonkitConfig:
@@ -39,7 +43,8 @@ def from_extra(config: "MkDocsConfig") -> LessonkitConfig:
             f"extra.lessonkit is {type(given).__name__}, not a mapping of options",
             path=where,
             line=line,
-            hint="write the options under `extra:` → `lessonkit:`, one per line (course, add_extensions, system_fonts)",
+            hint="write the options under `extra:` → `lessonkit:`, one per line "
+            "(course, add_extensions, system_fonts, site_style)",
         )
     options = LessonkitConfig(config_file_path=config.config_file_path)
     options.load_dict({"course": True, **given})
@@ -53,7 +58,16 @@ def from_extra(config: "MkDocsConfig") -> LessonkitConfig:
             f"extra.lessonkit.{key}: {error}",
             path=where,
             line=line,
-            hint="the options are course, add_extensions and system_fonts (see the engine guide, 'mkdocs.yml')",
+            hint="the options are course, add_extensions, system_fonts and site_style "
+            "(see the engine guide, 'mkdocs.yml')",
+        )
+    if options.site_style is False:
+        raise LessonError(
+            "extra.lessonkit.site_style is false, but a course's generated pages need lessonkit's site-wide "
+            "stylesheet and script",
+            path=where,
+            line=line,
+            hint="remove `site_style: false`",
         )
     if not options.course:
         raise LessonError(

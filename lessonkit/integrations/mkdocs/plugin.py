@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority
 
 from lessonkit.integrations.mkdocs import guest, hooks
@@ -44,12 +45,20 @@ class LessonkitPlugin(BasePlugin[LessonkitConfig]):
     def on_config(self, config: "MkDocsConfig") -> "MkDocsConfig":
         options = self.config
         if options.course:
+            if options.site_style is False:
+                raise PluginError(
+                    "mkdocs.yml: plugins.lessonkit.site_style is false, but a course's generated pages (source "
+                    "browser, symbol index, attachments) need lessonkit's site-wide stylesheet and script — "
+                    "remove `site_style: false`, or remove `course: true` (a guest)"
+                )
             fonts = True if options.system_fonts is None else options.system_fonts
             hooks.configure(config, add_extensions=options.add_extensions, system_fonts=fonts)
         else:
+            style = bool(options.site_style)
             events = config.plugins.get(hooks.PLUGIN)
             if isinstance(events, guest.Guest):  # a second on_config of this configuration
+                events.site_style = style
                 events.configure(config)
             else:  # registers its on_* methods for the rest of this configuration's build
-                config.plugins[hooks.PLUGIN] = guest.Guest(config)  # type: ignore[assignment]
+                config.plugins[hooks.PLUGIN] = guest.Guest(config, site_style=style)  # type: ignore[assignment]
         return config

@@ -1,0 +1,1 @@
+"""The Zensical emitter: ``lessonkit build --engine zensical`` (:mod:`lessonkit.integrations.zensical.emit`)."""

@@ -257,16 +257,14 @@ def parse_page(
     classes (``lk-…``) or shows one of ``badges`` in raw HTML is listed in ``engine_html``."""
     lines = text.split("\n")
     containers = _containers(lines)
-    page = ParsedPage(path)
-    ordinal = 0
+    scan = _PageScan(lines, path, line_offset, kinds, badges, html_checks)
     i = 0
     prev_blank, in_code, in_comment = True, False, False
-    prose: list[tuple[int, str]] = []  # (index, text) of the lines Markdown shows as prose: for active_html
     while i < len(lines):
         line = lines[i]
         if in_comment:  # Markdown passes the comment through: a browser may end it sooner (`<!-->`)
             in_comment = "-->" not in line
-            prose.append((i, line))
+            scan.prose.append((i, line))
             i += 1
             continue
         blank = not line.strip()
@@ -279,94 +277,128 @@ def parse_page(
             continue
         m = FENCE.match(line) if ("`" in line or "~" in line) else None
         if not m or (m["fence"][0] == "`" and "`" in m["info"]):
-            spans = _code_spans(line) if "`" in line else []
-            if _comment_opens(line, spans):
-                in_comment = True
-                prose.append((i, _blank_code(line, spans)))  # the HTML check reads the comment as a browser does
-            else:
-                _inline(page, kinds, line, i, path, line_offset)
-                _ids(page, line, spans, line_offset + i + 1)
-                if "lk" in line or "&" in line or (badges and "<" in line):
-                    page.engine_html += engine_html(line, path, line_offset + i + 1, badges)
-                if badges or "!!!" in line or "???" in line:
-                    page.engine_html += badge_labels(line, path, line_offset + i + 1, badges)
-                prose.append((i, _blank_code(line, spans)))
-                skip = _misplaced(page, kinds, lines, i, spans, path, line_offset)
-                if skip is not None:
-                    i = skip
+            in_comment, i = scan.prose_line(i)
             i += 1
             continue
-        indent, fence, info = m["indent"], m["fence"], m["info"].strip()
-        depth = _quote(indent).count(">")
-        word = kind_word(info)
-        end, lazy = _end(lines, i, fence, depth)
-        lineno = line_offset + i + 1
-        if word in kinds.fenced:
-            if lazy is not None:
-                err = LessonError(
-                    f"this line of the {word} block opened on line {lineno} does not start with `>`: "
-                    "Markdown ends the blockquote, and the block, here",
-                    path=path,
-                    line=line_offset + lazy + 1,
-                    hint="start every line of a block in a blockquote with `>`, as its first line",
-                )
-                page.items.append(BrokenBlock(err, i, lazy - 1, indent, ordinal))
-                ordinal += 1
-                i = lazy
-                prev_blank = False
-                continue
-            if end is None:
-                err = LessonError(
-                    f"unclosed {word} block: no closing {fence}",
-                    path=path,
-                    line=lineno,
-                    hint=f"add a line {fence} after the block",
-                )
-                page.items.append(BrokenBlock(err, i, len(lines) - 1, indent, ordinal))
-                break
-            inner = _opens_inside(kinds, lines, i, end, fence, depth)
-            if inner is not None:  # this block's fence was left open: the next block's closing line closes it
-                err = LessonError(
-                    f"unclosed {word} block: the {inner[1]} block on line {line_offset + inner[0] + 1} opens "
-                    f"inside it, and that block's closing {fence} closes this one",
-                    path=path,
-                    line=lineno,
-                    hint=f"close this block with a line {fence} before line {line_offset + inner[0] + 1}",
-                )
-                page.items.append(BrokenBlock(err, i, end, indent, ordinal))
-                ordinal += 1
-                i = end + 1
-                prev_blank = False
-                continue
-            try:
-                block = _build(kinds[word], lines, i, end, indent, path, line_offset, ordinal)
-                page.items.append(block)
-                page.engine_html += markup_values(kinds[word], block, badges, html_checks)
-            except LessonError as exc:
-                page.items.append(BrokenBlock(exc.at(path, lineno), i, end, indent, ordinal))
-            ordinal += 1
-        elif badges and any(b and b in info for b in badges):  # an ordinary fence titled like a block
-            page.engine_html += fence_badges(info, path, lineno, badges)
-            if lazy is None:
-                _swallowed(page, kinds, lines, i, end, fence, path, line_offset)
-        elif kinds.near(word):
-            err = kinds.unknown(word, path, lineno)
-            page.items.append(BrokenBlock(err, i, end if end is not None else len(lines) - 1, indent))
-        elif lazy is None:
-            _swallowed(page, kinds, lines, i, end, fence, path, line_offset)
-        if lazy is not None:  # an ordinary fence in a blockquote that ends before the fence closes
-            i = lazy
-            prev_blank = False
-            continue
-        if end is None:
-            break  # an unclosed ordinary fence runs to the end of the page
-        i = end + 1
+        after = scan.fence(i, m)
+        if after is None:
+            break
+        i = after
         prev_blank = False
+    page = scan.page
     if html_checks:  # off only in the prefill, which lists experiments before the HTML parser is installed
-        page.active = active_html(prose, path, line_offset)
+        page.active = active_html(scan.prose, path, line_offset)
         page.engine_html += page.active
     _link_sessions(page, kinds)
     return page
+
+
+class _PageScan:
+    """What :func:`parse_page` collects while it walks a page's lines: the page's items, the
+    ordinal of the next annotation block, and the lines Markdown shows as prose."""
+
+    def __init__(self, lines: list[str], path: str, offset: int, kinds, badges: tuple[str, ...], html_checks: bool):
+        self.lines = lines
+        self.path = path
+        self.offset = offset
+        self.kinds = kinds
+        self.badges = badges
+        self.html_checks = html_checks
+        self.page = ParsedPage(path)
+        self.ordinal = 0
+        self.prose: list[tuple[int, str]] = []  # (index, text) of the lines Markdown shows as prose: for active_html
+
+    def prose_line(self, i: int) -> tuple[bool, int]:
+        """Read the prose line ``i``: (whether an HTML comment opens on it, the last line it takes)."""
+        line, page, badges = self.lines[i], self.page, self.badges
+        lineno = self.offset + i + 1
+        spans = _code_spans(line) if "`" in line else []
+        if _comment_opens(line, spans):
+            self.prose.append((i, _blank_code(line, spans)))  # the HTML check reads the comment as a browser does
+            return True, i
+        _inline(page, self.kinds, line, i, self.path, self.offset)
+        _ids(page, line, spans, lineno)
+        if "lk" in line or "&" in line or (badges and "<" in line):
+            page.engine_html += engine_html(line, self.path, lineno, badges)
+        if badges or "!!!" in line or "???" in line:
+            page.engine_html += badge_labels(line, self.path, lineno, badges)
+        self.prose.append((i, _blank_code(line, spans)))
+        skip = _misplaced(page, self.kinds, self.lines, i, spans, self.path, self.offset)
+        return False, i if skip is None else skip
+
+    def fence(self, i: int, m: re.Match) -> int | None:
+        """Read the fence opened on line ``i``: the line to go on from, or None: it runs to the page's end."""
+        lines, kinds, badges = self.lines, self.kinds, self.badges
+        indent, fence, info = m["indent"], m["fence"], m["info"].strip()
+        word = kind_word(info)
+        end, lazy = _end(lines, i, fence, _quote(indent).count(">"))
+        lineno = self.offset + i + 1
+        if word in kinds.fenced:
+            return self.annotation(i, m, word, end, lazy)
+        if badges and any(b and b in info for b in badges):  # an ordinary fence titled like a block
+            self.page.engine_html += fence_badges(info, self.path, lineno, badges)
+            if lazy is None:
+                _swallowed(self.page, kinds, lines, i, end, fence, self.path, self.offset)
+        elif kinds.near(word):
+            err = kinds.unknown(word, self.path, lineno)
+            self.page.items.append(BrokenBlock(err, i, end if end is not None else len(lines) - 1, indent))
+        elif lazy is None:
+            _swallowed(self.page, kinds, lines, i, end, fence, self.path, self.offset)
+        if lazy is not None:  # an ordinary fence in a blockquote that ends before the fence closes
+            return lazy
+        if end is None:
+            return None  # an unclosed ordinary fence runs to the end of the page
+        return end + 1
+
+    def annotation(self, i: int, m: re.Match, word: str, end: int | None, lazy: int | None) -> int | None:
+        """Read the annotation block of kind ``word`` opened on line ``i`` (a block, or a broken one)."""
+        lines, path, offset = self.lines, self.path, self.offset
+        indent, fence = m["indent"], m["fence"]
+        lineno = offset + i + 1
+        if lazy is not None:
+            err = LessonError(
+                f"this line of the {word} block opened on line {lineno} does not start with `>`: "
+                "Markdown ends the blockquote, and the block, here",
+                path=path,
+                line=offset + lazy + 1,
+                hint="start every line of a block in a blockquote with `>`, as its first line",
+            )
+            self.broken(err, i, lazy - 1, indent)
+            return lazy
+        if end is None:
+            err = LessonError(
+                f"unclosed {word} block: no closing {fence}",
+                path=path,
+                line=lineno,
+                hint=f"add a line {fence} after the block",
+            )
+            self.page.items.append(BrokenBlock(err, i, len(lines) - 1, indent, self.ordinal))
+            return None
+        inner = _opens_inside(self.kinds, lines, i, end, fence, _quote(indent).count(">"))
+        if inner is not None:  # this block's fence was left open: the next block's closing line closes it
+            err = LessonError(
+                f"unclosed {word} block: the {inner[1]} block on line {offset + inner[0] + 1} opens "
+                f"inside it, and that block's closing {fence} closes this one",
+                path=path,
+                line=lineno,
+                hint=f"close this block with a line {fence} before line {offset + inner[0] + 1}",
+            )
+            self.broken(err, i, end, indent)
+            return end + 1
+        try:
+            spec = self.kinds[word]
+            block = _build(spec, lines, i, end, indent, path, offset, self.ordinal)
+            self.page.items.append(block)
+            self.page.engine_html += markup_values(spec, block, self.badges, self.html_checks)
+        except LessonError as exc:
+            self.page.items.append(BrokenBlock(exc.at(path, lineno), i, end, indent, self.ordinal))
+        self.ordinal += 1
+        return end + 1
+
+    def broken(self, err: LessonError, start: int, end: int, indent: str) -> None:
+        """A broken annotation block: it takes the next ordinal."""
+        self.page.items.append(BrokenBlock(err, start, end, indent, self.ordinal))
+        self.ordinal += 1
 
 
 def _link_sessions(page: ParsedPage, kinds) -> None:

@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, Callable, Protocol
 
 from lessonkit.checks import living, verify
 from lessonkit.errors import LessonError, Problem
+from lessonkit.pipeline.activehtml import ENGINE_HTML
 from lessonkit.pipeline.markdown import PageContext
-from lessonkit.pipeline.parse import ENGINE_HTML
 from lessonkit.pipeline.render import Deferred
 from lessonkit.project import Project
 from lessonkit.site import attachments, pages

@@ -177,7 +177,7 @@ def load(root: Path, repo_url: str) -> SiteConfig:
             raise LessonError(
                 f"unknown table `[{table}]`",
                 path=CONFIG,
-                line=_line(path, f"[{table}]"),
+                line=line_of(path, f"[{table}]"),
                 hint=MOVED.get(table, "known tables: " + ", ".join(f"[{t}]" for t in _KEYS))
                 + (" (see the engine guide, 'Attachments of your own')" if table in MOVED else ""),
             )
@@ -189,14 +189,14 @@ def load(root: Path, repo_url: str) -> SiteConfig:
                 raise LessonError(
                     f"unknown key `{key}` in `[{table}]`",
                     path=CONFIG,
-                    line=_line(path, key),
+                    line=line_of(path, key),
                     hint="known keys: " + ", ".join(sorted(known)),
                 )
             if not (isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))):
                 raise LessonError(
                     f"`{key}` in `[{table}]` is not text or a list of text",
                     path=CONFIG,
-                    line=_line(path, key),
+                    line=line_of(path, key),
                     hint='for example `code = ["experiments"]`',
                 )
     for key, value in data.get("snapshots", {}).items():
@@ -204,7 +204,7 @@ def load(root: Path, repo_url: str) -> SiteConfig:
             raise LessonError(
                 f"`{key}` in `[snapshots]` is not a list of words",
                 path=CONFIG,
-                line=_line(path, key),
+                line=line_of(path, key),
                 hint='for example `badges = ["by hand", "observed"]`',
             )
     import_path = data.get("experiments", {}).get("path", "")  # checked by config.checks
@@ -223,7 +223,7 @@ def load(root: Path, repo_url: str) -> SiteConfig:
         tuple(repo.get("teaching", ())),
         tuple(repo.get("code", ("experiments",))),
         data.get("bundle", {}).get("path", f"downloads/{name}-resources.zip"),
-        Labels({**LABELS, **_labels(data.get("labels", {}), path)}, line=_line(path, "[labels]")),
+        Labels({**LABELS, **_labels(data.get("labels", {}), path)}, line=line_of(path, "[labels]")),
         tuple(data.get("snapshots", {}).get("badges", BADGES)),
         tuple(data.get("snapshots", {}).get("prose-columns", PROSE_COLUMNS)),
         tuple(data.get("experiments", {}).get("pinned", ())),
@@ -269,14 +269,14 @@ def _check_search(search: dict, path: Path) -> None:
         raise LessonError(
             "`[search]` has no `glossary`",
             path=CONFIG,
-            line=_line(path, "[search]"),
+            line=line_of(path, "[search]"),
             hint='name the glossary page, e.g. `glossary = "docs/glossary.md"`',
         )
     if not (isinstance(glossary, str) and glossary.startswith("docs/") and glossary.endswith(".md")):
         raise LessonError(
             f"`glossary` in `[search]` is {glossary!r}, not a page under docs/",
             path=CONFIG,
-            line=_line(path, "glossary"),
+            line=line_of(path, "glossary"),
             hint='for example `glossary = "docs/glossary.md"`',
         )
     terms = search.get("terms")
@@ -284,7 +284,7 @@ def _check_search(search: dict, path: Path) -> None:
         raise LessonError(
             "`terms` in `[search]` is not a list of column names",
             path=CONFIG,
-            line=_line(path, "terms") if terms is not None else _line(path, "[search]"),
+            line=line_of(path, "terms") if terms is not None else line_of(path, "[search]"),
             hint='the header cells of the columns that name the terms, e.g. `terms = ["Term"]`',
         )
     introduced = search.get("introduced")
@@ -292,7 +292,7 @@ def _check_search(search: dict, path: Path) -> None:
         raise LessonError(
             "`introduced` in `[search]` is empty",
             path=CONFIG,
-            line=_line(path, "introduced"),
+            line=line_of(path, "introduced"),
             hint="the header cell of the column whose link is the introducing section, or leave it out",
         )
 
@@ -332,7 +332,7 @@ def check_tools(site: SiteConfig) -> None:
         raise LessonError(
             f"`versions` in `[experiments]` item {item} names {why}",
             path=CONFIG,
-            line=_line(site.root / CONFIG, "versions"),
+            line=line_of(site.root / CONFIG, "versions"),
             hint="name a distribution of the build's environment (`NumPy=numpy`), or install it",
         )
 
@@ -344,7 +344,7 @@ def check_box_pinned(site: SiteConfig, manifest: dict[str, str]) -> None:
             raise LessonError(
                 f"`pinned` in `[experiments]` names `{entry}`, which matches no file of the pinned tree",
                 path=CONFIG,
-                line=_line(site.root / CONFIG, "pinned"),
+                line=line_of(site.root / CONFIG, "pinned"),
                 hint=f'name files, folders or patterns of sourcemap/manifest.sha256, e.g. "{site.package}"',
             )
 
@@ -355,7 +355,7 @@ def check_import_path(site: SiteConfig, manifest: dict[str, str]) -> None:
         raise LessonError(
             f"`path` in `[experiments]` names `{site.import_path}`, which holds no Python file of the pinned tree",
             path=CONFIG,
-            line=_line(site.root / CONFIG, "path"),
+            line=line_of(site.root / CONFIG, "path"),
             hint="name the folder that holds the package (see sourcemap/manifest.sha256), e.g. \"src\"",
         )
 
@@ -364,7 +364,7 @@ def _labels(values: dict, path: Path) -> dict[str, str]:
     for key, value in values.items():
         wrong = label_problem(key, value)
         if wrong:
-            raise LessonError(wrong[0], path=CONFIG, line=_line(path, key), hint=wrong[1])
+            raise LessonError(wrong[0], path=CONFIG, line=line_of(path, key), hint=wrong[1])
     return dict(values)
 
 
@@ -373,7 +373,7 @@ def _line_in(path: Path, table: str, key: str) -> int:
     lines = path.read_text(encoding="utf-8").split("\n") if path.exists() else []
     start = next((n for n, line in enumerate(lines) if line.strip() == table), None)
     if start is None:
-        return _line(path, key)
+        return line_of(path, key)
     pattern = re.compile(r'\s*["\']?' + re.escape(key) + r'["\']?\s*=')
     for n in range(start + 1, len(lines)):
         if lines[n].strip().startswith("["):
@@ -383,7 +383,7 @@ def _line_in(path: Path, table: str, key: str) -> int:
     return start + 1
 
 
-def _line(path: Path, needle: str) -> int:
+def line_of(path: Path, needle: str) -> int:
     """The line of ``[table]``, or of the first ``key = …`` (exactly that key)."""
     if not path.exists():
         return 1

@@ -175,7 +175,7 @@ def header_problems(b: Block) -> list[Problem]:
     return out
 
 
-def _bad(b: Block, msg: str, key: str, hint: str) -> Problem:
+def _bad(b: Block, msg: str, key: str, hint: str | None) -> Problem:
     return Problem(msg, b.path, b.line_of(key) if key else b.line, hint)
 
 

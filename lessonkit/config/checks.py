@@ -187,7 +187,7 @@ def _project_path_problem(real_root: str, what: str, rel: str) -> str | None:
         return "is a folder, not a file"
     if what == "folder" and os.path.exists(real) and not os.path.isdir(real):
         return "is a file, not a folder"
-    if what == "folder" and rel.rsplit("/", 1)[-1] == ".lessonkit":  # lessonkit.run.runner.HELPERS
+    if what == "folder" and rel.rsplit("/", 1)[-1] == ".lessonkit":  # lessonkit.run.boxrun.HELPERS
         return "is named like the folder of lessonkit's own files in an experiment's box"
     return None
 

@@ -32,7 +32,7 @@ from lessonkit.config.labels import defaults
 from lessonkit.errors import LessonError, Problem
 from lessonkit.kinds import _recorded
 from lessonkit.kinds.base import Kind, Resolved
-from lessonkit.pipeline import recording, shapes
+from lessonkit.pipeline import plots, recording, shapes
 from lessonkit.pipeline import svg as figures
 from lessonkit.util.store import digest
 from lessonkit.util.text import whole_number
@@ -139,10 +139,10 @@ class Figure(Kind):
             return figures.nested_svg(data[0], title, trace=words["figure-trace"])
         if shape == "Plot":
             x, series, marks, x_label, y_label = data
-            return figures.loglog_svg(x, [tuple(s) for s in series], title, x_label, y_label, [tuple(m) for m in marks])
+            return plots.loglog_svg(x, [tuple(s) for s in series], title, x_label, y_label, [tuple(m) for m in marks])
         if shape == "Matrix":
             cells, rows, columns, column, row = data
-            return figures.matrix_svg(cells, title, rows, columns, column, row)
+            return plots.matrix_svg(cells, title, rows, columns, column, row)
         return figures.alive_svg(data[0], title, layer=words["figure-after-layer"])
 
     def render(self, renderer, r, anchor, result):
@@ -313,7 +313,7 @@ def _plot_header_problems(b) -> list[Problem]:
 
 # -- the numbers a Plot or a Matrix draws, checked ----------------------------------------------
 
-MAX_SERIES = len(figures.LIGHT)  # one colour, marker and dash each
+MAX_SERIES = len(plots.LIGHT)  # one colour, marker and dash each
 MAX_POINTS = 500
 MAX_CELLS = 12  # rows or columns of a matrix
 MAX_TEXT = 80  # characters of a name or label

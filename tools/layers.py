@@ -43,7 +43,6 @@ KNOWN_CYCLES = (
         "lessonkit.run",
         "lessonkit.source",
     ),
-    ("lessonkit.run.box", "lessonkit.run.jobs"),
 )
 
 

@@ -20,10 +20,9 @@ from lessonkit.errors import LessonError, Problem
 from lessonkit.run import jobs
 from lessonkit.run.box import sandbox
 from lessonkit.run.box.spec import BoxSpec, engine
-from lessonkit.run.box.tree import CheckedTree
+from lessonkit.run.box.tree import CheckedTree, shared_files
 from lessonkit.run.boxrun import HELPERS, BoxRun
-from lessonkit.run.jobs import SKIPPED as SKIPPED
-from lessonkit.run.jobs import Job, Pending, Result, _shared_files, versions
+from lessonkit.run.jobs import Job, Pending, Result, versions
 from lessonkit.run.jobs import pin_args as pin_args
 from lessonkit.run.outcomes import _STORED, _check, session_results
 from lessonkit.run.outcomes import failure as failure
@@ -100,7 +99,7 @@ class Runner(BoxRun):
         self._blobs: dict[str, bytes] = {}
         always: list[tuple[str, str]] = []
         self._scripts: dict[str, tuple[str, str]] = {}  # experiments/x.py: stem -> (box path, sha256)
-        for rel, p in _shared_files((self.support_dir, *self.extra_paths)):
+        for rel, p in shared_files((self.support_dir, *self.extra_paths)):
             data = p.read_bytes()
             digest = hashlib.sha256(data).hexdigest()
             self._blobs[digest] = data

@@ -420,13 +420,15 @@ def pdf(session: nox.Session) -> None:
 
 @nox.session(venv_backend="venv")
 def lint(session: nox.Session) -> None:
-    """Lint: ruff (rules and format, pyproject.toml), lessonkit's import layers (import-linter) and
-    its types (mypy, pyproject.toml [tool.mypy])."""
+    """Lint: ruff (rules and format, pyproject.toml), lessonkit's import layers (import-linter, and
+    tools/layers.py: the doc's layer table, no cycle between folders) and its types (mypy)."""
     session.install("-r", "requirements-lint.txt")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     # lessonkit's layers (pyproject.toml [tool.importlinter]): no import points upwards, no cycle
     session.run("lint-imports", env={"PYTHONPATH": str(ROOT)})
+    # architecture.md's layer table is the contract's, and no two folders import each other
+    session.run("python", "tools/layers.py", "--check")
     session.run("mypy")  # files and strictness: pyproject.toml [tool.mypy]
 
 

@@ -189,7 +189,7 @@ class Project:
     def parse(self, path: Path, text: str | None = None, offset: int = 0, html_checks: bool = True) -> ParsedPage:
         """The page's blocks and inline references (:func:`parse_page`), parsed once per process for
         the same text, place, kinds and badges (a serve rebuild parses only the pages that changed).
-        ``html_checks=False``: without the raw-HTML check (:func:`lessonkit.pipeline.parse.active_html`),
+        ``html_checks=False``: without the raw-HTML check (:func:`lessonkit.pipeline.activehtml.active_html`),
         for the noxfile's prefill alone, which runs before the HTML parser is installed."""
         text = self.read_page(path) if text is None else text
         rel, kinds = self.rel(path), tuple(self.kinds.values())

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lessonkit.config import checks as projectchecks
-from lessonkit.config import environment, maps
+from lessonkit.config import environment, maps, templates
 from lessonkit.config import site as siteconfig
 from lessonkit.errors import LessonError, Problem, fold_repeats
 from lessonkit.pipeline.parse import parse_page
@@ -157,8 +157,8 @@ def template_sources(project: Project) -> list[Problem]:
 
     folder = project.root / "templates"
     if os.path.islink(folder):
-        return [Problem("is a symbolic link", "templates", None, siteconfig.UNSAFE_HINT)]
-    loader, env = siteconfig.project_loader(folder), project.site.templates
+        return [Problem("is a symbolic link", "templates", None, templates.UNSAFE_HINT)]
+    loader, env = templates.project_loader(folder), project.site.templates
     problems: list[Problem] = []
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames.sort()
@@ -168,8 +168,8 @@ def template_sources(project: Project) -> list[Problem]:
                 continue
             try:
                 source = loader.get_source(env, name)[0]
-            except siteconfig.UnsafeTemplate as exc:
-                problems.append(Problem(str(exc), f"templates/{name}", None, siteconfig.UNSAFE_HINT))
+            except templates.UnsafeTemplate as exc:
+                problems.append(Problem(str(exc), f"templates/{name}", None, templates.UNSAFE_HINT))
                 continue
             kinds, badges = project.kinds, project.badges
             problems += parse_page(source, f"templates/{name}", kinds=kinds, badges=badges).active

@@ -8,7 +8,8 @@ import re
 from pathlib import Path
 from typing import Mapping
 
-from lessonkit.config.site import LESSONS, environment, render
+from lessonkit.config.site import LESSONS
+from lessonkit.config.templates import environment, render
 from lessonkit.errors import LessonError
 
 SLUG_WORDS = 6  # a slug made from a title keeps its first words

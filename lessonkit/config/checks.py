@@ -92,47 +92,68 @@ def _items_problem(real_root: str, value: object, item: str, noun: str) -> str |
 
 
 def _site_value_problem(real_root: str, what: str, value: object) -> str | None:
-    if what == "pinned-paths":  # files or folders of the pinned tree; siteconfig matches them to the manifest
-        if not isinstance(value, list):
-            return f"is {_type_name(value)}, not an array of paths"
-        if not value:
-            return "is empty (leave it out for the whole tree)"
-        for v in value:
-            if not isinstance(v, str):
-                return f"has an item that is {_type_name(v)}, not a string"
-            p = _site_value_problem(real_root, "pinned-path", v)
-            if p:
-                return f"item {show(v)} {p}"
-        return None
-    if what == "distributions":  # installed distributions whose versions key the experiments
-        if not isinstance(value, list):
-            return f"is {_type_name(value)}, not an array of distributions"
-        for v in value:
-            if not isinstance(v, str):
-                return f"has an item that is {_type_name(v)}, not a string"
-            label, _, dist = v.rpartition("=")
-            if not DIST.fullmatch(dist) or (label and (len(label) > 40 or CONTROL.search(label))):
-                return f"item {show(v)} is not a distribution name (`numpy`) or a label and a name (`NumPy=numpy`)"
-        return None
+    """Why ``value`` is not what a field of kind ``what`` (a value of _SITE_FIELDS) must be, or None."""
+    if what == "pinned-paths":
+        return _pinned_paths_problem(real_root, value)
+    if what == "distributions":
+        return _distributions_problem(value)
     if what == "docs-pages":  # pages under docs/, docs-relative
         return _items_problem(real_root, value, "docs-page", "pages")
-    if what in ("docs-page", "docs-folder"):  # docs-relative: a page that exists, a folder
-        if not isinstance(value, str):
-            return f"is {_type_name(value)}, not a string"
-        rel = value.rstrip("/") if what == "docs-folder" else value
-        problem = tree_path_problem(rel) if rel else "is empty"
-        if problem:
-            return problem
-        real = os.path.realpath(os.path.join(real_root, "docs", rel))
-        if not real.startswith(os.path.realpath(os.path.join(real_root, "docs")) + os.sep):
-            return "leads outside docs/ (a link)"
-        if what == "docs-folder":
-            return "is a file of docs/, not a folder" if os.path.isfile(real) else None
-        if not rel.endswith(".md"):
-            return "is not a Markdown page (`.md`)"
-        return None if os.path.isfile(real) else "is not a page of docs/"
+    if what in ("docs-page", "docs-folder"):
+        return _docs_path_problem(real_root, what, value)
     if what == "folders":
         return _items_problem(real_root, value, "folder", "folders")
+    return _string_value_problem(real_root, what, value)
+
+
+def _pinned_paths_problem(real_root: str, value: object) -> str | None:
+    """Files or folders of the pinned tree; siteconfig matches them to the manifest."""
+    if not isinstance(value, list):
+        return f"is {_type_name(value)}, not an array of paths"
+    if not value:
+        return "is empty (leave it out for the whole tree)"
+    for v in value:
+        if not isinstance(v, str):
+            return f"has an item that is {_type_name(v)}, not a string"
+        p = _site_value_problem(real_root, "pinned-path", v)
+        if p:
+            return f"item {show(v)} {p}"
+    return None
+
+
+def _distributions_problem(value: object) -> str | None:
+    """Installed distributions whose versions key the experiments: `numpy` or `NumPy=numpy`."""
+    if not isinstance(value, list):
+        return f"is {_type_name(value)}, not an array of distributions"
+    for v in value:
+        if not isinstance(v, str):
+            return f"has an item that is {_type_name(v)}, not a string"
+        label, _, dist = v.rpartition("=")
+        if not DIST.fullmatch(dist) or (label and (len(label) > 40 or CONTROL.search(label))):
+            return f"item {show(v)} is not a distribution name (`numpy`) or a label and a name (`NumPy=numpy`)"
+    return None
+
+
+def _docs_path_problem(real_root: str, what: str, value: object) -> str | None:
+    """docs-relative: a page that exists (``docs-page``), a folder (``docs-folder``)."""
+    if not isinstance(value, str):
+        return f"is {_type_name(value)}, not a string"
+    rel = value.rstrip("/") if what == "docs-folder" else value
+    problem = tree_path_problem(rel) if rel else "is empty"
+    if problem:
+        return problem
+    real = os.path.realpath(os.path.join(real_root, "docs", rel))
+    if not real.startswith(os.path.realpath(os.path.join(real_root, "docs")) + os.sep):
+        return "leads outside docs/ (a link)"
+    if what == "docs-folder":
+        return "is a file of docs/, not a folder" if os.path.isfile(real) else None
+    if not rel.endswith(".md"):
+        return "is not a Markdown page (`.md`)"
+    return None if os.path.isfile(real) else "is not a page of docs/"
+
+
+def _string_value_problem(real_root: str, what: str, value: object) -> str | None:
+    """A one-line string: free text, a name, a path of the pinned tree or of the project."""
     if not isinstance(value, str):
         return f"is {_type_name(value)}, not a string"
     if not value.strip() or len(value) > MAX_VALUE:
@@ -153,6 +174,11 @@ def _site_value_problem(real_root: str, what: str, value: object) -> str | None:
         return None if rel.endswith(".zip") else "does not end in .zip"
     if what == "package":  # a folder of the pinned tree, not of the project
         return None if value.endswith("/") else "does not end in `/`"
+    return _project_path_problem(real_root, what, rel)
+
+
+def _project_path_problem(real_root: str, what: str, rel: str) -> str | None:
+    """A ``file`` or ``folder`` of the project: it stays inside it, and is what it says it is."""
     target = os.path.join(real_root, rel)
     real = os.path.realpath(target)  # a path that does not exist (yet) is the engine's to report
     if not real.startswith(real_root + os.sep):
@@ -161,7 +187,7 @@ def _site_value_problem(real_root: str, what: str, value: object) -> str | None:
         return "is a folder, not a file"
     if what == "folder" and os.path.exists(real) and not os.path.isdir(real):
         return "is a file, not a folder"
-    if what == "folder" and rel.rsplit("/", 1)[-1] == ".lessonkit":  # lessonkit.run.runner.HELPERS
+    if what == "folder" and rel.rsplit("/", 1)[-1] == ".lessonkit":  # lessonkit.run.boxrun.HELPERS
         return "is named like the folder of lessonkit's own files in an experiment's box"
     return None
 

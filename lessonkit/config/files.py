@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -196,6 +197,20 @@ def load_pin_fields(path: Path, label: str) -> dict[str, str]:
         line = lines.get((section, key)) or lines.get((section, "")) if section else lines.get(("", key))
         problems.append(Problem(message, label, line, hint))
 
+    _unknown_pin_names(data, problem)
+    out = _pin_values(data, problem)
+    if not problems:
+        _requirement_version(out, problem)
+    if problems:
+        raise LessonError.collect(problems[:SHOWN])
+    return out
+
+
+_PinProblem = Callable[..., None]  # load_pin_fields' `problem(message, section, key="", hint=PIN_HINT)`
+
+
+def _unknown_pin_names(data: dict, problem: _PinProblem) -> None:
+    """Every section and key of pin.toml that PIN_FIELDS does not name, and every section that is no table."""
     known: dict[str, set[str]] = {f.section: set() for f in PIN_FIELDS}
     for f in PIN_FIELDS:
         known[f.section].add(f.key)
@@ -218,6 +233,10 @@ def load_pin_fields(path: Path, label: str) -> dict[str, str]:
                         key,
                         hint="known keys: " + ", ".join(sorted(known[section])),
                     )
+
+
+def _pin_values(data: dict, problem: _PinProblem) -> dict[str, str]:
+    """The value of every field of PIN_FIELDS that is present and well formed; a problem for each other."""
     out: dict[str, str] = {}
     for f in PIN_FIELDS:
         table = data.get(f.section)
@@ -237,19 +256,19 @@ def load_pin_fields(path: Path, label: str) -> dict[str, str]:
             )
         else:
             out[f.key] = value
-    if not problems:
-        req_version = out["requirement"].partition("==")[2]
-        if req_version != out["version"]:
-            problem(
-                f"`requirement = {show(out['requirement'])}` pins another version than "
-                f"`version = {show(out['version'])}`",
-                "sdist",
-                "requirement",
-                hint=f"write requirement = \"…=={out['version']}\"",
-            )
-    if problems:
-        raise LessonError.collect(problems[:SHOWN])
     return out
+
+
+def _requirement_version(out: dict[str, str], problem: _PinProblem) -> None:
+    """The sdist's requirement pins the pin's own version."""
+    req_version = out["requirement"].partition("==")[2]
+    if req_version != out["version"]:
+        problem(
+            f"`requirement = {show(out['requirement'])}` pins another version than `version = {show(out['version'])}`",
+            "sdist",
+            "requirement",
+            hint=f"write requirement = \"…=={out['version']}\"",
+        )
 
 
 # ---------------------------------------------------------------- manifest.sha256

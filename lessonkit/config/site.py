@@ -66,12 +66,11 @@ from typing import Any
 
 from lessonkit.config.labels import LABELS, Labels
 from lessonkit.config.labels import problem as label_problem
+from lessonkit.config.templates import environment, project_source, render
 from lessonkit.errors import LessonError
-from lessonkit.util import text
 
 CONFIG = "sourcemap/site.toml"
 LESSONS = "lessons/"  # the default of [pages] lessons: the lessons' folder, docs-relative
-ENGINE_TEMPLATES = Path(__file__).parents[1] / "templates"
 _KEYS = {
     "upstream": {"name", "label", "package"},
     "repository": {"teaching", "code"},
@@ -160,346 +159,6 @@ class SiteConfig:
         return out
 
 
-# What a template may read: plain data. Values of these types, the fields and properties of
-# dataclasses and named tuples, the items of mappings and sequences, the non-mutating methods
-# of strings, mappings and sequences, and Jinja's own loop and namespace objects. Nothing else:
-# no method of an engine object (``site.render``), no path (``pin.source.write_text``), no dunder.
-_SCALARS = (str, int, float, bool, type(None))
-_CONTAINERS = (dict, list, tuple, frozenset, set)
-_METHODS = {
-    str: {
-        "capitalize",
-        "casefold",
-        "center",
-        "count",
-        "endswith",
-        "find",
-        "index",
-        "isalnum",
-        "isalpha",
-        "isdigit",
-        "islower",
-        "isspace",
-        "istitle",
-        "isupper",
-        "join",
-        "ljust",
-        "lower",
-        "lstrip",
-        "partition",
-        "removeprefix",
-        "removesuffix",
-        "replace",
-        "rfind",
-        "rindex",
-        "rjust",
-        "rpartition",
-        "rsplit",
-        "rstrip",
-        "split",
-        "splitlines",
-        "startswith",
-        "strip",
-        "swapcase",
-        "title",
-        "upper",
-        "zfill",
-    },
-    dict: {"items", "keys", "values", "get"},
-    list: {"count", "index"},
-    tuple: {"count", "index"},
-}
-
-
-def _plain_value(value) -> bool:
-    """Plain data: a scalar, a container, a dataclass instance (whose own attributes are checked
-    again when read), or Jinja's undefined value."""
-    import dataclasses
-
-    import jinja2
-
-    if isinstance(value, _SCALARS + _CONTAINERS + (jinja2.Undefined,)):
-        return True
-    return dataclasses.is_dataclass(value) and not isinstance(value, type)
-
-
-def _jinja_objects() -> tuple[type, ...]:
-    from jinja2.runtime import LoopContext
-    from jinja2.utils import Namespace
-
-    return (LoopContext, Namespace)
-
-
-def _data_attribute(obj, attr: str, value) -> bool:
-    """Whether a template may read ``obj.attr`` (whose value is ``value``)."""
-    import dataclasses
-
-    if attr.startswith("_"):
-        return False
-    if isinstance(obj, _jinja_objects()):  # loop.index, loop.last, ns.total, …
-        return True
-    if isinstance(obj, tuple) and attr in getattr(type(obj), "_fields", ()):
-        return _plain_value(value)  # a named tuple's field
-    for kind, names in _METHODS.items():
-        if isinstance(obj, kind):
-            return attr in names  # a non-mutating method of a string, mapping or sequence
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        field_or_property = attr in {f.name for f in dataclasses.fields(obj)} or isinstance(
-            getattr(type(obj), attr, None), (property, cached_property)
-        )
-        return field_or_property and _plain_value(value)
-    return False
-
-
-class TooLarge(Exception):
-    """A value or an output of a template beyond :data:`MAX_OUTPUT` (or a power beyond :data:`MAX_POWER`)."""
-
-
-MAX_OUTPUT = 16 * 1024 * 1024  # characters a template may render (and items of a repetition)
-MAX_POWER = 100
-
-
-def _sandbox():
-    """The template environment class: Jinja's immutable sandbox, restricted to plain data."""
-    import jinja2
-    from jinja2.exceptions import SecurityError
-    from jinja2.runtime import Macro
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-    from jinja2.utils import Namespace
-
-    class DataOnlyEnvironment(ImmutableSandboxedEnvironment):
-        def is_safe_attribute(self, obj, attr, value):
-            if isinstance(obj, jinja2.Undefined):
-                obj._fail_with_undefined_error()  # `'cycler' is undefined`, not an attribute of it
-            return _data_attribute(obj, attr, value) and super().is_safe_attribute(obj, attr, value)
-
-        intercepted_binops = frozenset(["*", "**", "+"])
-
-        def call_binop(self, context, operator, left, right):
-            """`*`, `**` and `+` within bounds: a template makes no value larger than its output may be."""
-            if operator == "**" and isinstance(right, (int, float)) and right > MAX_POWER:
-                raise TooLarge(f"a power above {MAX_POWER} (`** {right}`)")
-            sized = (str, list, tuple)
-            if operator == "*":
-                for seq, n in ((left, right), (right, left)):
-                    if isinstance(seq, sized) and isinstance(n, int) and len(seq) * n > MAX_OUTPUT:
-                        raise TooLarge(f"a repetition longer than {MAX_OUTPUT} items")
-            if operator == "+" and isinstance(left, sized) and isinstance(right, sized):
-                if len(left) + len(right) > MAX_OUTPUT:
-                    raise TooLarge(f"a value longer than {MAX_OUTPUT} items")
-            return super().call_binop(context, operator, left, right)
-
-        def wrap_str_format(self, value):
-            return None  # str.format is a method like any other: not plain data
-
-        def unsafe_undefined(self, obj, attribute):
-            raise SecurityError(f"{type(obj).__name__} attribute `{attribute}` is not plain data")
-
-        def is_safe_callable(self, obj):
-            if obj in (self.globals.get("range"), dict, Namespace) or isinstance(obj, (*_jinja_objects(), Macro)):
-                return True  # Jinja's own helpers, and the template's own macros
-            owner = getattr(obj, "__self__", None)
-            plain_method = isinstance(owner, tuple(_METHODS) + _jinja_objects())
-            name = getattr(obj, "__name__", "_")
-            return plain_method and _data_attribute(owner, name, obj) and super().is_safe_callable(obj)
-
-    return DataOnlyEnvironment
-
-
-class UnsafeTemplate(Exception):
-    """A name in ``templates/`` that is not a regular file strictly inside it (a symbolic link, a
-    device, a folder): raised by :class:`_ProjectLoader`, reported by :func:`render` where the
-    template that named it asked for it."""
-
-
-def project_loader(folder: Path):
-    """A Jinja loader of the project's ``templates/``: it reads a name only when every part of its
-    path below ``folder`` is a real folder or, last, a regular file (no symbolic link anywhere, the
-    file opened with ``O_NOFOLLOW``, its real path inside ``folder``); any other name that exists
-    raises :class:`UnsafeTemplate`. A name that does not exist falls through to the engine's."""
-    import os
-    import stat
-
-    import jinja2
-    from jinja2.loaders import split_template_path
-
-    class ProjectLoader(jinja2.BaseLoader):
-        def get_source(self, environment, template):
-            parts = split_template_path(template)  # refuses `..`; TemplateNotFound
-            try:
-                top = os.lstat(folder)
-            except OSError:
-                raise jinja2.TemplateNotFound(template) from None
-            if not stat.S_ISDIR(top.st_mode):
-                raise UnsafeTemplate("`templates` is not a folder (a symbolic link?)")
-            path = folder
-            for i, part in enumerate(parts):
-                path = path / part
-                try:
-                    st = os.lstat(path)
-                except FileNotFoundError:
-                    raise jinja2.TemplateNotFound(template) from None
-                except OSError as exc:
-                    raise UnsafeTemplate(f"`templates/{template}` cannot be read: {exc.strerror}") from None
-                last = i == len(parts) - 1
-                if stat.S_ISLNK(st.st_mode):
-                    raise UnsafeTemplate(f"`templates/{'/'.join(parts[: i + 1])}` is a symbolic link")
-                if not (stat.S_ISREG(st.st_mode) if last else stat.S_ISDIR(st.st_mode)):
-                    kind = "not a regular file" if last else "not a folder"
-                    raise UnsafeTemplate(f"`templates/{'/'.join(parts[: i + 1])}` is {kind}")
-            try:
-                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
-            except OSError as exc:
-                raise UnsafeTemplate(f"`templates/{template}` cannot be opened: {exc.strerror}") from None
-            with os.fdopen(fd, "rb") as f:
-                st = os.fstat(f.fileno())
-                real = Path(os.path.realpath(path))
-                if not stat.S_ISREG(st.st_mode) or not real.is_relative_to(Path(os.path.realpath(folder))):
-                    raise UnsafeTemplate(f"`templates/{template}` is not a regular file inside templates/")
-                data = f.read()
-            try:
-                source = data.decode("utf-8")
-            except UnicodeDecodeError:
-                raise UnsafeTemplate(f"`templates/{template}` is not UTF-8 text") from None
-            mtime = st.st_mtime_ns
-
-            def uptodate() -> bool:
-                try:
-                    return os.lstat(path).st_mtime_ns == mtime
-                except OSError:
-                    return False
-
-            return source, str(path), uptodate
-
-    loader = ProjectLoader()
-    loader.folder = folder  # type: ignore[attr-defined]  # for render(): where a project template's frame is
-    return loader
-
-
-def environment(root: Path):
-    """Templates of the project (``templates/``) before the engine's (``lessonkit/templates/``),
-    rendered in a sandbox (:func:`_sandbox`): ``templates/`` is contributed content, so a template
-    reads plain data only and calls nothing but the filters below and the non-mutating methods of
-    strings, mappings and sequences; anything else is a located error, never run."""
-    import jinja2
-
-    loader = jinja2.ChoiceLoader([project_loader(root / "templates"), jinja2.FileSystemLoader(ENGINE_TEMPLATES)])
-    # `{#id}` is Markdown's heading-id syntax, so Jinja2 comments are written {#-- … --#}
-    env = _sandbox()(
-        loader=loader,
-        keep_trailing_newline=True,
-        autoescape=False,  # the templates are Markdown: values go in through the filters below
-        undefined=jinja2.StrictUndefined,
-        comment_start_string="{#--",
-        comment_end_string="--#}",
-    )
-    # Only plain-data helpers: no cycler, joiner or lipsum (objects with methods and module globals).
-    env.globals = {"range": env.globals["range"], "dict": dict, "namespace": env.globals["namespace"]}
-    # One escaping function per Markdown context (lessonkit.util.text): {{ file | code }} is a code
-    # span, {{ name | mdtext }} literal text, {{ path | url }} a link destination.
-    env.filters.update(code=text.md_code, mdtext=text.md_text, url=text.md_url)
-    return env
-
-
-def _template_line(exc: BaseException, filename: str | None) -> int | None:
-    """The line of the template ``filename`` where a runtime error was raised (Jinja maps the
-    traceback's frames to template lines), else the error's own line."""
-    line = getattr(exc, "lineno", None)
-    tb = exc.__traceback__
-    while tb is not None:
-        if filename and tb.tb_frame.f_code.co_filename == filename:
-            line = tb.tb_lineno
-        tb = tb.tb_next
-    return line
-
-
-def project_source(env, name: str) -> str | None:
-    """The text of the project's template ``name`` (``templates/``), or None when the engine's
-    template of that name is the one used."""
-    folder = getattr(getattr(env.loader, "loaders", [None])[0], "folder", None)
-    filename = env.get_template(name).filename  # compiled once: render() has loaded it
-    if folder is None or filename is None or not Path(filename).is_relative_to(folder):
-        return None
-    return env.loader.loaders[0].get_source(env, name)[0]
-
-
-UNSAFE_HINT = "a template of templates/ is a regular file inside templates/, never a symbolic link: copy the text in"
-
-
-def _project_frame(env, exc: BaseException, name: str, filename: str | None) -> tuple[str, int | None]:
-    """Where in the project's ``templates/`` a render error was raised: the innermost frame of a
-    project template (``templates/<file>``, its line), else the rendered template's line."""
-    folder = getattr(getattr(env.loader, "loaders", [None])[0], "folder", None)
-    tb = exc.__traceback__
-    found: tuple[str, int | None] | None = None
-    while tb is not None:
-        code = tb.tb_frame.f_code.co_filename
-        if folder is not None and Path(code).is_relative_to(folder) and not code.endswith(".py"):
-            found = (f"templates/{Path(code).relative_to(folder).as_posix()}", tb.tb_lineno)
-        tb = tb.tb_next
-    return found or (f"templates/{name}", _template_line(exc, filename))
-
-
-def render(env, name: str, **data) -> str:
-    import jinja2
-
-    try:
-        template = env.get_template(name)
-    except UnsafeTemplate as exc:
-        raise LessonError(f"template `{name}`: {exc}", path=f"templates/{name}", hint=UNSAFE_HINT) from None
-    except jinja2.TemplateNotFound:
-        raise LessonError(f"no template `{name}`", path="templates", hint="add templates/" + name) from None
-    except jinja2.TemplateSyntaxError as exc:
-        raise LessonError(
-            f"template `{name}`: TemplateSyntaxError: {exc.message}",
-            path=f"templates/{name}",
-            line=exc.lineno,
-            hint="check the template's Jinja syntax",
-        ) from None
-    try:
-        out, size = [], 0
-        for chunk in template.generate(**data):
-            size += len(chunk)
-            if size > MAX_OUTPUT:
-                raise TooLarge(f"renders more than {MAX_OUTPUT} characters")
-            out.append(chunk)
-        return "".join(out)
-    except TooLarge as exc:
-        path, line = _project_frame(env, exc, name, template.filename)
-        raise LessonError(
-            f"template `{name}`: {exc}",
-            path=path,
-            line=line,
-            hint="a generated page is the size of its data: check the template's loops and repetitions",
-        ) from None
-    except UnsafeTemplate as exc:
-        path, line = _project_frame(env, exc, name, template.filename)
-        raise LessonError(f"template `{name}`: {exc}", path=path, line=line, hint=UNSAFE_HINT) from None
-    except RecursionError as exc:
-        path, line = _project_frame(env, exc, name, template.filename)
-        raise LessonError(
-            f"template `{name}`: the template calls itself without end (a macro, an include or an import)",
-            path=path,
-            line=line,
-            hint="end the recursion: a macro, include or import must not reach itself again",
-        ) from None
-    except jinja2.exceptions.SecurityError as exc:
-        raise LessonError(
-            f"template `{name}`: {exc}",
-            path=f"templates/{name}",
-            line=_template_line(exc, template.filename),
-            hint="a template reads plain data only (values, fields, items, filters); it calls no method and "
-            "reaches no object of the engine",
-        ) from None
-    except jinja2.TemplateError as exc:
-        raise LessonError(
-            f"template `{name}`: {exc.__class__.__name__}: {exc}",
-            path=f"templates/{name}",
-            line=_template_line(exc, template.filename),
-            hint="check the template against the data the engine passes",
-        ) from None
-
-
 def load(root: Path, repo_url: str) -> SiteConfig:
     """The project's ``sourcemap/site.toml`` (optional), checked, with defaults from the pin."""
     m = re.search(r"([^/]+)/([^/]+?)(?:\.git)?/?$", repo_url)
@@ -518,7 +177,7 @@ def load(root: Path, repo_url: str) -> SiteConfig:
             raise LessonError(
                 f"unknown table `[{table}]`",
                 path=CONFIG,
-                line=_line(path, f"[{table}]"),
+                line=line_of(path, f"[{table}]"),
                 hint=MOVED.get(table, "known tables: " + ", ".join(f"[{t}]" for t in _KEYS))
                 + (" (see the engine guide, 'Attachments of your own')" if table in MOVED else ""),
             )
@@ -530,14 +189,14 @@ def load(root: Path, repo_url: str) -> SiteConfig:
                 raise LessonError(
                     f"unknown key `{key}` in `[{table}]`",
                     path=CONFIG,
-                    line=_line(path, key),
+                    line=line_of(path, key),
                     hint="known keys: " + ", ".join(sorted(known)),
                 )
             if not (isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))):
                 raise LessonError(
                     f"`{key}` in `[{table}]` is not text or a list of text",
                     path=CONFIG,
-                    line=_line(path, key),
+                    line=line_of(path, key),
                     hint='for example `code = ["experiments"]`',
                 )
     for key, value in data.get("snapshots", {}).items():
@@ -545,7 +204,7 @@ def load(root: Path, repo_url: str) -> SiteConfig:
             raise LessonError(
                 f"`{key}` in `[snapshots]` is not a list of words",
                 path=CONFIG,
-                line=_line(path, key),
+                line=line_of(path, key),
                 hint='for example `badges = ["by hand", "observed"]`',
             )
     import_path = data.get("experiments", {}).get("path", "")  # checked by config.checks
@@ -564,7 +223,7 @@ def load(root: Path, repo_url: str) -> SiteConfig:
         tuple(repo.get("teaching", ())),
         tuple(repo.get("code", ("experiments",))),
         data.get("bundle", {}).get("path", f"downloads/{name}-resources.zip"),
-        Labels({**LABELS, **_labels(data.get("labels", {}), path)}, line=_line(path, "[labels]")),
+        Labels({**LABELS, **_labels(data.get("labels", {}), path)}, line=line_of(path, "[labels]")),
         tuple(data.get("snapshots", {}).get("badges", BADGES)),
         tuple(data.get("snapshots", {}).get("prose-columns", PROSE_COLUMNS)),
         tuple(data.get("experiments", {}).get("pinned", ())),
@@ -610,14 +269,14 @@ def _check_search(search: dict, path: Path) -> None:
         raise LessonError(
             "`[search]` has no `glossary`",
             path=CONFIG,
-            line=_line(path, "[search]"),
+            line=line_of(path, "[search]"),
             hint='name the glossary page, e.g. `glossary = "docs/glossary.md"`',
         )
     if not (isinstance(glossary, str) and glossary.startswith("docs/") and glossary.endswith(".md")):
         raise LessonError(
             f"`glossary` in `[search]` is {glossary!r}, not a page under docs/",
             path=CONFIG,
-            line=_line(path, "glossary"),
+            line=line_of(path, "glossary"),
             hint='for example `glossary = "docs/glossary.md"`',
         )
     terms = search.get("terms")
@@ -625,7 +284,7 @@ def _check_search(search: dict, path: Path) -> None:
         raise LessonError(
             "`terms` in `[search]` is not a list of column names",
             path=CONFIG,
-            line=_line(path, "terms") if terms is not None else _line(path, "[search]"),
+            line=line_of(path, "terms") if terms is not None else line_of(path, "[search]"),
             hint='the header cells of the columns that name the terms, e.g. `terms = ["Term"]`',
         )
     introduced = search.get("introduced")
@@ -633,7 +292,7 @@ def _check_search(search: dict, path: Path) -> None:
         raise LessonError(
             "`introduced` in `[search]` is empty",
             path=CONFIG,
-            line=_line(path, "introduced"),
+            line=line_of(path, "introduced"),
             hint="the header cell of the column whose link is the introducing section, or leave it out",
         )
 
@@ -673,7 +332,7 @@ def check_tools(site: SiteConfig) -> None:
         raise LessonError(
             f"`versions` in `[experiments]` item {item} names {why}",
             path=CONFIG,
-            line=_line(site.root / CONFIG, "versions"),
+            line=line_of(site.root / CONFIG, "versions"),
             hint="name a distribution of the build's environment (`NumPy=numpy`), or install it",
         )
 
@@ -685,7 +344,7 @@ def check_box_pinned(site: SiteConfig, manifest: dict[str, str]) -> None:
             raise LessonError(
                 f"`pinned` in `[experiments]` names `{entry}`, which matches no file of the pinned tree",
                 path=CONFIG,
-                line=_line(site.root / CONFIG, "pinned"),
+                line=line_of(site.root / CONFIG, "pinned"),
                 hint=f'name files, folders or patterns of sourcemap/manifest.sha256, e.g. "{site.package}"',
             )
 
@@ -696,7 +355,7 @@ def check_import_path(site: SiteConfig, manifest: dict[str, str]) -> None:
         raise LessonError(
             f"`path` in `[experiments]` names `{site.import_path}`, which holds no Python file of the pinned tree",
             path=CONFIG,
-            line=_line(site.root / CONFIG, "path"),
+            line=line_of(site.root / CONFIG, "path"),
             hint="name the folder that holds the package (see sourcemap/manifest.sha256), e.g. \"src\"",
         )
 
@@ -705,7 +364,7 @@ def _labels(values: dict, path: Path) -> dict[str, str]:
     for key, value in values.items():
         wrong = label_problem(key, value)
         if wrong:
-            raise LessonError(wrong[0], path=CONFIG, line=_line(path, key), hint=wrong[1])
+            raise LessonError(wrong[0], path=CONFIG, line=line_of(path, key), hint=wrong[1])
     return dict(values)
 
 
@@ -714,7 +373,7 @@ def _line_in(path: Path, table: str, key: str) -> int:
     lines = path.read_text(encoding="utf-8").split("\n") if path.exists() else []
     start = next((n for n, line in enumerate(lines) if line.strip() == table), None)
     if start is None:
-        return _line(path, key)
+        return line_of(path, key)
     pattern = re.compile(r'\s*["\']?' + re.escape(key) + r'["\']?\s*=')
     for n in range(start + 1, len(lines)):
         if lines[n].strip().startswith("["):
@@ -724,7 +383,7 @@ def _line_in(path: Path, table: str, key: str) -> int:
     return start + 1
 
 
-def _line(path: Path, needle: str) -> int:
+def line_of(path: Path, needle: str) -> int:
     """The line of ``[table]``, or of the first ``key = …`` (exactly that key)."""
     if not path.exists():
         return 1

@@ -32,7 +32,7 @@ from lessonkit.config.labels import defaults
 from lessonkit.errors import LessonError, Problem
 from lessonkit.kinds import _recorded
 from lessonkit.kinds.base import Kind, Resolved
-from lessonkit.pipeline import recording, shapes
+from lessonkit.pipeline import plots, recording, shapes
 from lessonkit.pipeline import svg as figures
 from lessonkit.util.store import digest
 from lessonkit.util.text import whole_number
@@ -103,91 +103,15 @@ class Figure(Kind):
         shape = next(s for s in SHAPES if s in b.fields)
         p = whole_number(b.get("Precision"), 2)
         fmt = recording.Format(precision=3 if p is None else p)
-
-        def get(field, key=None):
-            try:
-                return recording.lookup(rec, key or b.get(field))
-            except LessonError as exc:
-                raise exc.at(b.path, b.line_of(field)) from None
-
-        def need(ok, field, what, why=""):
-            if not ok:
-                raise LessonError(
-                    f"`{b.get(field)}` in {job.label}'s recording is not {what}" + (f": {why}" if why else ""),
-                    path=b.path,
-                    line=b.line_of(field),
-                    hint=f"`{field}:` names {what}",
-                )
-
+        found = _Recording(b, job.label, rec, fmt)
         if shape in CHECKED:  # numbers to draw: every value checked, the wrong one named
-            try:
-                return shape, CHECKED[shape](recording.as_lists(get(shape)), b, fmt)
-            except BadData as exc:
-                raise LessonError(
-                    f"`{b.get(shape)}` in {job.label}'s recording is not {WHAT[shape]}: {exc}",
-                    path=b.path,
-                    line=b.line_of(shape),
-                    hint=f"`{shape}:` names {WHAT[shape]}",
-                ) from None
-        what = {
-            "Graph": "a recorded graph (record.graph)",
-            "Broadcast": "an object with `g_in` and `sums`",
-            "Nested": "a chain [[type, trace], …]",
-            "Alive": "a dict {mode: [live nodes after each layer]}",
-        }[shape]
-        check = {"Graph": shapes.graph, "Broadcast": shapes.broadcast, "Nested": shapes.nested, "Alive": shapes.alive}
-        data: Any  # the shape's own checked form (shapes.graph: a dict, shapes.broadcast: a pair, …)
-        try:  # any shape at all can come out of a run: checked before anything is drawn
-            data = check[shape](recording.as_lists(get(shape)))
-        except shapes.Bad as exc:
-            need(False, shape, what, str(exc))
+            return shape, found.checked(shape)
+        data = found.shaped(shape)
         if shape == "Broadcast":
             return shape, data
         if shape != "Graph":
             return shape, (data,)
-        labels, notes = {}, {}
-        ids: dict[str, list[int]] = {}
-        for n in data["nodes"]:
-            ids.setdefault(n["label"], []).append(n["id"])
-
-        def node(label, field) -> int:
-            found = ids.get(str(label), [])
-            need(found, field, "about nodes of the graph", f"no node is labelled `{label}`")
-            need(len(found) == 1, field, "about nodes of the graph", f"{len(found)} nodes are labelled `{label}`")
-            return found[0]
-
-        def shown(value, field) -> str:
-            try:
-                text = recording.format_value(value, fmt)
-            except LessonError as exc:
-                raise exc.at(b.path, b.line_of(field)) from None
-            need(len(text) <= shapes.MAX_TEXT, field, "short values", f"`{text[:20]}…` is {len(text)} characters long")
-            return text
-
-        if b.get("Edge-labels"):
-            items = recording.items_of(get("Edge-labels"))  # a list or a tuple; values shown as recorded
-            calls = items or []
-            need(
-                items is not None and all(isinstance(c, dict) and "from" in c and "ingrad" in c for c in calls),
-                "Edge-labels",
-                'a list of {"from": node label, "ingrad": value}',
-            )
-            seen: dict[int, int] = {}
-            for c in calls:
-                child = node(c["from"], "Edge-labels")
-                k = seen[child] = seen.get(child, -1) + 1
-                need(
-                    k < len(data["nodes"][child]["parents"]),
-                    "Edge-labels",
-                    "one value per edge",
-                    f"node `{c['from']}` has {len(data['nodes'][child]['parents'])} edges, and more values",
-                )
-                labels[f"{child}.{k}"] = shown(c["ingrad"], "Edge-labels")
-        if b.get("Notes"):
-            raw = get("Notes")
-            need(isinstance(raw, dict), "Notes", "a dict from node labels of the graph to values")
-            notes = {str(node(k, "Notes")): shown(v, "Notes") for k, v in raw.items()}
-        return shape, (data, labels, notes)
+        return shape, (data, *found.graph_texts(data))
 
     def title(self, r, words=None) -> str:
         b = r.block
@@ -215,10 +139,10 @@ class Figure(Kind):
             return figures.nested_svg(data[0], title, trace=words["figure-trace"])
         if shape == "Plot":
             x, series, marks, x_label, y_label = data
-            return figures.loglog_svg(x, [tuple(s) for s in series], title, x_label, y_label, [tuple(m) for m in marks])
+            return plots.loglog_svg(x, [tuple(s) for s in series], title, x_label, y_label, [tuple(m) for m in marks])
         if shape == "Matrix":
             cells, rows, columns, column, row = data
-            return figures.matrix_svg(cells, title, rows, columns, column, row)
+            return plots.matrix_svg(cells, title, rows, columns, column, row)
         return figures.alive_svg(data[0], title, layer=words["figure-after-layer"])
 
     def render(self, renderer, r, anchor, result):
@@ -260,6 +184,110 @@ class Figure(Kind):
         return [words.fill("figure-plain", title=self.title(r, words), script=r.job.label) + caption]
 
 
+_SHAPE_WHAT = {
+    "Graph": "a recorded graph (record.graph)",
+    "Broadcast": "an object with `g_in` and `sums`",
+    "Nested": "a chain [[type, trace], …]",
+    "Alive": "a dict {mode: [live nodes after each layer]}",
+}
+_SHAPE_CHECK = {"Graph": shapes.graph, "Broadcast": shapes.broadcast, "Nested": shapes.nested, "Alive": shapes.alive}
+
+
+class _Recording:
+    """A figure block's recording: its values looked up and checked, every error located at the field."""
+
+    def __init__(self, b, label: str, rec, fmt: recording.Format) -> None:
+        self.b = b
+        self.label = label
+        self.rec = rec
+        self.fmt = fmt
+
+    def get(self, field, key=None):
+        try:
+            return recording.lookup(self.rec, key or self.b.get(field))
+        except LessonError as exc:
+            raise exc.at(self.b.path, self.b.line_of(field)) from None
+
+    def need(self, ok, field, what, why=""):
+        if not ok:
+            raise LessonError(
+                f"`{self.b.get(field)}` in {self.label}'s recording is not {what}" + (f": {why}" if why else ""),
+                path=self.b.path,
+                line=self.b.line_of(field),
+                hint=f"`{field}:` names {what}",
+            )
+
+    def checked(self, shape: str) -> tuple:
+        """The numbers of a Plot or Matrix, every value checked, the wrong one named."""
+        try:
+            return CHECKED[shape](recording.as_lists(self.get(shape)), self.b, self.fmt)
+        except BadData as exc:
+            raise LessonError(
+                f"`{self.b.get(shape)}` in {self.label}'s recording is not {WHAT[shape]}: {exc}",
+                path=self.b.path,
+                line=self.b.line_of(shape),
+                hint=f"`{shape}:` names {WHAT[shape]}",
+            ) from None
+
+    def shaped(self, shape: str) -> Any:
+        """The shape's own checked form (shapes.graph: a dict, shapes.broadcast: a pair, …)."""
+        data: Any = None
+        try:  # any shape at all can come out of a run: checked before anything is drawn
+            data = _SHAPE_CHECK[shape](recording.as_lists(self.get(shape)))
+        except shapes.Bad as exc:
+            self.need(False, shape, _SHAPE_WHAT[shape], str(exc))
+        return data
+
+    def graph_texts(self, data: dict) -> tuple[dict[str, str], dict[str, str]]:
+        """(edge labels, notes) of a graph: ``{"child.k": text}`` and ``{node id: text}``."""
+        ids: dict[str, list[int]] = {}
+        for n in data["nodes"]:
+            ids.setdefault(n["label"], []).append(n["id"])
+        labels = self.edge_labels(data, ids) if self.b.get("Edge-labels") else {}
+        notes: dict[str, str] = {}
+        if self.b.get("Notes"):
+            raw = self.get("Notes")
+            self.need(isinstance(raw, dict), "Notes", "a dict from node labels of the graph to values")
+            notes = {str(self.node(ids, k, "Notes")): self.shown(v, "Notes") for k, v in raw.items()}
+        return labels, notes
+
+    def edge_labels(self, data: dict, ids: dict[str, list[int]]) -> dict[str, str]:
+        items = recording.items_of(self.get("Edge-labels"))  # a list or a tuple; values shown as recorded
+        calls = items or []
+        self.need(
+            items is not None and all(isinstance(c, dict) and "from" in c and "ingrad" in c for c in calls),
+            "Edge-labels",
+            'a list of {"from": node label, "ingrad": value}',
+        )
+        labels: dict[str, str] = {}
+        seen: dict[int, int] = {}
+        for c in calls:
+            child = self.node(ids, c["from"], "Edge-labels")
+            k = seen[child] = seen.get(child, -1) + 1
+            self.need(
+                k < len(data["nodes"][child]["parents"]),
+                "Edge-labels",
+                "one value per edge",
+                f"node `{c['from']}` has {len(data['nodes'][child]['parents'])} edges, and more values",
+            )
+            labels[f"{child}.{k}"] = self.shown(c["ingrad"], "Edge-labels")
+        return labels
+
+    def node(self, ids: dict[str, list[int]], label, field) -> int:
+        found = ids.get(str(label), [])
+        self.need(found, field, "about nodes of the graph", f"no node is labelled `{label}`")
+        self.need(len(found) == 1, field, "about nodes of the graph", f"{len(found)} nodes are labelled `{label}`")
+        return found[0]
+
+    def shown(self, value, field) -> str:
+        try:
+            text = recording.format_value(value, self.fmt)
+        except LessonError as exc:
+            raise exc.at(self.b.path, self.b.line_of(field)) from None
+        self.need(len(text) <= shapes.MAX_TEXT, field, "short values", f"`{text[:20]}…` is {len(text)} characters long")
+        return text
+
+
 def _plot_header_problems(b) -> list[Problem]:
     """`Scale:`, `X-label:` and `Y-label:` belong to a `Plot:`, which needs a `Scale:` it knows."""
     out = []
@@ -285,7 +313,7 @@ def _plot_header_problems(b) -> list[Problem]:
 
 # -- the numbers a Plot or a Matrix draws, checked ----------------------------------------------
 
-MAX_SERIES = len(figures.LIGHT)  # one colour, marker and dash each
+MAX_SERIES = len(plots.LIGHT)  # one colour, marker and dash each
 MAX_POINTS = 500
 MAX_CELLS = 12  # rows or columns of a matrix
 MAX_TEXT = 80  # characters of a name or label
@@ -398,7 +426,19 @@ def matrix_data(raw, b, fmt) -> tuple:
 
     if not isinstance(raw, dict) or "matrix" not in raw:
         raise BadData(f"it is {_what(raw)} without `matrix`")
-    m = raw["matrix"]
+    rows = _matrix_rows(raw["matrix"])
+    n = len(rows[0])
+    names = {key: _axis_names(raw, key, count) for key, count in (("rows", len(rows)), ("columns", n))}
+    picked = {
+        key: _picked_line(raw, key, count, length, across, shown)
+        for key, count, length, across in (("column", n, len(rows), "rows"), ("row", len(rows), n, "columns"))
+    }
+    cells = [[shown(v) for v in r] for r in rows]
+    return cells, names["rows"], names["columns"], picked["column"], picked["row"]
+
+
+def _matrix_rows(m) -> list[list[float]]:
+    """The rows of a recorded ``matrix`` (a list of rows, or a recorded 2-d array): numbers, one length."""
     if isinstance(m, dict) and set(m) == {"array", "shape", "dtype"}:
         if len(m["shape"]) != 2:
             raise BadData(f"its `matrix` is an array of shape {tuple(m['shape'])}, not two-dimensional")
@@ -411,32 +451,33 @@ def matrix_data(raw, b, fmt) -> tuple:
         raise BadData(f"the rows of its `matrix` have {', '.join(str(len(r)) for r in rows)} entries, not one length")
     if len(rows) > MAX_CELLS or n > MAX_CELLS:
         raise BadData(f"its `matrix` is {len(rows)}×{n} (a figure shows at most {MAX_CELLS}×{MAX_CELLS})")
-    names: dict[str, list[str] | None] = {}
-    for key, count in (("rows", len(rows)), ("columns", n)):
-        v = raw.get(key)
-        if v is None:
-            names[key] = None
-            continue
-        if not isinstance(v, list) or len(v) != count:
-            raise BadData(f"its `{key}` should be a list of {count} names (the matrix has {count} {key})")
-        names[key] = [_text(t, f"name {k} of `{key}`") for k, t in enumerate(v)]
-    picked: dict[str, list | None] = {}
-    for key, count, length, across in (("column", n, len(rows), "rows"), ("row", len(rows), n, "columns")):
-        p = raw.get(key)
-        if p is None:
-            picked[key] = None
-            continue
-        if not isinstance(p, dict) or not {"index", "values", "label"} <= set(p):
-            raise BadData(f"its `{key}` is {_what(p)} without `index`, `values` and `label`")
-        i = p["index"]
-        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < count:
-            raise BadData(f"the `index` of its `{key}` is {i!r}, not one of 0…{count - 1}")
-        values = _numbers(p["values"], f"`values` of its `{key}`")
-        if len(values) != length:
-            raise BadData(f"its `{key}` has {len(values)} values, but the matrix has {length} {across}")
-        picked[key] = [i, [shown(v) for v in values], _text(p["label"], f"the `label` of its `{key}`")]
-    cells = [[shown(v) for v in r] for r in rows]
-    return cells, names["rows"], names["columns"], picked["column"], picked["row"]
+    return rows
+
+
+def _axis_names(raw: dict, key: str, count: int) -> list[str] | None:
+    """The names of the matrix's ``rows`` or ``columns`` (``key``), one per row or column; None: none given."""
+    v = raw.get(key)
+    if v is None:
+        return None
+    if not isinstance(v, list) or len(v) != count:
+        raise BadData(f"its `{key}` should be a list of {count} names (the matrix has {count} {key})")
+    return [_text(t, f"name {k} of `{key}`") for k, t in enumerate(v)]
+
+
+def _picked_line(raw: dict, key: str, count: int, length: int, across: str, shown) -> list | None:
+    """The ``column`` or ``row`` (``key``) picked out: [index, values as text, label]; None: none given."""
+    p = raw.get(key)
+    if p is None:
+        return None
+    if not isinstance(p, dict) or not {"index", "values", "label"} <= set(p):
+        raise BadData(f"its `{key}` is {_what(p)} without `index`, `values` and `label`")
+    i = p["index"]
+    if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < count:
+        raise BadData(f"the `index` of its `{key}` is {i!r}, not one of 0…{count - 1}")
+    values = _numbers(p["values"], f"`values` of its `{key}`")
+    if len(values) != length:
+        raise BadData(f"its `{key}` has {len(values)} values, but the matrix has {length} {across}")
+    return [i, [shown(v) for v in values], _text(p["label"], f"the `label` of its `{key}`")]
 
 
 CHECKED = {"Plot": plot_data, "Matrix": matrix_data}

@@ -14,11 +14,21 @@ import unicodedata
 from dataclasses import dataclass, field, replace
 
 from lessonkit.errors import LessonError, Problem
-from lessonkit.util import markup
+from lessonkit.pipeline.activehtml import ENGINE_HTML, active_html
+from lessonkit.pipeline.fences import (
+    FENCE,
+    blank_code,
+    closing,
+    code_spans,
+    comment_opens,
+    containers,
+    in_spans,
+    kind_word,
+    quote_of,
+    unquote,
+    width,
+)
 
-# A fence line: container indentation, maybe inside blockquotes (`> `), then ``` or ~~~ and the info string.
-FENCE = re.compile(r"^(?P<indent>(?:[ \t]*>[ ]?)*[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
-QUOTE = re.compile(r"^(?:[ \t]*>[ ]?)*")  # the blockquote markers a line starts with
 # A fence of a known kind that is not where Markdown opens a block: after a list marker, a footnote
 # label or a definition's colon on the same line, in a table row, after text (group `lead`).
 MISPLACED = re.compile(r"(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>\{?[ \t]*\.?[A-Za-z][\w-]*[^`]*)$")
@@ -142,97 +152,6 @@ class ParsedPage:
         return out + self.problems_inline
 
 
-def _closing(line: str, char: str, length: int) -> bool:
-    s = line.strip()
-    return len(s) >= length and set(s) == {char}
-
-
-def kind_word(info: str) -> str:
-    """The kind an info string names: ``real-source``, ``{.real-source}``, ``{ .real-source #id }``."""
-    info = info.strip()
-    if info.startswith("{"):
-        inner = info[1:].split("}", 1)[0].split()
-        return next((t[1:] for t in inner if t.startswith(".")), "")
-    return info.split()[0].lstrip("{.").rstrip("}") if info else ""
-
-
-# Lines whose content continues, 4 columns further in, on the lines under them: a list item, an
-# admonition, details, a tab, a footnote (`[^1]:`) and a definition (`:   `).
-OPENER = re.compile(r"^\s*(?:[-*+]|\d+[.)]|!!!|\?\?\?\+?|===|\[\^[^\]\s]+\]:|:)(?:\s|$)")
-
-
-def _width(line: str) -> int:
-    stripped = line.lstrip(" \t")
-    return len(line[: len(line) - len(stripped)].expandtabs(4))
-
-
-def _containers(lines: list[str]) -> list[int]:
-    """For each line, the indentation at which the content of the block holding it starts: from
-    the nearest earlier non-blank line that is less indented (the nearest smaller width, found
-    with one stack in one pass, not by walking back from every line)."""
-    stack: list[tuple[int, int]]
-    out, stack = [0] * len(lines), []  # stack: (width, its container) of lines with rising widths
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        w = _width(line)
-        while stack and stack[-1][0] >= w:
-            stack.pop()
-        out[i] = stack[-1][1] if stack else 0
-        stack.append((w, w + (4 if OPENER.match(line) else 0)))
-    return out
-
-
-def _code_spans(line: str) -> list[tuple[int, int]]:
-    """The code spans of one line, ``(start, end)``: a run of backticks up to the next run of
-    the same length (a run without such a partner is literal backticks)."""
-    runs = [(m.start(), m.end()) for m in re.finditer(r"`+", line)]
-    out, k = [], 0
-    while k < len(runs):
-        a, b = runs[k]
-        partner = next((j for j in range(k + 1, len(runs)) if runs[j][1] - runs[j][0] == b - a), None)
-        if partner is None:
-            k += 1
-            continue
-        out.append((a, runs[partner][1]))
-        k = partner + 1
-    return out
-
-
-def _in_spans(spans: list[tuple[int, int]], pos: int) -> bool:
-    return any(a <= pos < b for a, b in spans)
-
-
-def _comment_opens(line: str, spans: list[tuple[int, int]]) -> bool:
-    """Does an HTML comment start on this line and stay open after it? ``<!--`` in a code span is
-    text, as Markdown shows it, not a comment."""
-    starts = [m.start() for m in re.finditer("<!--", line) if not _in_spans(spans, m.start())]
-    return bool(starts) and "-->" not in line[starts[-1] + 4 :]
-
-
-def _unquote(line: str, depth: int) -> str | None:
-    """``line`` without its first ``depth`` blockquote markers; "" for a blank line; None when the
-    line is not inside that many blockquotes (Markdown ends the blockquote, and a fence in it, there)."""
-    if depth == 0:
-        return line
-    if not line.strip():
-        return ""
-    m = re.match(r"^(?:[ \t]*>[ ]?){%d}" % depth, line)
-    return line[m.end() :] if m else None
-
-
-def blank_line(indent: str) -> str:
-    """The empty line of a block's container: its blockquote markers (``> `` → ``>``), else ""."""
-    quote = _quote(indent)
-    return quote.rstrip() if ">" in quote else ""
-
-
-def _quote(line: str) -> str:
-    """The blockquote markers ``line`` starts with ("" when none: QUOTE matches every line)."""
-    m = QUOTE.match(line)
-    return m[0] if m else ""
-
-
 @dataclass(frozen=True)
 class InlineItem:
     """An inline reference ``[[name: argument]]`` in prose, with its place in the text."""
@@ -256,117 +175,149 @@ def parse_page(
     (its closing line would close the ordinary fence) is reported. Prose that uses the engine's
     classes (``lk-…``) or shows one of ``badges`` in raw HTML is listed in ``engine_html``."""
     lines = text.split("\n")
-    containers = _containers(lines)
-    page = ParsedPage(path)
-    ordinal = 0
+    content_at = containers(lines)  # per line: the column its container's content starts at
+    scan = _PageScan(lines, path, line_offset, kinds, badges, html_checks)
     i = 0
     prev_blank, in_code, in_comment = True, False, False
-    prose: list[tuple[int, str]] = []  # (index, text) of the lines Markdown shows as prose: for active_html
     while i < len(lines):
         line = lines[i]
         if in_comment:  # Markdown passes the comment through: a browser may end it sooner (`<!-->`)
             in_comment = "-->" not in line
-            prose.append((i, line))
+            scan.prose.append((i, line))
             i += 1
             continue
         blank = not line.strip()
         if not blank:
-            width = _width(line) if line[:1] in " \t" else 0
-            in_code = width >= 4 and (prev_blank or in_code) and width - containers[i] >= 4
+            w = width(line) if line[:1] in " \t" else 0
+            in_code = w >= 4 and (prev_blank or in_code) and w - content_at[i] >= 4
         prev_blank = blank
         if blank or in_code:  # blank lines neither start nor end an indented code block
             i += 1
             continue
         m = FENCE.match(line) if ("`" in line or "~" in line) else None
         if not m or (m["fence"][0] == "`" and "`" in m["info"]):
-            spans = _code_spans(line) if "`" in line else []
-            if _comment_opens(line, spans):
-                in_comment = True
-                prose.append((i, _blank_code(line, spans)))  # the HTML check reads the comment as a browser does
-            else:
-                _inline(page, kinds, line, i, path, line_offset)
-                _ids(page, line, spans, line_offset + i + 1)
-                if "lk" in line or "&" in line or (badges and "<" in line):
-                    page.engine_html += engine_html(line, path, line_offset + i + 1, badges)
-                if badges or "!!!" in line or "???" in line:
-                    page.engine_html += badge_labels(line, path, line_offset + i + 1, badges)
-                prose.append((i, _blank_code(line, spans)))
-                skip = _misplaced(page, kinds, lines, i, spans, path, line_offset)
-                if skip is not None:
-                    i = skip
+            in_comment, i = scan.prose_line(i)
             i += 1
             continue
-        indent, fence, info = m["indent"], m["fence"], m["info"].strip()
-        depth = _quote(indent).count(">")
-        word = kind_word(info)
-        end, lazy = _end(lines, i, fence, depth)
-        lineno = line_offset + i + 1
-        if word in kinds.fenced:
-            if lazy is not None:
-                err = LessonError(
-                    f"this line of the {word} block opened on line {lineno} does not start with `>`: "
-                    "Markdown ends the blockquote, and the block, here",
-                    path=path,
-                    line=line_offset + lazy + 1,
-                    hint="start every line of a block in a blockquote with `>`, as its first line",
-                )
-                page.items.append(BrokenBlock(err, i, lazy - 1, indent, ordinal))
-                ordinal += 1
-                i = lazy
-                prev_blank = False
-                continue
-            if end is None:
-                err = LessonError(
-                    f"unclosed {word} block: no closing {fence}",
-                    path=path,
-                    line=lineno,
-                    hint=f"add a line {fence} after the block",
-                )
-                page.items.append(BrokenBlock(err, i, len(lines) - 1, indent, ordinal))
-                break
-            inner = _opens_inside(kinds, lines, i, end, fence, depth)
-            if inner is not None:  # this block's fence was left open: the next block's closing line closes it
-                err = LessonError(
-                    f"unclosed {word} block: the {inner[1]} block on line {line_offset + inner[0] + 1} opens "
-                    f"inside it, and that block's closing {fence} closes this one",
-                    path=path,
-                    line=lineno,
-                    hint=f"close this block with a line {fence} before line {line_offset + inner[0] + 1}",
-                )
-                page.items.append(BrokenBlock(err, i, end, indent, ordinal))
-                ordinal += 1
-                i = end + 1
-                prev_blank = False
-                continue
-            try:
-                block = _build(kinds[word], lines, i, end, indent, path, line_offset, ordinal)
-                page.items.append(block)
-                page.engine_html += markup_values(kinds[word], block, badges, html_checks)
-            except LessonError as exc:
-                page.items.append(BrokenBlock(exc.at(path, lineno), i, end, indent, ordinal))
-            ordinal += 1
-        elif badges and any(b and b in info for b in badges):  # an ordinary fence titled like a block
-            page.engine_html += fence_badges(info, path, lineno, badges)
-            if lazy is None:
-                _swallowed(page, kinds, lines, i, end, fence, path, line_offset)
-        elif kinds.near(word):
-            err = kinds.unknown(word, path, lineno)
-            page.items.append(BrokenBlock(err, i, end if end is not None else len(lines) - 1, indent))
-        elif lazy is None:
-            _swallowed(page, kinds, lines, i, end, fence, path, line_offset)
-        if lazy is not None:  # an ordinary fence in a blockquote that ends before the fence closes
-            i = lazy
-            prev_blank = False
-            continue
-        if end is None:
-            break  # an unclosed ordinary fence runs to the end of the page
-        i = end + 1
+        after = scan.fence(i, m)
+        if after is None:
+            break
+        i = after
         prev_blank = False
+    page = scan.page
     if html_checks:  # off only in the prefill, which lists experiments before the HTML parser is installed
-        page.active = active_html(prose, path, line_offset)
+        page.active = active_html(scan.prose, path, line_offset)
         page.engine_html += page.active
     _link_sessions(page, kinds)
     return page
+
+
+class _PageScan:
+    """What :func:`parse_page` collects while it walks a page's lines: the page's items, the
+    ordinal of the next annotation block, and the lines Markdown shows as prose."""
+
+    def __init__(self, lines: list[str], path: str, offset: int, kinds, badges: tuple[str, ...], html_checks: bool):
+        self.lines = lines
+        self.path = path
+        self.offset = offset
+        self.kinds = kinds
+        self.badges = badges
+        self.html_checks = html_checks
+        self.page = ParsedPage(path)
+        self.ordinal = 0
+        self.prose: list[tuple[int, str]] = []  # (index, text) of the lines Markdown shows as prose: for active_html
+
+    def prose_line(self, i: int) -> tuple[bool, int]:
+        """Read the prose line ``i``: (whether an HTML comment opens on it, the last line it takes)."""
+        line, page, badges = self.lines[i], self.page, self.badges
+        lineno = self.offset + i + 1
+        spans = code_spans(line) if "`" in line else []
+        if comment_opens(line, spans):
+            self.prose.append((i, blank_code(line, spans)))  # the HTML check reads the comment as a browser does
+            return True, i
+        _inline(page, self.kinds, line, i, self.path, self.offset)
+        _ids(page, line, spans, lineno)
+        if "lk" in line or "&" in line or (badges and "<" in line):
+            page.engine_html += engine_html(line, self.path, lineno, badges)
+        if badges or "!!!" in line or "???" in line:
+            page.engine_html += badge_labels(line, self.path, lineno, badges)
+        self.prose.append((i, blank_code(line, spans)))
+        skip = _misplaced(page, self.kinds, self.lines, i, spans, self.path, self.offset)
+        return False, i if skip is None else skip
+
+    def fence(self, i: int, m: re.Match) -> int | None:
+        """Read the fence opened on line ``i``: the line to go on from, or None: it runs to the page's end."""
+        lines, kinds, badges = self.lines, self.kinds, self.badges
+        indent, fence, info = m["indent"], m["fence"], m["info"].strip()
+        word = kind_word(info)
+        end, lazy = _end(lines, i, fence, quote_of(indent).count(">"))
+        lineno = self.offset + i + 1
+        if word in kinds.fenced:
+            return self.annotation(i, m, word, end, lazy)
+        if badges and any(b and b in info for b in badges):  # an ordinary fence titled like a block
+            self.page.engine_html += fence_badges(info, self.path, lineno, badges)
+            if lazy is None:
+                _swallowed(self.page, kinds, lines, i, end, fence, self.path, self.offset)
+        elif kinds.near(word):
+            err = kinds.unknown(word, self.path, lineno)
+            self.page.items.append(BrokenBlock(err, i, end if end is not None else len(lines) - 1, indent))
+        elif lazy is None:
+            _swallowed(self.page, kinds, lines, i, end, fence, self.path, self.offset)
+        if lazy is not None:  # an ordinary fence in a blockquote that ends before the fence closes
+            return lazy
+        if end is None:
+            return None  # an unclosed ordinary fence runs to the end of the page
+        return end + 1
+
+    def annotation(self, i: int, m: re.Match, word: str, end: int | None, lazy: int | None) -> int | None:
+        """Read the annotation block of kind ``word`` opened on line ``i`` (a block, or a broken one)."""
+        lines, path, offset = self.lines, self.path, self.offset
+        indent, fence = m["indent"], m["fence"]
+        lineno = offset + i + 1
+        if lazy is not None:
+            err = LessonError(
+                f"this line of the {word} block opened on line {lineno} does not start with `>`: "
+                "Markdown ends the blockquote, and the block, here",
+                path=path,
+                line=offset + lazy + 1,
+                hint="start every line of a block in a blockquote with `>`, as its first line",
+            )
+            self.broken(err, i, lazy - 1, indent)
+            return lazy
+        if end is None:
+            err = LessonError(
+                f"unclosed {word} block: no closing {fence}",
+                path=path,
+                line=lineno,
+                hint=f"add a line {fence} after the block",
+            )
+            self.page.items.append(BrokenBlock(err, i, len(lines) - 1, indent, self.ordinal))
+            return None
+        inner = _opens_inside(self.kinds, lines, i, end, fence, quote_of(indent).count(">"))
+        if inner is not None:  # this block's fence was left open: the next block's closing line closes it
+            err = LessonError(
+                f"unclosed {word} block: the {inner[1]} block on line {offset + inner[0] + 1} opens "
+                f"inside it, and that block's closing {fence} closes this one",
+                path=path,
+                line=lineno,
+                hint=f"close this block with a line {fence} before line {offset + inner[0] + 1}",
+            )
+            self.broken(err, i, end, indent)
+            return end + 1
+        try:
+            spec = self.kinds[word]
+            block = _build(spec, lines, i, end, indent, path, offset, self.ordinal)
+            self.page.items.append(block)
+            self.page.engine_html += markup_values(spec, block, self.badges, self.html_checks)
+        except LessonError as exc:
+            self.page.items.append(BrokenBlock(exc.at(path, lineno), i, end, indent, self.ordinal))
+        self.ordinal += 1
+        return end + 1
+
+    def broken(self, err: LessonError, start: int, end: int, indent: str) -> None:
+        """A broken annotation block: it takes the next ordinal."""
+        self.page.items.append(BrokenBlock(err, start, end, indent, self.ordinal))
+        self.ordinal += 1
 
 
 def _link_sessions(page: ParsedPage, kinds) -> None:
@@ -405,10 +356,10 @@ def _end(lines: list[str], i: int, fence: str, depth: int) -> tuple[int | None, 
     """(closing line, None), or (None, the first line outside the fence's blockquotes), or (None, None)
     for a fence that is never closed."""
     for j in range(i + 1, len(lines)):
-        content = _unquote(lines[j], depth)
+        content = unquote(lines[j], depth)
         if content is None:
             return None, j
-        if _closing(content, fence[0], len(fence)):
+        if closing(content, fence[0], len(fence)):
             return j, None
     return None, None
 
@@ -420,12 +371,12 @@ def _misplaced(page, kinds, lines, i, spans, path, offset) -> int | None:
     Markdown shows as inline code or text), or None when there is no such fence."""
     line = lines[i]
     m = MISPLACED.search(line)
-    if m is None or _in_spans(spans, m.start()):
+    if m is None or in_spans(spans, m.start()):
         return None
     word = kind_word(m["info"])
     if word not in kinds.fenced:
         return None
-    quote = _quote(line)
+    quote = quote_of(line)
     lead = line[len(quote) : m.start()]
     if LEAD.match(lead):
         what, hint = (
@@ -438,10 +389,10 @@ def _misplaced(page, kinds, lines, i, spans, path, offset) -> int | None:
         what, hint = "after text on the same line", "start the fence on a line of its own"
     fence, depth, end = m["fence"], quote.count(">"), None
     for j in range(i + 1, len(lines)):
-        content = _unquote(lines[j], depth)
-        if content is None or (content.strip() and FENCE.match(content) and not _closing(content, fence[0], 3)):
+        content = unquote(lines[j], depth)
+        if content is None or (content.strip() and FENCE.match(content) and not closing(content, fence[0], 3)):
             break  # the blockquote ends, or another block starts: Markdown's code span cannot reach further
-        if _closing(content, fence[0], len(fence)):
+        if closing(content, fence[0], len(fence)):
             end = j
             break
     err = LessonError(
@@ -459,10 +410,10 @@ def _ids(page, line: str, spans, lineno: int) -> None:
     if "#" not in line and "id" not in line:
         return
     m = ATTR_ID.search(line)
-    if m and not _in_spans(spans, m.start()):
+    if m and not in_spans(spans, m.start()):
         page.ids += [(t[1:], lineno) for t in m[1].split() if t.startswith("#") and len(t) > 1]
     for h in HTML_ID.finditer(line) if "<" in line else ():
-        if not _in_spans(spans, h.start()):
+        if not in_spans(spans, h.start()):
             page.ids.append((h[1] if h[1] is not None else h[2], lineno))
 
 
@@ -470,7 +421,7 @@ def _opens_inside(kinds, lines, start, end, fence, depth) -> tuple[int, str] | N
     """(index, kind) of the first fence of a known kind inside the annotation block ``start``…``end``
     that its closing line could close too: the block's own fence was left open before it."""
     for j in range(start + 1, end):
-        content = _unquote(lines[j], depth)
+        content = unquote(lines[j], depth)
         m = FENCE.match(content) if content is not None else None
         if m and m["fence"][0] == fence[0] and len(m["fence"]) >= len(fence) and kind_word(m["info"]) in kinds.fenced:
             return j, kind_word(m["info"])
@@ -500,10 +451,10 @@ def _inline(page, kinds, line, index, path, offset) -> None:
     if "[[" not in line or not kinds.inline:
         return
     spans = []
-    code = _code_spans(line) if "`" in line else []  # ``a ` b`` is one span: backtick runs pair by length
+    code = code_spans(line) if "`" in line else []  # ``a ` b`` is one span: backtick runs pair by length
     for m in INLINE.finditer(line):
         spans.append((m.start(), m.end()))
-        if _in_spans(code, m.start()):  # inside a code span
+        if in_spans(code, m.start()):  # inside a code span
             continue
         name = m["name"]
         if name not in kinds.inline:
@@ -513,7 +464,7 @@ def _inline(page, kinds, line, index, path, offset) -> None:
         ref = InlineRef(name, m["arg"], path, offset + index + 1)
         page.inline.append(InlineItem(ref, index, m.start(), m.end()))
     for m in re.finditer(r"\[\[([a-z][a-z0-9-]*):", line):  # an inline kind's opening that never closes
-        in_code = _in_spans(spans, m.start()) or _in_spans(code, m.start())
+        in_code = in_spans(spans, m.start()) or in_spans(code, m.start())
         if m[1] in kinds.inline and not in_code:
             page.problems_inline.append(
                 Problem(
@@ -525,7 +476,6 @@ def _inline(page, kinds, line, index, path, offset) -> None:
             )
 
 
-ENGINE_HTML = "engine-html"  # Problem.code of raw HTML that imitates the engine's output
 # class="…lk-…" (any quoting) or an attr_list `{: .lk-… }` / `{: class="lk-…" }`
 ENGINE_CLASS = re.compile(
     r"""\bclass\s*=\s*(?:"(?P<dq>[^"]*)"|'(?P<sq>[^']*)'|(?P<uq>[^\s>"']+))|\{:?(?P<attr>[^{}]*)\}""", re.I
@@ -554,7 +504,7 @@ def engine_html(line: str, path: str, lineno: int, badges: tuple[str, ...] = ())
     that nothing checked. Code spans are text and are left alone."""
     from html import unescape
 
-    spans = _code_spans(line) if "`" in line else []
+    spans = code_spans(line) if "`" in line else []
     text = line
     for a, b in reversed(spans):
         text = text[:a] + " " * (b - a) + text[b:]
@@ -592,229 +542,6 @@ def engine_html(line: str, path: str, lineno: int, badges: tuple[str, ...] = ())
     return out
 
 
-# -- active content: raw HTML or Markdown that runs code, embeds or restyles (refused in a page an
-# author writes, with code ENGINE_HTML like an imitation: the build and verify report both)
-
-# The elements a page may not contain, and why.
-ACTIVE_ELEMENTS = {
-    "script": "runs code in the reader's browser",
-    "style": "restyles the page (it can hide text or draw other text over a block)",
-    "link": "loads a stylesheet or another resource into the page",
-    "base": "changes where every link and resource of the page points",
-    "meta": "can reload or redirect the page",
-    **dict.fromkeys(
-        ("iframe", "frame", "frameset", "object", "embed", "applet", "portal"),
-        "embeds another document in the page (nothing checks what it shows)",
-    ),
-}
-# URL schemes that run code (javascript, vbscript) or carry a whole document or image (data).
-RUNS = ("javascript", "vbscript")
-URL_ATTRS = frozenset(
-    "href src srcset action formaction data poster background xlink:href codebase lowsrc dynsrc ping manifest".split()
-)
-ACTIVE_HINT = "remove it: a page shows code, output and figures through annotation blocks, which the build checks"
-# A Markdown link or image destination `](url` and a reference definition `[id]: url`.
-_MD_URL = re.compile(r"\]\([ \t]*<?(?P<inline>[^\s)>]+)|^[ \t]*(?:>[ \t]?)*[ \t]*\[[^\]]+\]:[ \t]*<?(?P<ref>\S+)")
-# An attribute list `{: … }` (attr_list reads `{ … }` too) and a `key=value` in it.
-_ATTR_LIST = re.compile(r"\{:?([^{}\n]*)\}")
-_LIST_PAIR = re.compile(r"""(?:^|\s)([^\s=#.{}'"]+)[ \t]*=[ \t]*(?:"([^"]*)"|'([^']*)'|(\S+))""")
-
-
-def _blank_code(line: str, spans: list[tuple[int, int]] | None = None) -> str:
-    """``line`` with its code spans (text, as Markdown shows them) blanked out."""
-    for a, b in reversed(spans if spans is not None else _code_spans(line) if "`" in line else []):
-        line = line[:a] + " " * (b - a) + line[b:]
-    return line
-
-
-def _blank_paragraph_code(rows: list[tuple[int, str]]) -> list[tuple[int, str]]:
-    """``rows`` (consecutive indices are one paragraph) with the code spans that go on from one
-    line to the next blanked out (the line breaks kept)."""
-    out, k = [], 0
-    while k < len(rows):
-        j = k + 1
-        while j < len(rows) and rows[j][0] == rows[j - 1][0] + 1:
-            j += 1
-        text = "\n".join(line for _, line in rows[k:j])
-        if "`" in text:
-            text = _blank_spans(text)
-        out += list(zip([i for i, _ in rows[k:j]], text.split("\n")))
-        k = j
-    return out
-
-
-def _blank_spans(text: str) -> str:
-    for a, b in reversed(_code_spans(text)):
-        text = text[:a] + re.sub(r"[^\n]", " ", text[a:b]) + text[b:]
-    return text
-
-
-# The elements raw HTML in a lesson may make: text-level and structural HTML (the tree builder's own
-# html, head and body included), and names no standard gives (`grad_of_<lambda>`: an unknown element,
-# inert). Every other element of HTML, SVG and MathML (a form, a frame, media, SVG or MathML written by
-# hand, an element that changes how the rest of the page is parsed) is refused: the engine draws
-# figures, formulas and diagrams itself.
-LESSON_ELEMENTS = frozenset(
-    "html head body a abbr address article aside b bdi bdo blockquote br caption cite code col colgroup dd del "
-    "details dfn div dl dt em figcaption figure footer h1 h2 h3 h4 h5 h6 header hr i img ins kbd li mark ol p "
-    "pre q rp rt ruby s samp section small span strong sub summary sup table tbody td tfoot th thead time tr u "
-    "ul var wbr".split()
-)
-STANDARD_ELEMENTS = LESSON_ELEMENTS | frozenset(
-    "area audio base button canvas data datalist dialog embed fieldset form hgroup iframe input label legend link "
-    "main map menu meta meter nav noscript object optgroup option output picture portal progress script search "
-    "select slot source style template textarea title track video acronym applet basefont bgsound big blink "
-    "center dir font frame frameset image isindex keygen listing marquee menuitem multicol nextid nobr noembed "
-    "noframes param plaintext rb rtc spacer strike tt xmp svg math".split()
-)
-# The attributes they may carry: on any of them, and on some.
-GLOBAL_ATTRIBUTES = frozenset("id class title lang dir role markdown".split())
-LESSON_ATTRIBUTES = {
-    "a": frozenset("href name rel target hreflang".split()),
-    "img": frozenset("src alt width height loading decoding".split()),
-    "ol": frozenset("start reversed type".split()),
-    "li": frozenset({"value"}),
-    "td": frozenset("colspan rowspan align".split()),
-    "th": frozenset("colspan rowspan align scope abbr".split()),
-    "col": frozenset({"span"}),
-    "colgroup": frozenset({"span"}),
-    "details": frozenset({"open"}),
-    "time": frozenset({"datetime"}),
-    "blockquote": frozenset({"cite"}),
-    "q": frozenset({"cite"}),
-    "del": frozenset("cite datetime".split()),
-    "ins": frozenset("cite datetime".split()),
-}
-
-
-def _scheme(value: str, attr: str) -> str | None:
-    """The scheme of a URL that runs code (any attribute) or carries a document (a URL
-    attribute), as a browser reads it (:func:`lessonkit.util.markup.scheme`: spaces and control
-    characters gone; character references are decoded by the caller or the HTML parser)."""
-    from html import unescape
-
-    scheme = markup.scheme(unescape(value) if "&" in value else value)
-    if scheme in RUNS or (scheme == "data" and attr in URL_ATTRS):
-        return scheme
-    return None
-
-
-# Ids the theme finds elements by: Material's all start with `__` (`__config`, the JSON its scripts
-# read, naming the search worker's file; `__code_<id>`, the copy buttons' targets; `__drawer`,
-# `__search`, `__palette_0`, …). An element of a page with such an id comes before the theme's own
-# and is the one its scripts find.
-RESERVED_ID = "__"
-
-
-def reserved_id(value: str) -> bool:
-    """An id the theme reserves (see :data:`RESERVED_ID`), as a browser reads it (spaces trimmed)."""
-    return value.strip(" \t\n\f\r").startswith(RESERVED_ID)
-
-
-def _attribute_problem(name: str, value: str, element: str | None = None, attrs: dict | None = None) -> str | None:
-    """Why an attribute written in a page is refused, or None (``element``: the element it is on,
-    None for an attribute list, whose element Markdown chooses)."""
-    if name == "id" and reserved_id(value):
-        return (
-            f"the id `{value.strip()}`, which the theme's scripts find elements by (its configuration, "
-            "the copy buttons' targets)"
-        )
-    if name.startswith("on") and len(name) > 2:
-        return f"an event attribute `{name}`, which runs code in the reader's browser"
-    if name == "style":
-        return "a `style` attribute, which can hide text or draw other text over a block"
-    if name == "srcdoc":
-        return "a `srcdoc` attribute, which embeds another document in the page"
-    urls = markup.url_values(element or "", name, value, attrs) if element is not None else [value]
-    for url in urls or [value]:
-        scheme = _scheme(url, name if urls else "")
-        if scheme is not None:
-            what = "runs code in the reader's browser" if scheme in RUNS else "shows content that nothing checks"
-            return f"a `{scheme}:` URL in `{name}`, which {what}"
-    if element is not None and name not in markup.FOLLOWED_ONLY and name not in markup.NAVIGATION.get(element, ()):
-        far = next((u for u in urls if markup.other_host(u)), None)
-        if far is not None:
-            return f"a URL of another host in `{name}` ({far.strip()}), which the page would load"
-    elif element is not None and name == "ping" and any(markup.other_host(u) for u in urls):
-        return "a `ping` URL of another host, which the reader's click would send a request to"
-    if element is not None and name not in GLOBAL_ATTRIBUTES and name not in LESSON_ATTRIBUTES.get(element, ()):
-        if not name.startswith("aria-"):
-            return f"an attribute `{name}` on a <{element}>, {NOT_USED}"
-    return None
-
-
-NOT_USED = "which lessons do not use (text and structure only)"
-
-
-def _element_problem(name: str) -> str | None:
-    if name in ACTIVE_ELEMENTS:
-        return f"raw HTML has a <{name}> element, which {ACTIVE_ELEMENTS[name]}"
-    if name in STANDARD_ELEMENTS and name not in LESSON_ELEMENTS:
-        return f"raw HTML has a <{name}> element, {NOT_USED}"
-    return None
-
-
-# Markdown writes markup after the prose (`</p>`): a tag the prose leaves open is closed there, with
-# its attributes. Read as if it were (markup.CLOSE_TAG).
-CLOSE_TAG = markup.CLOSE_TAG
-
-
-def html_problems(text: str) -> list[tuple[int, str]]:
-    """(1-based line of ``text``, what is wrong) for every element of the document a browser
-    builds from ``text`` (:mod:`lessonkit.util.markup`) that a lesson may not carry, or whose
-    attributes it may not carry; the first problem of each element."""
-    tree = markup.parse(text + CLOSE_TAG)
-    found = []
-    for node in markup.elements(tree):
-        name = markup.name(node)
-        why, where = _element_problem(name), None
-        if why is None and node.attributes:
-            attrs = markup.attributes(node)
-            for attr, value in attrs.items():
-                what = _attribute_problem(attr, value, name, attrs)
-                if what is not None:
-                    why, where = f"raw HTML has {what}", attr
-                    break
-        if why is not None:
-            found.append((node, why, where))
-    return [(markup.element_line(text, tree, node, attr), why) for node, why, attr in found]
-
-
-def active_html(prose: list[tuple[int, str]], path: str, offset: int = 0) -> list[Problem]:
-    """Problems for active content in the prose of a page (``prose``: (0-based index, text) of the
-    lines Markdown shows as prose): the elements of :data:`ACTIVE_ELEMENTS`, event attributes,
-    ``style`` attributes and URLs that run code or carry a document, in raw HTML (a tag may span
-    lines), attribute lists and Markdown links. One problem per line; code spans are text."""
-    if not any("<" in line or "{" in line or "]" in line for _, line in prose):
-        return []
-    rows = [(i, _blank_code(line)) for i, line in prose]
-    if any("`" in line for _, line in rows):  # a code span may go on over the lines of its paragraph
-        rows = _blank_paragraph_code(rows)
-    found: dict[int, str] = {}  # 0-based index -> what is wrong there (the first one)
-    text = "\n".join(line for _, line in rows)
-    if "<" in text or "&" in text:
-        found_html = html_problems(text)  # on a line with several, what runs or embeds is named first
-        for at, message in sorted(found_html, key=lambda p: p[1].endswith(NOT_USED)):
-            found.setdefault(rows[at - 1][0], message)
-    for i, line in rows:
-        for m in _MD_URL.finditer(line) if "]" in line else ():
-            url = m["inline"] or m["ref"]
-            scheme = _scheme(url, "href")
-            if scheme is not None:
-                what = "runs code in the reader's browser" if scheme in RUNS else "shows content that nothing checks"
-                found.setdefault(i, f"a Markdown link or image to a `{scheme}:` URL, which {what}")
-        for m in _ATTR_LIST.finditer(line) if "{" in line and ("=" in line or "#" in line) else ():
-            for token in m[1].split():
-                if token.startswith("#") and reserved_id(token[1:]):
-                    found.setdefault(i, f"an attribute list `{{: … }}` sets {_attribute_problem('id', token[1:])}")
-            for pair in _LIST_PAIR.finditer(m[1]):
-                value = next((v for v in pair.groups()[1:] if v is not None), "")
-                why = _attribute_problem(pair[1].lower(), value)
-                if why is not None:
-                    found.setdefault(i, f"an attribute list `{{: … }}` sets {why}")
-    return [Problem(msg, path, offset + i + 1, ACTIVE_HINT, code=ENGINE_HTML) for i, msg in sorted(found.items())]
-
-
 # -- badges written as prose: the label of an engine block, without the block
 LABEL_LEAD = re.compile(r"^[ \t]*(?:>[ \t]?)*(?:(?:[-*+]|[0-9]{1,9}[.)])[ \t]+)?(?:#{1,6}[ \t]+)?[*_~=]*[ \t]*")
 # an admonition, a details block or a tab: its types and its quoted title
@@ -833,7 +560,7 @@ def badge_labels(line: str, path: str, lineno: int, badges: tuple[str, ...] = ()
 
     if "!!!" not in line and "???" not in line and "&" not in line and not any(b and b in line for b in badges):
         return []
-    line = _blank_code(line)
+    line = blank_code(line)
     titled = TITLED.match(line) if ("!" in line or "?" in line or "=" in line) else None
     if titled is not None:
         engine = [t for t in titled["types"].split() if t.startswith("lk-")]
@@ -921,9 +648,9 @@ def _dedent(line: str, indent: str) -> str:
 
 
 def _build(spec, lines, start, end, indent, path, offset, ordinal) -> Block:
-    quote = _quote(indent)
+    quote = quote_of(indent)
     depth, inner = quote.count(">"), indent[len(quote) :]
-    content = [_dedent(_unquote(l, depth) or "", inner) for l in lines[start + 1 : end]]
+    content = [_dedent(unquote(l, depth) or "", inner) for l in lines[start + 1 : end]]
     problems: list[Problem] = []
 
     def bad(msg, n, hint=None):

@@ -6,14 +6,13 @@
   (cotangents) keyed by ``(child id, argument position)``.
 - :func:`broadcast_svg`: a gradient summed back to a shape (e.g. ``unbroadcast``), step by step.
 - :func:`nested_svg`: boxes nested across traces (outermost first).
-- :func:`loglog_svg`: series of positive numbers on logarithmic axes (e.g. an error against a step).
-- :func:`matrix_svg`: a matrix with one column and one row picked out, each beside the vector it is.
+
+Plots and matrices are drawn in :mod:`lessonkit.pipeline.plots`, with :func:`text_at` and
+:func:`document` from here.
 
 All text is in ``<text>`` (selectable, searchable); colours come from
 ``currentColor`` and CSS variables with fallbacks (dark mode follows the page);
-a ``viewBox`` with ``max-width:100%`` scales to a phone. Output is deterministic. The colours of
-plot series and picked-out cells are text-strength on both schemes (``PALETTE``: a light one, and
-one for Material's ``slate``), and the series also differ in marker and dash, not in colour alone.
+a ``viewBox`` with ``max-width:100%`` scales to a phone. Output is deterministic.
 """
 
 from __future__ import annotations
@@ -43,14 +42,14 @@ STYLE = (
 )
 
 
-def _t(x: float, y: float, text: str, cls: str, size: int = 14, anchor: str = "middle") -> str:
+def text_at(x: float, y: float, text: str, cls: str, size: int = 14, anchor: str = "middle") -> str:
     return (
         f'<text x="{x:.1f}" y="{y:.1f}" class="{cls}" font-size="{size}" '
         f'text-anchor="{anchor}" dominant-baseline="central">{escape(text)}</text>'
     )
 
 
-def _svg(width: float, height: float, title: str, body: list[str]) -> str:
+def document(width: float, height: float, title: str, body: list[str]) -> str:
     """The figure; marker ids get a suffix from the content, so several figures on one page
     never share an id (and the same figure always gets the same one)."""
     w, h = round(width), round(height)
@@ -62,6 +61,11 @@ def _svg(width: float, height: float, title: str, body: list[str]) -> str:
         f'width="{w}" role="img" aria-label="{escape(title)}">'
         f"<title>{escape(title)}</title>{STYLE}" + inner + "</svg>"
     )
+
+
+def text_width(text: str, size: float) -> float:
+    """The drawn width of a line of text, estimated: CJK characters a full em, others 0.6 em."""
+    return sum(size if ord(ch) >= 0x2E80 else 0.6 * size for ch in text)
 
 
 class _View:
@@ -151,7 +155,7 @@ def graph_svg(
             lx, ly = (sx + 2 * mx + ex) / 4, (sy + 2 * my + ey) / 4
             side = "end" if bend < 0 else "start"  # a straight edge: the label to its right
             lx += -6 if side == "end" else 6
-            body.append(_t(lx, ly, label, "lk-note lk-halo", 12, side))
+            body.append(text_at(lx, ly, label, "lk-note lk-halo", 12, side))
     for n in nodes:
         x, y = P[n["id"]]
         w, h = size[n["id"]]
@@ -163,16 +167,16 @@ def graph_svg(
             f'width="{w:.1f}" height="{h:.1f}" rx="8"/>'
         )
         if not root and n["label"] == n["fun"]:
-            body.append(_t(x, y0, n["fun"], "lk-code", 13))
+            body.append(text_at(x, y0, n["fun"], "lk-code", 13))
         elif root and n["label"] == "root":  # an unnamed root: just say what it is
-            body.append(_t(x, y0, root_text, "lk-label", 13))
+            body.append(text_at(x, y0, root_text, "lk-label", 13))
         else:
-            body.append(_t(x, y0 - 9, str(n["label"]), "lk-label", 14))
-            body.append(_t(x, y0 + 10, root_text if root else n["fun"], "lk-label" if root else "lk-code", 11))
+            body.append(text_at(x, y0 - 9, str(n["label"]), "lk-label", 14))
+            body.append(text_at(x, y0 + 10, root_text if root else n["fun"], "lk-label" if root else "lk-code", 11))
         if note:
             single = n["label"] == (n["fun"] if not root else "root")
-            body.append(_t(x, y0 + (17 if single else 26), note, "lk-note", 11))
-    return _svg(width, height, title, body)
+            body.append(text_at(x, y0 + (17 if single else 26), note, "lk-note", 11))
+    return document(width, height, title, body)
 
 
 def broadcast_svg(
@@ -195,20 +199,20 @@ def broadcast_svg(
     for i, (shape, data, note) in enumerate(stages):
         rows, cols = _rows(shape), _cols(shape)
         label = out_label if i == len(stages) - 1 and i else note
-        body.append(_t(pad, y + 8, f"{label}  shape={tuple(shape)}", "lk-label", 12, "start"))
+        body.append(text_at(pad, y + 8, f"{label}  shape={tuple(shape)}", "lk-label", 12, "start"))
         y += 20
         grid = _grid(data, shape)
         for r in range(rows):
             for c in range(cols):
                 x0, y0 = pad + c * cell, y + r * cell
                 body.append(f'<rect class="lk-cell" x="{x0}" y="{y0}" width="{cell}" height="{cell}"/>')
-                body.append(_t(x0 + cell / 2, y0 + cell / 2, _num(grid[r][c]), "lk-code", 13))
+                body.append(text_at(x0 + cell / 2, y0 + cell / 2, _num(grid[r][c]), "lk-code", 13))
         y += rows * cell
         if i < len(stages) - 1:
             nxt = sums[i]
             body.append(f'<path class="lk-edge" marker-end="url(#lk-ah2)" d="M{pad + 20},{y + 4} v{gap_y - 8}"/>')
             body.append(
-                _t(
+                text_at(
                     pad + 34,
                     y + gap_y / 2,
                     step.replace("{axis}", str(nxt["axis"])).replace("{keepdims}", str(nxt["keepdims"])),
@@ -222,7 +226,7 @@ def broadcast_svg(
         '<defs><marker id="lk-ah2" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
         'orient="auto"><path d="M0,0L10,5L0,10z" class="lk-arrow"/></marker></defs>'
     )
-    return _svg(width, y + pad, title, [defs] + body)
+    return document(width, y + pad, title, [defs] + body)
 
 
 def _plain(v):
@@ -271,7 +275,7 @@ def nested_svg(chain: list, title: str, value_text: str | None = None, trace: st
     step, pad = 22, 16
     inner_w = max(150, 9 * len(value_text or inner) + 30)
     for i, (kind, level) in enumerate(boxes):  # room for each box's two labels on its top line
-        need = 36 + _width(str(kind), 12) + _width(trace.replace("{trace}", str(level)), 12)
+        need = 36 + text_width(str(kind), 12) + text_width(trace.replace("{trace}", str(level)), 12)
         inner_w = max(inner_w, math.ceil(need - 2 * step * (len(boxes) - i)))
     total_w = inner_w + 2 * step * len(boxes) + 2 * pad
     total_h = 50 + 2 * step * len(boxes) + 28 * len(boxes) + 2 * pad
@@ -284,12 +288,12 @@ def nested_svg(chain: list, title: str, value_text: str | None = None, trace: st
         body.append(
             f'<rect class="lk-node{" lk-root" if i % 2 else ""}" x="{x0}" y="{y0}" width="{w}" height="{h}" rx="8"/>'
         )
-        body.append(_t(x0 + 10, y0 + 15, f"{kind}", "lk-code", 12, "start"))
-        body.append(_t(x0 + w - 10, y0 + 15, trace.replace("{trace}", str(level)), "lk-label", 12, "end"))
+        body.append(text_at(x0 + 10, y0 + 15, f"{kind}", "lk-code", 12, "start"))
+        body.append(text_at(x0 + w - 10, y0 + 15, trace.replace("{trace}", str(level)), "lk-label", 12, "end"))
     n = len(boxes)
     cy = pad + n * (step + 28) + 25
-    body.append(_t(total_w / 2, cy, value_text or inner, "lk-code", 13))
-    return _svg(total_w, total_h, title, body)
+    body.append(text_at(total_w / 2, cy, value_text or inner, "lk-code", 13))
+    return document(total_w, total_h, title, body)
 
 
 def alive_svg(during: dict, title: str, row_labels: dict | None = None, layer: str = "after layer {n}") -> str:
@@ -303,12 +307,12 @@ def alive_svg(during: dict, title: str, row_labels: dict | None = None, layer: s
     sq, gap, pad, label_w = 12, 3, 16, 74
     col_w = max(most * (sq + gap) + 30, max(7.4 * len(row_labels.get(k, k)) + 14 for k in kinds))
     body = [
-        _t(pad + label_w + j * col_w, pad + 8, row_labels.get(k, k), "lk-code", 12, "start")
+        text_at(pad + label_w + j * col_w, pad + 8, row_labels.get(k, k), "lk-code", 12, "start")
         for j, k in enumerate(kinds)
     ]
     y = pad + 30
     for i in range(layers):
-        body.append(_t(pad, y + 8, layer.replace("{n}", str(i + 1)), "lk-label", 12, "start"))
+        body.append(text_at(pad, y + 8, layer.replace("{n}", str(i + 1)), "lk-label", 12, "start"))
         for j, kind in enumerate(kinds):
             n = during[kind][i]
             x0 = pad + label_w + j * col_w
@@ -316,9 +320,9 @@ def alive_svg(during: dict, title: str, row_labels: dict | None = None, layer: s
                 body.append(
                     f'<rect class="lk-node" x="{x0 + k * (sq + gap)}" y="{y + 2}" width="{sq}" height="{sq}" rx="2"/>'
                 )
-            body.append(_t(x0 + n * (sq + gap) + 4, y + 8, str(n), "lk-note", 12, "start"))
+            body.append(text_at(x0 + n * (sq + gap) + 4, y + 8, str(n), "lk-note", 12, "start"))
         y += 28
-    return _svg(pad * 2 + label_w + len(kinds) * col_w, y + pad - 8, title, body)
+    return document(pad * 2 + label_w + len(kinds) * col_w, y + pad - 8, title, body)
 
 
 def _components(verts: list, edges: list) -> list:
@@ -349,227 +353,3 @@ def _components(verts: list, edges: list) -> list:
         ids = {id(v) for v in members}
         out.append(graph_core(members, [e for e in edges if id(e.v[0]) in ids], directed=True))
     return out
-
-
-# -- plots and matrices: colours per series, readable on the light and the dark scheme ----------
-
-# Text-strength colours (contrast of at least 4.5:1 on Material's light background #fff and on its
-# dark "slate" background): a series' colour is the custom property --lk-c of its group.
-LIGHT = ("#1d5bb5", "#b3261e", "#2b6e2f", "#7a3a99")
-DARK = ("#8ab4f8", "#f28b82", "#81c995", "#d7aefb")
-PALETTE = (
-    "<style>"
-    + "".join(f".lk-s{i}{{--lk-c:{c}}}" for i, c in enumerate(LIGHT))
-    + "".join(f'[data-md-color-scheme="slate"] .lk-s{i}{{--lk-c:{c}}}' for i, c in enumerate(DARK))
-    + ".lk-line{fill:none;stroke:var(--lk-c,currentColor);stroke-width:2}"
-    ".lk-dot{fill:var(--lk-c,currentColor);stroke:var(--md-default-bg-color,#fff);stroke-width:1}"
-    ".lk-axis{stroke:currentColor;stroke-width:1.2;fill:none}"
-    ".lk-grid{stroke:currentColor;stroke-opacity:.14;stroke-width:1}"
-    ".lk-mark{stroke:currentColor;stroke-width:1.2;stroke-dasharray:5 4}"
-    ".lk-hl{fill:var(--lk-c,currentColor);fill-opacity:.16;stroke:var(--lk-c,currentColor);stroke-width:2.5}"
-    ".lk-hl-text{fill:var(--lk-c,currentColor)}"
-    "</style>"
-)
-DASHES = ("", ' stroke-dasharray="7 4"', ' stroke-dasharray="2 3"', ' stroke-dasharray="9 3 2 3"')
-SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
-def _width(text: str, size: float) -> float:
-    """The drawn width of a line of text, estimated: CJK characters a full em, others 0.6 em."""
-    return sum(size if ord(ch) >= 0x2E80 else 0.6 * size for ch in text)
-
-
-def decade_label(d: int) -> str:
-    """``10⁻⁶`` for ``-6``: a tick label of a logarithmic axis."""
-    return "10" + str(d).translate(SUPERSCRIPT)
-
-
-def _decades(values: list[float]) -> tuple[int, int]:
-    """The decades that enclose ``values`` (positive numbers): at least one decade wide."""
-    lo = math.floor(math.log10(min(values)) + 1e-9)
-    hi = math.ceil(math.log10(max(values)) - 1e-9)
-    return (lo - 1, hi + 1) if lo == hi else (lo, hi)
-
-
-def _dot(d: str) -> str:
-    return f'<path class="lk-dot" d="{d}"/>'
-
-
-def _marker(i: int, x: float, y: float) -> str:
-    """A point of series ``i``: circle, square, triangle, diamond (told apart without colour)."""
-    shape = i % 4
-    if shape == 0:
-        return f'<circle class="lk-dot" cx="{x:.1f}" cy="{y:.1f}" r="4"/>'
-    if shape == 1:
-        return f'<rect class="lk-dot" x="{x - 3.6:.1f}" y="{y - 3.6:.1f}" width="7.2" height="7.2"/>'
-    if shape == 2:
-        return _dot(f"M{x:.1f},{y - 4.8:.1f}L{x + 4.4:.1f},{y + 3.4:.1f}L{x - 4.4:.1f},{y + 3.4:.1f}z")
-    return _dot(f"M{x:.1f},{y - 5:.1f}L{x + 5:.1f},{y:.1f}L{x:.1f},{y + 5:.1f}L{x - 5:.1f},{y:.1f}z")
-
-
-def loglog_svg(
-    x: list[float],
-    series: list[tuple[str, list[float]]],
-    title: str,
-    x_label: str = "",
-    y_label: str = "",
-    marks: list[tuple[float, str]] | None = None,
-) -> str:
-    """A log-log plot: one polyline with a marker at each point per series (``(name, ys)``, one y per
-    x; every value positive, checked by the caller), a vertical dashed line per mark ``(x, text)``.
-
-    The axes span the decades enclosing the data; a tick at every decade, a label (``10⁻⁶``) at
-    every decade that is a multiple of a step chosen to give at most seven labels. Larger x to
-    the right, larger y upwards; ``y_label`` stands above the y axis, ``x_label`` under the x
-    axis, the legend under it (one row per series). Narrow (440 wide) so that its text stays
-    readable when a phone scales it down."""
-    marks = marks or []
-    ml, mr, mt, ph, W = 58.0, 18.0, 40.0, 230.0, 440.0
-    pw = W - ml - mr
-    x_lo, x_hi = _decades(list(x) + [m[0] for m in marks])
-    y_lo, y_hi = _decades([v for _, ys in series for v in ys])
-
-    inset = 10.0  # the outermost decades stand off the axes, so no point sits on an axis line
-
-    def at_x(d: float) -> float:  # d: log10 of a value
-        return ml + inset + (d - x_lo) / (x_hi - x_lo) * (pw - 2 * inset)
-
-    def at_y(d: float) -> float:
-        return mt + inset + (y_hi - d) / (y_hi - y_lo) * (ph - 2 * inset)
-
-    def px(v: float) -> float:
-        return at_x(math.log10(v))
-
-    def py(v: float) -> float:
-        return at_y(math.log10(v))
-
-    def step(lo: int, hi: int) -> int:
-        return max(1, math.ceil((hi - lo) / 6))
-
-    body = [PALETTE]
-    bottom = mt + ph
-    for d in range(x_lo, x_hi + 1):  # grid and ticks: every decade
-        gx = at_x(d)
-        body.append(f'<path class="lk-grid" d="M{gx:.1f},{mt:.1f}V{bottom:.1f}"/>')
-        body.append(f'<path class="lk-axis" d="M{gx:.1f},{bottom:.1f}v5"/>')
-        if d % step(x_lo, x_hi) == 0:
-            body.append(_t(gx, bottom + 17, decade_label(d), "lk-label", 13))
-    for d in range(y_lo, y_hi + 1):
-        gy = at_y(d)
-        body.append(f'<path class="lk-grid" d="M{ml:.1f},{gy:.1f}H{ml + pw:.1f}"/>')
-        body.append(f'<path class="lk-axis" d="M{ml:.1f},{gy:.1f}h-5"/>')
-        if d % step(y_lo, y_hi) == 0:
-            body.append(_t(ml - 8, gy, decade_label(d), "lk-label", 13, "end"))
-    body.append(f'<path class="lk-axis" d="M{ml:.1f},{mt:.1f}V{bottom:.1f}H{ml + pw:.1f}"/>')
-    if y_label:
-        body.append(_t(8, 14, y_label, "lk-label", 13, "start"))
-    for mx, text in marks:
-        gx = px(mx)
-        body.append(f'<path class="lk-mark" d="M{gx:.1f},{mt - 6:.1f}V{bottom:.1f}"/>')
-        body.append(_t(gx, mt - 15, text, "lk-label", 12))
-    for i, (_, ys) in enumerate(series):
-        pts = sorted(zip(x, ys))
-        line = " ".join(f"{px(a):.1f},{py(b):.1f}" for a, b in pts)
-        dots = "".join(_marker(i, px(a), py(b)) for a, b in pts)
-        body.append(
-            f'<g class="lk-s{i % len(LIGHT)}"><polyline class="lk-line"{DASHES[i % 4]} points="{line}"/>{dots}</g>'
-        )
-    y = bottom + 40
-    if x_label:
-        body.append(_t(ml + pw / 2, y, x_label, "lk-label", 13))
-        y += 26
-    for i, (name, _) in enumerate(series):  # the legend: a sample of the line and its marker
-        body.append(
-            f'<g class="lk-s{i % len(LIGHT)}"><path class="lk-line"{DASHES[i % 4]} d="M{ml:.1f},{y:.1f}h30"/>'
-            + _marker(i, ml + 15, y)
-            + "</g>"
-        )
-        body.append(_t(ml + 40, y, name, "lk-label", 13, "start"))
-        y += 22
-    width = max(W, max((ml + 40 + _width(n, 13) + 10 for n, _ in series), default=W))
-    return _svg(width, y - 6, title, body)
-
-
-def _picked(text: str, i: int) -> str:
-    """A ``<text>`` drawn in the colour of series ``i``."""
-    return f'<g class="lk-s{i}">' + text.replace('class="', 'class="lk-hl-text ', 1) + "</g>"
-
-
-def matrix_svg(
-    cells: list[list[str]],
-    title: str,
-    row_names: list[str] | None = None,
-    column_names: list[str] | None = None,
-    column: tuple[int, list[str], str] | None = None,
-    row: tuple[int, list[str], str] | None = None,
-) -> str:
-    """A matrix of formatted numbers with one column and one row picked out.
-
-    ``column = (j, values, text)``: column j is outlined in the first series colour and
-    ``values`` (one per row) stand to its right, after an arrow, under ``text``; ``row = (i,
-    values, text)``: row i is outlined in the second colour and ``values`` (one per column)
-    stand under the matrix, after an arrow, above ``text``. ``row_names`` label the rows on the
-    left, ``column_names`` the columns on top."""
-    m, n = len(cells), len(cells[0])
-    everything = [c for r in cells for c in r] + (column[1] if column else []) + (row[1] if row else [])
-    cw = max(56.0, max(_width(c, 14) for c in everything) + 20)
-    ch, pad = 38.0, 16.0
-    hl = max([0.0] + [_width(s, 14) + 16 for s in row_names or []])
-    ht = 26.0 if column_names else 0.0
-    mx, my = pad + hl, pad + ht + (22 if column else 0)
-    body = [
-        PALETTE,
-        '<defs><marker id="lk-ah3" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
-        'orient="auto"><path d="M0,0L10,5L0,10z" class="lk-arrow"/></marker></defs>',
-    ]
-    for k, name in enumerate(row_names or []):
-        text = _t(mx - 8, my + k * ch + ch / 2, name, "lk-code", 14, "end")
-        body.append(_picked(text, 1) if row is not None and k == row[0] else text)
-    for k, name in enumerate(column_names or []):
-        text = _t(mx + k * cw + cw / 2, my - 13, name, "lk-code", 14)
-        body.append(_picked(text, 0) if column is not None and k == column[0] else text)
-    for r in range(m):
-        for c in range(n):
-            x0, y0 = mx + c * cw, my + r * ch
-            body.append(f'<rect class="lk-cell" x="{x0:.1f}" y="{y0:.1f}" width="{cw:.1f}" height="{ch:.1f}"/>')
-            body.append(_t(mx + c * cw + cw / 2, my + r * ch + ch / 2, cells[r][c], "lk-code", 14))
-    right, below = mx + n * cw, my + m * ch
-    width, height = right + pad, below + pad
-    if column is not None:  # the column, outlined; its values to the right
-        j, values, text = column
-        body.append(
-            f'<g class="lk-s0"><rect class="lk-hl" x="{mx + j * cw:.1f}" y="{my:.1f}" width="{cw:.1f}" '
-            f'height="{m * ch:.1f}" rx="3"/></g>'
-        )
-        vx = right + 64
-        body.append(
-            f'<path class="lk-edge" marker-end="url(#lk-ah3)" d="M{right + 8:.1f},{my + m * ch / 2:.1f}H{vx - 8:.1f}"/>'
-        )
-        body.append('<g class="lk-s0">')
-        for r, v in enumerate(values):
-            body.append(f'<rect class="lk-hl" x="{vx:.1f}" y="{my + r * ch:.1f}" width="{cw:.1f}" height="{ch:.1f}"/>')
-        body.append("</g>")
-        for r, v in enumerate(values):
-            body.append(_t(vx + cw / 2, my + r * ch + ch / 2, v, "lk-code", 14))
-        body.append(_picked(_t(vx, my - 13, text, "lk-code", 13, "start"), 0))
-        width = max(width, vx + cw + pad, vx + _width(text, 13) + pad)
-    if row is not None:  # the row, outlined; its values under the matrix
-        i, values, text = row
-        body.append(
-            f'<g class="lk-s1"><rect class="lk-hl" x="{mx:.1f}" y="{my + i * ch:.1f}" width="{n * cw:.1f}" '
-            f'height="{ch:.1f}" rx="3"/></g>'
-        )
-        vy = below + 56
-        body.append(
-            f'<path class="lk-edge" marker-end="url(#lk-ah3)" d="M{mx + n * cw / 2:.1f},{below + 8:.1f}V{vy - 8:.1f}"/>'
-        )
-        body.append('<g class="lk-s1">')
-        for c, v in enumerate(values):
-            body.append(f'<rect class="lk-hl" x="{mx + c * cw:.1f}" y="{vy:.1f}" width="{cw:.1f}" height="{ch:.1f}"/>')
-        body.append("</g>")
-        for c, v in enumerate(values):
-            body.append(_t(mx + c * cw + cw / 2, vy + ch / 2, v, "lk-code", 14))
-        body.append(_picked(_t(mx, vy + ch + 18, text, "lk-code", 13, "start"), 1))
-        width = max(width, mx + _width(text, 13) + pad)
-        height = vy + ch + 18 + 12 + pad
-    return _svg(width, height, title, body)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from lessonkit.config.site import ENGINE_TEMPLATES
+from lessonkit.config.templates import ENGINE_TEMPLATES
 from lessonkit.repin.classify import RepinReport
 from lessonkit.repin.model import ORDER, Item
 from lessonkit.util.text import line_span

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import sys
 import threading
 from concurrent.futures import CancelledError, ThreadPoolExecutor
@@ -17,9 +16,6 @@ from importlib import metadata
 from pathlib import Path
 
 from lessonkit.run.box import sandbox
-
-SKIPPED = {"__pycache__", ".pytest_cache", ".git"}  # folders never copied into a box
-
 
 # The limits of every run (module attributes read at call time, so a test may lower them).
 OUTPUT_CAP = 64 * 1024  # stdout shown on the page; the rest is counted
@@ -142,19 +138,6 @@ class Pending:
         self._pool.shutdown(wait=False, cancel_futures=True)
         sandbox.BOXES.kill_all()
         self._signals.close()
-
-
-def _shared_files(dirs: tuple[Path, ...]) -> list[tuple[str, Path]]:
-    """Every file of the shared folders (relative name, path), as copied into each box."""
-    out = []
-    for top in dirs:
-        for d, subdirs, files in os.walk(top):
-            subdirs[:] = sorted(s for s in subdirs if s not in SKIPPED)
-            for name in sorted(files):
-                p = Path(d) / name
-                if p.is_file() and not p.is_symlink() and not name.endswith((".pyc", ".pyo")):
-                    out.append((f"{top.name}/{p.relative_to(top).as_posix()}", p))
-    return out
 
 
 def pin_args(pin, project_root: Path) -> dict:

@@ -352,6 +352,25 @@ def _font_cmap() -> dict[int, int]:
 
 def read_cmap(data: bytes, index: int = 0) -> dict[int, int]:
     """The Unicode cmap (format 12, else 4) of face ``index`` of an OpenType font or collection."""
+    cmap_at = _cmap_table(data, index)
+    if cmap_at is None:
+        return {}
+    (subtables,) = struct.unpack(">H", data[cmap_at + 2 : cmap_at + 4])
+    found: dict[int, int] = {}
+    for n in range(subtables):
+        platform, encoding, at = struct.unpack(">HHI", data[cmap_at + 4 + 8 * n : cmap_at + 12 + 8 * n])
+        (fmt,) = struct.unpack(">H", data[cmap_at + at : cmap_at + at + 2])
+        if platform in (0, 3):
+            found.setdefault(fmt, cmap_at + at)
+    if 12 in found:
+        return _cmap_format12(data, found[12])
+    if 4 in found:
+        return _cmap_format4(data, found[4])
+    return {}
+
+
+def _cmap_table(data: bytes, index: int) -> int | None:
+    """Where the ``cmap`` table of face ``index`` starts (None: the face has none)."""
     offset = 0
     if data[:4] == b"ttcf":
         (count,) = struct.unpack(">I", data[8:12])
@@ -362,43 +381,41 @@ def read_cmap(data: bytes, index: int = 0) -> dict[int, int]:
         tag, _, at, _ = struct.unpack(">4sIII", data[offset + 12 + 16 * n : offset + 28 + 16 * n])
         if tag == b"cmap":
             cmap_at = at
-    if cmap_at is None:
-        return {}
-    (subtables,) = struct.unpack(">H", data[cmap_at + 2 : cmap_at + 4])
-    found: dict[int, int] = {}
-    for n in range(subtables):
-        platform, encoding, at = struct.unpack(">HHI", data[cmap_at + 4 + 8 * n : cmap_at + 12 + 8 * n])
-        (fmt,) = struct.unpack(">H", data[cmap_at + at : cmap_at + at + 2])
-        if platform in (0, 3):
-            found.setdefault(fmt, cmap_at + at)
+    return cmap_at
+
+
+def _cmap_format12(data: bytes, at: int) -> dict[int, int]:
+    """A format 12 subtable: groups of consecutive code points and glyphs."""
     out: dict[int, int] = {}
-    if 12 in found:
-        at = found[12]
-        (groups,) = struct.unpack(">I", data[at + 12 : at + 16])
-        for g in range(groups):
-            start, end, glyph = struct.unpack(">III", data[at + 16 + 12 * g : at + 28 + 12 * g])
-            for code in range(start, end + 1):
-                out[code] = glyph + code - start
-    elif 4 in found:
-        at = found[4]
-        (seg2,) = struct.unpack(">H", data[at + 6 : at + 8])
-        ends = struct.unpack(f">{seg2 // 2}H", data[at + 14 : at + 14 + seg2])
-        starts = struct.unpack(f">{seg2 // 2}H", data[at + 16 + seg2 : at + 16 + 2 * seg2])
-        deltas = struct.unpack(f">{seg2 // 2}h", data[at + 16 + 2 * seg2 : at + 16 + 3 * seg2])
-        ranges_at = at + 16 + 3 * seg2
-        offsets = struct.unpack(f">{seg2 // 2}H", data[ranges_at : ranges_at + seg2])
-        for s, (start, end, delta, ro) in enumerate(zip(starts, ends, deltas, offsets)):
-            for code in range(start, end + 1):
-                if code == 0xFFFF:
-                    continue
-                if ro == 0:
-                    glyph = (code + delta) & 0xFFFF
-                else:
-                    where = ranges_at + 2 * s + ro + 2 * (code - start)
-                    (glyph,) = struct.unpack(">H", data[where : where + 2])
-                    glyph = (glyph + delta) & 0xFFFF if glyph else 0
-                if glyph:
-                    out[code] = glyph
+    (groups,) = struct.unpack(">I", data[at + 12 : at + 16])
+    for g in range(groups):
+        start, end, glyph = struct.unpack(">III", data[at + 16 + 12 * g : at + 28 + 12 * g])
+        for code in range(start, end + 1):
+            out[code] = glyph + code - start
+    return out
+
+
+def _cmap_format4(data: bytes, at: int) -> dict[int, int]:
+    """A format 4 subtable: segments of the Basic Multilingual Plane, by delta or by glyph array."""
+    out: dict[int, int] = {}
+    (seg2,) = struct.unpack(">H", data[at + 6 : at + 8])
+    ends = struct.unpack(f">{seg2 // 2}H", data[at + 14 : at + 14 + seg2])
+    starts = struct.unpack(f">{seg2 // 2}H", data[at + 16 + seg2 : at + 16 + 2 * seg2])
+    deltas = struct.unpack(f">{seg2 // 2}h", data[at + 16 + 2 * seg2 : at + 16 + 3 * seg2])
+    ranges_at = at + 16 + 3 * seg2
+    offsets = struct.unpack(f">{seg2 // 2}H", data[ranges_at : ranges_at + seg2])
+    for s, (start, end, delta, ro) in enumerate(zip(starts, ends, deltas, offsets)):
+        for code in range(start, end + 1):
+            if code == 0xFFFF:
+                continue
+            if ro == 0:
+                glyph = (code + delta) & 0xFFFF
+            else:
+                where = ranges_at + 2 * s + ro + 2 * (code - start)
+                (glyph,) = struct.unpack(">H", data[where : where + 2])
+                glyph = (glyph + delta) & 0xFFFF if glyph else 0
+            if glyph:
+                out[code] = glyph
     return out
 
 

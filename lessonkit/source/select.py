@@ -167,71 +167,118 @@ def body_problems(block: Block, has_scope: bool) -> list[Problem]:
 
 def header_problems(b: Block) -> list[Problem]:
     """The selector headers of a real-source block, checked before any file is read."""
-    out = []
-
-    def bad(msg, key, hint):
-        out.append(Problem(msg, b.path, b.line_of(key) if key else b.line, hint))
-
     given = [k for k in PATTERNS if k in b.fields]
+    out = []
+    for check in (_pattern_problems, _match_problems, _docstring_problems, _dedent_problems, _emphasis_problems):
+        out += check(b, given)
+    out += body_problems(b, "Symbol" in b.fields)
+    return out
+
+
+def _bad(b: Block, msg: str, key: str, hint: str | None) -> Problem:
+    return Problem(msg, b.path, b.line_of(key) if key else b.line, hint)
+
+
+def _pattern_problems(b: Block, given: list[str]) -> list[Problem]:
+    """``Start-after`` with ``Start-at`` (or ``End-before`` with ``End-at``); patterns beside a body."""
+    out = []
     for one, other in (("Start-after", "Start-at"), ("End-before", "End-at")):
         if one in b.fields and other in b.fields:
             later = max(one, other, key=b.line_of)
-            bad(
-                f"both `{one}` and `{other}`", later, "give one of them: `-after`/`-before` leave the matching line out"
+            out.append(
+                _bad(
+                    b,
+                    f"both `{one}` and `{other}`",
+                    later,
+                    "give one of them: `-after`/`-before` leave the matching line out",
+                )
             )
     if given and b.body is not None:
-        bad(
-            f"`{given[0]}` and a body both select the lines",
-            given[0],
-            "use the body, or the patterns without a body",
+        out.append(
+            _bad(
+                b,
+                f"`{given[0]}` and a body both select the lines",
+                given[0],
+                "use the body, or the patterns without a body",
+            )
         )
-    if b.get("Match") is not None:
-        if not given:
-            bad("`Match` without a `Start-*` or `End-*` pattern", "Match", "`Match` says how the patterns match")
-        else:
-            try:
-                match_mode(b.get("Match"))
-            except LessonError as exc:
-                bad(exc.problem.message, "Match", exc.problem.hint)
+    return out
+
+
+def _match_problems(b: Block, given: list[str]) -> list[Problem]:
+    """``Match`` says how the patterns match: it needs one, and is `unique` or `first`."""
+    if b.get("Match") is None:
+        return []
+    if not given:
+        return [
+            _bad(b, "`Match` without a `Start-*` or `End-*` pattern", "Match", "`Match` says how the patterns match")
+        ]
+    try:
+        match_mode(b.get("Match"))
+    except LessonError as exc:
+        return [_bad(b, exc.problem.message, "Match", exc.problem.hint)]
+    return []
+
+
+def _docstring_problems(b: Block, given: list[str]) -> list[Problem]:
+    """``Docstring`` is `hide` or `show`; `hide` needs a whole symbol."""
     d = b.get("Docstring")
-    if d is not None:
-        if d not in ("hide", "show"):
-            bad(
+    if d is None:
+        return []
+    if d not in ("hide", "show"):
+        return [
+            _bad(
+                b,
                 f"`Docstring: {d}` is not `hide` or `show`",
                 "Docstring",
                 "`hide` leaves a def's or class's docstring out",
             )
-        elif d == "hide" and ("Symbol" not in b.fields or b.body is not None or given):
-            bad(
+        ]
+    if d == "hide" and ("Symbol" not in b.fields or b.body is not None or given):
+        return [
+            _bad(
+                b,
                 "`Docstring: hide` needs a whole symbol: a `Symbol` without a body or `Start-…`/`End-…` patterns",
                 "Docstring",
                 "quote the lines without the docstring as a body with `...` instead",
             )
+        ]
+    return []
+
+
+def _dedent_problems(b: Block, given: list[str]) -> list[Problem]:
     try:
         dedent_mode(b.get("Dedent"))
     except LessonError as exc:
-        bad(exc.problem.message, "Dedent", exc.problem.hint)
+        return [_bad(b, exc.problem.message, "Dedent", exc.problem.hint)]
+    return []
+
+
+def _emphasis_problems(b: Block, given: list[str]) -> list[Problem]:
+    """``Emphasize`` names lines; with a ``Lines`` range, lines inside it."""
     e = b.get("Emphasize")
-    if e is not None:
-        try:
-            lines = emphasis(e)
-        except LessonError as exc:
-            bad(exc.problem.message, "Emphasize", exc.problem.hint)
-        else:
-            try:
-                items = line_items(b.get("Lines") or "")
-            except LessonError:
-                items = []  # the kind reports it
-            if items and all(a is not None and z is not None for a, z in items):
-                outside = next((n for n in lines if not any(a <= n <= z for a, z in items)), None)  # type: ignore[operator]
-                if outside is not None:
-                    bad(
-                        f"`Emphasize: {e}`: line {outside} is outside `Lines: {b.get('Lines')}`",
-                        "Emphasize",
-                        EMPHASIS_HINT,
-                    )
-    out += body_problems(b, "Symbol" in b.fields)
-    return out
+    if e is None:
+        return []
+    try:
+        lines = emphasis(e)
+    except LessonError as exc:
+        return [_bad(b, exc.problem.message, "Emphasize", exc.problem.hint)]
+    try:
+        items = line_items(b.get("Lines") or "")
+    except LessonError:
+        items = []  # the kind reports it
+    if items and all(a is not None and z is not None for a, z in items):
+        outside = next((n for n in lines if not any(a <= n <= z for a, z in items)), None)  # type: ignore[operator]
+        if outside is not None:
+            return [
+                _bad(
+                    b,
+                    f"`Emphasize: {e}`: line {outside} is outside `Lines: {b.get('Lines')}`",
+                    "Emphasize",
+                    EMPHASIS_HINT,
+                )
+            ]
+    return []
 
 
 def match_mode(value: str | None) -> str:

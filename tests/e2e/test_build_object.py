@@ -8,8 +8,9 @@ from pathlib import Path
 
 from support import block
 
-from lessonkit.build import Build, PageFile, SiteLinks, fill_tokens, line_offset, render_order, unknown_tokens
+from lessonkit.build import Build, PageFile, SiteLinks, line_offset, render_order
 from lessonkit.errors import Problem
+from lessonkit.site.tokens import fill_tokens, unknown_tokens
 
 
 def test_fill_tokens_replaces_only_known_tokens():

@@ -10,7 +10,7 @@ import pytest
 from support import block
 
 from lessonkit.kinds import figure
-from lessonkit.pipeline import recording
+from lessonkit.pipeline import plots, recording
 from lessonkit.pipeline import svg as figures
 
 pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one
@@ -36,7 +36,7 @@ SMALL = dict(
 
 
 def test_loglog_plot_of_a_small_data_set():
-    svg = figures.loglog_svg(**SMALL)
+    svg = plots.loglog_svg(**SMALL)
     assert svg.startswith(
         '<svg xmlns="http://www.w3.org/2000/svg" class="lk-fig" viewBox="0 0 440 374" width="440" '
         'role="img" aria-label="误差随 ε"><title>误差随 ε</title><style>'
@@ -81,12 +81,12 @@ def test_loglog_plot_of_a_small_data_set():
     assert re.findall(r'<path class="lk-mark" d="([^"]+)"/>', drawn) == ["M240.0,34.0V270.0"]
     assert re.findall(r'<path class="lk-axis" d="(M[^"]*V[^"]*H[^"]*)"/>', drawn) == ["M58.0,40.0V270.0H422.0"]
     assert "href" not in svg and "http" not in svg.replace('xmlns="http://www.w3.org/2000/svg"', "")
-    assert figures.loglog_svg(**SMALL) == svg  # deterministic
+    assert plots.loglog_svg(**SMALL) == svg  # deterministic
 
 
 def test_loglog_labels_at_most_seven_decades():
     x = [10.0**-k for k in range(1, 14)]  # lesson 12's eps: 1e-1 … 1e-13
-    svg = figures.loglog_svg(x, [("a", x)], "t")
+    svg = plots.loglog_svg(x, [("a", x)], "t")
     assert _texts(svg) == [
         *["10⁻¹²", "10⁻¹⁰", "10⁻⁸", "10⁻⁶", "10⁻⁴", "10⁻²"],  # x: every second of 12 decades
         *["10⁻¹²", "10⁻¹⁰", "10⁻⁸", "10⁻⁶", "10⁻⁴", "10⁻²"],  # y: the same
@@ -94,7 +94,7 @@ def test_loglog_labels_at_most_seven_decades():
     ]
     assert _drawn(svg).count('class="lk-grid"') == 13 + 13  # but a tick at every decade
     # x all on one decade: a decade more on each side; y inside one decade: the two around it
-    one = figures.loglog_svg([1e-3, 1e-3], [("a", [5.0, 5.0])], "t")
+    one = plots.loglog_svg([1e-3, 1e-3], [("a", [5.0, 5.0])], "t")
     assert _texts(one) == ["10⁻⁴", "10⁻³", "10⁻²", "10⁰", "10¹", "a"]
 
 
@@ -109,12 +109,12 @@ def test_plot_and_matrix_colours_are_text_strength_on_both_schemes():
         return (la + 0.05) / (lb + 0.05)
 
     light, slate = "#ffffff", "#1e2129"  # Material's backgrounds, as Chromium computes them
-    assert min(contrast(c, light) for c in figures.LIGHT) >= 4.5
-    assert min(contrast(c, slate) for c in figures.DARK) >= 4.5
+    assert min(contrast(c, light) for c in plots.LIGHT) >= 4.5
+    assert min(contrast(c, slate) for c in plots.DARK) >= 4.5
     assert contrast("#b0400b", light) >= 4.5 and contrast("#ff9e80", slate) >= 4.5  # notes, edge labels
-    for i, (day, night) in enumerate(zip(figures.LIGHT, figures.DARK)):
-        assert f".lk-s{i}{{--lk-c:{day}}}" in figures.PALETTE
-        assert f'[data-md-color-scheme="slate"] .lk-s{i}{{--lk-c:{night}}}' in figures.PALETTE
+    for i, (day, night) in enumerate(zip(plots.LIGHT, plots.DARK)):
+        assert f".lk-s{i}{{--lk-c:{day}}}" in plots.PALETTE
+        assert f'[data-md-color-scheme="slate"] .lk-s{i}{{--lk-c:{night}}}' in plots.PALETTE
     assert ".lk-note{fill:#b0400b;" in figures.STYLE and '[data-md-color-scheme="slate"] .lk-note{fill:#ff9e80}' in (
         figures.STYLE
     )
@@ -122,7 +122,7 @@ def test_plot_and_matrix_colours_are_text_strength_on_both_schemes():
 
 def test_matrix_picks_out_a_column_and_a_row():
     cells = [["2", "1", "0"], ["0.540", "3", "2"]]
-    svg = figures.matrix_svg(
+    svg = plots.matrix_svg(
         cells, "J", ["f₁", "f₂"], ["x₁", "x₂", "x₃"], (2, ["0", "2"], "jvp(e₃)"), (1, ["0.540", "3", "2"], "vjp(e₂)")
     )
     assert _texts(svg) == [
@@ -151,7 +151,7 @@ def test_matrix_picks_out_a_column_and_a_row():
         "M242.8,102.0H290.8",  # to the column's values
         "M141.8,148.0V188.0",  # to the row's values, 56 under the matrix (64 + 76)
     ]
-    plain = figures.matrix_svg(cells, "J")  # nothing picked out: just the cells
+    plain = plots.matrix_svg(cells, "J")  # nothing picked out: just the cells
     assert _texts(plain) == ["2", "1", "0", "0.540", "3", "2"] and "lk-hl" not in _drawn(plain)
 
 

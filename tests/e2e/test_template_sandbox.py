@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from support import site  # noqa: F401 (fixture)
 
-from lessonkit.config import site as site_config
+from lessonkit.config import templates
 from lessonkit.errors import LessonError
 
 HINT = (
@@ -36,8 +36,8 @@ class Record:
 def render(tmp_path: Path, body: str, **data) -> str:
     (tmp_path / "templates").mkdir(exist_ok=True)
     (tmp_path / "templates" / "t.md").write_text("# heading\n\n" + body + "\n", encoding="utf-8")
-    env = site_config.environment(tmp_path)
-    return site_config.render(env, "t.md", **data)
+    env = templates.environment(tmp_path)
+    return templates.render(env, "t.md", **data)
 
 
 def data(tmp_path: Path) -> dict:
@@ -135,7 +135,7 @@ def test_a_template_reads_only_regular_files_inside_templates(tmp_path):
         render(tmp_path, "{% include 'sub/out/secret.txt' %}")
     assert str(err.value) == f"templates/t.md:3: template `t.md`: `templates/sub/out` is a symbolic link — {unsafe}"
     with pytest.raises(LessonError) as err:
-        site_config.render(site_config.environment(tmp_path), "top.md")
+        templates.render(templates.environment(tmp_path), "top.md")
     assert str(err.value) == f"templates/top.md: template `top.md`: `templates/top.md` is a symbolic link — {unsafe}"
     (tmp_path / "templates" / "sub" / "part.md").write_text("inside\n", encoding="utf-8")
     assert render(tmp_path, "{% include 'sub/part.md' %}") == "# heading\n\ninside\n\n"

@@ -15,7 +15,7 @@ import jinja2.meta
 import pytest
 from jinja2 import nodes
 
-from lessonkit.config.site import environment
+from lessonkit.config.templates import environment
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE = ROOT / "lessonkit" / "templates"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from lessonkit.pipeline.parse import active_html
+from lessonkit.pipeline.activehtml import active_html
 from lessonkit.site.active import _reserved_ids
 from lessonkit.util import markup
 

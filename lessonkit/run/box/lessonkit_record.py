@@ -71,25 +71,12 @@ def encode(value, names=None, encoders=()):
     if value is None or isinstance(value, (bool, str)):
         return value
     np = sys.modules.get("numpy")  # only a script that imported NumPy has NumPy values
-    if np is not None and isinstance(value, np.generic):  # before float: np.float64 is a float subclass
-        item = value.item()
-        if isinstance(item, float) and not math.isfinite(item):
-            item = {"float": repr(item)}
-        elif isinstance(item, complex):
-            item = [item.real, item.imag]
-        return {"scalar": item, "dtype": str(value.dtype)}
+    if np is not None and isinstance(value, (np.generic, np.ndarray)):  # before float: np.float64 is a float
+        return _numpy_value(np, value)
     if isinstance(value, int):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else {"float": repr(value)}
-    if np is not None and isinstance(value, np.ndarray):
-        data = value.tolist()
-        if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
-            text = json.dumps(data, allow_nan=True)
-            data = json.loads(text.replace("NaN", '"nan"').replace("-Infinity", '"-inf"').replace("Infinity", '"inf"'))
-        if value.dtype.kind == "c":
-            data = np.stack([value.real, value.imag], axis=-1).tolist()
-        return {"array": data, "shape": list(value.shape), "dtype": str(value.dtype)}
     for fn in encoders:
         out = fn(value, names)
         if out is not NotImplemented:
@@ -97,9 +84,32 @@ def encode(value, names=None, encoders=()):
     for obj, name in names.items():
         if obj is value:
             return {"node": name}
+    return _container(value, names, encoders)
+
+
+def _numpy_value(np, value):
+    """A NumPy scalar (``{"scalar", "dtype"}``) or array (``{"array", "shape", "dtype"}``)."""
+    if isinstance(value, np.generic):
+        item = value.item()
+        if isinstance(item, float) and not math.isfinite(item):
+            item = {"float": repr(item)}
+        elif isinstance(item, complex):
+            item = [item.real, item.imag]
+        return {"scalar": item, "dtype": str(value.dtype)}
+    data = value.tolist()
+    if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
+        text = json.dumps(data, allow_nan=True)
+        data = json.loads(text.replace("NaN", '"nan"').replace("-Infinity", '"-inf"').replace("Infinity", '"inf"'))
+    if value.dtype.kind == "c":
+        data = np.stack([value.real, value.imag], axis=-1).tolist()
+    return {"array": data, "shape": list(value.shape), "dtype": str(value.dtype)}
+
+
+def _container(value, names, encoders):
+    """A list, a tuple (tagged: JSON has one kind of sequence, a page shows either) or a dict."""
     if isinstance(value, list):
         return [encode(v, names, encoders) for v in value]
-    if isinstance(value, tuple):  # tagged: JSON has one kind of sequence, a page shows either
+    if isinstance(value, tuple):
         return {"tuple": [encode(v, names, encoders) for v in value]}
     if isinstance(value, dict):
         out = {}

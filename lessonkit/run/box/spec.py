@@ -29,6 +29,7 @@ ENGINE = (
     "run/box/sandbox.py",
     "run/box/spec.py",
     "run/box/tree.py",
+    "run/boxrun.py",
     "run/jobs.py",
     "run/outcomes.py",
     "run/runner.py",

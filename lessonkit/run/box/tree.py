@@ -21,8 +21,9 @@ from pathlib import Path
 from lessonkit.config.site import pinned_match
 from lessonkit.errors import Problem
 from lessonkit.run.box import sandbox
-from lessonkit.run.jobs import _shared_files
 from lessonkit.util.fs import signature
+
+SKIPPED = {"__pycache__", ".pytest_cache", ".git"}  # folders never copied into a box
 
 # The bytecode of pinned modules, by (sha256 of the source, its path in a jail); None where
 # compiling failed or warned (the box then compiles that module itself, and says what it says).
@@ -135,7 +136,7 @@ class CheckedTree:
                 names = (
                     sorted(self._manifest)
                     if self._manifest is not None
-                    else [rel for rel, _ in _shared_files((self.pinned_root,))]
+                    else [rel for rel, _ in shared_files((self.pinned_root,))]
                 )
                 for rel in names:
                     rel_in_tree = rel.split("/", 1)[1] if self._manifest is None else rel
@@ -279,3 +280,16 @@ class CheckedTree:
             )
             for rel in sorted(self.tampered)
         ]
+
+
+def shared_files(dirs: tuple[Path, ...]) -> list[tuple[str, Path]]:
+    """Every file of the shared folders (relative name, path), as copied into each box."""
+    out = []
+    for top in dirs:
+        for d, subdirs, files in os.walk(top):
+            subdirs[:] = sorted(s for s in subdirs if s not in SKIPPED)
+            for name in sorted(files):
+                p = Path(d) / name
+                if p.is_file() and not p.is_symlink() and not name.endswith((".pyc", ".pyo")):
+                    out.append((f"{top.name}/{p.relative_to(top).as_posix()}", p))
+    return out

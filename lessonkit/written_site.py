@@ -1,0 +1,194 @@
+"""What a build does with the site folder MkDocs writes (``build`` only; ``serve`` keeps rebuilds
+fast): each page handed to the link scanner as it is written, the record of what the folder holds
+(``verify --site``), the course PDF, the search index rewritten, and the link check of every page."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from lessonkit.errors import LessonError, Problem
+
+if TYPE_CHECKING:
+    from lessonkit.checks.verify import Report
+    from lessonkit.project import Project
+    from lessonkit.site.links import SiteScanner
+
+
+class WrittenSite:
+    """The part of :class:`lessonkit.build.Build` that works on the written site folder; the fields
+    below are the Build's."""
+
+    project: Project
+    command: str
+    problems: list[Problem]
+    report: Report | None
+    texts: dict[str, str]
+    generated: dict[str, tuple[str, str]]
+    urls: dict[str, str]
+    dests: dict[str, str]
+    copied: dict[str, str]
+    theme: list[str]
+    scanner: SiteScanner | None
+    to_scan: Path | None
+    site_path: str
+    pdf: bool
+    titles: dict[str, str]
+    log_info: Callable[[str], None]
+
+    if TYPE_CHECKING:
+
+        def results(self) -> dict: ...
+
+        def report_problem(self, p: Problem) -> None: ...
+
+    def watch_site(self, site_dir: Path) -> None:
+        """Before MkDocs writes the pages: where there is a core to spare, another process
+        scans each page for the link check as soon as it is written (:meth:`page_written`)."""
+        from lessonkit.site.links import SiteScanner
+
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        if self.command == "build" and self.scanner is None and cores > 1:
+            self.scanner = SiteScanner(site_dir, cache=self.project.cache, base=self.site_path)
+
+    def page_written(self, dest: Path | None) -> None:
+        """MkDocs is about to write ``dest`` (None: nothing): the page before it is complete."""
+        if self.scanner is not None and self.to_scan is not None:
+            self.scanner.written(self.to_scan)
+        self.to_scan = dest
+
+    def forget_site(self, site_dir: Path) -> None:
+        """A build of ``site_dir`` starts: until it succeeds, no record says what the folder holds."""
+        from lessonkit.checks import record
+
+        if self.command == "build":
+            record.forget(self.project, site_dir)
+
+    def record_site(self, site_dir: Path) -> None:
+        """The build wrote ``site_dir`` without a problem: record what it holds, for ``verify --site``
+        (:mod:`lessonkit.checks.record`)."""
+        from lessonkit.checks import record
+        from lessonkit.site.links import site_base
+
+        if self.command != "build" or self.problems or self.report is None:
+            return
+        record.write(
+            self.project,
+            site_dir,
+            self.report,
+            self.results(),
+            self.dests,
+            self.generated,
+            self.copied,
+            self.theme,
+            site_base(self.site_path),
+        )
+
+    # -- the course PDF
+    def course_pdf_link(self, uri: str) -> str:
+        """``[[lessonkit:course-pdf]]`` on the page ``uri``: a link to the PDF when this build
+        prints it, else the note that says how to make it."""
+        words = self.project.site.labels
+        if not self.pdf:
+            return words["course-pdf-off"]
+        return words.fill("course-pdf", path="../" * uri.count("/") + self.project.site.pdf_path)
+
+    def course_pdf(self, site_dir: Path, nav: list[str], title: str) -> tuple[int, int] | None:
+        """Print the navigation's pages (less ``[pdf] skip``) of the written site into
+        ``[pdf] path`` (:mod:`lessonkit.site.pdf`), when this build makes the PDF."""
+        if not self.pdf:
+            return None
+        from lessonkit.site import pdf
+
+        conf = self.project.site
+        skip = set(conf.pdf_skip)
+        pages = [(self.urls[u], self.titles.get(u) or u) for u in nav if u in self.urls and u not in skip]
+        from lessonkit.config import environment
+
+        epoch = environment.source_date_epoch()
+        epoch = int(time.time()) if epoch is None else epoch
+        date = time.strftime("D:%Y%m%d%H%M%SZ", time.gmtime(epoch))
+        t0 = time.perf_counter()
+        try:
+            n, size = pdf.course_pdf(site_dir, pages, site_dir / conf.pdf_path, title, date)
+        except LessonError as exc:
+            for p in exc.problems:
+                self.report_problem(p)
+            return None
+        self.log_info(
+            f"lessonkit: course PDF {conf.pdf_path}: {len(pages)} page(s) of the site, {n} PDF pages, "
+            f"{size / 2**20:.1f} MiB, {time.perf_counter() - t0:.1f} s"
+        )
+        return n, size
+
+    # -- the search index (after Material's search plugin wrote it)
+    def search_index(self, site_dir: Path, nav: list[str] | None = None) -> tuple[int, int] | None:
+        """Rewrite the written search index: without blocks an earlier page of ``nav`` (docs-relative
+        pages, the navigation's order) holds too, compacted, and with the glossary's terms as tags of
+        the sections that define them (:mod:`lessonkit.site.search`). Returns its sizes before and
+        after (None: the site has no index). A full build and the incremental serve call it alike."""
+        from lessonkit.site import search
+
+        path = site_dir / search.INDEX
+        if not path.is_file():
+            return None
+        conf = self.project.site
+        terms_of = None
+        glossary = conf.glossary
+        uri = glossary.removeprefix("docs/") if glossary else None
+        if uri is not None and (glossary not in self.texts or uri not in self.urls):
+            from lessonkit.config.site import CONFIG, line_of
+
+            self.report_problem(
+                Problem(
+                    f"`glossary` in `[search]` names {conf.glossary}, which is not a page of this site",
+                    CONFIG,
+                    line_of(self.project.root / CONFIG, "glossary"),
+                    hint="name a page of docs/ that the site builds, or remove `[search]`",
+                )
+            )
+        elif uri is not None:
+            assert glossary is not None  # uri is not None
+            rows = search.glossary_rows(self.texts[glossary], conf.glossary_terms, conf.glossary_introduced)
+
+            def page_html(url: str) -> str | None:
+                page = site_dir / url / "index.html" if url.endswith("/") or not url else site_dir / url
+                return page.read_text(encoding="utf-8") if page.is_file() else None
+
+            def terms_of(docs):
+                return search.defined_terms(rows, docs, uri, self.urls, page_html)
+
+        order = [self.urls[page] for page in nav or [] if page in self.urls]
+        return search.rewrite(path, terms_of, order)
+
+    def check_links(self, site_dir: Path, config_file: Path | None = None) -> None:
+        """Check every link of the written site; each problem is reported where an author can
+        fix it (:func:`lessonkit.site.links.located`): the page's source line, else the line of
+        ``config_file`` (``mkdocs.yml``) that names the target."""
+        from lessonkit.site.links import check_site, located
+
+        if self.command != "build":
+            return
+        scanner, self.scanner = self.scanner, None
+        if scanner is not None:
+            self.page_written(None)
+            found = scanner.finish()
+        else:
+            found = check_site(site_dir, cache=self.project.cache, base=self.site_path)
+        if not found:
+            return
+        sources = {}
+        for uri, url in self.urls.items():
+            text = self.texts.get(f"docs/{uri}")
+            if text is not None:
+                sources[url + "index.html" if url.endswith("/") or not url else url] = (f"docs/{uri}", text)
+        config = None
+        if config_file is not None:
+            try:
+                config = (self.project.rel(Path(config_file)), Path(config_file).read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError):
+                config = None
+        for p in located(found, sources, config):
+            self.report_problem(p)

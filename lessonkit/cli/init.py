@@ -298,26 +298,11 @@ def _example(release: Release) -> Example:
         files = sorted((top / package).rglob("*.py")) if (top / package).is_dir() else [top / f"{package}.py"]
         for path in files:
             parts = path.relative_to(top).parts
-            if any(p.startswith((".", "test")) or p in layout.NOT_PACKAGES for p in parts[1:-1]):
+            module = _module_name(parts)
+            if module is None:
                 continue
-            if parts[-1].startswith("test") or parts[-1] in ("__main__.py", "conftest.py"):
-                continue
-            if not all(p.isidentifier() for p in (*parts[:-1], parts[-1][:-3])):
-                continue  # not importable by that name (a folder such as `some-data/`)
-            module = ".".join(parts)[:-3].removesuffix(".__init__")
             got = read(module)
-            if got is None:
-                continue
-            shown = [
-                node
-                for node in got[0].body
-                if isinstance(node, (ast.FunctionDef, ast.ClassDef))
-                and not node.name.startswith("_")
-                and not node.decorator_list
-                and 3
-                <= (node.end_lineno or node.lineno) - node.lineno + 1
-                <= (40 if isinstance(node, ast.FunctionDef) else 60)
-            ]
+            shown = _showable(got[0]) if got else []
             if not shown:
                 continue
             needs = layout.native_import(found, module, read)
@@ -352,6 +337,30 @@ def _example(release: Release) -> Example:
     first, symbol, package, module, base, kind, returns = sorted(candidates)[0]
     why = _why_not_importable(release, found, module, read, unparsable)
     return Example(package, first[-1], symbol, module, base, returns, kind, why)
+
+
+def _module_name(parts: tuple[str, ...]) -> str | None:
+    """The dotted module a package file is imported as, or None for a file that is no module of
+    the installed package: tests, build helpers, ``__main__``, names that are not identifiers."""
+    if any(p.startswith((".", "test")) or p in layout.NOT_PACKAGES for p in parts[1:-1]):
+        return None
+    if parts[-1].startswith("test") or parts[-1] in ("__main__.py", "conftest.py"):
+        return None
+    if not all(p.isidentifier() for p in (*parts[:-1], parts[-1][:-3])):
+        return None  # not importable by that name (a folder such as `some-data/`)
+    return ".".join(parts)[:-3].removesuffix(".__init__")
+
+
+def _showable(tree: ast.Module) -> list[ast.FunctionDef | ast.ClassDef]:
+    """A module's public, undecorated top-level functions of 3–40 lines and classes of 3–60."""
+    return [
+        node
+        for node in tree.body
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+        and not node.name.startswith("_")
+        and not node.decorator_list
+        and 3 <= (node.end_lineno or node.lineno) - node.lineno + 1 <= (40 if isinstance(node, ast.FunctionDef) else 60)
+    ]
 
 
 def _why_not_importable(release: Release, found: layout.Layout, module: str, read, unparsable: set[str]) -> str:

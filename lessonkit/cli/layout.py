@@ -73,45 +73,74 @@ def _requirement_name(req: str) -> str:
     return re.sub(r"[-_.]+", "-", m[1]).lower() if m else ""
 
 
+Found = tuple[list[tuple[str | None, str]], str]  # (folder or None for "find it", name) pairs, what named them
+
+
 def _declared(tree: Path) -> tuple[list[tuple[str | None, str]], str, str]:
     """(folder or None for "find it", top-level name) pairs the build configuration names, what
-    named them, and the build backend."""
+    named them, and the build backend. The first configuration that names packages wins, in the
+    order of :data:`_READERS`; the folders the others say to search are collected on the way."""
     pyproject = _toml(tree / "pyproject.toml")
-    build = _table(pyproject, "build-system")
-    named = build.get("build-backend")
+    named = _table(pyproject, "build-system").get("build-backend")
     backend = named if isinstance(named, str) else ""
     tool = _table(pyproject, "tool")
-    found: list[tuple[str | None, str]] = []
+    where: list[str] = []
+    for reader in _READERS:
+        got = reader(tree, tool, where)
+        if got:
+            return got[0], got[1], backend
+    # maturin: python-source is where the Python part lives
+    maturin = _table(tool, "maturin")
+    if isinstance(maturin.get("python-source"), str):
+        where.append(maturin["python-source"])
+    return [(w.strip("/").removeprefix("./"), "") for w in where], "", backend
 
-    def paths(values: list[str]) -> list[tuple[str | None, str]]:
-        out: list[tuple[str | None, str]] = []
-        for value in values:
-            parts = PurePosixPath(value.strip("/")).parts
-            if not parts or ".." in parts or any(c in value for c in "*?["):
-                continue
-            name = parts[-1].removesuffix(".py")
-            out.append(("/".join(parts[:-1]), name))
-        return out
 
-    # flit: [tool.flit.module] name (the module is found at the top or under src/)
+def _paths(values: list[str]) -> list[tuple[str | None, str]]:
+    """``("src", "pkg")`` for each plain path ``src/pkg`` (or ``pkg.py``); patterns and ``..`` are skipped."""
+    out: list[tuple[str | None, str]] = []
+    for value in values:
+        parts = PurePosixPath(value.strip("/")).parts
+        if not parts or ".." in parts or any(c in value for c in "*?["):
+            continue
+        out.append(("/".join(parts[:-1]), parts[-1].removesuffix(".py")))
+    return out
+
+
+def _flit(tree: Path, tool: dict, where: list[str]) -> Found | None:
+    """flit: ``[tool.flit.module] name`` (the module is found at the top or under ``src/``)."""
     flit = _table(tool, "flit", "module").get("name")
     if isinstance(flit, str) and flit:
-        return [(None, flit.split(".")[0])], "[tool.flit.module] name", backend
-    # hatch: the wheel target's packages / only-include ("src/pkg")
+        return [(None, flit.split(".")[0])], "[tool.flit.module] name"
+    return None
+
+
+def _hatch(tree: Path, tool: dict, where: list[str]) -> Found | None:
+    """hatch: the wheel target's ``packages`` / ``only-include`` (``src/pkg``)."""
     wheel = _table(tool, "hatch", "build", "targets", "wheel")
     for key in ("packages", "only-include"):
-        got = paths(_strings(wheel.get(key)) or _strings(_table(tool, "hatch", "build").get(key)))
+        got = _paths(_strings(wheel.get(key)) or _strings(_table(tool, "hatch", "build").get(key)))
         if got:
-            return got, f"[tool.hatch.build.targets.wheel] {key}", backend
-    # setuptools in pyproject.toml
+            return got, f"[tool.hatch.build.targets.wheel] {key}"
+    return None
+
+
+def _setuptools(tree: Path, tool: dict, where: list[str]) -> Found | None:
+    """setuptools in ``pyproject.toml``: ``packages``/``py-modules`` (under ``package-dir``), else
+    the folders ``packages.find`` searches."""
     st = _table(tool, "setuptools")
     package_dir = _table(st, "package-dir").get("")
-    st_base = package_dir.strip("/") if isinstance(package_dir, str) else None
+    base = package_dir.strip("/") if isinstance(package_dir, str) else None
     names = [p.split(".")[0] for p in _strings(st.get("packages"))] + _strings(st.get("py-modules"))
     if names:
-        return [(st_base, n) for n in dict.fromkeys(names)], "[tool.setuptools] packages", backend
-    where = _strings(_table(st, "packages", "find").get("where"))
-    # setup.cfg [options]
+        return [(base, n) for n in dict.fromkeys(names)], "[tool.setuptools] packages"
+    where += _strings(_table(st, "packages", "find").get("where"))
+    return None
+
+
+def _setup_cfg(tree: Path, tool: dict, where: list[str]) -> Found | None:
+    """``setup.cfg [options]``: ``packages``/``py_modules`` (under ``package_dir``), else the
+    folders ``[options.packages.find] where`` names."""
     cfg = configparser.RawConfigParser()
     try:
         cfg.read(tree / "setup.cfg", encoding="utf-8")
@@ -122,44 +151,56 @@ def _declared(tree: Path) -> tuple[list[tuple[str | None, str]], str, str]:
         raw = cfg.get(section, key, fallback="")
         return [v.strip() for v in re.split(r"[\n,]", raw) if v.strip()]
 
-    cfg_base = None
+    base = None
     for entry in option("options", "package_dir"):
         key, _, value = entry.partition("=")
         if not key.strip() and value.strip():
-            cfg_base = value.strip().strip("/")
-    cfg_names = [p.split(".")[0] for p in option("options", "packages") if not p.startswith("find")]
-    cfg_names += option("options", "py_modules")
-    if cfg_names:
-        return [(cfg_base, n) for n in dict.fromkeys(cfg_names)], "setup.cfg [options] packages", backend
+            base = value.strip().strip("/")
+    names = [p.split(".")[0] for p in option("options", "packages") if not p.startswith("find")]
+    names += option("options", "py_modules")
+    if names:
+        return [(base, n) for n in dict.fromkeys(names)], "setup.cfg [options] packages"
     where += option("options.packages.find", "where")
-    # setuptools' own record of what it installs
+    return None
+
+
+def _egg_info(tree: Path, tool: dict, where: list[str]) -> Found | None:
+    """setuptools' own record of what it installs: ``*.egg-info/top_level.txt``."""
     tops = sorted(tree.glob("*.egg-info/top_level.txt")) + sorted(tree.glob("*/*.egg-info/top_level.txt"))
     for top in tops:
         base = top.parent.parent.relative_to(tree).as_posix().strip(".")
-        got = [(base, n.strip()) for n in top.read_text(encoding="utf-8", errors="replace").split() if n.strip()]
+        got: list[tuple[str | None, str]] = [
+            (base, n.strip()) for n in top.read_text(encoding="utf-8", errors="replace").split() if n.strip()
+        ]
         if got:
-            return got, f"{top.relative_to(tree).as_posix()}", backend
-    # pdm: includes, else package-dir (a folder to search)
+            return got, f"{top.relative_to(tree).as_posix()}"
+    return None
+
+
+def _pdm(tree: Path, tool: dict, where: list[str]) -> Found | None:
+    """pdm: ``includes``, else ``package-dir`` (a folder to search)."""
     pdm = _table(tool, "pdm", "build")
-    got = paths(_strings(pdm.get("includes")))
+    got = _paths(_strings(pdm.get("includes")))
     if got:
-        return got, "[tool.pdm.build] includes", backend
+        return got, "[tool.pdm.build] includes"
     if isinstance(pdm.get("package-dir"), str):
         where.append(pdm["package-dir"])
-    # poetry: packages = [{include = "pkg", from = "src"}]
+    return None
+
+
+def _poetry(tree: Path, tool: dict, where: list[str]) -> Found | None:
+    """poetry: ``packages = [{include = "pkg", from = "src"}]``."""
+    found: list[tuple[str | None, str]] = []
     for item in _table(tool, "poetry").get("packages") or []:
         if isinstance(item, dict) and isinstance(item.get("include"), str) and "*" not in item["include"]:
             frm = item.get("from")
             found.append(
                 (frm.strip("/") if isinstance(frm, str) else "", item["include"].split("/")[0].removesuffix(".py"))
             )
-    if found:
-        return found, "[tool.poetry] packages", backend
-    # maturin: python-source is where the Python part lives
-    maturin = _table(tool, "maturin")
-    if isinstance(maturin.get("python-source"), str):
-        where.append(maturin["python-source"])
-    return [(w.strip("/").removeprefix("./"), "") for w in where], "", backend
+    return (found, "[tool.poetry] packages") if found else None
+
+
+_READERS = (_flit, _hatch, _setuptools, _setup_cfg, _egg_info, _pdm, _poetry)
 
 
 def _is_package(folder: Path) -> bool:

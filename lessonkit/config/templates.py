@@ -3,6 +3,7 @@ rendered in a sandbox that lets a template read plain data and nothing else."""
 
 from __future__ import annotations
 
+import re
 from functools import cached_property
 from pathlib import Path
 
@@ -125,21 +126,20 @@ def _sandbox():
                 obj._fail_with_undefined_error()  # `'cycler' is undefined`, not an attribute of it
             return _data_attribute(obj, attr, value) and super().is_safe_attribute(obj, attr, value)
 
-        intercepted_binops = frozenset(["*", "**", "+"])
+        intercepted_binops = frozenset(["*", "**", "+", "%"])
 
         def call_binop(self, context, operator, left, right):
-            """`*`, `**` and `+` within bounds: a template makes no value larger than its output may be."""
-            if operator == "**" and isinstance(right, (int, float)) and right > MAX_POWER:
-                raise TooLarge(f"a power above {MAX_POWER} (`** {right}`)")
-            sized = (str, list, tuple)
-            if operator == "*":
-                for seq, n in ((left, right), (right, left)):
-                    if isinstance(seq, sized) and isinstance(n, int) and len(seq) * n > MAX_OUTPUT:
-                        raise TooLarge(f"a repetition longer than {MAX_OUTPUT} items")
-            if operator == "+" and isinstance(left, sized) and isinstance(right, sized):
-                if len(left) + len(right) > MAX_OUTPUT:
-                    raise TooLarge(f"a value longer than {MAX_OUTPUT} items")
+            """`*`, `**`, `+` and `%` within bounds: a template makes no value larger than its output may be."""
+            _check_binop(operator, left, right)
             return super().call_binop(context, operator, left, right)
+
+        def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 - Jinja's own signature
+            """A string method that makes a longer string (``center``, ``zfill``, ``replace``, ``join``, …)
+            is called only when what it makes stays within :data:`MAX_OUTPUT`."""
+            owner = getattr(__obj, "__self__", None)
+            if isinstance(owner, str):
+                _check_str_method(owner, getattr(__obj, "__name__", ""), args, kwargs)
+            return super().call(__context, __obj, *args, **kwargs)
 
         def wrap_str_format(self, value):
             return None  # str.format is a method like any other: not plain data
@@ -156,6 +156,128 @@ def _sandbox():
             return plain_method and _data_attribute(owner, name, obj) and super().is_safe_callable(obj)
 
     return DataOnlyEnvironment
+
+
+def _check_binop(operator: str, left, right) -> None:
+    """`*`, `**`, `+` and `%` of a template, bounded before they are computed."""
+    if operator == "**" and isinstance(right, (int, float)) and right > MAX_POWER:
+        raise TooLarge(f"a power above {MAX_POWER} (`** {right}`)")
+    if operator == "%" and isinstance(left, str):
+        _check_printf(left)
+    sized = (str, list, tuple)
+    if operator == "*":
+        for seq, n in ((left, right), (right, left)):
+            if isinstance(seq, sized) and isinstance(n, int) and len(seq) * n > MAX_OUTPUT:
+                raise TooLarge(f"a repetition longer than {MAX_OUTPUT} items")
+    if operator == "+" and isinstance(left, sized) and isinstance(right, sized):
+        if len(left) + len(right) > MAX_OUTPUT:
+            raise TooLarge(f"a value longer than {MAX_OUTPUT} items")
+
+
+_WIDTH = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\d*)(?:\.(\d+))?")
+
+
+def _check_printf(fmt: str) -> None:
+    """``'%1000000000s' % x``: no width or precision beyond :data:`MAX_OUTPUT`."""
+    for width, precision in _WIDTH.findall(fmt):
+        for digits in (width, precision):
+            if len(digits) > 9 or (digits and int(digits) > MAX_OUTPUT):
+                raise TooLarge(f"a `%` format wider than {MAX_OUTPUT} characters")
+
+
+def _bounded(size: int, what: str) -> None:
+    if size > MAX_OUTPUT:
+        raise TooLarge(f"{what} longer than {MAX_OUTPUT} characters")
+
+
+def _check_str_method(s: str, name: str, args: tuple, kwargs: dict) -> None:
+    """What a string method would make, bounded before it is made."""
+    first = args[0] if args else next(iter(kwargs.values()), None)
+    if name in ("center", "ljust", "rjust", "zfill") and isinstance(first, int):
+        _bounded(first, f"`{name}({first})`: a value")
+    elif name == "replace" and len(args) >= 2 and isinstance(args[0], str) and isinstance(args[1], str):
+        count = len(s) + 1 if args[0] == "" else s.count(args[0])
+        if len(args) > 2 and isinstance(args[2], int) and args[2] >= 0:
+            count = min(count, args[2])
+        _bounded(len(s) + count * (len(args[1]) - len(args[0])), "`replace`: a value")
+    elif name == "join" and first is not None:
+        _bounded_join([v if isinstance(v, str) else "" for v in _bounded_items(first)], s)
+    elif name == "expandtabs":
+        _bounded(len(s) * (first if isinstance(first, int) else 8), "`expandtabs`: a value")
+
+
+def _bounded_join(items, sep: str = "") -> str:
+    out, size = [], 0
+    for n, item in enumerate(items):
+        size += len(item) + (len(sep) if n else 0) if isinstance(item, str) else 0
+        _bounded(size, "`join`: a value")
+        out.append(item)
+    return sep.join(out)
+
+
+def _guard_filters(env) -> None:
+    """Jinja's filters that make long values or many items, bounded before they make them."""
+    import jinja2
+    from jinja2.utils import _PassArg
+
+    def width(value, w=80, *args, **kwargs):
+        _bounded(w if isinstance(w, int) else 0, f"`center({w})`: a value")
+        return value
+
+    def indent(value, w=4, *args, **kwargs):
+        pad = w if isinstance(w, int) else len(str(w))
+        _bounded(len(str(value)) + (str(value).count("\n") + 1) * pad, "`indent`: a value")
+        return value
+
+    def count(name: str):
+        def check(value, n=0, *args, **kwargs):
+            _bounded(n if isinstance(n, int) else 0, f"`{name}({n})`: a list")
+            return value
+
+        return check
+
+    def printf(value, *args, **kwargs):
+        if isinstance(value, str):
+            _check_printf(value)
+        return value
+
+    def join(value, d="", attribute=None):
+        items = _bounded_items(value)  # a generator is read once: the filter gets the list
+        if attribute is None and isinstance(d, str):
+            _bounded_join([v if isinstance(v, str) else str(v) for v in items], d)
+        return items
+
+    checks = {
+        "center": width,
+        "indent": indent,
+        "batch": count("batch"),
+        "slice": count("slice"),
+        "format": printf,
+        "join": join,
+    }
+    passes = {
+        _PassArg.eval_context: jinja2.pass_eval_context,
+        _PassArg.environment: jinja2.pass_environment,
+        _PassArg.context: jinja2.pass_context,
+    }
+    for name, check in checks.items():
+        original = env.filters[name]
+        passed = _PassArg.from_obj(original)
+
+        def guarded(*args, _original=original, _check=check, _skip=int(passed is not None), **kwargs):
+            value = _check(*args[_skip:], **kwargs)  # the value the filter gets (a generator read into a list)
+            return _original(*args[:_skip], value, *args[_skip + 1 :], **kwargs)
+
+        env.filters[name] = passes[passed](guarded) if passed is not None else guarded
+
+
+def _bounded_items(value) -> list:
+    out = []
+    for n, item in enumerate(value):
+        if n >= MAX_OUTPUT:
+            raise TooLarge(f"`join`: more than {MAX_OUTPUT} items")
+        out.append(item)
+    return out
 
 
 class UnsafeTemplate(Exception):
@@ -250,6 +372,7 @@ def environment(root: Path):
     # One escaping function per Markdown context (lessonkit.util.text): {{ file | code }} is a code
     # span, {{ name | mdtext }} literal text, {{ path | url }} a link destination.
     env.filters.update(code=text.md_code, mdtext=text.md_text, url=text.md_url)
+    _guard_filters(env)
     return env
 
 

@@ -18,13 +18,15 @@ Registered as the ``lessonkit`` entry point of the ``mkdocs.plugins`` group.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority
 
+from lessonkit.errors import LessonError
 from lessonkit.integrations.mkdocs import guest, hooks
-from lessonkit.integrations.mkdocs.options import LessonkitConfig
+from lessonkit.integrations.mkdocs.options import LessonkitConfig, features
 
 if TYPE_CHECKING:
     from mkdocs.config.defaults import MkDocsConfig
@@ -51,14 +53,30 @@ class LessonkitPlugin(BasePlugin[LessonkitConfig]):
                     "browser, symbol index, attachments) need lessonkit's site-wide stylesheet and script — "
                     "remove `site_style: false`, or remove `course: true` (a guest)"
                 )
+        try:
+            chosen = features(options)
+        except LessonError as exc:
+            raise PluginError(str(exc.at("mkdocs.yml", _plugin_line(config)))) from None
+        if options.course:
             fonts = True if options.system_fonts is None else options.system_fonts
             hooks.configure(config, add_extensions=options.add_extensions, system_fonts=fonts)
         else:
-            style = bool(options.site_style)
             events = config.plugins.get(hooks.PLUGIN)
             if isinstance(events, guest.Guest):  # a second on_config of this configuration
-                events.site_style = style
+                events.features = chosen
                 events.configure(config)
             else:  # registers its on_* methods for the rest of this configuration's build
-                config.plugins[hooks.PLUGIN] = guest.Guest(config, site_style=style)  # type: ignore[assignment]
+                config.plugins[hooks.PLUGIN] = guest.Guest(config, chosen)  # type: ignore[assignment]
         return config
+
+
+def _plugin_line(config: "MkDocsConfig") -> int | None:
+    """The line of ``mkdocs.yml`` that names the plugin (``- lessonkit``), None: not found."""
+    try:
+        lines = Path(config.config_file_path).read_text(encoding="utf-8").split("\n")
+    except (OSError, UnicodeDecodeError, TypeError):
+        return None
+    for n, line in enumerate(lines, 1):
+        if line.strip().removeprefix("-").strip().removesuffix(":") == "lessonkit":
+            return n
+    return None

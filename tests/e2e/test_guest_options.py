@@ -191,7 +191,9 @@ class Guests:
             done = self.run(proj)
             assert done.returncode == 0, done.stderr[-3000:]
             site = proj / "site"
-            self.built[variant] = {p.relative_to(site).as_posix(): p.read_bytes() for p in site.rglob("*") if p.is_file()}
+            self.built[variant] = {
+                p.relative_to(site).as_posix(): p.read_bytes() for p in site.rglob("*") if p.is_file()
+            }
         return self.built[variant]
 
     def diff(self, variant: str, base: str = "plain") -> tuple[list[str], list[str]]:
@@ -240,7 +242,9 @@ def _with_site_style(tree: LexborHTMLParser, depth: str) -> bool:
 def test_source_browser_adds_the_source_pages_and_links_the_blocks_into_them(guests, pinned_root):
     added, changed = guests.diff("source_browser")
     package = sorted(
-        p.relative_to(pinned_root).as_posix() for p in (pinned_root / "autograd").rglob("*.py") if "__pycache__" not in p.parts
+        p.relative_to(pinned_root).as_posix()
+        for p in (pinned_root / "autograd").rglob("*.py")
+        if "__pycache__" not in p.parts
     )
     pages = [f"source/{f}/index.html" for f in package] + ["source/index.html"]
     pages += [f"code/experiments/{h.name}/index.html" for h in sorted((ROOT / "experiments").glob("_*.py"))]

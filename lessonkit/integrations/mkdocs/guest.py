@@ -193,10 +193,12 @@ class Guest:
             )
         command = "serve" if SESSION.command == "serve" else "build"
         b = self.build = Build(self.root, command, log=log.error, log_info=log.info)
-        pages = sorted(Path(x.abs_src_path) for x in files.documentation_pages() if x.src_uri in self.using)
+        pages = sorted(
+            Path(x.abs_src_path) for x in files.documentation_pages() if x.src_uri in self.using and x.abs_src_path
+        )
         try:
             b.start()
-            plan = b.plan([p for p in pages if p is not None])
+            plan = b.plan(pages)
         except LessonError as exc:
             b.cancel()
             self.build = None
@@ -304,7 +306,9 @@ class Guest:
         if b is not None:
             b.cancel()  # nothing of it keeps running (its experiments are in)
             if b.problems:
-                raise Abort(f"lessonkit: {len(b.problems)} problem(s) in the pages of its features; see the lines above")
+                raise Abort(
+                    f"lessonkit: {len(b.problems)} problem(s) in the pages of its features; see the lines above"
+                )
         if not self.features.offline_check:
             return
         from lessonkit.site.links import HINTS, check_site

@@ -97,8 +97,7 @@ def from_extra(config: "MkDocsConfig") -> LessonkitConfig:
             f"extra.lessonkit is {type(given).__name__}, not a mapping of options",
             path=where,
             line=line,
-            hint="write the options under `extra:` → `lessonkit:`, one per line "
-            f"({OPTIONS})",
+            hint=f"write the options under `extra:` → `lessonkit:`, one per line ({OPTIONS})",
         )
     options = LessonkitConfig(config_file_path=config.config_file_path)
     options.load_dict({"course": True, **given})

@@ -5,13 +5,17 @@ Two modes, chosen by the ``course`` option:
 * **Guest** (the default): added to any existing site, the plugin changes nothing it was not
   asked to. Pages without an annotation block are written byte for byte as they were; a page
   that uses a block gets the block and a stylesheet scoped to blocks
-  (:mod:`lessonkit.integrations.mkdocs.guest`).
+  (:mod:`lessonkit.integrations.mkdocs.guest`). Each course feature is an option of its own
+  (``site_style``, ``source_browser``, ``symbol_index``, ``acceptance``, ``bundle``,
+  ``offline_check``; :class:`~lessonkit.integrations.mkdocs.options.Features`) that a guest may
+  turn on, and gets that feature alone.
 * **Course** (``course: true``): the site is a lessonkit series. This is the code path of the
   hooks file (:mod:`lessonkit.integrations.mkdocs.hooks`): the pinned tree, the experiments, the
   source browser, symbol index, attachments, bundle, acceptance page, the site-wide stylesheet
   and script, the search index rewrite, the link check of the written site and the record for
   ``verify --site``; the site must make no request to another host (Material's web fonts off)
-  and keep its pages in ``docs/``. ``lessonkit init`` writes ``course: true``.
+  and keep its pages in ``docs/``. A course cannot turn a feature off. ``lessonkit init`` writes
+  ``course: true``.
 
 Registered as the ``lessonkit`` entry point of the ``mkdocs.plugins`` group.
 """

@@ -239,7 +239,8 @@ class Guest:
         raw = page.file.content_string
         rel = self._rel(page.file.abs_src_path)
         try:  # what every block needs: the cache folder, the series' settings, the pin, the pinned tree
-            project = self.project
+            # with a feature's build, its project: one runner, so an experiment runs once
+            project = self.build.project if self.build is not None else self.project
             project.site
             project.pin
             project.tree

@@ -350,3 +350,13 @@ def test_a_course_cannot_turn_a_feature_off(tmp_path):
         "generated pages and its checks rely on each other) — remove `bundle: false`, or remove `course: true` "
         "(a guest, whose options each turn one on)"
     ]
+
+
+def test_a_feature_without_the_pin_is_one_line_naming_the_option(guests):
+    proj = guests.project("no-pin", VARIANTS["bundle"])
+    shutil.rmtree(proj / "sourcemap")
+    (proj / "docs" / "guide" / "usage.md").write_text("# Usage\n", encoding="utf-8")  # no block either
+    assert _errors(guests.run(proj)) == [
+        "ERROR   -  mkdocs.yml: plugins.lessonkit.bundle needs the series' build: sourcemap/pin.toml: does not "
+        "exist — sourcemap/pin.toml names the pin (see the engine guide, 'The pin')"
+    ]

@@ -155,7 +155,8 @@ def test_without_course_the_plugin_is_a_guest_that_configures_nothing_else(proje
     assert "lessonkit_pin" not in config.extra
     for name in ("files", "page_markdown", "page_content", "post_page"):
         assert [m for m in config.plugins.events[name] if getattr(m, "__self__", None) is events], name
-    assert not any(getattr(m, "__self__", None) is events for m in config.plugins.events["env"])
+    env = object()  # without a feature's pages, the guest has nothing to finish once pages are rendered
+    assert events.on_env(env, config, None) is env and events.build is None
 
 
 def test_the_hooks_file_reads_the_plugins_options_from_extra(project):
@@ -179,6 +180,11 @@ def test_the_hooks_file_reads_the_plugins_options_from_extra(project):
             "extra.lessonkit.system_fonts: Expected type: <class 'bool'> but received: <class 'int'>",
         ),
         ("    fonts: false\n", "extra.lessonkit.fonts: not an option of lessonkit"),
+        (
+            "    bundle: false\n",
+            "extra.lessonkit.bundle is false, but a course has every course feature (its generated pages "
+            "and its checks rely on each other)",
+        ),
     ):
         yml.write_text(base + "extra:\n  lessonkit:\n" + options, encoding="utf-8")
         config = _load(project)

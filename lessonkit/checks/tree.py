@@ -209,9 +209,12 @@ class Doc:
         attribute by its name), in the order of the page."""
         return " ".join(f'{n}="{v}"' if v else n for n, v in self.attrs(i).items())
 
-    def line(self, i: int) -> int:
-        """The line of the page where element ``i`` is (parsed again: only for what is refused)."""
-        return markup.element_line(self.html, self.tree, self.nodes[i])
+    def line(self, i: int, attr: str | None = None) -> int:
+        """The line of the page where element ``i`` has its attribute ``attr`` (its name and first
+        attribute when None): parsed again, only for what is refused."""
+        if attr is None:
+            attr = next(iter(self.attrs(i)), None)
+        return markup.element_line(self.html, self.tree, self.nodes[i], attr)
 
 
 def serialized(html: str) -> str:

@@ -249,8 +249,9 @@ def _found(check, doc: Doc, rel: str, where: str) -> list[tuple[int, Problem, bo
         name = doc.name(k)
         if not (given and _risky(tuple(given))) and name not in ELEMENTS:
             continue
-        found = _element(check, doc, k, rel, where) + _attributes(check, doc, k, where)
-        out += [(k, replace(p, line=doc.line(k)), style) for p, style in found]
+        found = [(replace(p, line=doc.line(k)), style) for p, style in _element(check, doc, k, rel, where)]
+        found += [(replace(p, line=doc.line(k, attr)), style) for attr, p, style in _attributes(check, doc, k, where)]
+        out += [(k, p, style) for p, style in found]
     out += _reserved_ids(doc, where)
     return out
 
@@ -281,27 +282,26 @@ def _element(check, doc: Doc, k: int, rel: str, where: str) -> list[tuple[Proble
     return []
 
 
-def _attributes(check, doc: Doc, k: int, where: str) -> list[tuple[Problem, bool]]:
+def _attributes(check, doc: Doc, k: int, where: str) -> list[tuple[str, Problem, bool]]:
     """The attributes of element ``k`` that run code, restyle it, embed a document or carry a URL
     that runs code or is a document, which Material's templates do not write."""
     allowed, name, attrs = check.allowed, doc.name(k), doc.attrs(k)
-    out: list[tuple[str, bool]] = []
+    out: list[tuple[str, str, bool]] = []
     for attr, value in attrs.items():
         if attr.startswith("on") and len(attr) > 2:
             if not any(e == attr and p.fullmatch(value.strip()) for e, p in allowed.events):
-                out.append(
-                    (f"an event attribute `{attr}` on a <{name}>, which runs code in the reader's browser", False)
-                )
+                why = f"an event attribute `{attr}` on a <{name}>, which runs code in the reader's browser"
+                out.append((attr, why, False))
         elif attr == "style":
             if not any(p.fullmatch(value.strip()) for p in allowed.styles):
-                out.append((f"a `style` attribute on a <{name}> that Material's templates do not write", True))
+                out.append((attr, f"a `style` attribute on a <{name}> that Material's templates do not write", True))
         elif attr == "srcdoc":
-            out.append((f"a `srcdoc` attribute on a <{name}>, which embeds another document in the page", False))
+            out.append((attr, f"a `srcdoc` attribute on a <{name}>, which embeds another document in the page", False))
         elif attr in URL_ATTRS:
             scheme = _url_scheme(name, attr, value, attrs)
             if scheme is not None and not any(a == attr and p.fullmatch(value.strip()) for a, p in allowed.urls):
-                out.append((f"a `{scheme}:` URL in `{attr}` of a <{name}>", False))
-    return [(Problem(message, where, None, HINT), style) for message, style in out]
+                out.append((attr, f"a `{scheme}:` URL in `{attr}` of a <{name}>", False))
+    return [(attr, Problem(message, where, None, HINT), style) for attr, message, style in out]
 
 
 def _url_scheme(name: str, attr: str, value: str, attrs: dict[str, str]) -> str | None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from html import escape
 
 from lessonkit.errors import LessonError, Problem
+from lessonkit.kinds.exercise import CSP_NEEDS
 
 HTTP_EQUIV = "Content-Security-Policy"
 # The policy's directives, in the order they are written; the hashes of a page's inline code are
@@ -71,14 +72,7 @@ CODE_TYPES = frozenset({"module", "importmap", "speculationrules"})
 HINT_BUILD = "a hook or plugin after lessonkit changed the page or its policy; remove it and rebuild"
 
 
-# What an engine block may ask its page's policy for, with `data-lk-csp` on its root element (an
-# element of class `lk-block`, which raw HTML in a page may not make: the input checks refuse the
-# engine's classes). The exercise block runs Python compiled to WebAssembly in a worker made from a
-# blob: URL, so that the worker inherits this page's policy (a worker loaded from its own URL gets
-# the policy of that response's headers, which a static host does not send: none).
-NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
-    "wasm-unsafe-eval": (("script-src", "'wasm-unsafe-eval'"), ("worker-src", "blob:")),
-}
+NEEDS = CSP_NEEDS  # what an engine block may ask its page's policy for (the one mapping, of its kind)
 
 
 def extras(tree) -> dict[str, tuple[str, ...]]:

@@ -43,6 +43,8 @@ NAMES = list(PAYLOADS)
 # implement, one that runs nothing by itself, or one the tree builder drops (`<frameset>` and `<frame>`
 # after `<body>`). Lessons may not carry them (the input check refuses).
 HARMLESS_IN_SITE = {
+    "attribute list popover",
+    "theme admonition box",
     "details tag inside a title",
     "frameset frame",
     "svg handler",
@@ -106,6 +108,31 @@ def test_the_html_check_reads_comments_and_foreign_content_as_a_browser_does():
     for text, want in cases.items():
         got = [str(p) for p in parse_page(text, "docs/a.md", kinds=KINDS).engine_html]
         assert got == [w + hint for w in want], text
+
+
+def test_attribute_lists_pass_the_attribute_allowlist_and_theme_boxes_are_refused():
+    """An attribute list sets only what raw HTML may carry on some element of a lesson, where it is one
+    for certain; raw HTML and attribute lists may not use the classes the theme draws boxes with."""
+    text = (
+        "# t\n\n"
+        "[a](b){ target=_blank }\n\n"  # 3: allowed (a link's target)
+        "[a](b){: popovertarget=x }\n\n"  # 5
+        "段落 { hidden=until-found }\n\n"  # 7
+        "公式 $\\sum_{i=1}^{p}$ 与 x_{k=1} 文字\n\n"  # 9: a formula, no attribute list
+        "![i](x.png){ width=\"300\" .highlight }\n\n"  # 11
+        '<details class="tip"><summary>提示</summary><div class="tabbed-set">x</div></details>\n\n'  # 13
+        "[开始](a.md){ .md-button #start }\n"  # 15: a button is no box
+    )
+    got = [str(p).split(" — ")[0] for p in parse_page(text, "docs/a.md", kinds=KINDS).engine_html]
+    box = "which draws a box like those Markdown and the engine write (text in it nothing checks)"
+    assert got == [
+        "docs/a.md:5: an attribute list `{: … }` sets an attribute `popovertarget`, which lessons do not use "
+        "(text and structure only)",
+        "docs/a.md:7: an attribute list `{: … }` sets an attribute `hidden`, which lessons do not use "
+        "(text and structure only)",
+        f"docs/a.md:11: an attribute list `{{: … }}` sets the theme's class `highlight`, {box}",
+        f"docs/a.md:13: raw HTML has the theme's class `tabbed-set`, {box}",
+    ]
 
 
 # -------------------------------------------------------------------- includes (input check)

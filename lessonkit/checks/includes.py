@@ -198,7 +198,7 @@ def check(project, pages: list[Path]) -> list[Problem]:
                 replace(p, line=numbers[p.line - 1] if p.line and p.line <= len(numbers) else p.line) for p in found
             ]
             queue += [
-                (p, by_, numbers[n - 1] if n <= len(numbers) else n, nm)
+                (p, by_, numbers[n - 1] if n is not None and n <= len(numbers) else n, nm)
                 for p, by_, n, nm in _named(project, path, part, problems)
             ]
     return list(dict.fromkeys(problems))  # a line included by two names: one problem

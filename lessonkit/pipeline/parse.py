@@ -617,6 +617,7 @@ ACTIVE_HINT = "remove it: a page shows code, output and figures through annotati
 _MD_URL = re.compile(r"\]\([ \t]*<?(?P<inline>[^\s)>]+)|^[ \t]*(?:>[ \t]?)*[ \t]*\[[^\]]+\]:[ \t]*<?(?P<ref>\S+)")
 # An attribute list `{: … }` (attr_list reads `{ … }` too) and a `key=value` in it.
 _ATTR_LIST = re.compile(r"\{:?([^{}\n]*)\}")
+_NAME = re.compile(r"[a-z_:][-a-z0-9_:.]*")  # an attribute name attr_list writes as it is
 _LIST_PAIR = re.compile(r"""(?:^|\s)([^\s=#.{}'"]+)[ \t]*=[ \t]*(?:"([^"]*)"|'([^']*)'|(\S+))""")
 
 
@@ -836,9 +837,12 @@ def _attr_list_problem(line: str, m: re.Match) -> str | None:
     attribute list for certain (``{:``, after a link or image, or ending a line after a space), an
     attribute outside :data:`LIST_ATTRIBUTES` (`_{i=1}` in a formula is no attribute list)."""
     sure = (
-        m[0].startswith("{:")
-        or line[: m.start()].endswith(")")
-        or (not line[m.end() :].strip() and line[: m.start()].endswith((" ", "\t")))
+        not m[1].lstrip().startswith("@")
+        and (  # `{@name = value}`: a checked value, the engine's
+            m[0].startswith("{:")
+            or line[: m.start()].endswith(")")
+            or (not line[m.end() :].strip() and line[: m.start()].endswith((" ", "\t")))
+        )
     )
     for token in m[1].split():
         if token.startswith("#") and reserved_id(token[1:]):
@@ -851,7 +855,7 @@ def _attr_list_problem(line: str, m: re.Match) -> str | None:
         why = _attribute_problem(name, value)
         if why is not None:
             return why
-        if sure and name not in LIST_ATTRIBUTES and not name.startswith("aria-"):
+        if sure and _NAME.fullmatch(name) and name not in LIST_ATTRIBUTES and not name.startswith("aria-"):
             return f"an attribute `{name}`, {NOT_USED}"
     return None
 

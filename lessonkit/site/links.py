@@ -294,9 +294,10 @@ def _link_problems(
     path, fragment = (parts.path, parts.fragment) if parts else (href, "")
     target = page
     if path:
-        target = _target(page, path, base)
-        if target is None or target.startswith(".."):
-            return [LinkProblem(page, href, "link leaves the site", href if target is None else target)]
+        named = _target(page, path, base)
+        if named is None or named.startswith(".."):
+            return [LinkProblem(page, href, "link leaves the site", href if named is None else named)]
+        target = named
         if target in dirs or href.endswith("/"):
             target = posixpath.join(target, "index.html")
         if target not in files:

@@ -121,7 +121,8 @@ def test_attribute_lists_pass_the_attribute_allowlist_and_theme_boxes_are_refuse
         "公式 $\\sum_{i=1}^{p}$ 与 x_{k=1} 文字\n\n"  # 9: a formula, no attribute list
         "![i](x.png){ width=\"300\" .highlight }\n\n"  # 11
         '<details class="tip"><summary>提示</summary><div class="tabbed-set">x</div></details>\n\n'  # 13
-        "[开始](a.md){ .md-button #start }\n"  # 15: a button is no box
+        "[开始](a.md){ .md-button #start }\n\n"  # 15: a button is no box
+        "| 值 |\n| --- |\n| 8.0 {@g = 8.0} |\n"  # 17-19: a checked value, the engine's
     )
     got = [str(p).split(" — ")[0] for p in parse_page(text, "docs/a.md", kinds=KINDS).engine_html]
     box = "which draws a box like those Markdown and the engine write (text in it nothing checks)"

@@ -52,14 +52,17 @@ def source_page(check, doc: Doc, where: str, code, roots: list[int], verified: l
     codes = [k for k in range(box + 1, doc.end(box)) if doc.name(k) == "code"]
     if not codes:
         return [Problem(f"the source page of {file} has no code", where, None, HINT)]
-    marks = [k for k in doc.children(codes[0]) if doc.name(k) == "span" and doc.has_class(k, "lk-line")]
+    code_el = codes[0]
+    marks = [k for k in doc.children(code_el) if doc.name(k) == "span" and doc.has_class(k, "lk-line")]
     bad = []
     for n, k in enumerate(marks):
         why = _line_problem(doc, k, n + 1)
         if why is not None:
             bad.append((n + 1, why))
             continue
-        shown = doc.text(k)  # its number, gutter marker and anchors are empty elements
+        # the line's text, and what follows it up to the next line (its number and marks are empty)
+        stop = doc.tstart[marks[n + 1]] if n + 1 < len(marks) else doc.tend[code_el]
+        shown = "".join(doc.texts[t] for t in range(doc.tstart[k], stop) if not doc.hidden[t])
         expected = want[n] if n < len(want) else None
         if expected is None or shown not in (expected + "\n", expected if n == len(want) - 1 else None):
             bad.append((n + 1, f"line {n + 1}: {short(shown)!r} instead of {short(expected or '')!r}"))
@@ -78,7 +81,9 @@ def source_page(check, doc: Doc, where: str, code, roots: list[int], verified: l
                 HINT,
             )
         )
-    outside = doc.text(box, [codes[0]]) + doc.text(codes[0], marks)
+    first = doc.tstart[marks[0]] if marks else doc.tend[code_el]
+    before = "".join(doc.texts[t] for t in range(doc.tstart[code_el], first) if not doc.hidden[t])
+    outside = doc.text(box, [code_el]) + before
     if outside.strip():
         out.append(
             Problem(f"the source page of {file} shows text beside its code: {short(outside)!r}", where, None, HINT)
@@ -87,18 +92,30 @@ def source_page(check, doc: Doc, where: str, code, roots: list[int], verified: l
 
 
 def _line_problem(doc: Doc, k: int, n: int) -> str | None:
-    """Why line element ``k`` is not line ``n`` as lessonkit numbers it (its id and the link that
-    draws its number, first in it), or None."""
+    """Why line element ``k`` is not line ``n`` as lessonkit writes it, or None: its id, then, first
+    in it and empty, the link that draws its number (out of the Tab order, hidden from screen
+    readers), the gutter marker of a cited range, the symbol anchors."""
     m = LINE_ID.fullmatch(doc.attrs(k).get("id", ""))
     number = int(m[1]) if m else None
     if number != n:
         return f"line {n} is numbered {number if number is not None else 'nothing'}"
-    first = next(doc.children(k), None)
-    if first is None or doc.name(first) != "a" or not doc.has_class(first, "lk-ln"):
+    kids = list(doc.children(k))
+    ln = {"class": "lk-ln", "href": f"#L{n}", "tabindex": "-1", "aria-hidden": "true"}
+    if not kids or doc.name(kids[0]) != "a" or doc.attrs(kids[0]) != ln or not _empty(doc, kids[0]):
         return f"line {n}'s number is not lessonkit's"
-    if doc.attrs(first).get("href") != f"#L{n}":
-        return f"line {n}'s number is not lessonkit's"
+    rest = kids[1:]
+    if rest and doc.name(rest[0]) == "a" and doc.has_class(rest[0], "lk-cite-mark"):
+        mark = doc.attrs(rest[0])
+        if set(mark) != {"class", "href", "aria-label", "title"} or not mark["href"].startswith("#cited-"):
+            return f"line {n}'s number is not lessonkit's"
+        if not _empty(doc, rest[0]):
+            return f"line {n}'s number is not lessonkit's"
     return None
+
+
+def _empty(doc: Doc, i: int) -> bool:
+    """Element ``i`` holds nothing (no element, no text)."""
+    return doc.end(i) == i + 1 and doc.tstart[i] == doc.tend[i]
 
 
 def imitations(check, doc: Doc, where: str, verified: list[int]) -> list[Problem]:

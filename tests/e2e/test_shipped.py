@@ -781,18 +781,18 @@ def test_text_kept_but_hidden_and_text_shown_but_not_compared_are_caught(built, 
     _built(site)
     r = _site_verify(site)
     assert r.returncode == 1
-    assert _errors(r)[:-1] == [
+    assert _errors(r)[:-1] == [  # the page's markup as the parser serializes it (`hidden=""`)
         f"{PAGE}: real-source block autograd/core.py L25–L32 differs from the pinned source (line 26: "
         "'outgradsFORGED_outgrads = {end_node: (g, False)}' instead of 'outgrads = {end_node: (g, False)}') — "
         f"{HINT}",
         f"{PAGE}: teaching-simplification block #teach-1 is not the markup lessonkit wrote ({HIDES}): "
-        "'<p class=\"lk-disclaimer\" hidden>以下不是 HIPS/autograd verbatim …' where lessonkit wrote "
+        "'<p class=\"lk-disclaimer\" hidden=\"\">以下不是 HIPS/autograd verbat…' where lessonkit wrote "
         f"'<p class=\"lk-disclaimer\">以下不是 HIPS/autograd verbatim source。…' — {HINT}",
         f"{PAGE}: experiment block #exp-tiny (experiments/tiny.py) is not the markup lessonkit wrote ({HIDES}): "
-        "'<span hidden>grad = 6.0</span><xmp>8.0 (FORGED)</xmp>\\n</code…' where lessonkit wrote 'grad = "
+        "'<span hidden=\"\">grad = 6.0</span><xmp>8.0 (FORGED)</xmp>\\n</c…' where lessonkit wrote 'grad = "
         f"6.0\\n</code></pre></div><p class=\"lk-provenance\">Pytho…' — {HINT}",
         f"{SOURCE_PAGE}: the source page of autograd/core.py is not the markup lessonkit wrote ({HIDES}): "
-        "'<span hidden><span class=\"n\">outgrads</span></span> <span cl…' where lessonkit wrote "
+        "'<span hidden=\"\"><span class=\"n\">outgrads</span></span> <span…' where lessonkit wrote "
         f"'<span class=\"n\">outgrads</span> <span class=\"o\">=</span> <sp…' — {HINT}",
     ]
 

@@ -9,9 +9,12 @@ for the pages it checks), with the Markdown input checks of a page (raw HTML tha
 restyles, or imitates the engine; encoding), each problem at the included file's own line.
 
 A file is named relative to ``docs/`` or the project's folder (snippets' ``base_path``), must be a
-regular file inside the project, and is read once per check. URLs (``https://``) are not read by
-the build either (``url_download`` is off) and are left alone here. Blocks in an included file are
-not resolved: a page shows what the file holds as prose.
+regular file inside the project, and is read once per check. A name with lines (``part.html:2:3``,
+``:5,1:1``) or a section (``part.html:name``, between ``--8<-- [start:name]`` and ``[end:name]``)
+includes only those lines: they are checked as the page gets them, selected by pymdownx.snippets'
+own code (and dedented when ``dedent_subsections`` is on), each problem at its line of the file.
+URLs (``https://``) are not read by the build either (``url_download`` is off) and are left alone
+here. Blocks in an included file are not resolved: a page shows what the file holds as prose.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 from lessonkit.config.files import show
@@ -55,10 +59,16 @@ def auto_append(root: Path) -> list[str]:
     missing, unreadable or has none). Tags (``!ENV``, ``!!python/name:``) read as nothing. Without
     PyYAML (the prefill, which runs on the standard library alone before the lock is installed) none:
     the build and verify, which MkDocs' PyYAML is installed for, check them."""
+    names = _snippets_options(root).get("auto_append") or []
+    return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+
+
+def _snippets_options(root: Path) -> dict:
+    """The options of ``pymdownx.snippets`` in ``root/mkdocs.yml`` (see :func:`auto_append`)."""
     try:
         import yaml
     except ImportError:
-        return []
+        return {}
 
     class Loader(yaml.SafeLoader):
         pass
@@ -69,13 +79,47 @@ def auto_append(root: Path) -> list[str]:
     try:
         data = yaml.load((root / "mkdocs.yml").read_text(encoding="utf-8"), Loader=Loader)
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return []
+        return {}
     extensions = data.get("markdown_extensions") if isinstance(data, dict) else None
     for item in extensions if isinstance(extensions, list) else []:
         if isinstance(item, dict) and isinstance(item.get("pymdownx.snippets"), dict):
-            names = item["pymdownx.snippets"].get("auto_append") or []
-            return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
-    return []
+            return item["pymdownx.snippets"]
+    return {}
+
+
+class _Line(str):
+    """A line of an included file that knows its number (through snippets' selection)."""
+
+    n: int
+
+
+def selection(name: str, text: str, dedent: bool) -> tuple[str, list[int]] | None:
+    """What ``--8<-- "name"`` pulls out of a file whose text is ``text``: the selected text and the
+    file's line of each of its lines, as pymdownx.snippets selects them (its own code: line ranges,
+    negative ones too, and sections; ``dedent``: ``dedent_subsections``); None when ``name`` names
+    the whole file."""
+    try:
+        from pymdownx.snippets import SnippetPreprocessor
+    except ImportError:  # the prefill (standard library only): the whole file, checked strictly
+        return None
+    snippets = object.__new__(SnippetPreprocessor)  # only its selection, which reads these two
+    snippets.check_paths, snippets.dedent_subsections = False, False
+    target = snippets.parse_snippet_target(name)
+    if target is None or not ((target["start"] and target["end"]) or target["section"]):
+        return None
+    lines = []
+    for n, line in enumerate(text.split("\n") if text else [], 1):
+        lines.append(_Line(line))
+        lines[-1].n = n
+    chosen = snippets.select_snippet_lines(lines, target)
+    numbers, last = [], 0
+    for line in chosen:  # an escaped section marker is written again: the line after the one before
+        last = getattr(line, "n", last + 1)
+        numbers.append(last)
+    if dedent:
+        snippets.dedent_subsections = True
+        chosen = snippets.select_snippet_lines(lines, target)
+    return "\n".join(chosen), numbers
 
 
 def _resolve(project, name: str) -> Path | str | None:
@@ -105,7 +149,7 @@ def check(project, pages: list[Path]) -> list[Problem]:
     """The problems of every file that ``pages`` include (and of the ``auto_append`` files), at the
     included file's own lines; a file that is itself one of ``pages`` is checked as a page, not here."""
     checked = {p.resolve() for p in pages}
-    queue: list[tuple[Path, str | None, int | None]] = []  # (file, where it is named, line)
+    queue: list[tuple[Path, str | None, int | None, str]] = []  # (file, where it is named, line, name)
     problems: list[Problem] = []
     if pages:
         for name in auto_append(project.root):
@@ -113,18 +157,17 @@ def check(project, pages: list[Path]) -> list[Problem]:
             if isinstance(p, str):
                 problems.append(Problem(p, "mkdocs.yml", None, LINK_HINT))
             elif p is not None:
-                queue.append((p, None, None))
+                queue.append((p, None, None, name))
     for page in pages:
         queue += _named(project, page, None, problems)
-    seen: set[Path] = set()
+    dedent = bool(_snippets_options(project.root).get("dedent_subsections")) if queue else False
+    seen: set[tuple[Path, str]] = set()
     while queue:
-        path, by, line = queue.pop(0)
+        path, by, line, name = queue.pop(0)
         real = path.resolve()
-        if real in seen:
+        if (real, name) in seen or real in checked:
             continue
-        seen.add(real)
-        if real in checked:
-            continue
+        seen.add((real, name))
         try:
             st = os.stat(path)
         except OSError:
@@ -144,19 +187,33 @@ def check(project, pages: list[Path]) -> list[Problem]:
         except LessonError as exc:
             problems += exc.problems
             continue
-        problems += project.parse(path, text).engine_html
-        queue += _named(project, path, text, problems)
-    return problems
+        chosen = selection(name, text, dedent)
+        if chosen is None:
+            problems += project.parse(path, text).engine_html
+            queue += _named(project, path, text, problems)
+        else:
+            part, numbers = chosen
+            found = project.parse(path, part).engine_html
+            problems += [
+                replace(p, line=numbers[p.line - 1] if p.line and p.line <= len(numbers) else p.line) for p in found
+            ]
+            queue += [
+                (p, by_, numbers[n - 1] if n is not None and n <= len(numbers) else n, nm)
+                for p, by_, n, nm in _named(project, path, part, problems)
+            ]
+    return list(dict.fromkeys(problems))  # a line included by two names: one problem
 
 
-def _named(project, path: Path, text: str | None, problems: list[Problem]) -> list[tuple[Path, str | None, int | None]]:
+def _named(
+    project, path: Path, text: str | None, problems: list[Problem]
+) -> list[tuple[Path, str | None, int | None, str]]:
     if text is None:
         try:
             text = project.read_page(path)
         except (LessonError, OSError):
             return []  # the page's own check reports it
     rel = project.rel(path)
-    out: list[tuple[Path, str | None, int | None]] = []
+    out: list[tuple[Path, str | None, int | None, str]] = []
     for line, name in targets(text):
         if "://" in name:
             continue
@@ -164,5 +221,5 @@ def _named(project, path: Path, text: str | None, problems: list[Problem]) -> li
         if isinstance(target, str):
             problems.append(Problem(target, rel, line, LINK_HINT))
         elif target is not None:
-            out.append((target, rel, line))
+            out.append((target, rel, line, name))
     return out

@@ -21,8 +21,6 @@ defences notice it:
 
 from __future__ import annotations
 
-import bisect
-import re
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -238,7 +236,7 @@ def _check(copy: Path, pin, pinned: Tree, block: Block, e: dict, m: Mutation, or
 class SiteOutcome:
     file: str  # the HTML file, in the site folder
     target: str  # what was changed, e.g. "real-source block autograd/core.py L25–L32"
-    offset: int
+    spot: tuple[int, int]  # (text node of the page's document, character in it)
     old: str
     new: str
     detail: str  # the first problem verify --site reported, or why nothing was caught
@@ -246,7 +244,8 @@ class SiteOutcome:
 
     def problem(self) -> Problem:
         return Problem(
-            f"site mutation not caught: {self.target}, {self.old!r}→{self.new!r} at offset {self.offset} "
+            f"site mutation not caught: {self.target}, {self.old!r}→{self.new!r} at character {self.spot[1]} of "
+            f"text {self.spot[0]} "
             f"({self.detail})",
             self.file,
             None,
@@ -272,38 +271,14 @@ class SiteMutationReport:
         return f"mutations: {self.caught}/{n} caught ({pct:.0f}%)"
 
 
-_VISIBLE = re.compile(r"&[#\w]+;|[^\W_]")  # a character reference, or a letter or digit
+def _visible(doc, i: int, skip=()) -> list[tuple[int, int]]:
+    """(text node, character) of every letter and digit a reader sees in element ``i`` outside the
+    elements ``skip``."""
+    return [(t, c) for t in doc.visible(i, skip) for c, ch in enumerate(doc.texts[t]) if ch.isalnum()]
 
 
-def _visible(doc, start: int, end: int, skip=()) -> list[int]:
-    """Offsets of the letters and digits a reader sees between two offsets (outside tags, character
-    references and ``skip`` ranges)."""
-    html, tags = doc.html, doc.tags
-    out: list[int] = []
-    cuts = sorted(skip)
-    k, n_cuts = 0, len(cuts)
-    starts = doc.memo.get("starts") or doc.memo.setdefault("starts", [t.start() for t in tags])
-    lo, hi = bisect.bisect_left(starts, start), bisect.bisect_left(starts, end)
-    pos = start
-    for t in range(lo, hi + 1):  # the text before each tag inside, then the rest up to ``end``
-        stop = tags[t].start() if t < hi else end
-        if stop > pos:
-            while k < n_cuts and cuts[k][1] <= pos:
-                k += 1
-            if not (k < n_cuts and cuts[k][0] <= pos and stop <= cuts[k][1]):  # not wholly skipped
-                for e in _VISIBLE.finditer(html, pos, stop):
-                    at = e.start()
-                    while k < n_cuts and cuts[k][1] <= at:
-                        k += 1
-                    if html[at] != "&" and not (k < n_cuts and cuts[k][0] <= at):
-                        out.append(at)
-        if t < hi:
-            pos = max(pos, tags[t].end())
-    return out
-
-
-def site_targets(check) -> list[tuple[str, str, int]]:
-    """(file, what, offset): one character to change in each real-source block's code, each
+def site_targets(check) -> list[tuple[str, str, tuple[int, int]]]:
+    """(file, what, (text node, character)): one character to change in each real-source block's code, each
     experiment's output, each teaching block's disclaimer, each figure's caption, each snapshot's
     recorded cells and each source page's code; the files in :func:`target_files` order."""
     return [(rel, what, offset) for rel in target_files(check) for what, offset in page_targets(check, rel)]
@@ -316,80 +291,75 @@ def target_files(check) -> list[str]:
     return list(dict.fromkeys(rels))
 
 
-def page_targets(check, rel: str) -> list[tuple[str, int]]:
-    """(what, offset) of one file's site mutations (see :func:`site_targets`)."""
-    from lessonkit.checks.htmlscan import Doc
+WANT = {"real-source": "highlight", "experiment": "lk-output", "teaching-simplification": "lk-disclaimer"}
+WHATS = {"highlight": "the code of", "lk-output": "the output of", "lk-disclaimer": "the disclaimer of"}
 
-    out: list[tuple[str, int]] = []
+
+def page_targets(check, rel: str) -> list[tuple[str, tuple[int, int]]]:
+    """(what, (text node, character)) of one file's site mutations (see :func:`site_targets`)."""
+    from lessonkit.checks.tree import Doc
+
+    out: list[tuple[str, tuple[int, int]]] = []
     if rel not in check.files:
         return out
     doc = check.docs.get(rel) or Doc(check.files[rel].decode("utf-8", "replace"))
     page = check.pages.get(rel)
     if page is not None and page in check.expected:
         ids: dict[str | None, int] = {}
-        for t, m in enumerate(doc.tags):
-            if not m[1] and "id=" in m[3] and "lk-" in m[3]:
+        for t in range(len(doc)):
+            if "id" in doc.attrs(t) and any(c.startswith("lk-") for c in doc.classes(t)):
                 ids.setdefault(doc.attrs(t).get("id"), t)
         for exp in check.expected[page]:
             i = ids.get(exp.anchor)
-            kind = exp.r.kind.name
-            want = {"real-source": "highlight", "experiment": "lk-output", "teaching-simplification": "lk-disclaimer"}
-            if i is not None and kind in ("figure", "snapshot"):
-                spot = _drawn_spot(doc, i, kind)
-                if spot is not None:
-                    what = "the caption of" if kind == "figure" else "a recorded cell of"
-                    out.append((f"{what} {_site_what(exp)}", spot))
-                continue
-            if i is None or kind not in want:
-                continue
-            found = [
-                j
-                for j in range(i + 1, doc.close_of(i))
-                if not doc.tags[j][1] and want[kind] in doc.tags[j][3] and want[kind] in doc.classes(j)
-            ]
-            # every run of a real-source block's code (elided runs, a recall's full version) apart
-            parts = found if kind == "real-source" else found[:1]
-            whats = {"highlight": "the code of", "lk-output": "the output of", "lk-disclaimer": "the disclaimer of"}
-            for n, part in enumerate(parts, 1):
-                a, b = doc.inner(part)
-                skip = [doc.span(k) for k in range(part + 1, doc.close_of(part)) if "linenos" in doc.tags[k][3]]
-                spots = _visible(doc, a, b, skip)
-                if spots:
-                    target = whats[want[kind]] + " " + _site_what(exp) + (f" (code run {n})" if len(parts) > 1 else "")
-                    out.append((target, spots[len(spots) // 2] if kind != "teaching-simplification" else spots[0]))
+            if i is not None:
+                out += _block_targets(doc, i, exp)
     code = check.record["code_pages"].get(rel)
     if code is not None:
-        box = next((i for i, m in enumerate(doc.tags) if not m[1] and "lk-source" in m[3]), None)
+        box = next((i for i in range(len(doc)) if doc.has_class(i, "lk-source")), None)
         if box is not None:
-            a, b = doc.inner(box)
-            skip = [
-                doc.span(k)
-                for k in range(box + 1, doc.close_of(box))
-                if "lk-ln" in doc.tags[k][3] or "lk-cite-mark" in doc.tags[k][3]
-            ]
-            spots = _visible(doc, a, b, skip)
+            skip = [k for k in range(box + 1, doc.end(box)) if {"lk-ln", "lk-cite-mark"} & set(doc.classes(k))]
+            spots = _visible(doc, box, skip)
             if spots:
                 out.append((f"the source page of {code[1]}", spots[len(spots) // 2]))
     return out
 
 
-def _drawn_spot(doc, i: int, kind: str) -> int | None:
+def _block_targets(doc, i: int, exp) -> list[tuple[str, tuple[int, int]]]:
+    """The site mutations of one engine block, element ``i`` of the page."""
+    kind = exp.r.kind.name
+    if kind in ("figure", "snapshot"):
+        spot = _drawn_spot(doc, i, kind)
+        what = "the caption of" if kind == "figure" else "a recorded cell of"
+        return [(f"{what} {_site_what(exp)}", spot)] if spot is not None else []
+    if kind not in WANT:
+        return []
+    found = [j for j in range(i + 1, doc.end(i)) if doc.has_class(j, WANT[kind])]
+    # every run of a real-source block's code (elided runs, a recall's full version) apart
+    parts = found if kind == "real-source" else found[:1]
+    out = []
+    for n, part in enumerate(parts, 1):
+        skip = [k for k in range(part + 1, doc.end(part)) if doc.has_class(k, "linenos")]
+        spots = _visible(doc, part, skip)
+        if spots:
+            target = WHATS[WANT[kind]] + " " + _site_what(exp) + (f" (code run {n})" if len(parts) > 1 else "")
+            out.append((target, spots[len(spots) // 2] if kind != "teaching-simplification" else spots[0]))
+    return out
+
+
+def _drawn_spot(doc, i: int, kind: str) -> tuple[int, int] | None:
     """One character of what a figure's caption (its author's words and recorded values, not the
     line naming the script; else its drawing) or a snapshot's first recorded cell shows."""
-    stop = doc.close_of(i)
+    stop = doc.end(i)
     if kind == "figure":
-        caps = [j for j in range(i + 1, stop) if not doc.tags[j][1] and doc.name(j) == "figcaption"]
-        skip = [doc.span(k) for k in range(i + 1, stop) if "lk-fig-source" in doc.tags[k][3]]
-        spots: list[int] = []
-        if caps:
-            a, b = doc.inner(caps[0])
-            spots = _visible(doc, a, b, skip)
+        caps = [j for j in range(i + 1, stop) if doc.name(j) == "figcaption"]
+        skip = [k for k in range(i + 1, stop) if doc.has_class(k, "lk-fig-source")]
+        spots = _visible(doc, caps[0], skip) if caps else []
         if not spots:
-            svg = next((j for j in range(i + 1, stop) if doc.name(j) == "svg" and not doc.tags[j][1]), None)
-            spots = _visible(doc, *doc.inner(svg)) if svg is not None else []
+            svg = next((j for j in range(i + 1, stop) if doc.name(j) == "svg"), None)
+            spots = _visible(doc, svg) if svg is not None else []
     else:
-        cells = [j for j in range(i + 1, stop) if "lk-generated" in doc.tags[j][3] or "lk-checked" in doc.tags[j][3]]
-        spots = _visible(doc, *doc.inner(cells[0])) if cells else []
+        cells = [j for j in range(i + 1, stop) if {"lk-generated", "lk-checked"} & set(doc.classes(j))]
+        spots = _visible(doc, cells[0]) if cells else []
     return spots[len(spots) // 2] if spots else None
 
 
@@ -456,19 +426,21 @@ def _by_page(check, rels: list[str], work, split: bool) -> dict:
 
 
 def _mutate_page(check, rel: str, targets) -> list[SiteOutcome]:
-    """The site mutations of one page, which has just passed the site check unchanged: their outcomes."""
-    from lessonkit.checks.htmlscan import Doc
+    """The site mutations of one page, which has just passed the site check unchanged: their
+    outcomes. Each changes one letter or digit of a text node of the browser's document of the
+    page, which is then checked as it is written out (the document serialized, its elements kept)."""
+    from lessonkit.checks.tree import Doc
 
     doc = check.docs.get(rel) or Doc(check.files[rel].decode("utf-8", "replace"))
-    html = doc.html
     outcomes = []
-    for target, offset in targets:
-        old = html[offset]
-        new = _swap(old)  # a letter or digit for a letter or digit: no tag moves (Doc.with_text)
-        mutated = html[:offset] + new + html[offset + 1 :]
-        found = check.page(rel, mutated, doc=doc.with_text(mutated, offset))
+    for target, (t, c) in targets:
+        text = doc.texts[t]
+        old = text[c]
+        new = _swap(old)  # a letter or digit for a letter or digit: no element changes
+        with doc.swapped(t, text[:c] + new + text[c + 1 :]) as mutated:
+            found = check.page(rel, mutated.html, doc=mutated)
         detail = found[0].message if found else "verify --site reported nothing"
-        outcomes.append(SiteOutcome(f"{check.label}/{rel}", target, offset, old, new, detail, bool(found)))
+        outcomes.append(SiteOutcome(f"{check.label}/{rel}", target, (t, c), old, new, detail, bool(found)))
     return outcomes
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import bisect
 import re
 from collections import Counter
-from html import unescape
+from functools import lru_cache
 
-from lessonkit.checks.htmlscan import TAG, Doc
+from lessonkit.checks.tree import Doc, serialized
 from lessonkit.errors import Problem
 
 CLAIMS = frozenset(
@@ -50,54 +50,46 @@ def first_difference(shown: str, want: str, first: int = 1) -> str:
     return "the same lines, other characters"
 
 
-def _layout(doc: Doc, i: int) -> list[tuple[str, int, int, list]]:
-    """Where element ``i``'s parts are: ``(part, start, end, skip)`` (see :func:`parts`)."""
+def _layout(doc: Doc, i: int) -> tuple[list[tuple[str, int, tuple]], tuple]:
+    """Where element ``i``'s parts are: ``(part, element, skip)`` each (``skip``: the number column
+    of a code part), and the parts' elements (what ``rest`` leaves out)."""
     key = ("layout", i)
     if key in doc.memo:
         return doc.memo[key]
-    out: list[tuple[str, int, int, list]] = []
-    pos, end = doc.inner(i)
-    stop, j = doc.close_of(i), i + 1
+    out: list[tuple[str, int, tuple]] = []
+    j, stop = i + 1, doc.end(i)
     while j < stop:
-        m = doc.tags[j]
-        if not m[1] and m[2].lower() in ("div", "p", "pre") and "class" in m[3].lower():
+        if doc.name(j) in ("div", "p", "pre") and "class" in doc.attrs(j):
             cls = doc.classes(j)
             name = "code" if "highlight" in cls else next((p for p in PARTS if p in cls), None)
             if name is not None:
-                a, b = doc.span(j)
-                out.append(("rest", pos, a, []))
+                skip: tuple = ()
                 if name == "code":  # the number column, a cell of the highlight table: not code
-                    skip = [
-                        doc.span(k)
-                        for k in range(j + 1, doc.close_of(j))
-                        if "linenos" in doc.tags[k][3] and doc.name(k) == "td" and "linenos" in doc.classes(k)
-                    ]
-                    out.append((name, doc.tags[j].end(), b, skip))
-                else:
-                    out.append((name, *doc.inner(j), []))
-                pos, j = b, doc.close_of(j) + 1
+                    skip = tuple(
+                        k for k in range(j + 1, doc.end(j)) if doc.name(k) == "td" and doc.has_class(k, "linenos")
+                    )
+                out.append((name, j, skip))
+                j = doc.end(j)
                 continue
         j += 1
-    out.append(("rest", pos, end, []))
-    doc.memo[key] = out
-    return out
+    got = doc.memo[key] = (out, tuple(j for _, j, _ in out))
+    return got
 
 
 def parts(doc: Doc, i: int) -> list[tuple[str, str, tuple | None]]:
     """Element ``i``'s content as ``(part, text, line numbers)``: the engine's named parts
     (:data:`PARTS`; ``code`` for a highlighted block, its line-number column apart) in order, then
     ``rest``, the text outside them."""
-    out, rest = [], []
-    for name, a, b, skip in _layout(doc, i):
-        if name == "rest":
-            rest.append(doc.text(a, b))
-        elif name == "code":
-            nums = "".join(doc.text(x, y) for x, y in skip).split()
+    layout, inside_parts = _layout(doc, i)
+    out: list[tuple[str, str, tuple | None]] = []
+    for name, j, skip in layout:
+        if name == "code":
+            nums = "".join(doc.text(k) for k in skip).split()
             numbers = tuple(int(n) for n in nums if n.isdigit()) if skip else None
-            out.append((name, doc.text(a, b, skip), numbers))
+            out.append((name, doc.text(j, skip), numbers))
         else:
-            out.append((name, doc.text(a, b), None))
-    out.append(("rest", "".join(rest), None))
+            out.append((name, doc.text(j), None))
+    out.append(("rest", doc.text(i, inside_parts), None))
     return out
 
 
@@ -275,18 +267,12 @@ def prose_values(check, doc: Doc, where: str, page: str, verified: list[int]) ->
     references of its prose, as this build's runs recorded them (by title and text)."""
     want = Counter(check.values.get(page, {}))
     out: list[Problem] = []
-    if "lk-value" not in doc.html and not want:
-        return out
     memo = ("values", tuple(verified))
     if memo not in doc.memo:
         skip = ranges(doc, verified)
-        doc.memo[memo] = [
-            i
-            for i, m in enumerate(doc.tags)
-            if not m[1] and "lk-value" in m[3] and not inside(skip, i) and "lk-value" in doc.classes(i)
-        ]
+        doc.memo[memo] = [i for i in range(len(doc)) if not inside(skip, i) and doc.has_class(i, "lk-value")]
     for i in doc.memo[memo]:
-        key = (doc.attrs(i).get("title", ""), doc.text(*doc.inner(i)))
+        key = (doc.attrs(i).get("title", ""), doc.text(i))
         verified.append(i)
         if want[key] > 0:
             want[key] -= 1
@@ -320,35 +306,33 @@ def block_what(r, anchor: str) -> str:
 
 def meta_of(doc: Doc, i: int) -> str | None:
     """The text of the block head's ``lk-meta`` (``file · symbol · commit · La–Lb``), if any."""
-    for k in range(i + 1, doc.close_of(i)):
-        if not doc.closing(k) and "lk-meta" in doc.tags[k][3] and "lk-meta" in doc.classes(k):
-            return doc.text(*doc.inner(k)).strip()
+    for k in range(i + 1, doc.end(i)):
+        if doc.has_class(k, "lk-meta"):
+            return doc.text(k).strip()
     return None
 
 
 def unchecked_claims(doc: Doc, skip: list[tuple[int, int]]) -> list[int]:
-    """The outermost elements outside ``skip`` (tag-index ranges) whose classes are the engine's."""
+    """The outermost elements outside ``skip`` (element-index ranges) whose classes are the engine's."""
     out = []
-    i, n, k = 0, len(doc.tags), 0
+    i, n, k = 0, len(doc), 0
     while i < n:
-        while k < len(skip) and skip[k][1] < i:
+        while k < len(skip) and skip[k][1] <= i:
             k += 1
-        if k < len(skip) and skip[k][0] <= i <= skip[k][1]:
-            i = skip[k][1] + 1  # a checked element: its content is accounted for
+        if k < len(skip) and skip[k][0] <= i:
+            i = skip[k][1]  # a checked element: its content is accounted for
             continue
-        m = doc.tags[i]
-        a = m[3]
-        if not m[1] and ("lk" in a or "&" in a) and any(is_claim(c) for c in doc.classes(i)):
+        if any(is_claim(c) for c in doc.classes(i)):
             out.append(i)
-            i = doc.close_of(i) + 1  # one line for the outermost imitation
+            i = doc.end(i)  # one line for the outermost imitation
             continue
         i += 1
     return out
 
 
 def ranges(doc: Doc, elements: list[int]) -> list[tuple[int, int]]:
-    """The tag-index ranges of ``elements`` (start tag to end tag), sorted."""
-    return sorted((i, doc.close_of(i)) for i in elements)
+    """The element-index ranges of ``elements`` (the element and its descendants), sorted."""
+    return sorted((i, doc.end(i)) for i in elements)
 
 
 def inside(spans: list[tuple[int, int]], pos: int) -> bool:
@@ -358,26 +342,19 @@ def inside(spans: list[tuple[int, int]], pos: int) -> bool:
 
 
 def recorded_cell(doc: Doc, k: int) -> bool:
-    """Tag ``k`` opens a snapshot cell drawn from the recording (generated, or checked against it)."""
-    m = doc.tags[k]
-    return (
-        not m[1]
-        and m[2].lower() == "td"
-        and ("lk-generated" in m[3] or "lk-checked" in m[3])
-        and bool({"lk-generated", "lk-checked"} & set(doc.classes(k)))
-    )
+    """Element ``k`` is a snapshot cell drawn from the recording (generated, or checked against it)."""
+    return doc.name(k) == "td" and bool({"lk-generated", "lk-checked"} & set(doc.classes(k)))
 
 
 def td_text(html: str) -> str:
-    """The text of one table cell the engine renders (``<td …>…</td>``)."""
-    inner = html[html.index(">") + 1 : html.rindex("</td>")]
-    text = TAG.sub("", inner)
-    return unescape(text) if "&" in text else text
+    """The text a reader sees in one table cell the engine renders (``<td …>…</td>``)."""
+    doc = Doc(f"<table><tr>{html}</tr></table>")
+    return next((doc.text(k) for k in range(len(doc)) if doc.name(k) == "td"), "")
 
 
 def compare_cells(doc: Doc, i: int, exp, what: str, where: str) -> list[Problem]:
     """A snapshot's recorded cells (generated, or checked against the run) against the recording."""
-    cells = [doc.text(*doc.inner(k)) for k in range(i + 1, doc.close_of(i)) if recorded_cell(doc, k)]
+    cells = [doc.text(k) for k in range(i + 1, doc.end(i)) if recorded_cell(doc, k)]
     if cells == exp.cells:
         return []
     k = next((n for n, (a, b) in enumerate(zip(cells, exp.cells)) if a != b), min(len(cells), len(exp.cells)))
@@ -395,7 +372,7 @@ def compare_cells(doc: Doc, i: int, exp, what: str, where: str) -> list[Problem]
 
 # -- an element's markup: tags, attributes and text, as lessonkit wrote it
 
-NO_SEARCH = re.compile(r' data-search-exclude="[^"]*"')  # Material's search drops it from the page itself
+NO_SEARCH = re.compile(r' data-search-exclude(?:="[^"]*")?')  # Material's search drops it from the page itself
 # What lessonkit writes inside a figure or a snapshot, besides what its author wrote there.
 INSIDE = {
     "figure": frozenset({"lk-fig-source", "lk-value"}),
@@ -417,12 +394,12 @@ HIDES = (
 
 
 def markup_problem(doc: Doc, i: int, want: str, what: str, where: str) -> list[Problem]:
-    """Element ``i`` against the markup lessonkit writes for it (``want``), character for character
-    (each text part is compared already; this finds what changes what a reader sees without
-    changing that text: hidden or template copies of it, raw-text elements, styles, wrappers,
-    attributes, links)."""
-    a, b = doc.span(i)
-    have = doc.html[a:b]
+    """Element ``i`` against the markup lessonkit writes for it (``want``), both as the browser's
+    document serializes them, character for character (each text part is compared already; this
+    finds what changes what a reader sees without changing that text: hidden or template copies of
+    it, raw-text elements, styles, wrappers, attributes, links)."""
+    have = doc.markup(i)
+    want = _serialized(want)
     if "data-search-exclude" in have:
         have = NO_SEARCH.sub("", have)
     if "data-search-exclude" in want:
@@ -448,6 +425,11 @@ def markup_problem(doc: Doc, i: int, want: str, what: str, where: str) -> list[P
     ]
 
 
+@lru_cache(maxsize=256)
+def _serialized(html: str) -> str:
+    return serialized(html)
+
+
 def _at(html: str, k: int, limit: int = 60) -> str:
     """The markup of ``html`` from the tag (or text) that holds offset ``k``."""
     start = html.rfind("<", 0, k + 1)
@@ -462,19 +444,14 @@ def nested_claims(doc: Doc, i: int) -> list[int]:
     lessonkit writes there (:data:`INSIDE`; the figure's drawing is lessonkit's): an imitation in a
     caption, a title or a cell."""
     kind = "figure" if doc.name(i) == "figure" else "snapshot"
-    out, k, stop = [], i + 1, doc.close_of(i)
+    out, k, stop = [], i + 1, doc.end(i)
     while k < stop:
-        m = doc.tags[k]
-        if m[1]:
-            k += 1
+        if doc.name(k) == "svg":  # the drawing
+            k = doc.end(k)
             continue
-        if m[2].lower() == "svg":  # the drawing
-            k = doc.close_of(k) + 1
-            continue
-        a = m[3]
-        if ("lk" in a or "&" in a) and any(is_claim(c) and c not in INSIDE[kind] for c in doc.classes(k)):
+        if any(is_claim(c) and c not in INSIDE[kind] for c in doc.classes(k)):
             out.append(k)
-            k = doc.close_of(k) + 1
+            k = doc.end(k)
             continue
         k += 1
     return out

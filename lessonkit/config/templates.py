@@ -4,6 +4,7 @@ rendered in a sandbox that lets a template read plain data and nothing else."""
 from __future__ import annotations
 
 import re
+import sys
 from functools import cached_property
 from pathlib import Path
 
@@ -110,6 +111,28 @@ class TooLarge(Exception):
 
 MAX_OUTPUT = 16 * 1024 * 1024  # characters a template may render (and items of a repetition)
 MAX_POWER = 100
+MAX_CPU = 10.0  # seconds of its thread's CPU one rendering of a template may take
+
+
+class _Budget:
+    """The CPU bound of one rendering: a trace of the template's own frames (its module's globals
+    hold the environment; macros too) that counts their lines and, every 1024 of them, compares the
+    thread's CPU time with the deadline. A loop that writes nothing still runs lines."""
+
+    def __init__(self, env) -> None:
+        import time
+
+        self.env, self.clock, self.n = env, time.thread_time, 0
+        self.deadline = self.clock() + MAX_CPU
+
+    def call(self, frame, event, arg):
+        return self.line if frame.f_globals.get("environment") is self.env else None
+
+    def line(self, frame, event, arg):
+        self.n += 1
+        if not self.n & 1023 and self.clock() > self.deadline:
+            raise TooLarge(f"takes more than {MAX_CPU:g} s of CPU to render")
+        return self.line
 
 
 def _sandbox():
@@ -431,7 +454,10 @@ def render(env, name: str, **data) -> str:
             line=exc.lineno,
             hint="check the template's Jinja syntax",
         ) from None
+    traced = sys.gettrace()  # a debugger's or coverage's trace is left alone (no CPU bound then)
     try:
+        if traced is None:
+            sys.settrace(_Budget(env).call)
         out, size = [], 0
         for chunk in template.generate(**data):
             size += len(chunk)
@@ -473,3 +499,14 @@ def render(env, name: str, **data) -> str:
             line=_template_line(exc, template.filename),
             hint="check the template against the data the engine passes",
         ) from None
+    except (ArithmeticError, LookupError, MemoryError, TypeError, ValueError) as exc:  # raised by a filter or method
+        path, line = _project_frame(env, exc, name, template.filename)
+        raise LessonError(
+            f"template `{name}`: {exc.__class__.__name__}: {text.visible(str(exc)[:200])}",
+            path=path,
+            line=line,
+            hint="check the values the template passes to its filters and methods",
+        ) from None
+    finally:
+        if traced is None:
+            sys.settrace(None)

@@ -20,7 +20,7 @@ block states, measured from the files) on the first Run. The block's root carrie
 ``data-lk-csp="wasm-unsafe-eval"``: the page needs that source expression in ``script-src`` of its
 Content Security Policy (WebAssembly compilation) and ``blob:`` in ``worker-src`` (the checks'
 worker is made from a ``blob:`` URL so that it inherits the page's policy), and no other
-(:data:`lessonkit.site.csp.NEEDS`).
+(:data:`CSP_NEEDS`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,17 @@ from lessonkit.errors import LessonError, Problem
 from lessonkit.kinds.base import Kind, Resolved, slug
 from lessonkit.source import pyodide
 
-CSP_NEEDS = "wasm-unsafe-eval"  # what `data-lk-csp` on the block's root asks the page's policy to allow
+# What an engine block may ask its page's Content-Security-Policy for, with `data-lk-csp` on its
+# root element (of class `lk-block`, which raw HTML in a page may not make: the input checks refuse
+# the engine's classes), and the sources each request adds, by directive: the one place both are
+# written (the build's and verify's policy, :func:`lessonkit.site.csp.extras`, read it). The
+# exercise block runs Python compiled to WebAssembly in a worker made from a blob: URL, so that the
+# worker inherits this page's policy (a worker loaded from its own URL gets the policy of that
+# response's headers, which a static host does not send: none).
+CSP_NEED = "wasm-unsafe-eval"  # what this block's root asks for
+CSP_NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
+    CSP_NEED: (("script-src", "'wasm-unsafe-eval'"), ("worker-src", "blob:")),
+}
 # The words the script shows (filled in the browser), passed to it as JSON on the block.
 SCRIPT_LABELS = (
     "exercise-loading",
@@ -157,7 +167,7 @@ class Exercise(Kind):
             )
         hint_id = f"{anchor}-keys"
         return (
-            f'<div class="lk-block lk-exercise" id="{anchor}" data-lk-csp="{CSP_NEEDS}" '
+            f'<div class="lk-block lk-exercise" id="{anchor}" data-lk-csp="{CSP_NEED}" '
             f'data-lk-file="{escape(file)}" data-lk-tests="{escape(tests)}" data-lk-size="{size / 1048576:.1f}" '
             f'data-lk-labels="{escape(json.dumps(words, ensure_ascii=False, sort_keys=True))}">'
             + renderer.head(labels["exercise"], "exercise", meta, links)

@@ -34,6 +34,7 @@ ACTIVE_HINT = "remove it: a page shows code, output and figures through annotati
 _MD_URL = re.compile(r"\]\([ \t]*<?(?P<inline>[^\s)>]+)|^[ \t]*(?:>[ \t]?)*[ \t]*\[[^\]]+\]:[ \t]*<?(?P<ref>\S+)")
 # An attribute list `{: … }` (attr_list reads `{ … }` too) and a `key=value` in it.
 _ATTR_LIST = re.compile(r"\{:?([^{}\n]*)\}")
+_NAME = re.compile(r"[a-z_:][-a-z0-9_:.]*")  # an attribute name attr_list writes as it is
 _LIST_PAIR = re.compile(r"""(?:^|\s)([^\s=#.{}'"]+)[ \t]*=[ \t]*(?:"([^"]*)"|'([^']*)'|(\S+))""")
 
 
@@ -97,6 +98,21 @@ LESSON_ATTRIBUTES = {
 }
 
 
+# What an attribute list (`{: … }`, whose element Markdown chooses) may set: what raw HTML may carry on
+# some element of a lesson.
+LIST_ATTRIBUTES = GLOBAL_ATTRIBUTES | frozenset(a for names in LESSON_ATTRIBUTES.values() for a in names)
+# Classes the theme and the highlighter style as boxes of their own (an admonition, a code block, its
+# line numbers, content tabs): raw HTML or an attribute list with one draws, beside the engine's blocks,
+# a box a reader takes for one Markdown or the engine wrote, holding text nothing checks. Markdown
+# writes them (`!!! note`, a fence, `=== "tab"`).
+THEME_BOXES = ("admonition", "highlight", "codehilite", "linenos", "linenodiv", "tabbed-", "md-typeset")
+
+
+def theme_box(cls: str) -> bool:
+    """``cls`` is a class of :data:`THEME_BOXES` (or starts with one)."""
+    return cls.startswith(THEME_BOXES)
+
+
 def _scheme(value: str, attr: str) -> str | None:
     """The scheme of a URL that runs code (any attribute) or carries a document (a URL
     attribute), as a browser reads it (:func:`lessonkit.util.markup.scheme`: spaces and control
@@ -135,6 +151,10 @@ def _attribute_problem(name: str, value: str, element: str | None = None, attrs:
         return "a `style` attribute, which can hide text or draw other text over a block"
     if name == "srcdoc":
         return "a `srcdoc` attribute, which embeds another document in the page"
+    if name == "class":
+        box = next((c for c in value.split() if theme_box(c)), None)
+        if box is not None:
+            return f"the theme's class `{box}`, {BOX}"
     urls = markup.url_values(element or "", name, value, attrs) if element is not None else [value]
     for url in urls or [value]:
         scheme = _scheme(url, name if urls else "")
@@ -154,6 +174,7 @@ def _attribute_problem(name: str, value: str, element: str | None = None, attrs:
 
 
 NOT_USED = "which lessons do not use (text and structure only)"
+BOX = "which draws a box like those Markdown and the engine write (text in it nothing checks)"
 
 
 def _element_problem(name: str) -> str | None:
@@ -213,13 +234,37 @@ def active_html(prose: list[tuple[int, str]], path: str, offset: int = 0) -> lis
             if scheme is not None:
                 what = "runs code in the reader's browser" if scheme in RUNS else "shows content that nothing checks"
                 found.setdefault(i, f"a Markdown link or image to a `{scheme}:` URL, which {what}")
-        for m in _ATTR_LIST.finditer(line) if "{" in line and ("=" in line or "#" in line) else ():
-            for token in m[1].split():
-                if token.startswith("#") and reserved_id(token[1:]):
-                    found.setdefault(i, f"an attribute list `{{: … }}` sets {_attribute_problem('id', token[1:])}")
-            for pair in _LIST_PAIR.finditer(m[1]):
-                value = next((v for v in pair.groups()[1:] if v is not None), "")
-                why = _attribute_problem(pair[1].lower(), value)
-                if why is not None:
-                    found.setdefault(i, f"an attribute list `{{: … }}` sets {why}")
+        for m in _ATTR_LIST.finditer(line) if "{" in line and ("=" in line or "#" in line or "." in line) else ():
+            why = _attr_list_problem(line, m)
+            if why is not None:
+                found.setdefault(i, f"an attribute list `{{: … }}` sets {why}")
     return [Problem(msg, path, offset + i + 1, ACTIVE_HINT, code=ENGINE_HTML) for i, msg in sorted(found.items())]
+
+
+def _attr_list_problem(line: str, m: re.Match) -> str | None:
+    """What attribute list ``m`` of ``line`` sets that a lesson may not: what raw HTML may not carry
+    (an event, a style, a URL that runs code, a reserved id, a theme box's class) and, where it is an
+    attribute list for certain (``{:``, after a link or image, or ending a line after a space), an
+    attribute outside :data:`LIST_ATTRIBUTES` (`_{i=1}` in a formula is no attribute list)."""
+    sure = (
+        not m[1].lstrip().startswith("@")
+        and (  # `{@name = value}`: a checked value, the engine's
+            m[0].startswith("{:")
+            or line[: m.start()].endswith(")")
+            or (not line[m.end() :].strip() and line[: m.start()].endswith((" ", "\t")))
+        )
+    )
+    for token in m[1].split():
+        if token.startswith("#") and reserved_id(token[1:]):
+            return _attribute_problem("id", token[1:])
+        if token.startswith(".") and theme_box(token[1:]):
+            return _attribute_problem("class", token[1:])
+    for pair in _LIST_PAIR.finditer(m[1]):
+        name = pair[1].lower()
+        value = next((v for v in pair.groups()[1:] if v is not None), "")
+        why = _attribute_problem(name, value)
+        if why is not None:
+            return why
+        if sure and _NAME.fullmatch(name) and name not in LIST_ATTRIBUTES and not name.startswith("aria-"):
+            return f"an attribute `{name}`, {NOT_USED}"
+    return None

@@ -31,8 +31,8 @@ from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 
-from lessonkit.checks.htmlscan import Doc, browser_view, unpaired
 from lessonkit.checks.shown import inside
+from lessonkit.checks.tree import Doc
 from lessonkit.errors import Problem
 from lessonkit.site.links import from_root
 from lessonkit.util import markup
@@ -215,18 +215,18 @@ def line_at(html: str, pos: int) -> int:
 def problems(check, doc: Doc, rel: str, where: str, verified: list[int]) -> list[Problem]:
     """The scripts, styles, event attributes, frames and URLs of page ``rel`` that neither
     Material's templates nor lessonkit wrote (see the module docstring), read from the document a
-    browser builds (:func:`lessonkit.checks.htmlscan.browser_view`: names and decoded attribute
-    values from the standard's parser, offsets from the scan it agrees with). What the page holds
-    is found once per page (a mutated copy shares it); which styles are inside the elements
-    ``verified`` (an engine block's markup is compared whole) is decided per call."""
+    browser builds (:class:`lessonkit.checks.tree.Doc`: names and decoded attribute values from the
+    standard's parser), each at its line. What the page holds is found once per page (a mutated
+    copy shares it); which styles are inside the elements ``verified`` (an engine block's markup
+    is compared whole) is decided per call."""
     memo = ("active", tuple(sorted(verified)))
     if memo in doc.memo:
         return doc.memo[memo]
     found = doc.memo.get("active-found")
     if found is None:
         found = doc.memo["active-found"] = _found(check, doc, rel, where)
-    spans = sorted(doc.span(i) for i in verified)
-    out = [p for pos, p, style in found if not (style and inside(spans, pos))]
+    spans = sorted((i, doc.end(i)) for i in verified)
+    out = [p for k, p, style in found if not (style and inside(spans, k))]
     doc.memo[memo] = out
     return out
 
@@ -247,83 +247,93 @@ def _risky(names: tuple) -> bool:
 
 
 def _found(check, doc: Doc, rel: str, where: str) -> list[tuple[int, Problem, bool]]:
-    """(offset, problem, is a style: allowed inside a verified element) for everything of the page
+    """(element, problem, is a style: allowed inside a verified element) for everything of the page
     that runs, restyles or embeds and is not Material's or lessonkit's."""
-    allowed, html = check.allowed, doc.html
     out: list[tuple[int, Problem, bool]] = []
-    raw = {a: b for _, a, b in doc.raw}  # raw-text contents: start -> end
-    _tree, pairs, _bad = browser_view(doc)
-
-    def refuse(message: str, pos: int, style: bool = False) -> None:
-        out.append((pos, Problem(message, where, line_at(html, pos), HINT), style))
-
-    for k, node in pairs:
+    for k, node in enumerate(doc.nodes):
         given = node.attributes
-        tag = node.tag or ""
-        if not (given and _risky(tuple(given))) and tag not in ELEMENTS and tag.lower() not in ELEMENTS:
+        name = doc.name(k)
+        if not (given and _risky(tuple(given))) and name not in ELEMENTS:
             continue
-        name = tag.lower()
-        m = doc.tags[k]
-        attrs = markup.attributes(node)
-        if name == "script":
-            for p in _script(check, rel, where, m[3], html[m.end() : raw.get(m.end(), m.end())]):
-                out.append((m.start(), replace(p, line=line_at(html, m.start())), False))
-        elif name == "style":
-            if not allowed.style_ok(m[3], html[m.end() : raw.get(m.end(), m.end())]):
-                refuse("a <style> element that neither Material's templates nor lessonkit write", m.start(), True)
-        elif name in EMBEDS:
-            refuse(f"a <{name}> element, which embeds another document in the page", m.start())
-        elif name == "base":
-            refuse("a <base> element, which changes where the page's links point", m.start())
-        elif name == "meta" and attrs.get("http-equiv", "").strip().lower() == "refresh":
-            refuse("a <meta> refresh, which replaces the page with another", m.start())
-        elif name == "meta" and "http-equiv" in attrs and (node.parent is None or node.parent.tag != "head"):
-            refuse("a <meta http-equiv> outside the page's head, which a browser ignores with a warning", m.start())
-        elif name == "link":
-            for p in _link(check, attrs, rel, where):
-                out.append((m.start(), replace(p, line=line_at(html, m.start())), False))
-        for attr, value in attrs.items():
-            if attr.startswith("on") and len(attr) > 2:
-                if not any(e == attr and p.fullmatch(value.strip()) for e, p in allowed.events):
-                    refuse(
-                        f"an event attribute `{attr}` on a <{name}>, which runs code in the reader's browser", m.start()
-                    )
-            elif attr == "style":
-                if not any(p.fullmatch(value.strip()) for p in allowed.styles):
-                    refuse(f"a `style` attribute on a <{name}> that Material's templates do not write", m.start(), True)
-            elif attr == "srcdoc":
-                refuse(f"a `srcdoc` attribute on a <{name}>, which embeds another document in the page", m.start())
-            elif attr in URL_ATTRS:
-                for url in markup.url_values(name, attr, value, attrs):
-                    scheme = markup.scheme(url)
-                    if scheme in ("javascript", "vbscript", "data"):
-                        if not any(a == attr and p.fullmatch(value.strip()) for a, p in allowed.urls):
-                            refuse(f"a `{scheme}:` URL in `{attr}` of a <{name}>", m.start())
-                        break
-    out += _reserved_ids(_tree, html, where)
-    if _bad is not None:  # past where the scan and the browser differ: the browser's elements, at their lines
-        for node in unpaired(doc):
-            why = _unpaired_problem(node)
-            if why is not None:
-                out.append((len(html), Problem(why, where, markup.element_line(html, _tree, node), HINT), False))
+        found = [(replace(p, line=doc.line(k)), style) for p, style in _element(check, doc, k, rel, where)]
+        found += [(replace(p, line=doc.line(k, attr)), style) for attr, p, style in _attributes(check, doc, k, where)]
+        out += [(k, p, style) for p, style in found]
+    out += _reserved_ids(doc, where)
     return out
 
 
-def _reserved_ids(tree, html: str, where: str) -> list[tuple[int, Problem, bool]]:
+def _element(check, doc: Doc, k: int, rel: str, where: str) -> list[tuple[Problem, bool]]:
+    """What element ``k`` is, when that runs, embeds or restyles (by its name)."""
+    name, attrs = doc.name(k), doc.attrs(k)
+
+    def refuse(message: str, style: bool = False) -> list[tuple[Problem, bool]]:
+        return [(Problem(message, where, None, HINT), style)]
+
+    if name == "script":
+        return [(p, False) for p in _script(check, rel, where, doc.attrs(k), doc.attribute_text(k), doc.raw_text(k))]
+    if name == "style":
+        if check.allowed.style_ok(doc.attribute_text(k), doc.raw_text(k)):
+            return []
+        return refuse("a <style> element that neither Material's templates nor lessonkit write", True)
+    if name in EMBEDS:
+        return refuse(f"a <{name}> element, which embeds another document in the page")
+    if name == "base":
+        return refuse("a <base> element, which changes where the page's links point")
+    if name == "meta" and attrs.get("http-equiv", "").strip().lower() == "refresh":
+        return refuse("a <meta> refresh, which replaces the page with another")
+    if name == "meta" and "http-equiv" in attrs and (doc.parent[k] < 0 or doc.name(doc.parent[k]) != "head"):
+        return refuse("a <meta http-equiv> outside the page's head, which a browser ignores with a warning")
+    if name == "link":
+        return [(p, False) for p in _link(check, attrs, rel, where)]
+    return []
+
+
+def _attributes(check, doc: Doc, k: int, where: str) -> list[tuple[str, Problem, bool]]:
+    """The attributes of element ``k`` that run code, restyle it, embed a document or carry a URL
+    that runs code or is a document, which Material's templates do not write."""
+    allowed, name, attrs = check.allowed, doc.name(k), doc.attrs(k)
+    out: list[tuple[str, str, bool]] = []
+    for attr, value in attrs.items():
+        if attr.startswith("on") and len(attr) > 2:
+            if not any(e == attr and p.fullmatch(value.strip()) for e, p in allowed.events):
+                why = f"an event attribute `{attr}` on a <{name}>, which runs code in the reader's browser"
+                out.append((attr, why, False))
+        elif attr == "style":
+            if not any(p.fullmatch(value.strip()) for p in allowed.styles):
+                out.append((attr, f"a `style` attribute on a <{name}> that Material's templates do not write", True))
+        elif attr == "srcdoc":
+            out.append((attr, f"a `srcdoc` attribute on a <{name}>, which embeds another document in the page", False))
+        elif attr in URL_ATTRS:
+            scheme = _url_scheme(name, attr, value, attrs)
+            if scheme is not None and not any(a == attr and p.fullmatch(value.strip()) for a, p in allowed.urls):
+                out.append((attr, f"a `{scheme}:` URL in `{attr}` of a <{name}>", False))
+    return [(attr, Problem(message, where, None, HINT), style) for attr, message, style in out]
+
+
+def _url_scheme(name: str, attr: str, value: str, attrs: dict[str, str]) -> str | None:
+    """The first scheme that runs code or carries a document among the URLs of an attribute."""
+    for url in markup.url_values(name, attr, value, attrs):
+        scheme = markup.scheme(url)
+        if scheme in ("javascript", "vbscript", "data"):
+            return scheme
+    return None
+
+
+def _reserved_ids(doc: Doc, where: str) -> list[tuple[int, Problem, bool]]:
     """The theme's scripts find their elements by ids that start with ``__`` (``__config``, whose
     JSON names the search worker's file; ``__code_…``, the copy buttons' targets): each such id is on
     one element of the page, and ``__config`` on a JSON ``<script>``. A second element with one of
     them, placed before the theme's, is the one its scripts would read."""
     seen: dict[str, int] = {}
     out: list[tuple[int, Problem, bool]] = []
-    for node in tree.css("[id]"):
-        value = (node.attributes.get("id") or "").strip(" \t\n\f\r")
+    for k in range(len(doc)):
+        value = doc.attrs(k).get("id", "").strip(" \t\n\f\r")
         if not value.startswith("__"):
             continue
         seen[value] = seen.get(value, 0) + 1
-        name = markup.name(node)
+        name = doc.name(k)
         wrong = value == "__config" and not (
-            name == "script" and (node.attributes.get("type") or "").strip().lower() == "application/json"
+            name == "script" and doc.attrs(k).get("type", "").strip().lower() == "application/json"
         )
         if seen[value] > 1 or wrong:
             why = (
@@ -331,32 +341,11 @@ def _reserved_ids(tree, html: str, where: str) -> list[tuple[int, Problem, bool]
                 if seen[value] > 1
                 else f"a <{name}> with the id `__config`, where the theme keeps its configuration"
             )
-            out.append((len(html), Problem(why, where, markup.element_line(html, tree, node), HINT), False))
+            out.append((k, Problem(why, where, doc.line(k), HINT), False))
     return out
 
 
-def _unpaired_problem(node) -> str | None:
-    """What runs, restyles or embeds in an element the scan did not see as the browser does (nothing
-    there is Material's: its templates' markup reads the same to both)."""
-    name = markup.name(node)
-    if name in ELEMENTS:
-        return f"a <{name}> element where lessonkit's scan of the page and a browser disagree"
-    for attr, value in markup.attributes(node).items():
-        if (attr.startswith("on") and len(attr) > 2) or attr in ("style", "srcdoc"):
-            return f"an attribute `{attr}` on a <{name}>, which runs, embeds or restyles"
-        for url in markup.url_values(name, attr, value) or [value]:
-            scheme = markup.scheme(url)
-            if scheme in ("javascript", "vbscript") or (scheme == "data" and attr in URL_ATTRS):
-                return f"a `{scheme}:` URL in `{attr}` of a <{name}>"
-    return None
-
-
-def _script(check, rel: str, where: str, attr_text: str, code: str) -> list[Problem]:
-    from html import unescape
-
-    from lessonkit.checks.htmlscan import attributes
-
-    attrs = attributes(attr_text)
+def _script(check, rel: str, where: str, attrs: dict[str, str], attr_text: str, code: str) -> list[Problem]:
     allowed = check.allowed
     if "src" in attrs:
         target = _resolve(rel, attrs["src"], check.base)
@@ -368,7 +357,7 @@ def _script(check, rel: str, where: str, attr_text: str, code: str) -> list[Prob
             and attrs.get("type", "module") in ("module", "text/javascript")
         ):
             return []
-        what = f"a file of the folder ({target})" if target in check.hashes else f"{unescape(attrs['src'])!r}"
+        what = f"a file of the folder ({target})" if target in check.hashes else f"{attrs['src']!r}"
         return [
             Problem(f"a <script> that loads {what}, which is neither Material's nor lessonkit's", where, None, HINT)
         ]

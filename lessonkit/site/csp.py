@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from html import escape
 
 from lessonkit.errors import LessonError, Problem
+from lessonkit.kinds.exercise import CSP_NEEDS
 
 HTTP_EQUIV = "Content-Security-Policy"
 # The policy's directives, in the order they are written; the hashes of a page's inline code are
@@ -71,14 +72,7 @@ CODE_TYPES = frozenset({"module", "importmap", "speculationrules"})
 HINT_BUILD = "a hook or plugin after lessonkit changed the page or its policy; remove it and rebuild"
 
 
-# What an engine block may ask its page's policy for, with `data-lk-csp` on its root element (an
-# element of class `lk-block`, which raw HTML in a page may not make: the input checks refuse the
-# engine's classes). The exercise block runs Python compiled to WebAssembly in a worker made from a
-# blob: URL, so that the worker inherits this page's policy (a worker loaded from its own URL gets
-# the policy of that response's headers, which a static host does not send: none).
-NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
-    "wasm-unsafe-eval": (("script-src", "'wasm-unsafe-eval'"), ("worker-src", "blob:")),
-}
+NEEDS = CSP_NEEDS  # what an engine block may ask its page's policy for (the one mapping, of its kind)
 
 
 def extras(tree) -> dict[str, tuple[str, ...]]:
@@ -238,6 +232,29 @@ def parse_policy(content: str) -> tuple[dict[str, list[str]], list[str]]:
     return out, twice
 
 
+def _directive(name: str, have: list[str], sources) -> list[str]:
+    """What directive ``name`` of a page's policy (``have``) allows beyond ``sources``, the
+    sources lessonkit writes for it, and what of those it does not allow."""
+    out = []
+    bad = [s for s in have if s.lower() in UNSAFE and s not in sources]  # blob: workers, asked for
+    for s in bad:
+        out.append(f"`{name}` allows {s}, which lets code or styles the build did not emit run")
+    for s in have:
+        if s not in sources and s not in bad:
+            kind = "an inline element the page does not have" if s.startswith("'sha256-") else "a source"
+            out.append(f"`{name}` allows {s}, {kind} that lessonkit does not allow there")
+    for s in sources:
+        if s not in have:
+            if s.startswith("'sha256-"):
+                element = "<script>" if name == "script-src" else "<style>"
+                out.append(
+                    f"an inline {element} of the page (hash {s}) is not allowed by the policy: the browser refuses it"
+                )
+            else:
+                out.append(f"`{name}` does not allow {s}")
+    return out
+
+
 def problems(html: str, where: str, extra: dict[str, tuple[str, ...]] | None = None) -> list[Problem]:
     """What is wrong with the policy of a written page (``verify --site``): it must be there, once,
     as the head's first child, say exactly what the build writes (:data:`BASE` and :func:`extras`),
@@ -267,22 +284,9 @@ def problems(html: str, where: str, extra: dict[str, tuple[str, ...]] | None = N
     for name, sources in want.items():
         if name not in have:
             add(f"the policy has no `{name}` directive")
-            continue
-        bad = [s for s in have[name] if s.lower() in UNSAFE and s not in sources]  # blob: workers, asked for
-        for s in bad:
-            add(f"`{name}` allows {s}, which lets code or styles the build did not emit run")
-        for s in have[name]:
-            if s not in sources and s not in bad:
-                kind = "an inline element the page does not have" if s.startswith("'sha256-") else "a source"
-                add(f"`{name}` allows {s}, {kind} that lessonkit does not allow there")
-        for s in sources:
-            if s not in have[name]:
-                if s.startswith("'sha256-"):
-                    element = "<script>" if name == "script-src" else "<style>"
-                    why = "is not allowed by the policy: the browser refuses it"
-                    add(f"an inline {element} of the page (hash {s}) {why}")
-                else:
-                    add(f"`{name}` does not allow {s}")
+        else:
+            for what in _directive(name, have[name], sources):
+                add(what)
     # Browsers look for the encoding in the first 1024 bytes: the <meta charset> must still be there.
     if tree.css_first("meta[charset]") is not None:
         start = html.encode("utf-8")[:1024].decode("utf-8", "ignore")

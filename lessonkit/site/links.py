@@ -272,38 +272,52 @@ def check_site(
         for res in c.resources:
             if markup.other_host(res):
                 problems.append(LinkProblem(page, res, "loads a resource from another host", res))
-        here = posixpath.dirname(page)
         for href in c.links:
-            if href.startswith("#") and "?" not in href:  # this page: most links of a source page (#L12)
-                if _anchor_missing(href[1:], c.ids):
-                    problems.append(LinkProblem(page, href, "broken anchor", page + href))
-                continue
-            if not href or href.startswith(("mailto:", "javascript:", "data:")) or _external(href):
-                continue
-            parts = urlsplit(href) if ("#" in href or "?" in href or ":" in href) else None
-            path, fragment = (parts.path, parts.fragment) if parts else (href, "")
-            target = page
-            if path:
-                folder = here
-                if path.startswith("/"):  # "/my-series/x/": from the site root (the published path)
-                    folder, path = "", from_root(path, base)
-                    if path is None:
-                        problems.append(LinkProblem(page, href, "link leaves the site", href))
-                        continue
-                target = posixpath.normpath(posixpath.join(folder, unquote(path).lstrip("/")))
-                if target.startswith(".."):
-                    problems.append(LinkProblem(page, href, "link leaves the site", target))
-                    continue
-                if target == ".":
-                    target = ""
-                if target in dirs or href.endswith("/"):
-                    target = posixpath.join(target, "index.html")
-                if target not in files:
-                    problems.append(LinkProblem(page, href, "broken link", target))
-                    continue
-            if target.endswith(".html") and _anchor_missing(fragment, pages[target].ids if target in pages else set()):
-                problems.append(LinkProblem(page, href, "broken anchor", f"{target}#{fragment}"))
+            problems += _link_problems(page, href, pages, files, dirs, base)
     return problems
+
+
+def _link_problems(
+    page: str, href: str, pages: dict[str, _Page], files: set[str], dirs: set[str], base: str
+) -> list[LinkProblem]:
+    """What is wrong with link ``href`` of ``page``: a target that is not a file of the site, an
+    anchor its page does not have, a path out of the site."""
+    if href.startswith("#") and "?" not in href:  # this page: most links of a source page (#L12)
+        return (
+            [LinkProblem(page, href, "broken anchor", page + href)]
+            if _anchor_missing(href[1:], pages[page].ids)
+            else []
+        )
+    if not href or href.startswith(("mailto:", "javascript:", "data:")) or _external(href):
+        return []
+    parts = urlsplit(href) if ("#" in href or "?" in href or ":" in href) else None
+    path, fragment = (parts.path, parts.fragment) if parts else (href, "")
+    target = page
+    if path:
+        named = _target(page, path, base)
+        if named is None or named.startswith(".."):
+            return [LinkProblem(page, href, "link leaves the site", href if named is None else named)]
+        target = named
+        if target in dirs or href.endswith("/"):
+            target = posixpath.join(target, "index.html")
+        if target not in files:
+            return [LinkProblem(page, href, "broken link", target)]
+    if target.endswith(".html") and _anchor_missing(fragment, pages[target].ids if target in pages else set()):
+        return [LinkProblem(page, href, "broken anchor", f"{target}#{fragment}")]
+    return []
+
+
+def _target(page: str, path: str, base: str) -> str | None:
+    """The file or folder of the site a link's path names from ``page`` ("" for the root; it may
+    start with ``..``, out of the site), or None when a path from the root is not under ``base``."""
+    folder = posixpath.dirname(page)
+    if path.startswith("/"):  # "/my-series/x/": from the site root (the published path)
+        inside = from_root(path, base)
+        if inside is None:
+            return None
+        folder, path = "", inside
+    target = posixpath.normpath(posixpath.join(folder, unquote(path).lstrip("/")))
+    return "" if target == "." else target
 
 
 # ---------------------------------------------------------------- scanning in another process

@@ -4,11 +4,8 @@ files, and whatever claims to be the engine's outside what was checked (:mod:`le
 
 from __future__ import annotations
 
-import bisect
 import re
-from html import unescape
 
-from lessonkit.checks.htmlscan import TAG, Doc
 from lessonkit.checks.shown import (
     HINT,
     META,
@@ -21,19 +18,13 @@ from lessonkit.checks.shown import (
     short,
     unchecked_claims,
 )
+from lessonkit.checks.tree import Doc
 from lessonkit.errors import LessonError, Problem
 from lessonkit.pipeline.parse import INSTEAD
 
 IMITATES = "raw HTML or a plugin imitates an engine block; write {instead} in the Markdown instead"
 REBUILD = "build the site again (`lessonkit build`) before `verify --site`"
-LINE = re.compile(r'<span id="L(\d+)" class="lk-line(?: lk-cited)?">')
-# a line's start: its number (drawn by CSS from an empty link), the gutter marker of a cited range
-# (empty: its names are attributes), the symbol anchors
-LN = re.compile(
-    r'^<a class="lk-ln" href="#L(\d+)" tabindex="-1" aria-hidden="true"></a>'
-    r'(?:<a class="lk-cite-mark" href="#cited-[^"<>]*" aria-label="[^"<>]*" title="[^"<>]*"></a>)?'
-    r'(?:<span class="lk-sym" id="sym-[^"<>]*"></span>)*'
-)
+LINE_ID = re.compile(r"L(\d+)")
 RAW_CLAIM = re.compile(r"\blk-(?:block|real-source|teaching|experiment|badge|disclaimer|output|source|value)\b")
 
 
@@ -58,29 +49,20 @@ def source_page(check, doc: Doc, where: str, code, roots: list[int], verified: l
         return [Problem(f"the source page of {file} shows {len(boxes)} code listing(s), not one", where, None, HINT)]
     box = boxes[0]
     verified.append(box)
-    codes = [k for k in range(box + 1, doc.close_of(box)) if doc.name(k) == "code" and not doc.closing(k)]
+    codes = [k for k in range(box + 1, doc.end(box)) if doc.name(k) == "code"]
     if not codes:
         return [Problem(f"the source page of {file} has no code", where, None, HINT)]
-    a, b = doc.inner(codes[0])
-    inner = doc.html[a:b]
-    marks = list(LINE.finditer(inner))
+    code_el = codes[0]
+    marks = [k for k in doc.children(code_el) if doc.name(k) == "span" and doc.has_class(k, "lk-line")]
     bad = []
-    for n, m in enumerate(marks):
-        seg = inner[m.end() : marks[n + 1].start() if n + 1 < len(marks) else len(inner)]
-        ln = LN.match(seg)
-        number = int(m[1])
-        if ln is None or int(ln[1]) != number or number != n + 1:
-            bad.append(
-                (
-                    n + 1,
-                    f"line {n + 1} is numbered {m[1]}"
-                    if number != n + 1
-                    else f"line {number}'s number is not lessonkit's",
-                )
-            )
+    for n, k in enumerate(marks):
+        why = _line_problem(doc, k, n + 1)
+        if why is not None:
+            bad.append((n + 1, why))
             continue
-        shown = TAG.sub("", seg[ln.end() :])
-        shown = unescape(shown) if "&" in shown else shown
+        # the line's text, and what follows it up to the next line (its number and marks are empty)
+        stop = doc.tstart[marks[n + 1]] if n + 1 < len(marks) else doc.tend[code_el]
+        shown = "".join(doc.texts[t] for t in range(doc.tstart[k], stop) if not doc.hidden[t])
         expected = want[n] if n < len(want) else None
         if expected is None or shown not in (expected + "\n", expected if n == len(want) - 1 else None):
             bad.append((n + 1, f"line {n + 1}: {short(shown)!r} instead of {short(expected or '')!r}"))
@@ -99,14 +81,41 @@ def source_page(check, doc: Doc, where: str, code, roots: list[int], verified: l
                 HINT,
             )
         )
-    outside = doc.text(doc.tags[box].end(), doc.tags[codes[0]].start()) + doc.text(
-        doc.span(codes[0])[1], doc.inner(box)[1]
-    )
+    first = doc.tstart[marks[0]] if marks else doc.tend[code_el]
+    before = "".join(doc.texts[t] for t in range(doc.tstart[code_el], first) if not doc.hidden[t])
+    outside = doc.text(box, [code_el]) + before
     if outside.strip():
         out.append(
             Problem(f"the source page of {file} shows text beside its code: {short(outside)!r}", where, None, HINT)
         )
     return out
+
+
+def _line_problem(doc: Doc, k: int, n: int) -> str | None:
+    """Why line element ``k`` is not line ``n`` as lessonkit writes it, or None: its id, then, first
+    in it and empty, the link that draws its number (out of the Tab order, hidden from screen
+    readers), the gutter marker of a cited range, the symbol anchors."""
+    m = LINE_ID.fullmatch(doc.attrs(k).get("id", ""))
+    number = int(m[1]) if m else None
+    if number != n:
+        return f"line {n} is numbered {number if number is not None else 'nothing'}"
+    kids = list(doc.children(k))
+    ln = {"class": "lk-ln", "href": f"#L{n}", "tabindex": "-1", "aria-hidden": "true"}
+    if not kids or doc.name(kids[0]) != "a" or doc.attrs(kids[0]) != ln or not _empty(doc, kids[0]):
+        return f"line {n}'s number is not lessonkit's"
+    rest = kids[1:]
+    if rest and doc.name(rest[0]) == "a" and doc.has_class(rest[0], "lk-cite-mark"):
+        mark = doc.attrs(rest[0])
+        if set(mark) != {"class", "href", "aria-label", "title"} or not mark["href"].startswith("#cited-"):
+            return f"line {n}'s number is not lessonkit's"
+        if not _empty(doc, rest[0]):
+            return f"line {n}'s number is not lessonkit's"
+    return None
+
+
+def _empty(doc: Doc, i: int) -> bool:
+    """Element ``i`` holds nothing (no element, no text)."""
+    return doc.end(i) == i + 1 and doc.tstart[i] == doc.tend[i]
 
 
 def imitations(check, doc: Doc, where: str, verified: list[int]) -> list[Problem]:
@@ -116,32 +125,30 @@ def imitations(check, doc: Doc, where: str, verified: list[int]) -> list[Problem
         doc.memo[memo] = unchecked_claims(doc, ranges(doc, verified))
     reported = doc.memo[memo]
     out = [imitation(check, doc, i, where) for i in reported]
-    for name, a, b in doc.raw:
-        m = RAW_CLAIM.search(doc.html, a, b)
-        badge = next((x for x in check.badges if x in doc.html[a:b]), None)
+    for i in doc.raw:
+        content = doc.raw_text(i)
+        m = RAW_CLAIM.search(content)
+        badge = next((x for x in check.badges if x in content), None)
         if m or badge:
             shown = m.group(0) if m else f"the badge \"{badge}\""
             out.append(
                 Problem(
-                    f"a <{name}> on the page carries {shown}, which only lessonkit's own blocks may show",
+                    f"a <{doc.name(i)}> on the page carries {shown}, which only lessonkit's own blocks may show",
                     where,
                     None,
                     "raw HTML or a plugin imitates an engine block; remove it",
                 )
             )
-    found = list(check.badge_re.finditer(doc.html)) if check.badge_re is not None else []
-    if found:
-        ends = doc.memo.get("ends") or doc.memo.setdefault("ends", [m.end() for m in doc.tags])
-        spans = sorted(doc.span(j) for j in verified + reported)
-        for m in found:
-            k = bisect.bisect_right(ends, m.start() + 1) - 1
-            if k < 0 or doc.tags[k].end() != m.start() + 1 or doc.closing(k) or inside(spans, m.start()):
+    if check.badges:
+        spans = ranges(doc, verified + reported)
+        for k, badge in _badged(check, doc):
+            if inside(spans, k):
                 continue
             attrs = doc.attrs(k)
             if "class" in attrs or "style" in attrs:
                 out.append(
                     Problem(
-                        f"an element shows the engine's badge \"{short(m.group(0)[1:-1])}\" outside its blocks",
+                        f"an element shows the engine's badge \"{short(badge)}\" outside its blocks",
                         where,
                         None,
                         IMITATES.format(instead="the annotation block"),
@@ -150,9 +157,22 @@ def imitations(check, doc: Doc, where: str, verified: list[int]) -> list[Problem
     return out
 
 
+def _badged(check, doc: Doc) -> list[tuple[int, str]]:
+    """The elements whose first child is a text that reads one of the engine's badges (spaces
+    around it aside), with that badge."""
+    badges = set(check.badges)
+    if "badged" not in doc.memo:
+        doc.memo["badged"] = [(k, t) for k, t in doc.first_text if doc.texts[t].strip() in badges]
+    found = doc.memo["badged"]
+    if doc.changed is not None:  # a changed text may now read a badge, or no longer
+        found = [(k, t) for k, t in found if t != doc.changed]
+        found += [(k, t) for k, t in doc.first_text if t == doc.changed and doc.texts[t].strip() in badges]
+    return [(k, doc.texts[t].strip()) for k, t in sorted(found)]
+
+
 def imitation(check, doc: Doc, i: int, where: str) -> Problem:
     classes = [c for c in doc.classes(i) if is_claim(c)]
-    inner = {c for k in range(i, doc.close_of(i)) if not doc.closing(k) for c in doc.classes(k)} if classes else set()
+    inner = {c for k in range(i, doc.end(i)) for c in doc.classes(k)} if classes else set()
     instead = next((what for names, what in INSTEAD if any(c in names for c in inner)), "an annotation block")
     hint = IMITATES.format(instead=instead)
     if "lk-real-source" in inner:

@@ -168,21 +168,29 @@ def _norm(html_or_text: str) -> str:
     return re.sub(r"\s+|" + ZWSP, "", re.sub(r"<[^>]+>", "", html_or_text))
 
 
-SECTION_HEADING = re.compile(r'<h[1-6][^>]*\sid="([^"]+)"')
+HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 
 
 def section_of(location: str, locations: set[str], page_html: str | None) -> str | None:
     """The index entry that holds ``location`` (``page/#anchor``): the entry itself, else the
-    section whose heading comes last before the anchor in the page, else the page's entry."""
+    section whose heading comes last before the anchor's element in the page (as a browser builds
+    it, :mod:`lessonkit.util.markup`), else the page's entry."""
     if location in locations:
         return location
     page, _, anchor = location.partition("#")
     if anchor and page_html is not None:
-        at = page_html.find(f'id="{anchor}"')
-        if at >= 0:
-            for ident in reversed(SECTION_HEADING.findall(page_html, 0, at)):
-                if f"{page}#{ident}" in locations:
-                    return f"{page}#{ident}"
+        from lessonkit.util import markup
+
+        before: list[str] = []
+        for node in markup.elements(markup.parse(page_html)):
+            ident = node.attributes.get("id")
+            if ident == anchor:
+                found = next((f"{page}#{h}" for h in reversed(before) if f"{page}#{h}" in locations), None)
+                if found is not None:
+                    return found
+                break
+            if ident and markup.name(node) in HEADINGS:
+                before.append(ident)
     return page if page in locations else None
 
 
@@ -293,8 +301,48 @@ def fold_out(html: str) -> str:
     """A page's HTML with its closed ``<details>`` out of the search index: what a page folds away
     (a quiz's hints and answers, say) is meant to be opened after the reader has tried, and a
     result's teaser would show it unfolded. An open one (``???+``) stays, and so does its summary's
-    page, found by the text around it."""
-    return CLOSED_DETAILS.sub(lambda m: f"<details{m.group(1)}{FOLDED}>", html) if "<details" in html else html
+    page, found by the text around it.
+
+    Only a start tag the HTML parser reads as a ``<details>`` element is marked (each candidate is
+    tried with a bare marker attribute first): ``<details`` in an attribute value, a comment or a
+    raw-text element is text, and one whose attributes hold a ``>`` is left as it is. The marked page
+    must then read as the page did, but for the marks; else it is left unmarked."""
+    if "<details" not in html:
+        return html
+    found = list(CLOSED_DETAILS.finditer(html))
+    if not found:
+        return html
+    from lessonkit.util import markup
+
+    def marked(marks: dict[int, str]) -> str:
+        parts, pos = [], 0
+        for k, m in enumerate(found):
+            if k in marks:
+                parts += [html[pos : m.end() - 1], marks[k]]
+                pos = m.end() - 1
+        return "".join(parts) + html[pos:]
+
+    probe = markup.parse(marked({k: f" data-lk-fold{k}" for k in range(len(found))}))
+    real = {
+        int(a.removeprefix("data-lk-fold"))
+        for node in probe.css("details")
+        for a in node.attributes
+        if a.startswith("data-lk-fold") and a[12:].isdigit()
+    }
+    out = marked({k: FOLDED for k in real})
+    if _elements(out, drop="data-search-exclude") != _elements(html, drop="data-search-exclude"):
+        return html
+    return out
+
+
+def _elements(html: str, drop: str) -> list[tuple[str, list[tuple[str, str | None]]]]:
+    """The elements of a page in order, with their attributes (less ``drop``)."""
+    from lessonkit.util import markup
+
+    return [
+        (node.tag or "", [(k, v) for k, v in node.attributes.items() if k != drop])
+        for node in markup.elements(markup.parse(html))
+    ]
 
 
 INLINE_CODE = re.compile(r"(?<!<pre>)<code>((?:(?!</?code>).)*)</code>", re.S)

@@ -44,7 +44,7 @@ from pathlib import Path
 
 from lessonkit.checks import record as site_record
 from lessonkit.checks import shown
-from lessonkit.checks.htmlscan import Doc, browser_view
+from lessonkit.checks.tree import Doc
 from lessonkit.errors import LessonError, Problem
 from lessonkit.kinds.base import Resolved
 from lessonkit.run.outcomes import failure
@@ -234,7 +234,8 @@ class SiteCheck:
             exp.markup = r.kind.render(self.renderer, r, anchor, result)  # drawn again, no cache
             return exp
         doc = Doc(r.kind.render(self.renderer, r, anchor, result))
-        exp = Expected(r, anchor, (doc.name(0), frozenset(doc.classes(0))), shown.parts(doc, 0))
+        top = doc.top()
+        exp = Expected(r, anchor, (doc.name(top), frozenset(doc.classes(top))), shown.parts(doc, top))
         exp.markup = r.kind.render(self.marked, r, anchor, result)
         return exp
 
@@ -421,14 +422,12 @@ class SiteCheck:
         if "roots" not in doc.memo:
             roots: list[int] = []
             by_id: dict[str, list[int]] = {}
-            for i, m in enumerate(doc.tags):
-                a = m[3]
-                if not m[1] and ("lk-block" in a or "lk-figure" in a or "lk-source" in a or "&" in a):
-                    if any(shown.is_claim(c) for c in doc.classes(i)):
-                        roots.append(i)
-                        ident = doc.attrs(i).get("id")
-                        if ident:
-                            by_id.setdefault(ident, []).append(i)
+            for i in range(len(doc)):
+                if {"lk-block", "lk-figure", "lk-source"} & set(doc.classes(i)):
+                    roots.append(i)
+                    ident = doc.attrs(i).get("id")
+                    if ident:
+                        by_id.setdefault(ident, []).append(i)
             doc.memo["roots"] = roots, by_id
         roots, by_id = doc.memo["roots"]
         problems: list[Problem] = []
@@ -443,29 +442,17 @@ class SiteCheck:
         problems += listings.imitations(self, doc, where, verified)
         problems += active.problems(self, doc, rel, where, verified)  # scripts, styles, frames: Material's only
         problems += self._policy(doc, rel, where)  # the browser refuses what the build did not emit
-        bad = browser_view(doc)[2]
-        if bad is not None:  # the checks above read the page from this scan: it must be the browser's
-            problems.append(
-                Problem(
-                    "a browser reads the markup here differently from lessonkit's scan of the page (an element, "
-                    "attribute or comment one of them has and the other has not)",
-                    where,
-                    active.line_at(doc.html, bad),
-                    "write well-formed HTML (nothing after lessonkit should rewrite the page); rebuild",
-                )
-            )
         return problems
 
     def _policy(self, doc: Doc, rel: str, where: str) -> list[Problem]:
         """The page's Content-Security-Policy (:func:`lessonkit.site.csp.problems`). A page the
-        mutation check changed by one character of text keeps its page's result when that
-        character is outside the first 1024 bytes and outside every ``<script>`` and ``<style>``
-        (the policy, the hashed code and the encoding's place are then the same)."""
+        mutation check changed by one character of text a reader sees keeps its page's result (the
+        policy, the scripts and styles it hashes are elements and raw text, which such a change
+        leaves as they are)."""
         known = doc.memo.get("csp")
         at = doc.changed
-        if known is not None and at is not None and at >= 1024:
-            if not any(a <= at < b for name, a, b in doc.raw if name in ("script", "style")):
-                return known
+        if known is not None and at is not None and not doc.hidden[at]:
+            return known
         found = csp.problems(doc.html, where)
         if at is None:
             doc.memo["csp"] = found

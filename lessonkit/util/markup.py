@@ -299,6 +299,81 @@ def _svg_css(css: str, declarations: bool) -> list[tuple[int, str]]:
     return out
 
 
+def _svg_attribute(local: str, key: str, value: str) -> list[str]:
+    """Why attribute ``key`` (``namespace name`` as expat writes it) of SVG element ``local`` is
+    refused: a base, an event, a URL outside the file or the site, CSS that loads something."""
+    ans, _, name = key.rpartition(" ")
+    shown = f"xlink:{name}" if ans == XLINK_NS else name if not ans else key
+    if ans == XML_NS and name == "base":
+        return [f"an `xml:base` on a <{local}>, which makes its relative URLs point elsewhere"]
+    if name.lower().startswith("on"):
+        return [f"an event attribute `{shown}` on a <{local}>, which runs code in the reader's browser"]
+    if name == "href" and ans in ("", XLINK_NS):
+        why = _svg_url(value, local, shown)
+        return [why] if why is not None else []
+    if name == "style" and not ans:
+        return [f"{why} (a `style` on a <{local}>)" for _, why in _svg_css(value, True)]
+    if "(" in value and not ans:  # a presentation attribute: fill="url(#g)"
+        return [f"{why} (`{name}` of a <{local}>)" for _, why in _svg_css(f"x:{value}", True)]
+    return []
+
+
+class _SvgReader:
+    """The handlers of one expat parse of an SVG file (:func:`svg_file_problems`)."""
+
+    def __init__(self, parser) -> None:
+        self.parser = parser
+        self.out: list[tuple[int | None, str]] = []
+        self.styles: list[tuple[int, list[str]]] = []  # open <style> elements: their line, their text
+        parser.StartDoctypeDeclHandler = self.doctype
+        parser.EntityDeclHandler = self.entity
+        parser.ProcessingInstructionHandler = self.instruction
+        parser.StartElementHandler = self.start
+        parser.EndElementHandler = self.end
+        parser.CharacterDataHandler = self.chars
+
+    def refuse(self, why: str) -> None:
+        self.out.append((self.parser.CurrentLineNumber, why))
+
+    def doctype(self, name, *_rest) -> None:
+        self.refuse("a DOCTYPE, whose entities can put any markup (a script) into the file")
+        raise _SvgStop
+
+    def entity(self, name, *_rest) -> None:  # declared without a DOCTYPE handler seeing it
+        self.refuse(f"an entity declaration `{name}`, which can put any markup into the file")
+        raise _SvgStop
+
+    def instruction(self, target, _data) -> None:
+        self.refuse(f"a processing instruction `<?{target} …?>`, which can load a style sheet or transform the file")
+
+    def start(self, tag: str, attrs: dict[str, str]) -> None:
+        ns, _, local = tag.rpartition(" ")
+        if self.styles:
+            self.styles[-1][1].append("\0")  # markup inside a <style>: not CSS
+        if ns != SVG_NS or local not in SVG_DRAWING:
+            where = f" in the namespace {ns}" if ns and ns != SVG_NS else " (no namespace)" if not ns else ""
+            self.refuse(f"a <{local}> element{where}, which is not static SVG drawing")
+            return
+        for key, value in attrs.items():
+            for why in _svg_attribute(local, key, value):
+                self.refuse(why)
+        if local == "style":
+            self.styles.append((self.parser.CurrentLineNumber, []))
+
+    def end(self, tag: str) -> None:
+        if tag == f"{SVG_NS} style" and self.styles:
+            line, parts = self.styles.pop()
+            text = "".join(parts)
+            if "\0" in text:
+                self.out.append((line, "a <style> element holding markup, not only CSS"))
+            for offset, why in _svg_css(text, False):
+                self.out.append((line + offset, why))
+
+    def chars(self, text: str) -> None:
+        if self.styles:
+            self.styles[-1][1].append(text)
+
+
 def svg_file_problems(data: bytes) -> list[tuple[int | None, str]]:
     """(line, why) for everything of an SVG file (its bytes) that is not static drawing, read as a
     browser reads ``image/svg+xml``: XML with namespaces (see the section's comment)."""
@@ -306,70 +381,8 @@ def svg_file_problems(data: bytes) -> list[tuple[int | None, str]]:
 
     parser = expat.ParserCreate(namespace_separator=" ")
     parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
-    out: list[tuple[int | None, str]] = []
-    styles: list[tuple[int, list[str]]] = []  # open <style> elements: their line, their text
-
-    def refuse(why: str) -> None:
-        out.append((parser.CurrentLineNumber, why))
-
-    def doctype(name, *_rest) -> None:
-        refuse("a DOCTYPE, whose entities can put any markup (a script) into the file")
-        raise _SvgStop
-
-    def entity(name, *_rest) -> None:  # declared without a DOCTYPE handler seeing it
-        refuse(f"an entity declaration `{name}`, which can put any markup into the file")
-        raise _SvgStop
-
-    def instruction(target, _data) -> None:
-        refuse(f"a processing instruction `<?{target} …?>`, which can load a style sheet or transform the file")
-
-    def start(tag: str, attrs: dict[str, str]) -> None:
-        ns, _, local = tag.rpartition(" ")
-        if styles:
-            styles[-1][1].append("\0")  # markup inside a <style>: not CSS
-        if ns != SVG_NS or local not in SVG_DRAWING:
-            where = f" in the namespace {ns}" if ns and ns != SVG_NS else " (no namespace)" if not ns else ""
-            refuse(f"a <{local}> element{where}, which is not static SVG drawing")
-            return
-        for key, value in attrs.items():
-            ans, _, name = key.rpartition(" ")
-            shown = f"xlink:{name}" if ans == XLINK_NS else name if not ans else key
-            if ans == XML_NS and name == "base":
-                refuse(f"an `xml:base` on a <{local}>, which makes its relative URLs point elsewhere")
-            elif name.lower().startswith("on"):
-                refuse(f"an event attribute `{shown}` on a <{local}>, which runs code in the reader's browser")
-            elif name == "href" and ans in ("", XLINK_NS):
-                why = _svg_url(value, local, shown)
-                if why is not None:
-                    refuse(why)
-            elif name == "style" and not ans:
-                for _, why in _svg_css(value, True):
-                    refuse(f"{why} (a `style` on a <{local}>)")
-            elif "(" in value and not ans:  # a presentation attribute: fill="url(#g)"
-                for _, why in _svg_css(f"x:{value}", True):
-                    refuse(f"{why} (`{name}` of a <{local}>)")
-        if local == "style":
-            styles.append((parser.CurrentLineNumber, []))
-
-    def end(tag: str) -> None:
-        if tag == f"{SVG_NS} style" and styles:
-            line, parts = styles.pop()
-            text = "".join(parts)
-            if "\0" in text:
-                out.append((line, "a <style> element holding markup, not only CSS"))
-            for offset, why in _svg_css(text, False):
-                out.append((line + offset, why))
-
-    def chars(text: str) -> None:
-        if styles:
-            styles[-1][1].append(text)
-
-    parser.StartDoctypeDeclHandler = doctype
-    parser.EntityDeclHandler = entity
-    parser.ProcessingInstructionHandler = instruction
-    parser.StartElementHandler = start
-    parser.EndElementHandler = end
-    parser.CharacterDataHandler = chars
+    reader = _SvgReader(parser)
+    out = reader.out
     try:
         parser.Parse(data, True)
     except _SvgStop:

@@ -47,4 +47,14 @@ def test_each_field_mistake_is_one_line_at_its_field(site):
 
 
 def test_the_block_asks_its_page_for_wasm_compilation_only():
-    assert exercise.CSP_NEEDS == "wasm-unsafe-eval"
+    assert exercise.CSP_NEEDS == {"wasm-unsafe-eval": (("script-src", "'wasm-unsafe-eval'"), ("worker-src", "blob:"))}
+
+
+def test_the_policy_reads_what_a_block_asks_for_from_the_one_mapping():
+    """The request a block writes on its root and the sources it stands for are written in one place,
+    which the build's and verify's policy read."""
+    from lessonkit.site import csp
+
+    assert csp.NEEDS is exercise.CSP_NEEDS and exercise.CSP_NEED in exercise.CSP_NEEDS
+    tree = csp._parse(f'<div class="lk-block lk-exercise" data-lk-csp="{exercise.CSP_NEED}"></div>')
+    assert csp.extras(tree) == {"script-src": ("'wasm-unsafe-eval'",), "worker-src": ("blob:",)}

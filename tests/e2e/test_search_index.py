@@ -224,6 +224,31 @@ def test_closed_details_are_marked_out_of_the_index_and_open_ones_stay():
     assert search.fold_out("<p>没有折叠块</p>") == "<p>没有折叠块</p>"
 
 
+def test_only_details_elements_a_browser_builds_are_marked():
+    """`<details` inside an attribute value, a comment or a raw-text element is text: marking it would
+    end the attribute early and turn the rest of the value into markup."""
+    title = '<p><a title="<details x><img src=x onerror=alert(1)>">t</a></p>'
+    assert search.fold_out(title) == title
+    html = (
+        '<!-- <details> --><details title="a>b"><summary>s</summary></details>'
+        "<textarea><details></textarea><details><summary>答案</summary></details>"
+    )
+    assert search.fold_out(html) == (
+        '<!-- <details> --><details title="a>b"><summary>s</summary></details>'  # its `>` is in a value: kept
+        '<textarea><details></textarea><details data-search-exclude="folded"><summary>答案</summary></details>'
+    )
+
+
+def test_the_section_around_an_anchor_is_read_from_the_document():
+    page = (
+        '<h2 id="one">一</h2><p title=\'<h2 id="fake">\'>x</p><!-- <h2 id="two"> -->'
+        '<p><a id="term"></a>词</p><h2 id="three">三</h2>'
+    )
+    locations = {"g/", "g/#one", "g/#fake", "g/#two", "g/#three"}
+    assert search.section_of("g/#term", locations, page) == "g/#one"
+    assert search.section_of("g/#nothing", locations, page) == "g/"
+
+
 def _index(tmp_path, docs, separator=SEPARATOR):
     path = tmp_path / "search_index.json"
     data = {"config": {"lang": ["zh"], "separator": separator, "pipeline": ["stemmer"], "fields": {}}, "docs": docs}

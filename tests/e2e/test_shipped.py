@@ -25,7 +25,7 @@ import pytest
 from support import ROOT, TmpSite, block
 
 from lessonkit.checks import record as site_record
-from lessonkit.checks.htmlscan import Doc
+from lessonkit.checks.tree import Doc
 from lessonkit.pipeline.parse import engine_html
 from lessonkit.project import Project
 from lessonkit.run.box import sandbox
@@ -569,15 +569,29 @@ def test_engine_classes_in_code_blocks_and_comments_are_text(site):
     ]
 
 
-def test_the_scanner_reads_tags_as_a_browser_does():
+def test_the_page_is_read_as_a_browser_builds_it():
     doc = Doc(
         "<p x=a'b>t</p><div title=\">\" class=\"lk-block\">c</div><DIV CLASS=\"lk&#45;badge\">b</DIV>"
-        "<script>var s = '<div class=\"lk-block\">';</script><!-- <div class=\"lk-head\"> --><p>&lt;x&gt;</p>"
+        "<script>var s = '<div class=\"lk-block\">';</script><!--> <div class=\"lk-head\">x</div> -->"
+        "<p>&lt;x&gt;</p><template><i class=\"lk-value\">v</i></template><svg><title><b>q</b></title></svg>"
     )
-    opened = [(doc.name(i), doc.classes(i), doc.close_of(i)) for i in range(len(doc.tags)) if not doc.closing(i)]
-    assert opened == [("p", [], 1), ("div", ["lk-block"], 3), ("div", ["lk-badge"], 5), ("script", [], 7), ("p", [], 9)]
-    assert [name for name, _, _ in doc.raw] == ["script"]
-    assert doc.text(0, len(doc.html)) == "tcb<x>"
+    body = [(doc.name(i), doc.classes(i), doc.end(i) - i - 1) for i in range(doc.top(), len(doc))]
+    assert body == [
+        ("p", [], 0),
+        ("div", ["lk-block"], 0),
+        ("div", ["lk-badge"], 0),
+        ("script", [], 0),
+        ("div", ["lk-head"], 0),  # `<!-->` is a whole comment: what follows is markup
+        ("p", [], 0),
+        ("template", [], 1),
+        ("i", ["lk-value"], 0),
+        ("svg", [], 2),
+        ("title", [], 1),
+        ("b", [], 0),
+    ]
+    assert [doc.name(i) for i in doc.raw] == ["script", "title"]
+    body_index = doc.parent[doc.top()]
+    assert doc.text(body_index) == "tcb x --><x>v"
 
 
 def test_a_new_cache_gets_its_key_on_first_use(tmp_path):
@@ -767,18 +781,18 @@ def test_text_kept_but_hidden_and_text_shown_but_not_compared_are_caught(built, 
     _built(site)
     r = _site_verify(site)
     assert r.returncode == 1
-    assert _errors(r)[:-1] == [
+    assert _errors(r)[:-1] == [  # the page's markup as the parser serializes it (`hidden=""`)
         f"{PAGE}: real-source block autograd/core.py L25–L32 differs from the pinned source (line 26: "
         "'outgradsFORGED_outgrads = {end_node: (g, False)}' instead of 'outgrads = {end_node: (g, False)}') — "
         f"{HINT}",
         f"{PAGE}: teaching-simplification block #teach-1 is not the markup lessonkit wrote ({HIDES}): "
-        "'<p class=\"lk-disclaimer\" hidden>以下不是 HIPS/autograd verbatim …' where lessonkit wrote "
+        "'<p class=\"lk-disclaimer\" hidden=\"\">以下不是 HIPS/autograd verbat…' where lessonkit wrote "
         f"'<p class=\"lk-disclaimer\">以下不是 HIPS/autograd verbatim source。…' — {HINT}",
         f"{PAGE}: experiment block #exp-tiny (experiments/tiny.py) is not the markup lessonkit wrote ({HIDES}): "
-        "'<span hidden>grad = 6.0</span><xmp>8.0 (FORGED)</xmp>\\n</code…' where lessonkit wrote 'grad = "
+        "'<span hidden=\"\">grad = 6.0</span><xmp>8.0 (FORGED)</xmp>\\n</c…' where lessonkit wrote 'grad = "
         f"6.0\\n</code></pre></div><p class=\"lk-provenance\">Pytho…' — {HINT}",
         f"{SOURCE_PAGE}: the source page of autograd/core.py is not the markup lessonkit wrote ({HIDES}): "
-        "'<span hidden><span class=\"n\">outgrads</span></span> <span cl…' where lessonkit wrote "
+        "'<span hidden=\"\"><span class=\"n\">outgrads</span></span> <span…' where lessonkit wrote "
         f"'<span class=\"n\">outgrads</span> <span class=\"o\">=</span> <sp…' — {HINT}",
     ]
 
@@ -1008,3 +1022,39 @@ def test_a_plain_verify_does_not_check_a_site_older_than_the_lessons_and_says_so
         "; site/ not checked: experiments/tiny.py changed after the build that wrote it "
         "(`lessonkit build`, then `lessonkit verify`)"
     ), summary
+
+
+def test_an_included_slice_is_checked_as_the_page_includes_it(site):
+    """A `--8<--` name with lines (`:2:3`, `:5,1:1`) or a section (`:name`) pulls only those lines
+    into the page: they are checked as the page gets them (dedented when the configuration says
+    so), each problem at its line of the file; the lines it leaves out are not the page's."""
+    config = site.root / "mkdocs.yml"
+    config.write_text(
+        config.read_text(encoding="utf-8")
+        + "  - pymdownx.snippets:\n      base_path: [docs]\n      dedent_subsections: true\n"
+        + "exclude_docs: |\n  /includes/\n",
+        encoding="utf-8",
+    )
+    site.page(
+        "includes/part.html",
+        "<p>一</p>\n<img src=x onerror=alert(2)>\n<p>二</p>\n<script>unused()</script>\n<b>三</b>\n",
+    )
+    site.page(
+        "includes/sec.txt",
+        "<script>outside()</script>\n"
+        "--8<-- [start:used]\n"
+        "    <iframe src=x></iframe>\n"
+        "--8<-- [end:used]\n"
+        "<object data=x></object>\n",
+    )
+    site.page("a.md", '# 甲\n\n--8<-- "includes/part.html:2:3"\n\n--8<-- "includes/sec.txt:used"\n\n正文。\n')
+    got = [p.split(" — ")[0] for p in site.problems() if p.startswith("docs/includes/")]
+    assert got == [
+        "docs/includes/part.html:2: raw HTML has an event attribute `onerror`, which runs code in the reader's browser",
+        "docs/includes/sec.txt:3: raw HTML has a <iframe> element, which embeds another document in the page "
+        "(nothing checks what it shows)",
+    ]
+    # the same file included whole by another page: every line of it is that page's
+    site.page("b.md", '# 乙\n\n--8<-- "includes/part.html"\n')
+    got = [p.split(" — ")[0] for p in site.problems() if p.startswith("docs/includes/part")]
+    assert [p.split(":")[1] for p in got] == ["2", "4"]  # each problem once

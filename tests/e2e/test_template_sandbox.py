@@ -238,3 +238,14 @@ def test_repetition_and_powers_within_bounds_render(tmp_path):
     assert render(tmp_path, "{{ 'ab' * 3 }} {{ 2 ** 10 }} {{ [1] * 2 }} {{ 'a' + 'b' }} {{ 1 + 2 }}") == (
         "# heading\n\nababab 1024 [1, 1] ab 3\n"
     )
+
+
+def test_a_template_that_computes_without_end_is_one_located_line(tmp_path, monkeypatch):
+    """Loops that write nothing (or little) still end: a template gets :data:`MAX_CPU` seconds of its
+    thread's CPU, then one line at the template's line."""
+    monkeypatch.setattr(templates, "MAX_CPU", 0.5)
+    body = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+    with pytest.raises(LessonError) as err:
+        render(tmp_path, body)
+    assert str(err.value) == f"templates/t.md:3: template `t.md`: takes more than 0.5 s of CPU to render — {SIZE_HINT}"
+    assert render(tmp_path, "{% for i in range(1000) %}{% endfor %}done") == "# heading\n\ndone\n"

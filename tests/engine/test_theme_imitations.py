@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from lessonkit.checks.tree import Doc
 from lessonkit.pipeline.activehtml import active_html
 from lessonkit.site.active import _reserved_ids
-from lessonkit.util import markup
 
 WHY = "which the theme's scripts find elements by (its configuration, the copy buttons' targets)"
 
@@ -36,7 +36,7 @@ def test_ids_of_the_page_s_own_are_fine():
 
 
 def _site(html: str) -> list[str]:
-    return [str(p) for _, p, _ in _reserved_ids(markup.parse(html), html, "site/a/index.html")]
+    return [str(p) for _, p, _ in _reserved_ids(Doc(html), "site/a/index.html")]
 
 
 def test_a_built_page_holds_each_theme_id_once_and_the_configuration_in_a_json_script():

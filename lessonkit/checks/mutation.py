@@ -386,6 +386,7 @@ def check_site(check, mutate: bool, split: bool = True):
     rep = check.folder()
     if rep is None:
         return check.new_report(check.problems), None
+    check.problems += check.svg_files()  # the folder's SVG documents, as SiteCheck.run reads them
     done = _by_page(check, list(check.files), lambda c, rel: _page_pass(c, rel, mutate), split)
     muts: dict[str, tuple] = {}
     for rel, (problems, counts, mutated) in done.items():

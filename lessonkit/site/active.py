@@ -52,10 +52,12 @@ JINJA = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)
 
 
 def _pattern(template_text: str) -> re.Pattern:
-    """A template's text as a pattern: its expressions (``{{ … }}``) stand for any text without
-    quotes, markup or backslashes (a URL, a name), the rest is literal."""
+    """A template's text as a pattern: its expressions (``{{ … }}``) stand for one value (a URL, a
+    name, a number): text without quotes, markup, backslashes, line breaks or the characters that
+    end or open a statement, a rule or a list (``; { } ( ) [ ] ,``), the rest is literal. So an
+    expression cannot stand for a script or a style of a contributor's own."""
     parts = JINJA.split(template_text.strip())
-    return re.compile(r"[^\"'<>\\]*?".join(re.escape(p) for p in parts), re.S)
+    return re.compile(r"[^\"'<>\\\n\r;{}()\[\],]*?".join(re.escape(p) for p in parts))
 
 
 def _scheme(value: str, attr: str) -> str | None:
@@ -262,6 +264,17 @@ def _found(check, doc: Doc, rel: str, where: str) -> list[tuple[int, Problem, bo
     return out
 
 
+def _in_content(doc: Doc, k: int) -> bool:
+    """Element ``k`` is inside the page's ``<article>``, where the theme puts the page's content
+    (a style there is allowed only inside an engine block whose markup is compared whole)."""
+    p = doc.parent[k]
+    while p >= 0:
+        if doc.name(p) == "article":
+            return True
+        p = doc.parent[p]
+    return False
+
+
 def _element(check, doc: Doc, k: int, rel: str, where: str) -> list[tuple[Problem, bool]]:
     """What element ``k`` is, when that runs, embeds or restyles (by its name)."""
     name, attrs = doc.name(k), doc.attrs(k)
@@ -269,6 +282,10 @@ def _element(check, doc: Doc, k: int, rel: str, where: str) -> list[tuple[Proble
     def refuse(message: str, style: bool = False) -> list[tuple[Problem, bool]]:
         return [(Problem(message, where, None, HINT), style)]
 
+    if name in ("script", "style") and _in_content(doc, k):  # the theme writes its own in the head and body
+        return refuse(
+            f"a <{name}> inside the page's content (its <article>), where the theme writes none", name == "style"
+        )
     if name == "script":
         return [(p, False) for p in _script(check, rel, where, doc.attrs(k), doc.attribute_text(k), doc.raw_text(k))]
     if name == "style":

@@ -259,11 +259,18 @@ class SiteCheck:
             return SiteReport(self.problems)
         for rel in self.files:
             self.problems += self.check_file(rel, rep)
+        self.problems += self.svg_files()
+        return rep
+
+    def svg_files(self) -> list[Problem]:
+        """The SVG documents of the folder (a browser runs an SVG's scripts when it is opened as a
+        page): what :func:`lessonkit.site.active.svg_problems` finds in each."""
+        out: list[Problem] = []
         for rel in sorted(f for f in self.hashes if f.endswith(".svg")):
             path = self.site_dir / rel
             if not path.is_symlink():
-                self.problems += active.svg_problems(path.read_bytes(), f"{self.label}/{rel}")
-        return rep
+                out += active.svg_problems(path.read_bytes(), f"{self.label}/{rel}")
+        return out
 
     @staticmethod
     def new_report(problems: list[Problem]) -> SiteReport:

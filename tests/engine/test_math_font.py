@@ -30,16 +30,23 @@ def _font(data: bytes) -> TTFont:
 
 
 def test_the_characters_are_the_text_of_the_formulas_and_the_radical_of_a_root():
-    assert mathfont.characters(["<math><mi>y</mi><mo>+</mo><mn>1</mn></math>"]) == "+1y"
+    assert mathfont.characters(["<math><mi>y</mi><mo>+</mo><mn>1</mn></math>"]) == "+1y𝑦"
     root = '<math><msqrt><mi>x</mi></msqrt><mo>&#x02061;</mo><mtext>值 a</mtext></math>'
-    assert mathfont.characters([root]) == "ax\u2061√值"
-    assert mathfont.characters(["<math><mroot><mi>b</mi><mn>3</mn></mroot></math>"]) == "3b√"
+    assert mathfont.characters([root]) == "ax\u2061√值𝑥"
+    assert mathfont.characters(["<math><mroot><mi>b</mi><mn>3</mn></mroot></math>"]) == "3b√𝑏"
     assert mathfont.characters([]) == ""
+
+
+def test_a_one_letter_identifier_brings_the_italic_form_the_browser_draws():
+    # MathML Core: an <mi> of one character is drawn in its Mathematical Italic form, unless normal
+    one = '<math><mi>h</mi><mi>δ</mi><mi>∂</mi><mi mathvariant="normal">d</mi><mi>sin</mi></math>'
+    assert mathfont.characters([one]) == "dhinsδℎ∂𝛿𝜕"
+    assert [mathfont.italic(c) for c in "AzΩϕ∇1"] == ["𝐴", "𝑧", "𝛺", "𝜙", "𝛻", "1"]
 
 
 def test_the_site_characters_come_from_inline_and_block_formulas_only(tmp_path):
     text = "价格 $5 和 `code` 里的 $x^2$。\n\n$$\n\\sqrt{a} \\le b\n$$\n"
-    assert mathfont.site_characters([text], Store(tmp_path, "mathml")) == "2abx√≤"
+    assert mathfont.site_characters([text], Store(tmp_path, "mathml")) == "2abx√≤𝑎𝑏𝑥"
     assert mathfont.site_characters(["没有公式，只有 $ 符号。"], None) == ""
 
 

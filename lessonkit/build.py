@@ -27,6 +27,7 @@ keeps each Build with the configuration it was made for and tells it the command
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import secrets
@@ -290,6 +291,7 @@ class Build(WrittenSite):
             plan = pages.prewarm_plan(report, runs, others, files, backwards=True)
         else:
             return
+        plan = dataclasses.replace(plan, font=[project.rel(p) for p in paths])
         self.prewarm = pages.start_prewarm(project, plan)
 
     # -- on_files
@@ -461,6 +463,13 @@ class Build(WrittenSite):
             ):
                 self.report_problem(p)
         return data
+
+    def math_font(self) -> bytes:
+        """The site's math font: the subset of lessonkit's for the formulas of every page this build
+        read (:mod:`lessonkit.site.mathfont`; made by the prewarm on a cold cache)."""
+        from lessonkit.site import mathfont
+
+        return mathfont.project_font(self.project.cache, [self.texts[page] for page in sorted(self.texts)])
 
     def bundle_bytes(self) -> bytes:
         """The bundle (:func:`lessonkit.site.pages.bundle`): made once, after every experiment has

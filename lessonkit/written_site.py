@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from lessonkit.errors import LessonError, Problem
 
@@ -36,6 +36,7 @@ class WrittenSite:
     site_path: str
     pdf: bool
     titles: dict[str, str]
+    citations: Any
     log_info: Callable[[str], None]
 
     if TYPE_CHECKING:
@@ -161,7 +162,27 @@ class WrittenSite:
                 return search.defined_terms(rows, docs, uri, self.urls, page_html)
 
         order = [self.urls[page] for page in nav or [] if page in self.urls]
-        return search.rewrite(path, terms_of, order)
+        return search.rewrite(path, terms_of, order, self.search_modules())
+
+    def search_modules(self) -> list:
+        """The source browser's Python files of the pinned tree with their symbols (classes,
+        functions and methods: module level and class members), for the search index
+        (:func:`lessonkit.site.search.symbol_entries`)."""
+        from lessonkit.site import pages, search
+        from lessonkit.site.citations import source_uri
+
+        out = []
+        for file in pages.browser_files(self.project, self.citations)[0]:
+            url = self.urls.get(source_uri(file))
+            if url is None or not file.endswith(".py"):
+                continue
+            try:
+                definitions = self.project.pinned.file(file).definitions
+            except Exception:  # not readable as Python: its page shows the file without symbols
+                definitions = []
+            symbols = tuple((d.name, d.line or d.start) for d in definitions if d.kind in ("def", "class") and d.listed)
+            out.append(search.Module(url, search.module_name(file), symbols))
+        return out
 
     def check_links(self, site_dir: Path, config_file: Path | None = None) -> None:
         """Check every link of the written site; each problem is reported where an author can

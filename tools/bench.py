@@ -69,7 +69,11 @@ paint      reported, not a ratio: the warm build's home page loaded in headless 
            first contentful paint (Paint Timing), the load event, the bytes transferred (the
            search index, which Material's bundle fetches at start, included) and when the index
            had arrived.
-           ``--only paint`` measures just this (one warm build first).
+           After the index, the time until search is ready (Material's result line leaves its
+           "initialising" text: the index fetched and built), and the bytes of the whole first
+           visit once the network is idle (the math font of the page's formulas included), in KB.
+           ``--only paint`` measures just this (one warm build first); ``--only paint --site
+           site`` measures an already built site.
 exercise   reported, not a ratio: the browser's Python of the exercise blocks (lesson 14): the
            bytes of ``assets/pyodide/`` that the first Run fetches, and, in headless Chromium on
            the local server (no throttling), the time from pressing Run on stage 1 to its checks'
@@ -997,6 +1001,13 @@ def main(argv=None) -> int:
         help="measure only some of ratios 2 (cold build), 7 (serve edit) and 8 (fresh clone), "
         "comma-separated, e.g. `2` or `7,8`",
     )
+    ap.add_argument(
+        "--site",
+        metavar="DIR",
+        type=Path,
+        help="with `--only paint` and/or `--only exercise`: measure this built site (say, site/ after "
+        "`nox -s build`) instead of building a copy of the project first",
+    )
     sub = ap.add_subparsers(dest="cmd")
     d = sub.add_parser("_serve", help=argparse.SUPPRESS)
     d.add_argument("--config", required=True)
@@ -1010,6 +1021,17 @@ def main(argv=None) -> int:
         return _serve_driver(args)
     if args.cmd == "_phases":
         return _phases_driver(args)
+
+    if args.site is not None:
+        if not args.only or not args.only <= {"paint", "exercise"}:
+            ap.error("--site measures the paint and exercise reports only: add `--only paint` (or `exercise`)")
+        if not (args.site / "index.html").is_file():
+            ap.error(f"--site {args.site}: no index.html there; build the site first (nox -s build)")
+        lines = paint_lines(first_paint(args.site)) if "paint" in args.only else []
+        lines += exercise_lines(exercise_runtime(args.site)) if "exercise" in args.only else []
+        print(f"bench: the built site {args.site}, load average {_load()}")
+        print("\n".join(lines))
+        return 0
 
     os.environ["NO_MKDOCS_2_WARNING"] = "1"
     reps = max(1, args.reps)
@@ -1066,6 +1088,25 @@ PAINT_JS = """() => new Promise(done => {
   if (seen) return done(seen.startTime);
   new PerformanceObserver(list => done(list.getEntries()[0].startTime)).observe({ type: "paint", buffered: true });
 })"""
+# When Material's search is ready: its result line leaves the text it shows while the index is
+# fetched and built (「正在初始化搜索引擎」 on this site); recorded by the page itself, from the start
+# of the navigation, so the figure does not depend on how often the test polls.
+READY_INIT = """(() => {
+  let first = null;
+  const look = () => {
+    const meta = document.querySelector(".md-search-result__meta");
+    if (!meta) return;
+    if (first === null) first = meta.textContent;
+    else if (meta.textContent !== first && window.__lkSearchReady === undefined) {
+      window.__lkSearchReady = performance.now();
+      watch.disconnect();
+    }
+  };
+  const watch = new MutationObserver(look);
+  watch.observe(document, { subtree: true, childList: true, characterData: true });
+})()"""
+ALL_WEIGHT_JS = """() => performance.getEntriesByType("resource").reduce((n, r) => n + r.transferSize,
+  performance.getEntriesByType("navigation")[0].transferSize)"""
 WEIGHT_JS = """() => {
   const nav = performance.getEntriesByType("navigation")[0];
   const resources = performance.getEntriesByType("resource");
@@ -1128,6 +1169,7 @@ def first_paint(site: Path, loads: int = 3) -> dict[str, dict[str, float]] | str
                 try:
                     for _ in range(n):
                         context = browser.new_context(viewport={"width": 1280, "height": 900})
+                        context.add_init_script(READY_INIT)
                         page = context.new_page()
                         cdp = context.new_cdp_session(page)
                         cdp.send("Network.enable")
@@ -1140,12 +1182,16 @@ def first_paint(site: Path, loads: int = 3) -> dict[str, dict[str, float]] | str
                         ready = (time.perf_counter() - t0) * 1000
                         fcp = page.evaluate(PAINT_JS)
                         load, weight = page.evaluate(WEIGHT_JS)
-                        rows.append((fcp, load, weight / 1024, ready))
+                        page.wait_for_function("() => window.__lkSearchReady !== undefined", timeout=120_000)
+                        search = page.evaluate("() => window.__lkSearchReady")
+                        page.wait_for_load_state("networkidle")  # the visit's last request (a font, say) is in
+                        visit = page.evaluate(ALL_WEIGHT_JS)
+                        rows.append((fcp, load, weight / 1024, ready, search, visit / 1000))
                         context.close()
                 finally:
                     httpd.shutdown()
                 med = [statistics.median(col) for col in zip(*rows)]
-                out[label] = dict(zip(("fcp_ms", "load_ms", "page_kib", "index_ms"), med))
+                out[label] = dict(zip(("fcp_ms", "load_ms", "page_kib", "index_ms", "search_ms", "visit_kb"), med))
         finally:
             browser.close()
     return out
@@ -1157,7 +1203,8 @@ def paint_lines(result) -> list[str]:
     return [
         f"  home page at 1.6 Mbps / 150 ms RTT ({label}): first contentful paint {r['fcp_ms']:.0f} ms, "
         f"load {r['load_ms']:.0f} ms, {r['page_kib']:.0f} KiB transferred (search index included), "
-        f"index arrived after {r['index_ms']:.0f} ms"
+        f"index arrived after {r['index_ms']:.0f} ms, search ready after {r['search_ms']:.0f} ms; "
+        f"the whole first visit {r['visit_kb']:.0f} KB"
         for label, r in result.items()
     ]
 

@@ -17,8 +17,11 @@ from lessonkit.util.store import Store, digest
 # What `Renderer.code` makes of highlighted code; part of its cache key (bump it when that changes).
 CODE_HTML = "2"  # 2: each line's anchor carries its number (data-ln), for print
 
-# Block chrome (badges, link rows, labels, provenance) stays out of the search index: a search
-# for "GitHub" or a badge's word should not match every block. Material drops the attribute itself.
+# Block chrome (badges, link rows, labels, provenance, the head's file · symbol · commit · lines)
+# stays out of the search index: a search for "GitHub" or a badge's word should not match every
+# block, and a teaser should not begin with a commit id (a symbol's name leads to its definition
+# through the index's entries for the source browser: lessonkit.site.search.symbol_entries).
+# Material drops the attribute itself.
 NO_SEARCH = ' data-search-exclude="chrome"'
 
 
@@ -237,7 +240,7 @@ class Renderer:
         link_html = " ".join(f'<a class="lk-link" href="{escape(u)}">{escape(t)}</a>' for t, u in links if u)
         return (
             f'<div class="lk-head"><span class="lk-badge lk-badge-{kind}"{NO_SEARCH}>{escape(badge)}</span>'
-            f'<span class="lk-meta">{" · ".join(meta)}</span>'
+            f'<span class="lk-meta"{NO_SEARCH}>{" · ".join(meta)}</span>'
             f'<span class="lk-links"{NO_SEARCH}>{link_html}</span></div>'
         )
 

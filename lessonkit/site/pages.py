@@ -152,6 +152,7 @@ class Prewarm:
     pages: list[str]  # project-relative pages whose formulas to convert
     files: list[tuple[str, str]] = field(default_factory=list)  # (origin, file): source pages to highlight
     later: list[tuple[str, "Excerpt | tuple[str, int]", "Excerpt | None"]] = field(default_factory=list)
+    font: list[str] = field(default_factory=list)  # project-relative pages whose formulas the math font serves
 
 
 # Spawning the prewarm costs about a third of a second of CPU: worth it for a cold cache, not
@@ -220,8 +221,9 @@ def prewarm_plan(
 
 
 def prewarm(project: Project, plan: Prewarm) -> None:
-    """Highlight the blocks' code, convert the pages' formulas, index every pinned Python file's
-    symbols and highlight the source pages' files, into the caches the build reads."""
+    """Highlight the blocks' code, convert the pages' formulas, make the math font's subset, index
+    every pinned Python file's symbols and highlight the source pages' files, into the caches the
+    build reads."""
     from markdown import Markdown
 
     from lessonkit.pipeline import mathml
@@ -244,6 +246,10 @@ def prewarm(project: Project, plan: Prewarm) -> None:
     formulas = project.store("mathml")
     for page in dict.fromkeys(plan.pages):
         mathml.prewarm((project.root / page).read_text(encoding="utf-8"), formulas)
+    if plan.font:  # the subset of the math font (lessonkit.site.mathfont), which the build needs once all is rendered
+        from lessonkit.site import mathfont
+
+        mathfont.project_font(project.cache, [project.read_page(project.root / page) for page in plan.font])
     for rel in sorted(project.pin.manifest):
         if rel.endswith(".py"):
             try:

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import posixpath
 import re
 from dataclasses import dataclass
@@ -376,10 +377,98 @@ def dumps(data: dict) -> bytes:
         return json.dumps(data, separators=(",", ":")).encode("ascii")
 
 
-def rewrite(path: Path, terms_of=None, order: list[str] | None = None) -> tuple[int, int]:
+@dataclass(frozen=True)
+class Module:
+    """A Python file of the source browser: its page's URL, its dotted name, and its symbols
+    (qualified name, line of the ``def`` or ``class``), in file order."""
+
+    url: str
+    name: str
+    symbols: tuple[tuple[str, int], ...]
+
+
+def module_name(file: str) -> str:
+    """``autograd/numpy/__init__.py`` -> ``autograd.numpy``; ``tests/test_core.py`` -> ``tests.test_core``."""
+    parts = file.removesuffix(".py").split("/")
+    return ".".join(parts[:-1] if parts[-1] == "__init__" and len(parts) > 1 else parts)
+
+
+# A symbol's entry is a section of its module's page, which Material's client ranks below a page
+# with the same match (after Lunr's score, it multiplies a page's by 5 and a section's by 2), so
+# symbol entries carry a boost. Lunr's score of a word is the field's boost times the entry's boost
+# times the word's idf (its weight: the rarer, the higher), and the client looks a query up as a
+# prefix (``defvjp*`` also matches ``defvjp_argnum``). Each entry's boost is SYMBOL_SCORE / idf of
+# its name: every name weighs the same in its own entry, so that neither a rare name that merely
+# begins with the query (``grad_chol`` for ``grad``) nor the many such names of a short word
+# outweigh the lessons of a query of several words, and a name's own entry beats the lessons
+# that name it; and times 1 + EXACT_STEP for each name that extends it (``defvjp`` ⊂
+# ``defvjp_argnum`` ⊂ ``defvjp_argnums``), so that a name's own entry comes before longer names.
+SYMBOL_SCORE = 13.0
+EXACT_STEP = 0.25
+
+
+def idf(df: int, n: int) -> float:
+    """Lunr's weight of a word found ``df`` times (a field of an entry each) in ``n`` entries."""
+    return math.log(1 + abs((n - df + 0.5) / (df + 0.5)))
+
+
+def _words(value: str, sep: re.Pattern) -> set[str]:
+    """The words the client's tokenizer makes of a field (tags are boundaries; lower case)."""
+    return {w.lower() for w in sep.split(re.sub(r"<[^>]+>", " ", value)) if w}
+
+
+def frequencies(docs: list[dict], sep: re.Pattern, fields=("title", "text", FIELD)) -> dict[str, int]:
+    """Each word's count of (entry, field) pairs holding it: Lunr's document frequency."""
+    out: dict[str, int] = {}
+    for d in docs:
+        for field in fields:
+            value = d.get(field)
+            values = value if isinstance(value, list) else [value] if isinstance(value, str) else []
+            for word in set().union(*(_words(v, sep) for v in values)) if values else ():
+                out[word] = out.get(word, 0) + 1
+    return out
+
+
+def _heights(names: list[str]) -> dict[str, int]:
+    """The length of the longest chain of names that extend each name (compared in lower case)."""
+    keys = sorted({n.lower() for n in names})
+    height: dict[str, int] = {}
+    for key in sorted(keys, key=len, reverse=True):  # the longer first: their heights are known
+        longer = [height[k] for k in keys if len(k) > len(key) and k.startswith(key)]
+        height[key] = 1 + max(longer) if longer else 0
+    return height
+
+
+def symbol_entries(modules: list[Module], docs: list[dict] | None = None, sep: re.Pattern | None = None) -> list[dict]:
+    """One entry per module (its page, titled with its dotted name) and one per symbol, titled
+    with its qualified name (``VJPNode.__init__``), at its line on the module's page, boosted (see
+    above; ``docs``: the index's other entries, ``sep``: its separator) so that a search for a name
+    lists its definition first. The text stays empty: the title is what a reader searches for,
+    and the index keeps its size."""
+    out: list[dict] = []
+    for m in modules:
+        out.append({"location": m.url, "title": m.name, "text": ""})
+        out += [{"location": f"{m.url}#L{line}", "title": name, "text": ""} for name, line in m.symbols]
+    names = [d["title"] for d in out if "#" in d["location"]]
+    height = _heights(names)
+    sep = sep or re.compile(r"[\s\-]+")
+    every = (docs or []) + out
+    df, n = frequencies(every, sep), len(every)
+    for d in out:
+        if "#" in d["location"]:
+            word = d["title"].lower()
+            weight = idf(df.get(word, 1), n)
+            d["boost"] = max(1, round(SYMBOL_SCORE * (1 + EXACT_STEP * height[word]) / weight))
+    return out
+
+
+def rewrite(
+    path: Path, terms_of=None, order: list[str] | None = None, modules: list[Module] | None = None
+) -> tuple[int, int]:
     """Rewrite the index at ``path``: without repeated blocks (``order``: the pages' URLs in
-    navigation order), compacted, and with ``terms_of(docs)`` (location -> terms) as ``defines``.
-    Returns the sizes before and after."""
+    navigation order), compacted, with ``terms_of(docs)`` (location -> terms) as ``defines``, and
+    with the entries of the source browser's ``modules`` and their symbols at the end
+    (:func:`symbol_entries`; none already there). Returns the sizes before and after."""
     raw = path.read_bytes()
     data = json.loads(raw)
     docs = data.get("docs", [])
@@ -387,6 +476,14 @@ def rewrite(path: Path, terms_of=None, order: list[str] | None = None) -> tuple[
         drop_repeats(docs, order)
     if terms_of is not None:
         add_terms(data, terms_of(docs))
+    if modules:
+        have = {d["location"] for d in docs}
+        config = data.get("config") or {}
+        try:
+            sep = re.compile(config.get("separator") or r"[\s\-]+")
+        except re.error:
+            sep = None
+        docs += [d for d in symbol_entries(modules, docs, sep) if d["location"] not in have]
     out = dumps(compact(data))
     if out != raw:
         path.write_bytes(out)

@@ -140,6 +140,10 @@ STATE: tuple[tuple[str, tuple[str, str]], ...] = (
         ("process", "The latex2mathml version (part of every formula key): an installed tool's version."),
     ),
     (
+        "lessonkit.site.mathfont._fonttools",
+        ("process", "The fontTools version (part of the math font subset's key): an installed tool's version."),
+    ),
+    (
         "lessonkit.run.box.jail.selected",
         (
             "process",

@@ -8,6 +8,7 @@ the index. Timing itself is measured by ``nox -s bench``, not here.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -267,8 +268,9 @@ def test_a_job_asked_for_while_in_flight_runs_once(site, monkeypatch):
 
 
 def test_prewarm_process_fills_what_the_page_asks_for(site, monkeypatch):
-    """A cold build hands the code of its experiment pages and their formulas to another
-    process; rendering then finds all of it in the caches, under the keys it asks for."""
+    """A cold build hands the code of its experiment pages, their formulas and the math font's
+    subset to another process; rendering then finds all of it in the caches, under the keys it
+    asks for."""
     site.page(
         "p.md",
         "# t\n\n求导 $\\frac{dy}{dx}$：\n\n"
@@ -282,7 +284,7 @@ def test_prewarm_process_fills_what_the_page_asks_for(site, monkeypatch):
     from lessonkit.site import pages
 
     project = site.project()
-    plan = pages.prewarm_plan(verify.check(project), ["docs/p.md"])
+    plan = dataclasses.replace(pages.prewarm_plan(verify.check(project), ["docs/p.md"]), font=["docs/p.md"])
     assert [(anchor, shown.file, shown.start, full) for anchor, shown, full in plan.code] == [
         ("src-Box", "autograd/tracer.py", 156, None)
     ]
@@ -300,6 +302,11 @@ def test_prewarm_process_fills_what_the_page_asks_for(site, monkeypatch):
         text
     )
     assert 'id="src-Box"' in html and '<span class="nc">Box</span>' in html and "<mfrac>" in html
+    from lessonkit.site import mathfont
+
+    monkeypatch.setattr(mathfont, "subset", lambda *a, **k: pytest.fail("subset again"))
+    font = mathfont.project_font(site.cache, [text])  # as Build.math_font asks for it
+    assert font.startswith(b"wOF2") and len(font) < 20_000
 
 
 # ---------------------------------------------------------------- tokens resolved after the experiments

@@ -353,3 +353,56 @@ def test_a_build_writes_the_rewritten_index_the_same_way_twice(site):
         f"sourcemap/site.toml:{line}: `glossary` in `[search]` names docs/missing.md, which is not a page of this site"
         in broken.stderr
     )
+
+
+def test_a_module_is_named_by_its_dotted_path():
+    assert search.module_name("autograd/core.py") == "autograd.core"
+    assert search.module_name("autograd/numpy/__init__.py") == "autograd.numpy"
+    assert search.module_name("tests/test_scipy.py") == "tests.test_scipy"
+    assert search.module_name("__init__.py") == "__init__"
+
+
+def test_each_module_and_symbol_gets_one_entry_and_a_name_outweighs_the_names_that_extend_it():
+    lessons = [{"location": f"l{n}/", "title": "defvjp", "text": "<p><c>defvjp</c> grad</p>"} for n in range(40)]
+    modules = [
+        search.Module("source/a/core.py/", "a.core", (("defvjp_argnums", 55), ("defvjp_argnum", 59), ("defvjp", 67))),
+        search.Module("source/a/util.py/", "a.util", (("toposort", 21), ("Box.__init__", 30))),
+        search.Module("source/a/none.py/", "a.none", ()),
+    ]
+    entries = search.symbol_entries(modules, lessons, SEP)
+    assert [(e["location"], e["title"], e["text"]) for e in entries] == [
+        ("source/a/core.py/", "a.core", ""),
+        ("source/a/core.py/#L55", "defvjp_argnums", ""),
+        ("source/a/core.py/#L59", "defvjp_argnum", ""),
+        ("source/a/core.py/#L67", "defvjp", ""),
+        ("source/a/util.py/", "a.util", ""),
+        ("source/a/util.py/#L21", "toposort", ""),
+        ("source/a/util.py/#L30", "Box.__init__", ""),
+        ("source/a/none.py/", "a.none", ""),
+    ]
+    assert all("boost" not in e for e in entries if "#" not in e["location"])
+    every = lessons + entries
+    df = search.frequencies(every, SEP)
+    assert df["defvjp"] == 40 * 2 + 1 and df["defvjp_argnum"] == 1 and df["box.__init__"] == 1
+
+    def weight(title: str) -> float:  # what Lunr gives the entry for its own name: boost × idf
+        e = next(e for e in entries if e["title"] == title)
+        return e["boost"] * search.idf(df[title.lower()], len(every))
+
+    # a common name (in every lesson) still outweighs the rare names it begins, each step by a quarter
+    assert weight("defvjp") > weight("defvjp_argnum") > weight("defvjp_argnums")
+    assert weight("defvjp") / weight("defvjp_argnums") == pytest.approx(1.5, rel=0.1)
+    assert weight("toposort") == pytest.approx(weight("defvjp_argnums"), rel=0.1)
+
+
+def test_rewrite_appends_the_symbol_entries_once(tmp_path):
+    docs = [{"location": "a/", "title": "A", "text": "<p>toposort</p>"}]
+    path = _index(tmp_path, docs)
+    modules = [search.Module("source/u.py/", "u", (("toposort", 3),))]
+    search.rewrite(path, None, ["a/"], modules)
+    out = json.loads(path.read_bytes())["docs"]
+    assert [d["location"] for d in out] == ["a/", "source/u.py/", "source/u.py/#L3"]
+    assert out[2]["title"] == "toposort" and isinstance(out[2]["boost"], int) and out[2]["boost"] >= 1
+    again = path.read_bytes()
+    search.rewrite(path, None, ["a/"], modules)
+    assert path.read_bytes() == again  # the entries already there are not added twice

@@ -48,7 +48,7 @@ from lessonkit.config import environment as lk_env
 from lessonkit.errors import LessonError
 from lessonkit.integrations.mkdocs import jiebacache, pagefacts, setup, themecache
 from lessonkit.integrations.mkdocs.options import from_extra
-from lessonkit.site import csp
+from lessonkit.site import csp, mathfont
 from lessonkit.source import pyodide
 
 if TYPE_CHECKING:
@@ -370,6 +370,9 @@ class BuildEvents:
         if bundle is None:
             raise PluginError(f"{self.build.project.site.bundle}: a plugin removed the bundle from the site's files")
         bundle.content_bytes = data
+        font = files.get_file_from_path(mathfont.FONT)  # _add_assets added it: the subset replaces the whole font
+        if font is not None and font.abs_src_path == str(mathfont.source()):
+            font.content_bytes = self.build.math_font()
         self.build.watch_site(Path(config.site_dir))  # MkDocs writes the pages next
         # what MkDocs copies next, and from where: verify --site compares each copy with its source
         self.build.copied = {f.dest_uri: f.abs_src_path for f in files.media_files() if f.abs_src_path}

@@ -45,7 +45,7 @@ from lessonkit.errors import LessonError
 from lessonkit.integrations.mkdocs import hooks as mkdocs_hooks
 from lessonkit.integrations.mkdocs import jiebacache
 from lessonkit.integrations.mkdocs.watch import Watcher
-from lessonkit.site import csp
+from lessonkit.site import csp, mathfont
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -342,6 +342,12 @@ class Incremental:
             _env_events(config, env, Files([*redo, bundle]))
             if bundle.src_uri in todo.outputs:
                 bundle.copy_file()
+            font = files.get_file_from_path(mathfont.FONT)  # the full build put the subset in (hooks.on_env)
+            if font is not None and font.abs_src_path is None:
+                data = b.math_font()  # a formula added or removed may change the subset
+                if data != font.content_bytes:
+                    font.content_bytes = data
+                    font.copy_file()
             search = _search(config)
             old = search.search_index.entries if search else []
             entries: dict[str, list] = {}

@@ -39,7 +39,8 @@ def _replaced_files(project) -> list[Problem]:
     yml = project.root / "mkdocs.yml"
     dirs, statics = boundary.theme_dirs(project.root, yml.read_text(encoding="utf-8")) if yml.is_file() else ([], ())
     site = project.site
-    engine = {site.bundle: "the engine's bundle"} | ({site.pdf_path: "the engine's PDF"} if site.pdf_path else {})
+    engine = {site.bundle: "the engine's bundle", site.offline_path: "the engine's offline edition"}
+    engine |= {site.pdf_path: "the engine's PDF"} if site.pdf_path else {}
     written = checks.written_files(project.root, dirs, statics, engine)
     return checks.replaced_files(project.root, written, ENGINE_PAGE_OWNERS)
 

@@ -258,11 +258,23 @@ class SiteCheck:
             return SiteReport(self.problems)
         for rel in self.files:
             self.problems += self.check_file(rel, rep)
+        self.problems += self._offline()
         for rel in sorted(f for f in self.hashes if f.endswith(".svg")):
             path = self.site_dir / rel
             if not path.is_symlink():
                 self.problems += active.svg_problems(path.read_bytes(), f"{self.label}/{rel}")
         return rep
+
+    def _offline(self) -> list[Problem]:
+        """The offline edition: this folder's, byte for byte, and its size where a page links it
+        (:func:`lessonkit.site.offline.problems`)."""
+        from lessonkit.site import offline
+
+        words = self.project.site.labels
+        site = offline.read_site(self.site_dir)
+        return offline.problems(
+            site, self.project.site.offline_path, words["offline-here"], words["exercise-offline"], self.label
+        )
 
     @staticmethod
     def new_report(problems: list[Problem]) -> SiteReport:

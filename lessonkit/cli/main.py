@@ -282,7 +282,9 @@ def _site_check(project, report, site_dir: Path, mutate: bool):
     print(
         f"site: {rep.files} HTML file(s) of {project.rel(site_dir)}/, {rep.blocks} engine block(s), "
         f"{rep.code_pages} source page(s) ({rep.lines} lines) checked against the pinned tree and this "
-        f"build's runs; {len(rep.problems)} problem(s) in {seconds:.2f} s"
+        f"build's runs"
+        + (f", its offline edition ({rep.offline} files) made again from it byte for byte" if rep.offline else "")
+        + f"; {len(rep.problems)} problem(s) in {seconds:.2f} s"
         + (" (with the site mutations)" if mutated is not None else ""),
         file=sys.stderr if rep.problems else sys.stdout,
     )

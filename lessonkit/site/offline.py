@@ -336,16 +336,23 @@ def problems(site: dict[str, bytes], zip_path: str, note: str, exercise_note: st
     """``verify --site``: the offline edition in ``site`` (every file of the written site) is the
     edition of that site, byte for byte (made again with the date its entries carry), and every
     page that links it states its size. ``label``: the site folder, for the problems."""
+    return check(site, zip_path, note, exercise_note, label)[0]
+
+
+def check(
+    site: dict[str, bytes], zip_path: str, note: str, exercise_note: str, label: str
+) -> tuple[list[Problem], int]:
+    """:func:`problems`, and how many files the edition has (0: none was checked)."""
     where = f"{label}/{zip_path}"
     data = site.get(zip_path)
     if data is None:
-        return [Problem("the site has no offline edition", where, None, "rebuild with `lessonkit build`")]
+        return [Problem("the site has no offline edition", where, None, "rebuild with `lessonkit build`")], 0
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             infos = zf.infolist()
             have = {i.filename: zf.read(i) for i in infos}
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
-        return [Problem(f"the offline edition is not a readable zip ({exc})", where, None, HINT)]
+        return [Problem(f"the offline edition is not a readable zip ({exc})", where, None, HINT)], 0
     epoch = calendar.timegm((*infos[0].date_time, 0, 0, 0)) if infos else 0
     ed = edition(site, zip_path, note, exercise_note)
     out = [Problem(p.message, f"{label}/{p.path}", p.line, p.hint) for p in ed.problems]
@@ -371,4 +378,4 @@ def problems(site: dict[str, bytes], zip_path: str, note: str, exercise_note: st
                 what = f"the page gives the offline edition's size as {span.text()!r}; it is {size}"
                 what += f" ({len(data)} bytes)"
                 out.append(Problem(what, f"{label}/{rel}", None, HINT))
-    return out
+    return out, len(ed.files)

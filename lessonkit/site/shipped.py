@@ -121,6 +121,7 @@ class SiteReport:
     blocks: int = 0
     code_pages: int = 0
     lines: int = 0
+    offline: int = 0  # the files of the offline edition, made again and compared
 
 
 class SiteCheck:
@@ -258,21 +259,20 @@ class SiteCheck:
             return SiteReport(self.problems)
         for rel in self.files:
             self.problems += self.check_file(rel, rep)
-        self.problems += self._offline()
         for rel in sorted(f for f in self.hashes if f.endswith(".svg")):
             path = self.site_dir / rel
             if not path.is_symlink():
                 self.problems += active.svg_problems(path.read_bytes(), f"{self.label}/{rel}")
         return rep
 
-    def _offline(self) -> list[Problem]:
+    def _offline(self) -> tuple[list[Problem], int]:
         """The offline edition: this folder's, byte for byte, and its size where a page links it
         (:func:`lessonkit.site.offline.problems`)."""
         from lessonkit.site import offline
 
         words = self.project.site.labels
         site = offline.read_site(self.site_dir)
-        return offline.problems(
+        return offline.check(
             site, self.project.site.offline_path, words["offline-here"], words["exercise-offline"], self.label
         )
 
@@ -300,7 +300,9 @@ class SiteCheck:
             )
             return None
         self._folder()
-        return SiteReport(self.problems)
+        found, n = self._offline()
+        self.problems += found
+        return SiteReport(self.problems, offline=n)
 
     def check_file(self, rel: str, rep: SiteReport) -> list[Problem]:
         """The problems of one HTML file of the folder, counted into ``rep``; its scan is kept

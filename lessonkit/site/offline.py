@@ -127,16 +127,17 @@ def _keep_first_newlines(tree) -> None:
             first.replace_with("\n" + (first.text_content or ""))
 
 
-def _same(tree, written) -> str | None:
-    """None when the written text parses into the changed document: both serialize alike (the
-    serializer writes each document's nodes, attributes and text; a difference a browser would
-    read, such as a newline the parser drops after ``<pre>``, changes the second). Else where
-    they first differ."""
-    a, b = tree.html or "", written.html or ""
-    if a == b:
+def _same(want: str, written) -> str | None:
+    """None when the written text parses into the changed document: ``want`` is that document
+    serialized before the newlines the parser drops after ``<pre>``, ``<textarea>`` and
+    ``<listing>`` were written back, and the written text's document must serialize to it (the
+    serializer writes each node, attribute and text; a difference a browser would read changes
+    it). Else where they first differ."""
+    got = written.html or ""
+    if want == got:
         return None
-    at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
-    return f"it differs at {a[max(0, at - 30) : at + 30]!r}"
+    at = next((i for i, (x, y) in enumerate(zip(want, got, strict=False)) if x != y), min(len(want), len(got)))
+    return f"it differs at {want[max(0, at - 30) : at + 30]!r}"
 
 
 def _page(rel: str, html: str, folders: frozenset[str], note: str, exercise_note: str) -> tuple[str, str | None]:
@@ -165,10 +166,11 @@ def _page(rel: str, html: str, folders: frozenset[str], note: str, exercise_note
         if posixpath.normpath(posixpath.join(page_dir, src)).startswith("assets/javascripts/bundle."):
             node.insert_before(_script_node(up + SHIM))
             break
+    want = tree.html or ""  # the changed document, as its serialization reads back when it does
     _keep_first_newlines(tree)
     body = tree.html or ""
     written = markup.parse(body)
-    differs = _same(tree, written)
+    differs = _same(want, written)
     if differs:
         return body, f"the page's copy would not read as it was changed: {differs}"
     extra = _merge(csp.extras(written), EXTRA)

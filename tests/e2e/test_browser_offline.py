@@ -178,6 +178,22 @@ def test_the_edition_works_from_file_urls_and_requests_nothing_else(edition, tab
     assert _violations(tab) == []
 
 
+def test_no_page_of_the_edition_breaks_its_policy_or_requests_anything_else(edition, tab):
+    """Every page opened from disk: 0 policy violations, 0 console errors, only file: requests and
+    one blob: (the search worker, made in the page)."""
+    pages = sorted(p.relative_to(edition).as_posix() for p in edition.rglob("*.html"))
+    broken = {}
+    for rel in pages:
+        tab.messages.clear()
+        tab.requests.clear()
+        tab.goto((edition / rel).as_uri(), wait_until="load")
+        blobs = [u for u in tab.requests if u.startswith("blob:null/")]
+        found = _violations(tab) + [u for u in tab.requests if not u.startswith(("file://", "blob:null/"))]
+        if found or len(blobs) != 1:
+            broken[rel] = (found[:3], len(blobs))
+    assert len(pages) > 100 and broken == {}
+
+
 def test_an_exercise_of_the_edition_says_it_does_not_run_and_loads_nothing(edition, tab):
     tab.goto((edition / "lessons/14-mini-autograd/index.html").as_uri(), wait_until="load")
     tab.wait_for_timeout(500)

@@ -376,7 +376,10 @@ class Build(WrittenSite):
         if uri in self.late:  # an attachment: generated once every experiment has run
             self.results()
             markdown = (self.attached or {}).get(uri, markdown)  # results() made them
-        markdown = fill_tokens(markdown, {**self.tokens, "course-pdf": self.course_pdf_link(uri)})
+        markdown = fill_tokens(
+            markdown,
+            {**self.tokens, "course-pdf": self.course_pdf_link(uri), "offline-edition": self.offline_link(uri)},
+        )
         # (the bundle's tokens follow in finish())
         if self.project.site.is_lesson(uri):
             own = [c for c in self.citations if c.page == uri]

@@ -124,6 +124,51 @@ class WrittenSite:
         )
         return n, size
 
+    # -- the offline edition
+    def offline_link(self, uri: str) -> str:
+        """``[[lessonkit:offline-edition]]`` on the page ``uri``: the link to the offline edition,
+        whose size the build fills in once it has made it (:meth:`offline_edition`)."""
+        from lessonkit.site import offline
+
+        words = self.project.site.labels
+        return offline.link(words.fill, "../" * uri.count("/") + self.project.site.offline_path)
+
+    def offline_edition(self, site_dir: Path) -> tuple[int, int] | None:
+        """Make the offline edition of the written site (:mod:`lessonkit.site.offline`) into
+        ``[offline] path`` and write its size into the pages that link it. Only ``build``: a
+        served site has no download. Returns (files, bytes)."""
+        if self.command != "build":
+            return None
+        from lessonkit.config import environment
+        from lessonkit.site import offline
+        from lessonkit.util import fs
+
+        t0 = time.perf_counter()
+        conf = self.project.site
+        words = conf.labels
+        site = offline.read_site(site_dir)
+        ed = offline.edition(site, conf.offline_path, words["offline-here"], words["exercise-offline"])
+        for p in ed.problems:
+            self.report_problem(p)
+        epoch = environment.source_date_epoch() or environment.ZIP_FIRST
+        data = offline.zipped(ed, offline.top(conf.offline_path), epoch)
+        out = site_dir / conf.offline_path
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fs.atomic_write(out, data)
+        out.chmod(0o644)
+        size = offline.size_text(len(data))
+        for rel, page in site.items():
+            if rel.endswith(".html") and offline.SIZE_PLACEHOLDER.encode() in page:
+                text = offline.fill_size(page.decode("utf-8"), len(data))
+                mode = (site_dir / rel).stat().st_mode & 0o777
+                fs.atomic_write(site_dir / rel, text.encode("utf-8"))
+                (site_dir / rel).chmod(mode)
+        self.log_info(
+            f"lessonkit: offline edition {conf.offline_path}: {len(ed.files)} file(s), {size}, "
+            f"{time.perf_counter() - t0:.1f} s"
+        )
+        return len(ed.files), len(data)
+
     # -- the search index (after Material's search plugin wrote it)
     def search_index(self, site_dir: Path, nav: list[str] | None = None) -> tuple[int, int] | None:
         """Rewrite the written search index: without blocks an earlier page of ``nav`` (docs-relative

@@ -39,7 +39,8 @@ def _replaced_files(project) -> list[Problem]:
     yml = project.root / "mkdocs.yml"
     dirs, statics = boundary.theme_dirs(project.root, yml.read_text(encoding="utf-8")) if yml.is_file() else ([], ())
     site = project.site
-    engine = {site.bundle: "the engine's bundle"} | ({site.pdf_path: "the engine's PDF"} if site.pdf_path else {})
+    engine = {site.bundle: "the engine's bundle", site.offline_path: "the engine's offline edition"}
+    engine |= {site.pdf_path: "the engine's PDF"} if site.pdf_path else {}
     written = checks.written_files(project.root, dirs, statics, engine)
     return checks.replaced_files(project.root, written, ENGINE_PAGE_OWNERS)
 
@@ -281,7 +282,9 @@ def _site_check(project, report, site_dir: Path, mutate: bool):
     print(
         f"site: {rep.files} HTML file(s) of {project.rel(site_dir)}/, {rep.blocks} engine block(s), "
         f"{rep.code_pages} source page(s) ({rep.lines} lines) checked against the pinned tree and this "
-        f"build's runs; {len(rep.problems)} problem(s) in {seconds:.2f} s"
+        f"build's runs"
+        + (f", its offline edition ({rep.offline} files) made again from it byte for byte" if rep.offline else "")
+        + f"; {len(rep.problems)} problem(s) in {seconds:.2f} s"
         + (" (with the site mutations)" if mutated is not None else ""),
         file=sys.stderr if rep.problems else sys.stdout,
     )

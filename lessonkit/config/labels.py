@@ -113,12 +113,23 @@ LABELS = {
     "course-pdf-off": (
         "This edition of the site comes without the course PDF; a page printed from the browser has the same layout."
     ),
+    # the offline edition (`[[lessonkit:offline-edition]]`): the link ({size} filled by the build), and
+    # what stands in its place in the edition itself
+    "offline-edition": (
+        "[The offline edition]({path}) ({size}, a zip): unzip it and open `index.html` in a browser; links, "
+        "search, formulas and figures work without a network"
+    ),
+    "offline-here": "You are reading the offline edition: every page is on your disk, and none requests anything.",
     # API pages (mkdocstrings)
     "api-call": "Called as",
     "api-source": "Source",
     "api-lessons": "Cited by",
     # exercise blocks: the editor, its buttons, and the words its script shows ({…} filled there)
     "exercise": "EXERCISE",
+    "exercise-offline": (
+        "The offline edition cannot run these checks: opened from disk, the browser refuses to load the Python "
+        "runtime (module scripts and fetch need a web server). Run them on the site, or with pytest on the bundle."
+    ),
     "exercise-note": (
         "Runs in this browser with Pyodide {version} (Python {python}): the first run downloads {size} MB from "
         "this site, and nothing is sent anywhere. The checks are those of {tests}; packages outside Python's "

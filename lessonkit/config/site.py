@@ -126,6 +126,11 @@ class SiteConfig:
     # raw-HTML check of a page lives in a layer above this one): (output, name, source) -> problems
     check_output: Any = field(default=None, compare=False, repr=False)
 
+    @property
+    def offline_path(self) -> str:
+        """Where the offline edition goes in the site (:mod:`lessonkit.site.offline`)."""
+        return f"downloads/{self.name}-offline.zip"
+
     def is_lesson(self, page: str) -> bool:
         """Whether ``page`` (docs-relative, or project-relative under ``docs/``) is a lesson."""
         return page.removeprefix("docs/").startswith(self.lessons)

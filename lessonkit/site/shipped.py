@@ -121,6 +121,7 @@ class SiteReport:
     blocks: int = 0
     code_pages: int = 0
     lines: int = 0
+    offline: int = 0  # the files of the offline edition, made again and compared
 
 
 class SiteCheck:
@@ -272,6 +273,17 @@ class SiteCheck:
                 out += active.svg_problems(path.read_bytes(), f"{self.label}/{rel}")
         return out
 
+    def _offline(self) -> tuple[list[Problem], int]:
+        """The offline edition: this folder's, byte for byte, and its size where a page links it
+        (:func:`lessonkit.site.offline.problems`)."""
+        from lessonkit.site import offline
+
+        words = self.project.site.labels
+        site = offline.read_site(self.site_dir)
+        return offline.check(
+            site, self.project.site.offline_path, words["offline-here"], words["exercise-offline"], self.label
+        )
+
     @staticmethod
     def new_report(problems: list[Problem]) -> SiteReport:
         """A report to count into (for the mutation check, a layer below, which does not import this one)."""
@@ -296,7 +308,9 @@ class SiteCheck:
             )
             return None
         self._folder()
-        return SiteReport(self.problems)
+        found, n = self._offline()
+        self.problems += found
+        return SiteReport(self.problems, offline=n)
 
     def check_file(self, rel: str, rep: SiteReport) -> list[Problem]:
         """The problems of one HTML file of the folder, counted into ``rep``; its scan is kept

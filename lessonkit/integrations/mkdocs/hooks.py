@@ -194,7 +194,8 @@ def written_files(b: lk_build.Build, config: "MkDocsConfig") -> dict[str, str]:
     """The site paths the engine and the theme write, each with its source (a docs/ file there
     is an error: :func:`lessonkit.config.checks.replaced_files`)."""
     site = b.project.site
-    engine = {site.bundle: "the engine's bundle"} | ({site.pdf_path: "the engine's PDF"} if site.pdf_path else {})
+    engine = {site.bundle: "the engine's bundle", site.offline_path: "the engine's offline edition"}
+    engine |= {site.pdf_path: "the engine's PDF"} if site.pdf_path else {}
     dirs = [Path(d) for d in config.theme.dirs]
     return lk_checks.written_files(b.project.root, dirs, tuple(sorted(config.theme.static_templates)), engine)
 
@@ -320,6 +321,8 @@ class BuildEvents:
         for uri in plan.late:  # written once every experiment has run
             _add(files, config, uri, "", in_nav=True)
         _add(files, config, b.project.site.bundle, b"")
+        # a site file from the start, so that links to it check; made in on_post_build (empty in serve)
+        _add(files, config, b.project.site.offline_path, b"")
         if b.pdf:  # a site file from the start, so that links to it check; printed in on_post_build
             _add(files, config, b.project.site.pdf_path, b"")
         _add_assets(files, config)
@@ -419,6 +422,7 @@ class BuildEvents:
         site_dir, nav = Path(config.site_dir), nav_pages(config.nav)
         self.build.search_index(site_dir, nav)
         self.build.course_pdf(site_dir, nav, config.site_name)  # when LESSONKIT_PDF asks for it
+        self.build.offline_edition(site_dir)  # from the written site, the PDF included
         self.build.check_links(site_dir, Path(config.config_file_path))
         n = len(self.build.problems)
         if not n:

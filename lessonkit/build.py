@@ -467,13 +467,6 @@ class Build(WrittenSite):
                 self.report_problem(p)
         return data
 
-    def math_font(self) -> bytes:
-        """The site's math font: the subset of lessonkit's for the formulas of every page this build
-        read (:mod:`lessonkit.site.mathfont`; made by the prewarm on a cold cache)."""
-        from lessonkit.site import mathfont
-
-        return mathfont.project_font(self.project.cache, [self.texts[page] for page in sorted(self.texts)])
-
     def bundle_bytes(self) -> bytes:
         """The bundle (:func:`lessonkit.site.pages.bundle`): made once, after every experiment has
         run; its inputs (the pages read by plan(), the runs, the attachments) are fixed by then."""

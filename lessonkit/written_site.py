@@ -124,6 +124,14 @@ class WrittenSite:
         )
         return n, size
 
+    # -- the math font
+    def math_font(self) -> bytes:
+        """The site's math font: the subset of lessonkit's for the formulas of every page this build
+        read (:mod:`lessonkit.site.mathfont`; made by the prewarm on a cold cache)."""
+        from lessonkit.site import mathfont
+
+        return mathfont.project_font(self.project.cache, [self.texts[page] for page in sorted(self.texts)])
+
     # -- the offline edition
     def offline_link(self, uri: str) -> str:
         """``[[lessonkit:offline-edition]]`` on the page ``uri``: the link to the offline edition,

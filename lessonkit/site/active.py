@@ -282,10 +282,8 @@ def _element(check, doc: Doc, k: int, rel: str, where: str) -> list[tuple[Proble
     def refuse(message: str, style: bool = False) -> list[tuple[Problem, bool]]:
         return [(Problem(message, where, None, HINT), style)]
 
-    if name in ("script", "style") and _in_content(doc, k):  # the theme writes its own in the head and body
-        return refuse(
-            f"a <{name}> inside the page's content (its <article>), where the theme writes none", name == "style"
-        )
+    if name == "script" and _in_content(doc, k):  # the theme writes its own in the head and body, never here
+        return refuse("a <script> inside the page's content (its <article>), where the theme writes none")
     if name == "script":
         return [(p, False) for p in _script(check, rel, where, doc.attrs(k), doc.attribute_text(k), doc.raw_text(k))]
     if name == "style":

@@ -1,11 +1,11 @@
 """Text that no check of the Markdown source takes for a tag comes out of Markdown as a real element:
 ``<b<script>`` is one tag named ``b<script`` to the HTML parser, but Python-Markdown escapes ``<b``
 and passes ``<script>`` on. Two checks close it: the build reads each page's rendered content (no
-element that runs, loads or embeds), and ``verify --site`` allows no script or style of the theme's
-own inside a page's ``<article>`` and lets a template expression stand for one value only, so a
-copy of one of the theme's scripts or styles (whose hash the page's policy allows) cannot be placed
-in the content. The shapes are those of an independent red-team's probes (a redirect through a copy
-of Material's redirect script; a style that hides an experiment's output and draws a forged one)."""
+element that runs, loads or embeds), and ``verify --site`` allows no script inside a page's
+``<article>`` and lets a template expression stand for one value only, so a copy of one of the
+theme's scripts or styles (whose hash the page's policy allows) cannot be placed in the content.
+The shapes are those of an independent red-team's probes (a redirect through a copy of Material's
+redirect script; a style that hides an experiment's output and draws a forged one)."""
 
 from __future__ import annotations
 
@@ -45,8 +45,7 @@ def test_a_script_or_style_in_the_content_is_refused_by_the_site_check():
     ]
     style = _site_problems("<p>&lt;b<style>.x{color:red}</style></p>")
     assert style == [
-        "site/a.html:9: a <style> inside the page's content (its <article>), where the theme writes none — "
-        + active.HINT
+        "site/a.html:9: a <style> element that neither Material's templates nor lessonkit write — " + active.HINT
     ]
 
 
@@ -70,7 +69,10 @@ def test_the_build_refuses_the_redirect_and_verify_site_the_forging_style(tmp_pa
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]  # a style runs nothing: the site check reads it
     v = site.verify("--site", "site")
     assert v.returncode != 0
-    assert "site/a/index.html" in v.stderr and "a <style> inside the page's content (its <article>)" in v.stderr
+    assert (
+        "site/a/index.html" in v.stderr
+        and "a <style> element that neither Material's templates nor lessonkit write" in v.stderr
+    )
 
 
 def test_an_svg_of_the_folder_is_read_by_verify_site(tmp_path, pinned_root):

@@ -181,6 +181,50 @@ class _Jieba:
             self.dt.total = total
 
 
+def _refill_generated(redo, plan) -> None:
+    """The generated pages among ``redo`` get the content this build planned for them."""
+    generated = {g.uri: g.content for g in plan.generated}
+    for f in redo:
+        if f.src_uri in generated:
+            content = generated[f.src_uri]
+            if isinstance(content, str):
+                f.content_string = content
+            else:
+                f.content_bytes = content
+
+
+def _refresh_font(files, b) -> None:
+    """The math font's subset, made again: a formula added or removed may change it (the full
+    build put the subset among the files in hooks.on_env)."""
+    font = files.get_file_from_path(mathfont.FONT)
+    if font is not None and font.abs_src_path is None:
+        data = b.math_font()
+        if data != font.content_bytes:
+            font.content_bytes = data
+            font.copy_file()
+
+
+def _rebuild_pages(config, files, doc_files, redo, nav, env) -> None:
+    """Render and write the pages of ``redo``; check every page's anchors; keep the search index
+    in the full build's order (the pages' order, each page's entries in its order)."""
+    search = _search(config)
+    entries: dict[str, list] = {}
+    for e in search.search_index.entries if search else []:
+        entries.setdefault(e["location"].split("#", 1)[0], []).append(e)
+    if search:
+        search.search_index.entries = []
+    for f in redo:
+        n = len(search.search_index.entries) if search else 0
+        _build_page(_page(f), config, doc_files, nav, env, excluded=f.inclusion.is_excluded())
+        if search:
+            entries[_page(f).url] = search.search_index.entries[n:]
+    for f in doc_files:
+        _page(f).validate_anchor_links(files=files, log_level=config.validation.links.anchors)
+    if search:
+        search.search_index.entries = [e for f in doc_files for e in entries.get(_page(f).url, [])]
+        search.on_post_build(config=config)
+
+
 class Incremental:
     """The serve builder: :meth:`full` once, then :meth:`rebuild` on every change."""
 
@@ -321,14 +365,7 @@ class Incremental:
                 b.cancel()  # mkdocstrings tore its handlers down after the last build
                 return self.full("the API reference changed")
             b.urls = dict(self.urls)
-            generated = {g.uri: g.content for g in plan.generated}
-            for f in redo:
-                if f.src_uri in generated:
-                    content = generated[f.src_uri]
-                    if isinstance(content, str):
-                        f.content_string = content
-                    else:
-                        f.content_bytes = content
+            _refill_generated(redo, plan)
             titles = {f.src_uri: _page(f).title for f in redo}
             for f in redo:
                 _populate_page(_page(f), config, files)
@@ -342,29 +379,8 @@ class Incremental:
             _env_events(config, env, Files([*redo, bundle]))
             if bundle.src_uri in todo.outputs:
                 bundle.copy_file()
-            font = files.get_file_from_path(mathfont.FONT)  # the full build put the subset in (hooks.on_env)
-            if font is not None and font.abs_src_path is None:
-                data = b.math_font()  # a formula added or removed may change the subset
-                if data != font.content_bytes:
-                    font.content_bytes = data
-                    font.copy_file()
-            search = _search(config)
-            old = search.search_index.entries if search else []
-            entries: dict[str, list] = {}
-            for e in old:
-                entries.setdefault(e["location"].split("#", 1)[0], []).append(e)
-            if search:
-                search.search_index.entries = []
-            for f in redo:
-                n = len(search.search_index.entries) if search else 0
-                _build_page(_page(f), config, doc_files, nav, env, excluded=f.inclusion.is_excluded())
-                if search:
-                    entries[_page(f).url] = search.search_index.entries[n:]
-            for f in doc_files:
-                _page(f).validate_anchor_links(files=files, log_level=config.validation.links.anchors)
-            if search:  # full-build order: the pages' order, each page's entries in its order
-                search.search_index.entries = [e for f in doc_files for e in entries.get(_page(f).url, [])]
-                search.on_post_build(config=config)
+            _refresh_font(files, b)
+            _rebuild_pages(config, files, doc_files, redo, nav, env)
             config.plugins[mkdocs_hooks.PLUGIN].on_post_build(config=config)
             if config.strict and (counts := counter.get_counts()):
                 raise Abort("Aborted with " + ", ".join(f"{v} {k.lower()}s" for k, v in counts) + " in strict mode!")

@@ -204,3 +204,13 @@ def test_the_image_renders_under_the_pages_policy(built, browser, tmp_path):
     finally:
         httpd.shutdown()
 
+
+
+def test_the_annotation_references_examples_are_the_blocks_built_here():
+    """The reference's two examples are blocks of the page this module builds and verifies."""
+    reference = (Path(__file__).resolve().parents[2] / "docs" / "dev" / "annotation-reference.md").read_text()
+    section = reference[reference.index("\n## output\n") : reference.index("\n## figure\n")]
+    examples = [part.split("```", 1)[0] for part in section.split("```output\n")[1:]]
+    assert len(examples) == 2
+    for text in examples:
+        assert "```output\n" + text + "```\n" in PAGE

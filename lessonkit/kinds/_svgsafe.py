@@ -4,12 +4,12 @@
 file) and writes it again, keeping only static drawing:
 
 - refused, with the line of the SVG text (:class:`Refused`): markup that is not well-formed XML,
-  a DOCTYPE with an internal subset, any entity declaration or reference to an undeclared entity, a processing instruction, an element
-  outside the SVG namespace or outside the drawing list of
-  :data:`lessonkit.util.markup.SVG_DRAWING` (outside a dropped element), ``xml:base``, CSS that
-  loads anything (``url()`` other than ``#id``), an ``id`` that is not a plain name, a root
-  other than ``<svg>``, more than :data:`MAX_BYTES` bytes, :data:`MAX_ELEMENTS` elements or
-  :data:`MAX_DEPTH` levels;
+  a DOCTYPE with an internal subset, any entity declaration or reference to an undeclared
+  entity, a processing instruction, an element outside the SVG namespace or outside the drawing
+  list of :data:`lessonkit.util.markup.SVG_DRAWING` (outside a dropped element), ``xml:base``,
+  CSS that loads anything (``url()`` other than ``#id``), an ``id`` that is not a plain name, a
+  root other than ``<svg>``, more than :data:`MAX_BYTES` bytes, :data:`MAX_ELEMENTS` elements
+  or :data:`MAX_DEPTH` levels;
 - dropped: a DOCTYPE without internal subset (what plotting libraries write), comments,
   ``<metadata>``, ``<script>``, ``<foreignObject>`` and ``<style>`` elements with all they hold,
   event attributes (``on…``), references out of the image (``href`` other than ``#id``, except

@@ -132,19 +132,20 @@ class Output(Kind):
     def drawn(self, r: Resolved, anchor: str, data) -> str:
         """The table or the cleaned SVG (a located error when the SVG is refused)."""
         b, shape = r.block, self.shape(r)
+        script = r.job.label if r.job is not None else b.get("Experiment")
         if shape == "Image":
             try:
                 return _svgsafe.clean(data, anchor, self.title(r))
             except _svgsafe.Refused as exc:
                 raise LessonError(
-                    f"the SVG `{b.get('Image')}` of {r.job.label} cannot be shown: line {exc.line} of the SVG has "
-                    f"{exc.why}",
+                    f"the SVG `{b.get('Image')}` of {script} cannot be shown: line {exc.line} of the SVG has {exc.why}",
                     path=b.path,
                     line=b.line_of("Image"),
                     hint="record static SVG drawing only (no scripts, no DTD, no links out of the image)",
                 ) from None
         head, rows = data
-        cap = f"<caption>{escape(b.get('Title'), quote=False)}</caption>" if b.get("Title") else ""
+        title = b.get("Title") or ""
+        cap = f"<caption>{escape(title, quote=False)}</caption>" if title else ""
         th = "".join(f'<th scope="col">{escape(c, quote=False)}</th>' for c in head)
         body = "".join("<tr>" + "".join(f"<td>{escape(c, quote=False)}</td>" for c in row) + "</tr>" for row in rows)
         return f'<table class="lk-output-table">{cap}<thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'

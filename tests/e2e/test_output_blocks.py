@@ -51,7 +51,9 @@ PAGE = (
     "# 输出\n\n下表由实验记录：\n\n"
     + block("output", "Experiment: experiments/plots.py", "Table: squares", "Title: 平方表", "Caption: 每行一个 `x`")
     + "\n曲线也由同一个实验画出：\n\n"
-    + block("output", "Experiment: experiments/plots.py", "Image: curve", "Title: 平方曲线", "Caption: 红线是 $y = x^2$")
+    + block(
+        "output", "Experiment: experiments/plots.py", "Image: curve", "Title: 平方曲线", "Caption: 红线是 $y = x^2$"
+    )
     + "\n第二张同样的图，id 不会冲突：\n\n"
     + block("output", "Experiment: experiments/plots.py", "Image: curve", "Title: 再画一次")
 )
@@ -91,7 +93,15 @@ def test_the_page_shows_the_whole_table_and_the_cleaned_images(built):
     one, two = tree.css_first("#output-2 svg"), tree.css_first("#output-3 svg")
     assert one.attributes["aria-label"] == "平方曲线" and two.attributes["aria-label"] == "再画一次"
     ids = [n.attributes.get("id") for n in markup.elements(tree) if n.attributes.get("id", "").startswith("output-")]
-    assert ids == ["output-1", "output-2", "output-2-area", "output-2-tick", "output-3", "output-3-area", "output-3-tick"]
+    assert ids == [
+        "output-1",
+        "output-2",
+        "output-2-area",
+        "output-2-tick",
+        "output-3",
+        "output-3-area",
+        "output-3-tick",
+    ]
     assert [u.attributes["href"] for u in one.css("use")] == ["#output-2-tick", "#output-2-tick"]
     for svg in (one, two):
         names = {markup.name(n) for n in svg.traverse(include_text=False)}
@@ -144,7 +154,9 @@ def test_an_svg_changed_by_a_later_hook_fails_verify_site(built, tmp_path):
     site.env = {**built.env, "LESSONKIT_CACHE": str(site.cache)}
     (site.root / "late_hook.py").write_text(LATE_HOOK, encoding="utf-8")
     config = (site.root / "mkdocs.yml").read_text()
-    (site.root / "mkdocs.yml").write_text(config.replace("plugins: []", f"  - {site.root / 'late_hook.py'}\nplugins: []"))
+    (site.root / "mkdocs.yml").write_text(
+        config.replace("plugins: []", f"  - {site.root / 'late_hook.py'}\nplugins: []")
+    )
     r = site.build()
     assert r.returncode == 0, r.stderr[-3000:]
     assert 'stroke="#2ca02c"' in _html(site) and "y = x³" in _html(site)
@@ -203,7 +215,6 @@ def test_the_image_renders_under_the_pages_policy(built, browser, tmp_path):
         context.close()
     finally:
         httpd.shutdown()
-
 
 
 def test_the_annotation_references_examples_are_the_blocks_built_here():

@@ -176,7 +176,11 @@ def test_hostile_markup_is_dropped(body, want):
             2,
             "the id 'a\"b' of a <g> is not a plain name (letters, digits, _ . : -)",
         ),
-        (f"<html {SVG}/>", 1, "a <html> element in the namespace http://www.w3.org/2000/svg, which is not static SVG drawing"),
+        (
+            f"<html {SVG}/>",
+            1,
+            "a <html> element in the namespace http://www.w3.org/2000/svg, which is not static SVG drawing",
+        ),
         (f"<g {SVG}/>", 1, "a <g> at the top: an image is one <svg> element"),
         ("<svg>\n<rect/></svg>", 1, "a <svg> element (no namespace), which is not static SVG drawing"),
         (f"<svg {SVG}>\n<rect></svg>", 2, "not well-formed XML (mismatched tag)"),

@@ -4,6 +4,8 @@ anchor); hostile SVG is cleaned or refused with the line of the SVG at the block
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from types import SimpleNamespace
 
@@ -300,3 +302,42 @@ def test_a_wrong_recording_is_one_located_line(header, record, message):
 def test_header_mistakes_are_located(header, message):
     page = parse_page(f"# t\n\n```output\nExperiment: experiments/e.py\n{header}\n```\n", "docs/o.md", kinds=KINDS)
     assert [str(p).split(" — ")[0] if "exactly one" in str(p) else str(p) for p in page.problems] == [message]
+
+
+# -- the record helper's side -----------------------------------------------------------------
+
+
+def _record(code: str, tmp_path) -> tuple[subprocess.CompletedProcess, str | None]:
+    """``code`` run as an experiment writes its record (the helper on the path, as in a box)."""
+    from lessonkit.run.runner import RECORD_HELPER
+
+    out = tmp_path / "rec.json"
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(RECORD_HELPER.parent), "LESSONKIT_RECORD": str(out)}
+    r = subprocess.run(
+        [sys.executable, "-B", "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    return r, out.read_text(encoding="utf-8") if out.exists() else None
+
+
+def test_record_svg_stores_the_text_tagged(tmp_path):
+    r, text = _record(
+        "from lessonkit_record import record\n"
+        "record.svg('plot', '<svg/>')\n"
+        "record.svg('raw', '<svg>é</svg>'.encode())\n"
+        "record.set('word', '<svg/>')\n",
+        tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    assert text == '{"plot":{"svg":"<svg/>"},"raw":{"svg":"<svg>é</svg>"},"word":"<svg/>"}'
+
+
+@pytest.mark.parametrize(
+    "call, error",
+    [
+        ("record.svg('plot', 3)", "TypeError: record.svg('plot', …) takes the SVG's text, not a int"),
+        ("record.svg('plot', '<svg/>'); record.svg('plot', '<svg/>')", "ValueError: record key 'plot' is already set"),
+    ],
+)
+def test_record_svg_refuses_what_is_not_one_new_text(tmp_path, call, error):
+    r, _ = _record(f"from lessonkit_record import record\n{call}\n", tmp_path)
+    assert r.returncode == 1 and r.stderr.strip().splitlines()[-1] == error

@@ -29,7 +29,7 @@ from lessonkit.util.store import digest
 from lessonkit.util.text import whole_number
 
 SHAPES = ("Table", "Image")
-FORMAT = "1"  # bump when the HTML changes shape
+FORMAT = "2"  # bump when the HTML changes shape
 MAX_CELLS = 10_000
 WHAT = {
     "Table": 'a table recorded with record.table: {"columns": [..], "rows": [[..], ..]}',
@@ -148,7 +148,7 @@ class Output(Kind):
         cap = f"<caption>{escape(title, quote=False)}</caption>" if title else ""
         th = "".join(f'<th scope="col">{escape(c, quote=False)}</th>' for c in head)
         body = "".join("<tr>" + "".join(f"<td>{escape(c, quote=False)}</td>" for c in row) + "</tr>" for row in rows)
-        return f'<table class="lk-output-table">{cap}<thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+        return f"<table>{cap}<thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
     def render(self, renderer, r, anchor, result):
         data = self.data(r, result)
@@ -162,7 +162,7 @@ class Output(Kind):
             source = renderer.labels.html("figure-source", script=f"<code>{escape(r.job.label)}</code>")
             cap = f'<figcaption>{text}<span class="lk-fig-source"{renderer.no_search}>{source}</span></figcaption>'
             return (
-                f'<figure class="lk-block lk-output lk-output-{shape.lower()}" id="{anchor}">'
+                f'<figure class="lk-block lk-figure lk-recorded lk-recorded-{shape.lower()}" id="{anchor}">'
                 + self.drawn(r, anchor, data)
                 + cap
                 + "</figure>"

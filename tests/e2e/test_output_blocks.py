@@ -212,6 +212,12 @@ def test_the_image_renders_under_the_pages_policy(built, browser, tmp_path):
         shot = tmp_path / "output.png"
         tab.locator("#output-2").screenshot(path=str(shot))
         assert shot.stat().st_size > 1000
+        tab.locator("#output-1").screenshot(path=str(tmp_path / "table.png"))
+        styled = tab.evaluate(
+            "() => [getComputedStyle(document.querySelector('#output-1 th')).fontWeight,"
+            " [...document.querySelectorAll('#output-1 td')].map(c => getComputedStyle(c).borderTopStyle)]"
+        )
+        assert styled == ["700", ["solid"] * 15]  # Material's style of a table of no class of its own
         context.close()
     finally:
         httpd.shutdown()

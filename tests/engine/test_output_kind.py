@@ -224,7 +224,7 @@ def test_a_recorded_table_is_shown_whole_with_value_formatting():
     r, result = block("Table: grid\nTitle: 平方\nCaption: 由 `e.py` 记录", TABLE)
     html = KINDS["output"].render(RENDERER, r, "output-1", result)
     assert html == (
-        '<figure class="lk-block lk-output lk-output-table" id="output-1"><table class="lk-output-table">'
+        '<figure class="lk-block lk-figure lk-recorded lk-recorded-table" id="output-1"><table>'
         '<caption>平方</caption><thead><tr><th scope="col">x</th><th scope="col">x²</th></tr></thead><tbody>'
         "<tr><td>1</td><td>1.0</td></tr><tr><td>(1, 2)</td><td>2.500000</td></tr><tr><td>a&lt;b</td><td>None</td></tr>"
         "</tbody></table><figcaption>由 <code>e.py</code> 记录"
@@ -248,7 +248,7 @@ def test_an_image_block_shows_the_cleaned_svg():
     r, result = block("Image: plot\nTitle: 曲线", {"plot": {"svg": PLOT}})
     html = KINDS["output"].render(RENDERER, r, "output-3", result)
     assert html.startswith(
-        '<figure class="lk-block lk-output lk-output-image" id="output-3">'
+        '<figure class="lk-block lk-figure lk-recorded lk-recorded-image" id="output-3">'
         + _svgsafe.clean(PLOT, "output-3", "曲线")
         + "<figcaption>"
     )

@@ -88,8 +88,18 @@ def difference(first: execute.Result, second: execute.Result, varies: set[str]) 
     if ra != rb:
         fa, fb = _flat(ra), _flat(rb)
         key = next((k for k in sorted(set(fa) | set(fb)) if fa.get(k) != fb.get(k)), "(record)")
-        return f"recorded `{key}` is {fa.get(key, '(missing)')[:60]}, then {fb.get(key, '(missing)')[:60]}"
+        one, two = _around(fa.get(key, "(missing)"), fb.get(key, "(missing)"))
+        return f"recorded `{key}` is {one}, then {two}"
     return None
+
+
+def _around(a: str, b: str, width: int = 60) -> tuple[str, str]:
+    """Both texts cut to ``width`` characters, from a little before their first difference (a long
+    value, such as a recorded SVG, differs far from its start)."""
+    k = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    start = max(0, k - 20) if k > width - 10 else 0
+    cut = lambda t: ("…" if start else "") + t[start : start + width] + ("…" if len(t) > start + width else "")  # noqa: E731
+    return cut(a), cut(b)
 
 
 def check(project, report: Report) -> list[Problem]:

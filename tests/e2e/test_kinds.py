@@ -40,6 +40,7 @@ def test_builtin_registry_lists_the_kinds():
         "line",
         "value",
         "exercise",
+        "output",
     ]
     assert [k.label for k in kinds.KINDS.fenced.values()] == [
         "REAL SOURCE",
@@ -48,6 +49,7 @@ def test_builtin_registry_lists_the_kinds():
         "SNAPSHOT",
         "FIGURE",
         "EXERCISE",
+        "OUTPUT",
     ]
     assert list(kinds.KINDS.inline) == ["line", "value"]
 
@@ -58,7 +60,7 @@ def test_unknown_kind_is_a_located_error_not_a_fall_through():
         kinds.KINDS.of(b)
     assert str(exc.value) == (
         "docs/a.md:7: unknown block kind `signatur` — known kinds: real-source, teaching-simplification, experiment, "
-        "snapshot, figure, exercise"
+        "snapshot, figure, exercise, output"
     )
 
 

@@ -60,7 +60,15 @@ def test_the_four_kinds_are_registered():
     from lessonkit import kinds
 
     fenced = list(kinds.KINDS.fenced)
-    assert fenced == ["real-source", "teaching-simplification", "experiment", "snapshot", "figure", "exercise"]
+    assert fenced == [
+        "real-source",
+        "teaching-simplification",
+        "experiment",
+        "snapshot",
+        "figure",
+        "exercise",
+        "output",
+    ]
     assert list(kinds.KINDS.inline) == ["line", "value"]
 
 

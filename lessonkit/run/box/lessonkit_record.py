@@ -9,6 +9,7 @@ copy is part of every experiment's key)::
     record.append("steps", {"n": 1, "loss": 0.5})  # one row per step
     record.count("calls.tanh")                     # a counter
     record.table("grid", ["x", "y"], [[1, 2], [3, 4]])
+    record.svg("plot", svg_text)                   # an SVG image (text), shown by an output block
 
 At exit the recording is written as one JSON object to the file named by ``$LESSONKIT_RECORD``,
 which the build's runner sets (outside the working directory) and reads back after a successful
@@ -35,7 +36,9 @@ What :func:`encode` makes of a value:
 
 Encoding an encoded value gives it back unchanged, so a recorder may encode parts of a value first
 and record them later. The price: a recorded dict whose keys are exactly those of an encoding above
-(``{"tuple": [1]}``, ``{"scalar": …, "dtype": …}``, ``{"node": …}``) is shown as that encoding.
+(``{"tuple": [1]}``, ``{"scalar": …, "dtype": …}``, ``{"node": …}``, ``{"svg": …}``) is shown as that
+encoding. :meth:`Recorder.svg` records an SVG image's text as ``{"svg": text}``: tagged, so that a
+page never takes a string for an image or an image for a string.
 
 A project records the objects of its own subject by subclassing :class:`Recorder`: its
 ``encoders`` encode them, its methods add what it needs (a series keeps such a recorder in a
@@ -187,6 +190,16 @@ class Recorder:
         if any(len(r) != len(columns) for r in rows):
             raise ValueError(f"table {key!r}: every row needs {len(columns)} cells")
         self.set(key, {"columns": list(columns), "rows": [list(r) for r in rows]}, names)
+
+    def svg(self, key: str, text):
+        """Record an SVG image (its text, or UTF-8 bytes) under ``key``: ``{"svg": text}``. The
+        build checks and cleans it before a page shows it (an ``output`` block's ``Image:``);
+        strip what changes from run to run (a date, a random id) before recording it."""
+        if isinstance(text, (bytes, bytearray)):
+            text = bytes(text).decode("utf-8")
+        if not isinstance(text, str):
+            raise TypeError(f"record.svg({key!r}, …) takes the SVG's text, not a {type(text).__name__}")
+        return self._put(key, {"svg": text}, text)
 
     def dumps(self) -> str:
         return json.dumps(self.data, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)

@@ -333,7 +333,7 @@ def test_keyboard_alone_reaches_the_menu_terms_code_and_more_search_results(serv
             break
     got = p.evaluate("""() => { const s = getComputedStyle(document.activeElement);
         return [document.activeElement.textContent.trim(), s.outlineStyle, parseFloat(s.outlineWidth)]; }""")
-    assert re.fullmatch(r"还有 \d+ 个结果", got[0]) and got[1] != "none" and got[2] >= 2, got
+    assert re.fullmatch(r"在该页上还有 \d+ 个符合条件的结果", got[0]) and got[1] != "none" and got[2] >= 2, got
     p.keyboard.press("Enter")
     assert p.evaluate("() => document.activeElement.parentElement.open") is True
     assert v.errors == [] and v.external == []

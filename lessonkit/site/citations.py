@@ -282,7 +282,9 @@ def symbol_index(cites: list[Citation], rel_link: Callable[[str], str], labels: 
             users: dict[str, Citation] = {}
             for c in per_page([c for _, _, cs in spans for c in cs]):
                 users.setdefault(c.page, c)
-            where = sep.join(f"[{md_text(c.shown)}]({md_url(f'{rel_link(c.page)}#{c.anchor}')})" for c in users.values())
+            where = sep.join(
+                f"[{md_text(c.shown)}]({md_url(f'{rel_link(c.page)}#{c.anchor}')})" for c in users.values()
+            )
             lines = sep.join(f"[{_span(a, b)}]({md_url(f'{page}#L{a}')})" for a, b, _ in spans)
             shown = md_code(key[0]) if key[0] else word["fragment"]
             parts.append(f"| {shown} | {lines} | {where} |")

@@ -277,8 +277,10 @@ def test_keyboard_alone_reaches_the_menu_terms_code_and_more_search_results(serv
     if menu != "none":
         _tab_to(p, 'label[for="__drawer"]')
         assert _ring(p)
-        assert p.evaluate("() => [document.activeElement.getAttribute('role'), document.activeElement.ariaLabel,"
-                          " document.activeElement.getAttribute('aria-expanded')]") == ["button", "导航菜单", "false"]
+        assert p.evaluate(
+            "() => [document.activeElement.getAttribute('role'), document.activeElement.ariaLabel,"
+            " document.activeElement.getAttribute('aria-expanded')]"
+        ) == ["button", "导航菜单", "false"]
         p.keyboard.press("Enter")
         p.wait_for_timeout(100)
         got = p.evaluate("""() => [document.getElementById('__drawer').checked,

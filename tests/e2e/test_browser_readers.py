@@ -668,8 +668,9 @@ def _cells(html: str, table_of):
     rows = []
     for table in tree.css(table_of):
         for tr in table.css("tbody tr"):
-            rows.append([(td.text(separator="", strip=True), [a.text(strip=True) for a in td.css("a")])
-                         for td in tr.css("td")])
+            rows.append(
+                [(td.text(separator="", strip=True), [a.text(strip=True) for a in td.css("a")]) for td in tr.css("td")]
+            )
     return rows
 
 
@@ -677,7 +678,9 @@ def test_cited_by_lists_name_lessons_by_title_and_never_the_authoring_guide(buil
     """The lists of citing pages (a source page's, the symbol index): page titles, not bare
     numbers; never the authoring guide; one line printed as L36, not L36–L36; one row per symbol."""
     docs = Path(__file__).resolve().parents[2] / "docs" / "lessons"
-    titles = {p.name[:2]: re.search(r"^# (.+)$", p.read_text(encoding="utf-8"), re.M).group(1) for p in docs.glob("*.md")}
+    titles = {
+        p.name[:2]: re.search(r"^# (.+)$", p.read_text(encoding="utf-8"), re.M).group(1) for p in docs.glob("*.md")
+    }
     assert titles["05"] == "05 · 反向模式（Reverse Mode）的核心实现"
     core = (built_site / "source" / "autograd" / "core.py" / "index.html").read_text(encoding="utf-8")
     rows = _cells(core, "table:has(tr.lk-cite-group)")
@@ -699,7 +702,10 @@ def test_cited_by_lists_name_lessons_by_title_and_never_the_authoring_guide(buil
         assert len(row[2][1]) == len(set(row[2][1])), row  # one link per page
     vspace = [row for row in srows if row[0][0] == "VSpace"]  # core.py's VSpace: one row, three ranges
     assert len(vspace) == 1, vspace
-    assert vspace[0][1][1] == ["L237–L244", "L258–L263", "L261–L263"] and vspace[0][2][1] == [titles["05"], titles["14"]]
+    assert vspace[0][1][1] == ["L237–L244", "L258–L263", "L261–L263"] and vspace[0][2][1] == [
+        titles["05"],
+        titles["14"],
+    ]
 
 
 def test_the_authoring_guide_is_out_of_the_readers_navigation_and_search(built_site):
@@ -743,8 +749,10 @@ window.__lkWide = 0;
 """
 
 
-@pytest.mark.parametrize("rel", ["lessons/05-reverse-mode/", "lessons/06-numpy-vjp/", "lessons/08-forward-mode/",
-                                 "lessons/12-gradient-check/"])
+@pytest.mark.parametrize(
+    "rel",
+    ["lessons/05-reverse-mode/", "lessons/06-numpy-vjp/", "lessons/08-forward-mode/", "lessons/12-gradient-check/"],
+)
 def test_no_sideways_scroll_while_a_page_loads_on_a_phone(server, browser, rel):
     """At 375 px on a slow link (fonts and scripts arrive late), the page is never wider than the
     screen, at any frame of its loading."""
@@ -752,8 +760,10 @@ def test_no_sideways_scroll_while_a_page_loads_on_a_phone(server, browser, rel):
     context.add_init_script(_OVERFLOW_LOG)
     page = context.new_page()
     cdp = context.new_cdp_session(page)
-    cdp.send("Network.emulateNetworkConditions",
-             {"offline": False, "latency": 150, "downloadThroughput": 200_000, "uploadThroughput": 100_000})
+    cdp.send(
+        "Network.emulateNetworkConditions",
+        {"offline": False, "latency": 150, "downloadThroughput": 200_000, "uploadThroughput": 100_000},
+    )
     page.goto(f"{server}/{rel}", wait_until="load")
     page.wait_for_selector("html[data-lk-settled]", state="attached", timeout=30_000)
     wide = page.evaluate("() => window.__lkWide")
@@ -778,7 +788,8 @@ def test_code_is_14px_and_the_copy_button_covers_no_code_on_a_phone(server, brow
           const range = document.createRange(); range.selectNodeContents(code);
           const first = [...range.getClientRects()].filter(r => r.width > 0 && r.height > 0)
                                                    .reduce((a, r) => Math.min(a, r.top), Infinity);
-          if (first < nav.getBoundingClientRect().bottom) out.covered.push(code.closest('[id]') && code.closest('[id]').id);
+          const id = code.closest('[id]');
+          if (first < nav.getBoundingClientRect().bottom) out.covered.push(id && id.id);
           const table = code.closest('.highlighttable');
           if (table) {
             const n = table.querySelector('.linenos pre span, .linenos pre a');

@@ -280,9 +280,15 @@ def test_a_table_cut_off_on_a_phone_fades_at_the_edge_that_hides_more(server, br
 
 def test_a_box_that_does_not_scroll_neither_fades_nor_takes_a_tab_stop(server, browser):
     """The repository map's term cards are Material tables whose scroll wrapper lessonkit.css lets
-    overflow (``overflow: visible``): at 375 px one is 2 px wider than its box. Nothing can scroll it,
-    so no edge of it may fade (its text would be hidden for good) nor may it join the Tab order."""
+    overflow (``overflow: visible``): at 375 px one made 40 px wider than its box (a wide line in
+    its first card, as a long identifier would be). Nothing can scroll it, so no edge of it may fade
+    (its text would be hidden for good) nor may it join the Tab order."""
     v = Visit(browser, f"{server}/attachments/repo-map/", width=375)
+    v.page.evaluate("""() => { const wrap = document.querySelector('.term-cards .md-typeset__scrollwrap');
+        const wide = document.createElement('span'); wide.textContent = 'x';
+        wide.style.display = 'inline-block'; wide.style.width = (wrap.clientWidth + 40) + 'px';
+        wrap.querySelector('td').append(wide); window.dispatchEvent(new Event('resize')); }""")
+    v.page.wait_for_timeout(400)  # lessonkit.js looks again 150 ms after a resize
     boxes = v.page.evaluate(
         """() => [...document.querySelectorAll(
                 '.md-typeset__scrollwrap, .lk-diagram-wrap, .lk-math-block, .lk-math, .lk-snapshot-table')]

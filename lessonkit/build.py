@@ -332,6 +332,7 @@ class Build(WrittenSite):
             self.report_problem(problem)
         self.citations = site.citations(report, "docs/", self.texts)
         self.citations += site.prose_citations(project, report, "docs/", self.texts)  # inline `line` references
+        self.citations = site.for_readers(self.citations, project.site.authors)  # not the authors' pages
         if with_experiments is None:
             with_experiments = living.pages_with_runs(project, report)
         self._start_prewarm(report, paths, with_experiments, bool(self.pending.to_run))  # unless prestart() did

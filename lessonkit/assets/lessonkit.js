@@ -54,8 +54,8 @@ document.addEventListener("click", function (ev) {
    sees that it scrolls: the edge that hides more of it fades (lk-more-left / lk-more-right,
    lessonkit.css), as it is scrolled. */
 (function () {
-  var BOXES = ".md-typeset__scrollwrap, .lk-diagram-wrap, .lk-math-block, .lk-math, .lk-snapshot-table";
-  var FOCUSABLE = "a[href], button, input, select, textarea, summary, [tabindex]";
+  var BOXES = ".md-typeset__scrollwrap, .lk-diagram-wrap, .lk-math-block, .lk-math, .lk-snapshot-table, .md-typeset pre > code";
+  var FOCUSABLE = "a[href]:not([tabindex='-1']), button, input, select, textarea, summary, [tabindex]:not([tabindex='-1'])";
   function scrolls(el) {  // a box lessonkit.css lets overflow (overflow: visible) cannot be scrolled
     var x = getComputedStyle(el).overflowX;
     return x === "auto" || x === "scroll";
@@ -66,25 +66,33 @@ document.addEventListener("click", function (ev) {
     el.classList.toggle("lk-more-left", hidden > 1 && left > 1);
     el.classList.toggle("lk-more-right", hidden > 1 && left < hidden - 1);
   }
+  var loaded = false, fonts = !document.fonts;
   function update() {
     document.querySelectorAll(BOXES).forEach(function (el) {
       var wide = el.scrollWidth > el.clientWidth + 1 && scrolls(el) && !el.querySelector(FOCUSABLE);
       if (wide && !el.hasAttribute("tabindex")) { el.setAttribute("tabindex", "0"); el.dataset.lkScroll = ""; }
       else if (!wide && el.hasAttribute("data-lk-scroll")) { el.removeAttribute("tabindex"); delete el.dataset.lkScroll; }
+      if (el.tagName === "CODE") return;  // a code block's edges are its own (no fade over code)
       edges(el);
     });
+    /* Once the page and its fonts have loaded, the boxes have their final widths: the page says
+       so (data-lk-settled on <html>), for a reader's tools and the browser tests. */
+    if (loaded && fonts) document.documentElement.setAttribute("data-lk-settled", "");
   }
   document.addEventListener("scroll", function (ev) {
     var el = ev.target;
-    if (el && el.matches && el.matches(BOXES)) edges(el);
+    if (el && el.matches && el.matches(BOXES) && el.tagName !== "CODE") edges(el);
   }, { capture: true, passive: true });  // a box's own scroll does not bubble: caught on its way down
   var timer = null;
   function later() { clearTimeout(timer); timer = setTimeout(update, 150); }
   window.addEventListener("resize", later);
   /* A box's width changes once a web font arrives (the math font after its fallback, often after
      the first update): a formula that fitted only in the shipped font kept a fade and a tab stop. */
-  window.addEventListener("load", later);
-  if (document.fonts) { document.fonts.addEventListener("loadingdone", later); document.fonts.ready.then(later); }
+  window.addEventListener("load", function () { loaded = true; later(); });
+  if (document.fonts) {
+    document.fonts.addEventListener("loadingdone", later);
+    document.fonts.ready.then(function () { fonts = true; later(); });
+  }
   if (window.document$) { window.document$.subscribe(function () { setTimeout(update, 0); }); }
   else { document.addEventListener("DOMContentLoaded", update); }
 })();
@@ -159,4 +167,85 @@ document.addEventListener("click", function (ev) {
   if (window.document$) { window.document$.subscribe(load); }
   else if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", load); }
   else { load(); }
+})();
+/* A keyboard path through Material's chrome.
+   * The ☰ menu (a <label> for the drawer's checkbox, not focusable) is a button: Tab reaches it,
+     Enter or Space opens the navigation drawer and moves into it, Escape closes it again.
+   * A glossary term (<abbr title>, shown as a tooltip) is a Tab stop: Material shows the tooltip
+     on focus and names it as the term's description (aria-describedby).
+   * Each code block's row of buttons (Material's <nav class="md-code__nav">) is a landmark with
+     a name of its own, "代码块 N 的按钮" (the words from the page's lessonkit-words data block). */
+(function () {
+  var words = { menu: "Navigation", code: "Buttons of code block {n}" };
+  function readWords() {
+    var el = document.getElementById("lk-words");
+    if (!el) return;
+    try {
+      var w = JSON.parse(el.textContent);
+      Object.keys(words).forEach(function (k) { if (typeof w[k] === "string") words[k] = w[k]; });
+    } catch (e) { /* malformed words: the defaults */ }
+  }
+  var codeNavs = 0;
+  function name(root) {
+    (root.querySelectorAll ? root : document).querySelectorAll("nav.md-code__nav:not([aria-label])").forEach(function (nav) {
+      nav.setAttribute("aria-label", words.code.replace("{n}", String(++codeNavs)));
+    });
+    document.querySelectorAll("article abbr[title]:not([tabindex])").forEach(function (a) { a.setAttribute("tabindex", "0"); });
+  }
+  function drawer() {
+    var box = document.getElementById("__drawer");
+    var button = document.querySelector('.md-header label[for="__drawer"]');
+    if (!box || !button || button.hasAttribute("role")) return;
+    button.setAttribute("role", "button");
+    button.setAttribute("tabindex", "0");
+    button.setAttribute("aria-label", words.menu);
+    function state() { button.setAttribute("aria-expanded", box.checked ? "true" : "false"); }
+    state();
+    box.addEventListener("change", state);
+    button.addEventListener("keydown", function (ev) {
+      if (ev.key !== "Enter" && ev.key !== " ") return;
+      ev.preventDefault();
+      box.checked = !box.checked;
+      box.dispatchEvent(new Event("change", { bubbles: true }));
+      state();
+      if (box.checked) {
+        var first = document.querySelector(".md-sidebar--primary .md-nav__link[href], .md-sidebar--primary a[href]");
+        if (first) first.focus();
+      }
+    });
+    document.addEventListener("keydown", function (ev) {
+      if (ev.key !== "Escape" || !box.checked) return;
+      box.checked = false;
+      box.dispatchEvent(new Event("change", { bubbles: true }));
+      state();
+      button.focus();
+    });
+  }
+  function start() {
+    readWords();
+    drawer();
+    name(document);
+    new MutationObserver(function (records) {
+      for (var i = 0; i < records.length; i++) if (records[i].addedNodes.length) { name(document); return; }
+    }).observe(document.body, { childList: true, subtree: true });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start); else start();
+})();
+/* A line link (#L184-L204) on a source page stays in the address bar while the reader scrolls:
+   Material's navigation.tracking replaces the address's fragment with the heading in view
+   (history.replaceState), which lost the line link a reader meant to share. While the fragment
+   is a line link, such a replacement keeps it; a link followed (a new fragment) ends that. */
+(function () {
+  var LINE = /^#L\d+(?:-L\d+)?$/;
+  var replace = history.replaceState;
+  history.replaceState = function (state, title, url) {
+    if (url !== undefined && url !== null && LINE.test(window.location.hash) && document.querySelector(".lk-source")) {
+      var to = new URL(String(url), window.location.href);
+      if (to.pathname === window.location.pathname && to.search === window.location.search && to.hash !== window.location.hash) {
+        to.hash = window.location.hash;
+        url = to.toString();
+      }
+    }
+    return replace.call(history, state, title, url);
+  };
 })();

@@ -55,6 +55,7 @@ _SITE_FIELDS = {  # (table, key) -> what the value must be
     ("pages", "lessons"): "docs-folder",
     ("pages", "api"): "docs-page",
     ("pages", "bundle-text"): "docs-pages",
+    ("pages", "authors"): "docs-pages",
 }
 
 

@@ -39,6 +39,9 @@ project without ``site.toml`` still builds::
                                   # excerpts link their symbols to (default "api.md", if present)
     bundle-text = ["walkthrough.md"]  # pages whose plain text the bundle holds beside those of
                                   # attachments/ (default none)
+    authors = ["authoring.md"]    # pages written for the series' authors, not its readers: the
+                                  # source browser, the symbol index and the API reference do not
+                                  # list them among the pages citing a line (default none)
 
     [pdf]                         # optional: the course PDF a build with LESSONKIT_PDF=1 prints
     path = "downloads/autograd-course.pdf"  # where in the site (default: downloads/<name>-course.pdf)
@@ -79,7 +82,7 @@ _KEYS = {
     "experiments": {"pinned", "versions", "path"},
     "search": {"glossary", "terms", "introduced"},
     "pdf": {"path", "skip"},
-    "pages": {"lessons", "api", "bundle-text"},
+    "pages": {"lessons", "api", "bundle-text", "authors"},
     "labels": None,  # keys: lessonkit.config.labels.LABELS, or the project's own (`x-…`)
 }
 # Tables an older site.toml had: the project's own attachments are registered in attachments.toml.
@@ -122,6 +125,7 @@ class SiteConfig:
     lessons: str = LESSONS
     api: str = "api.md"
     bundle_text: tuple[str, ...] = ()
+    authors: tuple[str, ...] = ()  # [pages] authors: pages for the series' authors (docs-relative)
     # the input check of what a template of the project renders (set by lessonkit.project: the
     # raw-HTML check of a page lives in a layer above this one): (output, name, source) -> problems
     check_output: Any = field(default=None, compare=False, repr=False)
@@ -242,6 +246,7 @@ def load(root: Path, repo_url: str) -> SiteConfig:
         pages.get("lessons", LESSONS).strip("/") + "/",
         pages.get("api", "api.md"),
         tuple(pages.get("bundle-text", ())),
+        tuple(pages.get("authors", ())),
     )
 
 

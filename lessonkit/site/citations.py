@@ -46,6 +46,12 @@ class Citation:
     symbol: str | None
     start: int
     end: int
+    title: str = ""  # the page's title (its first heading), what the lists of citing pages show
+
+    @property
+    def shown(self) -> str:
+        """How a list of citing pages names the page: its title, else its label."""
+        return self.title or self.label
 
     @property
     def target(self) -> str:
@@ -60,12 +66,25 @@ def page_label(docs_rel: str, text: str) -> str:
     return t.group(1).strip() if t else PurePosixPath(docs_rel).stem
 
 
+def page_title(docs_rel: str, text: str) -> str:
+    """A page's title as a list of pages shows it: its first heading, as plain text."""
+    t = TITLE.search(text)
+    return t.group(1).strip().replace("`", "") if t else PurePosixPath(docs_rel).stem
+
+
+def for_readers(cites: list[Citation], authors: tuple[str, ...]) -> list[Citation]:
+    """The citations the source browser, the symbol index and the API reference list as citing
+    pages: those of pages for readers, not of the pages for the series' authors (``authors``,
+    docs-relative: ``[pages] authors`` of site.toml)."""
+    return [c for c in cites if c.page not in authors]
+
+
 def citations(report: Report, docs_prefix: str, texts: dict[str, str]) -> list[Citation]:
     """Every resolved block with an excerpt, labelled and anchored as the page renders it."""
     out = []
     for page, resolved in sorted(report.resolved.items()):
         rel = page[len(docs_prefix) :] if page.startswith(docs_prefix) else page
-        label = page_label(rel, texts.get(page, ""))
+        label, title = page_label(rel, texts.get(page, "")), page_title(rel, texts.get(page, ""))
         for r, anchor in zip(resolved, report.anchors(page)):
             ex = r.excerpt
             if ex is not None and r.spec.citation is not None:
@@ -81,6 +100,7 @@ def citations(report: Report, docs_prefix: str, texts: dict[str, str]) -> list[C
                         ex.symbol,
                         ex.start,
                         ex.end,
+                        title,
                     )
                 )
     return out
@@ -151,8 +171,8 @@ def cite_groups(cites: list[Citation]) -> list[tuple[str, str | None, list[tuple
     return sorted(out, key=lambda g: (g[2][0][0], g[2][0][1], g[0]))
 
 
-def _cite_text(c: Citation, labels: Labels) -> str:
-    return c.label + (labels["cite-prose"] if c.role == "prose" else "")
+def _cite_text(c: Citation, labels: Labels, title: bool = False) -> str:
+    return (c.shown if title else c.label) + (labels["cite-prose"] if c.role == "prose" else "")
 
 
 def _span(start: int, end: int) -> str:
@@ -246,6 +266,7 @@ def symbol_index(cites: list[Citation], rel_link: Callable[[str], str], labels: 
     word = {k: md_text(labels[k]) for k in ("browse-file", "col-symbol", "col-lines", "col-cited-in", "fragment")}
     for c in cites:
         by_file[(c.origin, c.file)][(c.symbol or "", c.start, c.end)].append(c)
+    sep = labels["list-separator"]
     parts = []
     for (origin, file), ranges in sorted(by_file.items(), key=lambda kv: (kv[0][0] != "pinned", kv[0][1])):
         page = rel_link(source_uri(file) if origin == "pinned" else code_uri(file))
@@ -253,12 +274,20 @@ def symbol_index(cites: list[Citation], rel_link: Callable[[str], str], labels: 
             f"## {md_code(file)}\n\n[{word['browse-file']}]({md_url(page)})\n\n"
             f"| {word['col-symbol']} | {word['col-lines']} | {word['col-cited-in']} |\n|---|---|---|"
         )
+        # one row per symbol (its ranges, then every page citing any of them, once), a fragment per range
+        rows: dict[tuple, list[tuple[int, int, list[Citation]]]] = {}
         for (sym, start, end), cs in sorted(ranges.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
-            where = labels["list-separator"].join(
-                f"[{md_text(c.label)}]({md_url(f'{rel_link(c.page)}#{c.anchor}')})" for c in per_page(cs)
+            rows.setdefault((sym,) if sym else ("", start, end), []).append((start, end, cs))
+        for key, spans in rows.items():
+            users: dict[str, Citation] = {}
+            for c in per_page([c for _, _, cs in spans for c in cs]):
+                users.setdefault(c.page, c)
+            where = sep.join(
+                f"[{md_text(c.shown)}]({md_url(f'{rel_link(c.page)}#{c.anchor}')})" for c in users.values()
             )
-            shown = md_code(sym) if sym else word["fragment"]
-            parts.append(f"| {shown} | [L{start}–L{end}]({md_url(f'{page}#L{start}')}) | {where} |")
+            lines = sep.join(f"[{_span(a, b)}]({md_url(f'{page}#L{a}')})" for a, b, _ in spans)
+            shown = md_code(key[0]) if key[0] else word["fragment"]
+            parts.append(f"| {shown} | {lines} | {where} |")
         parts.append("")
     return "\n".join(parts) + "\n"
 
@@ -291,7 +320,7 @@ def cited_list(page_cites: list[Citation], rel_link: Callable[[str], str], label
         seen.add(key)
         uri = source_uri(c.file) if c.origin == "pinned" else code_uri(c.file)
         sym = md_code(c.symbol) if c.symbol else word["fragment"]
-        where = f"[{md_code(c.file)} L{c.start}–L{c.end}]({md_url(f'{rel_link(uri)}#L{c.start}')})"
+        where = f"[{md_code(c.file)} {_span(c.start, c.end)}]({md_url(f'{rel_link(uri)}#L{c.start}')})"
         rows.append(f"| {sym} | {where} | [{word['jump-to-block']}]({md_url('#' + c.anchor)}) |")
     if not rows:
         return ""
@@ -318,7 +347,7 @@ def symbol_table_html(sf: SourceFile, labels: Labels | None = None) -> str:
         [
             f'<a href="#sym-{slug(d.name)}"><code>{escape(d.name)}</code></a>',
             d.kind,
-            f'<a href="#L{d.start}">L{d.start}–L{d.end}</a>',
+            f'<a href="#L{d.start}">{_span(d.start, d.end)}</a>',
         ]
         for d in _definitions(sf)
     ]
@@ -339,7 +368,7 @@ def cites_table_html(cites: list[Citation], href: Callable[[Citation], str], lab
         name = f"<code>{escape(symbol)}</code>" if symbol else escape(labels["fragment"])
         items = "".join(
             f'<li><a href="{_range_href(start, end)}">{_span(start, end)}</a>{colon}'
-            + sep.join(f'<a href="{escape(href(c))}">{escape(_cite_text(c, labels))}</a>' for c in cs)
+            + sep.join(f'<a href="{escape(href(c))}">{escape(_cite_text(c, labels, title=True))}</a>' for c in cs)
             + "</li>"
             for start, end, cs in ranges
         )
@@ -400,7 +429,7 @@ def api_entry_links(
         if d and href:
             items.append(
                 f'{escape(labels["api-source"])}{colon}<a href="{escape(href)}"><code>{escape(file)}</code> '
-                f'L{d.start}–L{d.end}</a>'
+                f'{_span(d.start, d.end)}</a>'
             )
         users = per_page([c for c in cites if c.origin == "pinned" and c.file == file and c.symbol == symbol])
         if users:
@@ -427,6 +456,8 @@ def prose_citations(project, report: Report, docs_prefix: str, texts: dict[str, 
     out = []
     for page, n, _, r in living.line_refs(project, report):
         rel = page[len(docs_prefix) :] if page.startswith(docs_prefix) else page
-        label = page_label(rel, texts.get(page, ""))
-        out.append(Citation(rel, label, f"ref-{n}", "line", "prose", "pinned", r.file, r.ref.symbol, r.start, r.end))
+        label, title = page_label(rel, texts.get(page, "")), page_title(rel, texts.get(page, ""))
+        out.append(
+            Citation(rel, label, f"ref-{n}", "line", "prose", "pinned", r.file, r.ref.symbol, r.start, r.end, title)
+        )
     return out

@@ -184,6 +184,7 @@ class SiteCheck:
         texts = {page: project.read_page(project.root / page) for page in report.resolved}
         self.cites = site_cites.citations(report, "docs/", texts)
         self.cites += site_cites.prose_citations(project, report, "docs/", texts)
+        self.cites = site_cites.for_readers(self.cites, project.site.authors)
         self._listings: dict[str, str] = {}  # a source page's listing, as lessonkit writes it
         self.allowed = active.Allowed(self)
         self.pages = {dest: page for page, dest in self.record["pages"].items()}

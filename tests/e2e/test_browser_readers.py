@@ -69,7 +69,8 @@ def test_no_canonical_link_to_a_made_up_host(built_site):
 
 
 def test_every_page_is_reachable_by_links_from_the_home_page(built_site):
-    pages = {str(p.relative_to(built_site)) for p in built_site.rglob("*.html")} - {"404.html"}
+    """Every page a reader may need; the authoring guide is for authors (linked from the README)."""
+    pages = {str(p.relative_to(built_site)) for p in built_site.rglob("*.html")} - {"404.html", "authoring/index.html"}
     seen, todo = set(), ["index.html"]
     while todo:
         page = todo.pop()
@@ -279,9 +280,15 @@ def test_a_table_cut_off_on_a_phone_fades_at_the_edge_that_hides_more(server, br
 
 def test_a_box_that_does_not_scroll_neither_fades_nor_takes_a_tab_stop(server, browser):
     """The repository map's term cards are Material tables whose scroll wrapper lessonkit.css lets
-    overflow (``overflow: visible``): at 375 px one is 2 px wider than its box. Nothing can scroll it,
-    so no edge of it may fade (its text would be hidden for good) nor may it join the Tab order."""
+    overflow (``overflow: visible``): at 375 px one made 40 px wider than its box (a wide line in
+    its first card, as a long identifier would be). Nothing can scroll it, so no edge of it may fade
+    (its text would be hidden for good) nor may it join the Tab order."""
     v = Visit(browser, f"{server}/attachments/repo-map/", width=375)
+    v.page.evaluate("""() => { const wrap = document.querySelector('.term-cards .md-typeset__scrollwrap');
+        const wide = document.createElement('span'); wide.textContent = 'x';
+        wide.style.display = 'inline-block'; wide.style.width = (wrap.clientWidth + 40) + 'px';
+        wrap.querySelector('td').append(wide); window.dispatchEvent(new Event('resize')); }""")
+    v.page.wait_for_timeout(400)  # lessonkit.js looks again 150 ms after a resize
     boxes = v.page.evaluate(
         """() => [...document.querySelectorAll(
                 '.md-typeset__scrollwrap, .lk-diagram-wrap, .lk-math-block, .lk-math, .lk-snapshot-table')]
@@ -573,7 +580,7 @@ def test_citation_tables_have_one_link_per_page_and_no_block_ids(built_site):
             continue
         texts = re.findall(r">([^<]*)</a>", cells[2])
         pages = [h.split("#")[0] for h in re.findall(r'href="([^"]+)"', cells[2])]
-        assert not any(t.startswith(("src-", "exp-", "teach-")) or " · " in t for t in texts), row
+        assert not any(t.startswith(("src-", "exp-", "teach-")) for t in texts), row
         assert len(pages) == len(set(pages)), row
     core = (built_site / "source" / "autograd" / "core.py" / "index.html").read_text()
     table = core.split('id="cited"', 1)[1].split("</table>", 1)[0]
@@ -629,3 +636,175 @@ def test_mini_readme_is_translated_with_the_original_kept(built_site):
     assert f"引擎本身（约 {size.group(1)} 行）" in (root / "mini-autograd/README.zh.md").read_text()
     lines = len((root / "mini-autograd/mini_autograd.py").read_text().splitlines())
     assert 0 <= lines - int(size.group(1)) < 10, lines  # "about N lines": N is the count rounded down to tens
+
+
+# --- reader details ------------------------------------------------------------------------------
+
+
+def test_a_line_link_stays_in_the_address_bar_while_the_reader_scrolls(server, browser):
+    """Material's navigation.tracking writes the heading in view into the address: a #L range
+    opened on a source page stays there while the reader scrolls; a link followed replaces it."""
+    v = Visit(browser, f"{server}/source/autograd/core.py/#L184-L204")
+    p = v.page
+    p.wait_for_timeout(300)
+    assert p.evaluate("() => document.querySelectorAll('.lk-line.lk-hl').length") == 21
+    for y in (0, 400, 3000, 8000):
+        p.mouse.wheel(0, y - p.evaluate("() => window.scrollY"))
+        p.wait_for_timeout(700)  # Material updates the address 250 ms after scrolling stops
+        assert p.evaluate("() => location.hash") == "#L184-L204", y
+    p.evaluate("() => window.scrollTo(0, 0)")
+    p.wait_for_timeout(700)
+    assert p.evaluate("() => location.hash") == "#L184-L204"
+    p.locator("#L25 .lk-cite-mark").click()  # a link followed: the line link is gone, tracking as before
+    p.wait_for_timeout(700)
+    assert p.evaluate("() => location.hash").startswith("#cited")
+    v.close()
+    lesson = Visit(browser, f"{server}/lessons/05-reverse-mode/")  # elsewhere Material tracks as before
+    lesson.page.mouse.wheel(0, 6000)
+    lesson.page.wait_for_timeout(900)
+    assert lesson.page.evaluate("() => location.hash") not in ("", "#L1")
+    lesson.close()
+
+
+def _cells(html: str, table_of):
+    """The rows of the tables below ``table_of`` (a CSS selector), each a list of (text, links)."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    tree = LexborHTMLParser(html)
+    rows = []
+    for table in tree.css(table_of):
+        for tr in table.css("tbody tr"):
+            rows.append(
+                [(td.text(separator="", strip=True), [a.text(strip=True) for a in td.css("a")]) for td in tr.css("td")]
+            )
+    return rows
+
+
+def test_cited_by_lists_name_lessons_by_title_and_never_the_authoring_guide(built_site):
+    """The lists of citing pages (a source page's, the symbol index): page titles, not bare
+    numbers; never the authoring guide; one line printed as L36, not L36–L36; one row per symbol."""
+    docs = Path(__file__).resolve().parents[2] / "docs" / "lessons"
+    titles = {
+        p.name[:2]: re.search(r"^# (.+)$", p.read_text(encoding="utf-8"), re.M).group(1) for p in docs.glob("*.md")
+    }
+    assert titles["05"] == "05 · 反向模式（Reverse Mode）的核心实现"
+    core = (built_site / "source" / "autograd" / "core.py" / "index.html").read_text(encoding="utf-8")
+    rows = _cells(core, "table:has(tr.lk-cite-group)")
+    links = [t for row in rows for t in row[1][1]]
+    assert len(rows) > 10 and links
+    assert not any(re.fullmatch(r"L\d+–L(\d+)", t) and t.split("–")[0][1:] == t.split("–L")[1] for t in links)
+    pages = [t for t in links if not t.startswith("L")]
+    assert titles["05"] in pages and "05" not in pages
+    assert not [t for t in pages if "写作指南" in t]
+    lesson_titles = set(titles.values())
+    assert all(t.removesuffix("（正文）") in lesson_titles or not t[:2].isdigit() for t in pages), pages
+    assert "L36" in [t for row in _cells(core, "table:not(:has(tr.lk-cite-group))") for t in row[2][1]]
+    symbols = (built_site / "symbols" / "index.html").read_text(encoding="utf-8")
+    srows = _cells(symbols, "article table")
+    assert len(srows) > 50
+    for row in srows:
+        assert not any("写作指南" in t for t in row[2][1]), row
+        assert not any(re.fullmatch(r"L(\d+)–L\1", t) for t in row[1][1]), row
+        assert len(row[2][1]) == len(set(row[2][1])), row  # one link per page
+    vspace = [row for row in srows if row[0][0] == "VSpace"]  # core.py's VSpace: one row, three ranges
+    assert len(vspace) == 1, vspace
+    assert vspace[0][1][1] == ["L237–L244", "L258–L263", "L261–L263"] and vspace[0][2][1] == [
+        titles["05"],
+        titles["14"],
+    ]
+
+
+def test_the_authoring_guide_is_out_of_the_readers_navigation_and_search(built_site):
+    from selectolax.lexbor import LexborHTMLParser
+
+    index = json.loads((built_site / "search" / "search_index.json").read_text(encoding="utf-8"))
+    assert not [d for d in index["docs"] if d["location"].startswith("authoring/")]
+    assert [d for d in index["docs"] if d["location"].startswith("glossary/")]  # the other reference pages stay
+    for page in ("index.html", "lessons/05-reverse-mode/index.html", "glossary/index.html"):
+        nav = LexborHTMLParser((built_site / page).read_text(encoding="utf-8")).css(".md-nav--primary a[href]")
+        hrefs = [a.attributes["href"] for a in nav]
+        assert hrefs and not [h for h in hrefs if "authoring" in h], page
+    assert (built_site / "authoring" / "index.html").is_file()  # still built, for authors
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert "[「写作指南」](docs/authoring.md)" in readme
+
+
+def test_every_table_has_header_cells_with_text(built_site):
+    """Each table of every page starts with a row of header cells, none of them empty."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    bad, tables = [], 0
+    for p in sorted(built_site.rglob("*.html")):
+        for table in LexborHTMLParser(p.read_text(encoding="utf-8")).css("article table"):
+            if table.css_first(".linenos, td.code"):  # an excerpt's line-number layout, not a data table
+                continue
+            tables += 1
+            heads = table.css("th")
+            if not heads or any(not th.text(strip=True) for th in heads):
+                bad.append((p.relative_to(built_site).as_posix(), table.html[:120]))
+    assert tables > 100 and bad == []
+
+
+_OVERFLOW_LOG = """
+window.__lkWide = 0;
+(function tick() {
+  const d = document.documentElement;
+  if (d && document.body) window.__lkWide = Math.max(window.__lkWide, d.scrollWidth - d.clientWidth);
+  if (performance.now() < 8000) requestAnimationFrame(tick);
+})();
+"""
+
+
+@pytest.mark.parametrize(
+    "rel",
+    ["lessons/05-reverse-mode/", "lessons/06-numpy-vjp/", "lessons/08-forward-mode/", "lessons/12-gradient-check/"],
+)
+def test_no_sideways_scroll_while_a_page_loads_on_a_phone(server, browser, rel):
+    """At 375 px on a slow link (fonts and scripts arrive late), the page is never wider than the
+    screen, at any frame of its loading."""
+    context = browser.new_context(viewport={"width": 375, "height": 800})
+    context.add_init_script(_OVERFLOW_LOG)
+    page = context.new_page()
+    cdp = context.new_cdp_session(page)
+    cdp.send(
+        "Network.emulateNetworkConditions",
+        {"offline": False, "latency": 150, "downloadThroughput": 200_000, "uploadThroughput": 100_000},
+    )
+    page.goto(f"{server}/{rel}", wait_until="load")
+    page.wait_for_selector("html[data-lk-settled]", state="attached", timeout=30_000)
+    wide = page.evaluate("() => window.__lkWide")
+    context.close()
+    assert wide == 0
+
+
+def test_code_is_14px_and_the_copy_button_covers_no_code_on_a_phone(server, browser):
+    """Code blocks and inline code at 14 px (16 px text); at 375 px each block's buttons stand
+    above its first line (and an excerpt's line numbers stay level with its lines)."""
+    v = Visit(browser, f"{server}/lessons/05-reverse-mode/", width=375)
+    p = v.page
+    p.wait_for_selector("html[data-lk-settled]", state="attached")
+    got = p.evaluate("""() => {
+        const size = s => getComputedStyle(document.querySelector(s)).fontSize;
+        const out = {block: size('article pre > code'), inline: size('article p > code'),
+                     text: size('article p'), covered: [], blocks: 0, level: []};
+        for (const code of document.querySelectorAll('article pre > code')) {
+          const nav = code.parentElement.querySelector(':scope > nav.md-code__nav');
+          if (!nav || !code.getClientRects().length) continue;
+          out.blocks++;
+          const range = document.createRange(); range.selectNodeContents(code);
+          const first = [...range.getClientRects()].filter(r => r.width > 0 && r.height > 0)
+                                                   .reduce((a, r) => Math.min(a, r.top), Infinity);
+          const id = code.closest('[id]');
+          if (first < nav.getBoundingClientRect().bottom) out.covered.push(id && id.id);
+          const table = code.closest('.highlighttable');
+          if (table) {
+            const n = table.querySelector('.linenos pre span, .linenos pre a');
+            const line = table.querySelector('code > span');
+            if (n && line) out.level.push(Math.round(n.getBoundingClientRect().top - line.getBoundingClientRect().top));
+          }
+        }
+        return out; }""")
+    v.close()
+    assert got["block"] == got["inline"] == "14px" and got["text"] == "16px", got
+    assert got["blocks"] > 20 and got["covered"] == [], got
+    assert all(abs(d) <= 1 for d in got["level"]), got["level"]

@@ -2302,6 +2302,11 @@ SITE_CASES = {  # name: (site.toml text, line, message text)
         3,
         "`bundle-text` in `[pages]` item 'tour.md' is not a page of docs/",
     ),
+    "pages-authors-missing": (
+        '[pages]\nauthors = ["guide.md"]\n',
+        2,
+        "`authors` in `[pages]` item 'guide.md' is not a page of docs/",
+    ),
     "pages-unknown-key": ('[pages]\nlesson = "x/"\n', 2, "unknown key `lesson` in `[pages]`"),
     "versions-not-installed": (
         '[experiments]\n\nversions = ["NumPy=numpy", "Nope=no-such-distribution"]\n',

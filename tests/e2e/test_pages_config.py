@@ -1,5 +1,5 @@
-"""site.toml ``[pages]``: the lessons' folder, the API page and the pages whose plain text the
-bundle holds are the project's to name. A throwaway series keeps its lessons in ``chapters/``
+"""site.toml ``[pages]``: the lessons' folder, the API page, the pages whose plain text the
+bundle holds and the pages for the series' authors are the project's to name. A throwaway series keeps its lessons in ``chapters/``
 and a tour page in the bundle; the build, ``verify --site`` and ``lessonkit new`` follow it."""
 
 from __future__ import annotations
@@ -68,3 +68,25 @@ def test_new_writes_into_the_lessons_folder_and_after_the_lesson_before_it(site)
         "      - chapters/02-second.md",
         "      - chapters/03-third.md",
     ]
+
+
+def test_pages_for_authors_are_not_listed_among_the_pages_citing_a_line(site):
+    """A page named in ``[pages] authors`` cites a symbol as every page may; the source browser and
+    the symbol index list the lesson and the tour citing it, not the authors' page."""
+    _series(site)
+    toml = site.root / "sourcemap" / "site.toml"
+    toml.write_text(toml.read_text(encoding="utf-8") + 'authors = ["guide.md"]\n', encoding="utf-8")
+    config = site.root / "mkdocs.yml"
+    config.write_text(config.read_text(encoding="utf-8") + "  - guide.md\n", encoding="utf-8")
+    site.page("guide.md", f"# 作者指南\n\n{REAL}\n")
+    r = site.build()
+    assert r.returncode == 0, r.stderr[-3000:]
+    core = (site.root / "site" / "source" / "autograd" / "core.py" / "index.html").read_text(encoding="utf-8")
+    cited = core.split('id="cited-backward_pass"', 1)[1].split("</tr>", 1)[0]
+    symbols = (site.root / "site" / "symbols" / "index.html").read_text(encoding="utf-8")
+    row = symbols.split("<code>backward_pass</code>", 1)[1].split("</tr>", 1)[0]
+    for html in (cited, row):
+        assert "第一章" in html and "导览" in html and "作者指南" not in html and "guide/" not in html, html
+    assert "L25–L32" in row and "L25–L25" not in core
+    v = site.verify("--site", "site")
+    assert v.returncode == 0, v.stdout + v.stderr

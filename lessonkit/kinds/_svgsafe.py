@@ -93,91 +93,102 @@ class _Node:
 def clean(text: str, prefix: str, title: str) -> str:
     """The SVG ``text`` as inline markup for a page (see the module docstring); ``prefix`` starts
     every id (the block's anchor), ``title`` is the image's accessible name. Raises :class:`Refused`."""
-    from xml.parsers import expat
-
     data = text.encode("utf-8")
     if len(data) > MAX_BYTES:
         raise Refused(1, f"the SVG is {len(data)} bytes, more than {MAX_BYTES}: record a smaller image")
-    parser = expat.ParserCreate(namespace_separator=" ")
-    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
-    refused: list[Refused] = []
-    stack: list[_Node] = []
-    root: list[_Node] = []
-    skip = [0]  # depth inside a dropped element
-    count = [0]
+    return _write(_Reader(prefix).read(data), title)
 
-    def refuse(why: str) -> None:
-        refused.append(Refused(parser.CurrentLineNumber, why))
+
+class _Reader:
+    """One pass of expat over an SVG: the tree of what it keeps, or the first :class:`Refused`."""
+
+    def __init__(self, prefix: str):
+        from xml.parsers import expat
+
+        self.prefix = prefix
+        self.parser = p = expat.ParserCreate(namespace_separator=" ")
+        p.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+        self.refused: list[Refused] = []
+        self.stack: list[_Node] = []
+        self.root: list[_Node] = []
+        self.skip = 0  # depth inside a dropped element
+        self.count = 0
+        p.StartDoctypeDeclHandler = self.doctype
+        p.EntityDeclHandler = self.entity
+        p.ProcessingInstructionHandler = self.instruction
+        p.SkippedEntityHandler = self.skipped
+        p.StartElementHandler = self.start
+        p.EndElementHandler = self.end
+        p.CharacterDataHandler = self.chars
+
+    def read(self, data: bytes) -> _Node:
+        from xml.parsers import expat
+
+        try:
+            self.parser.Parse(data, True)
+        except _Stop:
+            pass
+        except expat.ExpatError as exc:
+            raise Refused(exc.lineno, f"not well-formed XML ({expat.ErrorString(exc.code)})") from None
+        except RecursionError:
+            raise Refused(1, f"elements nested more than {MAX_DEPTH} deep") from None
+        if self.refused:
+            raise self.refused[0]
+        if not self.root:
+            raise Refused(1, "no <svg> element")
+        return self.root[0]
+
+    def refuse(self, why: str) -> None:
+        self.refused.append(Refused(self.parser.CurrentLineNumber, why))
         raise _Stop
 
-    def doctype(name, sysid, pubid, has_internal_subset) -> None:
+    def doctype(self, name, sysid, pubid, has_internal_subset) -> None:
         if has_internal_subset:
-            refuse("a DOCTYPE with declarations of its own, whose entities can put any markup into the image")
+            self.refuse("a DOCTYPE with declarations of its own, whose entities can put any markup into the image")
 
-    def entity(name, *_rest) -> None:
-        refuse(f"an entity declaration `{name}`, which can put any markup into the image")
+    def entity(self, name, *_rest) -> None:
+        self.refuse(f"an entity declaration `{name}`, which can put any markup into the image")
 
-    def skipped(name, _is_parameter) -> None:  # a reference to an entity of a DTD never read
-        refuse(f"a reference to the entity `{name}`, which the image does not declare")
+    def skipped(self, name, _is_parameter) -> None:  # a reference to an entity of a DTD never read
+        self.refuse(f"a reference to the entity `{name}`, which the image does not declare")
 
-    def instruction(target, _data) -> None:
-        refuse(f"a processing instruction `<?{target} …?>`, which can load a style sheet")
+    def instruction(self, target, _data) -> None:
+        self.refuse(f"a processing instruction `<?{target} …?>`, which can load a style sheet")
 
-    def start(tag: str, attrs: dict[str, str]) -> None:
+    def start(self, tag: str, attrs: dict[str, str]) -> None:
         ns, _, local = tag.rpartition(" ")
-        count[0] += 1
-        if count[0] > MAX_ELEMENTS:
-            refuse(f"more than {MAX_ELEMENTS} elements: record a smaller image")
-        if skip[0]:
-            skip[0] += 1
+        self.count += 1
+        if self.count > MAX_ELEMENTS:
+            self.refuse(f"more than {MAX_ELEMENTS} elements: record a smaller image")
+        if self.skip:
+            self.skip += 1
             return
-        if ns == SVG_NS and local in DROPPED or ns == SVG_NS and local == "foreignObject":
-            skip[0] = 1
+        if ns == SVG_NS and (local in DROPPED or local == "foreignObject"):
+            self.skip = 1
             return
+        self._check_element(ns, local)
+        node = _Node(local, _attributes(local, attrs, self.prefix, self.refuse), self.parser.CurrentLineNumber)
+        (self.stack[-1].children if self.stack else self.root).append(node)
+        self.stack.append(node)
+
+    def _check_element(self, ns: str, local: str) -> None:
         if ns != SVG_NS or local not in DRAWING:
             where = f" in the namespace {ns}" if ns else " (no namespace)"
-            refuse(f"a <{local}> element{where}, which is not static SVG drawing")
-        if len(stack) >= MAX_DEPTH:
-            refuse(f"elements nested more than {MAX_DEPTH} deep")
-        if not stack and (root or local != "svg"):
-            refuse(f"a <{local}> at the top: an image is one <svg> element")
-        node = _Node(local, _attributes(local, attrs, prefix, refuse), parser.CurrentLineNumber)
-        if stack:
-            stack[-1].children.append(node)
-        else:
-            root.append(node)
-        stack.append(node)
+            self.refuse(f"a <{local}> element{where}, which is not static SVG drawing")
+        if len(self.stack) >= MAX_DEPTH:
+            self.refuse(f"elements nested more than {MAX_DEPTH} deep")
+        if not self.stack and (self.root or local != "svg"):
+            self.refuse(f"a <{local}> at the top: an image is one <svg> element")
 
-    def end(tag: str) -> None:
-        if skip[0]:
-            skip[0] -= 1
+    def end(self, tag: str) -> None:
+        if self.skip:
+            self.skip -= 1
             return
-        stack.pop()
+        self.stack.pop()
 
-    def chars(data: str) -> None:
-        if stack and not skip[0]:
-            stack[-1].children.append(data)
-
-    parser.StartDoctypeDeclHandler = doctype
-    parser.EntityDeclHandler = entity
-    parser.ProcessingInstructionHandler = instruction
-    parser.SkippedEntityHandler = skipped
-    parser.StartElementHandler = start
-    parser.EndElementHandler = end
-    parser.CharacterDataHandler = chars
-    try:
-        parser.Parse(data, True)
-    except _Stop:
-        pass
-    except expat.ExpatError as exc:
-        raise Refused(exc.lineno, f"not well-formed XML ({expat.ErrorString(exc.code)})") from None
-    except RecursionError:
-        raise Refused(1, f"elements nested more than {MAX_DEPTH} deep") from None
-    if refused:
-        raise refused[0]
-    if not root:
-        raise Refused(1, "no <svg> element")
-    return _write(root[0], title)
+    def chars(self, data: str) -> None:
+        if self.stack and not self.skip:
+            self.stack[-1].children.append(data)
 
 
 def _local_ref(value: str) -> str | None:

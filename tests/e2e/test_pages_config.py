@@ -1,6 +1,7 @@
 """site.toml ``[pages]``: the lessons' folder, the API page, the pages whose plain text the
-bundle holds and the pages for the series' authors are the project's to name. A throwaway series keeps its lessons in ``chapters/``
-and a tour page in the bundle; the build, ``verify --site`` and ``lessonkit new`` follow it."""
+bundle holds and the pages for the series' authors are the project's to name. A throwaway series
+keeps its lessons in ``chapters/`` and a tour page in the bundle; the build, ``verify --site`` and
+``lessonkit new`` follow it."""
 
 from __future__ import annotations
 

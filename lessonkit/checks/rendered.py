@@ -18,9 +18,8 @@ from __future__ import annotations
 import re
 
 from lessonkit.errors import Problem
-from lessonkit.util import markup
+from lessonkit.pipeline.activehtml import rendered_active
 
-ACTIVE = frozenset("script iframe frame frameset object embed applet base meta link portal".split())
 HINT = (
     "a lesson's content may not carry elements that run, load or embed, nor event attributes, "
     "however the Markdown writes them; remove it"
@@ -29,33 +28,13 @@ HINT = (
 
 def problems(html: str, path: str, source: str) -> list[Problem]:
     """One located line per element of ``html`` (a page's rendered content) that no lesson may
-    carry, at the first line of the page's Markdown ``source`` that writes it (the page's first line
-    when Markdown made it from text that does not read as that tag)."""
-    out: list[Problem] = []
-    for node in markup.elements(markup.parse(html)):
-        name = markup.name(node)
-        attrs = markup.attributes(node)
-        events = sorted(a for a in attrs if a.startswith("on") and len(a) > 2)
-        if name in ACTIVE:
-            out.append(Problem(f"the page's content has a <{name}> element", path, _line(source, f"<{name}"), HINT))
-        for attr in events:
-            out.append(
-                Problem(
-                    f"the page's content has an event attribute `{attr}` on a <{name}>", path, _line(source, attr), HINT
-                )
-            )
-        for attr, value in attrs.items():
-            if attr not in markup.URL_ATTRIBUTES:
-                continue
-            for url in markup.url_values(name, attr, value, attrs):
-                scheme = markup.scheme(url)
-                if scheme in ("javascript", "vbscript", "data"):
-                    line = _line(source, f"{scheme}:")
-                    out.append(
-                        Problem(f"the page's content has a `{scheme}:` URL in `{attr}` of a <{name}>", path, line, HINT)
-                    )
-                    break
-    return out
+    carry (:func:`lessonkit.pipeline.activehtml.rendered_active`), at the first line of the page's
+    Markdown ``source`` that writes it (the page's first line when Markdown made it from text that
+    does not read as that tag)."""
+    return [
+        Problem(f"the page's content has {what}", path, _line(source, text), HINT)
+        for what, text in rendered_active(html)
+    ]
 
 
 def _line(source: str, text: str) -> int:

@@ -52,7 +52,7 @@ def _toml(path: Path) -> dict:
     try:
         with path.open("rb") as f:
             return tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError):
         return {}
 
 
@@ -88,12 +88,28 @@ def _declared(tree: Path) -> tuple[list[tuple[str | None, str]], str, str]:
     for reader in _READERS:
         got = reader(tree, tool, where)
         if got:
-            return got[0], got[1], backend
+            return [(b, n) for b, n in got[0] if b is None or _inside(tree, b)], got[1], backend
     # maturin: python-source is where the Python part lives
     maturin = _table(tool, "maturin")
     if isinstance(maturin.get("python-source"), str):
         where.append(maturin["python-source"])
-    return [(w.strip("/").removeprefix("./"), "") for w in where], "", backend
+    folders = [w.strip("/").removeprefix("./") for w in where]
+    return [(w, "") for w in folders if _inside(tree, w)], "", backend
+
+
+def _inside(tree: Path, folder: str) -> bool:
+    """``folder`` (as a build configuration names it) is a folder of the archive's tree: not
+    absolute, no ``..``, no link leading out of it. A configuration naming anything else is not
+    followed: init reads only the archive."""
+    import os
+
+    if not folder:
+        return True
+    parts = PurePosixPath(folder).parts
+    if folder.startswith(("/", "\\")) or ".." in parts or "\\" in folder:
+        return False
+    real, top = os.path.realpath(tree / folder), os.path.realpath(tree)
+    return real == top or real.startswith(top + os.sep)
 
 
 def _paths(values: list[str]) -> list[tuple[str | None, str]]:

@@ -93,7 +93,10 @@ class _Node:
 def clean(text: str, prefix: str, title: str) -> str:
     """The SVG ``text`` as inline markup for a page (see the module docstring); ``prefix`` starts
     every id (the block's anchor), ``title`` is the image's accessible name. Raises :class:`Refused`."""
-    data = text.encode("utf-8")
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate: no text a file can hold
+        raise Refused(1, f"the SVG holds a character that is not text ({exc.reason})") from None
     if len(data) > MAX_BYTES:
         raise Refused(1, f"the SVG is {len(data)} bytes, more than {MAX_BYTES}: record a smaller image")
     return _write(_Reader(prefix).read(data), title)

@@ -19,6 +19,7 @@ from lessonkit.errors import LessonError, Problem
 from lessonkit.kinds import _recorded
 from lessonkit.kinds.base import Kind, Resolved
 from lessonkit.pipeline import recording
+from lessonkit.pipeline.activehtml import rendered_active
 from lessonkit.util.store import digest
 from lessonkit.util.text import whole_number
 
@@ -214,6 +215,12 @@ def _md(text: str) -> str:
     import markdown
 
     html = markdown.Markdown(extensions=["lessonkit.pipeline.mathml"]).convert(text).strip()
+    found = rendered_active(html, styles=True)  # what Markdown made of the text, read as a browser reads it
+    if found:
+        raise LessonError(
+            f"the text {text[:60]!r} comes out of Markdown with {found[0][0]}",
+            hint="a caption, title or table cell is text, code and formulas: remove the markup",
+        )
     if html.startswith("<p>") and html.endswith("</p>") and html.count("<p>") == 1:
         html = html[3:-4]
     return html

@@ -268,3 +268,38 @@ def _attr_list_problem(line: str, m: re.Match) -> str | None:
         if sure and _NAME.fullmatch(name) and name not in LIST_ATTRIBUTES and not name.startswith("aria-"):
             return f"an attribute `{name}`, {NOT_USED}"
     return None
+
+
+# -- what Markdown made: the rendered HTML of an author's text (a page's content, a block's caption
+# or table cell), read as a browser reads it. Text no check of the source takes for a tag can come
+# out of Markdown as a real element (`<b<style>`: one tag `b<style` to the HTML parser; Markdown
+# escapes `<b` and passes `<style>` on).
+RENDERED_ACTIVE = frozenset("script iframe frame frameset object embed applet base meta link portal".split())
+_RASTER = re.compile(r"^data:image/(png|jpeg|gif|webp);base64,", re.I)
+
+
+def rendered_active(html: str, styles: bool = False) -> list[tuple[str, str]]:
+    """What ``html`` (Markdown's output for an author's text) holds that no lesson's content may: an
+    element that runs, loads or embeds (and, with ``styles``, a ``<style>`` or a ``style``
+    attribute), an event attribute, a URL that runs code or carries a document (a raster image an
+    SVG ``<image>`` draws excepted). Per finding, in document order: (what it is, the text that
+    writes it in the source: ``<name``, the attribute's name or ``scheme:``)."""
+    out: list[tuple[str, str]] = []
+    for node in markup.elements(markup.parse(html)):
+        name, attrs = markup.name(node), markup.attributes(node)
+        if name in RENDERED_ACTIVE or (styles and name == "style"):
+            out.append((f"a <{name}> element", f"<{name}"))
+        for attr, value in attrs.items():
+            if attr.startswith("on") and len(attr) > 2:
+                out.append((f"an event attribute `{attr}` on a <{name}>", attr))
+            elif styles and attr == "style":
+                out.append((f"a `style` attribute on a <{name}>", "style"))
+            elif attr in markup.URL_ATTRIBUTES:
+                for url in markup.url_values(name, attr, value, attrs):
+                    scheme = markup.scheme(url)
+                    if scheme == "data" and name == "image" and _RASTER.match(markup.cleaned(url)):
+                        continue
+                    if scheme in ("javascript", "vbscript", "data"):
+                        out.append((f"a `{scheme}:` URL in `{attr}` of a <{name}>", f"{scheme}:"))
+                        break
+    return out

@@ -84,6 +84,23 @@ STATE: tuple[tuple[str, tuple[str, str]], ...] = (
         ),
     ),
     (
+        "lessonkit.checks.shown._serialized",
+        (
+            "cache",
+            "A block's markup as the HTML parser serializes it, memoised by the markup (a pure function "
+            "of its argument; lru_cache of 256 entries): the site check compares each engine block and "
+            "its mutated copies with it.",
+        ),
+    ),
+    (
+        "lessonkit.site.offline._folder_link",
+        (
+            "cache",
+            "A link of the offline edition with index.html where it names a folder, memoised by (link, "
+            "page folder, the site's folders) (a pure function of its arguments; lru_cache of 4096 entries).",
+        ),
+    ),
+    (
         "lessonkit.site.search._compacted",
         (
             "cache",

@@ -85,3 +85,19 @@ def test_an_svg_of_the_folder_is_read_by_verify_site(tmp_path, pinned_root):
     v = site.verify("--site", "site")
     assert v.returncode != 0
     assert "site/assets/x.svg" in v.stderr
+
+
+def test_a_style_in_a_snapshot_cell_or_caption_is_refused_at_its_block(tmp_path, pinned_root):
+    """The engine renders a block's captions and table cells from Markdown: a `<b<style>` there would
+    sit inside the block, whose markup verify --site compares whole (red-team round 3, D4)."""
+    site = _project(tmp_path / "c", pinned_root, snippets=False)
+    site.script("g.py", "from lessonkit_record import record\nrecord.set('g', 6.0)\nprint('g', 6.0)\n")
+    site.page(
+        "a.md",
+        "# 一\n\n```snapshot\nExperiment: experiments/g.py\n\n对象 | 值\n"
+        "<b<style>[id=exp-1] pre{visibility:hidden}</style> | @g\n```\n",
+    )
+    r = site.build()
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and "Traceback" not in out
+    assert "docs/a.md:3: " in out and "comes out of Markdown with a <style> element" in out, out[-3000:]

@@ -116,3 +116,25 @@ def test_a_namespace_package_counts_when_the_distributions_name_starts_with_it(t
     tree = _tree(tmp_path, {**_pkg("", "jaraco/functools"), "other/notes.py": ""})
     assert layout.read_layout(tree, "jaraco.functools").packages == {"jaraco": ""}
     assert layout.read_layout(tree, "functools-extra").packages == {}  # a folder without __init__.py otherwise
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"pyproject.toml": '[tool.setuptools]\npackage-dir = {"" = "../outside"}\npackages = ["secret"]\n'},
+        {"setup.cfg": "[options]\npackage_dir =\n    = ../outside\npackages = secret\n"},
+        {"pyproject.toml": '[tool.poetry]\npackages = [{include = "secret", from = "../outside"}]\n'},
+        {"pyproject.toml": '[tool.pdm.build]\npackage-dir = "../outside"\n'},
+    ],
+)
+def test_a_configuration_that_names_a_folder_outside_the_archive_is_not_followed(tmp_path, files):
+    (tmp_path / "outside" / "secret").mkdir(parents=True)
+    (tmp_path / "outside" / "secret" / "__init__.py").write_text("def secret_fn():\n    return 1\n")
+    tree = tmp_path / "pkg-1.0"
+    (tree / "real").mkdir(parents=True)
+    (tree / "real" / "__init__.py").write_text("def f():\n    return 1\n")
+    for name, text in files.items():
+        (tree / name).write_text(text)
+    found, _what, _backend = layout._declared(tree)
+    assert all(base is None or ".." not in base for base, _ in found)
+    assert "secret" not in {name for _, name in found} or all(base is None for base, n in found if n == "secret")

@@ -44,6 +44,7 @@ def test_a_build_with_empty_caches_is_byte_identical(built_site, tmp_path, real_
         "highlight",
         "jieba",
         "links",
+        "mathfont",
         "mathml",
         "pages",
         "pin",

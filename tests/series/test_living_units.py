@@ -117,7 +117,7 @@ def test_sourceref_resolves_and_renders(pinned, raw, text, anchor):
         (
             "[[core.py::backward_pass outgrad]]",
             "docs/x.md:7: cannot read the source reference '[[core.py::backward_pass outgrad]]' — write "
-            "[[core.py::backward_pass \"a fragment of the line\"]], optionally .. a second fragment, or +N for an "
+            "[[FILE::SYMBOL \"a fragment of the line\"]], optionally .. a second fragment, or +N for an "
             "offset, and |file or |L",
         ),
     ],
@@ -250,7 +250,7 @@ def test_experiment_05_records_the_real_graph_and_steps(rec05):
     }
     assert shown == {
         "xx.seed": "1.0",
-        "xx.order": "[M, R]",  # a list the experiment built
+        "xx.order": "['M', 'R']",  # a list the experiment built
         "xx.edge_counts": "{M: 1, R: 2}",
         "xx.calls.0.prev": "None",
         "xx.calls.0.result": "(3.0, False)",
@@ -259,7 +259,7 @@ def test_experiment_05_records_the_real_graph_and_steps(rec05):
         "xx.outgrads.1.outgrads": "{R: (6.0, True)}",
         "xx.outgrads.2.outgrads": "{}",
         "xx.grad": "6.0",
-        "diamond.order": "[A, S, M, R]",
+        "diamond.order": "['A', 'S', 'M', 'R']",
         "diamond.edge_counts": "{A: 1, M: 1, R: 3, S: 1}",
     }  # keys sorted by the recorder
     assert format_value(lookup(rec, "diamond.calls.2.ingrad"), Format(precision=3)) == "-0.990"

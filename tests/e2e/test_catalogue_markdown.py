@@ -362,7 +362,7 @@ ACTIVE: dict[str, tuple[str, list[str]]] = {
     "a code span over two lines of a paragraph: text": ("写成 `<script>\nalert(1)</script>` 也只是文字\n", []),
     "ordinary links, images and attributes": (
         '[a](https://example.org) ![b](img.png) <a href="#x" title="data: 1">c</a> <b class="note">d</b>\n'
-        "段落 {: #mine .wide data-x=1 }\n",
+        "段落 {: #mine .wide title=t }\n",
         [],
     ),
     # badges written as Markdown: the label of a block without the block

@@ -376,7 +376,7 @@ def test_read_only_cache_only_costs_time(tmp_path, pinned_root, mountpoint):
     assert r.returncode == 0, r.stderr[-3000:]
     assert "Traceback" not in r.stderr
     warnings = [l for l in r.stderr.splitlines() if "cannot write the cache" in l]
-    assert warnings and len(warnings) <= len(KINDS), r.stderr[-3000:]  # one per cache folder at most
+    assert warnings and len(warnings) <= len(KINDS) + 1, r.stderr[-3000:]  # one per cache folder (and mathfont/)
     assert "the build continues" in warnings[0]
     assert site_digest(tmp_path / "out") == ref
 

@@ -128,6 +128,9 @@ def test_an_edit_of_the_built_page_after_the_build_fails_verify_site(built):
     assert [line for line in r.stderr.splitlines() if line.startswith("site/")] == [
         "site/o/index.html: changed after the build that wrote the folder — build the site again "
         "(`lessonkit build`) before `verify --site`",
+        "site/downloads/autograd-offline.zip: the offline edition is not this site's: autograd-offline/o/index.html "
+        "differs from the edition of this site — a hook or plugin after lessonkit changed the site or the offline "
+        "edition; rebuild",
         "site/o/index.html: output block #output-2 (experiments/plots.py) is not the markup lessonkit wrote: "
         "'<path clip-path=\"url(#output-2-area)\" d=\"M 20 180 L 60 170 L…' where lessonkit wrote "
         "'<path clip-path=\"url(#output-2-area)\" d=\"M 20 180 L 60 170 L…' — " + CHANGED,

@@ -174,7 +174,7 @@ document.addEventListener("click", function (ev) {
    * A glossary term (<abbr title>, shown as a tooltip) is a Tab stop: Material shows the tooltip
      on focus and names it as the term's description (aria-describedby).
    * Each code block's row of buttons (Material's <nav class="md-code__nav">) is a landmark with
-     a name of its own, "代码块 N 的按钮" (the words from the page's lessonkit-words data block). */
+     a name of its own, "Buttons of code block N" in English (the words from the page's lessonkit-words data block). */
 (function () {
   var words = { menu: "Navigation", code: "Buttons of code block {n}" };
   function readWords() {

@@ -279,6 +279,8 @@ class SiteCheck:
         (:func:`lessonkit.site.offline.problems`)."""
         from lessonkit.site import offline
 
+        if self.project.site.offline_path not in (self.record or {}).get("files", {}):
+            return [], 0  # the build made none (an engine without it, such as Zensical): nothing to compare
         words = self.project.site.labels
         site = offline.read_site(self.site_dir)
         return offline.check(

@@ -757,5 +757,6 @@ def test_run_names_a_failing_script_as_its_author_knows_it(site):
     ]
     assert lines[3] == "ValueError: no" and "<tmp>" not in r.stderr
     assert lines[4].startswith(
-        'experiments/boom.py: experiment experiments/boom.py failed with exit code 1:   File "experiments/boom.py"'
+        "experiments/boom.py: experiment experiments/boom.py failed with exit code 1 at experiments/boom.py:3:   "
+        'File "experiments/boom.py"'
     )

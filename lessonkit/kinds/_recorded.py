@@ -101,3 +101,8 @@ def precision_problems(b) -> list[Problem]:
             "for example `Precision: 3`",
         )
     ]
+
+
+def block_job(project, block) -> execute.Job:
+    """The run of the script a block's ``Experiment:`` names (its line located on a mistake)."""
+    return job_for(project, script_rel(project, block.get("Experiment"), block.path, block.line_of("Experiment")))

@@ -72,8 +72,7 @@ class Output(Kind):
         return out
 
     def resolve(self, project, block):
-        rel = _recorded.script_rel(project, block.get("Experiment"), block.path, block.line_of("Experiment"))
-        return Resolved(block, None, None, _recorded.job_for(project, rel))
+        return Resolved(block, None, None, _recorded.block_job(project, block))
 
     def anchor(self, r, n):
         return f"output-{n}"

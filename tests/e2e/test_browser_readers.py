@@ -14,6 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from test_site import ARTIFACTS, Visit  # the browser and server fixtures come from conftest.py
 
 from lessonkit.pipeline import mathml
@@ -665,9 +666,19 @@ def test_a_line_link_stays_in_the_address_bar_while_the_reader_scrolls(server, b
     assert p.evaluate("() => location.hash").startswith("#cited")
     v.close()
     lesson = Visit(browser, f"{server}/lessons/05-reverse-mode/")  # elsewhere Material tracks as before
-    lesson.page.mouse.wheel(0, 6000)
-    # Material writes the heading in view once scrolling stops: wait for it (a loaded machine is slow)
-    lesson.page.wait_for_function("() => location.hash !== '' && location.hash !== '#L1'", timeout=10_000)
+    lp = lesson.page
+    lp.wait_for_function("() => typeof document$ !== 'undefined'", timeout=30_000)  # Material's bundle is running
+    # Material writes the heading in view once scrolling stops. On a loaded machine its observers may
+    # start after a first scroll, so the reader scrolls on until the address follows (at most 30 s).
+    tracked = "() => location.hash !== '' && location.hash !== '#L1'"
+    for step in range(30):
+        lp.mouse.wheel(0, 600 if step % 2 == 0 else -300)
+        try:
+            lp.wait_for_function(tracked, timeout=1_000)
+            break
+        except PlaywrightTimeout:  # not yet: scroll again
+            continue
+    assert lp.evaluate(tracked), lp.evaluate("() => [location.hash, window.scrollY]")
     lesson.close()
 
 

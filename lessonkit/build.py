@@ -425,6 +425,13 @@ class Build(WrittenSite):
             ids |= set(ANCHOR_ID.findall(code))
         return ids
 
+    def unusable_includes(self) -> list[Problem]:
+        """The ``--8<--`` lines (reported by :meth:`plan`) naming a file that may not be included:
+        pymdownx.snippets would raise on them (a traceback) or publish them, so nothing is rendered."""
+        from lessonkit.checks import includes
+
+        return [p for p in self.report.included if p.code == includes.UNUSABLE] if self.report is not None else []
+
     def report_problem(self, p: Problem) -> None:
         self.log(str(p))
         self.problems.append(p)

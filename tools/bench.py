@@ -38,7 +38,11 @@ cold       the real configuration with an empty ``LESSONKIT_CACHE`` (every exper
            in every repetition right after the cold build (the median is used).
            ``--only 2`` measures just this ratio (per repetition: plain, cold, the
            experiments' CPU), so that more repetitions fit in a few minutes.
-verify     ``python -m lessonkit verify``.
+verify     ``python -m lessonkit verify``, the checks of the inputs (ratio 3): the built site is
+           moved aside for this run, as a plain ``verify`` also checks a site/ its build recorded.
+verify-site ``python -m lessonkit verify --site site``: the inputs and every file of the built site,
+           reported beside ratio 3. ``--only 3`` measures just these (per repetition: plain,
+           verify, verify --site).
 serve      a driver process does what ``mkdocs serve`` does on a change: reload the config
            and rebuild in the same process after one lesson's prose was edited.
 x10        the warm build with 10x the lesson pages (copies of docs/lessons/ under new
@@ -104,6 +108,7 @@ EDIT_PAGE = "docs/lessons/05-reverse-mode.md"
 SCALE = 10
 EXP_LOG = re.compile(r"lessonkit: (\d+) experiment\(s\): (\d+) run \(([\d.]+) s CPU\)")
 VERIFY_SUMMARY = re.compile(r"^verify: .*$", re.M)
+SITE_SUMMARY = re.compile(r"^site: .*$", re.M)
 MAIN_GUARD = re.compile(r"^if __name__ == ['\"]__main__['\"]:", re.M)
 
 
@@ -998,7 +1003,7 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--only",
         type=_only,
-        help="measure only some of ratios 2 (cold build), 7 (serve edit) and 8 (fresh clone), "
+        help="measure only some of ratios 2 (cold build), 3 (verify), 7 (serve edit) and 8 (fresh clone), "
         "comma-separated, e.g. `2` or `7,8`",
     )
     ap.add_argument(
@@ -1068,11 +1073,28 @@ def _load() -> str:
         return "?"
 
 
+def verify_pair(lk: Path, lk_env) -> tuple[Sample, Sample, str, str]:
+    """``lessonkit verify`` of the inputs (ratio 3: the built site is moved aside for that run, since
+    a plain ``verify`` also checks a site/ its build recorded), then ``verify --site site``; each
+    sample with its summary line. A run that found problems still counts (a stale excerpt map in a
+    working tree mid-edit, say); one that did not finish stops the bench."""
+    (lk / "site").rename(lk / "site.aside")
+    try:
+        inputs = timed([sys.executable, "-m", "lessonkit", "verify"], lk, lk_env, ok=(0, 1))
+    finally:
+        (lk / "site.aside").rename(lk / "site")
+    whole = timed([sys.executable, "-m", "lessonkit", "verify", "--site", "site"], lk, lk_env, ok=(0, 1))
+    summary, site = VERIFY_SUMMARY.search(inputs.log), SITE_SUMMARY.search(whole.log)
+    if summary is None or site is None:
+        raise SystemExit(f"bench: lessonkit verify did not finish:\n{(inputs.log + whole.log)[-3000:]}")
+    return inputs, whole, summary[0], site[0]
+
+
 def _only(value: str) -> set[str]:
     ratios = {v.strip() for v in value.split(",")}
-    if not ratios or not ratios <= {"2", "7", "8", "paint", "exercise"}:
+    if not ratios or not ratios <= {"2", "3", "7", "8", "paint", "exercise"}:
         raise argparse.ArgumentTypeError(
-            f"{value!r}: ratios 2, 7 and 8 and the paint and exercise reports can be measured alone, e.g. `2` or "
+            f"{value!r}: ratios 2, 3, 7 and 8 and the paint and exercise reports can be measured alone, e.g. `2` or "
             "`7,paint`"
         )
     return ratios
@@ -1267,7 +1289,7 @@ def _run_only(args, reps, work: Path, pinned: Path, cores: int) -> int:
     env["AUTOGRAD_SOURCE"] = os.environ["AUTOGRAD_SOURCE"] = str(pinned)
     snap = copy_project(work / "snapshot")
     rows = []
-    if args.only & {"2", "7", "8"}:
+    if args.only & {"2", "3", "7", "8"}:
         warm_cache = work / "cache-warm"
         lk = copy_project(work / "lessonkit", snap)
         lk_env = {**env, "LESSONKIT_CACHE": str(warm_cache)}
@@ -1295,6 +1317,21 @@ def _run_only(args, reps, work: Path, pinned: Path, cores: int) -> int:
         rows.append(
             ("2", f"cold build / (plain + experiment CPU / {cores} cores)", C.wall / (P.wall + exp_cpu / cores), 1.15)
         )
+    if "3" in args.only:  # per repetition: a plain build, verify of the inputs, verify --site
+        P, V, VS = Series("plain"), Series("verify"), Series("verify-site")
+        for _ in range(reps):
+            P.samples.append(timed(mkdocs_build(plain), plain, env))
+            inputs, whole, summary, site = verify_pair(lk, lk_env)
+            V.samples.append(inputs)
+            VS.samples.append(whole)
+        walls = lambda a: paired(_walls(a), _walls(P))  # noqa: E731
+        cpus = lambda a: paired(_cpus(a), _cpus(P))[0]  # noqa: E731
+        print(f"  plain build wall {P.wall:.2f} s (n={reps})\n  {summary}\n  {site}")
+        for name, a in (("verify (the inputs)", V), ("verify --site (inputs and site)", VS)):
+            wall, lo, hi = walls(a)
+            print(f"  {name} / plain build: wall {wall:.2f} ({lo:.2f}–{hi:.2f}), CPU {cpus(a):.2f}")
+        rows.append(("3", "lessonkit verify (the inputs) / plain build", walls(V)[0], 0.30))
+        rows.append(("-", "lessonkit verify --site (inputs and site) / plain build", walls(VS)[0], None))
     if "7" in args.only:
         P = Series("plain", [timed(mkdocs_build(plain), plain, env) for _ in range(reps)])
         print("bench: lessonkit serve subprocess, edit to served page …", flush=True)
@@ -1304,7 +1341,7 @@ def _run_only(args, reps, work: Path, pinned: Path, cores: int) -> int:
             f"(samples {', '.join(f'{x.wall:.2f}' for x in live.samples)})"
         )
         rows.append(("7", "serve: edit to rebuilt page (lessonkit serve) / plain build", live.wall / P.wall, 0.10))
-    if args.only & {"paint", "exercise"} and not args.only & {"2", "7"}:
+    if args.only & {"paint", "exercise"} and not args.only & {"2", "3", "7"}:
         lk = copy_project(work / "lessonkit", snap)
         print("bench: warm build for the browser reports …", flush=True)
         timed(mkdocs_build(lk), lk, {**env, "LESSONKIT_CACHE": str(work / "cache-warm")})
@@ -1391,7 +1428,8 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
     )
 
     series: dict[str, Series] = {
-        k: Series(k) for k in ("plain", "plain-docs", "plain+", "warm", "cold", "verify", "x10", "mdexec")
+        k: Series(k)
+        for k in ("plain", "plain-docs", "plain+", "warm", "cold", "verify", "verify-site", "x10", "mdexec")
     }
     exp_cpu_json, exp_cpu_log, exp_cpu_serial = [], [], []
     mdexec_errors = 0
@@ -1411,11 +1449,9 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
         exp_cpu_serial.append(cpu)
         # verify does all its work and then exits 1 if it found problems (a stale excerpt
         # map in a working tree mid-edit, say): that run still counts, and is reported.
-        s = timed([sys.executable, "-m", "lessonkit", "verify"], lk, lk_env, ok=(0, 1))
-        if VERIFY_SUMMARY.search(s.log) is None:
-            raise SystemExit(f"bench: lessonkit verify did not finish:\n{s.log[-3000:]}")
-        verify_summary = VERIFY_SUMMARY.search(s.log)[0]
-        series["verify"].samples.append(s)
+        inputs, whole, verify_summary, site_summary = verify_pair(lk, lk_env)
+        series["verify"].samples.append(inputs)
+        series["verify-site"].samples.append(whole)
         series["plain+"].samples.append(timed(mkdocs_build(plain_full), plain_full, env))
         series["plain-docs"].samples.append(timed(mkdocs_build(plain_docs), plain_docs, env))
         if mdexec is not None:
@@ -1477,7 +1513,8 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
     rows = [
         ratio("1", "warm build / plain build", W, P, 1.10),
         ratio("2", f"cold build / (plain + experiment CPU / {cores} cores)", C, P, 1.15, cold_den_wall, cold_den_cpu),
-        ratio("3", "lessonkit verify / plain build", series["verify"], P, 0.30),
+        ratio("3", "lessonkit verify (the inputs) / plain build", series["verify"], P, 0.30),
+        ratio("-", "lessonkit verify --site (inputs and site) / plain build", series["verify-site"], P, None),
         ratio("4", "serve: one-lesson edit rebuild / plain rebuild", series["serve"], series["serve-plain"], 1.20),
         ratio("5", f"{SCALE}x lessons build / 1x build (warm)", series["x10"], W, 10.5),
     ]
@@ -1528,6 +1565,7 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
         f"(build log: {log_cpu:.2f} s)"
     )
     print(f"  {verify_summary}")
+    print(f"  {site_summary}")
     print("\n".join(paint_lines(paint)))
     print("\n".join(exercise_lines(exercise)))
     if mdexec is not None and mdexec_errors:
@@ -1609,7 +1647,14 @@ def profile_failures(failed, out: Path, lk: Path, scaled: Path, lk_env, env) -> 
             else:
                 cmd = [*pyi, "-o", str(path), "-m", "mkdocs", "build", "--no-strict", "-f", str(lk / "mkdocs.yml")]
                 root, e = lk, lk_env
-            timed(cmd, root, e, ok=(0, 1) if num == "3" else (0,))
+            aside = lk / "site" if num == "3" and (lk / "site").is_dir() else None  # as ratio 3 was timed
+            if aside is not None:
+                aside.rename(lk / "site.aside")
+            try:
+                timed(cmd, root, e, ok=(0, 1) if num == "3" else (0,))
+            finally:
+                if aside is not None:
+                    (lk / "site.aside").rename(aside)
         elif num == "4":
             serve_series("serve", lk, lk_env, 2, profile=path)
         print(f"bench: profile for ratio {num}: {path}")

@@ -122,27 +122,38 @@ def selection(name: str, text: str, dedent: bool) -> tuple[str, list[int]] | Non
     return "\n".join(chosen), numbers
 
 
-def _resolve(project, name: str) -> Path | str | None:
-    """The file ``name`` names (relative to docs/, then to the project), inside the project; None
-    when there is none (snippets reports a missing file itself with ``check_paths``); why it is
-    refused when a symbolic link on its path leads out of docs/ (snippets would follow it)."""
+def _resolve(project, name: str) -> Path | tuple[str, str] | None:
+    """The file ``name`` names (relative to docs/, then to the project), inside the project; why it
+    is refused (what, hint) when a symbolic link on its path leads out of docs/ (snippets would follow
+    it), or when it names no file of the project: an absolute path or one that climbs out (snippets
+    refuses those by raising, or reads them with ``restrict_base_path: false``), or a missing file
+    while ``check_paths`` is on (snippets raises: MkDocs shows a traceback). None when a missing file
+    is left out without a word, as snippets does with ``check_paths`` off."""
+    nowhere = (f"includes {show(name)}, which is no file of docs/ or of the project", NO_FILE_HINT)
+    if os.path.isabs(_SUFFIX.sub("", name)) or os.path.isabs(name):
+        return nowhere
     for candidate in (name, _SUFFIX.sub("", name)):
         for base in (project.docs, project.root):
             p = base / candidate
             if os.path.lexists(p):
                 real = Path(os.path.realpath(p))
                 if real == project.root or project.root.resolve() not in real.parents:
-                    return None
+                    return nowhere
                 docs = Path(os.path.realpath(project.docs))
                 linked = real != Path(os.path.abspath(p))  # a symbolic link on the way
                 if linked and docs not in real.parents:
                     inside = real.relative_to(project.root.resolve()).as_posix()
-                    return f"includes {show(name)}, a symbolic link that leads out of docs/ (to `{inside}`)"
+                    what = f"includes {show(name)}, a symbolic link that leads out of docs/ (to `{inside}`)"
+                    return what, LINK_HINT
                 return p
-    return None
+    return nowhere if _snippets_options(project.root).get("check_paths") else None
 
 
 LINK_HINT = "include a regular file of docs/ (copy the text in): a link out of docs/ publishes what it leads to"
+NO_FILE_HINT = "name a file of docs/ (or of the project's folder) by a relative path"
+# The code of a problem whose `--8<--` line names a file that may not be included: pymdownx.snippets
+# would raise on it (a traceback) or publish it, so the build stops before any page is rendered.
+UNUSABLE = "include-target"
 
 
 def check(project, pages: list[Path]) -> list[Problem]:
@@ -154,8 +165,8 @@ def check(project, pages: list[Path]) -> list[Problem]:
     if pages:
         for name in auto_append(project.root):
             p = _resolve(project, name)
-            if isinstance(p, str):
-                problems.append(Problem(p, "mkdocs.yml", None, LINK_HINT))
+            if isinstance(p, tuple):
+                problems.append(Problem(p[0], "mkdocs.yml", None, p[1], code=UNUSABLE))
             elif p is not None:
                 queue.append((p, None, None, name))
     for page in pages:
@@ -218,8 +229,8 @@ def _named(
         if "://" in name:
             continue
         target = _resolve(project, name)
-        if isinstance(target, str):
-            problems.append(Problem(target, rel, line, LINK_HINT))
+        if isinstance(target, tuple):
+            problems.append(Problem(target[0], rel, line, target[1], code=UNUSABLE))
         elif target is not None:
             out.append((target, rel, line, name))
     return out

@@ -12,6 +12,7 @@ pytestmark = pytest.mark.warm_cache
 
 SECRET = "[remote]\n\textraheader = AUTHORIZATION: basic SECRET-TOKEN-7\n"
 DOCS_HINT = "replace the link with a copy of the file: the site publishes what a link under docs/ leads to"
+NO_FILE_HINT = "name a file of docs/ (or of the project's folder) by a relative path"
 INCLUDE_HINT = "include a regular file of docs/ (copy the text in): a link out of docs/ publishes what it leads to"
 
 
@@ -51,5 +52,26 @@ def test_an_include_through_a_link_out_of_docs_is_refused(site):  # noqa: F811
     assert site.problems() == [line]
     built = site.build()
     assert built.returncode == 1 and "Traceback" not in built.stderr
+    assert _errors(built.stderr) == [line], built.stderr[-3000:]
+    assert not _published(site.root)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["/etc/hostname", "../outside.txt", "nowhere.md"],
+    ids=["absolute", "parent", "missing"],
+)
+def test_an_include_of_a_file_that_is_not_in_the_project_is_one_located_line(site, name):  # noqa: F811
+    """Snippets refuses a name outside its base folders (or a missing file) by raising, which MkDocs
+    shows as a traceback; the input check names the page's line first, and the build stops there."""
+    (site.root.parent / "outside.txt").write_text("SECRET-TOKEN-7\n", encoding="utf-8")
+    config = site.root / "mkdocs.yml"
+    snippets = "  - pymdownx.snippets:\n      base_path: [docs, .]\n      check_paths: true\n"
+    config.write_text(config.read_text(encoding="utf-8") + snippets, encoding="utf-8")
+    site.page("a.md", f'# 页\n\n--8<-- "{name}"\n')
+    line = f"docs/a.md:3: includes '{name}', which is no file of docs/ or of the project — {NO_FILE_HINT}"
+    assert site.problems() == [line]
+    built = site.build()
+    assert built.returncode == 1 and "Traceback" not in built.stderr, built.stderr[-3000:]
     assert _errors(built.stderr) == [line], built.stderr[-3000:]
     assert not _published(site.root)

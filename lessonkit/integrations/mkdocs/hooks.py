@@ -316,6 +316,9 @@ class BuildEvents:
             for p in exc.problems:
                 log.error(str(p))
             raise Abort(f"lessonkit: {len(exc.problems)} page(s) cannot be read; see the lines above") from None
+        unusable = b.unusable_includes()
+        if unusable:  # reported by plan(); pymdownx.snippets would raise on them (or publish them) while rendering
+            raise Abort(f"lessonkit: {len(unusable)} include(s) name no file that may be included; see the lines above")
         for g in plan.generated:
             _add(files, config, g.uri, g.content, in_nav=g.in_nav)
         for uri in plan.late:  # written once every experiment has run

@@ -163,6 +163,8 @@ class Emitter:
         b.start_experiments()
         api = self.root / "docs" / b.project.site.api
         plan = b.plan(paths, api if api.is_file() else None)
+        if b.unusable_includes():  # reported by plan(); rendering would raise on them
+            return staging / "mkdocs.yml"
         site = b.project.site
         generated = {g.uri: g.content for g in plan.generated}
         copied: dict[str, Path] = dict(media)

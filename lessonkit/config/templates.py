@@ -111,6 +111,7 @@ class TooLarge(Exception):
 
 MAX_OUTPUT = 16 * 1024 * 1024  # characters a template may render (and items of a repetition)
 MAX_POWER = 100
+MAX_INT_BITS = 1 << 16  # bits of an integer a `*` or `**` of a template may make (about 19,700 digits)
 MAX_CPU = 10.0  # seconds of its thread's CPU one rendering of a template may take
 
 
@@ -185,6 +186,10 @@ def _check_binop(operator: str, left, right) -> None:
     """`*`, `**`, `+` and `%` of a template, bounded before they are computed."""
     if operator == "**" and isinstance(right, (int, float)) and right > MAX_POWER:
         raise TooLarge(f"a power above {MAX_POWER} (`** {right}`)")
+    if operator in ("*", "**") and isinstance(left, int) and isinstance(right, int) and right > 0:
+        bits = left.bit_length() * right if operator == "**" else left.bit_length() + right.bit_length()
+        if bits > MAX_INT_BITS:  # squaring a number again and again: the product's digits double each time
+            raise TooLarge(f"an integer of more than {MAX_INT_BITS} bits (`{operator}`)")
     if operator == "%" and isinstance(left, str):
         _check_printf(left)
     sized = (str, list, tuple)
@@ -229,6 +234,39 @@ def _check_str_method(s: str, name: str, args: tuple, kwargs: dict) -> None:
         _bounded(len(s) * (first if isinstance(first, int) else 8), "`expandtabs`: a value")
 
 
+def _bounded_parts(parts, what: str) -> list:
+    """The pieces a template joins into one value (``~``, a ``{% set %}`` block, a macro's output),
+    read once, their total length bounded before they are joined."""
+    out, size = [], 0
+    for part in parts:
+        size += len(part) if isinstance(part, str) else len(str(part))
+        _bounded(size, what)
+        out.append(part)
+    return out
+
+
+def _bounded_template_class():
+    """Jinja's template class whose compiled code joins values through bounded functions: ``~``
+    (``str_join``/``markup_join``, module globals of the compiled template) and what a block of
+    ``{% set %}`` or a macro renders (``environment.concat``, bounded in :func:`environment`)."""
+    import jinja2
+    from jinja2 import runtime
+
+    def str_join(seq):
+        return runtime.str_join(_bounded_parts(seq, "`~`: a value"))
+
+    def markup_join(seq):
+        return runtime.markup_join(_bounded_parts(seq, "`~`: a value"))
+
+    class BoundedTemplate(jinja2.Template):
+        @classmethod
+        def _from_namespace(cls, environment, namespace, globals):
+            namespace["str_join"], namespace["markup_join"] = str_join, markup_join
+            return super()._from_namespace(environment, namespace, globals)
+
+    return BoundedTemplate
+
+
 def _bounded_join(items, sep: str = "") -> str:
     out, size = [], 0
     for n, item in enumerate(items):
@@ -270,8 +308,23 @@ def _guard_filters(env) -> None:
             _bounded_join([v if isinstance(v, str) else str(v) for v in items], d)
         return items
 
+    def wordwrap(value, w=79, *args, **kwargs):
+        text_value = str(value)
+        wrap = kwargs.get("wrapstring", args[1] if len(args) > 1 else None)
+        step = w if isinstance(w, int) and w > 0 else 1
+        lines = len(text_value) // step + len(text_value.split()) + text_value.count("\n") + 1
+        _bounded(len(text_value) + lines * len(wrap if isinstance(wrap, str) else "\n"), "`wordwrap`: a value")
+        return value
+
+    def replace(value, old="", new="", count=None):
+        if isinstance(old, str) and isinstance(new, str):
+            _check_str_method(str(value), "replace", (old, new) + (() if count is None else (count,)), {})
+        return value
+
     checks = {
         "center": width,
+        "wordwrap": wordwrap,
+        "replace": replace,
         "indent": indent,
         "batch": count("batch"),
         "slice": count("slice"),
@@ -396,6 +449,8 @@ def environment(root: Path):
     # span, {{ name | mdtext }} literal text, {{ path | url }} a link destination.
     env.filters.update(code=text.md_code, mdtext=text.md_text, url=text.md_url)
     _guard_filters(env)
+    env.template_class = _bounded_template_class()
+    env.concat = lambda parts: "".join(_bounded_parts(parts, "a `{% set %}` block or a macro's output: a value"))
     return env
 
 

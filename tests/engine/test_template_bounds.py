@@ -24,6 +24,20 @@ PROBES = {
     "indent": "{{ ('a\\n' * 1000000)|indent(10**6) }}",
     "batch": "{{ range(10)|batch(10**9, 'x')|list }}",
     "slice": "{{ range(10)|slice(100000000)|list }}",
+    "wordwrap": "{{ ('x ' * 1000000)|wordwrap(1, wrapstring='y' * 1000) }}",
+    "replace-filter": "{{ ('a' * 4000)|replace('', 'b' * 5000) }}",
+    "concat-doubling": (
+        "{% set ns = namespace(s='x' * 1000) %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}"
+    ),
+    "concat-print": "{% set ns = namespace(s='x' * 9000000) %}{{ ns.s ~ ns.s }}",
+    "set-block": "{% set s %}{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}{% endset %}{{ s|length }}",
+    "macro-output": (
+        "{% macro m() %}{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}{% endmacro %}{{ m()|length }}"
+    ),
+    "int-squaring": (
+        "{% set ns = namespace(n=3) %}{% for i in range(40) %}{% set ns.n = ns.n * ns.n %}{% endfor %}{{ ns.n }}"
+    ),
+    "int-power": "{% set ns = namespace(n=7 ** 100) %}{% for i in range(5) %}{% set ns.n = ns.n ** 100 %}{% endfor %}",
 }
 
 
@@ -56,8 +70,13 @@ def test_ordinary_uses_still_render(tmp_path):
     (tmp_path / "templates" / "ok.md").write_text(
         "{{ 'ab'.center(6) }}|{{ '%5s' % 'x' }}|{{ ['a', 'b']|join(', ') }}|{{ 'x\\ny'|indent(2) }}|"
         "{{ range(5)|batch(2)|list }}|{{ range(4)|slice(2)|list }}|{{ 'aXa'.replace('X', 'Y') }}|"
-        "{{ range(3)|map('string')|join('-') }}\n",
+        "{{ range(3)|map('string')|join('-') }}|{{ 'a b c'|wordwrap(1) }}|{{ 'aXa'|replace('X', 'Y') }}|"
+        "{{ 'a' ~ 1 ~ 'b' }}|{% set s %}[{{ 'q' * 3 }}]{% endset %}{{ s }}|{% macro m(x) %}<{{ x }}>{% endmacro %}"
+        "{{ m(2) }}|{{ 2 ** 64 * 3 }}\n",
         encoding="utf-8",
     )
     out = templates.render(templates.environment(tmp_path), "ok.md")
-    assert out == "  ab  |    x|a, b|x\n  y|[[0, 1], [2, 3], [4]]|[[0, 1], [2, 3]]|aYa|0-1-2\n"
+    assert out == (
+        "  ab  |    x|a, b|x\n  y|[[0, 1], [2, 3], [4]]|[[0, 1], [2, 3]]|aYa|0-1-2|a\nb\nc|aYa|a1b|[qqq]|<2>|"
+        "55340232221128654848\n"
+    )

@@ -323,34 +323,73 @@ def folder_problems(root: Path, top: str, code: bool = False) -> list[Problem]:
 DOCUMENT_SUFFIXES = frozenset(".htm .xhtml .xht .xml .xsl .xslt .mht .mhtml .shtml .svgz".split())
 DOCUMENT_WHY = "a document a browser would run scripts in"
 DOCUMENT_HINT = "write the page in Markdown"
+# What else a file of doc/ may be: the suffixes (any case) a browser shows as an image, a font,
+# media, text or a download, never as a document of the site. A browser decides by the suffix (from
+# disk, from a static host's type table), and some it knows only as documents (`.xhtm`, `.shtm`,
+# `.rss`, `.atom`, `.xsd`, `.xbl`), so anything not listed is refused rather than guessed at.
+# (`.md` pages, `.html` in lower case, which verify --site reads as a page, and `.svg`, read in
+# full, are checked above.)
+SAFE_SUFFIXES = frozenset(
+    (
+        ".png .jpg .jpeg .gif .webp .avif .apng .bmp .ico "  # images
+        ".woff .woff2 .ttf .otf "  # fonts
+        ".mp3 .mp4 .m4a .webm .ogg .oga .ogv .wav .flac "  # media
+        ".txt .csv .tsv .json .toml .yaml .yml .ini .cfg .py .ipynb .tex .bib .css .js "  # text
+        ".pdf .zip .gz .tgz .tar .bz2 .xz .7z .whl .epub"  # downloads
+    ).split()
+)
+SUFFIX_HINT = (
+    "docs/ holds pages (.md), images, fonts, media, text and downloads (lessonkit/config/checks.py SAFE_SUFFIXES); "
+    "rename the file or leave it out"
+)
 
 
 def docs_problems(root: Path) -> list[Problem]:
     """The folder's entries (:func:`folder_problems`), then what its files would bring into the site:
-    a document a browser runs scripts in (an XHTML or XML file, HTML not named ``.html``), an SVG
-    file that does not only draw (:func:`lessonkit.util.markup.svg_file_problems`)."""
+    a document a browser runs scripts in (an XHTML or XML file, HTML not named ``.html``, any suffix
+    not in :data:`SAFE_SUFFIXES`), an SVG file that does not only draw
+    (:func:`lessonkit.util.markup.svg_file_problems`)."""
     out = folder_problems(root, "docs")
     if out:  # a link out of the project or a FIFO: nothing of the folder is read
         return out
-    from lessonkit.util import markup
-
     base = Path(root) / "docs"
     for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
         dirnames.sort()
         for name in sorted(filenames):
             path = Path(dirpath) / name
-            rel = path.relative_to(root).as_posix()
-            suffix = path.suffix.lower()
-            if suffix in DOCUMENT_SUFFIXES:
-                out.append(Problem(DOCUMENT_WHY, rel, None, DOCUMENT_HINT))
-            elif suffix == ".svg":
-                try:
-                    data = path.read_bytes()
-                except OSError as exc:
-                    out.append(Problem(f"cannot be read ({exc.strerror})", rel, None, "make it a readable file"))
-                    continue
-                out += [Problem(why, rel, line, markup.SVG_HINT) for line, why in markup.svg_file_problems(data)]
+            out += _file_problems(path, path.relative_to(root).as_posix())
     return out
+
+
+def _file_problems(path: Path, rel: str) -> list[Problem]:
+    """What one file of docs/ would bring into the site (see :func:`docs_problems`)."""
+    from lessonkit.util import markup
+
+    suffix = path.suffix.lower()
+    if suffix in DOCUMENT_SUFFIXES:
+        return [Problem(DOCUMENT_WHY, rel, None, DOCUMENT_HINT)]
+    if suffix in (".md", ".html") and path.suffix != suffix:  # `.HTML` opens as a page verify never reads
+        return [Problem(f"`{path.suffix}` in capitals", rel, None, f"name it `{suffix}`")]
+    if suffix == "" and not _plain_text(path):  # a browser guesses its type from its bytes
+        return [Problem("has no suffix and holds markup a browser may run", rel, None, SUFFIX_HINT)]
+    if suffix not in SAFE_SUFFIXES | {"", ".md", ".html", ".svg"}:
+        return [Problem(f"a `{path.suffix}` file, which a browser may open as a document", rel, None, SUFFIX_HINT)]
+    if suffix != ".svg":
+        return []
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return [Problem(f"cannot be read ({exc.strerror})", rel, None, "make it a readable file")]
+    return [Problem(why, rel, line, markup.SVG_HINT) for line, why in markup.svg_file_problems(data)]
+
+
+def _plain_text(path: Path) -> bool:
+    """A file without a suffix (`CNAME`) that no browser would take for markup: no `<` in it."""
+    try:
+        with open(path, "rb") as f:
+            return b"<" not in f.read(1 << 20) and not f.read(1)
+    except OSError:
+        return False
 
 
 def check_docs(root: Path) -> None:

@@ -5,6 +5,8 @@ draw; a document a browser runs scripts in (XHTML, XML, HTML not named .html, ..
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from support import TmpSite
 
@@ -83,6 +85,14 @@ PAYLOADS = {
     "h3.shtml": ('<script>document.title="PWN"</script>\n', [f"docs/h3.shtml: {DOC}"]),
     "d.XML": ("<x/>\n", [f"docs/d.XML: {DOC}"]),
 }
+# Suffixes a browser opens as a document though no list of "documents" names them (from disk or a
+# static host): not among the suffixes docs/ may hold, so refused whatever they are.
+XHTML = '<html xmlns="http://www.w3.org/1999/xhtml"><body><script>document.title="PWN"</script></body></html>\n'
+OTHER = f"a browser may open as a document — {checks.SUFFIX_HINT}"
+for _name in ("n1.xhtm", "n2.XHTM", "n3.shtm", "n4.rss", "n5.atom", "n6.xsd", "n7.xbl", "n8.xpdl"):
+    PAYLOADS[_name] = (XHTML, [f"docs/{_name}: a `{Path(_name).suffix}` file, which {OTHER}"])
+PAYLOADS["n9.Html"] = (XHTML, ["docs/n9.Html: `.Html` in capitals — name it `.html`"])
+PAYLOADS["n10"] = (XHTML, [f"docs/n10: has no suffix and holds markup a browser may run — {checks.SUFFIX_HINT}"])
 HARMLESS = (
     f'<svg {SVG_NS} viewBox="0 0 10 10">\n<title>一个圆</title>\n'
     '<defs><linearGradient id="g"><stop offset="0" stop-color="#08c"/></linearGradient></defs>\n'
@@ -101,6 +111,13 @@ def _docs(tmp_path, names):
 def test_a_file_of_docs_that_runs_or_loads_is_refused_at_its_line(tmp_path, name):
     _docs(tmp_path, [name])
     assert [str(p) for p in checks.docs_problems(tmp_path)] == PAYLOADS[name][1]
+
+
+def test_files_a_browser_shows_as_images_text_or_downloads_pass(tmp_path):
+    (tmp_path / "docs").mkdir()
+    for name in ("a.png", "b.JPG", "c.woff2", "d.txt", "e.csv", "f.zip", "g.pdf", "CNAME", "h.md", "i.html"):
+        (tmp_path / "docs" / name).write_text("example.org\n", encoding="utf-8")
+    assert checks.docs_problems(tmp_path) == []
 
 
 def test_a_static_drawing_passes(tmp_path):
@@ -161,7 +178,7 @@ def test_the_refused_svg_files_run_or_load_in_chromium_and_the_drawing_does_not(
         def log_message(self, *args):
             pass
 
-    for name in ("s1.svg", "s2.svg", "s6.svg", "s3.svg"):
+    for name in ("s1.svg", "s2.svg", "s6.svg", "s3.svg", "n9.Html"):
         (tmp_path / name).write_text(PAYLOADS[name][0], encoding="utf-8")
     (tmp_path / "c.svg").write_text(HARMLESS, encoding="utf-8")
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(tmp_path)))
@@ -169,7 +186,7 @@ def test_the_refused_svg_files_run_or_load_in_chromium_and_the_drawing_does_not(
     base = f"http://127.0.0.1:{httpd.server_address[1]}"
     seen = {}
     try:
-        for name in ("s1.svg", "s2.svg", "s6.svg", "s3.svg", "c.svg"):
+        for name in ("s1.svg", "s2.svg", "s6.svg", "s3.svg", "n9.Html", "c.svg"):
             page = browser.new_page()
             other: list[str] = []
             page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(base) else route.abort())
@@ -185,5 +202,6 @@ def test_the_refused_svg_files_run_or_load_in_chromium_and_the_drawing_does_not(
         "s2.svg": ("PWN", []),
         "s6.svg": ("PWN", []),
         "s3.svg": ("", ["https://evil.example/s3.css"]),
+        "n9.Html": ("PWN", []),
         "c.svg": ("一个圆", []),
     }

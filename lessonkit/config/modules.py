@@ -124,6 +124,28 @@ def _guarded_import():
         os._exit = posix._exit = saved_exit
 
 
+def _compiled_part(spec, name: str) -> str | None:
+    """The file of module ``name`` or of one of its packages (from the top-level package's ``spec``,
+    found without importing anything) that is not Python source: a sourceless ``.pyc``, an extension
+    module. None when every part is a ``.py`` file or a namespace package (or cannot be found: the
+    import reports that)."""
+    import importlib.machinery
+
+    parts = name.split(".")
+    for n in range(len(parts)):
+        if n:
+            where = list(spec.submodule_search_locations or [])
+            try:
+                spec = importlib.machinery.PathFinder.find_spec(".".join(parts[: n + 1]), where) if where else None
+            except (ImportError, ValueError, OSError):
+                spec = None
+        if spec is None:
+            return None
+        if spec.origin and spec.has_location and not spec.origin.endswith(".py"):
+            return spec.origin
+    return None
+
+
 def import_project_module(root: Path, name: str, label: str, line: int, what: str) -> ModuleType:
     """Import module ``name`` of ``label`` (at ``line``) from the project root.
 
@@ -147,6 +169,15 @@ def import_project_module(root: Path, name: str, label: str, line: int, what: st
             path=label,
             line=line,
             hint=f"{what} modules are the project's own, importable from its root",
+        )
+    compiled = _compiled_part(spec, name)
+    if compiled:
+        raise LessonError(
+            f"cannot import {what} module `{name}`: `{os.path.relpath(compiled, real_root)}` is compiled code, "
+            "which nobody can review",
+            path=label,
+            line=line,
+            hint=f"{what} modules are Python source (`.py`) of the project",
         )
     loaded = sys.modules.get(top)  # already imported: from the Python installation it would not be ours
     where = os.path.realpath(getattr(loaded, "__file__", None) or "/") if loaded is not None else ""

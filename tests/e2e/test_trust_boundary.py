@@ -13,6 +13,7 @@ import pytest
 from support import site  # noqa: F401 (fixture)
 
 from lessonkit.config import checks
+from lessonkit.errors import LessonError
 from lessonkit.integrations.mkdocs import boundary
 
 HINT = (
@@ -215,6 +216,42 @@ def test_files_that_become_trusted_are_listed(repo):
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "pr")
     assert boundary.changed_trusted(repo, "main~1") == ["docs/js/later.js", "experiments/kind.py", "mkdocs.yml"]
+
+
+def test_compiled_forms_of_a_listed_module_are_trusted_files_too(repo):
+    """Python imports a sourceless ``.pyc`` or an extension module where the ``.py`` would be: a
+    listed module in either form (or its package's ``__init__``) is build code a maintainer reviews."""
+    write(repo, {"sourcemap/kinds.toml": 'modules = ["lessonkit_ext.kinds", "experiments.rt", "pkg.sub.mod"]\n'})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "list")
+    write(repo, {"experiments/rt.pyc": "compiled\n", "pkg/__init__.cpython-311-x86_64-linux-gnu.so": "elf\n"})
+    write(repo, {"pkg/sub/mod.abi3.so": "elf\n", "lessonkit_ext/kinds.pyc": "compiled\n"})
+    git(repo, "add", "-f", "-A")
+    git(repo, "commit", "-q", "-m", "compiled")
+    assert boundary.changed_trusted(repo, "main~1") == [
+        "experiments/rt.pyc",
+        "lessonkit_ext/kinds.pyc",
+        "pkg/__init__.cpython-311-x86_64-linux-gnu.so",
+        "pkg/sub/mod.abi3.so",
+    ]
+
+
+def test_a_listed_module_that_is_compiled_code_is_refused_before_it_runs(tmp_path):
+    import py_compile
+
+    from lessonkit.config import modules
+
+    (tmp_path / "experiments").mkdir()
+    source = tmp_path / "src.py"
+    source.write_text("open('ran', 'w').close()\n", encoding="utf-8")
+    py_compile.compile(str(source), cfile=str(tmp_path / "experiments" / "rt.pyc"))
+    with pytest.raises(LessonError) as exc:
+        modules.import_project_module(tmp_path, "experiments.rt", "sourcemap/kinds.toml", 1, "kind")
+    assert str(exc.value) == (
+        "sourcemap/kinds.toml:1: cannot import kind module `experiments.rt`: `experiments/rt.pyc` is compiled "
+        "code, which nobody can review — kind modules are Python source (`.py`) of the project"
+    )
+    assert not (tmp_path / "ran").exists() and not Path("ran").exists()
 
 
 def test_verify_base_prints_one_line_each_and_fails_before_reading_the_project(repo):

@@ -94,15 +94,21 @@ def _tags(value) -> list[str]:
     return []
 
 
+# What Python imports a module from besides its source: a sourceless `.pyc` beside it, an extension module.
+_MODULE_SUFFIXES = (".py", ".pyc", ".so", ".*.so", ".pyd", ".*.pyd")
+
+
 def _module_files(dotted: str) -> list[str]:
-    """The project files that would be the module ``dotted`` or one of its parent packages
-    (``a/b.py``, ``a/b/__init__.py``, ``a.py``, ``a/__init__.py``), whether or not the tree has them
+    """The project files (patterns) that would be the module ``dotted`` or one of its parent packages
+    (``a/b.py``, ``a/b/__init__.py``, ``a.py``, ``a/__init__.py``, and the compiled forms Python imports
+    as well: ``a/b.pyc``, ``a/b.cpython-311-x86_64-linux-gnu.so``, …), whether or not the tree has them
     (a file added there would be imported in place of an installed module)."""
     parts = [p for p in dotted.split(".") if p.isidentifier()]
     return [
-        rel
+        stem + suffix
         for n in range(1, len(parts) + 1)
-        for rel in (f"{'/'.join(parts[:n])}.py", f"{'/'.join(parts[:n])}/__init__.py")
+        for stem in ("/".join(parts[:n]), "/".join(parts[:n]) + "/__init__")
+        for suffix in _MODULE_SUFFIXES
     ]
 
 

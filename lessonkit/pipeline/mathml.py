@@ -15,8 +15,10 @@ from latex2mathml.converter import convert
 from markdown import Extension
 from markdown.blockprocessors import BlockProcessor
 from markdown.inlinepatterns import InlineProcessor
+from markdown.util import AtomicString
 
 from lessonkit.errors import LessonError
+from lessonkit.util.formula import formula_text
 from lessonkit.util.store import Store, digest
 
 INLINE = r"(?<![\\$])\$(?!\s)(?P<tex>[^$\n]+?)(?<![\s\\])\$(?!\d)"
@@ -150,64 +152,6 @@ def _convert(tex: str, display: str, md=None) -> str:
 NO_SEARCH = "math"
 TEXT_CLASS = "lk-math-text"
 
-# Accents over a letter (`\bar v`, `\hat x`, `\vec a`): the combining mark that writes them in text.
-_ACCENTS = {"\u00af": "\u0304", "^": "\u0302", "\u02c6": "\u0302", "~": "\u0303", "\u02dc": "\u0303", "\u02d9": "\u0307",
-            "\u00a8": "\u0308", "\u2192": "\u20d7", "\u20d7": "\u20d7"}
-_OPERATORS = set("+-\u2212=\u00b7\u00d7/<>\u2264\u2265\u2248\u2260, ")
-
-
-def _grouped(text: str) -> str:
-    """``text`` as one operand of ``/``, ``^`` or ``_``: in parentheses when it holds an operator."""
-    text = text.strip()
-    return f"({text})" if len(text) > 1 and _OPERATORS.intersection(text) else text
-
-
-def _text_of(el) -> str:
-    """The text of one MathML element (see :func:`formula_text`)."""
-    tag = el.tag.rpartition("}")[2]
-    kids = [_text_of(k) for k in el]  # a script ends in a space: `∑_(i=1)^n a_i`, not `^na_i`
-    if tag in ("mi", "mn", "mo", "mtext", "ms"):
-        return (el.text or "").replace("\u2061", "").strip() if tag != "mtext" else (el.text or "")
-    if tag == "mspace":
-        return " "
-    if tag == "mphantom" or not kids:
-        return ""
-    if tag == "mfrac" and len(kids) == 2:
-        return f"{_grouped(kids[0])}/{_grouped(kids[1])}"
-    if tag in ("msup", "msub") and len(kids) == 2:
-        return kids[0] + ("^" if tag == "msup" else "_") + _grouped(kids[1]) + " "
-    if tag == "msubsup" and len(kids) == 3:
-        return f"{kids[0]}_{_grouped(kids[1])}^{_grouped(kids[2])} "
-    if tag == "mover" and len(kids) == 2 and kids[1] in _ACCENTS:
-        return kids[0] + _ACCENTS[kids[1]]
-    if tag in ("mover", "munder") and len(kids) == 2:
-        return kids[0] + ("^" if tag == "mover" else "_") + _grouped(kids[1]) + " "
-    if tag == "munderover" and len(kids) == 3:
-        return f"{kids[0]}_{_grouped(kids[1])}^{_grouped(kids[2])} "
-    if tag == "msqrt":
-        return f"\u221a({''.join(kids).strip()})"
-    if tag == "mroot" and len(kids) == 2:
-        return f"\u221a[{kids[1]}]({kids[0]})"
-    if tag == "mtr":
-        return ", ".join(kids)
-    if tag == "mtable":
-        return "; ".join(kids)
-    if tag == "semantics":
-        return kids[0]
-    return "".join(kids)
-
-
-def formula_text(mathml: str) -> str:
-    """A formula's MathML as one line of text for the search index: its letters, numbers and
-    operators in order, ``a/b`` for a fraction, ``x^2`` and ``a_i`` for scripts, ``√(x)``, an
-    accent as its combining mark; operands with operators in parentheses. Empty when it is not
-    MathML (a formula that did not convert)."""
-    try:
-        root = etree.fromstring(mathml)
-    except etree.ParseError:
-        return ""
-    return " ".join(_text_of(root).split())
-
 
 def _page_math(tex: str, display: str, md) -> tuple[str, str]:
     """The formula's MathML and its text (:func:`formula_text`); on a page whose code waits for the
@@ -249,7 +193,7 @@ class BlockMath(BlockProcessor):
         html, text = _page_math(tex, "block", self.parser.md)
         div.text = self.parser.md.htmlStash.store(html)
         if text:
-            etree.SubElement(parent, "p", {"class": TEXT_CLASS}).text = text
+            etree.SubElement(parent, "p", {"class": TEXT_CLASS}).text = AtomicString(text)  # not Markdown: `x_1 x_2`
 
 
 class MathMLExtension(Extension):

@@ -24,9 +24,11 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from lessonkit.errors import LessonError
+from lessonkit.util.formula import formula_text
 from lessonkit.util.text import whole_number
 
 LIMIT = 4 * 1024 * 1024
@@ -323,10 +325,45 @@ VALUE_LIKE = re.compile(r"^[\s`()\[\],;+\-−.0-9eE]*[0-9][\s`()\[\],;+\-−.0-9
 NUMBER = re.compile(r"[-+−]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 
 
+# What a checked cell's text may not hold: markup whose text a reader sees differently from the
+# Markdown (raw HTML and comments, character references, links), and characters that are not seen.
+_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
+_HIDDEN_MARKUP = re.compile(r"<[A-Za-z!/?]|&(?:#[0-9]+|#[xX][0-9A-Fa-f]+|[A-Za-z][A-Za-z0-9]*);|\]\(|\]\[")
+_TEX = re.compile(r"\$([^$]+)\$")
+
+
+def _seen(text: str) -> str:
+    """The text a reader sees in a checked cell, near enough to compare its numbers: code spans as
+    their code, formulas as their text (:func:`lessonkit.util.formula.formula_text`), digits of any
+    width as ASCII (NFKC)."""
+    from latex2mathml.converter import convert
+
+    def formula(m: re.Match) -> str:
+        try:
+            return formula_text(convert(m[1].strip()))
+        except Exception:  # noqa: BLE001 - latex2mathml raises many types; the page's formula check reports it
+            return m[0]
+
+    return unicodedata.normalize("NFKC", _TEX.sub(formula, text.replace("`", "")))
+
+
 def _shows_what_it_checks(text: str, hand: str, key: str) -> None:
-    """A checked cell whose text is a value (numbers and brackets only) shows the numbers it
-    checks (``(3.0, 3.0) {@ingrad = 3.0}`` does): ``8.0 {@g = 7.0}`` would show 8.0 marked as
-    checked against the run."""
+    """A checked cell's text is plain Markdown (no raw HTML, comment, character reference, link or
+    invisible character: each can show a reader other numbers than the text says), and when what it
+    shows is a value (numbers and brackets only, formulas and code included) it shows the numbers it
+    checks (``(3.0, 3.0) {@ingrad = 3.0}`` and ``$1$ {@g = 1.0}`` do): ``8.0 {@g = 7.0}`` or
+    ``$999$ {@g = 1.0}`` would show 999 marked as checked against the run."""
+    plain = _CODE_SPAN.sub("", text)
+    hidden = _HIDDEN_MARKUP.search(plain)
+    invisible = next((c for c in plain if unicodedata.category(c) in ("Cf", "Cc", "Co", "Cs")), None)
+    if hidden or invisible:
+        what = repr(hidden[0]) if hidden else f"U+{ord(invisible or ' '):04X}"
+        raise LessonError(
+            f"snapshot cell {text.strip()!r} checks `{key}` but holds {what}: a checked cell is plain Markdown, "
+            "shown as it is written",
+            hint="write the cell's text without HTML, character references, links or invisible characters",
+        )
+    text = _seen(text)
     if not VALUE_LIKE.match(text) or _normal(text) == _normal(hand):
         return
     shown = [float(x) for x in NUMBER.findall(text.replace("−", "-"))]

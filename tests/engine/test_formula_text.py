@@ -31,12 +31,15 @@ def test_what_is_not_mathml_has_no_text():
 
 def test_the_page_shows_the_mathml_and_hides_the_text_it_gives_the_index():
     md = markdown.Markdown(extensions=["lessonkit.pipeline.mathml"])
-    html = md.convert("它的结果是 $2x = 6$。\n\n$$\\frac{a}{b}$$\n")
+    html = md.convert("它的结果是 $2x = 6$。\n\n$$\\frac{a}{b}$$\n\n$$[x_1 x_2][y]$$\n")
     assert html == (
         '<p>它的结果是 <span class="lk-math" data-search-exclude="math">'
         + to_mathml("2x = 6", "inline")
         + f'</span><span class="{TEXT_CLASS}">2x=6</span>。</p>\n'
         + '<div class="lk-math-block" data-search-exclude="math">'
         + to_mathml("\\frac{a}{b}", "block")
-        + f'</div>\n<p class="{TEXT_CLASS}">a/b</p>'
+        + f'</div>\n<p class="{TEXT_CLASS}">a/b</p>\n'
+        + '<div class="lk-math-block" data-search-exclude="math">'
+        + to_mathml("[x_1 x_2][y]", "block")
+        + f'</div>\n<p class="{TEXT_CLASS}">[x_1 x_2][y]</p>'  # text, not Markdown: no emphasis, no link
     )

@@ -39,3 +39,37 @@ def test_a_table_of_words_alone_is_refused_at_its_block():
         "does — write `@key` for a recorded value or `text {@key = v}` to check one written by hand; a table of "
         "the author's words alone is a plain Markdown table"
     )
+
+
+@pytest.mark.parametrize(
+    ("cell", "holds"),
+    [
+        ("<sub>999.0</sub> {@grad = 6.0}", "'<s'"),
+        ("[999.0](#) {@grad = 6.0}", "']('"),
+        ("6.0&#8203;999 {@grad = 6.0}", "'&#8203;'"),
+        ("6.0<!-- x -->999 {@grad = 6.0}", "'<!'"),
+        ("6.0 <br> 999.0 {@grad = 6.0}", "'<b'"),
+        ("6.0\u200b999 {@grad = 6.0}", "U+200B"),
+    ],
+)
+def test_a_checked_cell_holds_no_markup_that_shows_other_numbers(cell, holds):
+    with pytest.raises(LessonError) as exc:
+        table(f"g | {cell}")
+    text = cell.split(" {@")[0]
+    assert str(exc.value) == (
+        f"docs/s.md:7: snapshot cell {text!r} checks `grad` but holds {holds}: a checked cell is plain Markdown, "
+        "shown as it is written — write the cell's text without HTML, character references, links or invisible "
+        "characters"
+    )
+
+
+@pytest.mark.parametrize("cell", ["$999$", "９９９.0", "$9\\!99$", "`999.0`"])
+def test_a_checked_cell_that_shows_a_value_shows_the_checked_number_whatever_writes_it(cell):
+    with pytest.raises(LessonError) as exc:
+        table(f"g | {cell} {{@grad = 6.0}}")
+    assert "a checked cell that shows a value shows the numbers it checks, and 6.0 is not among them" in str(exc.value)
+
+
+@pytest.mark.parametrize("cell", ["$6$", "$6.0$", "`g = 6.0`", "(6.0, 6.0)", "$e^{b} = y$", "`f_<lambda>` 的 6.0"])
+def test_a_checked_cell_that_shows_its_number_or_a_formula_for_it_passes(cell):
+    assert table(f"g | {cell} {{@grad = 6.0}}").rows

@@ -100,3 +100,39 @@ def test_mixed_spaces_and_a_tab_in_the_indentation_say_tab(tmp_path):
 def test_verify_passes_on_a_page_with_tab_width(tiny):
     tiny.page("a.md", "# A\n\n" + fence("real-source", "File: tiny/helpers_tabbed.py", "Symbol: scale", "Tab-width: 4"))
     assert verify.check(tiny.project(), None).problems == []
+
+
+def test_a_built_page_shows_the_expanded_lines_and_verify_site_checks_them(tiny):
+    """The page a build writes shows the expanded, dedented lines, and `verify --site` compares
+    them with the pinned lines expanded the same way (a check that kept the tabs would report
+    the block as changed after lessonkit)."""
+    import subprocess
+    import sys
+
+    from tinypin import subprocess_env
+
+    tiny.page("a.md", "# A\n\n" + fence("real-source", "File: tiny/helpers_tabbed.py", "Symbol: scale",
+                                        "Symbol-lines: 2-4", "Tab-width: 4", "Dedent: 4"))  # fmt: skip
+    (tiny.root / "mkdocs.yml").write_text(
+        "site_name: t\ntheme:\n  name: material\n  font: false\nplugins:\n  - lessonkit:\n      course: true\n",
+        encoding="utf-8",
+    )
+    env = subprocess_env(tiny)
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", *args], cwd=tiny.root, env=env, capture_output=True, text=True,
+                              timeout=600)  # fmt: skip
+
+    b = run("mkdocs", "build", "--strict")
+    assert b.returncode == 0, b.stderr[-3000:]
+    p = Blocks()
+    p.feed((tiny.root / "site" / "a" / "index.html").read_text(encoding="utf-8"))
+    [block] = p.blocks
+    assert block["code"].splitlines() == [
+        "out = []",
+        "for x in xs:",
+        "    out.append(x * k)   # a tab before the comment",
+    ]
+    v = run("lessonkit", "verify", "--no-map", "--site", "site")
+    assert v.returncode == 0, v.stdout + v.stderr
+    assert "1 engine block(s)" in v.stdout and " 0 problem(s) in " in v.stdout.splitlines()[-1]

@@ -212,11 +212,12 @@ def _pinned(check, r, what, where, pairs, doc: Doc, i: int) -> list[Problem]:
             lines, file = list(range(a, b + 1)), ex.file
         named.append((pair, file, lines))
     mode = _dedent_mode(r.block.get("Dedent"))
+    tabs = _tab_width(r.block.get("Tab-width"))
     for part in (ex, getattr(r, "full", None)):
         group = [x for x in named if x[0][2][0] is part]
         if part is None or not group:
             continue
-        texts = [check.pinned_lines(file, lines) for _, file, lines in group]
+        texts = [_expanded(check.pinned_lines(file, lines), tabs) for _, file, lines in group]
         cut = _cut([t for t in texts if t is not None], mode)
         for (((text, _), w, _), file, lines), pinned in zip(group, texts):
             label = f"real-source block {file} L{lines[0]}–L{lines[-1]}" if lines else f"real-source block {file}"
@@ -250,6 +251,23 @@ def _dedent_mode(value):
         return select.dedent_mode(value)
     except LessonError:
         return "auto"
+
+
+def _tab_width(value):
+    from lessonkit.errors import LessonError
+    from lessonkit.source import select
+
+    try:
+        return select.tab_width(value)
+    except LessonError:
+        return None
+
+
+def _expanded(lines, tabs):
+    """The pinned lines with their tabs expanded as the block's ``Tab-width`` says (None: kept)."""
+    from lessonkit.source import select
+
+    return None if lines is None else select.expand_tabs(lines, tabs)
 
 
 def _cut(texts: list[list[str]], mode) -> int:

@@ -33,6 +33,7 @@ class RealSource(Kind):
         "Emphasize",
         "Docstring",
         "Dedent",
+        "Tab-width",
         "Recall",
     )
     # `Commit` may be left out: the project has one pin (sourcemap/pin.toml), which every block shows;

@@ -313,12 +313,13 @@ def acquire(spec: str, cache: Path, pin: Pin, commit: str | None = None):
             if commit:
                 target.commit = commit
                 target.commit_note = "given with --commit; not checked against the tree"
-            elif target.manifest == pin.manifest:
+            elif target.manifest == pin.manifest and pin.commit_known:
                 target.commit = pin.commit
                 target.commit_note = "the tree is byte-identical to the current pin's"
             else:
                 target.commit_note = (
-                    "an sdist does not record its commit; --commit records one"
+                    "an sdist does not record its commit; --commit records one (else --apply pins the "
+                    "archive's sha256 alone)"
                     if kind == "sdist"
                     else "a local checkout; --commit records one"
                 )

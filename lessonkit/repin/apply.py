@@ -39,20 +39,20 @@ def _q(s: str) -> str:
 
 
 def pin_text(old_text: str, pin: Pin, target: Target) -> str:
-    """The new ``pin.toml``: the old leading comment, then the target's record."""
-    if target.commit is None or target.version is None:
+    """The new ``pin.toml``: the old leading comment, then the target's record (a release archive
+    without a known commit: no ``commit``, the archive's sha256 identifies the tree)."""
+    if target.version is None or (target.commit is None and not target.sdist):
         raise ValueError(f"{target.label}: a pin needs the target's commit and version (apply() checks them)")
     head = []
     for line in text_lines(old_text):
         if line.startswith("[") or (line.strip() and not line.startswith("#")):
             break
         head.append(line)
-    out = head + [
-        "[upstream]",
-        f"repo = {_q(pin.repo)}",
-        f"# commit: {target.commit_note}",
-        f"commit = {_q(target.commit)}",
-    ]
+    out = head + ["[upstream]", f"repo = {_q(pin.repo)}"]
+    if target.commit:
+        out += [f"# commit: {target.commit_note}", f"commit = {_q(target.commit)}"]
+    else:
+        out.append("# commit: none recorded; the release archive's sha256 below identifies the tree")
     if target.kind == "sdist":
         out.append(f"version = {_q(target.version)}")
     else:
@@ -74,6 +74,13 @@ def pin_text(old_text: str, pin: Pin, target: Target) -> str:
             f"# so no archive matches sha256 \"none\": provide the tree with {pin.source_env or config.SOURCE_ENV},",
             "# LESSONKIT_GIT_REMOTE or the build cache.",
             *(f"{k} = {_q(sdist[k])}" for k in ("filename", "sha256", "requirement", "root")),
+        ]
+    if pin.source_env:  # the checkout variable is the series', not the tree's: it stays
+        out += [
+            "",
+            "[provider]",
+            "# The variable that names a local checkout of the pinned tree, besides LESSONKIT_SOURCE.",
+            f"source_env = {_q(pin.source_env)}",
         ]
     return "\n".join(out) + "\n"
 
@@ -139,7 +146,7 @@ def _install_target(project: Project, new_pin: Pin, target: Target) -> PinnedTre
 def apply(project: Project, report: RepinReport, say=print) -> list[str]:
     """Rewrite pin, manifest, page headers and excerpt map in one step; roll back on any problem."""
     target = report.target
-    if not target.commit:
+    if not target.commit and not target.sdist:
         raise err(
             f"--apply needs the commit of {target.label}: the pin, its permalinks and every "
             f"`Commit:` header name it, and it is {target.commit_note}",
@@ -152,9 +159,11 @@ def apply(project: Project, report: RepinReport, say=print) -> list[str]:
         )
     old = project.pin
     sdist = _sdist_record(target)
+    # a release archive without a known commit: its sha256 is the tree's id (as `init` pins one)
+    commit = target.commit or sdist["sha256"][:40]
     new_pin = Pin(
         repo=old.repo,
-        commit=target.commit,
+        commit=commit,
         version=target.version,
         sdist_filename=sdist["filename"],
         sdist_sha256=sdist["sha256"],
@@ -162,8 +171,10 @@ def apply(project: Project, report: RepinReport, say=print) -> list[str]:
         sdist_root=sdist["root"],
         manifest=dict(target.manifest),
         source=old.source,
+        source_env=old.source_env,
+        commit_known=target.commit is not None,
     )
-    pages = page_edits(project, report, target.commit)
+    pages = page_edits(project, report, commit)
     installed = _install_target(project, new_pin, target)
     sm = project.sourcemap
     toml_path, manifest_path, map_path = sm / "pin.toml", sm / "manifest.sha256", sm / verify.MAP_NAME
@@ -175,7 +186,7 @@ def apply(project: Project, report: RepinReport, say=print) -> list[str]:
         for path, text in pages.items():
             _write(path, text.encode("utf-8"))
         fresh = Project(project.root, cache=project.cache, provided=installed)
-        if fresh.pin.manifest != target.manifest or fresh.pin.commit != target.commit:
+        if fresh.pin.manifest != target.manifest or fresh.pin.commit != commit:
             raise err("the rewritten pin does not read back as written", hint="nothing was changed")
         checked = verify.check(fresh)
         if checked.problems and not report.attention:
@@ -205,9 +216,10 @@ def apply(project: Project, report: RepinReport, say=print) -> list[str]:
     moved = sum(
         1 for i in report.items if i.kind == "real-source" and i.status == "moved" and i.block and i.block.get("Lines")
     )
+    what = target.commit or f"no commit: the archive's sha256 {commit[:7]}… identifies the tree"
     say(
-        f"applied: pinned to {target.label} ({target.commit}); rewrote {', '.join(written)} "
-        f"({moved} `Lines:` locator(s), `Commit:` headers → {target.commit[:7]})"
+        f"applied: pinned to {target.label} ({what}); rewrote {', '.join(written)} "
+        f"({moved} `Lines:` locator(s), `Commit:` headers → {commit[:7]})"
     )
     say(f"applied: the tree is in the build cache ({project.rel(installed.root)}, from {target.origin})")
     if not target.sdist:

@@ -147,7 +147,7 @@ def _nearest_path(rel: str, candidates) -> str:
 def excerpt_of(tree: Tree, block: Block, file_key: str = "File", symbol_key: str = "Symbol") -> Excerpt:
     """The excerpt a block shows: a whole symbol, lines of it or of the file (``Lines`` alone,
     ``Start-*``/``End-*`` patterns), or a body (runs between elision lines, each verbatim);
-    then ``Docstring``, ``Dedent`` and ``Emphasize`` (see :mod:`lessonkit.source.select`)."""
+    then ``Tab-width``, ``Docstring``, ``Dedent`` and ``Emphasize`` (see :mod:`lessonkit.source.select`)."""
     try:
         sf = tree.file(block.get(file_key) or "")  # none: the empty path's error, at the block
     except LessonError as exc:
@@ -171,6 +171,11 @@ def excerpt_of(tree: Tree, block: Block, file_key: str = "File", symbol_key: str
         where = f"{sf.rel} ({symbol}, {line_span(d.start, d.end)})"
     else:
         region, lo, where = sf.lines, 1, sf.rel
+    try:
+        tabs = select.tab_width(block.get("Tab-width"))
+    except LessonError as exc:
+        raise exc.at(block.path, block.line_of("Tab-width"))
+    region = select.expand_tabs(region, tabs)  # a body and the patterns match the text as shown
     if any(block.get(k) for k in select.PATTERNS):
         region, lo = select.narrow(region, lo, block, where)
     elided: list[tuple[int, int]] = []
@@ -185,7 +190,7 @@ def excerpt_of(tree: Tree, block: Block, file_key: str = "File", symbol_key: str
             runs, elided = without_docstring(sf, d, block)
     else:
         runs, elided = body_runs(sf, region, lo, block, symbol, where, d)
-    originals = [sf.lines[a - 1 : b] for a, b in runs]
+    originals = [select.expand_tabs(sf.lines[a - 1 : b], tabs) for a, b in runs]
     if not any(line.strip() for run in originals for line in run):
         raise LessonError(
             "the excerpt has only blank lines",

@@ -22,6 +22,7 @@ PATTERNS = ("Start-after", "Start-at", "End-before", "End-at")
 ELISION = ("...", "\u2026")  # a body line that stands for left-out lines
 EMPHASIS_ITEM = re.compile(r"^([0-9]{1,6})(?:[ \t]*-[ \t]*([0-9]{1,6}))?$")
 DEDENT_MAX = 40  # `Dedent: N`: more is not a real indentation
+TAB_WIDTH_MAX = 16  # `Tab-width: N`: 1 to this
 EMPHASIS_HINT = "file line numbers as the page shows them, e.g. `Emphasize: 27, 30-31`"
 LINES_ITEM = re.compile(r"^([0-9]{1,9})?[ \t]*(-)?[ \t]*([0-9]{1,9})?$")
 LINES_HINT = "ranges such as `25-32`, `40-` (to the end), `-12` (from the start) or a list `3-5, 9`"
@@ -117,6 +118,25 @@ def dedent_mode(value: str | None) -> str | int:
     )
 
 
+def tab_width(value: str | None) -> int | None:
+    """``Tab-width: N`` (1 to 16): the tab stops tabs are expanded to before ``Dedent`` and display;
+    None (no field): tabs stay as the file holds them."""
+    if value is None:
+        return None
+    v = value.strip()
+    if v.isascii() and v.isdigit() and len(v) <= 2 and 1 <= int(v) <= TAB_WIDTH_MAX:
+        return int(v)
+    raise LessonError(
+        f"`Tab-width: {value}` is not a number of columns from 1 to {TAB_WIDTH_MAX}",
+        hint="for example `Tab-width: 4`: tabs then become spaces up to the next multiple of 4",
+    )
+
+
+def expand_tabs(lines, width: int | None) -> list[str]:
+    """``lines`` with every tab expanded to the tab stops of ``width`` (None: unchanged)."""
+    return lines if width is None else [line.expandtabs(width) for line in lines]
+
+
 def body_parts(body: tuple[str, ...], body_line: int) -> list[tuple[int, tuple[str, ...]]]:
     """The runs of a body between its elision lines: (page line of the run's first line, lines).
     An elision before the first or after the last run gives an empty run there."""
@@ -169,7 +189,8 @@ def header_problems(b: Block) -> list[Problem]:
     """The selector headers of a real-source block, checked before any file is read."""
     given = [k for k in PATTERNS if k in b.fields]
     out = []
-    for check in (_pattern_problems, _match_problems, _docstring_problems, _dedent_problems, _emphasis_problems):
+    checks = (_pattern_problems, _match_problems, _docstring_problems, _dedent_problems, _tab_problems)
+    for check in (*checks, _emphasis_problems):
         out += check(b, given)
     out += body_problems(b, "Symbol" in b.fields)
     return out
@@ -251,6 +272,14 @@ def _dedent_problems(b: Block, given: list[str]) -> list[Problem]:
         dedent_mode(b.get("Dedent"))
     except LessonError as exc:
         return [_bad(b, exc.problem.message, "Dedent", exc.problem.hint)]
+    return []
+
+
+def _tab_problems(b: Block, given: list[str]) -> list[Problem]:
+    try:
+        tab_width(b.get("Tab-width"))
+    except LessonError as exc:
+        return [_bad(b, exc.problem.message, "Tab-width", exc.problem.hint)]
     return []
 
 
@@ -377,13 +406,14 @@ def dedent(runs: list[list[str]], mode: str | int, first_lines: list[int], block
     else:
         assert isinstance(mode, int)  # dedent_mode: "none", "auto" or a number of spaces
         least = min(widths, default=(0, 0))
-        tabbed = next((n for w, n in widths if w < mode and _line_of(runs, first_lines, n).startswith("\t")), None)
+        tabbed = next((n for w, n in widths if w < mode and _tab_indented(_line_of(runs, first_lines, n))), None)
         if tabbed is not None:
             raise LessonError(
-                f"`Dedent: {mode}` but L{tabbed} is indented with a tab, not spaces",
+                f"`Dedent: {mode}` but L{tabbed} is indented with tabs, and `Dedent` removes spaces",
                 path=block.path,
                 line=key_line,
-                hint="`Dedent` removes spaces; use `Dedent: auto` or `Dedent: none` for tab-indented code",
+                hint="add `Tab-width: N` (e.g. `Tab-width: 4`) to expand the tabs to spaces first, "
+                "or use `Dedent: auto` or `Dedent: none`",
             )
         if least[0] < mode:
             raise LessonError(
@@ -394,6 +424,11 @@ def dedent(runs: list[list[str]], mode: str | int, first_lines: list[int], block
             )
         cut = mode
     return [tuple(l[cut:] if l.strip() else "" for l in run) for run in runs]
+
+
+def _tab_indented(line: str) -> bool:
+    """A tab stands in the line's indentation (alone or mixed with spaces)."""
+    return "\t" in line[: len(line) - len(line.lstrip(" \t"))]
 
 
 def _line_of(runs: list[list[str]], first_lines: list[int], n: int) -> str:

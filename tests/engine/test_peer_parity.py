@@ -88,7 +88,9 @@ NOTES = textwrap.dedent(
     """
 )
 
-FILES = {"shapes.py": SHAPES, "notes.md": NOTES}
+TABS = "def f(xs):\n\tfor x in xs:\n\t\tyield x\t# doubled\n\treturn\n"  # indented with tabs
+
+FILES = {"shapes.py": SHAPES, "notes.md": NOTES, "tabs.py": TABS}
 
 
 @dataclass(frozen=True)
@@ -294,12 +296,31 @@ CASES = [
     ),
     Case(
         "literalinclude",
-        ":tab-width: 8",
-        "shapes.py",
-        ("Tab-width: 8",),
-        "refused",
-        problem="d.md:3: unknown key `Tab-width` in a real-source block",
-        why="tabs are shown as the file holds them; `Dedent` says 'tab' when a tab is the cause",
+        ":tab-width: 4",
+        "tabs.py",
+        ("Tab-width: 4",),
+        "same",
+        spans=((1, 4),),
+        shown=("def f(xs):", "    for x in xs:", "        yield x # doubled", "    return"),
+    ),
+    Case(
+        "literalinclude",
+        ":tab-width: 8 with :dedent: 8",
+        "tabs.py",
+        ("Lines: 2-3", "Tab-width: 8", "Dedent: 8"),
+        "same",
+        spans=((2, 3),),
+        shown=("for x in xs:", "        yield x # doubled"),
+    ),
+    Case(
+        "literalinclude",
+        ":dedent: 4 on tab-indented lines (no :tab-width:)",
+        "tabs.py",
+        ("Lines: 2-3", "Dedent: 4"),
+        "better",
+        problem="d.md:4: `Dedent: 4` but L2 is indented with tabs, and `Dedent` removes spaces — add `Tab-width: N`",
+        why="the peer removes the first 4 characters whatever they are, cutting into the code after a tab; "
+        "a cut is only ever of spaces",
     ),
     # -- pymdownx.snippets ------------------------------------------------------------------------
     Case("snippets", '--8<-- "notes.md"', "notes.md", (), "same", spans=((1, 14),)),
@@ -447,9 +468,9 @@ def test_every_case_records_its_outcome_and_a_reason_where_it_differs():
         assert case.outcome != "refused" or case.problem, case.name
     counts = Counter((c.peer, c.outcome) for c in CASES)
     assert counts == {
-        ("literalinclude", "same"): 14,
-        ("literalinclude", "better"): 6,
-        ("literalinclude", "refused"): 7,
+        ("literalinclude", "same"): 16,
+        ("literalinclude", "better"): 7,
+        ("literalinclude", "refused"): 6,
         ("snippets", "same"): 5,
         ("snippets", "better"): 4,
         ("snippets", "refused"): 5,

@@ -308,8 +308,8 @@ def test_match_needs_a_pattern_and_a_known_value():
 def test_dedent_on_tab_indented_code_says_tab(tmp_path):
     text = "def f():\n\treturn 1\n"
     assert problem(tmp_path, "t.py", text, "Symbol: f", "Symbol-lines: 2", "Dedent: 4") == (
-        "d.md:5: `Dedent: 4` but L2 is indented with a tab, not spaces — `Dedent` removes spaces; use "
-        "`Dedent: auto` or `Dedent: none` for tab-indented code"
+        "d.md:5: `Dedent: 4` but L2 is indented with tabs, and `Dedent` removes spaces — add `Tab-width: N` "
+        "(e.g. `Tab-width: 4`) to expand the tabs to spaces first, or use `Dedent: auto` or `Dedent: none`"
     )
 
 

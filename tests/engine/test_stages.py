@@ -134,7 +134,7 @@ def test_parse_reports_each_broken_block_at_its_line(tiny):
     assert [str(item.error) for item in page.items] == [
         "docs/p.md:6: unknown key `Colour` in a real-source block — allowed keys for real-source: File, Symbol, "
         "Which, Commit, Lines, Symbol-lines, Start-after, Start-at, End-before, End-at, Match, Emphasize, "
-        "Docstring, Dedent, Recall",
+        "Docstring, Dedent, Tab-width, Recall",
         "docs/p.md:9: real-source block without `File` — add a `File: …` header line",
         "docs/p.md:14: teaching-simplification with `File` but neither `Symbol` nor a body — name the Symbol to "
         "show, or quote the lines as a body",

@@ -87,6 +87,17 @@ FILES: dict[str, str] = {
         def mul(a, b):
             return Node(a.value * b.value, ((a, b.value), (b, a.value)))
         ''',
+    # indented with tabs (and one tab inside a line), as some projects write Python
+    "tiny/helpers_tabbed.py": '''\
+        """A helper indented with tabs."""
+
+
+        def scale(xs, k):
+        \tout = []
+        \tfor x in xs:
+        \t\tout.append(x * k)\t# a tab before the comment
+        \treturn out
+        ''',
 }
 SOURCES = {rel: textwrap.dedent(text) for rel, text in FILES.items()}
 PKG_INFO = f"Metadata-Version: 2.1\nName: {NAME}\nVersion: {VERSION}\n"

@@ -94,7 +94,8 @@ self.fetch = function (input) {
   }
   var text = atob(lkOffline.files[name]), bytes = new Uint8Array(text.length);
   for (var i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
-  var type = /\\.wasm$/.test(name) ? "application/wasm" : /\\.json$/.test(name) ? "application/json" : "application/zip";
+  var type = /\\.wasm$/.test(name) ? "application/wasm"
+    : /\\.json$/.test(name) ? "application/json" : "application/zip";
   return Promise.resolve(new Response(bytes, { status: 200, headers: { "Content-Type": type } }));
 };
 """

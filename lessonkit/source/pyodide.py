@@ -12,7 +12,8 @@ uses them; they are not part of the repository (about 13 MB).
     tarball = "https://registry.npmjs.org/pyodide/-/pyodide-314.0.8.tgz"
     sha512 = "sha512-…"      # npm's `integrity` of that version (`npm view pyodide@VERSION dist`)
     sha256 = "…"             # of the same bytes
-    files = ["pyodide.mjs", "pyodide.js", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"]
+    files = ["pyodide.mjs", "pyodide.js", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",
+             "pyodide-lock.json"]
 """
 
 from __future__ import annotations

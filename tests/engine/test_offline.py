@@ -59,7 +59,9 @@ def _site() -> dict[str, bytes]:
 
 
 # The files of the written site the edition's runner is made of (shaped as the real ones are).
-MODULE = b"async function _createPyodideModule(m={}){var n=import.meta.url;return m}export default _createPyodideModule;"
+MODULE = (
+    b"async function _createPyodideModule(m={}){var n=import.meta.url;return m}export default _createPyodideModule;"
+)
 RUNTIME = {
     "assets/pyodide/pyodide.mjs": b"export{};",
     "assets/pyodide/pyodide.js": b"var loadPyodide = 1;",
@@ -134,7 +136,8 @@ def test_the_runtime_is_carried_as_classic_scripts_made_from_the_written_sites_f
     prefix = "(self.lkOfflineRuntime = self.lkOfflineRuntime || { files: {} })"
     wasm = ed.files[offline_runtime.OUT + "wasm.js"].decode()
     assert wasm == prefix + '.files["pyodide.asm.wasm"] = "AGFzbQ==";\n'  # base64 of b"\0asm"
-    assert ed.files[offline_runtime.OUT + "stdlib.js"].decode() == prefix + '.files["python_stdlib.zip"] = "UEsFBg==";\n'
+    stdlib = ed.files[offline_runtime.OUT + "stdlib.js"].decode()
+    assert stdlib == prefix + '.files["python_stdlib.zip"] = "UEsFBg==";\n'
     code = ed.files[offline_runtime.OUT + "code.js"].decode()
     worker = json.loads(code.split(".worker = ", 1)[1].split(";\n(self.lkOfflineRuntime", 1)[0])
     assert code.endswith(prefix + '.files["pyodide-lock.json"] = "e30=";\n')

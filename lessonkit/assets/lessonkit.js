@@ -160,9 +160,16 @@ document.addEventListener("click", function (ev) {
    when the reader presses Run (lessonkit/kinds/exercise.py). */
 (function () {
   var here = document.currentScript && document.currentScript.src;
+  var adding = false;
   function load() {
     if (!here || !document.querySelector(".lk-exercise")) return;
-    import(new URL("exercise/exercise.js", here).href).then(function (m) { m.init(document); });
+    if (window.lessonkitExercise) { window.lessonkitExercise.init(document); return; }
+    if (adding) return;
+    adding = true; // a classic script (not import()): it loads from file: too, in the offline edition
+    var s = document.createElement("script");
+    s.src = new URL("exercise/exercise.js", here).href;
+    s.onload = function () { window.lessonkitExercise.init(document); };
+    document.head.appendChild(s);
   }
   if (window.document$) { window.document$.subscribe(load); }
   else if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", load); }

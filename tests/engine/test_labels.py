@@ -75,6 +75,7 @@ def test_engine_assets_name_no_series_and_no_language():
         "lessonkit.css",
         "lessonkit.js",
         "lkcheck.py",
+        "runner.js",
         "worker.js",
     ]
     for p in texts:

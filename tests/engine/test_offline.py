@@ -8,7 +8,9 @@ import io
 import json
 import zipfile
 
-from lessonkit.site import csp, offline
+import pytest
+
+from lessonkit.site import csp, offline, offline_runtime
 from lessonkit.util import markup
 
 WORKER = "assets/javascripts/workers/search.1234.min.js"
@@ -44,8 +46,7 @@ def _site() -> dict[str, bytes]:
         "a/x.txt": b"x",
         "404.html": b"<p>gone</p>",
         "sitemap.xml": b"<urlset/>",
-        "assets/pyodide/pyodide.asm.wasm": b"\0asm",
-        "assets/exercise/worker.js": b"",
+        **RUNTIME,
         "assets/javascripts/bundle.abcd.min.js": b"",
         "assets/javascripts/bundle.abcd.min.js.map": b"{}",
         WORKER: b'"use strict";(()=>{self.lunr={};})();',
@@ -57,21 +58,42 @@ def _site() -> dict[str, bytes]:
     }
 
 
+# The files of the written site the edition's runner is made of (shaped as the real ones are).
+MODULE = (
+    b"async function _createPyodideModule(m={}){var n=import.meta.url;return m}export default _createPyodideModule;"
+)
+RUNTIME = {
+    "assets/pyodide/pyodide.mjs": b"export{};",
+    "assets/pyodide/pyodide.js": b"var loadPyodide = 1;",
+    "assets/pyodide/pyodide.asm.mjs": MODULE,
+    "assets/pyodide/pyodide.asm.wasm": b"\0asm",
+    "assets/pyodide/python_stdlib.zip": b"PK\x05\x06",
+    "assets/pyodide/pyodide-lock.json": b"{}",
+    "assets/exercise/exercise.js": b"window.lessonkitExercise = {};",
+    "assets/exercise/worker.js": b'import "./runner.js";',
+    "assets/exercise/runner.js": b"self.lkExerciseRunner = function () {};",
+    "assets/exercise/lkcheck.py": b"print('checks')\n",
+}
+
+
 def _links(html: bytes) -> list[str]:
     return [a.attributes.get("href") or "" for a in markup.parse(html.decode()).css("a")]
 
 
 def test_the_edition_links_pages_as_files_and_leaves_out_what_cannot_work_from_disk():
-    ed = offline.edition(_site(), "downloads/s-offline.zip", "HERE", "NO RUN")
+    ed = offline.edition(_site(), "downloads/s-offline.zip", "HERE", "RUNS {size} MB")
     assert ed.problems == []
     assert sorted(ed.files) == [
         "a/index.html",
         "a/x.txt",
+        "assets/exercise/exercise.js",
         "assets/javascripts/bundle.abcd.min.js",
         "assets/javascripts/lunr/min/lunr.de.min.js",
         "assets/javascripts/lunr/min/lunr.stemmer.support.min.js",
         "assets/javascripts/lunr/min/lunr.zh.min.js",
         WORKER,
+        offline_runtime.FACTORY,
+        *(offline_runtime.OUT + name for name in ("code.js", "stdlib.js", "wasm.js")),
         offline.SHIM,
         "index.html",
         offline.INDEX_JS,
@@ -90,9 +112,75 @@ def test_the_edition_links_pages_as_files_and_leaves_out_what_cannot_work_from_d
     scripts = [s.attributes.get("src") for s in home.css("script[src]")]
     assert scripts == [offline.SHIM, "assets/javascripts/bundle.abcd.min.js"]
     page = markup.parse(ed.files["a/index.html"].decode())
+    assert [s.attributes.get("src") for s in page.css("script[src]")] == [
+        "../" + offline_runtime.FACTORY,
+        "../" + offline.SHIM,
+        "../assets/javascripts/bundle.abcd.min.js",
+    ]
     block = page.css_first("div.lk-block")
+    # the block runs: as the site has it, with the note and the loading message giving what the first run reads
+    assert block.attributes.get("class") == "lk-block lk-exercise"
+    assert block.attributes.get("data-lk-csp") == "wasm-unsafe-eval"
+    size = offline_runtime.size(ed.files)
+    assert size == sum(len(ed.files[offline_runtime.OUT + n]) for n in ("code.js", "stdlib.js", "wasm.js"))
+    assert block.attributes.get("data-lk-size") == f"{size / 1048576:.1f}" == "0.0"
+    assert block.css_first("p.lk-ex-note").text() == "RUNS 0.0 MB"
+    assert [n.tag for n in block.css("button, .lk-ex-bar, .lk-ex-result, .lk-ex-keys")] == ["p", "div", "button", "div"]
+    area = block.css_first("textarea")
+    assert "readonly" not in area.attributes and area.attributes.get("aria-describedby") == "k"
+    assert "hidden" in block.css_first("details").attributes
+
+
+def test_the_runtime_is_carried_as_classic_scripts_made_from_the_written_sites_files():
+    ed = offline.edition(_site(), "downloads/s-offline.zip", "HERE", "RUNS {size} MB")
+    prefix = "(self.lkOfflineRuntime = self.lkOfflineRuntime || { files: {} })"
+    wasm = ed.files[offline_runtime.OUT + "wasm.js"].decode()
+    assert wasm == prefix + '.files["pyodide.asm.wasm"] = "AGFzbQ==";\n'  # base64 of b"\0asm"
+    stdlib = ed.files[offline_runtime.OUT + "stdlib.js"].decode()
+    assert stdlib == prefix + '.files["python_stdlib.zip"] = "UEsFBg==";\n'
+    code = ed.files[offline_runtime.OUT + "code.js"].decode()
+    worker = json.loads(code.split(".worker = ", 1)[1].split(";\n(self.lkOfflineRuntime", 1)[0])
+    assert code.endswith(prefix + '.files["pyodide-lock.json"] = "e30=";\n')
+    loader, module, runner = (worker.index(t) for t in ("var loadPyodide = 1;", "async function _createP", "self.lkEx"))
+    assert worker.index("self.fetch = function") < loader < module < runner < worker.index("print('checks')")
+    assert "import.meta" not in worker and "export default" not in worker and "self.location.href" in worker
+    factory = ed.files[offline_runtime.FACTORY].decode()
+    assert 'PARTS = ["code.js", "stdlib.js", "wasm.js"]' in factory and 'location.protocol !== "file:"' in factory
+
+
+def test_the_module_becomes_a_classic_script_only_in_the_shape_the_step_knows():
+    assert offline_runtime.classic(MODULE.decode() + "\n") == (
+        "async function _createPyodideModule(m={}){var n=self.location.href;return m}\n"
+    )
+    bad = {
+        "no default export": "async function _createPyodideModule(){}",
+        "two": "async function _createPyodideModule(){}export default _createPyodideModule;"
+        "export default _createPyodideModule;",
+        "other start": "var x=1;async function _createPyodideModule(){}export default _createPyodideModule;",
+        "import.meta.resolve": "async function _createPyodideModule(){import.meta.resolve('a')}"
+        "export default _createPyodideModule;",
+        "static import": "async function _createPyodideModule(){}\nimport x from 'y';\n"
+        "export default _createPyodideModule;",
+    }
+    for what, text in bad.items():
+        with pytest.raises(offline_runtime.ShapeError):
+            offline_runtime.classic(text)
+            pytest.fail(what)
+
+
+def test_exercise_blocks_without_the_runtime_are_reported_and_stay_to_read():
+    site = _site()
+    del site["assets/pyodide/pyodide.js"]
+    ed = offline.edition(site, "downloads/s-offline.zip", "HERE", "RUNS {size} MB")
+    assert [str(p) for p in ed.problems] == [
+        "a/index.html: its exercise blocks cannot run in the offline edition: the site lacks "
+        "assets/pyodide/pyodide.js — list pyodide.js among `files` of sourcemap/pyodide.toml (the edition carries "
+        "the package's classic loader), or pin a Pyodide whose pyodide.asm.mjs lessonkit.site.offline_runtime knows"
+    ]
+    assert offline_runtime.FACTORY not in ed.files and not any(r.startswith(offline_runtime.OUT) for r in ed.files)
+    block = markup.parse(ed.files["a/index.html"].decode()).css_first("div.lk-block")
     assert block.attributes.get("class") == "lk-block lk-exercise-offline" and "data-lk-csp" not in block.attributes
-    assert block.css_first("p.lk-ex-note").text() == "NO RUN"
+    assert block.css_first("p.lk-ex-note").text() == "RUNS ? MB"
     assert [n.tag for n in block.css("button, .lk-ex-bar, .lk-ex-result, .lk-ex-keys")] == []
     area = block.css_first("textarea")
     assert "readonly" in area.attributes and "aria-describedby" not in area.attributes and area.text() == "x = 1\n"
@@ -100,14 +188,17 @@ def test_the_edition_links_pages_as_files_and_leaves_out_what_cannot_work_from_d
 
 
 def test_every_page_of_the_edition_keeps_a_strict_policy_with_blob_workers_only():
+    """Blob workers on every page; WebAssembly only on the page with an exercise block; never eval."""
     ed = offline.edition(_site(), "downloads/s-offline.zip", "HERE", "NO RUN")
-    for rel in ("index.html", "a/index.html"):
+    for rel, wasm in (("index.html", []), ("a/index.html", ["'wasm-unsafe-eval'"])):
         html = ed.files[rel].decode()
-        assert csp.problems(html, rel, offline.EXTRA) == []
-        policy, _ = csp.parse_policy(markup.parse(html).css_first("meta[http-equiv]").attributes["content"])
+        tree = markup.parse(html)
+        assert csp.problems(html, rel, offline._merge(csp.extras(tree), offline.EXTRA)) == []
+        policy, _ = csp.parse_policy(tree.css_first("meta[http-equiv]").attributes["content"])
         assert policy["worker-src"] == ["'self'", "blob:"]
-        assert policy["script-src"][0] == "'self'" and len(policy["script-src"]) == 2  # and one hash
-        assert not any(s in csp.UNSAFE or "wasm" in s for s in policy["script-src"])
+        assert policy["script-src"][0] == "'self'" and len(policy["script-src"]) == 2 + len(wasm)  # and one hash
+        assert [s for s in policy["script-src"] if "wasm" in s] == wasm
+        assert not any(s in csp.UNSAFE for s in policy["script-src"])
 
 
 def test_the_search_index_becomes_a_script_and_the_worker_carries_the_languages_of_the_index():

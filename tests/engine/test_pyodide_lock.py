@@ -147,6 +147,7 @@ def test_the_series_lock_names_the_files_the_browser_loads():
     assert lock is not None and lock.version == "314.0.8"
     assert set(lock.files) == {
         "pyodide.mjs",
+        "pyodide.js",  # the classic loader, for the offline edition's classic worker
         "pyodide.asm.mjs",
         "pyodide.asm.wasm",
         "python_stdlib.zip",

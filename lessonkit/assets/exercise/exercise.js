@@ -1,12 +1,18 @@
 /* Exercise blocks (lessonkit/kinds/exercise.py): an editor with line numbers, Run / Stop / Reset,
    the checks' outcome, the reference once the reader has tried. The checks run in a worker
    (worker.js), which loads the Python runtime from this site's assets/pyodide/ on the first Run.
-   The reader's text is kept in localStorage, one entry per exercise file. */
+   The reader's text is kept in localStorage, one entry per exercise file.
+   A classic script (lessonkit.js adds it to a page that has an exercise block), so that it also
+   loads from file:; it defines window.lessonkitExercise.init. Where window.lessonkitExerciseWorker
+   is defined (the offline edition, lessonkit.site.offline_runtime), that function makes the worker:
+   it returns a promise of one. */
+(function () {
+"use strict";
 
-const WORKER = new URL("worker.js", import.meta.url);
+const WORKER = new URL("worker.js", document.currentScript.src);
 const TIMEOUT_MS = 120000; // a run that takes longer (an endless loop) is stopped
 
-let worker = null; // one per page, shared by its exercises
+let worker = null; // a promise of the page's one worker, shared by its exercises
 let loaded = false;
 
 function fill(text, values) {
@@ -156,8 +162,18 @@ function setUp(block) {
     }
   }
 
+  function startWorker() {
+    const make = window.lessonkitExerciseWorker;
+    return new Promise((ok) => ok(make ? make() : newWorker()));
+  }
+
   function stop(message) {
-    if (worker) { worker.terminate(); worker = null; loaded = false; }
+    if (worker) {
+      const gone = worker;
+      worker = null;
+      loaded = false;
+      gone.then((w) => w.terminate(), () => {});
+    }
     busy(false);
     result.textContent = message;
   }
@@ -165,7 +181,8 @@ function setUp(block) {
   runButton.addEventListener("click", () => {
     busy(true);
     result.textContent = loaded ? words["exercise-running"] : fill(words["exercise-loading"], { size: size });
-    if (!worker) worker = newWorker();
+    if (!worker) worker = startWorker();
+    const mine = worker;
     const files = Object.assign({}, support);
     files[block.dataset.lkFile] = area.value;
     const t0 = performance.now();
@@ -173,33 +190,39 @@ function setUp(block) {
     let timer = null;
     const limit = () => { timer = setTimeout(() => stop(words["exercise-stopped"]), TIMEOUT_MS); };
     if (loaded) limit();
-    worker.onmessage = (ev) => {
-      const msg = ev.data;
-      if (msg.state === "loaded") {
-        loaded = true;
-        result.textContent = words["exercise-running"];
-        limit();
-        return;
-      }
+    mine.then((w) => {
+      if (worker !== mine) return; // stopped while the runtime's files loaded
+      w.onmessage = (ev) => {
+        const msg = ev.data;
+        if (msg.state === "loaded") {
+          loaded = true;
+          result.textContent = words["exercise-running"];
+          limit();
+          return;
+        }
+        clearTimeout(timer);
+        busy(false);
+        if (msg.state === "done") {
+          show(msg.rows, (performance.now() - t0) / 1000);
+          if (reference) reference.hidden = false;
+          const data = readStore(block) || {};
+          data.tried = true;
+          data.text = area.value;
+          data.outcome = block.dataset.lkOutcome;
+          writeStore(block, data);
+        } else {
+          result.textContent = fill(words["exercise-broken"], { reason: msg.reason });
+        }
+      };
+      w.onerror = (ev) => {
+        clearTimeout(timer);
+        stop(fill(words["exercise-broken"], { reason: ev.message || "worker" }));
+      };
+      w.postMessage({ files: files, tests: block.dataset.lkTests });
+    }, (e) => {
       clearTimeout(timer);
-      busy(false);
-      if (msg.state === "done") {
-        show(msg.rows, (performance.now() - t0) / 1000);
-        if (reference) reference.hidden = false;
-        const data = readStore(block) || {};
-        data.tried = true;
-        data.text = area.value;
-        data.outcome = block.dataset.lkOutcome;
-        writeStore(block, data);
-      } else {
-        result.textContent = fill(words["exercise-broken"], { reason: msg.reason });
-      }
-    };
-    worker.onerror = (ev) => {
-      clearTimeout(timer);
-      stop(fill(words["exercise-broken"], { reason: ev.message || "worker" }));
-    };
-    worker.postMessage({ files: files, tests: block.dataset.lkTests });
+      if (worker === mine) stop(fill(words["exercise-broken"], { reason: String((e && e.message) || e) }));
+    });
   });
   stopButton.addEventListener("click", () => stop(words["exercise-stopped"]));
   resetButton.addEventListener("click", () => {
@@ -211,6 +234,9 @@ function setUp(block) {
   });
 }
 
-export function init(root) {
-  (root || document).querySelectorAll(".lk-exercise").forEach(setUp);
-}
+window.lessonkitExercise = {
+  init: function (root) {
+    (root || document).querySelectorAll(".lk-exercise").forEach(setUp);
+  },
+};
+})();

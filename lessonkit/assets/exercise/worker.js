@@ -1,54 +1,10 @@
-/* Runs an exercise's checks off the page's thread: Pyodide from this site's assets/pyodide/ (loaded
-   on the first message), lkcheck.py next to this file, the files under /lk/ of its file system. */
+/* The site's worker for exercise blocks: Pyodide from this site's assets/pyodide/ (loaded on the
+   first message), lkcheck.py next to this file; runner.js does the rest. */
 
 import { loadPyodide } from "../pyodide/pyodide.mjs";
+import "./runner.js";
 
-const ROOT = "/lk";
-let py = null;
-
-function clear(FS, dir) {
-  for (const name of FS.readdir(dir)) {
-    if (name === "." || name === "..") continue;
-    const path = dir + "/" + name;
-    if (FS.isDir(FS.stat(path).mode)) { clear(FS, path); FS.rmdir(path); } else { FS.unlink(path); }
-  }
-}
-
-async function runtime() {
-  if (py) return py;
-  const pyodide = await loadPyodide({ indexURL: new URL("../pyodide/", import.meta.url).href });
-  const source = await (await fetch(new URL("lkcheck.py", import.meta.url))).text();
-  pyodide.FS.mkdirTree("/lkcheck");
-  pyodide.FS.writeFile("/lkcheck/lkcheck.py", source);
-  pyodide.FS.mkdirTree(ROOT);
-  py = pyodide;
-  return py;
-}
-
-self.onmessage = async (ev) => {
-  const { files, tests } = ev.data;
-  try {
-    const fresh = !py;
-    const pyodide = await runtime();
-    if (fresh) self.postMessage({ state: "loaded" });
-    const FS = pyodide.FS;
-    clear(FS, ROOT);
-    for (const [path, text] of Object.entries(files)) {
-      const full = ROOT + "/" + path;
-      FS.mkdirTree(full.slice(0, full.lastIndexOf("/")));
-      FS.writeFile(full, text);
-    }
-    const globals = pyodide.toPy({ test: ROOT + "/" + tests, root: ROOT });
-    const out = pyodide.runPython(
-      "import sys, json\n" +
-      "sys.path.insert(0, '/lkcheck') if '/lkcheck' not in sys.path else None\n" +
-      "import lkcheck\n" +
-      "json.dumps(lkcheck.run(test, root))",
-      { globals: globals },
-    );
-    globals.destroy();
-    self.postMessage({ state: "done", rows: JSON.parse(out) });
-  } catch (e) {
-    self.postMessage({ state: "broken", reason: String((e && e.message) || e).split("\n").slice(-2).join(" ") });
-  }
-};
+self.lkExerciseRunner(
+  () => loadPyodide({ indexURL: new URL("../pyodide/", import.meta.url).href }),
+  async () => (await fetch(new URL("lkcheck.py", import.meta.url))).text(),
+);

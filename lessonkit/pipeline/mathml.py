@@ -98,6 +98,11 @@ def to_mathml(tex: str, display: str, md=None, store: Store | None = None) -> st
         return _convert(tex, display, md)
     key = digest("mathml", _converter(), display, tex.strip())
     html = store.get(key)
+    if html is not None:
+        try:
+            _drawing_only(html)  # what the store holds is what this code would have stored
+        except UnsafeMathML:
+            html = None
     if html is None:
         html = _convert(tex, display, md)
         if not html.startswith('<span class="lk-error">'):  # problems are reported every build
@@ -122,18 +127,49 @@ def _prewarm_one(tex: str, display: str, store: Store) -> None:
     key = digest("mathml", _converter(), display, tex.strip())
     if store.get(key) is None:
         try:
-            store.put(key, _polish(convert(tex.strip(), display=display)))
+            store.put(key, _drawing_only(_polish(convert(tex.strip(), display=display))))
         except Exception:  # reported, with its line, when the page renders
             pass
 
 
+# What the converter may write: MathML's presentation elements and their drawing attributes. It
+# also passes on `\href` (an `href`), `\style`, `\class`, and the text of `\text{…}` unescaped (a
+# `<script>` there is one in the page): a formula whose MathML holds anything else is refused.
+_ELEMENTS = frozenset(
+    "math mrow mi mn mo mtext ms mspace msup msub msubsup mfrac msqrt mroot mover munder munderover "
+    "mtable mtr mtd mlabeledtr mstyle menclose mpadded mphantom merror semantics annotation mfenced".split()
+)
+_REFUSED_ATTRIBUTES = frozenset("href style class id src xlink:href".split())
+
+
+class UnsafeMathML(ValueError):
+    """The converter's MathML holds markup that is not drawing (see :data:`_ELEMENTS`)."""
+
+
+def _drawing_only(html: str) -> str:
+    """``html`` when it is well-formed MathML of drawing elements and attributes only."""
+    try:
+        root = etree.fromstring(html)
+    except etree.ParseError:
+        raise UnsafeMathML("`\\text{…}` holds `<`, `>` or `&`, which would be markup in the page") from None
+    for el in root.iter():
+        name = el.tag.rpartition("}")[2]
+        if name not in _ELEMENTS:
+            raise UnsafeMathML(f"it makes a <{name}> element, which is not MathML drawing")
+        bad = next((a for a in el.attrib if a.lower() in _REFUSED_ATTRIBUTES or a.lower().startswith("on")), None)
+        if bad:
+            raise UnsafeMathML(f"it gives a <{name}> the attribute `{bad}` (`\\href`, `\\style`, `\\class`)")
+    return html
+
+
 def _convert(tex: str, display: str, md=None) -> str:
     try:
-        return _polish(convert(tex.strip(), display=display))
+        return _drawing_only(_polish(convert(tex.strip(), display=display)))
     except Exception as exc:  # latex2mathml raises many types for bad input
+        why = str(exc) if isinstance(exc, UnsafeMathML) else f"{exc.__class__.__name__}: {exc}"
         err = LessonError(
-            f"cannot render formula ${tex.strip()[:60]}$: {exc.__class__.__name__}: {exc}",
-            hint="check the LaTeX; only standard math commands are supported",
+            f"cannot render formula ${tex.strip()[:60]}$: {why}",
+            hint="check the LaTeX; only standard math commands are supported (`\\lt`, not `<` in `\\text{}`)",
         )
         from lessonkit.pipeline.markdown import page_context
 

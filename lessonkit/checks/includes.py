@@ -176,8 +176,9 @@ def check(project, pages: list[Path]) -> list[Problem]:
     while queue:
         path, by, line, name = queue.pop(0)
         real = path.resolve()
-        if (real, name) in seen or real in checked:
-            continue
+        whole = _SUFFIX.sub("", name) == name  # the whole file, not some of its lines
+        if (real, name) in seen or (real in checked and whole):  # a page whole is checked as a page;
+            continue  # some of its lines (`x.md:4:4`) are read anew: a fence's line becomes prose here
         seen.add((real, name))
         try:
             st = os.stat(path)

@@ -1067,3 +1067,20 @@ def test_an_included_slice_is_checked_as_the_page_includes_it(site):
     site.page("b.md", '# 乙\n\n--8<-- "includes/part.html"\n')
     got = [p.split(" — ")[0] for p in site.problems() if p.startswith("docs/includes/part")]
     assert [p.split(":")[1] for p in got] == ["2", "4"]  # each problem once
+
+
+def test_a_slice_of_another_page_is_checked_as_the_including_page_gets_it(site):
+    """A page's lines pulled into another page (`a.md:5:5`) are read anew: a line inside a fence
+    there is code, here it is prose, so its raw HTML is a problem at its line of the page it is in."""
+    config = site.root / "mkdocs.yml"
+    config.write_text(
+        config.read_text(encoding="utf-8") + "  - pymdownx.snippets:\n      base_path: [docs]\n", encoding="utf-8"
+    )
+    site.page("a.md", "# 甲\n\n```html\n<p>例</p>\n<style>.lk-real-source{display:none}</style>\n```\n")
+    assert site.problems() == []  # in a.md it is code
+    site.page("b.md", '# 乙\n\n--8<-- "a.md:5:5"\n')
+    got = [p.split(" — ")[0] for p in site.problems()]
+    assert got == [
+        "docs/a.md:5: raw HTML has a <style> element, which restyles the page (it can hide text or draw other "
+        "text over a block)"
+    ]

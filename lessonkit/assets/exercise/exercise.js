@@ -1,7 +1,9 @@
 /* Exercise blocks (lessonkit/kinds/exercise.py): an editor with line numbers, Run / Stop / Reset,
    the checks' outcome, the reference once the reader has tried. The checks run in a worker
    (worker.js), which loads the Python runtime from this site's assets/pyodide/ on the first Run.
-   The reader's text is kept in localStorage, one entry per exercise file. */
+   The reader's text is kept in localStorage, one entry per exercise file.
+   Runnable blocks (lessonkit/kinds/runnable.py): Run runs the block's code in the same worker and
+   shows what it printed; the answer the build recorded stays folded under it. */
 
 const WORKER = new URL("worker.js", import.meta.url);
 const TIMEOUT_MS = 120000; // a run that takes longer (an endless loop) is stopped
@@ -39,6 +41,20 @@ function el(tag, cls, text) {
   if (cls) e.className = cls;
   if (text !== undefined) e.textContent = text;
   return e;
+}
+
+// The checks run the page's files and the reader's edit: Python that can reach JavaScript. A worker
+// loaded from its own URL would have no Content-Security-Policy (a static host sends none with
+// it); one made from a blob: URL inherits the page's, so its code may fetch and import nothing
+// but the site's own files. The blob only imports the worker module, from this site.
+function newWorker() {
+  const code = "import " + JSON.stringify(WORKER.href) + ";";
+  const url = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
+  try {
+    return new Worker(url, { type: "module" });
+  } finally {
+    URL.revokeObjectURL(url);
+  }
 }
 
 function setUp(block) {
@@ -142,20 +158,6 @@ function setUp(block) {
     block.dataset.lkBusy = on ? "1" : "";
   }
 
-  // The checks run the page's files and the reader's edit: Python that can reach JavaScript. A worker
-  // loaded from its own URL would have no Content-Security-Policy (a static host sends none with
-  // it); one made from a blob: URL inherits the page's, so its code may fetch and import nothing
-  // but the site's own files. The blob only imports the worker module, from this site.
-  function newWorker() {
-    const code = "import " + JSON.stringify(WORKER.href) + ";";
-    const url = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
-    try {
-      return new Worker(url, { type: "module" });
-    } finally {
-      URL.revokeObjectURL(url);
-    }
-  }
-
   function stop(message) {
     if (worker) { worker.terminate(); worker = null; loaded = false; }
     busy(false);
@@ -211,6 +213,75 @@ function setUp(block) {
   });
 }
 
+function setUpRun(block) {
+  if (block.dataset.lkReady) return;
+  block.dataset.lkReady = "1";
+  const words = JSON.parse(block.dataset.lkLabels);
+  const result = block.querySelector(".lk-ex-result");
+  const runButton = block.querySelector('[data-lk-action="run"]');
+  const stopButton = block.querySelector('[data-lk-action="stop"]');
+  const files = {};
+  const folders = [];
+  block.querySelectorAll("pre.lk-ex-file").forEach((pre) => {
+    files[pre.dataset.lkPath] = pre.textContent;
+    const folder = pre.dataset.lkPath.slice(0, pre.dataset.lkPath.lastIndexOf("/"));
+    if (!folders.includes(folder)) folders.push(folder);
+  });
+
+  function busy(on) {
+    runButton.disabled = on;
+    stopButton.hidden = !on;
+    block.dataset.lkBusy = on ? "1" : "";
+  }
+
+  function stop(message) {
+    if (worker) { worker.terminate(); worker = null; loaded = false; }
+    busy(false);
+    result.textContent = message;
+  }
+
+  function show(msg) {
+    result.textContent = "";
+    block.dataset.lkStatus = String(msg.status);
+    result.appendChild(el("p", "lk-run-label", words["run-stdout"]));
+    result.appendChild(el("pre", "lk-run-stdout", msg.stdout));
+    if (msg.stderr) {
+      result.appendChild(el("p", "lk-run-label", words["run-stderr"]));
+      result.appendChild(el("pre", "lk-run-stderr", msg.stderr));
+    }
+  }
+
+  runButton.addEventListener("click", () => {
+    busy(true);
+    delete block.dataset.lkStatus;
+    result.textContent = loaded ? words["run-running"] : fill(words["exercise-loading"], { size: block.dataset.lkSize });
+    if (!worker) worker = newWorker();
+    let timer = null;
+    const limit = () => { timer = setTimeout(() => stop(words["run-stopped"]), TIMEOUT_MS); };
+    if (loaded) limit();
+    worker.onmessage = (ev) => {
+      const msg = ev.data;
+      if (msg.state === "loaded") {
+        loaded = true;
+        result.textContent = words["run-running"];
+        limit();
+        return;
+      }
+      clearTimeout(timer);
+      busy(false);
+      if (msg.state === "ran") show(msg);
+      else result.textContent = fill(words["run-broken"], { reason: msg.reason });
+    };
+    worker.onerror = (ev) => {
+      clearTimeout(timer);
+      stop(fill(words["run-broken"], { reason: ev.message || "worker" }));
+    };
+    worker.postMessage({ files: files, code: block.dataset.lkCode, folders: folders });
+  });
+  stopButton.addEventListener("click", () => stop(words["run-stopped"]));
+}
+
 export function init(root) {
   (root || document).querySelectorAll(".lk-exercise").forEach(setUp);
+  (root || document).querySelectorAll(".lk-run").forEach(setUpRun);
 }

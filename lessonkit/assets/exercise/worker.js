@@ -1,5 +1,6 @@
-/* Runs an exercise's checks off the page's thread: Pyodide from this site's assets/pyodide/ (loaded
-   on the first message), lkcheck.py next to this file, the files under /lk/ of its file system. */
+/* Runs an exercise's checks (lkcheck.py) or a runnable block's snippet (lkrun.py) off the page's
+   thread: Pyodide from this site's assets/pyodide/ (loaded on the first message), the two runners
+   next to this file, the block's files under /lk/ of its file system. */
 
 import { loadPyodide } from "../pyodide/pyodide.mjs";
 
@@ -17,16 +18,18 @@ function clear(FS, dir) {
 async function runtime() {
   if (py) return py;
   const pyodide = await loadPyodide({ indexURL: new URL("../pyodide/", import.meta.url).href });
-  const source = await (await fetch(new URL("lkcheck.py", import.meta.url))).text();
   pyodide.FS.mkdirTree("/lkcheck");
-  pyodide.FS.writeFile("/lkcheck/lkcheck.py", source);
+  for (const name of ["lkcheck.py", "lkrun.py"]) {
+    const source = await (await fetch(new URL(name, import.meta.url))).text();
+    pyodide.FS.writeFile("/lkcheck/" + name, source);
+  }
   pyodide.FS.mkdirTree(ROOT);
   py = pyodide;
   return py;
 }
 
 self.onmessage = async (ev) => {
-  const { files, tests } = ev.data;
+  const { files, tests, code, folders } = ev.data;
   try {
     const fresh = !py;
     const pyodide = await runtime();
@@ -37,6 +40,19 @@ self.onmessage = async (ev) => {
       const full = ROOT + "/" + path;
       FS.mkdirTree(full.slice(0, full.lastIndexOf("/")));
       FS.writeFile(full, text);
+    }
+    if (code !== undefined) {
+      const args = pyodide.toPy({ code: code, root: ROOT, folders: folders });
+      const ran = pyodide.runPython(
+        "import sys, json\n" +
+        "sys.path.insert(0, '/lkcheck') if '/lkcheck' not in sys.path else None\n" +
+        "import lkrun\n" +
+        "json.dumps(lkrun.run(code, root, folders))",
+        { globals: args },
+      );
+      args.destroy();
+      self.postMessage(Object.assign({ state: "ran" }, JSON.parse(ran)));
+      return;
     }
     const globals = pyodide.toPy({ test: ROOT + "/" + tests, root: ROOT });
     const out = pyodide.runPython(

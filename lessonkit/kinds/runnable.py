@@ -5,8 +5,9 @@ beneath (the answer to "what does this print?")::
     ```runnable
     Title: 这段代码打印什么？
 
-    from mini_autograd import Var
-    print(Var(2.0) * 3)
+    from mini_autograd import grad
+
+    print(grad(lambda x: x * x * x)(2.0))
     ```
 
 The build runs the body in the experiment jail exactly as an inline ``experiment`` block (the same
@@ -137,7 +138,7 @@ class Runnable(Kind):
         meta = ([escape(title)] if title else []) + [escape(labels["inline-script"])]
         links = [(labels["view-file"], renderer.links.script(path)) for path, _ in r.modules]
         words = {k: labels[k] for k in SCRIPT_LABELS}
-        code = "\n".join(r.block.body) + "\n"
+        code = "\n".join(r.block.body or ()) + "\n"
         note = labels.html("run-note", size=size)
         out = escape(result.stdout) if result.stdout else escape(labels["no-output"])
         modules = ""
@@ -167,9 +168,7 @@ class Runnable(Kind):
             + f'<details class="lk-run-answer"{no_search}><summary>{escape(labels["run-answer"])}</summary>'
             f'<div class="lk-output-wrap" id="{anchor}-output"><pre class="lk-output"><code>{out}</code></pre></div>'
             f'<p class="lk-provenance">{escape(renderer.provenance)} · '
-            f"{escape(labels['exit-code'])} {result.exit_code}</p></details>"
-            + modules
-            + "</div>"
+            f"{escape(labels['exit-code'])} {result.exit_code}</p></details>" + modules + "</div>"
         )
 
     def plain(self, r, project, result):
@@ -178,7 +177,7 @@ class Runnable(Kind):
         return [
             "```python",
             f"# [{project.site.labels['runnable']}] {r.job.label}" + (f" — {title}" if title else ""),
-            *r.block.body,
+            *(r.block.body or ()),
             "```",
             "",
             project.site.labels["output-plain"],

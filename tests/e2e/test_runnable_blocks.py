@@ -115,8 +115,16 @@ def test_the_browsers_runner_prints_what_the_build_recorded(built, tmp_path):
             "print(json.dumps(lkrun.run(sys.argv[2], sys.argv[3], json.loads(sys.argv[4]))))"
         )
         r = subprocess.run(
-            [sys.executable, "-I", "-c", probe, str(LKRUN.parent), b.attributes["data-lk-code"], str(root),
-             json.dumps(folders)],
+            [
+                sys.executable,
+                "-I",
+                "-c",
+                probe,
+                str(LKRUN.parent),
+                b.attributes["data-lk-code"],
+                str(root),
+                json.dumps(folders),
+            ],
             capture_output=True,
             text=True,
             timeout=60,
@@ -132,11 +140,15 @@ def test_verify_site_passes_and_catches_an_edited_answer_or_snippet(built):
     page = _page(built)
     html = page.read_text(encoding="utf-8")
     edits = {
-        "answer": (html.replace("<code>12.0\n</code>", "<code>12.5\n</code>", 1),
-                   "site/r/index.html: experiment output of docs/r.md:5 differs from this build's recorded run "
-                   "(line 1: '12.5' instead of '12.0')"),
-        "snippet": (html.replace("(lambda x: x * x * x)(2.0))\n\"", "(lambda x: x * x)(2.0))\n\"", 1),
-                    "site/r/index.html: runnable block #run-L5 (docs/r.md:5) is not the markup lessonkit wrote"),
+        "answer": (
+            html.replace("<code>12.0\n</code>", "<code>12.5\n</code>", 1),
+            "site/r/index.html: experiment output of docs/r.md:5 differs from this build's recorded run "
+            "(line 1: '12.5' instead of '12.0')",
+        ),
+        "snippet": (
+            html.replace("(lambda x: x * x * x)(2.0))\n\"", "(lambda x: x * x)(2.0))\n\"", 1),
+            "site/r/index.html: runnable block #run-L5 (docs/r.md:5) is not the markup lessonkit wrote",
+        ),
     }
     for name, (edited, want) in edits.items():
         assert edited != html, name
@@ -146,7 +158,11 @@ def test_verify_site_passes_and_catches_an_edited_answer_or_snippet(built):
         finally:
             page.write_text(html, encoding="utf-8")
         assert r.returncode == 1, name
-        lines = [line for line in r.stderr.splitlines() if line.startswith("site/r/index.html: ") and "changed after" not in line]
+        lines = [
+            line
+            for line in r.stderr.splitlines()
+            if line.startswith("site/r/index.html: ") and "changed after" not in line
+        ]
         assert len(lines) == 1 and lines[0].startswith(want), (name, r.stderr[-2000:])
 
 
@@ -188,4 +204,35 @@ def test_other_mistakes_are_one_located_line(site, real_project):
         "docs/a.md:7: the snippet is not Python: invalid syntax — a runnable block's body is the code the reader runs"
     ]
     page = site.page("a.md", "# A\n\n" + block("runnable", "Title: t"))
-    assert site.problems([page]) == ["docs/a.md:3: a runnable block without code — write the snippet as the block's body"]
+    assert site.problems([page]) == [
+        "docs/a.md:3: a runnable block without code — write the snippet as the block's body"
+    ]
+
+
+@pytest.mark.parametrize(
+    "code, want",
+    [
+        ("print('a')\nraise ValueError('no')\n", ("a\n", "ValueError: no", 1)),
+        ("import sys\nprint('b')\nsys.exit(3)\n", ("b\n", "", 3)),
+    ],
+)
+def test_the_browsers_runner_shows_a_failure_as_python_would(tmp_path, code, want):
+    probe = (
+        "import json, sys\nsys.path.insert(0, sys.argv[1])\nimport lkrun\n"
+        "print(json.dumps(lkrun.run(sys.argv[2], sys.argv[3], [])))"
+    )
+    r = subprocess.run(
+        [sys.executable, "-I", "-c", probe, str(LKRUN.parent), code, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    ran = json.loads(r.stdout)
+    stdout, last, status = want
+    assert ran["stdout"] == stdout and ran["status"] == status
+    if last:
+        lines = ran["stderr"].splitlines()
+        assert lines[0] == "Traceback (most recent call last):" and lines[-1] == last
+        assert '  File "<snippet>", line 2, in <module>' in lines and "lkrun" not in ran["stderr"]
+    else:
+        assert ran["stderr"] == ""

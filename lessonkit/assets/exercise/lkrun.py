@@ -27,7 +27,8 @@ def run(code: str, root: str, folders: list[str]) -> dict:
         if exc.code is not None and not isinstance(exc.code, int):
             print(exc.code, file=err)
     except BaseException as exc:  # noqa: BLE001 -- shown to the reader, as Python would
-        traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next)
+        tb = exc.__traceback__
+        traceback.print_exception(type(exc), exc, tb.tb_next if tb is not None else None)
         status = 1
     finally:
         sys.stdout.flush()

@@ -156,12 +156,12 @@ document.addEventListener("click", function (ev) {
     if (scheme) document.body.setAttribute("data-md-color-scheme", scheme);
   });
 })();
-/* Exercise and runnable blocks: their script loads only on a page that has one, and the Python
-   runtime only when the reader presses Run (lessonkit/kinds/exercise.py, runnable.py). */
+/* Exercise blocks: their script loads only on a page that has one, and the Python runtime only
+   when the reader presses Run (lessonkit/kinds/exercise.py). */
 (function () {
   var here = document.currentScript && document.currentScript.src;
   function load() {
-    if (!here || !document.querySelector(".lk-exercise,.lk-run")) return;
+    if (!here || !document.querySelector(".lk-exercise")) return;
     import(new URL("exercise/exercise.js", here).href).then(function (m) { m.init(document); });
   }
   if (window.document$) { window.document$.subscribe(load); }

@@ -18,10 +18,12 @@ folders (``[repository] teaching``) that it imports, whose files the block carri
 a snippet that imports anything else (NumPy, the pinned package) is refused at the line of the
 import: such code is an experiment.
 
-Nothing runs until the reader presses Run: ``lessonkit.js`` loads ``assets/exercise/exercise.js``
-on a page with such a block, and that loads the runtime (whose size the block states) on the first
-Run. The root asks the page's policy for WebAssembly and ``blob:`` workers as an exercise does
-(:data:`lessonkit.kinds.exercise.CSP_NEED`).
+Nothing runs until the reader presses Run: the block's root is of the class ``lk-exercise`` too
+(the class of the blocks the browser's Python runs), so ``lessonkit.js`` loads
+``assets/exercise/exercise.js`` on its page and no other, and the stylesheet draws it as an
+exercise, with no rule of its own: a page without such a block gets no byte more. The script
+loads the runtime (whose size the block states) on the first Run. The root asks the page's policy
+for WebAssembly and ``blob:`` workers as an exercise does (:data:`lessonkit.kinds.exercise.CSP_NEED`).
 """
 
 from __future__ import annotations
@@ -153,7 +155,8 @@ class Runnable(Kind):
                 + "</details>"
             )
         return (
-            f'<div class="lk-block lk-run" id="{anchor}" data-lk-csp="{CSP_NEED}" data-lk-size="{size}" '
+            f'<div class="lk-block lk-exercise lk-runnable" id="{anchor}" data-lk-csp="{CSP_NEED}" '
+            f'data-lk-size="{size}" '
             f'data-lk-code="{escape(code)}" '
             f'data-lk-labels="{escape(json.dumps(words, ensure_ascii=False, sort_keys=True))}">'
             + renderer.head(labels["runnable"], "run", meta, links)
@@ -165,7 +168,8 @@ class Runnable(Kind):
             f'<button type="button" class="lk-ex-button" data-lk-action="stop" hidden>{escape(labels["exercise-stop"])}'
             "</button></div>"
             + f'<div class="lk-ex-result" role="status" aria-live="polite"{no_search}></div>'
-            + f'<details class="lk-run-answer"{no_search}><summary>{escape(labels["run-answer"])}</summary>'
+            + f'<details class="lk-ex-reference lk-runnable-answer"{no_search}>'
+            f'<summary>{escape(labels["run-answer"])}</summary>'
             f'<div class="lk-output-wrap" id="{anchor}-output"><pre class="lk-output"><code>{out}</code></pre></div>'
             f'<p class="lk-provenance">{escape(renderer.provenance)} · '
             f"{escape(labels['exit-code'])} {result.exit_code}</p></details>" + modules + "</div>"

@@ -19,7 +19,8 @@ breaks in three ways, and the edition changes each, in its own copies only:
 * **Exercises** load their runner as a module, and Pyodide with ``fetch``: Chromium refuses
   both from ``file:`` (module scripts need CORS, which ``file:`` cannot give). The edition's
   exercise blocks keep the code and say so (label ``exercise-offline``); the runtime is not in
-  the zip. Runnable blocks keep their code and their recorded answer, with the same note.
+  the zip. Runnable blocks (of the class ``lk-exercise`` too) keep their code and their recorded
+  answer, with the same note.
 
 Every page keeps its Content-Security-Policy, computed again for the changed page by
 :mod:`lessonkit.site.csp`, with one source more: ``worker-src blob:`` (the search worker). It
@@ -158,7 +159,7 @@ def _page(rel: str, html: str, folders: frozenset[str], note: str, exercise_note
         for child in list(_children(node)):
             child.decompose()
         node.insert_child(note)
-    for node in tree.css(".lk-block.lk-exercise, .lk-block.lk-run"):
+    for node in tree.css(".lk-block.lk-exercise"):
         _exercise(node, exercise_note)
     up = "../" * rel.count("/")
     for node in tree.css("script[src]"):
@@ -181,8 +182,7 @@ def _exercise(node, note: str) -> None:
     note that says why it does not run here; no buttons, no editor state, no class that makes
     lessonkit.js load the runner (it would fail from file:), no WebAssembly in the policy."""
     classes = (node.attributes.get("class") or "").split()
-    offline = {"lk-exercise": "lk-exercise-offline", "lk-run": "lk-run-offline"}
-    node.attrs["class"] = " ".join(offline.get(c, c) for c in classes)
+    node.attrs["class"] = " ".join("lk-exercise-offline" if c == "lk-exercise" else c for c in classes)
     for attr in ("data-lk-csp", "data-lk-code"):
         if attr in node.attributes:
             del node.attrs[attr]

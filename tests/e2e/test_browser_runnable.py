@@ -64,10 +64,10 @@ def test_run_prints_exactly_the_recorded_answer_from_the_site_alone(browser, ser
     line, answer = SNIPPETS[page]
     tab = Tab(browser, server, page)
     try:
-        block = tab.page.locator(".lk-block.lk-run").filter(has_text=line)
+        block = tab.page.locator(".lk-block.lk-runnable").filter(has_text=line)
         assert block.count() == 1
-        assert block.locator("details.lk-run-answer").get_attribute("open") is None  # folded
-        recorded = block.locator("details.lk-run-answer pre.lk-output").text_content()
+        assert block.locator("details.lk-runnable-answer").get_attribute("open") is None  # folded
+        recorded = block.locator("details.lk-runnable-answer pre.lk-output").text_content()
         assert recorded == answer
         assert not any("/assets/pyodide/" in u for u in tab.local)  # the runtime waits for Run
         assert any(u.endswith("/assets/exercise/exercise.js") for u in tab.local)
@@ -80,8 +80,8 @@ def test_run_prints_exactly_the_recorded_answer_from_the_site_alone(browser, ser
             timeout=240000,
         )
         assert block.get_attribute("data-lk-status") == "0"
-        assert block.locator("pre.lk-run-stdout").text_content() == recorded
-        assert block.locator("pre.lk-run-stderr").count() == 0
+        assert block.locator("pre.lk-runnable-stdout").text_content() == recorded
+        assert block.locator("pre.lk-runnable-stderr").count() == 0
         assert any(u.endswith("/assets/pyodide/pyodide.asm.wasm") for u in tab.local)
         assert tab.external == [] and tab.violations() == [] and tab.errors == []
     finally:
@@ -90,7 +90,7 @@ def test_run_prints_exactly_the_recorded_answer_from_the_site_alone(browser, ser
 
 def test_a_page_without_a_runnable_block_loads_none_of_the_runtime(browser, server, built_site):
     html = (built_site / "lessons/03-grad-call-chain/index.html").read_text(encoding="utf-8")
-    assert "lk-run" not in html and "wasm-unsafe-eval" not in html
+    assert "lk-runnable" not in html and "lk-exercise" not in html and "wasm-unsafe-eval" not in html
     tab = Tab(browser, server, "lessons/03-grad-call-chain/")
     try:
         assert tab.local and not any("/assets/exercise/" in u or "/assets/pyodide/" in u for u in tab.local)

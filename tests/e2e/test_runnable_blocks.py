@@ -75,19 +75,19 @@ def _page(site: TmpSite) -> Path:
 
 def _blocks(site: TmpSite) -> list:
     tree = markup.parse(_page(site).read_text(encoding="utf-8"))
-    return tree.css("div.lk-block.lk-run")
+    return tree.css("div.lk-block.lk-runnable")
 
 
 def test_the_page_shows_the_code_and_folds_the_output_the_build_recorded(built):
     one, two = _blocks(built)
     assert [b.attributes["id"] for b in (one, two)] == ["run-L5", "run-L15"]
-    assert [b.css_first("details.lk-run-answer pre.lk-output").text() for b in (one, two)] == [
+    assert [b.css_first("details.lk-runnable-answer pre.lk-output").text() for b in (one, two)] == [
         "12.0\n",
         "0 input\n1 mul\n2 add\n",
     ]
     assert one.attributes["data-lk-code"] == "from mini_autograd import grad\n\nprint(grad(lambda x: x * x * x)(2.0))\n"
     assert one.css_first("td.code pre").text() == one.attributes["data-lk-code"]
-    assert "open" not in one.css_first("details.lk-run-answer").attributes  # folded: the answer waits
+    assert "open" not in one.css_first("details.lk-runnable-answer").attributes  # folded: the answer waits
     # the teaching module it imports, byte for byte; the stdlib snippet carries none
     (carried,) = one.css("pre.lk-ex-file")
     assert carried.attributes["data-lk-path"] == "mini-autograd/mini_autograd.py"

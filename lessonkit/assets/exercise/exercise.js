@@ -2,8 +2,8 @@
    the checks' outcome, the reference once the reader has tried. The checks run in a worker
    (worker.js), which loads the Python runtime from this site's assets/pyodide/ on the first Run.
    The reader's text is kept in localStorage, one entry per exercise file.
-   Runnable blocks (lessonkit/kinds/runnable.py): Run runs the block's code in the same worker and
-   shows what it printed; the answer the build recorded stays folded under it. */
+   Runnable blocks (lessonkit/kinds/runnable.py, class lk-exercise lk-runnable): Run runs the block's
+   code in the same worker and shows what it printed; the answer the build recorded stays folded. */
 
 const WORKER = new URL("worker.js", import.meta.url);
 const TIMEOUT_MS = 120000; // a run that takes longer (an endless loop) is stopped
@@ -243,11 +243,11 @@ function setUpRun(block) {
   function show(msg) {
     result.textContent = "";
     block.dataset.lkStatus = String(msg.status);
-    result.appendChild(el("p", "lk-run-label", words["run-stdout"]));
-    result.appendChild(el("pre", "lk-run-stdout", msg.stdout));
+    result.appendChild(el("p", "lk-runnable-label", words["run-stdout"]));
+    result.appendChild(el("pre", "lk-ex-message lk-runnable-stdout", msg.stdout));
     if (msg.stderr) {
-      result.appendChild(el("p", "lk-run-label", words["run-stderr"]));
-      result.appendChild(el("pre", "lk-run-stderr", msg.stderr));
+      result.appendChild(el("p", "lk-runnable-label", words["run-stderr"]));
+      result.appendChild(el("pre", "lk-ex-message lk-runnable-stderr", msg.stderr));
     }
   }
 
@@ -282,6 +282,6 @@ function setUpRun(block) {
 }
 
 export function init(root) {
-  (root || document).querySelectorAll(".lk-exercise").forEach(setUp);
-  (root || document).querySelectorAll(".lk-run").forEach(setUpRun);
+  (root || document).querySelectorAll(".lk-exercise").forEach((block) =>
+    block.classList.contains("lk-runnable") ? setUpRun(block) : setUp(block));
 }

@@ -118,6 +118,7 @@ def test_the_browsers_runner_prints_what_the_build_recorded(built, tmp_path):
             [
                 sys.executable,
                 "-I",
+                "-B",  # no bytecode next to the engine's assets (the site ships that folder)
                 "-c",
                 probe,
                 str(LKRUN.parent),
@@ -222,7 +223,7 @@ def test_the_browsers_runner_shows_a_failure_as_python_would(tmp_path, code, wan
         "print(json.dumps(lkrun.run(sys.argv[2], sys.argv[3], [])))"
     )
     r = subprocess.run(
-        [sys.executable, "-I", "-c", probe, str(LKRUN.parent), code, str(tmp_path)],
+        [sys.executable, "-I", "-B", "-c", probe, str(LKRUN.parent), code, str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=60,

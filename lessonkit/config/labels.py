@@ -155,6 +155,20 @@ LABELS = {
     "exercise-stopped": "Stopped.",
     "exercise-broken": "The checks could not run: {reason}",
     "exercise-time": "{seconds} s",
+    # runnable blocks: a snippet run in the browser, its recorded output folded beneath
+    "runnable": "RUNNABLE",
+    "run-note": (
+        "Run runs this code in this browser (Python compiled to WebAssembly): the first run downloads {size} MB "
+        "from this site, and nothing is sent anywhere. Guess what it prints first, then compare."
+    ),
+    "run-run": "Run",
+    "run-running": "Running …",
+    "run-stopped": "Stopped.",
+    "run-broken": "The code could not run: {reason}",
+    "run-stdout": "Printed in this browser:",
+    "run-stderr": "Errors:",
+    "run-answer": "The answer: what this code printed when the site was built",
+    "run-modules": "The modules it imports: {files}",
 }
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from lessonkit.config.checks import KINDS_LABEL
 from lessonkit.config.modules import Registration, guard_methods, registered_objects
 from lessonkit.errors import LessonError
-from lessonkit.kinds import exercise, experiment, figure, line, output, real_source, snapshot, teaching, value
+from lessonkit.kinds import exercise, experiment, figure, line, output, real_source, runnable, snapshot, teaching, value
 from lessonkit.kinds.base import CITATION_ROLES, REPIN_ROLES, InlineKind, Kind, Resolved
 from lessonkit.pipeline.parse import INLINE, InlineRef
 
@@ -113,6 +113,7 @@ KINDS = Registry(
         value.KIND,
         exercise.KIND,
         output.KIND,
+        runnable.KIND,
     ]
 )
 

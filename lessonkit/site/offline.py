@@ -22,6 +22,8 @@ breaks in three ways, and the edition changes each, in its own copies only:
   the exercise blocks keep their editor and buttons, their note says how much the first run reads
   (label ``exercise-offline``, ``{size}`` in MB), and ``assets/offline/exercise.js`` is added to
   their pages. ``assets/pyodide/`` and the site's module worker are left out of the zip.
+  Runnable blocks (of the class ``lk-exercise`` too) keep their code and their recorded answer,
+  without the button or the note on the download (the edition's worker runs checks, not snippets).
 
 Every page keeps its Content-Security-Policy, computed again for the changed page by
 :mod:`lessonkit.site.csp`, with one source more: ``worker-src blob:`` (the search worker). A page
@@ -178,16 +180,20 @@ def _page(
             child.decompose()
         node.insert_child(note)
     exercises = tree.css(".lk-block.lk-exercise")
+    running = False  # an exercise block that runs its checks in the edition
     for node in exercises:
-        if runtime_mb is None:
+        if "lk-runnable" in (node.attributes.get("class") or "").split():
+            _exercise(node, None)  # its code and the answer the build recorded, folded beneath
+        elif runtime_mb is None:
             _exercise(node, exercise_note.replace("{size}", "?"))
         else:
             _runnable(node, exercise_note.replace("{size}", runtime_mb), runtime_mb)
+            running = True
     up = "../" * rel.count("/")
     for node in tree.css("script[src]"):
         src = node.attributes.get("src") or ""
         if posixpath.normpath(posixpath.join(page_dir, src)).startswith("assets/javascripts/bundle."):
-            if exercises and runtime_mb is not None:
+            if running:
                 node.insert_before(_script_node(up + offline_runtime.FACTORY))
             node.insert_before(_script_node(up + SHIM))
             break
@@ -211,16 +217,20 @@ def _runnable(node, note: str, mb: str) -> None:
     node.attrs["data-lk-size"] = mb
 
 
-def _exercise(node, note: str) -> None:
+def _exercise(node, note: str | None) -> None:
     """An exercise block of an edition without the runtime (a site that lacks a file of
     :data:`lessonkit.site.offline_runtime.NEEDED`, which is reported): its files to read, the
     note; no buttons, no editor state, no class that makes lessonkit.js load the runner, no
     WebAssembly in the policy."""
     classes = (node.attributes.get("class") or "").split()
     node.attrs["class"] = " ".join("lk-exercise-offline" if c == "lk-exercise" else c for c in classes)
-    if "data-lk-csp" in node.attributes:
-        del node.attrs["data-lk-csp"]
+    for attr in ("data-lk-csp", "data-lk-code"):
+        if attr in node.attributes:
+            del node.attrs[attr]
     for p in node.css("p.lk-ex-note"):
+        if note is None:  # a runnable block: the edition does not run it, and its note names the download
+            p.decompose()
+            continue
         for child in list(_children(p)):
             child.decompose()
         p.insert_child(note)

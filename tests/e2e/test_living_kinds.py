@@ -68,6 +68,7 @@ def test_the_four_kinds_are_registered():
         "figure",
         "exercise",
         "output",
+        "runnable",
     ]
     assert list(kinds.KINDS.inline) == ["line", "value"]
 

@@ -67,7 +67,7 @@ def test_engine_templates_are_in_english():
 
 def test_engine_assets_name_no_series_and_no_language():
     """The stylesheets and scripts a site gets (lessonkit/assets/: the course's, the guest's scoped
-    stylesheet, the exercise blocks' script, worker and test runner): no CJK, no project name."""
+    stylesheet, the exercise blocks' script, worker, test runner and snippet runner): no CJK, no project name."""
     texts = [p for p in (ROOT / "lessonkit" / "assets").rglob("*") if p.suffix in (".css", ".js", ".py")]
     assert sorted(p.name for p in texts) == [
         "exercise.js",
@@ -75,6 +75,7 @@ def test_engine_assets_name_no_series_and_no_language():
         "lessonkit.css",
         "lessonkit.js",
         "lkcheck.py",
+        "lkrun.py",
         "runner.js",
         "worker.js",
     ]

@@ -2,6 +2,8 @@
    the checks' outcome, the reference once the reader has tried. The checks run in a worker
    (worker.js), which loads the Python runtime from this site's assets/pyodide/ on the first Run.
    The reader's text is kept in localStorage, one entry per exercise file.
+   Runnable blocks (lessonkit/kinds/runnable.py, class lk-exercise lk-runnable): Run runs the block's
+   code in the same worker and shows what it printed; the answer the build recorded stays folded.
    A classic script (lessonkit.js adds it to a page that has an exercise block), so that it also
    loads from file:; it defines window.lessonkitExercise.init. Where window.lessonkitExerciseWorker
    is defined (the offline edition, lessonkit.site.offline_runtime), that function makes the worker:
@@ -45,6 +47,25 @@ function el(tag, cls, text) {
   if (cls) e.className = cls;
   if (text !== undefined) e.textContent = text;
   return e;
+}
+
+// The checks run the page's files and the reader's edit: Python that can reach JavaScript. A worker
+// loaded from its own URL would have no Content-Security-Policy (a static host sends none with
+// it); one made from a blob: URL inherits the page's, so its code may fetch and import nothing
+// but the site's own files. The blob only imports the worker module, from this site.
+function newWorker() {
+  const code = "import " + JSON.stringify(WORKER.href) + ";";
+  const url = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
+  try {
+    return new Worker(url, { type: "module" });
+  } finally {
+    URL.revokeObjectURL(url);
+  }
+}
+
+function startWorker() {
+  const make = window.lessonkitExerciseWorker;
+  return new Promise((ok) => ok(make ? make() : newWorker()));
 }
 
 function setUp(block) {
@@ -148,25 +169,6 @@ function setUp(block) {
     block.dataset.lkBusy = on ? "1" : "";
   }
 
-  // The checks run the page's files and the reader's edit: Python that can reach JavaScript. A worker
-  // loaded from its own URL would have no Content-Security-Policy (a static host sends none with
-  // it); one made from a blob: URL inherits the page's, so its code may fetch and import nothing
-  // but the site's own files. The blob only imports the worker module, from this site.
-  function newWorker() {
-    const code = "import " + JSON.stringify(WORKER.href) + ";";
-    const url = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
-    try {
-      return new Worker(url, { type: "module" });
-    } finally {
-      URL.revokeObjectURL(url);
-    }
-  }
-
-  function startWorker() {
-    const make = window.lessonkitExerciseWorker;
-    return new Promise((ok) => ok(make ? make() : newWorker()));
-  }
-
   function stop(message) {
     if (worker) {
       const gone = worker;
@@ -234,9 +236,90 @@ function setUp(block) {
   });
 }
 
+function setUpRun(block) {
+  if (block.dataset.lkReady) return;
+  block.dataset.lkReady = "1";
+  const words = JSON.parse(block.dataset.lkLabels);
+  const result = block.querySelector(".lk-ex-result");
+  const runButton = block.querySelector('[data-lk-action="run"]');
+  const stopButton = block.querySelector('[data-lk-action="stop"]');
+  const files = {};
+  const folders = [];
+  block.querySelectorAll("pre.lk-ex-file").forEach((pre) => {
+    files[pre.dataset.lkPath] = pre.textContent;
+    const folder = pre.dataset.lkPath.slice(0, pre.dataset.lkPath.lastIndexOf("/"));
+    if (!folders.includes(folder)) folders.push(folder);
+  });
+
+  function busy(on) {
+    runButton.disabled = on;
+    stopButton.hidden = !on;
+    block.dataset.lkBusy = on ? "1" : "";
+  }
+
+  function stop(message) {
+    if (worker) {
+      const gone = worker;
+      worker = null;
+      loaded = false;
+      gone.then((w) => w.terminate(), () => {});
+    }
+    busy(false);
+    result.textContent = message;
+  }
+
+  function show(msg) {
+    result.textContent = "";
+    block.dataset.lkStatus = String(msg.status);
+    result.appendChild(el("p", "lk-runnable-label", words["run-stdout"]));
+    result.appendChild(el("pre", "lk-ex-message lk-runnable-stdout", msg.stdout));
+    if (msg.stderr) {
+      result.appendChild(el("p", "lk-runnable-label", words["run-stderr"]));
+      result.appendChild(el("pre", "lk-ex-message lk-runnable-stderr", msg.stderr));
+    }
+  }
+
+  runButton.addEventListener("click", () => {
+    busy(true);
+    delete block.dataset.lkStatus;
+    result.textContent = loaded ? words["run-running"] : fill(words["exercise-loading"], { size: block.dataset.lkSize });
+    if (!worker) worker = startWorker();
+    const mine = worker;
+    let timer = null;
+    const limit = () => { timer = setTimeout(() => stop(words["run-stopped"]), TIMEOUT_MS); };
+    if (loaded) limit();
+    mine.then((w) => {
+      if (worker !== mine) return; // stopped while the runtime's files loaded
+      w.onmessage = (ev) => {
+        const msg = ev.data;
+        if (msg.state === "loaded") {
+          loaded = true;
+          result.textContent = words["run-running"];
+          limit();
+          return;
+        }
+        clearTimeout(timer);
+        busy(false);
+        if (msg.state === "ran") show(msg);
+        else result.textContent = fill(words["run-broken"], { reason: msg.reason });
+      };
+      w.onerror = (ev) => {
+        clearTimeout(timer);
+        stop(fill(words["run-broken"], { reason: ev.message || "worker" }));
+      };
+      w.postMessage({ files: files, code: block.dataset.lkCode, folders: folders });
+    }, (e) => {
+      clearTimeout(timer);
+      if (worker === mine) stop(fill(words["run-broken"], { reason: String((e && e.message) || e) }));
+    });
+  });
+  stopButton.addEventListener("click", () => stop(words["run-stopped"]));
+}
+
 window.lessonkitExercise = {
   init: function (root) {
-    (root || document).querySelectorAll(".lk-exercise").forEach(setUp);
+    (root || document).querySelectorAll(".lk-exercise").forEach((block) =>
+      block.classList.contains("lk-runnable") ? setUpRun(block) : setUp(block));
   },
 };
 })();

@@ -213,8 +213,8 @@ def _add_assets(files: "Files", config) -> None:
 
 def _add_runtime(files: "Files", config, b: lk_build.Build) -> None:
     """The browser's Python (:mod:`lessonkit.source.pyodide`) under ``assets/pyodide/``, only when a
-    page has an exercise block: fetched into the build cache once, each file checked before the copy."""
-    if b.report is None or not b.report.count("exercise"):
+    page has an exercise or runnable block: fetched into the build cache once, each file checked before the copy."""
+    if b.report is None or not (b.report.count("exercise") or b.report.count("runnable")):
         return
     lock = pyodide.read_lock(b.project.root)
     if lock is None:  # the blocks' own resolution reports it, located

@@ -213,9 +213,9 @@ class Emitter:
         return config
 
     def _runtime(self) -> dict[str, Path]:
-        """The browser's Python under ``assets/pyodide/`` when a page has an exercise block."""
+        """The browser's Python under ``assets/pyodide/`` when a page has an exercise or runnable block."""
         report = self.b.report  # plan() made it
-        if report is None or not report.count("exercise"):
+        if report is None or not (report.count("exercise") or report.count("runnable")):
             return {}
         lock = pyodide.read_lock(self.root)
         if lock is None:

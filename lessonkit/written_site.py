@@ -96,7 +96,9 @@ class WrittenSite:
             return words["course-pdf-off"]
         from lessonkit.site import pdf
 
-        inner = words.fill("course-pdf", path="../" * uri.count("/") + self.project.site.pdf_path, size=pdf.SIZE_PLACEHOLDER)
+        inner = words.fill(
+            "course-pdf", path="../" * uri.count("/") + self.project.site.pdf_path, size=pdf.SIZE_PLACEHOLDER
+        )
         # left out of the search index: the build fills in the size after the index is written
         return f'<span class="{pdf.LINK_CLASS}" data-search-exclude="">{inner}</span>'
 

@@ -32,7 +32,7 @@ import threading
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from lessonkit.errors import LessonError
 
@@ -40,20 +40,9 @@ BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networkin
 MARGIN = {"top": "14mm", "bottom": "14mm", "left": "13mm", "right": "13mm"}  # A4
 RADICALS = [(0x2E80, 0x2EFF), (0x2F00, 0x2FDF)]  # CJK Radicals Supplement, Kangxi Radicals
 IDEOGRAPHS = [(0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0xF900, 0xFAFF), (0x20000, 0x3134F)]
-# The characters the print font takes over from the system's CJK font: CJK symbols and punctuation,
-# kana, bopomofo, the ideographs and radicals, the CJK forms of punctuation and the full-width forms.
-# Latin text keeps the fonts it has on screen.
-PRINT_RANGES = [
-    (0x00A0, 0x00A0),  # a no-break space between Chinese words (in a formula's text, STIX has none)
-    (0x2E80, 0x2FDF),
-    (0x2FF0, 0x31FF),
-    (0x3200, 0x9FFF),
-    (0xF900, 0xFAFF),
-    (0xFE10, 0xFE1F),
-    (0xFE30, 0xFE4F),
-    (0xFF00, 0xFFEF),
-    (0x20000, 0x3FFFF),
-]
+# The print font holds every character of the printed pages from U+00A0 on that the CJK font has
+# (so that no character falls back to the system's CFF font), and takes over exactly those.
+PRINT_FROM = 0xA0
 PRINT_FAMILY = "lessonkit print CJK"
 LINK_CLASS = "lk-course-pdf"  # the span around the home page's link to the PDF (not printed)
 SIZE_CLASS = "lk-pdf-size"  # the <data> the build fills with the PDF's size (value: its bytes)
@@ -74,6 +63,7 @@ class Part:
     title: str
     pdf: bytes
     base: str = ""  # the address the page was printed from (its links to the site start with it)
+    headings: tuple[tuple[int, str, str], ...] = ()  # (level, id, text) of its sections (:func:`headings`)
 
 
 FALLBACK = Path("/usr/bin/chromium")
@@ -151,13 +141,13 @@ async def one(page, url: str, style: str = "", html: str | None = None) -> bytes
         await page.add_style_tag(content=style)
         await page.evaluate(LOAD_PRINT_FONTS)
     await page.evaluate("() => document.fonts.ready.then(() => true)")
-    return await page.pdf(format="A4", print_background=True, margin=MARGIN, outline=True, tagged=True)
+    return await page.pdf(format="A4", print_background=True, margin=MARGIN)
 
 
 # every face of the print style, loaded before the page is printed (a face that no text of the page
 # uses yet would otherwise load only when it is laid out, after fonts.ready resolved)
-LOAD_PRINT_FONTS = f"""() => Promise.all([...document.fonts].filter(f => f.family.replaceAll('"', '') === {PRINT_FAMILY!r})
-  .map(f => f.load())).then(() => true)"""
+LOAD_PRINT_FONTS = f"""() => Promise.all([...document.fonts]
+  .filter(f => f.family.replaceAll('"', '') === {PRINT_FAMILY!r}).map(f => f.load())).then(() => true)"""
 
 
 async def _print_all(base: str, pages: list[tuple[str, str]], executable: str, style: str = "") -> list[Part]:
@@ -212,25 +202,115 @@ class Entry:
 TOC_BASE = "http://lessonkit-contents.invalid/"  # the contents' links: TOC_BASE + "page/top"
 
 
-def _outline_of(reader, start: int) -> list[Entry]:
-    """The headings' outline Chromium wrote into one printed page's PDF, with pages counted from
-    ``start``; a single top entry (the page's own title) gives its children."""
+def headings(html: str) -> tuple[tuple[int, str, str], ...]:
+    """The ``(level, id, text)`` of the h2 and h3 of a written page's article that have an id, in
+    their order (their permalink sign left out)."""
+    from selectolax.lexbor import LexborHTMLParser
 
-    def walk(items) -> list[Entry]:
-        out: list[Entry] = []
-        for item in items:
-            if isinstance(item, list):
-                if out:
-                    out[-1].children = walk(item)
+    out = []
+    for node in LexborHTMLParser(html).css("article h2[id], article h3[id]"):
+        for link in node.css("a.headerlink"):
+            link.decompose()
+        text = " ".join(node.text().split())
+        if text:
+            out.append((int(node.tag[1]), node.attributes.get("id") or "", text))
+    return tuple(out)
+
+
+def _sections(part: Part, anchors: dict, first: int) -> list[Entry]:
+    """The outline entries of the headings of ``part``: its h2 headings, each with the h3 that follow
+    it; a heading the PDF has no destination for is left out."""
+    out: list[Entry] = []
+    for level, ident, text in part.headings:
+        found = anchors.get((part.url, ident)) or anchors.get((part.url, quote(ident, safe="")))
+        if found is None:
+            continue
+        entry = Entry(text, found[0] - first, found[1])
+        if level == 2 or not out:
+            out.append(entry)
+        else:
+            out[-1].children.append(entry)
+    return out
+
+
+def _share_fonts(writer) -> int:
+    """Embed each TrueType font once: Chromium embeds a subset of a font in each printed page's
+    PDF, and its subsetter keeps the font's glyph numbers, so the subsets of one font (by the name
+    after the subset tag) join into one font with every glyph any of them has, which all of their
+    font descriptors then name. Returns how many font files the PDF had before."""
+    from pypdf.generic import NameObject, NumberObject, StreamObject
+
+    groups: dict[str, list] = {}
+    seen: set[int] = set()
+    for page in writer.pages:
+        for ref in _fonts_of(page.get("/Resources")):
+            font = ref.get_object()
+            if font.get("/Subtype") != "/Type0":
                 continue
-            number = reader.get_destination_page_number(item)
-            top = item.top if isinstance(item.top, (int, float)) else None
-            title = re.sub(r"\s+", " ", str(item.title)).strip().rstrip("¶").strip()
-            out.append(Entry(title, start + max(number, 0), top))
-        return out
+            name = str(font.get("/BaseFont", "")).partition("+")[2]
+            for descendant in font.get("/DescendantFonts") or []:
+                descriptor = descendant.get_object().get("/FontDescriptor")
+                file = descriptor.get_object().get("/FontFile2") if descriptor is not None else None
+                if file is not None and file.idnum not in seen:
+                    seen.add(file.idnum)
+                    groups.setdefault(name, []).append(descriptor.get_object())
+    for name, descriptors in sorted(groups.items()):
+        if len(descriptors) < 2:
+            continue
+        joined = _join_subsets([d["/FontFile2"].get_object().get_data() for d in descriptors])
+        if joined is None:
+            continue
+        stream = StreamObject()
+        stream.set_data(joined)
+        stream[NameObject("/Length1")] = NumberObject(len(joined))
+        ref = writer._add_object(stream.flate_encode(level=9))
+        for descriptor in descriptors:
+            descriptor[NameObject("/FontFile2")] = ref
+    return len(seen)
 
-    entries = walk(reader.outline)
-    return entries[0].children if len(entries) == 1 else entries
+
+def _join_subsets(files: list[bytes]) -> bytes | None:
+    """One TrueType font of glyph-number-keeping subsets of one font: each glyph from the first
+    subset that has an outline for it (None: the files are not such subsets)."""
+    from fontTools.ttLib import TTFont
+
+    fonts = [TTFont(io.BytesIO(data), recalcTimestamp=False) for data in files]
+    if any("glyf" not in f or "hmtx" not in f for f in fonts):
+        return None
+    base = max(fonts, key=lambda f: f["maxp"].numGlyphs)
+    order = base.getGlyphOrder()
+    for font in fonts:
+        if font is base:
+            continue
+        names = font.getGlyphOrder()
+        for gid, name in enumerate(names):
+            glyph = font["glyf"][name]
+            if glyph.numberOfContours == 0 or gid >= len(order):
+                continue
+            target = order[gid]
+            if base["glyf"][target].numberOfContours == 0:
+                if glyph.isComposite():
+                    for component in glyph.components:  # by name: the same in every subset
+                        component.glyphName = order[names.index(component.glyphName)]
+                base["glyf"][target] = glyph
+                base["hmtx"][target] = font["hmtx"][name]
+                if "vmtx" in base and "vmtx" in font:
+                    base["vmtx"][target] = font["vmtx"][name]
+    out = io.BytesIO()
+    base.save(out)
+    return out.getvalue()
+
+
+def _fonts_of(resources, depth: int = 0):
+    """The fonts of a page's resources and of the forms it draws."""
+    resources = resources.get_object() if resources is not None else None
+    if not resources or depth > 8:
+        return
+    yield from ((resources.get("/Font") or {}).values())
+    for xobject in (resources.get("/XObject") or {}).values():
+        form = xobject.get_object()
+        if form.get("/Subtype") == "/Form":
+            yield from _fonts_of(form.get("/Resources"), depth + 1)
 
 
 def merge(
@@ -244,9 +324,10 @@ def merge(
     whose links go to ``TOC_BASE`` + page/top): an outline entry per part with the part's headings
     under it, links between parts (and within one) as explicit destinations, links to pages not
     in the PDF removed, the text mappings fixed (:func:`fix_text`), and fixed metadata (``date``:
-    a PDF date, ``D:…``). Returns the PDF and its outline (pages counted without ``contents``)."""
+    a PDF date, ``D:…``), each font embedded once (:func:`_share_fonts`) and the drawing's
+    coordinates rounded (:func:`round_paths`). Returns the PDF and its outline (pages counted
+    without ``contents``)."""
     import pypdf
-    from pypdf.generic import ArrayObject, FloatObject, NameObject, NullObject
 
     writer = pypdf.PdfWriter()
     first = 0
@@ -265,19 +346,73 @@ def merge(
             if number is not None and number >= 0:
                 top = dest.top if isinstance(dest.top, (int, float)) else None
                 anchors[(part.url, name.lstrip("/"))] = (starts[part.url] + number, top)
-        outline.append(Entry(part.title, starts[part.url] - first, None, _outline_of(reader, starts[part.url] - first)))
+        outline.append(Entry(part.title, starts[part.url] - first, None, _sections(part, anchors, first)))
         for page in reader.pages:
             writer.add_page(page)
-    if "/StructTreeRoot" in writer._root_object:  # pragma: no cover - pypdf copies no structure tree
-        del writer._root_object["/StructTreeRoot"]
+
+    spans = [(Part("", "", b"", TOC_BASE), 0, first)] if contents is not None else []
+    for n, part in enumerate(parts):
+        spans.append((part, starts[part.url], starts[parts[n + 1].url] if n + 1 < len(parts) else len(writer.pages)))
+    _relink(writer, spans, starts, anchors, first)
+
+    def add(entries: list[Entry], parent) -> None:
+        for entry in entries:
+            item = writer.add_outline_item(
+                title=entry.title,
+                page_number=entry.page + first,
+                parent=parent,
+                fit=_fit(entry.top),
+                is_open=parent is None,
+            )
+            add(entry.children, item)
+
+    if contents is not None:
+        writer.add_outline_item(title=contents.title, page_number=0)
+    add(outline, None)
+    fix_text(writer, radicals() if equivalents is None else equivalents)
+    _share_fonts(writer)
+    for page in writer.pages:
+        stream = page.get_contents()
+        if stream is not None:
+            stream.set_data(round_paths(stream.get_data()))
+            page.replace_contents(stream)
+            page.compress_content_streams(level=9)
+    writer.compress_identical_objects(remove_duplicates=True, remove_unreferenced=True)  # glyphs several pages share
+    writer.add_metadata({"/Title": title, "/Producer": "lessonkit", "/CreationDate": date, "/ModDate": date})
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue(), outline
+
+
+NUMBER = rb"-?(?:\d+\.?\d*|\.\d+)"
+PLACED = re.compile(rb"(?<![^\s])((?:" + NUMBER + rb" )+)(Td|m|l|c|v|y|re)(?=\s)")
+
+
+def round_paths(data: bytes) -> bytes:
+    """A content stream with the operands of its moves and path segments (``Td``, ``m``, ``l``,
+    ``c``, ``v``, ``y``, ``re``) rounded to two decimals: Chromium writes eight digits, a
+    ten-thousandth of a point, and a PDF full of small boxes carries thousands of them. Colors,
+    matrices and text stay as they are."""
+
+    def one(m: re.Match) -> bytes:
+        out = []
+        for token in m.group(1).split():
+            text = f"{round(float(token), 2):.2f}".rstrip("0").rstrip(".")
+            out.append(b"0" if text in ("-0", "") else text.encode("ascii"))
+        return b" ".join(out) + b" " + m.group(2)
+
+    return PLACED.sub(one, data)
+
+
+def _relink(writer, spans: list[tuple[Part, int, int]], starts: dict[str, int], anchors: dict, first: int) -> None:
+    """Make the links of each ``(part, first page, end)`` of ``spans`` lead inside the PDF
+    (:func:`_resolve`), and remove those to pages of the site the PDF leaves out."""
+    from pypdf.generic import ArrayObject, FloatObject, NameObject, NullObject
 
     def target(index: int, top: float | None) -> ArrayObject:
         y = FloatObject(top) if top is not None else NullObject()
         return ArrayObject([writer.pages[index].indirect_reference, NameObject("/XYZ"), NullObject(), y, NullObject()])
 
-    spans = [(Part("", "", b"", TOC_BASE), 0, first)] if contents is not None else []
-    for n, part in enumerate(parts):
-        spans.append((part, starts[part.url], starts[parts[n + 1].url] if n + 1 < len(parts) else len(writer.pages)))
     for part, begin, end in spans:
         for index in range(begin, end):
             page = writer.pages[index]
@@ -297,23 +432,6 @@ def merge(
                     annot[NameObject("/Dest")] = target(*dest)
                 kept.append(ref)
             page[NameObject("/Annots")] = kept
-
-    def add(entries: list[Entry], parent) -> None:
-        for entry in entries:
-            item = writer.add_outline_item(
-                entry.title, entry.page + first, parent=parent, fit=_fit(entry.top), is_open=parent is None
-            )
-            add(entry.children, item)
-
-    if contents is not None:
-        writer.add_outline_item(contents.title, 0)
-    add(outline, None)
-    fix_text(writer, radicals() if equivalents is None else equivalents)
-    writer.compress_identical_objects(remove_duplicates=True, remove_unreferenced=True)  # glyphs several pages share
-    writer.add_metadata({"/Title": title, "/Producer": "lessonkit", "/CreationDate": date, "/ModDate": date})
-    out = io.BytesIO()
-    writer.write(out)
-    return out.getvalue(), outline
 
 
 def _fit(top: float | None):
@@ -354,7 +472,7 @@ def _resolve(annot, part: Part, starts: dict[str, int], anchors: dict, first: in
 
 
 def used_characters(site_dir: Path, urls: list[str], extra: str = "") -> set[int]:
-    """The code points in :data:`PRINT_RANGES` of the text and attributes of the written pages
+    """The code points from :data:`PRINT_FROM` on of the text and attributes of the written pages
     ``urls`` (site-relative folders) and of ``extra``."""
     from html.parser import HTMLParser
 
@@ -374,7 +492,7 @@ def used_characters(site_dir: Path, urls: list[str], extra: str = "") -> set[int
             parser = Text(convert_charrefs=True)
             parser.feed(page.read_text(encoding="utf-8"))
             parser.close()
-    return {ord(c) for c in found if any(lo <= ord(c) <= hi for lo, hi in PRINT_RANGES)}
+    return {ord(c) for c in found if ord(c) >= PRINT_FROM}
 
 
 def system_cjk_font(bold: bool) -> tuple[Path, int] | None:
@@ -392,13 +510,13 @@ def system_cjk_font(bold: bool) -> tuple[Path, int] | None:
 def truetype_subset(path: Path, index: int, codes: set[int]) -> bytes:
     """The face ``index`` of the font file ``path`` cut to the glyphs of ``codes``, with quadratic
     (TrueType) outlines: CFF cubic curves converted with fontTools' cu2qu (within 1 font unit).
-    The same inputs give the same bytes (fixed dates, no hinting, the glyphs in the font's order)."""
+    The same inputs give the same bytes (the source's dates, no hinting, the glyphs in the font's order)."""
     from fontTools import subset
     from fontTools.pens.cu2quPen import Cu2QuPen
     from fontTools.pens.ttGlyphPen import TTGlyphPen
     from fontTools.ttLib import TTFont, newTable
 
-    font = TTFont(str(path), fontNumber=index, lazy=False)
+    font = TTFont(str(path), fontNumber=index, lazy=False, recalcTimestamp=False)
     options = subset.Options()
     options.layout_features = ["vert", "vrt2", "locl", "ccmp"]
     options.hinting = False
@@ -438,24 +556,34 @@ def truetype_subset(path: Path, index: int, codes: set[int]) -> bytes:
         post.mapping = {}
         post.glyphOrder = None
         font.sfntVersion = "\x00\x01\x00\x00"
-    font["head"].created = font["head"].modified = 0
+    font["head"].modified = font["head"].created  # the source font's dates: no clock in the bytes
     out = io.BytesIO()
     font.save(out, reorderTables=True)
     return out.getvalue()
 
 
-def print_style(codes: set[int]) -> str:
-    """CSS that prints ``codes`` (CJK) with TrueType subsets of the system's CJK font, regular and
-    bold, given to both the text and the code font families ("" when fontconfig names no font)."""
-    import base64
-
-    faces = []
-    ranges = ", ".join(f"U+{lo:X}-{hi:X}" for lo, hi in PRINT_RANGES)
+def print_fonts(codes: set[int]) -> dict[int, bytes]:
+    """Weight -> a TrueType subset of the system's CJK font for ``codes``, regular and bold
+    (:func:`truetype_subset`; none where fontconfig names no font)."""
+    out = {}
     for weight, bold in ((400, False), (700, True)):
         found = system_cjk_font(bold)
-        if found is None or not found[0].is_file():
-            continue
-        data = base64.b64encode(truetype_subset(*found, codes)).decode("ascii")
+        if found is not None and found[0].is_file():
+            out[weight] = truetype_subset(*found, codes)
+    return out
+
+
+def print_style(fonts: dict[int, bytes]) -> str:
+    """CSS that prints CJK with ``fonts`` (:func:`print_fonts`), given to both the text and the
+    code font families ("" when there is none)."""
+    import base64
+
+    from fontTools.ttLib import TTFont
+
+    faces = []
+    for weight, font in sorted(fonts.items()):
+        ranges = ", ".join(f"U+{lo:X}-{hi:X}" for lo, hi in _ranges(TTFont(io.BytesIO(font)).getBestCmap()))
+        data = base64.b64encode(font).decode("ascii")
         faces.append(
             f'@font-face {{ font-family: "{PRINT_FAMILY}"; font-weight: {weight}; font-style: normal; '
             f'src: url(data:font/ttf;base64,{data}) format("truetype"); unicode-range: {ranges}; }}'
@@ -466,10 +594,27 @@ def print_style(codes: set[int]) -> str:
     return "\n".join(faces) + (
         f"\n:root {{ --md-text-font: {family}; --md-code-font: {family}; }}"
         f'\nmath {{ font-family: "STIX Two Math", {family}, math; }}'  # Chinese words in a formula
-        # the labels of the figures (lessonkit.pipeline.svg), which name their own fonts
-        f"\nsvg text.lk-label {{ font-family: {family}, system-ui, -apple-system, sans-serif; }}"
-        f"\nsvg text:is(.lk-code, .lk-note) {{ font-family: {family}, ui-monospace, SFMono-Regular, monospace; }}\n"
+        # the text of figures and plots (lessonkit.pipeline), which name their own fonts
+        f"\n:root svg text {{ font-family: {family}, {LATIN}; }}"
+        f"\n:root svg text:is(.lk-code, .lk-note) {{ font-family: {family}, {MONO}; }}"
+        # a halo (stroked text) would make Chromium draw the glyphs as Type 3 fonts; paper needs none
+        "\n:root svg text { stroke: none; }\n"
     )
+
+
+MONO = "ui-monospace, SFMono-Regular, monospace"
+LATIN = "-apple-system, BlinkMacSystemFont, Helvetica, Arial, sans-serif"  # Material's text fonts
+
+
+def _ranges(codes) -> list[tuple[int, int]]:
+    """Sorted code points as runs of consecutive ones."""
+    out: list[tuple[int, int]] = []
+    for code in sorted(codes):
+        if out and out[-1][1] == code - 1:
+            out[-1] = (out[-1][0], code)
+        else:
+            out.append((code, code))
+    return out
 
 
 # ---------------------------------------------------------------- the text of CJK glyphs
@@ -665,7 +810,13 @@ def outline_of(parts: list[Part]) -> list[Entry]:
     out, start = [], 0
     for part in parts:
         reader = pypdf.PdfReader(io.BytesIO(part.pdf))
-        out.append(Entry(part.title, start, None, _outline_of(reader, start)))
+        anchors = {}
+        for name, dest in reader.named_destinations.items():
+            number = reader.get_destination_page_number(dest)
+            if number is not None and number >= 0:
+                top = dest.top if isinstance(dest.top, (int, float)) else None
+                anchors[(part.url, name.lstrip("/"))] = (start + number, top)
+        out.append(Entry(part.title, start, None, _sections(part, anchors, 0)))
         start += len(reader.pages)
     return out
 
@@ -673,7 +824,7 @@ def outline_of(parts: list[Part]) -> list[Entry]:
 CONTENTS_CSS = """
 @page { size: A4; }
 html, body { margin: 0; background: #fff; color: #000; }
-body { font-family: FAMILY, sans-serif; font-size: 10.5pt; line-height: 1.5; }
+body { font-family: FAMILY, LATIN; font-size: 10.5pt; line-height: 1.5; }
 h1 { font-size: 20pt; font-weight: 400; margin: 0 0 0.8em; }
 ol { list-style: none; margin: 0; padding: 0; }
 li { break-inside: avoid; }
@@ -705,7 +856,7 @@ def contents_html(outline: list[Entry], heading: str, skip: int, lang: str = "zh
         row(entry, 1)
         for child in entry.children:
             row(child, 2)
-    css = CONTENTS_CSS.replace("FAMILY", f'"{PRINT_FAMILY}"')
+    css = CONTENTS_CSS.replace("FAMILY", f'"{PRINT_FAMILY}"').replace("LATIN", LATIN)
     return (
         f'<!DOCTYPE html><html lang="{escape(lang)}"><head><meta charset="utf-8"><title>{escape(heading)}</title>'
         f"<style>{css}</style></head><body><h1>{escape(heading)}</h1><ol>{''.join(rows)}</ol></body></html>"
@@ -751,11 +902,17 @@ def course_pdf(
     ``contents`` with the page numbers of the pages and their sections: the contents are printed
     once with a guess of their own length, and again while that length was wrong. Returns the
     PDF's pages and bytes."""
+    import dataclasses
+
     import pypdf
 
     codes = used_characters(site_dir, [url for url, _ in pages], contents)
-    style = print_style(codes)
-    parts = print_pages(site_dir, pages, style=style)
+    fonts = print_fonts(codes)
+    style = print_style(fonts)
+    parts = [
+        dataclasses.replace(part, headings=headings((site_dir / part.url / "index.html").read_text(encoding="utf-8")))
+        for part in print_pages(site_dir, pages, style=style)
+    ]
     outline = outline_of(parts)
     length, toc = 1, b""
     for _ in range(4):

@@ -213,7 +213,7 @@ def headings(html: str) -> tuple[tuple[int, str, str], ...]:
             link.decompose()
         text = " ".join(node.text().split())
         if text:
-            out.append((int(node.tag[1]), node.attributes.get("id") or "", text))
+            out.append((2 if node.tag == "h2" else 3, node.attributes.get("id") or "", text))
     return tuple(out)
 
 

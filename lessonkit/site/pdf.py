@@ -204,14 +204,16 @@ TOC_BASE = "http://lessonkit-contents.invalid/"  # the contents' links: TOC_BASE
 
 def headings(html: str) -> tuple[tuple[int, str, str], ...]:
     """The ``(level, id, text)`` of the h2 and h3 of a written page's article that have an id, in
-    their order (their permalink sign left out)."""
+    their order (their permalink sign and invisible format characters left out)."""
     from selectolax.lexbor import LexborHTMLParser
 
     out = []
     for node in LexborHTMLParser(html).css("article h2[id], article h3[id]"):
         for link in node.css("a.headerlink"):
             link.decompose()
-        text = " ".join(node.text().split())
+        # without the invisible operators of a formula (U+2061 after a function's name): a bookmark
+        # shows them as boxes
+        text = " ".join("".join(c for c in node.text() if unicodedata.category(c) != "Cf").split())
         if text:
             out.append((2 if node.tag == "h2" else 3, node.attributes.get("id") or "", text))
     return tuple(out)

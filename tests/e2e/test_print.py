@@ -373,7 +373,7 @@ def _section_titles(site, url):
     for h2 in tree.css("article h2"):
         for link in h2.css("a.headerlink"):
             link.decompose()
-        out.append(" ".join(h2.text().split()))
+        out.append(" ".join("".join(c for c in h2.text() if unicodedata.category(c) != "Cf").split()))
     return out
 
 
@@ -426,3 +426,28 @@ def test_the_home_page_gives_the_course_pdf_size(course):
     tree = LexborHTMLParser((site / "index.html").read_text(encoding="utf-8"))
     (size,) = tree.css("span.lk-course-pdf data.lk-pdf-size")
     assert (size.text(), size.attributes["value"]) == (f"{len(data) / 2**20:.1f} MiB", str(len(data)))
+
+
+def test_the_print_font_is_a_truetype_subset_of_the_system_cjk_font_with_the_same_bytes_each_time():
+    from fontTools.ttLib import TTFont
+
+    found = coursepdf.system_cjk_font(False)
+    assert found is not None
+    codes = {ord(c) for c in "反向模式的核心，“”…"}
+    data = coursepdf.truetype_subset(*found, codes)
+    assert data == coursepdf.truetype_subset(*found, codes)
+    font = TTFont(io.BytesIO(data))
+    assert ("glyf" in font, "CFF " in font, set(font.getBestCmap())) == (True, False, codes)
+    style = coursepdf.print_style({400: data})
+    (ranges,) = re.findall(r"unicode-range: ([^;]+);", style)
+    covered = set()
+    for lo, hi in re.findall(r"U\+([0-9A-F]+)-([0-9A-F]+)", ranges):
+        covered.update(range(int(lo, 16), int(hi, 16) + 1))
+    assert covered == codes and "U+201C-201D, U+2026-2026" in ranges  # what the font has, nothing more
+
+
+def test_rounding_a_content_stream_touches_only_coordinates():
+    stream = b"1.23456 -2.5 m\n.2 .3 .4 rg\n1 0 0 -1 12.345678 9 Tm\n3.14159 0 Td <0001> Tj\n-.004 0 10.999 1 re\n"
+    assert coursepdf.round_paths(stream) == (
+        b"1.23 -2.5 m\n.2 .3 .4 rg\n1 0 0 -1 12.345678 9 Tm\n3.14 0 Td <0001> Tj\n0 0 11 1 re\n"
+    )

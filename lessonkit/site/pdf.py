@@ -273,7 +273,8 @@ def _share_fonts(writer) -> int:
 
 def _join_subsets(files: list[bytes]) -> bytes | None:
     """One TrueType font of glyph-number-keeping subsets of one font: each glyph from the first
-    subset that has an outline for it (None: the files are not such subsets)."""
+    subset that has an outline for it (None: the files are not such subsets, or two of them give
+    one glyph number different contours or advances)."""
     from fontTools.ttLib import TTFont
 
     fonts = [TTFont(io.BytesIO(data), recalcTimestamp=False) for data in files]
@@ -290,7 +291,12 @@ def _join_subsets(files: list[bytes]) -> bytes | None:
             if glyph.numberOfContours == 0 or gid >= len(order):
                 continue
             target = order[gid]
-            if base["glyf"][target].numberOfContours == 0:
+            have = base["glyf"][target]
+            if have.numberOfContours != 0 and (
+                have.numberOfContours != glyph.numberOfContours or base["hmtx"][target] != font["hmtx"][name]
+            ):
+                return None  # two subsets disagree on a glyph number: not one font's numbering
+            if have.numberOfContours == 0:
                 if glyph.isComposite():
                     for component in glyph.components:  # by name: the same in every subset
                         component.glyphName = order[names.index(component.glyphName)]

@@ -94,7 +94,13 @@ class WrittenSite:
         words = self.project.site.labels
         if not self.pdf:
             return words["course-pdf-off"]
-        return words.fill("course-pdf", path="../" * uri.count("/") + self.project.site.pdf_path)
+        from lessonkit.site import pdf
+
+        inner = words.fill(
+            "course-pdf", path="../" * uri.count("/") + self.project.site.pdf_path, size=pdf.SIZE_PLACEHOLDER
+        )
+        # left out of the search index: the build fills in the size after the index is written
+        return f'<span class="{pdf.LINK_CLASS}" data-search-exclude="">{inner}</span>'
 
     def course_pdf(self, site_dir: Path, nav: list[str], title: str) -> tuple[int, int] | None:
         """Print the navigation's pages (less ``[pdf] skip``) of the written site into
@@ -113,11 +119,21 @@ class WrittenSite:
         date = time.strftime("D:%Y%m%d%H%M%SZ", time.gmtime(epoch))
         t0 = time.perf_counter()
         try:
-            n, size = pdf.course_pdf(site_dir, pages, site_dir / conf.pdf_path, title, date)
+            n, size = pdf.course_pdf(
+                site_dir, pages, site_dir / conf.pdf_path, title, date, contents=conf.labels["pdf-contents"]
+            )
         except LessonError as exc:
             for p in exc.problems:
                 self.report_problem(p)
             return None
+        from lessonkit.util import fs
+
+        for page in sorted(site_dir.rglob("*.html")):
+            text = page.read_bytes()
+            if pdf.SIZE_PLACEHOLDER.encode() in text:
+                mode = page.stat().st_mode & 0o777
+                fs.atomic_write(page, pdf.fill_size(text.decode("utf-8"), size).encode("utf-8"))
+                page.chmod(mode)
         self.log_info(
             f"lessonkit: course PDF {conf.pdf_path}: {len(pages)} page(s) of the site, {n} PDF pages, "
             f"{size / 2**20:.1f} MiB, {time.perf_counter() - t0:.1f} s"

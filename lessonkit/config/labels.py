@@ -109,7 +109,8 @@ LABELS = {
     "from-git": "git ({detail})",
     "from-other": "{detail}",
     # the course PDF (`[[lessonkit:course-pdf]]`): a Markdown link when the build made it, else a note
-    "course-pdf": "[The whole course as one PDF]({path})",
+    "course-pdf": "[The whole course as one PDF]({path}) ({size})",
+    "pdf-contents": "Contents",  # the heading of the PDF's printed table of contents
     "course-pdf-off": (
         "This edition of the site comes without the course PDF; a page printed from the browser has the same layout."
     ),

@@ -21,8 +21,8 @@ LESSON = "lessons/05-reverse-mode/"
 PDF = "downloads/autograd-course.pdf"
 
 
-def _print_view(browser, server, rel):
-    v = Visit(browser, f"{server}/{rel}")
+def _print_view(browser, server, rel, width=1280, scheme="light"):
+    v = Visit(browser, f"{server}/{rel}", width=width, scheme=scheme)
     v.page.emulate_media(media="print")
     return v
 
@@ -51,12 +51,16 @@ def test_excerpt_line_numbers_stand_at_the_start_of_their_line_on_paper(built_si
           const a = document.querySelector('#src-backward_pass-L25');
           const next = a.nextElementSibling.getBoundingClientRect();
           const box = a.getBoundingClientRect();
+          const number = parseFloat(getComputedStyle(a, '::before').width);
+          const code = a.parentElement.getBoundingClientRect();
           return {
             column: getComputedStyle(document.querySelector('td.linenos')).display,
             first: getComputedStyle(a, '::before').content,
             last: getComputedStyle(document.querySelector('#src-backward_pass-L32'), '::before').content,
             shown: getComputedStyle(a, '::before').visibility, position: getComputedStyle(a).position,
-            before_code: box.width > 10 && box.right <= next.left + 1 && Math.abs(box.top - next.top) < 4,
+            // the number hangs in the code's left padding, before the line's code, on its first row
+            before_code: number > 10 && next.left - code.left > number && box.right <= next.left + 1
+              && Math.abs(box.top - next.top) < 4,
           };
         }"""
     )
@@ -75,6 +79,42 @@ def test_excerpt_line_numbers_stand_at_the_start_of_their_line_on_paper(built_si
         "before_code": True,  # on the line's first row, left of its code
     }, seen
     assert screen[0] != "none" and screen[1] == "none", screen  # the number column, as on screen
+
+
+def test_a_wrapped_code_line_continues_past_its_line_number_on_paper(server, browser):
+    v = _print_view(browser, server, LESSON, width=420)
+    rows = v.page.evaluate(
+        """() => [...document.querySelectorAll('td.code code a[data-ln]')].map(a => {
+          const r = document.createRange();
+          r.setStartAfter(a);
+          const all = [...a.parentElement.querySelectorAll('a[data-ln]')];
+          const next = all[all.indexOf(a) + 1];
+          if (next) r.setEndBefore(next); else r.setEnd(a.parentElement, a.parentElement.childNodes.length);
+          const rects = [...r.getClientRects()].filter(b => b.width > 0);
+          const tops = [...new Set(rects.map(b => Math.round(b.top)))].sort((x, y) => x - y);
+          const left = t => Math.min(...rects.filter(b => Math.round(b.top) === t).map(b => b.left));
+          const number = parseFloat(getComputedStyle(a, '::before').width);
+          return {rows: tops.length, first: left(tops[0]), rest: tops.slice(1).map(left),
+                  lead: left(tops[0]) - a.parentElement.getBoundingClientRect().left, number};
+        })"""
+    )
+    v.close()
+    wrapped = [r for r in rows if r["rows"] > 1]
+    assert len(wrapped) > 5, rows[:3]
+    # every continued row starts where the line's code starts, right of the number
+    assert [r for r in wrapped if abs(min(r["rest"]) - r["first"]) > 1 or r["lead"] <= r["number"]] == [], wrapped[:3]
+
+
+def test_paper_is_white_in_the_dark_scheme_too(server, browser):
+    v = _print_view(browser, server, LESSON, scheme="dark")
+    seen = v.page.evaluate(
+        """() => [document.body.getAttribute('data-md-color-scheme'),
+                  getComputedStyle(document.documentElement).backgroundColor,
+                  (window.dispatchEvent(new Event('beforeprint')), getComputedStyle(document.body).backgroundColor)]"""
+    )
+    v.close()
+    # without the print script's switch the margins (the root's background) are white; with it, all is
+    assert seen == ["slate", "rgb(255, 255, 255)", "rgb(255, 255, 255)"], seen
 
 
 def test_folded_blocks_print_open_and_the_chrome_is_left_out(server, browser):
@@ -216,11 +256,15 @@ def test_the_course_pdf_has_every_page_of_the_navigation_in_order(course):
     nav = nav_pages(__import__("yaml").safe_load(_nav_yaml())["nav"])
     skip = set(siteconfig.load(ROOT, "https://github.com/HIPS/autograd").pdf_skip)
     printed = [p for p in nav if p not in skip]
-    outline = [(item.title, reader.get_destination_page_number(item)) for item in reader.outline]
-    # the home page, the 14 lessons, the attachments and the glossary: one bookmark each
+    top = [
+        (item.title, reader.get_destination_page_number(item)) for item in reader.outline if not isinstance(item, list)
+    ]
+    # the contents, then the home page, the 14 lessons, the attachments and the glossary: one bookmark each
+    assert top[0] == ("目录", 0)
+    outline = top[1:]
     assert len(outline) == len(printed) and {"index.md", "glossary.md"} <= set(printed)
     assert sum(p.startswith("lessons/") for p in printed) == 14 and len(printed) > 20
-    assert outline[0] == ("首页", 0)  # the navigation names the home page
+    assert outline[0][0] == "首页" and outline[0][1] > 0  # the navigation names the home page
     starts = [n for _, n in outline]
     assert starts == sorted(set(starts))  # every page of the site has pages of its own
     assert [t for t, _ in outline[1:15]] == _lesson_titles()
@@ -264,7 +308,9 @@ def test_the_course_pdf_links_lead_inside_it(course, tmp_path):
     site, data, reader, log = course
     home = (site / "index.html").read_text(encoding="utf-8")
     assert f'href="{PDF}"' in home and "nox -s pdf" not in home
-    starts = {item.title: reader.get_destination_page_number(item) for item in reader.outline}
+    starts = {
+        item.title: reader.get_destination_page_number(item) for item in reader.outline if not isinstance(item, list)
+    }
     number = {page.indirect_reference.idnum: n for n, page in enumerate(reader.pages)}
     uris, dests = [], []
     for page in reader.pages[: starts[_lesson_titles()[0]]]:  # the home page's links
@@ -276,8 +322,8 @@ def test_the_course_pdf_links_lead_inside_it(course, tmp_path):
                 dests.append(number[annot["/Dest"][0].idnum])
     assert [u for u in uris if "127.0.0.1" in u or "localhost" in u] == []
     assert starts[_lesson_titles()[0]] in dests and starts[_lesson_titles()[-1]] in dests
-    again = coursepdf.merge(coursepdf.print_pages(site, [("", "home")]), "t", "D:20251130000000Z")
-    assert again == coursepdf.merge(coursepdf.print_pages(site, [("", "home")]), "t", "D:20251130000000Z")
+    again = coursepdf.merge(coursepdf.print_pages(site, [("", "home")]), "t", "D:20251130000000Z")[0]
+    assert again == coursepdf.merge(coursepdf.print_pages(site, [("", "home")]), "t", "D:20251130000000Z")[0]
     assert os.environ.get("LESSONKIT_PDF") is None  # the fixture's build did not leak its option
 
 
@@ -289,4 +335,119 @@ def test_a_missing_chromium_is_one_line_naming_the_option(tmp_path, monkeypatch)
     assert str(err.value) == (
         "LESSONKIT_PDF: the course PDF needs Chromium, and none was found — "
         "apt-get install chromium fonts-noto-cjk (or build without LESSONKIT_PDF)"
+    )
+
+
+def _fonts(resources, depth=0):
+    """Every font of a page's resources and of the forms it draws."""
+    resources = resources.get_object() if resources is not None else None
+    if not resources or depth > 8:
+        return
+    yield from ((resources.get("/Font") or {}).values())
+    for xobject in (resources.get("/XObject") or {}).values():
+        form = xobject.get_object()
+        if form.get("/Subtype") == "/Form":
+            yield from _fonts(form.get("/Resources"), depth + 1)
+
+
+def test_the_course_pdf_has_no_type3_font_and_embeds_chinese_as_a_truetype_subset(course):
+    site, data, reader, log = course
+    kinds: dict[str, set] = {}
+    for page in reader.pages:
+        for ref in _fonts(page.get("/Resources")):
+            font = ref.get_object()
+            descendants = [d.get_object()["/Subtype"] for d in font.get("/DescendantFonts") or []]
+            kinds.setdefault(font["/Subtype"], set()).update(descendants)
+            if str(font.get("/BaseFont", "")).endswith("NotoSansCJKsc-Regular"):
+                kinds.setdefault("cjk", set()).update(descendants)
+    assert "/Type3" not in kinds, sorted(kinds)
+    assert kinds["cjk"] == {"/CIDFontType2"}  # Chinese: a subset CID font with TrueType outlines
+    assert len(data) <= 8 * 2**20, len(data)
+
+
+def _section_titles(site, url):
+    from selectolax.lexbor import LexborHTMLParser
+
+    tree = LexborHTMLParser((site / url / "index.html").read_text(encoding="utf-8"))
+    out = []
+    for h2 in tree.css("article h2"):
+        for link in h2.css("a.headerlink"):
+            link.decompose()
+        out.append(" ".join("".join(c for c in h2.text() if unicodedata.category(c) != "Cf").split()))
+    return out
+
+
+def test_the_course_pdf_bookmarks_each_lesson_with_its_sections(course):
+    site, data, reader, log = course
+    items = list(reader.outline)
+    at = next(n for n, item in enumerate(items) if not isinstance(item, list) and item.title.startswith("05 "))
+    lesson, sections = items[at], items[at + 1]
+    assert isinstance(sections, list)
+    top = [s for s in sections if not isinstance(s, list)]
+    titles = _section_titles(site, LESSON)
+    assert [s.title for s in top] == titles and len(titles) > 8, [s.title for s in top]
+    assert titles[:2] == ["本篇目标", "数学：反向累积"]
+    pages = [reader.get_destination_page_number(s) for s in top]
+    start = reader.get_destination_page_number(lesson)
+    assert pages == sorted(pages) and pages[0] == start, (start, pages)
+
+
+def test_the_printed_contents_give_the_page_each_bookmark_leads_to(course):
+    site, data, reader, log = course
+    items = list(reader.outline)
+    top = [i for i in items if not isinstance(i, list)]
+    toc_pages = reader.get_destination_page_number(top[1])  # the contents end where the home page starts
+    assert top[0].title == "目录" and toc_pages >= 1
+    expected = []
+    for n, item in enumerate(items[1:], 1):
+        if isinstance(item, list):
+            continue
+        expected.append((item.title, reader.get_destination_page_number(item) + 1))
+        if n + 1 < len(items) and isinstance(items[n + 1], list):
+            expected += [
+                (s.title, reader.get_destination_page_number(s) + 1) for s in items[n + 1] if not isinstance(s, list)
+            ]
+    number = {page.indirect_reference.idnum: n for n, page in enumerate(reader.pages)}
+    printed, links = [], []
+    for page in reader.pages[:toc_pages]:
+        for line in page.extract_text().splitlines():
+            m = re.fullmatch(r"(.+?)\s*(\d+)", line.strip())
+            if m:
+                printed.append((re.sub(r"\s+", "", m[1]), int(m[2])))
+        links += [number[ref.get_object()["/Dest"][0].idnum] + 1 for ref in page.get("/Annots") or []]
+    assert printed == [(re.sub(r"\s+", "", t), p) for t, p in expected], (printed[:5], expected[:5])
+    assert links == [p for _, p in expected]  # each entry is a link to the page it names
+
+
+def test_the_home_page_gives_the_course_pdf_size(course):
+    from selectolax.lexbor import LexborHTMLParser
+
+    site, data, reader, log = course
+    tree = LexborHTMLParser((site / "index.html").read_text(encoding="utf-8"))
+    (size,) = tree.css("span.lk-course-pdf data.lk-pdf-size")
+    assert (size.text(), size.attributes["value"]) == (f"{len(data) / 2**20:.1f} MiB", str(len(data)))
+
+
+def test_the_print_font_is_a_truetype_subset_of_the_system_cjk_font_with_the_same_bytes_each_time():
+    from fontTools.ttLib import TTFont
+
+    found = coursepdf.system_cjk_font(False)
+    assert found is not None
+    codes = {ord(c) for c in "反向模式的核心，“”…"}
+    data = coursepdf.truetype_subset(*found, codes)
+    assert data == coursepdf.truetype_subset(*found, codes)
+    font = TTFont(io.BytesIO(data))
+    assert ("glyf" in font, "CFF " in font, set(font.getBestCmap())) == (True, False, codes)
+    style = coursepdf.print_style({400: data})
+    (ranges,) = re.findall(r"unicode-range: ([^;]+);", style)
+    covered = set()
+    for lo, hi in re.findall(r"U\+([0-9A-F]+)-([0-9A-F]+)", ranges):
+        covered.update(range(int(lo, 16), int(hi, 16) + 1))
+    assert covered == codes and "U+201C-201D, U+2026-2026" in ranges  # what the font has, nothing more
+
+
+def test_rounding_a_content_stream_touches_only_coordinates():
+    stream = b"1.23456 -2.5 m\n.2 .3 .4 rg\n1 0 0 -1 12.345678 9 Tm\n3.14159 0 Td <0001> Tj\n-.004 0 10.999 1 re\n"
+    assert coursepdf.round_paths(stream) == (
+        b"1.23 -2.5 m\n.2 .3 .4 rg\n1 0 0 -1 12.345678 9 Tm\n3.14 0 Td <0001> Tj\n0 0 11 1 re\n"
     )

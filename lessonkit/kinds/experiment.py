@@ -102,7 +102,7 @@ class Experiment(Kind):
             try:
                 rel = check_rel_path(block.get("File"))
             except LessonError as exc:
-                raise exc.at(block.path, block.line_of("File"))
+                raise exc.at(block.path, block.line_of("File")) from None
             if not rel.endswith(".py"):
                 raise LessonError(
                     f"`{rel}` is not a Python script",

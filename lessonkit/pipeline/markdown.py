@@ -132,7 +132,7 @@ def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> 
                 failed[id(item)] = err = exc.at(item.path, item.line)
                 problems += err.problems
     given = ctx.anchors if ctx.anchors is not None and len(ctx.anchors) == len(resolved) else None
-    ids = dict(zip(resolved, given if given is not None else anchors(list(resolved.values()))))
+    ids = dict(zip(resolved, given if given is not None else anchors(list(resolved.values())), strict=True))
     # inline references after the blocks are resolved: a `line` reference links to an excerpt on the page
     page_links = PageLinks(
         ctx.links,

@@ -61,7 +61,9 @@ def main(args) -> int:
                 out.parent.mkdir(parents=True, exist_ok=True)
                 out.write_text(render_html(report), encoding="utf-8")
             except OSError as exc:
-                raise err(f"cannot write the HTML report {out}: {exc.strerror}", hint="give another --html path")
+                raise err(
+                    f"cannot write the HTML report {out}: {exc.strerror}", hint="give another --html path"
+                ) from None
             print(f"HTML report: {project.rel(out)}")
             if args.apply:
                 apply(project, report)

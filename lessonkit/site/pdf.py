@@ -404,7 +404,7 @@ def _cmap_format4(data: bytes, at: int) -> dict[int, int]:
     deltas = struct.unpack(f">{seg2 // 2}h", data[at + 16 + 2 * seg2 : at + 16 + 3 * seg2])
     ranges_at = at + 16 + 3 * seg2
     offsets = struct.unpack(f">{seg2 // 2}H", data[ranges_at : ranges_at + seg2])
-    for s, (start, end, delta, ro) in enumerate(zip(starts, ends, deltas, offsets)):
+    for s, (start, end, delta, ro) in enumerate(zip(starts, ends, deltas, offsets, strict=True)):
         for code in range(start, end + 1):
             if code == 0xFFFF:
                 continue

@@ -206,7 +206,7 @@ class SiteCheck:
         self.marked.page, self.marked.recalls = page, self.report.recalls.get(page, {})
         assert self.record is not None  # pages are expected only when the build recorded the folder
         self.links.page_url = url_of(self.record["pages"][page])
-        for r, anchor in zip(self.report.resolved[page], self.report.anchors(page)):
+        for r, anchor in zip(self.report.resolved[page], self.report.anchors(page), strict=True):
             result = None
             if r.job is not None:
                 result = self.results.get(self.project.runner.key(r.job))
@@ -350,7 +350,7 @@ class SiteCheck:
                     )
                 continue
             recorded, now = rec["blocks"].get(page) or [], emitted.get(page) or []
-            for a, b in zip(recorded, now):
+            for a, b in zip(recorded, now, strict=False):
                 if a[:3] == b[:3] and a[3] != b[3] and b[3] is not None:  # (a missing run: the block says why)
                     self.problems.append(
                         Problem(

@@ -2749,7 +2749,7 @@ def test_two_concurrent_builds_share_the_cache(tmp_path, pinned_root, pinned_sdi
         for n in (1, 2)
     ]
     outs = [p.communicate(timeout=300) for p in procs]
-    for p, (out, err) in zip(procs, outs):
+    for p, (out, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err[-3000:]
         assert "Traceback" not in out + err
     for n in (1, 2):

@@ -241,9 +241,7 @@ class Guest:
         try:  # what every block needs: the cache folder, the series' settings, the pin, the pinned tree
             # with a feature's build, its project: one runner, so an experiment runs once
             project = self.build.project if self.build is not None else self.project
-            project.site
-            project.pin
-            project.tree
+            _ = project.site, project.pin, project.tree
         except LessonError as exc:
             raise PluginError(f"{rel}:{self.using[uri]}: a lessonkit block needs what is missing here: {exc}") from None
         from lessonkit.pipeline.markdown import NoLinks

@@ -405,7 +405,8 @@ def _fence_for(text: str, indent_fence: str) -> str:
 def rewrite_pages(root: Path, convert) -> int:
     """Replace every annotation block of every page with ``convert(block, raw_lines)``."""
     from lessonkit.kinds import KINDS
-    from lessonkit.pipeline.parse import Block, parse_page
+    from lessonkit.pipeline.blocks import Block
+    from lessonkit.pipeline.parse import parse_page
 
     count = 0
     for path in sorted((root / "docs").rglob("*.md")):

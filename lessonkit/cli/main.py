@@ -474,7 +474,7 @@ def _run(args) -> int:
     block at a line (``docs/x.md:12``, the form failing inline experiments print)."""
     from dataclasses import replace
 
-    from lessonkit.pipeline.parse import Block, check_rel_path
+    from lessonkit.pipeline.blocks import Block, check_rel_path
     from lessonkit.project import Project
     from lessonkit.run import runner as execute
     from lessonkit.run.outcomes import as_authored

@@ -32,8 +32,9 @@ from pymdownx.highlight import Highlight
 
 from lessonkit.config.labels import PROVIDERS, provider_text  # noqa: F401 (where the pinned tree came from, in labels)
 from lessonkit.errors import LessonError, Problem, fold_repeats
+from lessonkit.pipeline.blocks import Block, BrokenBlock
 from lessonkit.pipeline.fences import QUOTE, blank_line
-from lessonkit.pipeline.parse import Block, BrokenBlock, parse_page
+from lessonkit.pipeline.parse import parse_page
 from lessonkit.pipeline.render import Deferred, NoLinks, Renderer, anchors, duplicate_ids, page_ids
 from lessonkit.project import Project, Resolved
 from lessonkit.run import runner as execute

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lessonkit.errors import LessonError
-from lessonkit.pipeline.parse import Block, BrokenBlock
+from lessonkit.pipeline.blocks import Block, BrokenBlock
 from lessonkit.project import Project
 from lessonkit.repin import runs
 from lessonkit.repin.acquire import Target

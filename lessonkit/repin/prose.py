@@ -23,7 +23,7 @@ from lessonkit.checks.living import RECORDED
 from lessonkit.errors import LessonError
 from lessonkit.kinds import line as line_kind
 from lessonkit.kinds import value as value_kind
-from lessonkit.pipeline.parse import Block
+from lessonkit.pipeline.blocks import Block
 from lessonkit.run import runner as execute
 from lessonkit.source import refs as sourceref
 

@@ -17,8 +17,9 @@ from lessonkit.checks.verify import Report
 from lessonkit.config import maps
 from lessonkit.config.labels import provider_text
 from lessonkit.errors import LessonError
+from lessonkit.pipeline.blocks import Block
 from lessonkit.pipeline.fences import blank_line
-from lessonkit.pipeline.parse import Block, parse_page
+from lessonkit.pipeline.parse import parse_page
 from lessonkit.project import Project, Resolved
 from lessonkit.run import runner as execute
 from lessonkit.util.text import md_code

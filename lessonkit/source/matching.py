@@ -7,7 +7,7 @@ from __future__ import annotations
 from itertools import pairwise
 
 from lessonkit.errors import LessonError
-from lessonkit.pipeline.parse import Block
+from lessonkit.pipeline.blocks import Block
 from lessonkit.source import select
 from lessonkit.source.pyindex import SourceFile
 from lessonkit.util.text import line_span

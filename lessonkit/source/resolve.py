@@ -8,7 +8,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from lessonkit.errors import LessonError
-from lessonkit.pipeline.parse import Block, check_rel_path
+from lessonkit.pipeline.blocks import Block, check_rel_path
 from lessonkit.source import select
 from lessonkit.source.matching import body_runs, picked_runs, selects_lines, trim, without_docstring
 from lessonkit.source.pyindex import WHICH, SourceFile

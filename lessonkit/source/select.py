@@ -15,7 +15,7 @@ import re
 from itertools import pairwise
 
 from lessonkit.errors import LessonError, Problem
-from lessonkit.pipeline.parse import Block
+from lessonkit.pipeline.blocks import Block
 from lessonkit.source.pysyntax import Definition
 
 # Text patterns, in the order they are applied; each must match exactly one line of its scope.

@@ -26,7 +26,7 @@ from support import ROOT, TmpSite, block
 
 from lessonkit.checks import record as site_record
 from lessonkit.checks.tree import Doc
-from lessonkit.pipeline.parse import engine_html
+from lessonkit.pipeline.imitations import engine_html
 from lessonkit.project import Project
 from lessonkit.run.box import sandbox
 from lessonkit.run.outcomes import _check

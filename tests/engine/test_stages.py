@@ -17,7 +17,8 @@ from tinypin import COMMIT, SOURCES, line_of, manifest, pin_toml
 
 from lessonkit.checks import verify
 from lessonkit.errors import LessonError
-from lessonkit.pipeline.parse import Block, BrokenBlock, parse_page
+from lessonkit.pipeline.blocks import Block, BrokenBlock
+from lessonkit.pipeline.parse import parse_page
 
 LINE = re.compile(r"^(?P<path>[\w./-]+):(?P<line>\d+): (?P<what>.+) — (?P<hint>.+)$")
 

@@ -71,7 +71,8 @@ OTHER_HOST = "loads a resource from another host"  # what lessonkit.site.links r
 def first_block(text: str, path: str, kinds: "Registry") -> int | None:
     """The line of a page's first annotation block (well formed or not) or known inline reference;
     None: the page uses neither."""
-    from lessonkit.pipeline.parse import BrokenBlock, parse_page
+    from lessonkit.pipeline.blocks import BrokenBlock
+    from lessonkit.pipeline.parse import parse_page
 
     if not any(mark in text for mark in ("```", "~~~", "[[")):
         return None

@@ -17,7 +17,8 @@ from lessonkit.kinds import Registry, Resolved, for_project
 from lessonkit.pipeline.blocks import Block, ParsedPage
 from lessonkit.pipeline.parse import parse_page
 from lessonkit.run import runner as execute
-from lessonkit.source.pin import Pin, PinnedTree, load_pin, provide
+from lessonkit.source.pin import Pin, PinnedTree, load_pin
+from lessonkit.source.providers import provide
 from lessonkit.source.resolve import Tree
 from lessonkit.util.store import Store
 

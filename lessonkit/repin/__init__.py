@@ -4,7 +4,7 @@
 version on the package index (``1.9.0``), a full 40-digit commit fetched from
 ``LESSONKIT_GIT_REMOTE``, or a local checkout (a directory). Four steps, one module each:
 
-* :mod:`.acquire`: the target tree, with the pin's own providers (:mod:`lessonkit.source.pin`);
+* :mod:`.acquire`: the target tree, with the pin's own providers (:mod:`lessonkit.source.providers`);
 * :mod:`.classify`: every block and experiment as unchanged / moved / changed / missing
   (experiments, run by :mod:`.runs`: unchanged / differs / fails), by error codes, never by
   message text;

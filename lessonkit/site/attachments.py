@@ -116,7 +116,7 @@ def acceptance(project: Project, report: Report, results: dict[str, execute.Resu
         provider=project.tree.provider,  # as pin.py says it (English), and in the project's words:
         provider_text=provider_text(project.tree.provider, labels),
         manifest_files=len(project.pin.manifest),
-        sdist_checked=project.tree.sdist_checked,  # compared with the archive's own (pin.check_sdist)
+        sdist_checked=project.tree.sdist_checked,  # compared with the archive's own (providers.check_sdist)
         jail=project.runner.jail,  # the jail every experiment of this build ran in (box.jail)
         jail_text=project.runner.jail.describe(),
         root_build=os.geteuid() == 0,

@@ -49,7 +49,9 @@ from support import COMMIT, ROOT, TmpSite, block
 from lessonkit.cli.main import main as lessonkit_main
 from lessonkit.errors import LessonError
 from lessonkit.run.runner import Job, Runner
-from lessonkit.source.pin import check_tree, load_pin, manifest_lines, provide, safe_extract, write_manifest
+from lessonkit.source.fetch import safe_extract
+from lessonkit.source.pin import check_tree, load_pin, manifest_lines, write_manifest
+from lessonkit.source.providers import provide
 
 # path[:line]: message — hint   (the path never contains ": ")
 LINE = re.compile(r"^(?P<path>[^\s:][^:]*?)(?::(?P<line>\d+))?: (?P<msg>.+?) — (?P<hint>\S.*)$")

@@ -16,8 +16,7 @@ this is usable and testable without MkDocs:
   has run; :meth:`Build.watch_site` and :meth:`Build.page_written` hand each written
   page to the link scanner, and :meth:`Build.check_links` checks the written site.
 
-Problems reach the user through one channel, :attr:`Build.problems`, as one type,
-:class:`~lessonkit.errors.Problem`.
+Problems reach the user through one channel, :attr:`Build.problems`, as one type, :class:`~lessonkit.errors.Problem`.
 
 A Build holds no process-wide state: the MkDocs adapter (:mod:`lessonkit.integrations.mkdocs.hooks`)
 keeps each Build with the configuration it was made for and tells it the command

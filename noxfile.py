@@ -421,7 +421,8 @@ def pdf(session: nox.Session) -> None:
 @nox.session(venv_backend="venv")
 def lint(session: nox.Session) -> None:
     """Lint: ruff (rules and format, pyproject.toml), lessonkit's import layers (import-linter, and
-    tools/layers.py: the doc's layer table, no cycle between folders) and its types (mypy)."""
+    tools/layers.py: the doc's layer table, no cycle between folders), the size of its modules
+    (tools/modsize.py: none over 500 lines) and its types (mypy)."""
     session.install("-r", "requirements-lint.txt")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
@@ -429,6 +430,7 @@ def lint(session: nox.Session) -> None:
     session.run("lint-imports", env={"PYTHONPATH": str(ROOT)})
     # architecture.md's layer table is the contract's, and no two folders import each other
     session.run("python", "tools/layers.py", "--check")
+    session.run("python", "tools/modsize.py")  # no module of lessonkit/ over 500 lines
     session.run("mypy")  # files and strictness: pyproject.toml [tool.mypy]
 
 

@@ -30,7 +30,7 @@ _API = {
     "Kind": "lessonkit.kinds.base",
     "InlineKind": "lessonkit.kinds.base",
     "Resolved": "lessonkit.kinds.base",
-    "InlineRef": "lessonkit.pipeline.parse",
+    "InlineRef": "lessonkit.pipeline.blocks",
     "Attachment": "lessonkit.attachments.base",
     "Diagram": "lessonkit.attachments.base",
     "Inputs": "lessonkit.attachments.base",
@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from lessonkit.build import Build
     from lessonkit.errors import LessonError, Problem
     from lessonkit.kinds.base import InlineKind, Kind, Resolved
-    from lessonkit.pipeline.parse import InlineRef
+    from lessonkit.pipeline.blocks import InlineRef
     from lessonkit.project import Project
 
 

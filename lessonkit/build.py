@@ -16,8 +16,7 @@ this is usable and testable without MkDocs:
   has run; :meth:`Build.watch_site` and :meth:`Build.page_written` hand each written
   page to the link scanner, and :meth:`Build.check_links` checks the written site.
 
-Problems reach the user through one channel, :attr:`Build.problems`, as one type,
-:class:`~lessonkit.errors.Problem`.
+Problems reach the user through one channel, :attr:`Build.problems`, as one type, :class:`~lessonkit.errors.Problem`.
 
 A Build holds no process-wide state: the MkDocs adapter (:mod:`lessonkit.integrations.mkdocs.hooks`)
 keeps each Build with the configuration it was made for and tells it the command
@@ -424,13 +423,6 @@ class Build(WrittenSite):
         for code in deferred.html.values() if deferred else ():
             ids |= set(ANCHOR_ID.findall(code))
         return ids
-
-    def unusable_includes(self) -> list[Problem]:
-        """The ``--8<--`` lines (reported by :meth:`plan`) naming a file that may not be included:
-        pymdownx.snippets would raise on them (a traceback) or publish them, so nothing is rendered."""
-        from lessonkit.checks import includes
-
-        return [p for p in self.report.included if p.code == includes.UNUSABLE] if self.report is not None else []
 
     def report_problem(self, p: Problem) -> None:
         self.log(str(p))

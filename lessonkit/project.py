@@ -14,9 +14,11 @@ from lessonkit.config import site as siteconfig
 from lessonkit.config.site import SiteConfig
 from lessonkit.errors import LessonError, Problem
 from lessonkit.kinds import Registry, Resolved, for_project
-from lessonkit.pipeline.parse import Block, ParsedPage, parse_page
+from lessonkit.pipeline.blocks import Block, ParsedPage
+from lessonkit.pipeline.parse import parse_page
 from lessonkit.run import runner as execute
-from lessonkit.source.pin import Pin, PinnedTree, load_pin, provide
+from lessonkit.source.pin import Pin, PinnedTree, load_pin
+from lessonkit.source.providers import provide
 from lessonkit.source.resolve import Tree
 from lessonkit.util.store import Store
 

@@ -94,12 +94,12 @@ def sequence_svg(calls: list[tuple[int, str]], max_depth: int = 9, title: str = 
     rows = call_tree(calls, max_depth)
     indent, row, top, left, char = 18, 24, 14, 14, 7.3  # char: the width of one character at 12 px
     labels = []
-    for level, _, name in rows:
+    for _, _, name in rows:
         mod = _module(name)
         fun = _short(name[len(mod) + 1 :] if name.startswith(mod + ".") else name)
         labels.append((fun, mod))
     width = left + max(
-        (lv * indent + (len(f) + len(m) + 2) * char for (lv, _, _), (f, m) in zip(rows, labels)), default=0
+        (lv * indent + (len(f) + len(m) + 2) * char for (lv, _, _), (f, m) in zip(rows, labels, strict=True)), default=0
     )
     width = int(width) + 16
     height = top + row * max(len(rows), 1) + 8
@@ -112,7 +112,7 @@ def sequence_svg(calls: list[tuple[int, str]], max_depth: int = 9, title: str = 
     ]
     ys = [top + row * i + row // 2 for i in range(len(rows))]
     xs = [left + level * indent for level, _, _ in rows]
-    for i, (level, caller, _) in enumerate(rows):  # caller's stem down to the row, then across to it
+    for i, (_, caller, _) in enumerate(rows):  # caller's stem down to the row, then across to it
         if caller is None:
             continue
         x0 = xs[caller] + 4

@@ -50,7 +50,7 @@ markdown_extensions:
 @pytest.fixture(scope="session")
 def real_project() -> Project:
     project = Project(ROOT)
-    project.tree  # provide once for the whole session
+    _ = project.tree  # provide once for the whole session
     return project
 
 

@@ -140,7 +140,7 @@ class Series:
 def paired(num: list[float], den: list[float]) -> tuple[float, float, float]:
     """The median of per-repetition ratios ``num[i] / den[i]`` (each repetition runs both sides back
     to back, so the pair shares the machine's speed of that moment), with the smallest and largest."""
-    ratios = [a / b for a, b in zip(num, den) if b > 0]
+    ratios = [a / b for a, b in zip(num, den, strict=True) if b > 0]
     if not ratios:
         return float("nan"), float("nan"), float("nan")
     return statistics.median(ratios), min(ratios), max(ratios)
@@ -273,7 +273,7 @@ def floor_note(
     the cores; divided by the other side's wall time of the same pair, that is the pair's floor (median
     of the pairs). A floor above the target means the target needs less CPU work, not a better
     schedule. None without a pair (``--fresh-reps 0``, or no wall on the other side)."""
-    floors = [r.cpu / cores / p.wall for r, p in zip(readme, pip) if p.wall > 0]
+    floors = [r.cpu / cores / p.wall for r, p in zip(readme, pip, strict=True) if p.wall > 0]
     if not floors:
         return None
     cpu = statistics.median(r.cpu for r in readme)
@@ -292,7 +292,7 @@ PIP_ONLY = "supporting: README build command, fresh clone / pip install of the l
 
 def plus(a: list[Sample], b: list[Sample]) -> list[Sample]:
     """Pair by pair, two steps run one after the other as one side: their walls and CPUs added."""
-    return [Sample(x.wall + y.wall, x.cpu + y.cpu) for x, y in zip(a, b)]
+    return [Sample(x.wall + y.wall, x.cpu + y.cpu) for x, y in zip(a, b, strict=True)]
 
 
 def fresh_notes(readme: list[Sample], pip: list[Sample], plain: list[Sample], cores: int) -> list[str]:
@@ -410,7 +410,8 @@ def _fence_for(text: str, indent_fence: str) -> str:
 def rewrite_pages(root: Path, convert) -> int:
     """Replace every annotation block of every page with ``convert(block, raw_lines)``."""
     from lessonkit.kinds import KINDS
-    from lessonkit.pipeline.parse import Block, parse_page
+    from lessonkit.pipeline.blocks import Block
+    from lessonkit.pipeline.parse import parse_page
 
     count = 0
     for path in sorted((root / "docs").rglob("*.md")):
@@ -778,7 +779,7 @@ def serve_series(name: str, root: Path, env: dict[str, str], n: int, profile: Pa
         data = json.loads([l for l in s.log.splitlines() if l.startswith("{\"wall\"")][-1])
     except (IndexError, json.JSONDecodeError):
         raise SystemExit(f"bench: serve driver printed no timings:\n{s.log[-3000:]}") from None
-    return Series(name, [Sample(w, c) for w, c in zip(data["wall"], data["cpu"])])
+    return Series(name, [Sample(w, c) for w, c in zip(data["wall"], data["cpu"], strict=True)])
 
 
 # --------------------------------------------------------------------------- ratio 7: live serve
@@ -1212,8 +1213,10 @@ def first_paint(site: Path, loads: int = 3) -> dict[str, dict[str, float]] | str
                         context.close()
                 finally:
                     httpd.shutdown()
-                med = [statistics.median(col) for col in zip(*rows)]
-                out[label] = dict(zip(("fcp_ms", "load_ms", "page_kib", "index_ms", "search_ms", "visit_kb"), med))
+                med = [statistics.median(col) for col in zip(*rows, strict=True)]
+                out[label] = dict(
+                    zip(("fcp_ms", "load_ms", "page_kib", "index_ms", "search_ms", "visit_kb"), med, strict=True)
+                )
         finally:
             browser.close()
     return out
@@ -1508,8 +1511,8 @@ def _run(args, reps, scale_reps, cores, usable, pinned, version, work, has_mdexe
         spread[label] = f"{lo:.2f}–{hi:.2f}"
         return (num, label, wall, cpu, target)
 
-    cold_den_wall = [p + e / cores for p, e in zip(_walls(P), exp_cpu_serial)]
-    cold_den_cpu = [p + e for p, e in zip(_cpus(P), exp_cpu_serial)]
+    cold_den_wall = [p + e / cores for p, e in zip(_walls(P), exp_cpu_serial, strict=False)]
+    cold_den_cpu = [p + e for p, e in zip(_cpus(P), exp_cpu_serial, strict=False)]
     rows = [
         ratio("1", "warm build / plain build", W, P, 1.10),
         ratio("2", f"cold build / (plain + experiment CPU / {cores} cores)", C, P, 1.15, cold_den_wall, cold_den_cpu),

@@ -99,7 +99,9 @@ def with_table(doc: str, new_table: str, label: str = DOC) -> str:
     try:
         start, end = lines.index(LAYERS_START), lines.index(LAYERS_END)
     except ValueError:
-        raise SystemExit(f"{label}: no marker lines {LAYERS_START!r} and {LAYERS_END!r} — add them around the table")
+        raise SystemExit(
+            f"{label}: no marker lines {LAYERS_START!r} and {LAYERS_END!r} — add them around the table"
+        ) from None
     if end < start:
         raise SystemExit(f"{label}:{end + 1}: the end marker comes before the start marker")
     return "\n".join([*lines[: start + 1], new_table, *lines[end:]])

@@ -235,3 +235,10 @@ def _named(
         elif target is not None:
             out.append((target, rel, line, name))
     return out
+
+
+def unusable(report) -> list[Problem]:
+    """The ``--8<--`` lines of a verify report naming a file that may not be included (reported with
+    the report's other problems): pymdownx.snippets would raise on them (a traceback) or publish
+    them, so a build stops before it renders a page."""
+    return [p for p in report.included if p.code == UNUSABLE] if report is not None else []

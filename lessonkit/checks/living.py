@@ -136,7 +136,7 @@ def count_table(table, prose_columns=PROSE_COLUMNS) -> tuple[int, int, int]:
     [[line: …]] is checked by verify like every inline reference)."""
     g = c = h = 0
     for row in table.rows:
-        for col, cell in zip(table.columns[1:], row[1:]):
+        for col, cell in zip(table.columns[1:], row[1:], strict=False):
             if cell.mode == "generated":
                 g += 1
             elif cell.mode == "checked":

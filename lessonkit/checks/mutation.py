@@ -28,7 +28,7 @@ from pathlib import Path
 
 from lessonkit.config import maps
 from lessonkit.errors import LessonError, Problem
-from lessonkit.pipeline.parse import Block
+from lessonkit.pipeline.blocks import Block
 from lessonkit.project import Project
 from lessonkit.source.pin import check_file, check_tree
 from lessonkit.source.pyindex import SourceFile

@@ -58,7 +58,7 @@ def full_showings(report, lessons: str = LESSONS) -> dict[tuple[str, str], list[
     """Every full showing of every (file, symbol), in course order."""
     out: dict[tuple[str, str], list[Showing]] = {}
     for page in course_order(report.resolved, lessons):
-        for r, anchor in zip(report.resolved[page], report.anchors(page)):
+        for r, anchor in zip(report.resolved[page], report.anchors(page), strict=True):
             if is_full(r):
                 s = Showing(page, r.block.ordinal, r.block.line, anchor)
                 out.setdefault((r.excerpt.file, r.excerpt.symbol), []).append(s)
@@ -82,7 +82,7 @@ def targets(project, report) -> tuple[dict[str, dict[int, Showing]], list[Proble
         own = page in report.resolved
         rs = report.resolved[page] if own else extra[page][0]
         ids = report.anchors(page) if own else extra[page][1]
-        for r, anchor in zip(rs, ids):
+        for r, anchor in zip(rs, ids, strict=True):
             if own and recalls(r):
                 key = (r.excerpt.file, r.excerpt.symbol)
                 target = seen.get(key)

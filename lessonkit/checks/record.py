@@ -97,7 +97,7 @@ def emitted(project, report, results: dict) -> dict[str, list[list]]:
     out: dict[str, list[list]] = {}
     for page, resolved in sorted(report.resolved.items()):
         rows = []
-        for r, anchor in zip(resolved, report.anchors(page)):
+        for r, anchor in zip(resolved, report.anchors(page), strict=True):
             code = sha256(code_of(r)[0]) if r.kind.citation is not None else None
             run = None
             if r.job is not None:

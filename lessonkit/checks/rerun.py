@@ -96,7 +96,7 @@ def difference(first: execute.Result, second: execute.Result, varies: set[str]) 
 def _around(a: str, b: str, width: int = 60) -> tuple[str, str]:
     """Both texts cut to ``width`` characters, from a little before their first difference (a long
     value, such as a recorded SVG, differs far from its start)."""
-    k = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    k = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
     start = max(0, k - 20) if k > width - 10 else 0
     cut = lambda t: ("…" if start else "") + t[start : start + width] + ("…" if len(t) > start + width else "")  # noqa: E731
     return cut(a), cut(b)
@@ -116,7 +116,7 @@ def check(project, report: Report) -> list[Problem]:
         return first, runner.run_again(job)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        results = dict(zip(unique, pool.map(pair, unique.values())))
+        results = dict(zip(unique, pool.map(pair, unique.values()), strict=True))
     problems = []
     for key, (first, second) in results.items():
         if not (first.ok and second.ok):

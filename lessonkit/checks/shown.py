@@ -166,7 +166,7 @@ def compare_code(check, r, what, where, have: list, want: list[str], doc: Doc, i
     out = []
     if len(have) != len(want) or len(want) != len(runs):
         out.append(Problem(f"{what} shows {len(have)} run(s) of code instead of {len(want)}", where, None, HINT))
-    pairs = list(zip(have, want, runs))
+    pairs = list(zip(have, want, runs, strict=False))
     if r.kind.name == "real-source":
         out += _pinned(check, r, what, where, pairs, doc, i)
     else:
@@ -185,7 +185,7 @@ def compare_code(check, r, what, where, have: list, want: list[str], doc: Doc, i
     for (_, numbers), _w, (ex, a, b) in pairs:
         if numbers is not None and numbers != tuple(range(a, b + 1)):
             shown = f"{numbers[0]}–{numbers[-1]}" if numbers else "nothing"
-            wrong = next(((x, y) for x, y in zip(numbers, range(a, b + 1)) if x != y), None)
+            wrong = next(((x, y) for x, y in zip(numbers, range(a, b + 1), strict=False) if x != y), None)
             if wrong is not None and shown == f"{a}–{b}" and len(numbers) == b - a + 1:
                 shown += f" ({wrong[0]} where {wrong[1]} belongs)"
             part = " (its full version)" if ex is not None and ex is not r.excerpt else ""
@@ -219,7 +219,7 @@ def _pinned(check, r, what, where, pairs, doc: Doc, i: int) -> list[Problem]:
             continue
         texts = [_expanded(check.pinned_lines(file, lines), tabs) for _, file, lines in group]
         cut = _cut([t for t in texts if t is not None], mode)
-        for (((text, _), w, _), file, lines), pinned in zip(group, texts):
+        for (((text, _), w, _), file, lines), pinned in zip(group, texts, strict=True):
             label = f"real-source block {file} L{lines[0]}–L{lines[-1]}" if lines else f"real-source block {file}"
             if part is not ex:
                 label = f"the full version of {what}"
@@ -375,7 +375,9 @@ def compare_cells(doc: Doc, i: int, exp, what: str, where: str) -> list[Problem]
     cells = [doc.text(k) for k in range(i + 1, doc.end(i)) if recorded_cell(doc, k)]
     if cells == exp.cells:
         return []
-    k = next((n for n, (a, b) in enumerate(zip(cells, exp.cells)) if a != b), min(len(cells), len(exp.cells)))
+    k = next(
+        (n for n, (a, b) in enumerate(zip(cells, exp.cells, strict=False)) if a != b), min(len(cells), len(exp.cells))
+    )
     got = cells[k] if k < len(cells) else "nothing"
     want = exp.cells[k] if k < len(exp.cells) else "nothing"
     return [
@@ -424,7 +426,7 @@ def markup_problem(doc: Doc, i: int, want: str, what: str, where: str) -> list[P
         want = NO_SEARCH.sub("", want)
     if have == want:
         return []
-    k = next((n for n, (x, y) in enumerate(zip(have, want)) if x != y), min(len(have), len(want)))
+    k = next((n for n, (x, y) in enumerate(zip(have, want, strict=False)) if x != y), min(len(have), len(want)))
     got, wrote = _at(have, k), _at(want, k)
     why = ""
     region = have[have.rfind("<", 0, k + 1) if "<" in have[: k + 1] else k : k + 200]

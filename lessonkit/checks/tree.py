@@ -69,9 +69,9 @@ class Doc:
             pid = parent.mem_id if parent is not None else None
             if pid in owner:  # in a template's content: the template's child
                 p = owner[pid]
-                self._close(stack, lambda e: e[1] == p)
+                self._close(stack, lambda e, p=p: e[1] == p)
             else:
-                self._close(stack, lambda e: e[0] == pid)
+                self._close(stack, lambda e, pid=pid: e[0] == pid)
                 p = stack[-1][1] if stack else -1
             if tag == "-text":
                 if p >= 0 and p not in started:

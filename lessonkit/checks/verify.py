@@ -111,7 +111,7 @@ def check(project: Project, pages: list[Path] | None = None, installed: bool = T
     the distributions of ``[experiments] versions`` and the HTML parser may still be missing (the
     prefill, which only lists the experiments: the build then checks everything itself)."""
     report = Report()
-    project.tree  # provide and check the pinned tree first: a bad tree is one clear error
+    _ = project.tree  # provide and check the pinned tree first: a bad tree is one clear error
     check_config(project, installed)
     for path in pages or project.pages():
         try:

@@ -148,7 +148,7 @@ ROLES_HINT = "sourcemap/roles.toml maps a file of the pinned tree to its role: [
 def read_roles(path: Path, label: str) -> dict[str, str]:
     data, lines = read_toml(path, label, ROLES_HINT)
     problems = []
-    for key, value in data.items():
+    for key in data:
         if key != "roles":
             problems.append(
                 Problem(

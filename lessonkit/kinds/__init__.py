@@ -28,7 +28,7 @@ from lessonkit.config.modules import Registration, guard_methods, registered_obj
 from lessonkit.errors import LessonError
 from lessonkit.kinds import exercise, experiment, figure, line, output, real_source, runnable, snapshot, teaching, value
 from lessonkit.kinds.base import CITATION_ROLES, REPIN_ROLES, InlineKind, Kind, Resolved
-from lessonkit.pipeline.parse import INLINE, InlineRef
+from lessonkit.pipeline.blocks import INLINE, InlineRef
 
 __all__ = ["KINDS", "Registry", "Kind", "InlineKind", "InlineRef", "Resolved", "for_project", "INLINE"]
 

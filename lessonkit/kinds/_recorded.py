@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from lessonkit.errors import MISSING_SCRIPT, LessonError, Problem
-from lessonkit.pipeline.parse import check_rel_path
+from lessonkit.pipeline.blocks import check_rel_path
 from lessonkit.pipeline.recording import Recording, load
 from lessonkit.run import runner as execute
 from lessonkit.run.box import sandbox

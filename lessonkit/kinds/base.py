@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from lessonkit.errors import LessonError, Problem
-from lessonkit.pipeline.parse import InlineRef
+from lessonkit.pipeline.blocks import InlineRef
 
 if TYPE_CHECKING:
-    from lessonkit.pipeline.parse import Block
+    from lessonkit.pipeline.blocks import Block
     from lessonkit.run.runner import Job, Result
     from lessonkit.source.resolve import Excerpt
 

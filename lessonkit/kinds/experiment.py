@@ -10,7 +10,7 @@ from pathlib import Path
 
 from lessonkit.errors import MISSING_SCRIPT, LessonError, Problem
 from lessonkit.kinds.base import Kind, Resolved, slug
-from lessonkit.pipeline.parse import check_rel_path
+from lessonkit.pipeline.blocks import check_rel_path
 from lessonkit.run import runner as execute
 from lessonkit.run import session as drive
 from lessonkit.run.box import sandbox
@@ -102,7 +102,7 @@ class Experiment(Kind):
             try:
                 rel = check_rel_path(block.get("File"))
             except LessonError as exc:
-                raise exc.at(block.path, block.line_of("File"))
+                raise exc.at(block.path, block.line_of("File")) from None
             if not rel.endswith(".py"):
                 raise LessonError(
                     f"`{rel}` is not a Python script",

@@ -145,7 +145,7 @@ class Snapshot(Kind):
             table = self.table(r, result)
         except LessonError:
             return []
-        from lessonkit.pipeline.parse import INLINE, InlineRef
+        from lessonkit.pipeline.blocks import INLINE, InlineRef
 
         def plain_ref(m):
             kind = project.kinds.inline.get(m["name"])
@@ -165,7 +165,7 @@ class Snapshot(Kind):
 
 def cell_refs(block) -> list:
     """The inline references (``[[line: …]]``, ``[[value: …]]``) written in the Title and the table's cells."""
-    from lessonkit.pipeline.parse import INLINE, InlineRef
+    from lessonkit.pipeline.blocks import INLINE, InlineRef
 
     out = []
     lines = [(block.line_of("Title"), block.get("Title") or "")]
@@ -179,7 +179,7 @@ def cell_refs(block) -> list:
 
 def _with_refs(text: str, renderer, line: int | None) -> str:
     """A hand-written cell as HTML, its inline references rendered by their kinds."""
-    from lessonkit.pipeline.parse import INLINE, InlineRef
+    from lessonkit.pipeline.blocks import INLINE, InlineRef
 
     project = renderer.project
     if "[[" not in text or project is None:

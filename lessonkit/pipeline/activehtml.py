@@ -49,7 +49,7 @@ def _blank_paragraph_code(rows: list[tuple[int, str]]) -> list[tuple[int, str]]:
         text = "\n".join(line for _, line in rows[k:j])
         if "`" in text:
             text = _blank_spans(text)
-        out += list(zip([i for i, _ in rows[k:j]], text.split("\n")))
+        out += list(zip([i for i, _ in rows[k:j]], text.split("\n"), strict=True))
         k = j
     return out
 

@@ -32,8 +32,9 @@ from pymdownx.highlight import Highlight
 
 from lessonkit.config.labels import PROVIDERS, provider_text  # noqa: F401 (where the pinned tree came from, in labels)
 from lessonkit.errors import LessonError, Problem, fold_repeats
+from lessonkit.pipeline.blocks import Block, BrokenBlock
 from lessonkit.pipeline.fences import QUOTE, blank_line
-from lessonkit.pipeline.parse import Block, BrokenBlock, parse_page
+from lessonkit.pipeline.parse import parse_page
 from lessonkit.pipeline.render import Deferred, NoLinks, Renderer, anchors, duplicate_ids, page_ids
 from lessonkit.project import Project, Resolved
 from lessonkit.run import runner as execute
@@ -132,7 +133,7 @@ def render_page(md: Markdown, project: Project, text: str, ctx: PageContext) -> 
                 failed[id(item)] = err = exc.at(item.path, item.line)
                 problems += err.problems
     given = ctx.anchors if ctx.anchors is not None and len(ctx.anchors) == len(resolved) else None
-    ids = dict(zip(resolved, given if given is not None else anchors(list(resolved.values()))))
+    ids = dict(zip(resolved, given if given is not None else anchors(list(resolved.values())), strict=True))
     # inline references after the blocks are resolved: a `line` reference links to an excerpt on the page
     page_links = PageLinks(
         ctx.links,

@@ -11,10 +11,20 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from lessonkit.errors import LessonError, Problem
-from lessonkit.pipeline.activehtml import ENGINE_HTML, active_html
+from lessonkit.pipeline.activehtml import active_html
+from lessonkit.pipeline.blocks import (
+    INLINE,
+    Block,
+    BrokenBlock,
+    Field,
+    InlineItem,
+    InlineRef,
+    ParsedPage,
+    SessionPart,
+)
 from lessonkit.pipeline.fences import (
     FENCE,
     blank_code,
@@ -28,6 +38,7 @@ from lessonkit.pipeline.fences import (
     unquote,
     width,
 )
+from lessonkit.pipeline.imitations import badge_labels, engine_html, fence_badges
 
 # A fence of a known kind that is not where Markdown opens a block: after a list marker, a footnote
 # label or a definition's colon on the same line, in a table row, after text (group `lead`).
@@ -37,129 +48,6 @@ LEAD = re.compile(r"^[ \t]*(?:[-*+]|[0-9]{1,9}[.)]|\[\^[^\]\s]+\]:|:)[ \t]+$")
 ATTR_ID = re.compile(r"\{:?[ \t]*((?:[^{}]*?\s)?#[^\s{}]+[^{}]*)\}[ \t]*$")
 HTML_ID = re.compile(r"<[A-Za-z][^<>]*?\sid[ \t]*=[ \t]*(?:\"([^\"]*)\"|'([^']*)')")
 HEADER = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9_-]*)[ \t]*:(?P<value>.*)$")
-LINES = re.compile(r"^([0-9]{1,9})-([0-9]{1,9})$")  # bounded: int() of thousands of digits raises
-
-
-# `[[name: argument]]` in prose; `name` must be an inline kind of the registry.
-# A `]` may appear inside a double-quoted string of the argument (`"outgrads[parent]"`),
-# where `\"` is a quote.
-INLINE = re.compile(r'\[\[(?P<name>[a-z][a-z0-9-]*):[ \t]*(?P<arg>(?:[^\]\n"]|"(?:[^"\\\n]|\\.)*")*?)[ \t]*\]\]')
-
-
-@dataclass(frozen=True)
-class InlineRef:
-    """One ``[[name: argument]]`` found in prose."""
-
-    kind: str
-    argument: str
-    path: str | None  # None: a reference in a snapshot cell, rendered with its table
-    line: int | None  # 1-based line in the page file
-
-
-@dataclass(frozen=True)
-class Field:
-    value: str
-    line: int
-
-
-@dataclass(frozen=True)
-class SessionPart:
-    """One block of a page session (a kind with ``sessions``, blocks with the same ``Session:``)."""
-
-    line: int  # the block's opening fence
-    body_line: int | None
-    body: tuple[str, ...] | None
-    fields: tuple[tuple[str, str, int], ...]  # (key, value, line) of its headers
-
-
-@dataclass(frozen=True)
-class Block:
-    kind: str
-    path: str
-    line: int  # the opening fence, 1-based line in the page file
-    fields: dict[str, Field]
-    body: tuple[str, ...] | None
-    body_line: int | None
-    ordinal: int  # position among annotation blocks of the page
-    start: int  # 0-based index of the opening fence in the text given to parse
-    end: int  # 0-based index of the closing fence (inclusive)
-    indent: str = ""
-    # A block of a page session: every block of the session in page order (this one included), and
-    # this block's place among them. () when the block is in no session.
-    session: tuple[SessionPart, ...] = ()
-    session_index: int = 0
-
-    def get(self, key: str) -> str | None:
-        f = self.fields.get(key)
-        return f.value if f else None
-
-    def line_of(self, key: str) -> int:
-        f = self.fields.get(key)
-        return f.line if f else self.line
-
-    @property
-    def lines_range(self) -> tuple[int, int] | None:
-        v = self.get("Lines")
-        if v is None:
-            return None
-        m = LINES.match(v)
-        if m is None:  # the kinds that allow `Lines` check it first
-            raise LessonError(
-                f"`Lines: {v}` is not a range `a-b`",
-                path=self.path,
-                line=self.line_of("Lines"),
-                hint="e.g. `Lines: 25-32`",
-            )
-        return int(m[1]), int(m[2])
-
-
-@dataclass(frozen=True)
-class BrokenBlock:
-    """A block that could not be parsed; it is replaced by an error box."""
-
-    error: LessonError
-    start: int
-    end: int
-    indent: str = ""
-    ordinal: int | None = None  # the place among the page's blocks it would have had (a known kind)
-
-
-@dataclass
-class ParsedPage:
-    path: str
-    items: list = field(default_factory=list)  # Block | BrokenBlock, in order
-    inline: list = field(default_factory=list)  # InlineItem, in order
-    problems_inline: list = field(default_factory=list)  # Problem: unknown inline kinds
-    ids: list = field(default_factory=list)  # (id, 1-based line): the ids the author wrote, in order
-    # Problem: raw HTML in prose that uses the engine's classes or badges (ENGINE_HTML). Reported for
-    # the pages an author writes (verify, and the build for pages with a file), not for pages the
-    # engine generates from its own templates.
-    engine_html: list = field(default_factory=list)
-    # Problem: those of engine_html that are active content in prose (active_html: raw HTML that
-    # runs, embeds or restyles), apart: what the project's templates render is checked for these
-    active: list = field(default_factory=list)
-
-    @property
-    def blocks(self) -> list[Block]:
-        return [b for b in self.items if isinstance(b, Block)]
-
-    @property
-    def problems(self) -> list[Problem]:
-        out = []
-        for b in self.items:
-            if isinstance(b, BrokenBlock):
-                out += b.error.problems
-        return out + self.problems_inline
-
-
-@dataclass(frozen=True)
-class InlineItem:
-    """An inline reference ``[[name: argument]]`` in prose, with its place in the text."""
-
-    ref: InlineRef
-    index: int  # 0-based line index in the text given to parse
-    col: int
-    end_col: int
 
 
 def parse_page(
@@ -476,151 +364,6 @@ def _inline(page, kinds, line, index, path, offset) -> None:
             )
 
 
-# class="…lk-…" (any quoting) or an attr_list `{: .lk-… }` / `{: class="lk-…" }`
-ENGINE_CLASS = re.compile(
-    r"""\bclass\s*=\s*(?:"(?P<dq>[^"]*)"|'(?P<sq>[^']*)'|(?P<uq>[^\s>"']+))|\{:?(?P<attr>[^{}]*)\}""", re.I
-)
-ATTR_CLASS = re.compile(r"""(?:^|\s)\.(?P<dot>[\w-]+)|\bclass\s*=\s*(?:"(?P<dq>[^"]*)"|'(?P<sq>[^']*)'|(?P<uq>\S+))""")
-# what a reader of an imitation would take it for: the block to write instead
-INSTEAD = (
-    (
-        ("lk-real-source", "lk-badge-real", "lk-source", "lk-line", "lk-ln", "lk-cited", "lk-cite-mark"),
-        "a real-source block",
-    ),
-    (("lk-teaching", "lk-badge-teach", "lk-disclaimer"), "a teaching-simplification block"),
-    (
-        ("lk-experiment", "lk-badge-exp", "lk-output", "lk-output-wrap", "lk-output-label", "lk-provenance"),
-        "an experiment block",
-    ),
-    (("lk-snapshot", "lk-badge-snap", "lk-generated", "lk-checked", "lk-snapshot-table"), "a snapshot block"),
-    (("lk-figure", "lk-fig-source"), "a figure block"),
-    (("lk-value",), "a [[value: …]] reference"),
-)
-
-
-def engine_html(line: str, path: str, lineno: int, badges: tuple[str, ...] = ()) -> list[Problem]:
-    """Problems for raw HTML (or an attr_list) on one prose line that uses the engine's classes or
-    shows one of its badges outside a block: the site would show an imitation of an engine block
-    that nothing checked. Code spans are text and are left alone."""
-    from html import unescape
-
-    spans = code_spans(line) if "`" in line else []
-    text = line
-    for a, b in reversed(spans):
-        text = text[:a] + " " * (b - a) + text[b:]
-    plain = unescape(text) if "&" in text else text
-    engine: list[str]
-    engine, attr_list = [], False
-    for m in ENGINE_CLASS.finditer(plain):
-        if m["attr"] is not None:
-            classes = [c["dot"] or c["dq"] or c["sq"] or c["uq"] or "" for c in ATTR_CLASS.finditer(m["attr"])]
-            classes = [w for c in classes for w in c.split()]
-        else:
-            classes = (m["dq"] if m["dq"] is not None else m["sq"] if m["sq"] is not None else m["uq"]).split()
-        found = [c for c in classes if c.startswith("lk-")]
-        attr_list = attr_list or (bool(found) and m["attr"] is not None and not engine)
-        engine += found
-    if engine:  # one line of the page, one problem: the first class it uses, the block it imitates
-        instead = next((what for names, what in INSTEAD if any(c in names for c in engine)), "an annotation block")
-        if attr_list:
-            message = f"an attribute list `{{: … }}` uses the engine class {engine[0]}"
-        else:
-            message = f"raw HTML uses the engine class {engine[0]}"
-        return [Problem(message, path, lineno, f"write {instead} instead", code=ENGINE_HTML)]
-    out = []
-    for badge in badges:
-        if badge and re.search(r">\s*" + re.escape(badge) + r"\s*</?[A-Za-z]", plain):
-            out.append(
-                Problem(
-                    f"raw HTML shows the engine's badge \"{badge}\" outside a block",
-                    path,
-                    lineno,
-                    "write the annotation block instead; only the engine shows its badges",
-                    code=ENGINE_HTML,
-                )
-            )
-    return out
-
-
-# -- badges written as prose: the label of an engine block, without the block
-LABEL_LEAD = re.compile(r"^[ \t]*(?:>[ \t]?)*(?:(?:[-*+]|[0-9]{1,9}[.)])[ \t]+)?(?:#{1,6}[ \t]+)?[*_~=]*[ \t]*")
-# an admonition, a details block or a tab: its types and its quoted title
-TITLED = re.compile(
-    r"^[ \t]*(?:>[ \t]?)*[ \t]*(?P<mark>!!!|\?\?\?\+?|===)[ \t]*(?P<types>[^\"\n]*?)[ \t]*"
-    r"(?:\"(?P<title>[^\"\n]*)\")?[ \t]*$"
-)
-
-
-def badge_labels(line: str, path: str, lineno: int, badges: tuple[str, ...] = ()) -> list[Problem]:
-    """Problems for one prose line that labels something the way only the engine's blocks are
-    labelled: an admonition whose type is an engine class (``!!! lk-real-source``), or one of
-    ``badges`` as a label (at the start of the line or of a table cell, alone in emphasis, as an
-    admonition's or a tab's title). The badge inside a sentence, after other words, is prose."""
-    from html import unescape
-
-    if "!!!" not in line and "???" not in line and "&" not in line and not any(b and b in line for b in badges):
-        return []
-    line = blank_code(line)
-    titled = TITLED.match(line) if ("!" in line or "?" in line or "=" in line) else None
-    if titled is not None:
-        engine = [t for t in titled["types"].split() if t.startswith("lk-")]
-        if engine:
-            instead = next((what for names, what in INSTEAD if engine[0] in names), "an annotation block")
-            what = "an admonition" if titled["mark"] != "===" else "a tab"
-            return [
-                Problem(
-                    f"{what} of type `{engine[0]}` uses the engine class {engine[0]}",
-                    path,
-                    lineno,
-                    f"write {instead} instead",
-                    code=ENGINE_HTML,
-                )
-            ]
-    plain = unescape(line) if "&" in line else line
-    texts = [titled["title"] or ""] if titled is not None else plain.split("|") if "|" in plain else [plain]
-    for badge in badges:
-        if not badge or badge not in plain:
-            continue
-        alone = re.search(r"(\*\*|__|\*|_|~~|==)[ \t]*" + re.escape(badge) + r"[ \t]*\1", plain)
-        if alone or any(LABEL_LEAD.sub("", t, count=1).startswith(badge) for t in texts):
-            return [
-                Problem(
-                    f'prose shows the engine\'s badge "{badge}" as a label, as if an engine block followed',
-                    path,
-                    lineno,
-                    "write the annotation block instead; to name a kind of block, write its badge inside a "
-                    "sentence or in quotes (\u300c…\u300d)",
-                    code=ENGINE_HTML,
-                )
-            ]
-    return []
-
-
-_TITLE = re.compile(r"""\btitle[ \t]*=[ \t]*(?:"([^"]*)"|'([^']*)'|(\S+))""")
-
-
-def fence_badges(info: str, path: str, lineno: int, badges: tuple[str, ...]) -> list[Problem]:
-    """The title of an ordinary code fence (``title="…"``, which the theme shows above the code, where
-    an engine block shows its badge) that holds one of the engine's ``badges``."""
-    from html import unescape
-
-    for m in _TITLE.finditer(info):
-        title = unescape(next(g for g in m.groups() if g is not None))
-        badge = next((b for b in badges if b and b in title), None)
-        if badge is not None:
-            return [
-                Problem(
-                    f'a code block\'s title shows the engine\'s badge "{badge}", as if it were an engine block',
-                    path,
-                    lineno,
-                    "write the annotation block instead (it checks the code against the pin), or title the "
-                    "code block without the badge",
-                    code=ENGINE_HTML,
-                )
-            ]
-    return []
-
-
 def markup_values(spec, block: Block, badges: tuple[str, ...] = (), html_checks: bool = True) -> list[Problem]:
     """The header values and body lines a kind shows as Markdown (``spec.markup``: field names,
     ``"body"`` for the body): checked as prose is, for imitations, badges and active content."""
@@ -717,20 +460,3 @@ def _validate(spec, b: Block) -> list[Problem]:
         if key not in b.fields
     ]
     return out + spec.validate(b)
-
-
-def check_rel_path(value: str) -> str:
-    """A repository-relative POSIX path, or a LessonError saying why not."""
-    v = value.strip()
-    if "://" in v or v.startswith(("http:", "https:", "file:")):
-        raise LessonError(f"`{v}` is a URL, not a path in the tree", hint="write a relative path such as pkg/module.py")
-    if "\\" in v:
-        raise LessonError(f"`{v}` contains a backslash", hint="use forward slashes: pkg/module.py")
-    if v.startswith("/") or re.match(r"^[A-Za-z]:", v):
-        raise LessonError(f"`{v}` is an absolute path", hint="write the path relative to the tree, e.g. pkg/module.py")
-    parts = v.split("/")
-    if ".." in parts:
-        raise LessonError(f"`{v}` has a `..` segment", hint="paths may not leave the tree")
-    if any(p in ("", ".") for p in parts):
-        raise LessonError(f"`{v}` has an empty or `.` segment", hint="write it as a plain relative path")
-    return v

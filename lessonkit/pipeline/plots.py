@@ -125,7 +125,7 @@ def loglog_svg(
         body.append(f'<path class="lk-mark" d="M{gx:.1f},{mt - 6:.1f}V{bottom:.1f}"/>')
         body.append(svg.text_at(gx, mt - 15, text, "lk-label", 12))
     for i, (_, ys) in enumerate(series):
-        pts = sorted(zip(x, ys))
+        pts = sorted(zip(x, ys, strict=False))
         line = " ".join(f"{px(a):.1f},{py(b):.1f}" for a, b in pts)
         dots = "".join(_marker(i, px(a), py(b)) for a, b in pts)
         body.append(
@@ -203,7 +203,7 @@ def matrix_svg(
             f'<path class="lk-edge" marker-end="url(#lk-ah3)" d="M{right + 8:.1f},{my + m * ch / 2:.1f}H{vx - 8:.1f}"/>'
         )
         body.append('<g class="lk-s0">')
-        for r, v in enumerate(values):
+        for r in range(len(values)):
             body.append(f'<rect class="lk-hl" x="{vx:.1f}" y="{my + r * ch:.1f}" width="{cw:.1f}" height="{ch:.1f}"/>')
         body.append("</g>")
         for r, v in enumerate(values):
@@ -221,7 +221,7 @@ def matrix_svg(
             f'<path class="lk-edge" marker-end="url(#lk-ah3)" d="M{mx + n * cw / 2:.1f},{below + 8:.1f}V{vy - 8:.1f}"/>'
         )
         body.append('<g class="lk-s1">')
-        for c, v in enumerate(values):
+        for c in range(len(values)):
             body.append(f'<rect class="lk-hl" x="{mx + c * cw:.1f}" y="{vy:.1f}" width="{cw:.1f}" height="{ch:.1f}"/>')
         body.append("</g>")
         for c, v in enumerate(values):

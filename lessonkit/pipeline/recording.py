@@ -233,7 +233,7 @@ def split_row(line: str) -> list[str]:
         text = text[1:]
     if text.endswith("|") and not text.endswith("\\|"):
         text = text[:-1]
-    from lessonkit.pipeline.parse import INLINE
+    from lessonkit.pipeline.blocks import INLINE
 
     cells, cur, i = [], [], 0
     while i < len(text):

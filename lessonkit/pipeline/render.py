@@ -67,7 +67,7 @@ def page_ids(resolved: list[Resolved], ids: list[str], line_refs: int, lesson: b
     of the code it shows (``<id>-L<n>``), an experiment's output (``<id>-output``), the inline
     source references (``ref-<n>``) and, on a lesson that cites source, its list (``cited-source``)."""
     out: dict[str, str] = {}
-    for r, anchor in zip(resolved, ids):
+    for r, anchor in zip(resolved, ids, strict=True):
         what = f"the {r.spec.name} block on line {r.block.line}"
         out.setdefault(anchor, what)
         if r.spec.citation is not None:  # the kinds that show code (not snapshot, figure)

@@ -4,7 +4,7 @@
 version on the package index (``1.9.0``), a full 40-digit commit fetched from
 ``LESSONKIT_GIT_REMOTE``, or a local checkout (a directory). Four steps, one module each:
 
-* :mod:`.acquire`: the target tree, with the pin's own providers (:mod:`lessonkit.source.pin`);
+* :mod:`.acquire`: the target tree, with the pin's own providers (:mod:`lessonkit.source.providers`);
 * :mod:`.classify`: every block and experiment as unchanged / moved / changed / missing
   (experiments, run by :mod:`.runs`: unchanged / differs / fails), by error codes, never by
   message text;
@@ -61,7 +61,9 @@ def main(args) -> int:
                 out.parent.mkdir(parents=True, exist_ok=True)
                 out.write_text(render_html(report), encoding="utf-8")
             except OSError as exc:
-                raise err(f"cannot write the HTML report {out}: {exc.strerror}", hint="give another --html path")
+                raise err(
+                    f"cannot write the HTML report {out}: {exc.strerror}", hint="give another --html path"
+                ) from None
             print(f"HTML report: {project.rel(out)}")
             if args.apply:
                 apply(project, report)

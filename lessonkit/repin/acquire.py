@@ -1,4 +1,4 @@
-"""Acquire the target tree of a repin with the pin's own providers (:mod:`lessonkit.source.pin`).
+"""Acquire the target tree of a repin with the pin's own providers (:mod:`lessonkit.source.providers`).
 
 TARGET is a released version (its sdist from the package index, cached under
 ``<cache>/repin/sdist`` with its sha256), a full 40-digit commit (fetched from
@@ -19,9 +19,8 @@ from pathlib import Path
 
 from lessonkit.config import environment
 from lessonkit.errors import LessonError
-from lessonkit.source import fetch
-from lessonkit.source import pin as pinning
-from lessonkit.source.pin import Pin
+from lessonkit.source import fetch, providers
+from lessonkit.source.pin import Pin, manifest_digest, sha256_file, tree_manifest
 from lessonkit.util.fs import atomic_write, owned_path, remove_owned, staging_dir
 
 WHERE = "repin"  # the location operator errors are reported at
@@ -50,7 +49,7 @@ class Target:
 
     @property
     def digest(self) -> str:
-        return pinning.manifest_digest(self.manifest)
+        return manifest_digest(self.manifest)
 
     @property
     def label(self) -> str:
@@ -86,14 +85,14 @@ def fetch_sdist(version: str, cache: Path, name: str) -> tuple[Path, str]:
         archive = owned_path(cache, AREA, "sdist", f"{name}-{version}{ext}")
         side = archive.with_name(archive.name + ".sha256")
         if archive.is_file() and side.is_file():
-            digest = pinning.sha256_file(archive)
+            digest = sha256_file(archive)
             if side.read_text(encoding="utf-8").strip() == digest:
                 return archive, digest
             remove_owned(store, archive.name)  # damaged since it was fetched: fetch again
     try:
         listed = fetch.find_sdist(name, version)
     except LessonError as exc:
-        if exc.code == pinning.TIMED_OUT:
+        if exc.code == fetch.TIMED_OUT:
             raise err(
                 f"reading the package index for {name}=={version} timed out",
                 hint="offline? give a local checkout path as TARGET instead",
@@ -108,7 +107,7 @@ def fetch_sdist(version: str, cache: Path, name: str) -> tuple[Path, str]:
             hint="use an index that publishes hashes (PEP 503 #sha256= or PEP 691 hashes; PyPI does), "
             "or give a local checkout path as TARGET",
         )
-    area = pinning.staging(cache, AREA)
+    area = providers.staging(cache, AREA)
     tmp = staging_dir(area, "dl-")
     try:
         try:
@@ -120,7 +119,7 @@ def fetch_sdist(version: str, cache: Path, name: str) -> tuple[Path, str]:
                     "the archive was not opened, unpacked or built",
                     hint="the index or the connection to it served other bytes; check PIP_INDEX_URL and pip.conf",
                 ) from None
-            if exc.code == pinning.TIMED_OUT:
+            if exc.code == fetch.TIMED_OUT:
                 raise err(
                     f"downloading {listed.filename} timed out",
                     hint="offline? give a local checkout path as TARGET instead",
@@ -161,7 +160,7 @@ def _sdist_target(spec: str, cache: Path, name: str) -> Target:
     archive, digest = fetch_sdist(spec, cache, name)
     root_name = _archive_root(archive, name)
     version = root_name.rsplit("-", 1)[1]
-    tree = pinning.extract_sdist(archive, pinning.staging(cache, AREA), root_name)
+    tree = fetch.extract_sdist(archive, providers.staging(cache, AREA), root_name)
     sdist = {
         "filename": archive.name if archive.name.startswith(root_name + ".") else root_name + _ext(archive),
         "sha256": digest,
@@ -176,7 +175,7 @@ def _sdist_target(spec: str, cache: Path, name: str) -> Target:
         None,
         "",
         f"sdist {sdist['filename']} from the Python package index",
-        pinning.tree_manifest(tree),
+        tree_manifest(tree),
         sdist,
         name=name,
     )
@@ -196,8 +195,8 @@ def _git_target(spec: str, cache: Path, name: str) -> Target:
     if final.is_dir() and marker.is_file():
         try:
             info = json.loads(marker.read_text(encoding="utf-8"))
-            manifest = pinning.tree_manifest(final)
-            if info.get("digest") == pinning.manifest_digest(manifest):
+            manifest = tree_manifest(final)
+            if info.get("digest") == manifest_digest(manifest):
                 return Target(
                     "git",
                     spec,
@@ -212,11 +211,11 @@ def _git_target(spec: str, cache: Path, name: str) -> Target:
         except (ValueError, KeyError, OSError):
             pass
     remove_owned(cache, AREA, "git", commit)  # strictly inside the cache (commit: 40 hex digits)
-    area = pinning.staging(cache, AREA)
+    area = providers.staging(cache, AREA)
     work = staging_dir(area, "clone-")
     try:
         try:
-            pinning.git_checkout(remote, commit, work)
+            fetch.git_checkout(remote, commit, work)
         except LessonError as exc:
             raise err(
                 f"git could not fetch {commit[:7]} from {remote}: {exc.problem.message}",
@@ -227,8 +226,8 @@ def _git_target(spec: str, cache: Path, name: str) -> Target:
     finally:
         remove_owned(area, work.name)
     origin = f"git clone of {remote} at {commit[:7]}"
-    manifest = pinning.tree_manifest(final)
-    record = {"origin": origin, "digest": pinning.manifest_digest(manifest)}
+    manifest = tree_manifest(final)
+    record = {"origin": origin, "digest": manifest_digest(manifest)}
     atomic_write(marker, (json.dumps(record) + "\n").encode())
     return Target("git", spec, final, tree_version(final), commit, "the fetched commit", origin, manifest, name=name)
 
@@ -249,7 +248,7 @@ def _path_target(spec: str, name: str) -> Target:
         None,
         "",
         f"local checkout {root}",
-        pinning.tree_manifest(root),
+        tree_manifest(root),
         name=name,
     )
 

@@ -16,7 +16,7 @@ from lessonkit.config import files as config
 from lessonkit.project import Project
 from lessonkit.repin.acquire import Target, err
 from lessonkit.repin.classify import RepinReport
-from lessonkit.source import pin as pinning
+from lessonkit.source import providers
 from lessonkit.source.pin import Pin, PinnedTree, write_manifest
 from lessonkit.util.fs import atomic_write, remove_owned, staging_dir
 from lessonkit.util.text import lines as text_lines
@@ -130,15 +130,15 @@ def _write(path: Path, data: bytes) -> None:
 
 def _install_target(project: Project, new_pin: Pin, target: Target) -> PinnedTree:
     """Put a copy of the target tree in the build cache under the new commit (checked by the manifest)."""
-    cached = pinning.cached_tree(new_pin, project.cache)
+    cached = providers.cached_tree(new_pin, project.cache)
     if cached is not None:
         return cached
-    area = pinning.staging(project.cache)
+    area = providers.staging(project.cache)
     staged = staging_dir(area, "repin-")
     staged.rmdir()
     try:
         shutil.copytree(target.root, staged, symlinks=True, ignore=shutil.ignore_patterns(".git"))
-        return pinning.install_tree(new_pin, project.cache, staged, target.origin)
+        return providers.install_tree(new_pin, project.cache, staged, target.origin)
     finally:
         remove_owned(area, staged.name)
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lessonkit.errors import LessonError
-from lessonkit.pipeline.parse import Block, BrokenBlock
+from lessonkit.pipeline.blocks import Block, BrokenBlock
 from lessonkit.project import Project
 from lessonkit.repin import runs
 from lessonkit.repin.acquire import Target
@@ -256,7 +256,7 @@ def _source_item(project: Project, ttree: Tree, index: Index, block: Block, base
             loc = " (a `Lines:` locator to rewrite)"
         emph = None
         if not based and old.emphasize:
-            moved_to = dict(zip(old.numbers(), new.numbers()))
+            moved_to = dict(zip(old.numbers(), new.numbers(), strict=False))
             emph = select.ranges([moved_to[n] for n in old.emphasize])
         span = f"{line_span(old.start, old.end)} → {line_span(new.start, new.end)}"
         if new.spans != ((new.start, new.end),) or old.spans != ((old.start, old.end),):
@@ -331,7 +331,7 @@ def build_report(project: Project, target: Target, pages: list[Path] | None = No
     """Resolve every block of every page against the pin and the target; run the experiments on both."""
     t0 = time.perf_counter()
     pin = project.pin
-    project.tree  # the pin first: a bad pinned tree is one clear error
+    _ = project.tree  # the pin first: a bad pinned tree is one clear error
     ttree = Tree(target.root, "target", allowed=None, label=f"the target {target.label} tree")
     index = Index(ttree, target.manifest)
     vs = (f"(pin, {pin.name} {pin.version})", f"(target, {target.label})")

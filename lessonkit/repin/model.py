@@ -8,7 +8,7 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
-from lessonkit.pipeline.parse import Block
+from lessonkit.pipeline.blocks import Block
 
 HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
 

@@ -23,7 +23,7 @@ from lessonkit.checks.living import RECORDED
 from lessonkit.errors import LessonError
 from lessonkit.kinds import line as line_kind
 from lessonkit.kinds import value as value_kind
-from lessonkit.pipeline.parse import Block
+from lessonkit.pipeline.blocks import Block
 from lessonkit.run import runner as execute
 from lessonkit.source import refs as sourceref
 
@@ -190,7 +190,10 @@ def _difference(kind: str, old, new) -> str:
         return f"the recorded value changes: {old} → {new}"
     if kind == "snapshot":
         cells = [
-            f"row {i + 1}: {a} → {b}" for i, (ra, rb) in enumerate(zip(old, new)) for a, b in zip(ra, rb) if a != b
+            f"row {i + 1}: {a} → {b}"
+            for i, (ra, rb) in enumerate(zip(old, new, strict=False))
+            for a, b in zip(ra, rb, strict=False)
+            if a != b
         ]
         return f"{len(cells)} generated value(s) change: " + "; ".join(cells[:6]) + (" …" if len(cells) > 6 else "")
     return "the figure changes: its recorded data differ"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from lessonkit.pipeline.parse import Block
+from lessonkit.pipeline.blocks import Block
 from lessonkit.project import Project
 from lessonkit.repin.acquire import Target
 from lessonkit.run import runner as execute

@@ -363,7 +363,7 @@ class Runner(BoxRun):
                 else:
                     to_run += 1
                     futures[k] = self._inflight[k] = pool.submit(self._run, k, j)
-            for k, j, _ in chained:  # never a pool task waiting for another: one session, one run
+            for k, _, _ in chained:  # never a pool task waiting for another: one session, one run
                 futures[k] = self._inflight[k] = Future()
         for k, j, whole in chained:  # outside the lock: a session already done calls back at once
             self._after(futures[self.key(whole)], futures[k], k, j)

@@ -9,7 +9,7 @@ So every page of the folder may hold only:
   theirs (a template's expression, such as the site's base URL, may stand for any text without
   quotes or markup), the JSON ``__config`` (data, not code: its search worker must be Material's
   own file), or a script whose ``src`` is a file of the folder copied from Material's theme or from
-  lessonkit's assets (each copy is compared with its source by :meth:`SiteCheck._copies`);
+  lessonkit's assets (each copy is compared with its source by :mod:`lessonkit.site.folder_record`);
 * ``<style>`` elements and ``style`` attributes of Material's templates (outside the engine's
   blocks, whose markup is compared whole), the style sheets of lessonkit's own diagrams and of
   the project's registered attachments (the ``<style>…</style>`` constants of :data:`DRAWINGS`

@@ -17,8 +17,9 @@ from lessonkit.checks.verify import Report
 from lessonkit.config import maps
 from lessonkit.config.labels import provider_text
 from lessonkit.errors import LessonError
+from lessonkit.pipeline.blocks import Block
 from lessonkit.pipeline.fences import blank_line
-from lessonkit.pipeline.parse import Block, parse_page
+from lessonkit.pipeline.parse import parse_page
 from lessonkit.project import Project, Resolved
 from lessonkit.run import runner as execute
 from lessonkit.util.text import md_code
@@ -115,7 +116,7 @@ def acceptance(project: Project, report: Report, results: dict[str, execute.Resu
         provider=project.tree.provider,  # as pin.py says it (English), and in the project's words:
         provider_text=provider_text(project.tree.provider, labels),
         manifest_files=len(project.pin.manifest),
-        sdist_checked=project.tree.sdist_checked,  # compared with the archive's own (pin.check_sdist)
+        sdist_checked=project.tree.sdist_checked,  # compared with the archive's own (providers.check_sdist)
         jail=project.runner.jail,  # the jail every experiment of this build ran in (box.jail)
         jail_text=project.runner.jail.describe(),
         root_build=os.geteuid() == 0,

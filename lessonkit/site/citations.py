@@ -85,7 +85,7 @@ def citations(report: Report, docs_prefix: str, texts: dict[str, str]) -> list[C
     for page, resolved in sorted(report.resolved.items()):
         rel = page[len(docs_prefix) :] if page.startswith(docs_prefix) else page
         label, title = page_label(rel, texts.get(page, "")), page_title(rel, texts.get(page, ""))
-        for r, anchor in zip(resolved, report.anchors(page)):
+        for r, anchor in zip(resolved, report.anchors(page), strict=True):
             ex = r.excerpt
             if ex is not None and r.spec.citation is not None:
                 out.append(

@@ -20,7 +20,7 @@ from lessonkit.checks.shown import (
 )
 from lessonkit.checks.tree import Doc
 from lessonkit.errors import LessonError, Problem
-from lessonkit.pipeline.parse import INSTEAD
+from lessonkit.pipeline.imitations import INSTEAD
 
 IMITATES = "raw HTML or a plugin imitates an engine block; write {instead} in the Markdown instead"
 REBUILD = "build the site again (`lessonkit build`) before `verify --site`"

@@ -211,7 +211,7 @@ def prewarm_plan(
     def blocks(page: str) -> list:
         return [
             (anchor, r.excerpt if r.excerpt is not None else code_of(r), r.full)
-            for r, anchor in zip(report.resolved.get(page, []), report.anchors(page))
+            for r, anchor in zip(report.resolved.get(page, []), report.anchors(page), strict=True)
             if r.spec.citation is not None
         ]  # blocks that show code (not snapshot or figure)
 
@@ -253,7 +253,7 @@ def prewarm(project: Project, plan: Prewarm) -> None:
     for rel in sorted(project.pin.manifest):
         if rel.endswith(".py"):
             try:
-                project.pinned.file(rel).definitions
+                _ = project.pinned.file(rel).definitions
             except LessonError:
                 pass
     for origin, file in plan.files:

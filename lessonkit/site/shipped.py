@@ -48,9 +48,8 @@ from lessonkit.checks.tree import Doc
 from lessonkit.errors import LessonError, Problem
 from lessonkit.kinds.base import Resolved
 from lessonkit.run.outcomes import failure
-from lessonkit.site import active, csp, listings
+from lessonkit.site import active, csp, folder_record, listings
 from lessonkit.site import citations as site_cites
-from lessonkit.util.store import code_version
 
 REBUILD = listings.REBUILD
 
@@ -206,7 +205,7 @@ class SiteCheck:
         self.marked.page, self.marked.recalls = page, self.report.recalls.get(page, {})
         assert self.record is not None  # pages are expected only when the build recorded the folder
         self.links.page_url = url_of(self.record["pages"][page])
-        for r, anchor in zip(self.report.resolved[page], self.report.anchors(page)):
+        for r, anchor in zip(self.report.resolved[page], self.report.anchors(page), strict=True):
             result = None
             if r.job is not None:
                 result = self.results.get(self.project.runner.key(r.job))
@@ -310,7 +309,7 @@ class SiteCheck:
                 )
             )
             return None
-        self._folder()
+        folder_record.compare(self)
         found, n = self._offline()
         self.problems += found
         return SiteReport(self.problems, offline=n)
@@ -321,117 +320,6 @@ class SiteCheck:
         rep.files += 1
         self.docs[rel] = doc = Doc(self.files[rel].decode("utf-8", "replace"))
         return self.page(rel, doc.html, rep, doc)
-
-    def _folder(self) -> None:
-        """The folder against the record, and the record against what verify expects."""
-        rec, at = self.record, self.label
-        assert rec is not None  # run(): only a recorded folder is compared
-        if rec["engine"] != code_version():
-            self.problems.append(
-                Problem("it was built by another version of lessonkit than this verify", at, None, REBUILD)
-            )
-        if rec["root"] != str(self.project.root):
-            self.problems.append(Problem(f"it was built from another project ({rec['root']})", at, None, REBUILD))
-        for rel in sorted(set(self.hashes) | set(rec["files"])):  # every file: pages, scripts, styles, data
-            where = f"{at}/{rel}"
-            if rel not in rec["files"]:
-                self.problems.append(Problem("the build did not write this file", where, None, REBUILD))
-            elif rel not in self.hashes:
-                self.problems.append(Problem("the build wrote this file; it is gone", where, None, REBUILD))
-            elif self.hashes[rel] != rec["files"][rel]:
-                self.problems.append(Problem("changed after the build that wrote the folder", where, None, REBUILD))
-        self._copies()
-        emitted = site_record.emitted(self.project, self.report, self.results)
-        for page in sorted(set(emitted) | set(rec["blocks"])):
-            if page not in rec["blocks"]:  # a page MkDocs did not build (exclude_docs): fine without blocks
-                if emitted[page] or self.report.inline.get(page):
-                    self.problems.append(
-                        Problem(f"the build that wrote {at}/ wrote no page for it", page, None, REBUILD)
-                    )
-                continue
-            recorded, now = rec["blocks"].get(page) or [], emitted.get(page) or []
-            for a, b in zip(recorded, now):
-                if a[:3] == b[:3] and a[3] != b[3] and b[3] is not None:  # (a missing run: the block says why)
-                    self.problems.append(
-                        Problem(
-                            f"the run of {a[1]} block #{a[0]} in the build cache is not the one the build that wrote "
-                            f"{at}/ showed: its cache entry changed after the build",
-                            self.pages_dest(page),
-                            None,
-                            REBUILD,
-                        )
-                    )
-            if [x[:3] for x in recorded] != [x[:3] for x in now] or page not in rec["pages"]:
-                self.stale.add(page)
-                self.problems.append(
-                    Problem(
-                        f"the build that wrote {at}/ emitted other blocks for this page than its Markdown, the "
-                        "pinned tree and the recorded runs give now",
-                        page,
-                        None,
-                        REBUILD,
-                    )
-                )
-        from lessonkit.site.pages import browser_files
-
-        pinned, repo = browser_files(self.project, self.cites)
-        want = {("pinned", f) for f in pinned} | {("repo", f) for f in repo}
-        have = {tuple(v) for v in rec["code_pages"].values()}
-        for origin, file in sorted(want ^ have):
-            self.problems.append(
-                Problem(
-                    f"the source browser's page of {file} is {'missing' if (origin, file) in want else 'extra'}",
-                    at,
-                    None,
-                    REBUILD,
-                )
-            )
-
-    def _copies(self) -> None:
-        """Each file MkDocs copied (from docs/, the theme, lessonkit's assets) against its source as
-        it is now: a hook or plugin that changed a script, a stylesheet or an image between the copy
-        and the record is caught here. The sources must be where copies come from."""
-        rec, at, root = self.record, self.label, self.project.root
-        assert rec is not None  # run() checks copies only of a recorded folder
-        themes = [Path(d) for d in rec["theme"]]
-        # the browser's Python comes from its checked copy in the build cache (lessonkit.source.pyodide)
-        runtime = self.project.cache / "pyodide"
-        origins = [self.project.docs, Path(__file__).parents[1] / "assets", runtime, *themes]
-        for d in themes:
-            if not active.theme_folder_ok(self, d):
-                self.problems.append(
-                    Problem(
-                        f"the build took theme files from {d}, outside the project and the installed themes",
-                        at,
-                        None,
-                        REBUILD,
-                    )
-                )
-        for rel, source in sorted(rec["copied"].items()):
-            src, where = Path(source), f"{at}/{rel}"
-            shown = self.project.rel(src) if root in src.resolve().parents else str(src)
-            if not any(o.resolve() in src.resolve().parents for o in origins):
-                self.problems.append(
-                    Problem(
-                        f"the build copied this file from {shown}, which is not a file of docs/, the theme or "
-                        "lessonkit",
-                        where,
-                        None,
-                        REBUILD,
-                    )
-                )
-            elif rel in self.hashes and (
-                not src.is_file() or src.is_symlink() or site_record.file_sha256(src) != self.hashes[rel]
-            ):
-                self.problems.append(
-                    Problem(
-                        f"it is not the copy of {shown} it was (a hook or plugin changed it, or its source "
-                        "changed after the build)",
-                        where,
-                        None,
-                        REBUILD,
-                    )
-                )
 
     # -- one page
     def page(self, rel: str, html: str, rep: SiteReport | None = None, doc: Doc | None = None) -> list[Problem]:

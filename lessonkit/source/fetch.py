@@ -1,8 +1,8 @@
 """Getting a source tree from outside: the sdist from the package index (its bytes read from the
 index's simple API and hashed before anything opens them; no pip, uv or build backend ever runs
 on them), a commit from a git remote, and the safe extraction of a tar or zip release archive
-(nothing may leave the tree). Re-exported by
-:mod:`lessonkit.source.pin`, whose providers use them."""
+(nothing may leave the tree). The providers of the pinned tree
+(:mod:`lessonkit.source.providers`) use them."""
 
 from __future__ import annotations
 

@@ -4,8 +4,10 @@ indentation), with a located error that points at the first line that differs.""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from lessonkit.errors import LessonError
-from lessonkit.pipeline.parse import Block
+from lessonkit.pipeline.blocks import Block
 from lessonkit.source import select
 from lessonkit.source.pyindex import SourceFile
 from lessonkit.util.text import line_span
@@ -96,7 +98,7 @@ def picked_runs(sf: SourceFile, block: Block, d) -> list[tuple[int, int]]:
             items = select.line_items(value, key)
             picked = select.pick_lines(items, lo, hi, d.start - 1 if key == "Symbol-lines" else 0, what, key, value)
         except LessonError as exc:
-            raise exc.at(block.path, block.line_of(key))
+            raise exc.at(block.path, block.line_of(key)) from None
         for a, b in picked:
             if not any(sf.lines[n - 1].strip() for n in range(a, b + 1)):
                 raise LessonError(
@@ -124,7 +126,7 @@ def without_docstring(sf: SourceFile, d, block: Block) -> tuple[list, list]:
     try:
         doc = select.docstring_range(d)
     except LessonError as exc:
-        raise exc.at(block.path, block.line_of("Docstring"))
+        raise exc.at(block.path, block.line_of("Docstring")) from None
     if doc is None:
         raise LessonError(
             f"`{d.name}` has no docstring to hide",
@@ -183,10 +185,10 @@ def body_runs(sf: SourceFile, region: list[str], lo: int, block: Block, symbol, 
     elided = []
     gaps: list[tuple[int, int, str | None]]
     gaps = [(d.start - 1, runs[0][0], "first")] if not parts[0][1] else []  # d: body_problems checked it
-    gaps += [(x, y, None) for (_, x), (y, _) in zip(runs, runs[1:])]
+    gaps += [(x, y, None) for (_, x), (y, _) in pairwise(runs)]
     if not parts[-1][1]:
         gaps.append((runs[-1][1], d.end + 1, "last"))
-    for (prev, nxt, end), mark in zip(gaps, select.elision_lines(block)):
+    for (prev, nxt, end), mark in zip(gaps, select.elision_lines(block), strict=False):
         if nxt - prev < 2:
             what = (
                 f"L{prev} and L{nxt} are adjacent"

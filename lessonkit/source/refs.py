@@ -176,7 +176,7 @@ def resolve_text(tree: Tree, raw: str, path: str | None = None, line: int | None
     try:
         return resolve(tree, parse(raw))
     except LessonError as exc:
-        raise exc.at(path, line)
+        raise exc.at(path, line) from None
 
 
 def classify(old: Resolved, new_tree: Tree) -> tuple[str, Resolved | None]:

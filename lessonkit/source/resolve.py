@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from pathlib import Path
 
 from lessonkit.errors import LessonError
-from lessonkit.pipeline.parse import Block, check_rel_path
+from lessonkit.pipeline.blocks import Block, check_rel_path
 from lessonkit.source import select
 from lessonkit.source.matching import body_runs, picked_runs, selects_lines, trim, without_docstring
 from lessonkit.source.pyindex import WHICH, SourceFile
@@ -151,7 +152,7 @@ def excerpt_of(tree: Tree, block: Block, file_key: str = "File", symbol_key: str
     try:
         sf = tree.file(block.get(file_key) or "")  # none: the empty path's error, at the block
     except LessonError as exc:
-        raise exc.at(block.path, block.line_of(file_key))
+        raise exc.at(block.path, block.line_of(file_key)) from None
     symbol = block.get(symbol_key)
     if not sf.lines:
         raise LessonError(
@@ -165,7 +166,7 @@ def excerpt_of(tree: Tree, block: Block, file_key: str = "File", symbol_key: str
         try:
             d = sf.find(symbol, block.get("Which"))
         except LessonError as exc:
-            raise exc.at(block.path, block.line_of("Which" if exc.code == WHICH else symbol_key))
+            raise exc.at(block.path, block.line_of("Which" if exc.code == WHICH else symbol_key)) from None
         region = sf.lines[d.start - 1 : d.end]
         lo = d.start
         where = f"{sf.rel} ({symbol}, {line_span(d.start, d.end)})"
@@ -174,7 +175,7 @@ def excerpt_of(tree: Tree, block: Block, file_key: str = "File", symbol_key: str
     try:
         tabs = select.tab_width(block.get("Tab-width"))
     except LessonError as exc:
-        raise exc.at(block.path, block.line_of("Tab-width"))
+        raise exc.at(block.path, block.line_of("Tab-width")) from None
     region = select.expand_tabs(region, tabs)  # a body and the patterns match the text as shown
     if any(block.get(k) for k in select.PATTERNS):
         region, lo = select.narrow(region, lo, block, where)
@@ -183,7 +184,7 @@ def excerpt_of(tree: Tree, block: Block, file_key: str = "File", symbol_key: str
         picked = picked_runs(sf, block, d)
         if picked:
             runs = picked
-            elided = [(x + 1, y - 1) for (_, x), (y, _) in zip(runs, runs[1:]) if y - x > 1]
+            elided = [(x + 1, y - 1) for (_, x), (y, _) in pairwise(runs) if y - x > 1]
         else:
             runs = [trim(sf, lo, lo + len(region) - 1)]
         if d is not None and block.get("Docstring") == "hide":
@@ -201,7 +202,7 @@ def excerpt_of(tree: Tree, block: Block, file_key: str = "File", symbol_key: str
     try:
         mode = select.dedent_mode(block.get("Dedent"))
     except LessonError as exc:
-        raise exc.at(block.path, block.line_of("Dedent"))
+        raise exc.at(block.path, block.line_of("Dedent")) from None
     shown = select.dedent(originals, mode, [a for a, _ in runs], block, block.line_of("Dedent"))
     lines = tuple(line for run in shown for line in run)
     scope = (d.start, d.end) if d is not None else (runs[0][0], runs[-1][1])
@@ -221,7 +222,7 @@ def excerpt_of(tree: Tree, block: Block, file_key: str = "File", symbol_key: str
         try:
             emph = select.emphasis(value)
         except LessonError as exc:
-            raise exc.at(block.path, block.line_of("Emphasize"))
+            raise exc.at(block.path, block.line_of("Emphasize")) from None
         hidden = [n for n in emph if not ex.shows(n, n)]
         if hidden:
             where_shown = ", ".join(line_span(a, b) for a, b in ex.spans)
@@ -242,7 +243,7 @@ def check_lines(block: Block, ex: Excerpt) -> None:
     try:
         items = select.line_items(block.get("Lines") or "")
     except LessonError as exc:
-        raise exc.at(block.path, block.line_of("Lines"))
+        raise exc.at(block.path, block.line_of("Lines")) from None
     want = items[0] if len(items) == 1 else None
     if want != (ex.start, ex.end):
         shown = block.get("Lines")
@@ -280,5 +281,5 @@ def based_on(tree: Tree, block: Block) -> Excerpt:
         sf = tree.file(file)
         d = sf.find(symbol)
     except LessonError as exc:
-        raise exc.at(block.path, block.line_of("Based-on"))
+        raise exc.at(block.path, block.line_of("Based-on")) from None
     return Excerpt(tree.origin, sf.rel, symbol, d.start, d.end, tuple(sf.lines[d.start - 1 : d.end]))

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import difflib
 import re
+from itertools import pairwise
 
 from lessonkit.errors import LessonError, Problem
-from lessonkit.pipeline.parse import Block
+from lessonkit.pipeline.blocks import Block
 from lessonkit.source.pysyntax import Definition
 
 # Text patterns, in the order they are applied; each must match exactly one line of its scope.
@@ -45,7 +46,7 @@ def line_items(value: str, key: str = "Lines") -> list[tuple[int | None, int | N
         if (a is not None and a < 1) or (a is not None and b is not None and b < a):
             raise _not_a_range(key, value, item)
         out.append((a, b))
-    for (a1, b1), (a2, b2) in zip(out, out[1:]):
+    for (_, b1), (a2, _) in pairwise(out):
         if b1 is None or a2 is None or a2 <= b1:
             raise LessonError(
                 f"`{key}: {value}`: the ranges overlap or are out of order",
@@ -166,7 +167,7 @@ def body_problems(block: Block, has_scope: bool) -> list[Problem]:
     out = []
     if len(at) == len(block.body):
         return [Problem("the body has nothing but elision lines", block.path, at[0], "quote the lines to show")]
-    for a, b in zip(at, at[1:]):
+    for a, b in pairwise(at):
         if b == a + 1:
             out.append(
                 Problem("two elision lines in a row", block.path, b, "one `...` line stands for any number of lines")
@@ -330,7 +331,7 @@ def narrow(region: list[str], lo: int, block: Block, where: str) -> tuple[list[s
     try:
         mode = match_mode(block.get("Match"))
     except LessonError as exc:
-        raise exc.at(block.path, block.line_of("Match"))
+        raise exc.at(block.path, block.line_of("Match")) from None
     first, last, at = 0, len(region) - 1, {}
     for key in PATTERNS:
         pattern = block.get(key)
@@ -397,8 +398,12 @@ def docstring_range(d: Definition) -> tuple[int, int] | None:
 def dedent(runs: list[list[str]], mode: str | int, first_lines: list[int], block: Block, key_line: int) -> list[tuple]:
     """Every run's lines with the indentation ``mode`` removes (one cut for all runs, so that runs
     keep their relative indentation); blank lines become empty."""
-    widths = [(len(l) - len(l.lstrip(" ")), at + k) for run, at in zip(runs, first_lines) for k, l in enumerate(run)]
-    widths = [(w, n) for (w, n), l in zip(widths, [l for run in runs for l in run]) if l.strip()]
+    widths = [
+        (len(l) - len(l.lstrip(" ")), at + k)
+        for run, at in zip(runs, first_lines, strict=True)
+        for k, l in enumerate(run)
+    ]
+    widths = [(w, n) for (w, n), l in zip(widths, [l for run in runs for l in run], strict=True) if l.strip()]
     if mode == "none":
         cut = 0
     elif mode == "auto":
@@ -433,7 +438,7 @@ def _tab_indented(line: str) -> bool:
 
 def _line_of(runs: list[list[str]], first_lines: list[int], n: int) -> str:
     """File line ``n`` among the runs."""
-    for run, at in zip(runs, first_lines):
+    for run, at in zip(runs, first_lines, strict=True):
         if at <= n < at + len(run):
             return run[n - at]
     return ""

@@ -185,7 +185,7 @@ STATE: tuple[tuple[str, tuple[str, str]], ...] = (
         ),
     ),
     (
-        "lessonkit.site.pdf.radicals",
+        "lessonkit.site.pdffont.radicals",
         (
             "process",
             "Which ideograph shares its glyph with each CJK radical in the system's CJK font (read from the "

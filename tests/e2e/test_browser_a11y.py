@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 from html.parser import HTMLParser
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -429,7 +430,7 @@ def test_a_phone_shows_the_cited_range_as_code(server, browser):
         "() => [...Array(8).keys()].map(i => document.getElementById('L' + (25 + i)).getBoundingClientRect().top)"
     )
     header = p.evaluate("() => document.querySelector('.md-header').getBoundingClientRect().bottom")
-    gaps = {round(b - a) for a, b in zip(tops, tops[1:])}
+    gaps = {round(b - a) for a, b in pairwise(tops)}
     assert tops[0] >= header and tops[-1] < 800 and len(gaps) == 1, (tops, header)
     mark = p.locator("#L25 .lk-cite-mark")
     assert mark.get_attribute("href") == "#cited-backward_pass"

@@ -100,7 +100,7 @@ def test_the_page_holds_the_repository_files_byte_for_byte(reader):
         }))"""
     )
     assert [b["file"] for b in blocks] == [f"mini-autograd/exercises/stage_{n}.py" for n in STAGES]
-    for n, b in zip(STAGES, blocks):
+    for n, b in zip(STAGES, blocks, strict=True):
         assert b["csp"] == "wasm-unsafe-eval"
         assert b["editor"] == (EXERCISES / f"stage_{n}.py").read_text(encoding="utf-8")
         assert b["files"] == {

@@ -49,7 +49,9 @@ from support import COMMIT, ROOT, TmpSite, block
 from lessonkit.cli.main import main as lessonkit_main
 from lessonkit.errors import LessonError
 from lessonkit.run.runner import Job, Runner
-from lessonkit.source.pin import check_tree, load_pin, manifest_lines, provide, safe_extract, write_manifest
+from lessonkit.source.fetch import safe_extract
+from lessonkit.source.pin import check_tree, load_pin, manifest_lines, write_manifest
+from lessonkit.source.providers import provide
 
 # path[:line]: message — hint   (the path never contains ": ")
 LINE = re.compile(r"^(?P<path>[^\s:][^:]*?)(?::(?P<line>\d+))?: (?P<msg>.+?) — (?P<hint>\S.*)$")
@@ -2749,7 +2751,7 @@ def test_two_concurrent_builds_share_the_cache(tmp_path, pinned_root, pinned_sdi
         for n in (1, 2)
     ]
     outs = [p.communicate(timeout=300) for p in procs]
-    for p, (out, err) in zip(procs, outs):
+    for p, (out, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err[-3000:]
         assert "Traceback" not in out + err
     for n in (1, 2):

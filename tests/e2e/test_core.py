@@ -14,7 +14,8 @@ from support import COMMIT, block
 from lessonkit.errors import LessonError
 from lessonkit.kinds import KINDS
 from lessonkit.pipeline.parse import parse_page
-from lessonkit.source.pin import check_tree, load_pin, provide
+from lessonkit.source.pin import check_tree, load_pin
+from lessonkit.source.providers import provide
 from lessonkit.source.resolve import Tree, excerpt_of
 
 ROOT = Path(__file__).resolve().parents[2]

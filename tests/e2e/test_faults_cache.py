@@ -30,7 +30,7 @@ from support import COMMIT, ROOT, TmpSite, block
 from lessonkit.config import files as config
 from lessonkit.config import maps
 from lessonkit.errors import LessonError
-from lessonkit.source import pin as pinmod
+from lessonkit.source import providers
 from lessonkit.util import fs as fsutil
 from lessonkit.util import store
 
@@ -181,7 +181,7 @@ def test_hostile_pin_values_never_reach_the_filesystem_even_unchecked(
     monkeypatch.delenv("LESSONKIT_SOURCE", raising=False)
     monkeypatch.setenv("LESSONKIT_SDIST", str(ROOT / "nope.tar.gz") if field == "commit" else "")
     with pytest.raises(LessonError) as info:
-        pinmod.provide(bad, cache)
+        providers.provide(bad, cache)
     assert "\n" not in str(info.value) and "Traceback" not in str(info.value)
     assert tree_digest(project, skip=(".cache",)) == before
 
@@ -223,18 +223,19 @@ def test_local_checkout_variable_and_its_legacy_name(tmp_path, real_project, pin
     pin = real_project.pin
     monkeypatch.delenv("AUTOGRAD_SOURCE", raising=False)
     monkeypatch.setenv("LESSONKIT_SOURCE", str(pinned_root))
-    assert pinmod._from_env(pin, tmp_path).provider == "local checkout (LESSONKIT_SOURCE)"
+    assert providers._from_env(pin, tmp_path).provider == "local checkout (LESSONKIT_SOURCE)"
     monkeypatch.delenv("LESSONKIT_SOURCE")
     monkeypatch.setenv("AUTOGRAD_SOURCE", str(pinned_root))
     assert pin.source_env == "AUTOGRAD_SOURCE"
-    assert pinmod._from_env(pin, tmp_path).provider == "local checkout (AUTOGRAD_SOURCE)"
-    assert pinmod._from_env(dataclasses.replace(pin, source_env=None), tmp_path) is None
+    assert providers._from_env(pin, tmp_path).provider == "local checkout (AUTOGRAD_SOURCE)"
+    assert providers._from_env(dataclasses.replace(pin, source_env=None), tmp_path) is None
 
 
 def test_engine_code_names_no_upstream_project():
     """The pin code is generic: the legacy variable's name lives in pin.toml only."""
     for name in (
         "source/pin.py",
+        "source/providers.py",
         "config/files.py",
         "util/fs.py",
         "util/store.py",
@@ -562,14 +563,14 @@ def test_provider_record_with_markup_or_junk_is_never_shown(tmp_path, real_proje
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("LESSONKIT_SDIST", str(sdist))
     monkeypatch.setattr(store, "_MEMORY", {})
-    first = pinmod.provide(pin, cache)
+    first = providers.provide(pin, cache)
     store.Store(cache, "pin").put(f"{pin.commit}.provider", text)
     monkeypatch.setattr(store, "_MEMORY", {})
-    again = pinmod.provide(pin, cache)
+    again = providers.provide(pin, cache)
     assert not again.cached
     assert again.provider == first.provider == "local archive LESSONKIT_SDIST (autograd-1.9.1.tar.gz)"
     monkeypatch.setattr(store, "_MEMORY", {})
-    assert pinmod.provide(pin, cache).cached
+    assert providers.provide(pin, cache).cached
 
 
 def test_cache_folders_that_are_links_are_not_written_through(tmp_path, pinned_root):
@@ -626,7 +627,7 @@ def test_a_cached_tree_does_not_publish_a_wrong_sdist_sha256(tmp_path, pinned_ro
 def test_an_archive_at_hand_is_compared_with_the_pin_for_any_provider(tmp_path, real_project, sdist, monkeypatch):
     """A tree from a local checkout publishes the pin's sha256 too: the cached archive, when there
     is one, must be that archive; without any, the acceptance page says it was not compared."""
-    from lessonkit.source.pin import check_sdist, provide
+    from lessonkit.source.providers import check_sdist, provide
 
     digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
     pin = dataclasses.replace(real_project.pin, sdist_sha256=digest)

@@ -112,7 +112,7 @@ def test_plot_and_matrix_colours_are_text_strength_on_both_schemes():
     assert min(contrast(c, light) for c in plots.LIGHT) >= 4.5
     assert min(contrast(c, slate) for c in plots.DARK) >= 4.5
     assert contrast("#b0400b", light) >= 4.5 and contrast("#ff9e80", slate) >= 4.5  # notes, edge labels
-    for i, (day, night) in enumerate(zip(plots.LIGHT, plots.DARK)):
+    for i, (day, night) in enumerate(zip(plots.LIGHT, plots.DARK, strict=True)):
         assert f".lk-s{i}{{--lk-c:{day}}}" in plots.PALETTE
         assert f'[data-md-color-scheme="slate"] .lk-s{i}{{--lk-c:{night}}}' in plots.PALETTE
     assert ".lk-note{fill:#b0400b;" in figures.STYLE and '[data-md-color-scheme="slate"] .lk-note{fill:#ff9e80}' in (

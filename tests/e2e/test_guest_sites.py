@@ -177,7 +177,7 @@ class Built:
 def _classes(tokens) -> list[str]:
     """The class names of a compound selector's tokens (``.name``)."""
     out = []
-    for prev, tok in zip([None, *tokens], tokens):
+    for prev, tok in zip([None, *tokens], tokens, strict=False):
         if tok.type == "ident" and prev is not None and prev.type == "literal" and prev.value == ".":
             out.append(tok.value)
     return out

@@ -346,12 +346,18 @@ def test_harmless_assets_run_nothing_and_request_no_other_host_in_chromium(asset
         for name, path in [*pages, ("the lesson page of HARMLESS_IN_PAGES", "h/")]:
             page = browser.new_page()
             events: list[str] = []
-            page.on("dialog", lambda d: (events.append("dialog " + d.message), d.dismiss()))
+            page.on("dialog", lambda d, events=events: (events.append("dialog " + d.message), d.dismiss()))
             page.on(  # a missing image's 404 is the server's answer, not the page's doing
-                "console", lambda m: None if "Failed to load resource" in m.text else events.append("console " + m.text)
+                "console",
+                lambda m, events=events: (
+                    None if "Failed to load resource" in m.text else events.append("console " + m.text)
+                ),
             )
-            page.on("pageerror", lambda e: events.append("error " + str(e)))
-            page.on("request", lambda q: None if q.url.startswith(base) else events.append("request " + q.url))
+            page.on("pageerror", lambda e, events=events: events.append("error " + str(e)))
+            page.on(
+                "request",
+                lambda q, events=events: None if q.url.startswith(base) else events.append("request " + q.url),
+            )
             page.add_init_script("window.alert = (x) => { document.title = 'RAN ' + x; }")
             page.goto(f"{base}/{path}")
             page.mouse.move(5, 5)

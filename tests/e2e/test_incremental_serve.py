@@ -174,11 +174,11 @@ def test_serve_rebuilds_equal_a_full_build_and_only_what_changed(project, monkey
 
 
 def test_pin_prefetch_needs_only_the_standard_library(tmp_path, pinned_root):
-    """`python -S -m lessonkit.source.pin ROOT` provides the pinned tree before anything is installed: no
+    """`python -S -m lessonkit.source.providers ROOT` provides the pinned tree before anything is installed: no
     site-packages, so an import of a third-party module anywhere on that path fails here."""
     env = {**os.environ, "LESSONKIT_CACHE": str(tmp_path / "cache"), "AUTOGRAD_SOURCE": str(pinned_root)}
     r = subprocess.run(
-        [sys.executable, "-S", "-m", "lessonkit.source.pin", str(ROOT)],
+        [sys.executable, "-S", "-m", "lessonkit.source.providers", str(ROOT)],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -190,7 +190,7 @@ def test_pin_prefetch_needs_only_the_standard_library(tmp_path, pinned_root):
     assert r.stderr == ""
     env["LESSONKIT_CACHE"] = "relative/cache"  # a problem is one located line, not a traceback
     r = subprocess.run(
-        [sys.executable, "-S", "-m", "lessonkit.source.pin", str(ROOT)],
+        [sys.executable, "-S", "-m", "lessonkit.source.providers", str(ROOT)],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -371,7 +371,7 @@ def _python(series: Path, env: dict[str, str], module: str, *args: str) -> subpr
 def test_the_licence_is_the_one_the_release_metadata_states(headers, licence):
     from email.parser import HeaderParser
 
-    from lessonkit.cli.init import _licence
+    from lessonkit.cli.release import _licence
 
     assert _licence(HeaderParser().parsestr("Metadata-Version: 2.4\nName: x\n" + headers)) == licence
 

@@ -13,7 +13,8 @@ from support import block
 from lessonkit import kinds, repin
 from lessonkit.errors import LessonError
 from lessonkit.kinds import KINDS
-from lessonkit.pipeline.parse import Block, parse_page
+from lessonkit.pipeline.blocks import Block
+from lessonkit.pipeline.parse import parse_page
 from lessonkit.pipeline.render import anchors
 
 pytestmark = pytest.mark.warm_cache  # the builds' subject is not the cache: start from a warm one

@@ -16,6 +16,7 @@ from test_site import Visit  # the browser and server fixtures come from conftes
 from lessonkit.errors import LessonError
 from lessonkit.integrations.mkdocs.hooks import nav_pages
 from lessonkit.site import pdf as coursepdf
+from lessonkit.site import pdffont
 
 LESSON = "lessons/05-reverse-mode/"
 PDF = "downloads/autograd-course.pdf"
@@ -208,10 +209,10 @@ def test_a_radical_in_a_text_mapping_becomes_its_ideograph():
     page[NameObject("/Resources")] = DictionaryObject(
         {NameObject("/Font"): DictionaryObject({NameObject("/F1"): writer._add_object(font)})}
     )
-    equivalents = coursepdf.radicals()
+    equivalents = pdffont.radicals()
     assert (equivalents[0x2F3C], equivalents[0x2EC5]) == (ord("心"), ord("见"))  # NFKC, and the font's glyphs
     before = _mappings(cmap)
-    assert coursepdf.fix_text(writer, equivalents) == sum(1 for d in before.values() if d in equivalents)
+    assert pdffont.fix_text(writer, equivalents) == sum(1 for d in before.values() if d in equivalents)
     after = _mappings(stream.get_data().decode("latin-1"))
     assert after == {src: equivalents.get(dst, dst) for src, dst in before.items()}
     assert after[0x94] == ord("心") and after[0x95] == 0x6838 and after[0xA1] == ord("见")
@@ -431,14 +432,14 @@ def test_the_home_page_gives_the_course_pdf_size(course):
 def test_the_print_font_is_a_truetype_subset_of_the_system_cjk_font_with_the_same_bytes_each_time():
     from fontTools.ttLib import TTFont
 
-    found = coursepdf.system_cjk_font(False)
+    found = pdffont.system_cjk_font(False)
     assert found is not None
     codes = {ord(c) for c in "反向模式的核心，“”…"}
-    data = coursepdf.truetype_subset(*found, codes)
-    assert data == coursepdf.truetype_subset(*found, codes)
+    data = pdffont.truetype_subset(*found, codes)
+    assert data == pdffont.truetype_subset(*found, codes)
     font = TTFont(io.BytesIO(data))
     assert ("glyf" in font, "CFF " in font, set(font.getBestCmap())) == (True, False, codes)
-    style = coursepdf.print_style({400: data})
+    style = pdffont.print_style({400: data})
     (ranges,) = re.findall(r"unicode-range: ([^;]+);", style)
     covered = set()
     for lo, hi in re.findall(r"U\+([0-9A-F]+)-([0-9A-F]+)", ranges):
@@ -448,6 +449,6 @@ def test_the_print_font_is_a_truetype_subset_of_the_system_cjk_font_with_the_sam
 
 def test_rounding_a_content_stream_touches_only_coordinates():
     stream = b"1.23456 -2.5 m\n.2 .3 .4 rg\n1 0 0 -1 12.345678 9 Tm\n3.14159 0 Td <0001> Tj\n-.004 0 10.999 1 re\n"
-    assert coursepdf.round_paths(stream) == (
+    assert pdffont.round_paths(stream) == (
         b"1.23 -2.5 m\n.2 .3 .4 rg\n1 0 0 -1 12.345678 9 Tm\n3.14 0 Td <0001> Tj\n0 0 11 1 re\n"
     )

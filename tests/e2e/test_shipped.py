@@ -26,7 +26,7 @@ from support import ROOT, TmpSite, block
 
 from lessonkit.checks import record as site_record
 from lessonkit.checks.tree import Doc
-from lessonkit.pipeline.parse import engine_html
+from lessonkit.pipeline.imitations import engine_html
 from lessonkit.project import Project
 from lessonkit.run.box import sandbox
 from lessonkit.run.outcomes import _check
@@ -155,7 +155,7 @@ def test_the_mutation_check_beside_the_site_check_fails_verify_if_its_process_gi
     sending its result (killed, out of memory) is a failure with one line, never a pass."""
     import multiprocessing
 
-    from lessonkit.cli import main as cli
+    from lessonkit.cli import verify as cli
 
     ctx = multiprocessing.get_context("spawn")
     ours, theirs = ctx.Pipe(duplex=False)

@@ -190,7 +190,7 @@ def test_the_refused_svg_files_run_or_load_in_chromium_and_the_drawing_does_not(
             page = browser.new_page()
             other: list[str] = []
             page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(base) else route.abort())
-            page.on("request", lambda q: None if q.url.startswith(base) else other.append(q.url))
+            page.on("request", lambda q, other=other: None if q.url.startswith(base) else other.append(q.url))
             page.goto(f"{base}/{name}")
             page.wait_for_timeout(200)
             seen[name] = (page.title(), other)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from support import site  # noqa: F401 (fixture)
 
-from lessonkit.config import templates
+from lessonkit.config import template_sandbox, templates
 from lessonkit.errors import LessonError
 
 HINT = (
@@ -243,7 +243,7 @@ def test_repetition_and_powers_within_bounds_render(tmp_path):
 def test_a_template_that_computes_without_end_is_one_located_line(tmp_path, monkeypatch):
     """Loops that write nothing (or little) still end: a template gets :data:`MAX_CPU` seconds of its
     thread's CPU, then one line at the template's line."""
-    monkeypatch.setattr(templates, "MAX_CPU", 0.5)
+    monkeypatch.setattr(template_sandbox, "MAX_CPU", 0.5)
     body = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
     with pytest.raises(LessonError) as err:
         render(tmp_path, body)

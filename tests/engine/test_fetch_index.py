@@ -22,7 +22,7 @@ from support import ROOT
 
 from lessonkit.errors import LessonError
 from lessonkit.repin.acquire import _sdist_target, fetch_sdist
-from lessonkit.source import fetch
+from lessonkit.source import fetch, providers
 from lessonkit.source import pin as pinning
 
 ARCHIVE = b"\x1f\x8b not really a release archive, only bytes with a known digest" * 50
@@ -310,7 +310,7 @@ def test_the_pin_provider_never_opens_an_archive_whose_hash_differs(tmp_path, mo
     monkeypatch.delenv("LESSONKIT_SDIST", raising=False)
     pin = demo_pin(good.name, sha(good))
     with pytest.raises(LessonError) as err:
-        pinning._fetch_sdist(pin, tmp_path / "cache")
+        providers._fetch_sdist(pin, tmp_path / "cache")
     line = pin.toml_line("sha256")
     assert str(err.value) == (
         f"sourcemap/pin.toml:{line}: {(tmp_path / 'index/files' / hostile.name).as_uri()} has sha256 "
@@ -323,7 +323,7 @@ def test_the_pin_provider_never_opens_an_archive_whose_hash_differs(tmp_path, mo
     assert list((tmp_path / "cache" / "pin" / ".staging").iterdir()) == []
     # the good archive, served the same way, is fetched into the cache
     file_index(tmp_path / "index", "srcpkg", [good], {})
-    archive, origin = pinning._fetch_sdist(pin, tmp_path / "cache")
+    archive, origin = providers._fetch_sdist(pin, tmp_path / "cache")
     assert archive == tmp_path / "cache" / "pin" / good.name and archive.read_bytes() == good.read_bytes()
     assert origin == f"sdist {good.name} from the Python package index"
 

@@ -67,7 +67,7 @@ def with_kind(tiny):
 def test_a_kind_without_render_and_plain_is_one_line_at_its_registration(with_kind):
     tiny = with_kind(PARTIAL)
     with pytest.raises(LessonError) as err:
-        tiny.project().kinds
+        _ = tiny.project().kinds
     assert str(err.value) == (
         "sourcemap/kinds.toml:2: kind `note` of module `notekinds` does not define render(), plain() — "
         "a Kind defines resolve(), render(), plain(); see the engine guide, 'Block kinds of your own'"

@@ -19,7 +19,7 @@ API = {
     "Kind": "lessonkit.kinds.base",
     "InlineKind": "lessonkit.kinds.base",
     "Resolved": "lessonkit.kinds.base",
-    "InlineRef": "lessonkit.pipeline.parse",
+    "InlineRef": "lessonkit.pipeline.blocks",
     "Attachment": "lessonkit.attachments.base",
     "Diagram": "lessonkit.attachments.base",
     "Inputs": "lessonkit.attachments.base",

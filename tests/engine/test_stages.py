@@ -17,7 +17,8 @@ from tinypin import COMMIT, SOURCES, line_of, manifest, pin_toml
 
 from lessonkit.checks import verify
 from lessonkit.errors import LessonError
-from lessonkit.pipeline.parse import Block, BrokenBlock, parse_page
+from lessonkit.pipeline.blocks import Block, BrokenBlock
+from lessonkit.pipeline.parse import parse_page
 
 LINE = re.compile(r"^(?P<path>[\w./-]+):(?P<line>\d+): (?P<what>.+) — (?P<hint>.+)$")
 
@@ -59,7 +60,7 @@ def test_an_archive_with_another_sha256_is_one_line_at_the_pins_sha256(tiny):
     pin = tiny.root / "sourcemap" / "pin.toml"
     pin.write_text(pin_toml("0" * 64), encoding="utf-8")
     with pytest.raises(LessonError) as caught:
-        tiny.project().tree
+        _ = tiny.project().tree
     assert str(caught.value) == (
         f"sourcemap/pin.toml:8: {tiny.archive} has sha256 {tiny.sha256[:16]}…, the pin expects 0000000000000000… "
         "— this is not the pinned release archive; fetch it again from the package index"
@@ -72,7 +73,7 @@ def test_a_file_that_differs_from_the_manifest_is_one_line_at_the_manifest(tiny)
     digest = manifest().splitlines()[0][:64]
     (tiny.root / "sourcemap" / "manifest.sha256").write_text(manifest().replace(digest, "f" * 64), encoding="utf-8")
     with pytest.raises(LessonError) as caught:
-        tiny.project().tree
+        _ = tiny.project().tree
     assert str(caught.value) == (
         "sourcemap/manifest.sha256:1: content differs from the manifest: tiny/__init__.py (tree from local "
         "archive LESSONKIT_SDIST (tiny-0.1.0.tar.gz)) — the excerpts would not be verbatim; supply the pinned "
@@ -99,7 +100,7 @@ def test_a_wrong_pin_toml_is_one_located_line(tiny, edit, expected):
     pin = tiny.root / "sourcemap" / "pin.toml"
     pin.write_text(edit(pin.read_text(encoding="utf-8")), encoding="utf-8")
     with pytest.raises(LessonError) as caught:
-        tiny.project().pin
+        _ = tiny.project().pin
     assert str(caught.value) == expected
 
 

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from lessonkit.errors import LessonError
 from lessonkit.kinds import KINDS
-from lessonkit.pipeline.parse import Block, BrokenBlock, parse_page
+from lessonkit.pipeline.blocks import Block, BrokenBlock
+from lessonkit.pipeline.parse import parse_page
 
 PATH = "docs/x.md"
 SETTINGS = settings(

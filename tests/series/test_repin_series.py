@@ -88,7 +88,9 @@ def _new_run(run: list[str], diff: list[str]) -> list[str] | None:
         for k in range(len(old) - len(run) + 1):
             first = old[k][1]
             indent = first[: len(first) - len(run[0])]
-            if indent.strip() or not all(o == (indent + r if r else "") for (_, o), r in zip(old[k:], run)):
+            if indent.strip() or not all(
+                o == (indent + r if r else "") for (_, o), r in zip(old[k:], run, strict=False)
+            ):
                 continue
             p0, p1 = old[k][0], old[k + len(run) - 1][0]
             while ops[p1][0] != " " and p1 + 1 < len(ops) and ops[p1 + 1][0] != " ":
@@ -104,7 +106,7 @@ def _act_as_author(site, stdout: str) -> list[str]:
     symbol, `Lines` by number) shows the new code already. Returns the located lines acted on."""
     acted = []
     # from the bottom of each page up, so that an edit leaves the lines of the blocks above it
-    for page, line, label, status, diff in sorted(_author_items(stdout), key=lambda i: (i[0], -i[1])):
+    for page, line, _label, status, diff in sorted(_author_items(stdout), key=lambda i: (i[0], -i[1])):
         assert status == "changed", (page, line, status)  # nothing went missing between 1.8.0 and 1.9.1
         path = site.root / page
         text = path.read_text(encoding="utf-8").split("\n")

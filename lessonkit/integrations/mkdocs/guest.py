@@ -71,7 +71,8 @@ OTHER_HOST = "loads a resource from another host"  # what lessonkit.site.links r
 def first_block(text: str, path: str, kinds: "Registry") -> int | None:
     """The line of a page's first annotation block (well formed or not) or known inline reference;
     None: the page uses neither."""
-    from lessonkit.pipeline.parse import BrokenBlock, parse_page
+    from lessonkit.pipeline.blocks import BrokenBlock
+    from lessonkit.pipeline.parse import parse_page
 
     if not any(mark in text for mark in ("```", "~~~", "[[")):
         return None
@@ -241,9 +242,7 @@ class Guest:
         try:  # what every block needs: the cache folder, the series' settings, the pin, the pinned tree
             # with a feature's build, its project: one runner, so an experiment runs once
             project = self.build.project if self.build is not None else self.project
-            project.site
-            project.pin
-            project.tree
+            _ = project.site, project.pin, project.tree
         except LessonError as exc:
             raise PluginError(f"{rel}:{self.using[uri]}: a lessonkit block needs what is missing here: {exc}") from None
         from lessonkit.pipeline.markdown import NoLinks

@@ -42,7 +42,7 @@ from mkdocs.utils import get_relative_url
 
 from lessonkit import build as lk_build
 from lessonkit.attachments import ENGINE_PAGE_OWNERS
-from lessonkit.checks import rendered
+from lessonkit.checks import includes, rendered
 from lessonkit.config import checks as lk_checks
 from lessonkit.config import environment as lk_env
 from lessonkit.errors import LessonError
@@ -316,7 +316,7 @@ class BuildEvents:
             for p in exc.problems:
                 log.error(str(p))
             raise Abort(f"lessonkit: {len(exc.problems)} page(s) cannot be read; see the lines above") from None
-        unusable = b.unusable_includes()
+        unusable = includes.unusable(b.report)
         if unusable:  # reported by plan(); pymdownx.snippets would raise on them (or publish them) while rendering
             raise Abort(f"lessonkit: {len(unusable)} include(s) name no file that may be included; see the lines above")
         for g in plan.generated:

@@ -39,6 +39,7 @@ from markdown import Markdown
 from markdown.util import HTML_PLACEHOLDER
 
 from lessonkit import build as lk_build
+from lessonkit.checks import includes
 from lessonkit.config import checks as lk_checks
 from lessonkit.config import environment as lk_env
 from lessonkit.errors import LessonError
@@ -163,7 +164,7 @@ class Emitter:
         b.start_experiments()
         api = self.root / "docs" / b.project.site.api
         plan = b.plan(paths, api if api.is_file() else None)
-        if b.unusable_includes():  # reported by plan(); rendering would raise on them
+        if includes.unusable(b.report):  # reported by plan(); rendering would raise on them
             return staging / "mkdocs.yml"
         site = b.project.site
         generated = {g.uri: g.content for g in plan.generated}

@@ -69,7 +69,7 @@ def checked_bytecode(sources: list[tuple[str, str, bytes]]) -> dict[tuple[str, s
             pass
         if len(_BYTECODE) + len(wanted) > _BYTECODE_LIMIT:
             _BYTECODE.clear()
-        for (digest, path, data), code in zip(wanted, codes):
+        for (digest, path, data), code in zip(wanted, codes, strict=True):
             _BYTECODE[(digest, path)] = (
                 None
                 if code is None

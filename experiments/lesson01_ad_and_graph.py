@@ -114,6 +114,9 @@ def count_calls(n):
     record.set("calls", {"n": n, "central": fd_calls, "construction": calls_after_construction,
                          "grad_call": calls[0]})
     assert g_fun.__name__ == "grad_of_loss_wrt_argnum_0"
+    # wrap_util.wraps sets only __name__ and __doc__: the qualified name and the code object
+    # (which tracebacks and debuggers show for the frame) still say nary_f
+    assert g_fun.__qualname__.endswith(".nary_f") and g_fun.__code__.co_name == "nary_f"
     assert np.allclose(fd, g, rtol=1e-7, atol=0)
 
 

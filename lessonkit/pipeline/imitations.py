@@ -86,7 +86,28 @@ TITLED = re.compile(
 )
 
 
-def badge_labels(line: str, path: str, lineno: int, badges: tuple[str, ...] = ()) -> list[Problem]:
+def _loose(text: str) -> str:
+    """``text`` as a reader sees it, for comparing with a badge: character references decoded,
+    compatibility forms (no-break and wide spaces) folded, emphasis marks, backslashes and invisible
+    characters dropped, no whitespace at all (a browser shows two spaces, a tab or a line break as one)."""
+    import unicodedata
+    from html import unescape
+
+    folded = unicodedata.normalize("NFKC", unescape(text))
+    return "".join(c for c in folded if not c.isspace() and c not in "*_~=^\\" and unicodedata.category(c) != "Cf")
+
+
+def _loose_label(texts: list[str], badges: tuple[str, ...], following: str) -> str | None:
+    """The badge one of ``texts`` (or the line with the one after it: a label over two lines) starts
+    with, read loosely (:func:`_loose`)."""
+    for badge in badges:
+        want = _loose(badge)
+        if want and any(_loose(LABEL_LEAD.sub("", t, count=1) + following).startswith(want) for t in texts):
+            return badge
+    return None
+
+
+def badge_labels(line: str, path: str, lineno: int, badges: tuple[str, ...] = (), following: str = "") -> list[Problem]:
     """Problems for one prose line that labels something the way only the engine's blocks are
     labelled: an admonition whose type is an engine class (``!!! lk-real-source``), or one of
     ``badges`` as a label (at the start of the line or of a table cell, alone in emphasis, as an
@@ -94,7 +115,9 @@ def badge_labels(line: str, path: str, lineno: int, badges: tuple[str, ...] = ()
     from html import unescape
 
     if "!!!" not in line and "???" not in line and "&" not in line and not any(b and b in line for b in badges):
-        return []
+        cells = line.split("|") if "|" in line else [line]
+        found = _loose_label(cells, badges, "") or (_loose_label([line], badges, following) if following else None)
+        return [_label_problem(found, path, lineno)] if found else []
     line = blank_code(line)
     titled = TITLED.match(line) if ("!" in line or "?" in line or "=" in line) else None
     if titled is not None:
@@ -118,17 +141,20 @@ def badge_labels(line: str, path: str, lineno: int, badges: tuple[str, ...] = ()
             continue
         alone = re.search(r"(\*\*|__|\*|_|~~|==)[ \t]*" + re.escape(badge) + r"[ \t]*\1", plain)
         if alone or any(LABEL_LEAD.sub("", t, count=1).startswith(badge) for t in texts):
-            return [
-                Problem(
-                    f'prose shows the engine\'s badge "{badge}" as a label, as if an engine block followed',
-                    path,
-                    lineno,
-                    "write the annotation block instead; to name a kind of block, write its badge inside a "
-                    "sentence or in quotes (\u300c…\u300d)",
-                    code=ENGINE_HTML,
-                )
-            ]
-    return []
+            return [_label_problem(badge, path, lineno)]
+    found = _loose_label(texts, badges, "")
+    return [_label_problem(found, path, lineno)] if found else []
+
+
+def _label_problem(badge: str, path: str, lineno: int) -> Problem:
+    return Problem(
+        f'prose shows the engine\'s badge "{badge}" as a label, as if an engine block followed',
+        path,
+        lineno,
+        "write the annotation block instead; to name a kind of block, write its badge inside a "
+        "sentence or in quotes (\u300c…\u300d)",
+        code=ENGINE_HTML,
+    )
 
 
 _TITLE = re.compile(r"""\btitle[ \t]*=[ \t]*(?:"([^"]*)"|'([^']*)'|(\S+))""")

@@ -128,7 +128,8 @@ class _PageScan:
         if "lk" in line or "&" in line or (badges and "<" in line):
             page.engine_html += engine_html(line, self.path, lineno, badges)
         if badges or "!!!" in line or "???" in line:
-            page.engine_html += badge_labels(line, self.path, lineno, badges)
+            following = self.lines[i + 1] if i + 1 < len(self.lines) else ""  # a label over two lines
+            page.engine_html += badge_labels(line, self.path, lineno, badges, following)
         self.prose.append((i, blank_code(line, spans)))
         skip = _misplaced(page, self.kinds, self.lines, i, spans, self.path, self.offset)
         return False, i if skip is None else skip

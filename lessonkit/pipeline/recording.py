@@ -347,12 +347,25 @@ def _seen(text: str) -> str:
     return unicodedata.normalize("NFKC", _TEX.sub(formula, text.replace("`", "")))
 
 
+def _ascii_digits(text: str) -> str:
+    """Digits of any script (``٩``, ``９``) as ASCII ones: a reader reads them as the same number."""
+    return "".join(str(unicodedata.digit(c)) if unicodedata.category(c) == "Nd" else c for c in text)
+
+
+# A number as a reader reads it in prose: not part of a name (`Y0`, `float64`, `x_1`).
+_PROSE_NUMBER = re.compile(r"(?<![\w.])[-+−]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?(?![\w])")
+
+
 def _shows_what_it_checks(text: str, hand: str, key: str) -> None:
-    """A checked cell's text is plain Markdown (no raw HTML, comment, character reference, link or
-    invisible character: each can show a reader other numbers than the text says), and when what it
-    shows is a value (numbers and brackets only, formulas and code included) it shows the numbers it
-    checks (``(3.0, 3.0) {@ingrad = 3.0}`` and ``$1$ {@g = 1.0}`` do): ``8.0 {@g = 7.0}`` or
-    ``$999$ {@g = 1.0}`` would show 999 marked as checked against the run."""
+    """A checked cell (``text {@key = hand}``: the number ``text`` stands for, checked against the
+    run) shows no number but those it checks, where a reader would take it for the checked value:
+    * it is plain Markdown: no raw HTML, comment, character reference, link or invisible character
+      (each can show a reader other numbers than the text says);
+    * a number written in its prose (outside code and formulas, not part of a name) is one it checks
+      (``**999.0** {@g = 1.0}``, ``结果 999.0 {@g = 1.0}`` are refused; ``计数减为 1 {@c = 1}`` is not);
+    * when all it shows is a value (no letters: numbers, brackets, signs, formulas and code included)
+      it shows the numbers it checks (``$1$ {@g = 1.0}`` does, ``$999$ {@g = 1.0}`` does not).
+    Numbers inside code spans and formulas next to words are the author's (``$\\sin 1$``)."""
     plain = _CODE_SPAN.sub("", text)
     hidden = _HIDDEN_MARKUP.search(plain)
     invisible = next((c for c in plain if unicodedata.category(c) in ("Cf", "Cc", "Co", "Cs")), None)
@@ -363,14 +376,23 @@ def _shows_what_it_checks(text: str, hand: str, key: str) -> None:
             "shown as it is written",
             hint="write the cell's text without HTML, character references, links or invisible characters",
         )
-    text = _seen(text)
-    if not VALUE_LIKE.match(text) or _normal(text) == _normal(hand):
+    checked = {float(x) for x in NUMBER.findall(hand.replace("−", "-"))}
+    prose = _ascii_digits(unicodedata.normalize("NFKC", _TEX.sub(" ", plain))).replace("−", "-")
+    other = next((x for x in _PROSE_NUMBER.findall(prose) if float(x) not in checked), None)
+    if other is not None:
+        raise LessonError(
+            f"snapshot cell {text.strip()!r} checks `{key}` = {hand.strip()} but shows {other} in its text: a "
+            "checked cell shows no other number where a reader would take it for the checked value",
+            hint=f"show {hand.strip()}, put other numbers in code or a formula, or write `@{key}` (the recorded value)",
+        )
+    seen = _ascii_digits(_seen(text))
+    if any(unicodedata.category(c).startswith("L") for c in seen) or _normal(seen) == _normal(hand):
         return
-    shown = [float(x) for x in NUMBER.findall(text.replace("−", "-"))]
+    shown = [float(x) for x in NUMBER.findall(seen.replace("−", "-"))]
     missing = [x for x in NUMBER.findall(hand.replace("−", "-")) if float(x) not in shown]
     if missing:
         raise LessonError(
-            f"snapshot cell shows {text.strip()!r} but checks `{key}` = {hand.strip()}: a checked cell that "
+            f"snapshot cell shows {seen.strip()!r} but checks `{key}` = {hand.strip()}: a checked cell that "
             f"shows a value shows the numbers it checks, and {missing[0]} is not among them",
             hint=f"show {hand.strip()}, or write `@{key}` to show the recorded value",
         )

@@ -333,3 +333,20 @@ def test_a_docs_file_at_the_path_of_a_generated_source_page_stops_build_and_veri
     checked = site.verify()
     assert checked.returncode == 1 and "Traceback" not in checked.stderr
     assert checked.stderr.splitlines()[:1] == expected, checked.stderr
+
+
+def test_code_python_runs_for_where_it_is_is_trusted(repo):
+    """A module at the project's root runs in every process (`sitecustomize.py`) or replaces the
+    standard library's (`argparse.py`: the root is first on sys.path for `python -m`); pytest runs
+    every conftest and test file. Each is build code a maintainer reviews; a `.py` deeper down is not."""
+    write(repo, {"sitecustomize.py": "x = 1\n", "argparse.py": "x = 1\n", "json/__init__.py": "x = 1\n"})
+    write(repo, {"docs/conftest.py": "x = 1\n", "mini/tests/test_m.py": "x = 1\n", "hook.pth": "import os\n"})
+    write(repo, {"experiments/e2.py": "print(3)\n", "docs/snippets/s.py": "x = 1\n"})
+    assert boundary.changed_trusted(repo, "main") == [
+        "argparse.py",
+        "docs/conftest.py",
+        "hook.pth",
+        "json/__init__.py",
+        "mini/tests/test_m.py",
+        "sitecustomize.py",
+    ]

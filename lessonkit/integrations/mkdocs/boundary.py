@@ -17,6 +17,7 @@ from __future__ import annotations
 import fnmatch
 import importlib.metadata
 import importlib.util
+import re
 import subprocess
 from pathlib import Path, PurePosixPath
 
@@ -164,8 +165,20 @@ def _listed_modules(root: Path, label: str, text: str) -> list[str]:
             return []
 
 
+# Code Python runs because of where it is: a module or package at the project's root (the root is
+# on `sys.path` for `python -m …` and through the editable install's `.pth`, so a root
+# `sitecustomize.py` runs in every process and a root `argparse.py` replaces the standard library's),
+# a `.pth` file, and what pytest collects (`conftest.py`, `test_*.py`, `*_test.py`) anywhere.
+_PLACED_CODE = re.compile(
+    r"^[^/]+\.(?:py|pyc|pyd|so|pth)$"
+    r"|^[^/]+/__init__\.(?:py|pyc|pyd|so|[^/]+\.so)$"
+    r"|^[^/]+\.[^/]+\.so$"
+    r"|(?:^|/)(?:conftest\.py|test_[^/]*\.py|[^/]*_test\.py)$"
+)
+
+
 def is_trusted(path: str, patterns: list[str]) -> bool:
-    return any(path == p or fnmatch.fnmatchcase(path, p) for p in patterns)
+    return _PLACED_CODE.search(path) is not None or any(path == p or fnmatch.fnmatchcase(path, p) for p in patterns)
 
 
 def _git(root: Path, *args: str) -> str:

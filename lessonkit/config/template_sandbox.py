@@ -239,6 +239,29 @@ def _bounded_parts(parts, what: str) -> list:
     return out
 
 
+def printed_size(value, what: str = "a value printed") -> None:
+    """Bound what writing ``value`` as text makes (``{{ value }}``, ``|string``, ``|tojson``,
+    ``|pprint``): its strings summed through its containers, each reference counted where it
+    appears (a list of 64 references to one long string prints it 64 times), before the one long
+    call that would write it."""
+    size, seen, stack = 0, 0, [value]
+    while stack:
+        v = stack.pop()
+        seen += 1
+        if isinstance(v, str):
+            size += len(v) + 2
+        elif isinstance(v, dict):
+            stack += [*v.keys(), *v.values()]
+            size += 2 * len(v)
+        elif isinstance(v, (list, tuple, set, frozenset)):
+            stack += list(v)
+            size += 2 * len(v)
+        else:
+            size += 24
+        if size > MAX_OUTPUT or seen > MAX_OUTPUT // 8:
+            raise TooLarge(f"{what} longer than {MAX_OUTPUT} characters")
+
+
 def bounded_concat(parts) -> str:
     """``environment.concat``: what a block of ``{% set %}`` or a macro renders, joined within bounds."""
     return "".join(_bounded_parts(parts, "a `{% set %}` block or a macro's output: a value"))
@@ -275,6 +298,39 @@ def _bounded_join(items, sep: str = "") -> str:
     return sep.join(out)
 
 
+# Checks of filters that make long values (see guard_filters).
+def _wordwrap(value, w=79, *args, **kwargs):
+    text_value = str(value)
+    wrap = kwargs.get("wrapstring", args[1] if len(args) > 1 else None)
+    step = w if isinstance(w, int) and w > 0 else 1
+    lines = len(text_value) // step + len(text_value.split()) + text_value.count("\n") + 1
+    _bounded(len(text_value) + lines * len(wrap if isinstance(wrap, str) else "\n"), "`wordwrap`: a value")
+    return value
+
+
+def _replace(value, old="", new="", count=None):
+    if isinstance(old, str) and isinstance(new, str):
+        _check_str_method(str(value), "replace", (old, new) + (() if count is None else (count,)), {})
+    return value
+
+
+def _printed(name: str):
+    def check(value, *args, **kwargs):
+        printed_size(value, f"`{name}`: a value")
+        return value
+
+    return check
+
+
+def _grows(name: str, factor: int):  # escaping writes each character as up to `factor` of them
+    def check(value, *args, **kwargs):
+        printed_size(value, f"`{name}`: a value")
+        _bounded(len(value) * factor if isinstance(value, str) else 0, f"`{name}`: a value")
+        return value
+
+    return check
+
+
 def guard_filters(env) -> None:
     """Jinja's filters that make long values or many items, bounded before they make them."""
     import jinja2
@@ -307,23 +363,18 @@ def guard_filters(env) -> None:
             _bounded_join([v if isinstance(v, str) else str(v) for v in items], d)
         return items
 
-    def wordwrap(value, w=79, *args, **kwargs):
-        text_value = str(value)
-        wrap = kwargs.get("wrapstring", args[1] if len(args) > 1 else None)
-        step = w if isinstance(w, int) and w > 0 else 1
-        lines = len(text_value) // step + len(text_value.split()) + text_value.count("\n") + 1
-        _bounded(len(text_value) + lines * len(wrap if isinstance(wrap, str) else "\n"), "`wordwrap`: a value")
-        return value
-
-    def replace(value, old="", new="", count=None):
-        if isinstance(old, str) and isinstance(new, str):
-            _check_str_method(str(value), "replace", (old, new) + (() if count is None else (count,)), {})
-        return value
-
     checks = {
+        "string": _printed("string"),
+        "tojson": _printed("tojson"),
+        "pprint": _printed("pprint"),
+        "list": _printed("list"),
+        "urlencode": _grows("urlencode", 3),
+        "e": _grows("e", 6),
+        "escape": _grows("escape", 6),
+        "forceescape": _grows("forceescape", 6),
         "center": width,
-        "wordwrap": wordwrap,
-        "replace": replace,
+        "wordwrap": _wordwrap,
+        "replace": _replace,
         "indent": indent,
         "batch": count("batch"),
         "slice": count("slice"),

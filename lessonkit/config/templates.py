@@ -13,12 +13,19 @@ from lessonkit.config.template_sandbox import (
     bounded_concat,
     bounded_template_class,
     guard_filters,
+    printed_size,
     sandbox_class,
 )
 from lessonkit.errors import LessonError
 from lessonkit.util import text
 
 ENGINE_TEMPLATES = Path(__file__).parents[1] / "templates"
+
+
+def _printed(value):
+    """``finalize`` of the environment: what ``{{ … }}`` writes, bounded before it is written."""
+    printed_size(value)
+    return value
 
 
 class UnsafeTemplate(Exception):
@@ -117,6 +124,7 @@ def environment(root: Path):
     guard_filters(env)
     env.template_class = bounded_template_class()
     env.concat = bounded_concat
+    env.finalize = _printed  # what `{{ … }}` writes: bounded before it is written as text
     return env
 
 

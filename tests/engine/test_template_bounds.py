@@ -37,6 +37,13 @@ PROBES = {
     "int-squaring": (
         "{% set ns = namespace(n=3) %}{% for i in range(40) %}{% set ns.n = ns.n * ns.n %}{% endfor %}{{ ns.n }}"
     ),
+    "nested-print": (
+        "{% set ns = namespace(a='z' * 1000000) %}{% set ns.b = [ns.a] * 64 %}{% set ns.c = [ns.b] * 64 %}{{ ns.c }}"
+    ),
+    "nested-string": "{% set ns = namespace(a='z' * 1000000) %}{% set ns.b = [ns.a] * 64 %}{{ ([ns.b] * 64)|string }}",
+    "nested-tojson": "{% set ns = namespace(a='z' * 1000000) %}{% set ns.b = [ns.a] * 64 %}{{ ([ns.b] * 64)|tojson }}",
+    "urlencode": "{{ ('x' * 16000000)|urlencode }}",
+    "escape": "{{ ('&' * 5000000)|e }}",
     "int-power": "{% set ns = namespace(n=7 ** 100) %}{% for i in range(5) %}{% set ns.n = ns.n ** 100 %}{% endfor %}",
 }
 

@@ -96,8 +96,8 @@ def _new_run(run: list[str], diff: list[str]) -> list[str] | None:
             while ops[p1][0] != " " and p1 + 1 < len(ops) and ops[p1 + 1][0] != " ":
                 p1 += 1  # a run that ends inside a change shows the change's new lines
             new = [t for op, t in ops[p0 : p1 + 1] if op != "-"]
-            assert all(not t or t.startswith(indent) for t in new), (run, new)
-            return [t[len(indent) :] for t in new]
+            # a line of the new code less indented than the run (a `try:` gone) keeps only its own indentation
+            return [t[len(indent) :] if t.startswith(indent) else t.lstrip() for t in new]
     return None
 
 
@@ -136,6 +136,22 @@ def _act_as_author(site, stdout: str) -> list[str]:
     return sorted(acted, key=lambda a: (a.split(":")[0], int(a.split(":")[1])))
 
 
+ADJACENT = re.compile(r"^(docs/\S+?):(\d+): the elision line leaves out no lines: ")
+
+
+def _drop_empty_elisions(site, output: str) -> list[str]:
+    """Act on verify's lines that name an elision line which leaves out nothing (the lines around
+    it became adjacent in the new code): remove that `...` line, as its hint says."""
+    named = [(m[1], int(m[2])) for m in map(ADJACENT.match, output.splitlines()) if m]
+    for page, n in sorted(named, key=lambda x: (x[0], -x[1])):
+        path = site.root / page
+        text = path.read_text(encoding="utf-8").split("\n")
+        assert text[n - 1].strip() in ("...", "\u2026"), (page, n, text[n - 1])
+        del text[n - 1]
+        path.write_text("\n".join(text), encoding="utf-8")
+    return [f"{p}:{n}" for p, n in named]
+
+
 def test_the_series_excerpts_move_to_1_8_0_and_back_to_1_9_1_and_end_green(site, sdists, real_project):  # noqa: F811
     t0, c0 = time.monotonic(), time.process_time()
     for kind in (*WARM_KINDS, "pin"):  # the 1.9.1 tree and its highlighted source browser, by content
@@ -167,18 +183,21 @@ def test_the_series_excerpts_move_to_1_8_0_and_back_to_1_9_1_and_end_green(site,
     assert "commit =" not in (site.root / "sourcemap" / "pin.toml").read_text(encoding="utf-8")
     items = [(p, n, label) for p, n, label, _, _ in _author_items(r.stdout)]
     assert items == TO_1_8_0
-    assert "verify at autograd 1.8.0 finds 7 problem(s) until then:" in r.stdout
+    assert "verify at autograd 1.8.0 finds 6 problem(s) until then:" in r.stdout
     assert _act_as_author(site, r.stdout) == [f"{p}:{n}" for p, n in BODIES_TO_1_8_0]
+    v = run("lessonkit", "verify", "--update-map")  # two elisions now leave out nothing: the author drops them
+    assert v.returncode == 1 and _drop_empty_elisions(site, v.stdout + v.stderr) == [
+        f"{p}:{n}" for p, n in EMPTY_ELISIONS
+    ]
     v = run("lessonkit", "verify", "--update-map")
     assert v.returncode == 0, v.stdout + v.stderr
     assert "against autograd 1.8.0 (107374d, " in v.stdout
     text = (site.root / "docs" / "lessons" / "04-tracer-and-box.md").read_text(encoding="utf-8")
     assert "Commit: 107374d" in text and "Commit: f53a217" not in text
     text = (site.root / "docs" / "lessons" / "03-grad-call-chain.md").read_text(encoding="utf-8").split("\n")
-    assert text[63:71] == [  # the body of the block at L59 as the author made it say 1.8.0's code
+    assert text[75:82] == [  # the body of the block at L71 as the author made it say 1.8.0's code
         "argvals = subvals(args, [(argnum, box._value) for argnum, box in boxed_args])",
-        "if f_wrapped in notrace_primitives[node_constructor]:",
-        "    return f_wrapped(*argvals, **kwargs)",
+        "...",
         "parents = tuple(box._node for _, box in boxed_args)",
         "argnums = tuple(argnum for argnum, _ in boxed_args)",
         "ans = f_wrapped(*argvals, **kwargs)",
@@ -199,8 +218,8 @@ def test_the_series_excerpts_move_to_1_8_0_and_back_to_1_9_1_and_end_green(site,
     )
     assert pin.manifest == SERIES_PIN.manifest and pin.source_env == SERIES_PIN.source_env
     items = [(p, n, label) for p, n, label, _, _ in _author_items(r.stdout)]
-    assert items == TO_1_9_1  # the same blocks (one lower where an edit above shortened a body)
-    assert "verify at autograd 1.9.1 (f53a217) finds 7 problem(s) until then:" in r.stdout
+    assert items == TO_1_9_1  # the same blocks (one higher where an edit above shortened a body)
+    assert "verify at autograd 1.9.1 (f53a217) finds 6 problem(s) until then:" in r.stdout
     assert _act_as_author(site, r.stdout) == [f"{p}:{n}" for p, n in BODIES_TO_1_9_1]
     v = run("lessonkit", "verify", "--update-map")
     assert v.returncode == 0, v.stdout + v.stderr
@@ -220,15 +239,15 @@ def test_the_series_excerpts_move_to_1_8_0_and_back_to_1_9_1_and_end_green(site,
 
 def _restored(site, name: str, want: str) -> str:
     """The page made from the real lesson, as the author's edits leave it: equal, but for the
-    bodies that end inside a change (the author quoted what replaced it, so going back shows the
-    whole 1.9.1 change)."""
+    bodies that ended inside a change (`...` then `box = new_box(…)`, the author's at 1.8.0
+    `return new_box(…)` with the elision dropped): going back, they show the whole 1.9.1 change."""
     at = ENDS_INSIDE_A_CHANGE.get(name)
     if at is None:
         return want
     lines = want.split("\n")
     [b] = [b for b in site.project().parse(site.root / "docs" / name, want).blocks if b.line == at]
-    assert lines[b.end - 3 : b.end] == ["try:", "    box = new_box(ans, trace, node)", "    return box"]
-    return "\n".join(lines[: b.end] + WHOLE_CHANGE + lines[b.end :])
+    assert lines[b.end - 2] == "..." and lines[b.end - 1].strip() == "box = new_box(ans, trace, node)"
+    return "\n".join(lines[: b.end - 2] + WHOLE_CHANGE + lines[b.end :])
 
 
 def _p(page: str, line: int, label: str = "") -> tuple:
@@ -241,40 +260,41 @@ WRAP, SUM = "autograd/numpy/numpy_wrapper.py::wrap_namespace", "autograd/numpy/n
 # blocks that show `tracer.primitive` or `find_top_boxed_args` (1.9.1 added ufunc dispatch),
 # `wrap_namespace` (1.9.1 maps aliases to one wrapper) and `grad_np_sum` (1.9.0 dropped `**kwargs`).
 TO_1_8_0 = [
-    _p("03-grad-call-chain.md", 59, PRIMITIVE),
-    _p("04-tracer-and-box.md", 77, PRIMITIVE),
-    _p("04-tracer-and-box.md", 83, BOXED),
+    _p("03-grad-call-chain.md", 71, PRIMITIVE),
+    _p("04-tracer-and-box.md", 80, PRIMITIVE),
+    _p("04-tracer-and-box.md", 86, BOXED),
     _p("06-numpy-vjp.md", 3, WRAP),
     _p("06-numpy-vjp.md", 16, PRIMITIVE),
-    _p("06-numpy-vjp.md", 51, PRIMITIVE),
-    _p("06-numpy-vjp.md", 115, SUM),
-    _p("08-forward-mode.md", 42, PRIMITIVE),
-    _p("09-why-reverse.md", 69, SUM),
-    _p("10-higher-order.md", 45, BOXED),
-    _p("10-higher-order.md", 51, PRIMITIVE),
-    _p("13-custom-primitive.md", 44, PRIMITIVE),
+    _p("06-numpy-vjp.md", 88, SUM),
+    _p("08-forward-mode.md", 39, PRIMITIVE),
+    _p("10-higher-order.md", 45, PRIMITIVE),
+    _p("13-custom-primitive.md", 29, PRIMITIVE),
     _p("14-mini-autograd.md", 3, PRIMITIVE),
 ]
 # The blocks among them with a quoted body the author rewrote (the others show a whole symbol or
 # `Lines` by number: the page shows the new code by itself).
 BODIES_TO_1_8_0 = [
-    _p("03-grad-call-chain.md", 59),
+    _p("03-grad-call-chain.md", 71),
     _p("06-numpy-vjp.md", 16),
-    _p("06-numpy-vjp.md", 51),
-    _p("08-forward-mode.md", 42),
-    _p("10-higher-order.md", 51),
-    _p("13-custom-primitive.md", 44),
+    _p("08-forward-mode.md", 39),
+    _p("10-higher-order.md", 45),
+    _p("13-custom-primitive.md", 29),
     _p("14-mini-autograd.md", 3),
 ]
+# Two bodies quote `primitive` as `...` then `box = new_box(…)`: at 1.8.0 that line is
+# `return new_box(…)` right after the lines before the `...`, which then leaves out nothing.
+EMPTY_ELISIONS = [_p("03-grad-call-chain.md", 82), _p("10-higher-order.md", 54)]
 # Going back: the same blocks; in 06 the edit at L16 (1.8.0 has no `trace_primitives_map` line)
-# moved the two blocks below it one line up.
+# moved the block below it one line up.
 TO_1_9_1 = [(p, n - 1 if p.endswith("06-numpy-vjp.md") and n > 16 else n, label) for p, n, label in TO_1_8_0]
 BODIES_TO_1_9_1 = [(p, n - 1 if p.endswith("06-numpy-vjp.md") and n > 16 else n) for p, n in BODIES_TO_1_8_0]
-# Two bodies quote `primitive` down to `return box`, inside the change 1.8.0 replaced by
-# `return new_box(ans, trace, node)`: the author shows that line at 1.8.0, and back at 1.9.1 the
-# whole change it stands for.
-ENDS_INSIDE_A_CHANGE = {"lessons/03-grad-call-chain.md": 59, "lessons/10-higher-order.md": 51}
+# Those two bodies end inside the change 1.8.0 replaced by `return new_box(ans, trace, node)`: back
+# at 1.9.1 they show the whole change it stands for.
+ENDS_INSIDE_A_CHANGE = {"lessons/03-grad-call-chain.md": 71, "lessons/10-higher-order.md": 45}
 WHOLE_CHANGE = [
+    "try:",
+    "    box = new_box(ans, trace, node)",
+    "    return box",
     "except Exception as e:",
     "    if called_by_autograd_dispatcher:",
     "        raise NotImplementedError from e",

@@ -115,7 +115,7 @@ def test_the_micrograd_example_builds_verifies_mutates_and_repins_to_itself(exam
     first, site_line = verify.stdout.splitlines()  # the build just wrote site/: a plain verify checks it too
     assert re.fullmatch(
         r"verify: 2 page\(s\), 3 real-source, 1 teaching-simplification, 1 experiment, 0 snapshot, 0 figure, "
-        r"0 exercise, 0 output block\(s\), 0 inline reference\(s\) "
+        r"0 exercise, 0 output, 0 runnable block\(s\), 0 inline reference\(s\) "
         r"against micrograd 0\.1\.0 \(5bb6392, [^;]+\); 0 problem\(s\) in [\d.]+ s",
         first,
     )

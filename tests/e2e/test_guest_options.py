@@ -285,7 +285,7 @@ def test_acceptance_adds_the_acceptance_page_of_the_pages_that_use_blocks(guests
     assert _search_added(guests.files("plain"), guests.files("acceptance")) == ["attachments/acceptance/"]
     page = _page(guests.files("acceptance"), "attachments/acceptance/index.html")
     rows = [[c.text(strip=True) for c in tr.css("td")] for tr in page.css("article tbody tr")]
-    assert ["docs/guide/usage.md", "1", "0", "0", "0", "0", "0", "0"] in rows  # one real-source block, checked
+    assert ["docs/guide/usage.md", "1", "0", "0", "0", "0", "0", "0", "0"] in rows  # one real-source block, checked
     assert _with_site_style(page, "../../")
 
 

@@ -42,6 +42,7 @@ def test_builtin_registry_lists_the_kinds():
         "value",
         "exercise",
         "output",
+        "runnable",
     ]
     assert [k.label for k in kinds.KINDS.fenced.values()] == [
         "REAL SOURCE",
@@ -51,6 +52,7 @@ def test_builtin_registry_lists_the_kinds():
         "FIGURE",
         "EXERCISE",
         "OUTPUT",
+        "RUNNABLE",
     ]
     assert list(kinds.KINDS.inline) == ["line", "value"]
 
@@ -61,7 +63,7 @@ def test_unknown_kind_is_a_located_error_not_a_fall_through():
         kinds.KINDS.of(b)
     assert str(exc.value) == (
         "docs/a.md:7: unknown block kind `signatur` — known kinds: real-source, teaching-simplification, experiment, "
-        "snapshot, figure, exercise, output"
+        "snapshot, figure, exercise, output, runnable"
     )
 
 

@@ -140,7 +140,8 @@ def test_build_renders_each_kind(site):
         '<tr><td>公式</td><td class="lk-checked" title="experiments/multiple_paths.py 的记录 xx.grad（手写值，'
         '已与记录比对）"><span class="lk-math" data-search-exclude="math">'
         '<math xmlns="http://www.w3.org/1998/Math/MathML" display="inline">'
-        '<mrow><mi>x</mi><mo>&#x0002B;</mo><mi>x</mi></mrow></math></span></td><td>公式照写</td></tr>',
+        '<mrow><mi>x</mi><mo>&#x0002B;</mo><mi>x</mi></mrow></math></span><span class="lk-math-text">x+x</span>'
+        "</td><td>公式照写</td></tr>",
         "<tr><td>分支</td><td><code>vs.add(prev_g, g)</code></td><td>手写</td></tr>",
     ]
     assert (
@@ -575,8 +576,9 @@ def test_a_checked_cell_that_shows_a_value_shows_the_numbers_it_checks(site):
     r = site.verify()
     assert r.returncode == 1
     assert r.stderr.splitlines()[:1] == [
-        "docs/a.md:9: snapshot cell shows '8.0' but checks `xx.grad` = 6.0: a checked cell that shows a value shows "
-        "the numbers it checks, and 6.0 is not among them — show 6.0, or write `@xx.grad` to show the recorded value"
+        "docs/a.md:9: snapshot cell '8.0' checks `xx.grad` = 6.0 but shows 8.0 in its text: a checked cell shows no "
+        "other number where a reader would take it for the checked value — show 6.0, put other numbers in code or a "
+        "formula, or write `@xx.grad` (the recorded value)"
     ]
 
 

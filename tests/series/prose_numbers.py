@@ -42,12 +42,12 @@ PROSE_NUMBERS = [
     ),
     (
         "lessons/10-higher-order.md",
-        "| (1.5,) {@sin_call.unwrapping.3.args",
+        "| `(1.5,)` {@sin_call.unwrapping.3.args",
         "the chosen input X0 = 1.5 of higher_order.py, shown as the argument tuple of the recursive call",
     ),
     (
         "lessons/10-higher-order.md",
-        "D | 1.5（float）",
+        "D | `1.5`（float）",
         "the chosen input X0 = 1.5 of higher_order.py, unboxed at the innermost call",
     ),
     (
@@ -136,5 +136,10 @@ PROSE_NUMBERS = [
         "lessons/11-operator-composition.md",
         "代入同样得到 $(2, 10, -12)$",
         'the same hand derivation by another route; asserted',
+    ),
+    (
+        "lessons/10-higher-order.md",
+        "把 2.0 装进 Box",
+        "the input of the self-test's runnable snippet (grad(grad(f))(2.0)), which the build ran and recorded",
     ),
 ]

@@ -511,7 +511,7 @@ def test_every_self_test_question_has_a_folded_hint(built_site):
     html = (built_site / "attachments/self-test/index.html").read_text()
     counts["self-test"] = (len(re.findall(r"<strong>Q\d+\.</strong>", html)), len(re.findall(hint, html)))
     assert all(items == hints and items > 0 for items, hints in counts.values()), counts
-    assert sum(h for _, h in counts.values()) == 130  # 100 at the ends of the lessons, 30 in the attachment
+    assert sum(h for _, h in counts.values()) == 133  # 103 in the lessons, 30 in the attachment
 
 
 # --- engine fixes: copy buttons, labels, citation tables, bundle, diagrams ---------------------
